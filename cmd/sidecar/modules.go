@@ -1,0 +1,8 @@
+package main
+
+import "github.com/agentsidecar/agentsidecar/sidecar"
+
+// modules is the product: every module the sidecar can run, in the order
+// their routes are registered. SIDECAR_MODULES enables a subset by name.
+// Adding a module is one line here and a package of its own.
+var modules = []sidecar.Factory{}

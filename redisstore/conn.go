@@ -1,0 +1,212 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/rueidis"
+)
+
+// ErrUnavailable marks every error that means "Redis cannot be reached right
+// now" (not connected yet, connection refused or reset, timeouts, a replica
+// promoting). The HTTP layer answers it with 503 and Retry-After.
+var ErrUnavailable = errors.New("redis unavailable")
+
+// Conn is the sidecar's one Redis connection. It is usable at once: until the
+// first connection succeeds, Client answers ErrUnavailable while a goroutine
+// keeps dialing with backoff, so the process can serve /healthz and answer
+// 503 while Redis is still starting (as happens in Kubernetes). After that,
+// rueidis reconnects by itself and losing Redis is never fatal.
+type Conn struct {
+	opts     Options
+	logger   *slog.Logger
+	mode     string
+	embedded *miniredis.Miniredis
+
+	client  atomic.Pointer[rueidis.Client]
+	lastErr atomic.Pointer[string]
+	ready   chan struct{}
+
+	stop     context.CancelFunc
+	wg       sync.WaitGroup
+	closeOne sync.Once
+}
+
+// Backoff bounds for the start-up dial loop.
+const (
+	backoffMin = 100 * time.Millisecond
+	backoffMax = 5 * time.Second
+)
+
+// Open validates opts, starts the embedded Redis when none is configured, and
+// starts connecting in the background. It fails only on bad options or when
+// the embedded server cannot listen; an unreachable Redis is not an error.
+func Open(opts Options, logger *slog.Logger) (*Conn, error) {
+	clientOpt, err := opts.clientOption()
+	if err != nil {
+		return nil, err
+	}
+	c := &Conn{opts: opts, logger: logger, ready: make(chan struct{}), mode: "standalone"}
+	if opts.Embedded() {
+		m, err := StartEmbedded()
+		if err != nil {
+			return nil, fmt.Errorf("start embedded redis: %w", err)
+		}
+		c.embedded, c.mode = m, "embedded"
+		clientOpt.InitAddress = []string{m.Addr()}
+		logger.Warn("no REDIS_URL or CACHE_HOST set: using an embedded in-memory Redis; " +
+			"data is not shared with other processes and is lost on exit")
+	}
+	if len(clientOpt.InitAddress) > 1 {
+		c.mode = "cluster"
+	}
+	if c.embedded != nil {
+		// miniredis has no CLIENT TRACKING.
+		clientOpt.DisableCache = true
+	}
+	msg := "connecting"
+	c.lastErr.Store(&msg)
+	ctx, cancel := context.WithCancel(context.Background())
+	c.stop = cancel
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		c.connectLoop(ctx, clientOpt)
+	}()
+	return c, nil
+}
+
+// StartEmbedded starts a miniredis on a loopback port whose key expiry follows
+// the wall clock, as a real Redis does (miniredis otherwise moves TTLs only
+// when told to with FastForward).
+func StartEmbedded() (*miniredis.Miniredis, error) {
+	m := miniredis.NewMiniRedis()
+	m.ClockTTL(true)
+	if err := m.StartAddr("127.0.0.1:0"); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+func (c *Conn) connectLoop(ctx context.Context, opt rueidis.ClientOption) {
+	delay := backoffMin
+	for attempt := 1; ; attempt++ {
+		client, err := rueidis.NewClient(opt)
+		if err == nil {
+			c.client.Store(&client)
+			close(c.ready)
+			c.logger.Info("redis connected", "redis", c.opts.Redacted(), "mode", c.mode, "attempts", attempt)
+			return
+		}
+		msg := err.Error()
+		c.lastErr.Store(&msg)
+		// Jitter (±20%) keeps a fleet of pods from dialing in lockstep.
+		wait := time.Duration(float64(delay) * (0.8 + 0.4*rand.Float64()))
+		c.logger.Warn("redis not reachable, retrying", "redis", c.opts.Redacted(),
+			"attempt", attempt, "retry_in", wait.Round(time.Millisecond).String(), "err", msg)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+		delay = min(delay*2, backoffMax)
+	}
+}
+
+// Ready is closed once the first connection to Redis succeeded.
+func (c *Conn) Ready() <-chan struct{} { return c.ready }
+
+// Mode is "embedded", "standalone" or "cluster"; for logs and build info only.
+func (c *Conn) Mode() string { return c.mode }
+
+// Embedded returns the in-process server in embedded mode, else nil.
+func (c *Conn) Embedded() *miniredis.Miniredis { return c.embedded }
+
+// LastError describes why the first connection has not succeeded yet.
+func (c *Conn) LastError() string { return *c.lastErr.Load() }
+
+// Client returns the connected client, or an ErrUnavailable error while the
+// first connection is still being made.
+func (c *Conn) Client() (rueidis.Client, error) {
+	if p := c.client.Load(); p != nil {
+		return *p, nil
+	}
+	return nil, fmt.Errorf("%w: not connected yet: %s", ErrUnavailable, c.LastError())
+}
+
+// Ping checks that Redis answers.
+func (c *Conn) Ping(ctx context.Context) error {
+	client, err := c.Client()
+	if err != nil {
+		return err
+	}
+	if err := client.Do(ctx, client.B().Ping().Build()).Error(); err != nil {
+		return Wrap("ping", err)
+	}
+	return nil
+}
+
+// Close stops the dial loop, closes the client and stops the embedded server.
+func (c *Conn) Close() {
+	c.closeOne.Do(func() {
+		c.stop()
+		c.wg.Wait()
+		if p := c.client.Load(); p != nil {
+			(*p).Close()
+		}
+		if c.embedded != nil {
+			c.embedded.Close()
+		}
+	})
+}
+
+// Wrap adds context to a Redis error and marks it ErrUnavailable when it
+// means Redis cannot serve right now.
+func Wrap(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if IsUnavailable(err) && !errors.Is(err, ErrUnavailable) {
+		return fmt.Errorf("%s: %w: %w", op, ErrUnavailable, err)
+	}
+	return fmt.Errorf("%s: %w", op, err)
+}
+
+// IsUnavailable tells an outage (retry later) from a bug or a bad request.
+func IsUnavailable(err error) bool {
+	if err == nil {
+		return false
+	}
+	if errors.Is(err, ErrUnavailable) || errors.Is(err, rueidis.ErrClosing) ||
+		errors.Is(err, context.DeadlineExceeded) || errors.Is(err, io.EOF) ||
+		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNREFUSED) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) {
+		return true
+	}
+	var netErr net.Error
+	if errors.As(err, &netErr) {
+		return true
+	}
+	var redisErr *rueidis.RedisError
+	if errors.As(err, &redisErr) {
+		// Replies that mean "not now" rather than "wrong".
+		msg := redisErr.Error()
+		for _, p := range []string{"LOADING", "BUSY", "MASTERDOWN", "CLUSTERDOWN", "TRYAGAIN", "READONLY", "NOREPLICAS"} {
+			if strings.HasPrefix(msg, p) {
+				return true
+			}
+		}
+	}
+	return false
+}

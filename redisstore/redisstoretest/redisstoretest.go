@@ -1,0 +1,239 @@
+// Package redisstoretest gives each test its own fresh Redis: a real
+// redis-server started on a free loopback port when the binary is on PATH,
+// else an embedded miniredis. With REQUIRE_REAL_REDIS=1 (as in CI) a missing
+// redis-server fails the test instead of falling back. There is no mocked
+// Redis anywhere in this project.
+package redisstoretest
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/rueidis"
+
+	"github.com/agentsidecar/agentsidecar/redisstore"
+)
+
+// Backend names, as used in subtest names.
+const (
+	Real = "redis-server"
+	Mini = "miniredis"
+)
+
+// Server is one Redis for one test.
+type Server struct {
+	Backend string
+	Addr    string // host:port on loopback
+
+	// Mini is the embedded server (nil for a real one): tests may move its
+	// clock with SetTime.
+	Mini *miniredis.Miniredis
+
+	t      testing.TB
+	mu     sync.Mutex
+	cmd    *exec.Cmd
+	exited chan struct{}
+	dir    string
+	args   []string
+}
+
+// RequireReal reports whether REQUIRE_REAL_REDIS=1 forbids the fallback.
+func RequireReal() bool { return os.Getenv("REQUIRE_REAL_REDIS") == "1" }
+
+// RealAvailable reports whether redis-server is on PATH.
+func RealAvailable() bool {
+	_, err := exec.LookPath("redis-server")
+	return err == nil
+}
+
+// New starts a fresh Redis for t: real when possible, else miniredis.
+func New(t testing.TB) *Server {
+	t.Helper()
+	if RealAvailable() {
+		return NewReal(t)
+	}
+	if RequireReal() {
+		t.Fatal("REQUIRE_REAL_REDIS=1 but redis-server is not on PATH (apt-get install redis-server)")
+	}
+	return NewMini(t)
+}
+
+// Each runs f once per available backend, as subtests named after it, so the
+// tests that matter prove the behaviour on a real Redis and on the embedded
+// default alike.
+func Each(t *testing.T, f func(t *testing.T, s *Server)) {
+	t.Helper()
+	t.Run(Mini, func(t *testing.T) { f(t, NewMini(t)) })
+	t.Run(Real, func(t *testing.T) {
+		if !RealAvailable() {
+			if RequireReal() {
+				t.Fatal("REQUIRE_REAL_REDIS=1 but redis-server is not on PATH")
+			}
+			t.Skip("redis-server not on PATH")
+		}
+		f(t, NewReal(t))
+	})
+}
+
+// NewMini starts a miniredis whose TTLs follow the wall clock, the same way
+// the sidecar's embedded mode runs it.
+func NewMini(t testing.TB) *Server {
+	t.Helper()
+	m, err := redisstore.StartEmbedded()
+	if err != nil {
+		t.Fatalf("start miniredis: %v", err)
+	}
+	t.Cleanup(m.Close)
+	return &Server{Backend: Mini, Addr: m.Addr(), Mini: m, t: t}
+}
+
+// NewReal starts a redis-server on a free loopback port, with no persistence,
+// and stops it when the test ends. Extra args are passed to redis-server
+// (e.g. "--appendonly", "yes").
+func NewReal(t testing.TB, extraArgs ...string) *Server {
+	t.Helper()
+	if !RealAvailable() {
+		if RequireReal() {
+			t.Fatal("REQUIRE_REAL_REDIS=1 but redis-server is not on PATH")
+		}
+		t.Skip("redis-server not on PATH")
+	}
+	s := &Server{Backend: Real, t: t, dir: t.TempDir()}
+	var lastErr error
+	for range 5 {
+		port, err := FreePort()
+		if err != nil {
+			t.Fatalf("find free port: %v", err)
+		}
+		s.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+		s.args = append([]string{
+			"--port", strconv.Itoa(port), "--bind", "127.0.0.1",
+			"--save", "", "--appendonly", "no", "--dir", s.dir,
+			"--daemonize", "no", "--logfile", "",
+		}, extraArgs...)
+		if lastErr = s.Start(); lastErr == nil {
+			t.Cleanup(s.Kill)
+			return s
+		}
+	}
+	t.Fatalf("start redis-server: %v", lastErr)
+	return nil
+}
+
+// URL is the redis:// URL of the server.
+func (s *Server) URL() string { return "redis://" + s.Addr }
+
+// Start (re)starts a real server on its port and waits until it answers PING.
+// For miniredis it restarts the embedded server on the same address.
+func (s *Server) Start() error {
+	if s.Mini != nil {
+		return s.Mini.Restart()
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out bytes.Buffer
+	cmd := exec.Command("redis-server", s.args...)
+	cmd.Stdout, cmd.Stderr = &out, &out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		select {
+		case <-exited:
+			return fmt.Errorf("redis-server exited at start: %s", out.String())
+		default:
+		}
+		if ping(s.Addr) == nil {
+			s.cmd, s.exited = cmd, exited
+			return nil
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	_ = cmd.Process.Kill()
+	<-exited
+	return fmt.Errorf("redis-server on %s did not answer PING within 10s: %s", s.Addr, out.String())
+}
+
+// Kill stops the server at once (SIGKILL for a real one), as a crash would.
+func (s *Server) Kill() {
+	if s.Mini != nil {
+		s.Mini.Close()
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil {
+		return
+	}
+	_ = s.cmd.Process.Kill()
+	<-s.exited
+	s.cmd = nil
+}
+
+// Client returns a rueidis client for assertions on what is in Redis.
+func (s *Server) Client(t testing.TB) rueidis.Client {
+	t.Helper()
+	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{s.Addr}, DisableCache: true})
+	if err != nil {
+		t.Fatalf("connect to %s: %v", s.Addr, err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+// Options returns the sidecar's Redis options pointing at this server.
+func (s *Server) Options() redisstore.Options {
+	return redisstore.Options{URL: s.URL(), Port: 6379, SSLCertReqs: "required"}
+}
+
+// FreePort asks the kernel for a free loopback TCP port.
+func FreePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// ping sends an inline PING and expects +PONG (or -LOADING while starting).
+func ping(addr string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(200 * time.Millisecond))
+	if _, err := conn.Write([]byte("PING\r\n")); err != nil {
+		return err
+	}
+	buf := make([]byte, 64)
+	n, err := conn.Read(buf)
+	if err != nil {
+		return err
+	}
+	if !bytes.HasPrefix(buf[:n], []byte("+PONG")) {
+		return fmt.Errorf("unexpected reply %q", buf[:n])
+	}
+	return nil
+}
+
+// Dir is the server's working directory (for AOF files), empty for miniredis.
+func (s *Server) Dir() string { return s.dir }
