@@ -71,10 +71,6 @@ func Open(opts Options, logger *slog.Logger) (*Conn, error) {
 	if len(clientOpt.InitAddress) > 1 {
 		c.mode = "cluster"
 	}
-	if c.embedded != nil {
-		// miniredis has no CLIENT TRACKING.
-		clientOpt.DisableCache = true
-	}
 	msg := "connecting"
 	c.lastErr.Store(&msg)
 	ctx, cancel := context.WithCancel(context.Background())

@@ -70,6 +70,11 @@ const dialTimeout = 2 * time.Second
 // the embedded case, which is only known once miniredis listens).
 func (o Options) clientOption() (rueidis.ClientOption, error) {
 	var opt rueidis.ClientOption
+	// A bad value is a mistake even where it is not used (CACHE_PORT beside
+	// a REDIS_URL): say so now rather than when someone drops the URL.
+	if o.Port < 1 || o.Port > 65535 {
+		return opt, envconf.Invalid("CACHE_PORT", "port %d is out of range 1-65535", o.Port)
+	}
 	switch {
 	case o.URL != "":
 		u, err := url.Parse(o.URL)
@@ -97,9 +102,6 @@ func (o Options) clientOption() (rueidis.ClientOption, error) {
 			return opt, envconf.Invalid("REDIS_URL", "%s", strings.TrimPrefix(err.Error(), "redis: "))
 		}
 	case o.Host != "":
-		if o.Port < 1 || o.Port > 65535 {
-			return opt, envconf.Invalid("CACHE_PORT", "port %d is out of range 1-65535", o.Port)
-		}
 		if strings.ContainsAny(o.Host, "/ ") {
 			return opt, envconf.Invalid("CACHE_HOST", "%q is not a host name or address", o.Host)
 		}
@@ -130,6 +132,10 @@ func (o Options) clientOption() (rueidis.ClientOption, error) {
 	// retries a write for seconds only hides an outage. Reads fail fast too,
 	// so /readyz and the API report an outage at once.
 	opt.DisableRetry = true
+	// No client-side caching: the sidecar does not read through DoCache,
+	// and CLIENT TRACKING is missing on miniredis, Redis < 6 and some
+	// proxies. Issue-level optimisations may turn it on per read later.
+	opt.DisableCache = true
 	return opt, nil
 }
 

@@ -74,15 +74,7 @@ func New(t testing.TB) *Server {
 func Each(t *testing.T, f func(t *testing.T, s *Server)) {
 	t.Helper()
 	t.Run(Mini, func(t *testing.T) { f(t, NewMini(t)) })
-	t.Run(Real, func(t *testing.T) {
-		if !RealAvailable() {
-			if RequireReal() {
-				t.Fatal("REQUIRE_REAL_REDIS=1 but redis-server is not on PATH")
-			}
-			t.Skip("redis-server not on PATH")
-		}
-		f(t, NewReal(t))
-	})
+	t.Run(Real, func(t *testing.T) { f(t, NewReal(t)) })
 }
 
 // NewMini starts a miniredis whose TTLs follow the wall clock, the same way
@@ -102,32 +94,58 @@ func NewMini(t testing.TB) *Server {
 // (e.g. "--appendonly", "yes").
 func NewReal(t testing.TB, extraArgs ...string) *Server {
 	t.Helper()
+	requireBinary(t)
+	var lastErr error
+	for range 5 { // a free port can be taken between asking and binding
+		port, err := FreePort()
+		if err != nil {
+			t.Fatalf("find free port: %v", err)
+		}
+		s, err := startReal(t, port, extraArgs)
+		if err == nil {
+			return s
+		}
+		lastErr = err
+	}
+	t.Fatalf("start redis-server: %v", lastErr)
+	return nil
+}
+
+// NewRealOnPort starts a redis-server on the given loopback port, for tests
+// of a sidecar that was started before its Redis.
+func NewRealOnPort(t testing.TB, port int, extraArgs ...string) *Server {
+	t.Helper()
+	requireBinary(t)
+	s, err := startReal(t, port, extraArgs)
+	if err != nil {
+		t.Fatalf("start redis-server on port %d: %v", port, err)
+	}
+	return s
+}
+
+func requireBinary(t testing.TB) {
+	t.Helper()
 	if !RealAvailable() {
 		if RequireReal() {
 			t.Fatal("REQUIRE_REAL_REDIS=1 but redis-server is not on PATH")
 		}
 		t.Skip("redis-server not on PATH")
 	}
+}
+
+func startReal(t testing.TB, port int, extraArgs []string) (*Server, error) {
 	s := &Server{Backend: Real, t: t, dir: t.TempDir()}
-	var lastErr error
-	for range 5 {
-		port, err := FreePort()
-		if err != nil {
-			t.Fatalf("find free port: %v", err)
-		}
-		s.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-		s.args = append([]string{
-			"--port", strconv.Itoa(port), "--bind", "127.0.0.1",
-			"--save", "", "--appendonly", "no", "--dir", s.dir,
-			"--daemonize", "no", "--logfile", "",
-		}, extraArgs...)
-		if lastErr = s.Start(); lastErr == nil {
-			t.Cleanup(s.Kill)
-			return s
-		}
+	s.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	s.args = append([]string{
+		"--port", strconv.Itoa(port), "--bind", "127.0.0.1",
+		"--save", "", "--appendonly", "no", "--dir", s.dir,
+		"--daemonize", "no", "--logfile", "",
+	}, extraArgs...)
+	if err := s.Start(); err != nil {
+		return nil, err
 	}
-	t.Fatalf("start redis-server: %v", lastErr)
-	return nil
+	t.Cleanup(s.Kill)
+	return s, nil
 }
 
 // URL is the redis:// URL of the server.
@@ -187,7 +205,7 @@ func (s *Server) Kill() {
 // Client returns a rueidis client for assertions on what is in Redis.
 func (s *Server) Client(t testing.TB) rueidis.Client {
 	t.Helper()
-	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{s.Addr}, DisableCache: true})
+	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{s.Addr}, DisableCache: true, DisableRetry: true})
 	if err != nil {
 		t.Fatalf("connect to %s: %v", s.Addr, err)
 	}

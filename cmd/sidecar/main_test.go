@@ -1,0 +1,197 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/agentsidecar/agentsidecar/redisstore/redisstoretest"
+)
+
+// These tests run the real binary as a user would, with nothing but
+// environment variables, and watch its exit code, stderr and endpoints.
+
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "sidecar-bin")
+	if err != nil {
+		panic(err)
+	}
+	binary = filepath.Join(dir, "sidecar")
+	if out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "go build: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// proc is a running sidecar process.
+type proc struct {
+	cmd       *exec.Cmd
+	api, ops  string
+	mu        sync.Mutex
+	stderr    bytes.Buffer
+	exited    chan struct{}
+	exitError error
+}
+
+func (p *proc) Write(b []byte) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.stderr.Write(b)
+}
+
+func (p *proc) log() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.stderr.String()
+}
+
+// start runs the binary with a clean environment plus env, on free loopback
+// ports.
+func start(t *testing.T, env ...string) *proc {
+	t.Helper()
+	apiPort, _ := redisstoretest.FreePort()
+	opsPort, _ := redisstoretest.FreePort()
+	p := &proc{api: fmt.Sprintf("127.0.0.1:%d", apiPort), ops: fmt.Sprintf("127.0.0.1:%d", opsPort), exited: make(chan struct{})}
+	p.cmd = exec.Command(binary)
+	p.cmd.Env = append([]string{
+		"PATH=" + os.Getenv("PATH"),
+		"SIDECAR_LISTEN_ADDR=" + p.api, "SIDECAR_OPS_ADDR=" + p.ops,
+	}, env...)
+	p.cmd.Stderr = p
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { p.exitError = p.cmd.Wait(); close(p.exited) }()
+	t.Cleanup(func() {
+		_ = p.cmd.Process.Kill()
+		<-p.exited
+		if t.Failed() {
+			t.Logf("sidecar stderr:\n%s", p.log())
+		}
+	})
+	return p
+}
+
+// wait returns the exit code, failing the test if the process runs on.
+func (p *proc) wait(t *testing.T, timeout time.Duration) int {
+	t.Helper()
+	select {
+	case <-p.exited:
+		return p.cmd.ProcessState.ExitCode()
+	case <-time.After(timeout):
+		t.Fatalf("sidecar still running after %s", timeout)
+		return -1
+	}
+}
+
+func get(url string) int {
+	c := http.Client{Timeout: 2 * time.Second}
+	resp, err := c.Get(url)
+	if err != nil {
+		return 0
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+func waitStatus(t *testing.T, url string, want int, timeout time.Duration) time.Duration {
+	t.Helper()
+	start := time.Now()
+	for get(url) != want {
+		if time.Since(start) > timeout {
+			t.Fatalf("GET %s did not answer %d within %s", url, want, timeout)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return time.Since(start)
+}
+
+func TestBadConfigExitsWithOneLineNamingTheVariable(t *testing.T) {
+	tests := []struct {
+		env  string
+		want string
+	}{
+		{"CACHE_PORT=70000", "sidecar: CACHE_PORT: "},
+		{"SIDECAR_MODULES=sessions,nope", "sidecar: SIDECAR_MODULES: "},
+		{"REDIS_URL=http://localhost", "sidecar: REDIS_URL: "},
+		{"LOG_LEVEL=chatty", "sidecar: LOG_LEVEL: "},
+		{"SIDECAR_STARTUP_TIMEOUT=never", "sidecar: SIDECAR_STARTUP_TIMEOUT: "},
+	}
+	for _, tc := range tests {
+		t.Run(tc.env, func(t *testing.T) {
+			p := start(t, tc.env)
+			if code := p.wait(t, 10*time.Second); code == 0 {
+				t.Fatalf("exit code 0, want non-zero")
+			}
+			out := strings.TrimRight(p.log(), "\n")
+			if !strings.HasPrefix(out, tc.want) || strings.Contains(out, "\n") {
+				t.Fatalf("stderr %q, want one line starting %q", out, tc.want)
+			}
+		})
+	}
+}
+
+func TestEmbeddedStartServesAndStopsOnSIGTERM(t *testing.T) {
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
+		t.Run(sig.String(), func(t *testing.T) {
+			p := start(t)
+			took := waitStatus(t, "http://"+p.ops+"/healthz", 200, 10*time.Second)
+			t.Logf("embedded start to /healthz 200: %s", took)
+			waitStatus(t, "http://"+p.ops+"/readyz", 200, 10*time.Second)
+			if !strings.Contains(p.log(), "embedded in-memory Redis") {
+				t.Fatalf("no embedded-mode warning in log:\n%s", p.log())
+			}
+			if n := strings.Count(p.log(), `"level":"WARN"`); n != 1 {
+				t.Fatalf("%d warnings at a clean embedded start, want exactly 1", n)
+			}
+			_ = p.cmd.Process.Signal(sig)
+			if code := p.wait(t, 15*time.Second); code != 0 {
+				t.Fatalf("exit code %d after %s, want 0", code, sig)
+			}
+		})
+	}
+}
+
+func TestRedisLateThenReady(t *testing.T) {
+	port, _ := redisstoretest.FreePort()
+	p := start(t, fmt.Sprintf("REDIS_URL=redis://127.0.0.1:%d", port), "LOG_FORMAT=text")
+	waitStatus(t, "http://"+p.ops+"/healthz", 200, 10*time.Second)
+	if got := get("http://" + p.ops + "/readyz"); got != 503 {
+		t.Fatalf("readyz before Redis: %d, want 503", got)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if !strings.Contains(p.log(), "redis not reachable, retrying") {
+		t.Fatalf("failed attempts are not logged:\n%s", p.log())
+	}
+	redisstoretest.NewRealOnPort(t, port)
+	waitStatus(t, "http://"+p.ops+"/readyz", 200, 15*time.Second)
+}
+
+func TestUnreachableRedisExitsAfterStartupTimeout(t *testing.T) {
+	port, _ := redisstoretest.FreePort()
+	p := start(t, fmt.Sprintf("REDIS_URL=redis://:hunter2@127.0.0.1:%d", port), "SIDECAR_STARTUP_TIMEOUT=1s")
+	if code := p.wait(t, 15*time.Second); code == 0 {
+		t.Fatal("exit code 0, want non-zero")
+	}
+	out := p.log()
+	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
+	if last := lines[len(lines)-1]; !strings.HasPrefix(last, "sidecar: ") || !strings.Contains(last, "SIDECAR_STARTUP_TIMEOUT") {
+		t.Fatalf("last line %q, want the reason naming SIDECAR_STARTUP_TIMEOUT", last)
+	}
+	if strings.Contains(out, "hunter2") {
+		t.Fatalf("the Redis password reached the log:\n%s", out)
+	}
+}

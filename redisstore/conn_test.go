@@ -1,0 +1,149 @@
+package redisstore_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/agentsidecar/agentsidecar/redisstore"
+	"github.com/agentsidecar/agentsidecar/redisstore/redisstoretest"
+)
+
+func discard() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+func openReady(t *testing.T, opts redisstore.Options) *redisstore.Conn {
+	t.Helper()
+	c, err := redisstore.Open(opts, discard())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	select {
+	case <-c.Ready():
+	case <-time.After(10 * time.Second):
+		t.Fatalf("not connected within 10s: %s", c.LastError())
+	}
+	return c
+}
+
+// In embedded mode, TTLs pass in real time as on a real Redis: a session's
+// sliding TTL and a lock's PX expiry must not wait for a FastForward.
+func TestEmbeddedTTLsFollowTheWallClock(t *testing.T) {
+	c := openReady(t, redisstore.Options{Port: 6379, SSLCertReqs: "required"})
+	if c.Mode() != "embedded" || c.Embedded() == nil {
+		t.Fatalf("mode %q, want embedded", c.Mode())
+	}
+	client, _ := c.Client()
+	ctx := t.Context()
+	if err := client.Do(ctx, client.B().Set().Key("lock").Value("tok").Nx().PxMilliseconds(150).Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	if err := client.Do(ctx, client.B().Set().Key("session").Value("x").ExSeconds(1).Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	t0, _ := client.Do(ctx, client.B().Time().Build()).AsStrSlice()
+	time.Sleep(400 * time.Millisecond)
+	if n, _ := client.Do(ctx, client.B().Exists().Key("lock").Build()).AsInt64(); n != 0 {
+		t.Fatal("150 ms lock still exists after 400 ms")
+	}
+	// A second SET NX succeeds once the first expired, as on Redis.
+	if err := client.Do(ctx, client.B().Set().Key("lock").Value("tok2").Nx().PxMilliseconds(150).Build()).Error(); err != nil {
+		t.Fatalf("re-acquire after expiry: %v", err)
+	}
+	pttl, _ := client.Do(ctx, client.B().Pttl().Key("session").Build()).AsInt64()
+	if pttl <= 0 || pttl > 700 {
+		t.Fatalf("1 s key has PTTL %d ms after 400 ms, want (0, 700]", pttl)
+	}
+	t1, _ := client.Do(ctx, client.B().Time().Build()).AsStrSlice()
+	if t0[0] == t1[0] && t0[1] == t1[1] {
+		t.Fatal("TIME did not move")
+	}
+}
+
+func TestConnTalksToBothBackends(t *testing.T) {
+	redisstoretest.Each(t, func(t *testing.T, s *redisstoretest.Server) {
+		c := openReady(t, s.Options())
+		if err := c.Ping(t.Context()); err != nil {
+			t.Fatalf("Ping: %v", err)
+		}
+		client, err := c.Client()
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Lua with cjson and TIME, which every session script uses.
+		got, err := client.Do(t.Context(), client.B().Eval().Script(
+			`local t = redis.call('TIME'); return cjson.encode({a = ARGV[1], ok = tonumber(t[1]) > 0})`,
+		).Numkeys(0).Arg("é").Build()).ToString()
+		if err != nil || got == "" {
+			t.Fatalf("EVAL: %q %v", got, err)
+		}
+	})
+}
+
+func TestClientBeforeConnectIsUnavailable(t *testing.T) {
+	port, _ := redisstoretest.FreePort()
+	c, err := redisstore.Open(redisstore.Options{URL: fmt.Sprintf("redis://127.0.0.1:%d", port), Port: 6379, SSLCertReqs: "required"}, discard())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Client(); !errors.Is(err, redisstore.ErrUnavailable) {
+		t.Fatalf("Client() = %v, want ErrUnavailable", err)
+	}
+	if err := c.Ping(t.Context()); !redisstore.IsUnavailable(err) {
+		t.Fatalf("Ping() = %v, want unavailable", err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if c.LastError() == "connecting" {
+		t.Fatal("LastError does not describe the failed dial")
+	}
+}
+
+func TestIsUnavailable(t *testing.T) {
+	s := redisstoretest.New(t)
+	client := s.Client(t)
+	client.Do(t.Context(), client.B().Set().Key("s").Value("v").Build())
+	_, wrongType := client.Do(t.Context(), client.B().Hget().Key("s").Field("f").Build()).ToString()
+	tests := []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"nil", nil, false},
+		{"sentinel", redisstore.ErrUnavailable, true},
+		{"wrapped sentinel", fmt.Errorf("x: %w", redisstore.ErrUnavailable), true},
+		{"refused", &net.OpError{Op: "dial", Err: syscall.ECONNREFUSED}, true},
+		{"deadline", context.DeadlineExceeded, true},
+		{"closing", rueidis.ErrClosing, true},
+		{"eof", io.EOF, true},
+		{"canceled", context.Canceled, false},
+		{"wrongtype reply", wrongType, false},
+		{"plain", errors.New("bad input"), false},
+	}
+	for _, tc := range tests {
+		if got := redisstore.IsUnavailable(tc.err); got != tc.want {
+			t.Errorf("%s: IsUnavailable(%v) = %v, want %v", tc.name, tc.err, got, tc.want)
+		}
+	}
+	if wrongType == nil {
+		t.Fatal("expected a WRONGTYPE reply to test with")
+	}
+	// Redis replies that mean "not now" count as outages.
+	s2 := redisstoretest.NewMini(t)
+	c2 := s2.Client(t)
+	s2.Mini.SetError("LOADING Redis is loading the dataset in memory")
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
+	defer cancel()
+	err := c2.Do(ctx, c2.B().Get().Key("k").Build()).Error()
+	if !redisstore.IsUnavailable(err) {
+		t.Fatalf("LOADING reply %v: not unavailable", err)
+	}
+}
