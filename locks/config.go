@@ -1,0 +1,48 @@
+package locks
+
+import (
+	"time"
+
+	"github.com/agentsidecar/agentsidecar/envconf"
+)
+
+// MaxTTL is the longest lease a caller may ask for (ttl_ms) and the largest
+// AGENTIC_LOCK_EXPIRE; a longer one is almost always a unit mistake.
+const MaxTTL = 24 * time.Hour
+
+// MaxWaitLimit is the largest AGENTIC_LOCK_TIMEOUT.
+const MaxWaitLimit = 24 * time.Hour
+
+// Config is the module's configuration (CONTRACT §1), Cognee's names.
+type Config struct {
+	// ExpireSeconds is the lock TTL when a caller gives no ttl_ms.
+	ExpireSeconds int `env:"AGENTIC_LOCK_EXPIRE" envDefault:"240"`
+	// TimeoutSeconds is the longest wait_ms a caller may ask for.
+	TimeoutSeconds int `env:"AGENTIC_LOCK_TIMEOUT" envDefault:"300"`
+}
+
+// LoadConfig parses and validates the module's variables from env.
+func LoadConfig(env envconf.Env) (Config, error) {
+	var c Config
+	if err := env.Parse(&c); err != nil {
+		return c, err
+	}
+	return c, c.Validate()
+}
+
+// Validate checks values that parse but make no sense.
+func (c Config) Validate() error {
+	if c.ExpireSeconds <= 0 || time.Duration(c.ExpireSeconds)*time.Second > MaxTTL {
+		return envconf.Invalid("AGENTIC_LOCK_EXPIRE", "%d must be 1-%d seconds", c.ExpireSeconds, int(MaxTTL/time.Second))
+	}
+	if c.TimeoutSeconds <= 0 || time.Duration(c.TimeoutSeconds)*time.Second > MaxWaitLimit {
+		return envconf.Invalid("AGENTIC_LOCK_TIMEOUT", "%d must be 1-%d seconds", c.TimeoutSeconds, int(MaxWaitLimit/time.Second))
+	}
+	return nil
+}
+
+// DefaultTTL is AGENTIC_LOCK_EXPIRE as a duration.
+func (c Config) DefaultTTL() time.Duration { return time.Duration(c.ExpireSeconds) * time.Second }
+
+// MaxWait is AGENTIC_LOCK_TIMEOUT as a duration.
+func (c Config) MaxWait() time.Duration { return time.Duration(c.TimeoutSeconds) * time.Second }

@@ -1,0 +1,176 @@
+package locks
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/agentsidecar/agentsidecar/lua"
+	"github.com/agentsidecar/agentsidecar/redisstore"
+)
+
+// ReleaseChannel is the Redis Pub/Sub channel on which the release script
+// publishes the name of every lock it frees; each sidecar subscribes once
+// and wakes its waiters for that name.
+const ReleaseChannel = "sidecar:locks:released"
+
+// Key layout. The lock key is the name itself, as redis-py's Lock has it, so
+// Python and sidecar callers exclude each other. Companions carry the name as
+// a hash tag: names cannot contain braces, so "{n}:fence" hashes exactly like
+// "n" and every key of one lock lives in one Redis Cluster slot.
+func lockKey(name string) string  { return name }
+func fenceKey(name string) string { return "{" + name + "}:fence" }
+func metaKey(name string) string  { return "{" + name + "}:meta" }
+
+// newToken returns 128 random bits as 32 lowercase hex characters (the
+// length of redis-py's uuid1().hex tokens).
+func newToken() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
+	return hex.EncodeToString(b[:])
+}
+
+// holder describes who holds a lock. Owner and Fence are known only when a
+// sidecar caller holds it (a redis-py holder leaves no metadata).
+type holder struct {
+	TTL   time.Duration // -1 when the key has no expiry
+	Owner string
+	Fence int64 // 0 when unknown
+}
+
+// grant is a lock just acquired or refreshed.
+type grant struct {
+	Fence     int64
+	Owner     string
+	TTL       time.Duration
+	ExpiresAt time.Time // Redis TIME + TTL, never the pod's clock
+}
+
+// store runs the lock scripts.
+type store struct {
+	redis *redisstore.Conn
+}
+
+func (s store) client() (rueidis.Client, error) { return s.redis.Client() }
+
+// tryAcquire runs one SET NX PX attempt. It returns the grant, or the
+// current holder when the lock is taken.
+func (s store) tryAcquire(ctx context.Context, name, token, owner string, ttl time.Duration) (*grant, *holder, error) {
+	c, err := s.client()
+	if err != nil {
+		return nil, nil, err
+	}
+	vals, err := lua.LockAcquire.Exec(ctx, c,
+		[]string{lockKey(name), fenceKey(name), metaKey(name)},
+		[]string{token, ms(ttl), owner}).ToArray()
+	if err != nil {
+		return nil, nil, redisstore.Wrap("lock acquire", err)
+	}
+	if len(vals) < 2 {
+		return nil, nil, fmt.Errorf("lock acquire: short reply (%d values)", len(vals))
+	}
+	if intAt(vals, 0) == 1 {
+		now := intAt(vals, 2)
+		return &grant{Fence: intAt(vals, 1), Owner: owner, TTL: ttl, ExpiresAt: time.UnixMilli(now).Add(ttl).UTC()}, nil, nil
+	}
+	return nil, &holder{TTL: pttl(intAt(vals, 1)), Owner: strAt(vals, 2), Fence: intAt(vals, 3)}, nil
+}
+
+// refresh extends the lock held with token to ttl (0: the ttl it was
+// acquired with, or def for a holder that left none). ok is false when token
+// does not hold the lock.
+func (s store) refresh(ctx context.Context, name, token string, ttl, def time.Duration) (g *grant, ok bool, err error) {
+	c, err := s.client()
+	if err != nil {
+		return nil, false, err
+	}
+	vals, err := lua.LockRefresh.Exec(ctx, c,
+		[]string{lockKey(name), metaKey(name)},
+		[]string{token, ms(ttl), ms(def)}).ToArray()
+	if err != nil {
+		return nil, false, redisstore.Wrap("lock refresh", err)
+	}
+	if intAt(vals, 0) != 1 {
+		return nil, false, nil
+	}
+	d := time.Duration(intAt(vals, 1)) * time.Millisecond
+	now := intAt(vals, 2)
+	return &grant{TTL: d, ExpiresAt: time.UnixMilli(now).Add(d).UTC(), Owner: strAt(vals, 3), Fence: intAt(vals, 4)}, true, nil
+}
+
+// Release outcomes.
+const (
+	released = 1
+	notHeld  = 0
+	notOwner = -1
+)
+
+// release deletes the lock held with token and publishes the release.
+func (s store) release(ctx context.Context, name, token string) (int64, error) {
+	c, err := s.client()
+	if err != nil {
+		return 0, err
+	}
+	n, err := lua.LockRelease.Exec(ctx, c,
+		[]string{lockKey(name), metaKey(name)},
+		[]string{token, ReleaseChannel, name}).AsInt64()
+	if err != nil {
+		return 0, redisstore.Wrap("lock release", err)
+	}
+	return n, nil
+}
+
+// inspect reads the lock's holder; nil when the lock is free.
+func (s store) inspect(ctx context.Context, name string) (*holder, error) {
+	c, err := s.client()
+	if err != nil {
+		return nil, err
+	}
+	vals, err := lua.LockInspect.Exec(ctx, c, []string{lockKey(name), metaKey(name)}, nil).ToArray()
+	if err != nil {
+		return nil, redisstore.Wrap("lock inspect", err)
+	}
+	if intAt(vals, 0) != 1 {
+		return nil, nil
+	}
+	return &holder{TTL: pttl(intAt(vals, 1)), Owner: strAt(vals, 2), Fence: intAt(vals, 3)}, nil
+}
+
+func ms(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
+
+// pttl turns a PTTL reply into a duration, keeping -1 (no expiry).
+func pttl(n int64) time.Duration {
+	if n < 0 {
+		return -1
+	}
+	return time.Duration(n) * time.Millisecond
+}
+
+// intAt is vals[i] as an integer, 0 when absent or nil (Lua false).
+func intAt(vals []rueidis.RedisMessage, i int) int64 {
+	if i >= len(vals) {
+		return 0
+	}
+	n, err := vals[i].AsInt64()
+	if err != nil {
+		return 0
+	}
+	return n
+}
+
+// strAt is vals[i] as a string, "" when absent or nil (Lua false).
+func strAt(vals []rueidis.RedisMessage, i int) string {
+	if i >= len(vals) {
+		return ""
+	}
+	s, err := vals[i].ToString()
+	if err != nil {
+		return ""
+	}
+	return s
+}
