@@ -31,8 +31,8 @@ var ErrUnavailable = errors.New("redis unavailable")
 type Conn struct {
 	opts     Options
 	logger   *slog.Logger
-	mode     string
 	embedded *miniredis.Miniredis
+	mode     atomic.Value // rueidis.ClientMode as a string, once connected
 
 	client  atomic.Pointer[rueidis.Client]
 	lastErr atomic.Pointer[string]
@@ -53,23 +53,22 @@ const (
 // starts connecting in the background. It fails only on bad options or when
 // the embedded server cannot listen; an unreachable Redis is not an error.
 func Open(opts Options, logger *slog.Logger) (*Conn, error) {
+	embedded := opts.Embedded()
+	opts.Standalone = opts.Standalone || embedded
 	clientOpt, err := opts.clientOption()
 	if err != nil {
 		return nil, err
 	}
-	c := &Conn{opts: opts, logger: logger, ready: make(chan struct{}), mode: "standalone"}
-	if opts.Embedded() {
+	c := &Conn{opts: opts, logger: logger, ready: make(chan struct{})}
+	if embedded {
 		m, err := StartEmbedded()
 		if err != nil {
 			return nil, fmt.Errorf("start embedded redis: %w", err)
 		}
-		c.embedded, c.mode = m, "embedded"
+		c.embedded = m
 		clientOpt.InitAddress = []string{m.Addr()}
 		logger.Warn("no REDIS_URL or CACHE_HOST set: using an embedded in-memory Redis; " +
 			"data is not shared with other processes and is lost on exit")
-	}
-	if len(clientOpt.InitAddress) > 1 {
-		c.mode = "cluster"
 	}
 	msg := "connecting"
 	c.lastErr.Store(&msg)
@@ -100,9 +99,10 @@ func (c *Conn) connectLoop(ctx context.Context, opt rueidis.ClientOption) {
 	for attempt := 1; ; attempt++ {
 		client, err := rueidis.NewClient(opt)
 		if err == nil {
+			c.mode.Store(string(client.Mode()))
 			c.client.Store(&client)
 			close(c.ready)
-			c.logger.Info("redis connected", "redis", c.opts.Redacted(), "mode", c.mode, "attempts", attempt)
+			c.logger.Info("redis connected", "redis", c.opts.Redacted(), "mode", c.Mode(), "attempts", attempt)
 			return
 		}
 		msg := err.Error()
@@ -123,8 +123,18 @@ func (c *Conn) connectLoop(ctx context.Context, opt rueidis.ClientOption) {
 // Ready is closed once the first connection to Redis succeeded.
 func (c *Conn) Ready() <-chan struct{} { return c.ready }
 
-// Mode is "embedded", "standalone" or "cluster"; for logs and build info only.
-func (c *Conn) Mode() string { return c.mode }
+// Mode is "embedded", or once connected what rueidis found: "standalone",
+// "cluster" or "sentinel"; "" before the first connection.
+func (c *Conn) Mode() string {
+	if c.embedded != nil {
+		return "embedded"
+	}
+	m, _ := c.mode.Load().(string)
+	return m
+}
+
+// Cluster reports whether the connected Redis is a Redis Cluster.
+func (c *Conn) Cluster() bool { return c.Mode() == string(rueidis.ClientModeCluster) }
 
 // Embedded returns the in-process server in embedded mode, else nil.
 func (c *Conn) Embedded() *miniredis.Miniredis { return c.embedded }

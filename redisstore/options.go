@@ -27,6 +27,11 @@ type Options struct {
 	Password    string `env:"CACHE_PASSWORD"`
 	SSL         bool   `env:"CACHE_SSL" envDefault:"false"`
 	SSLCertReqs string `env:"CACHE_SSL_CERT_REQS" envDefault:"required"`
+
+	// Standalone skips rueidis's cluster detection (not an environment
+	// variable): set for miniredis, which answers CLUSTER SLOTS as a
+	// one-node cluster and would otherwise get the cluster key layout.
+	Standalone bool
 }
 
 // Embedded reports whether no external Redis is configured.
@@ -136,6 +141,7 @@ func (o Options) clientOption() (rueidis.ClientOption, error) {
 	// and CLIENT TRACKING is missing on miniredis, Redis < 6 and some
 	// proxies. Issue-level optimisations may turn it on per read later.
 	opt.DisableCache = true
+	opt.ForceSingleClient = o.Standalone
 	return opt, nil
 }
 

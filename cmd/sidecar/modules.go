@@ -1,8 +1,17 @@
 package main
 
-import "github.com/agentsidecar/agentsidecar/sidecar"
+import (
+	"github.com/agentsidecar/agentsidecar/locks"
+	"github.com/agentsidecar/agentsidecar/sessions"
+	"github.com/agentsidecar/agentsidecar/sidecar"
+	"github.com/agentsidecar/agentsidecar/ttl"
+)
 
 // modules is the product: every module the sidecar can run, in the order
 // their routes are registered. SIDECAR_MODULES enables a subset by name.
 // Adding a module is one line here and a package of its own.
-var modules = []sidecar.Factory{}
+var modules = []sidecar.Factory{
+	sessions.Factory,
+	ttl.Factory,
+	locks.Factory,
+}

@@ -205,7 +205,7 @@ func (s *Server) Kill() {
 // Client returns a rueidis client for assertions on what is in Redis.
 func (s *Server) Client(t testing.TB) rueidis.Client {
 	t.Helper()
-	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{s.Addr}, DisableCache: true, DisableRetry: true})
+	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{s.Addr}, DisableCache: true, DisableRetry: true, ForceSingleClient: true})
 	if err != nil {
 		t.Fatalf("connect to %s: %v", s.Addr, err)
 	}
@@ -215,7 +215,7 @@ func (s *Server) Client(t testing.TB) rueidis.Client {
 
 // Options returns the sidecar's Redis options pointing at this server.
 func (s *Server) Options() redisstore.Options {
-	return redisstore.Options{URL: s.URL(), Port: 6379, SSLCertReqs: "required"}
+	return redisstore.Options{URL: s.URL(), Port: 6379, SSLCertReqs: "required", Standalone: s.Mini != nil}
 }
 
 // FreePort asks the kernel for a free loopback TCP port.

@@ -1,0 +1,115 @@
+// Package lua holds every Redis script the sidecar runs, one .lua file per
+// operation, each opening with its contract (KEYS, ARGV, returns). Scripts are
+// embedded at build time and run with EVALSHA, falling back to EVAL when
+// Redis answers NOSCRIPT (after a restart or failover), via rueidis.
+//
+// A script named "x" whose first line is "--! prelude: y" runs with the
+// shared helpers of y.lua prepended (one copy of the JSON scanner and the
+// session bookkeeping instead of one per script).
+package lua
+
+import (
+	"context"
+	"embed"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/rueidis"
+)
+
+//go:embed *.lua
+var files embed.FS
+
+// Script is one embedded Lua script.
+type Script struct {
+	Name   string // file name without .lua: the label in metrics
+	Source string // the text Redis runs, prelude included
+	lua    *rueidis.Lua
+}
+
+var registry = map[string]*Script{}
+
+// load builds the Script of name.lua; it panics at package init if the file
+// is missing, which only a broken build can cause.
+func load(name string) *Script {
+	body, err := files.ReadFile(name + ".lua")
+	if err != nil {
+		panic(fmt.Sprintf("lua: %s.lua not embedded: %v", name, err))
+	}
+	src := string(body)
+	if first, _, _ := strings.Cut(src, "\n"); strings.HasPrefix(first, "--! prelude: ") {
+		pre, err := files.ReadFile(strings.TrimSpace(strings.TrimPrefix(first, "--! prelude: ")) + ".lua")
+		if err != nil {
+			panic(fmt.Sprintf("lua: prelude of %s.lua: %v", name, err))
+		}
+		src = string(pre) + "\n" + src
+	}
+	s := &Script{Name: name, Source: src, lua: rueidis.NewLuaScript(src)}
+	registry[name] = s
+	return s
+}
+
+// All returns every script, sorted by name.
+func All() []*Script {
+	out := make([]*Script, 0, len(registry))
+	for _, s := range registry {
+		out = append(out, s)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// Exec runs the script (EVALSHA, then EVAL on NOSCRIPT) and records its
+// latency and errors by script name.
+func (s *Script) Exec(ctx context.Context, c rueidis.Client, keys, args []string) rueidis.RedisResult {
+	start := time.Now()
+	res := s.lua.Exec(ctx, c, keys, args)
+	scriptDuration.WithLabelValues(s.Name).Observe(time.Since(start).Seconds())
+	if err := res.Error(); err != nil && !rueidis.IsRedisNil(err) {
+		scriptErrors.WithLabelValues(s.Name).Inc()
+	}
+	return res
+}
+
+// Load sends every script to every node with SCRIPT LOAD, proving Redis
+// accepts them (readiness) and saving the first EVAL after a restart.
+func Load(ctx context.Context, c rueidis.Client) error {
+	for addr, node := range c.Nodes() {
+		cmds := make(rueidis.Commands, 0, len(registry))
+		scripts := All()
+		for _, s := range scripts {
+			cmds = append(cmds, node.B().ScriptLoad().Script(s.Source).Build())
+		}
+		for i, res := range node.DoMulti(ctx, cmds...) {
+			if err := res.Error(); err != nil {
+				return fmt.Errorf("script load %s on %s: %w", scripts[i].Name, addr, err)
+			}
+		}
+	}
+	return nil
+}
+
+var (
+	scriptDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "sidecar_redis_script_duration_seconds",
+		Help:    "Latency of Redis Lua scripts (round trip included) by script.",
+		Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, 1},
+	}, []string{"script"})
+	scriptErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "sidecar_redis_script_errors_total",
+		Help: "Redis Lua script calls that failed (outage, timeout or script error) by script.",
+	}, []string{"script"})
+)
+
+// Collectors returns the script metrics, with a zero series for every
+// script so dashboards see them from the start.
+func Collectors() []prometheus.Collector {
+	for _, s := range All() {
+		scriptDuration.WithLabelValues(s.Name)
+		scriptErrors.WithLabelValues(s.Name)
+	}
+	return []prometheus.Collector{scriptDuration, scriptErrors}
+}

@@ -1,0 +1,38 @@
+--! prelude: session_lib
+-- session_append: append one Q&A entry to the session, idempotently by qa_id,
+-- trim to SESSION_MAX_ENTRIES, slide the TTL of every key of the session and
+-- record the activity, all at once.
+-- KEYS[1..5] the session's keys (session_lib.lua)
+-- ARGV[1..2] TTL and max entries (session_lib.lua)
+-- ARGV[3] qa_id
+-- ARGV[4] the entry, as Cognee's json.dumps writes it
+-- returns {1, entry} when stored; {0, stored_entry} when the session already
+--   held qa_id (a retried append): nothing is written then.
+local qa_id, entry = ARGV[3], ARGV[4]
+
+local llen = redis.call('LLEN', K_ENTRIES)
+if not index_fresh(llen) then rebuild_index() end
+if redis.call('HGET', K_INDEX, qa_id) then
+  local pos, existing = locate(qa_id)
+  if pos then return { 0, existing } end
+end
+
+local head = tonumber(redis.call('HGET', K_INDEX, '#head') or '0')
+local newlen = redis.call('RPUSH', K_ENTRIES, entry)
+redis.call('HSET', K_INDEX, qa_id, tostring(head + newlen - 1), '#len', tostring(newlen))
+
+local removed = trim(K_ENTRIES)
+if #removed > 0 then
+  local ids = {}
+  for _, el in ipairs(removed) do
+    local id = id_of(el, 'qa_id')
+    if id then ids[#ids + 1] = id end
+  end
+  for i = 1, #ids, 1000 do
+    redis.call('HDEL', K_INDEX, unpack(ids, i, math.min(i + 999, #ids)))
+  end
+  redis.call('HSET', K_INDEX, '#head', tostring(head + #removed), '#len', tostring(newlen - #removed))
+end
+
+finish_write()
+return { 1, entry }

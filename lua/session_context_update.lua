@@ -1,0 +1,15 @@
+--! prelude: session_lib
+-- session_context_update: shallow-merge fields into the session-context entry
+-- whose "id" matches, as Cognee's update_session_context_entry does, keeping
+-- the bytes of the fields not named.
+-- KEYS[1..5] the session's keys (session_lib.lua)
+-- ARGV[1..2] TTL and max entries (session_lib.lua)
+-- ARGV[3] the entry's id
+-- ARGV[4] the fields to merge (a JSON object)
+-- returns the updated entry, or nil when there is no such entry.
+local pos, el = find_by_id(K_CONTEXT, 'id', ARGV[3])
+if not pos then return false end
+local updated = merge_object(el, ARGV[4])
+redis.call('LSET', K_CONTEXT, pos, updated)
+finish_write()
+return updated

@@ -1,0 +1,310 @@
+-- session_lib.lua: helpers prepended to every session_*.lua script.
+--
+-- Every session script gets the same KEYS, all of one session (on Redis
+-- Cluster they share a hash tag, hence a slot):
+--   KEYS[1] entries list   agent_sessions:<u>:<s>   (Cognee's Q&A list)
+--   KEYS[2] traces list    agent_traces:<u>:<s>     (Cognee's)
+--   KEYS[3] context list   session_context:<u>:<s>  (Cognee's)
+--   KEYS[4] record hash    agent_session_record:<u>:<s>
+--   KEYS[5] qa_id index    agent_session_qa_index:<u>:<s>
+-- and the same first ARGVs:
+--   ARGV[1] SESSION_TTL_SECONDS (0 = no expiry)
+--   ARGV[2] SESSION_MAX_ENTRIES (0 = unbounded)
+-- Script-specific ARGVs start at ARGV[3].
+--
+-- JSON is never decoded and re-encoded here (Lua cjson turns [] into {},
+-- re-encodes numbers and escapes '/', and Cognee's json.dumps writes bare
+-- NaN): a small scanner finds the byte span of each top-level field, and
+-- edits splice new values (encoded by the sidecar) into those spans, so the
+-- bytes of every other field stay exactly as they were.
+--
+-- The qa_id index maps qa_id -> absolute sequence number (position + '#head',
+-- the number of entries ever trimmed from the left); '#len' is the list
+-- length the index describes. A lookup is checked against the element it
+-- points at, so writes by Cognee (RPUSH, LSET, DEL + re-RPUSH) can make the
+-- index stale but never wrong: a stale index is rebuilt with one scan.
+
+if redis.replicate_commands then redis.replicate_commands() end
+
+local K_ENTRIES, K_TRACES, K_CONTEXT, K_RECORD, K_INDEX = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local SESSION_KEYS = { K_ENTRIES, K_TRACES, K_CONTEXT, K_RECORD, K_INDEX }
+local DEFAULT_TTL = tonumber(ARGV[1])
+local MAX_ENTRIES = tonumber(ARGV[2])
+local TOMBSTONE = '\0sidecar:deleted'
+
+-- now_us is the Redis server's clock in microseconds, so pods with skewed
+-- clocks agree on activity times.
+local function now_us()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000000 + tonumber(t[2])
+end
+
+-- JSON scanning --------------------------------------------------------------
+
+local function skip_ws(s, i)
+  return string.find(s, '[^ \t\r\n]', i) or (#s + 1)
+end
+
+-- skip_string: s[i] is '"'; returns the index just past the closing quote.
+local function skip_string(s, i)
+  i = i + 1
+  while true do
+    local j = string.find(s, '["\\]', i)
+    if not j then error('unterminated JSON string') end
+    if string.byte(s, j) == 34 then return j + 1 end
+    i = j + 2
+  end
+end
+
+-- skip_value returns the index just past the JSON value starting at s[i].
+local function skip_value(s, i)
+  local c = string.byte(s, i)
+  if c == 34 then return skip_string(s, i) end
+  if c == 123 or c == 91 then
+    local depth = 0
+    while true do
+      local j = string.find(s, '[%[%]{}"]', i)
+      if not j then error('unterminated JSON container') end
+      local b = string.byte(s, j)
+      if b == 34 then
+        i = skip_string(s, j)
+      elseif b == 123 or b == 91 then
+        depth = depth + 1
+        i = j + 1
+      else
+        depth = depth - 1
+        i = j + 1
+        if depth == 0 then return i end
+      end
+    end
+  end
+  -- number, true, false, null, NaN, Infinity, -Infinity
+  return string.find(s, '[,}%]%s]', i) or (#s + 1)
+end
+
+-- object_fields scans a JSON object: returns an array of
+-- {key=, ks=, vs=, ve=} (key span start, value span [vs, ve)) and the index
+-- of the closing brace.
+local function object_fields(s)
+  local fields = {}
+  local i = skip_ws(s, 1)
+  if string.byte(s, i) ~= 123 then error('entry is not a JSON object') end
+  i = skip_ws(s, i + 1)
+  if string.byte(s, i) == 125 then return fields, i end
+  while true do
+    if string.byte(s, i) ~= 34 then error('bad JSON object key') end
+    local ke = skip_string(s, i)
+    local key = string.sub(s, i + 1, ke - 2)
+    local ks = i
+    i = skip_ws(s, ke)
+    if string.byte(s, i) ~= 58 then error('missing : in JSON object') end
+    local vs = skip_ws(s, i + 1)
+    local ve = skip_value(s, vs)
+    fields[#fields + 1] = { key = key, ks = ks, vs = vs, ve = ve }
+    i = skip_ws(s, ve)
+    local b = string.byte(s, i)
+    if b == 125 then return fields, i end
+    if b ~= 44 then error('bad JSON object separator') end
+    i = skip_ws(s, i + 1)
+  end
+end
+
+-- field_raw returns the raw JSON text of top-level field key, or nil.
+local function field_raw(s, key)
+  local fields = object_fields(s)
+  for _, f in ipairs(fields) do
+    if f.key == key then return string.sub(s, f.vs, f.ve - 1) end
+  end
+  return nil
+end
+
+-- id_of returns the string value of top-level field key ('qa_id', 'id'),
+-- or nil. The fast pattern cannot match inside a string value (quotes
+-- there are escaped); ids with escapes take the full scan.
+local function id_of(s, key)
+  local id = string.match(s, '"' .. key .. '"%s*:%s*"([^"\\]*)"')
+  if id then return id end
+  if not string.find(s, '"' .. key .. '"', 1, true) then return nil end
+  local ok, raw = pcall(field_raw, s, key)
+  if ok and raw and string.byte(raw, 1) == 34 then return cjson.decode(raw) end
+  return nil
+end
+
+-- set_fields returns s with the top-level fields in updates (an array of
+-- {key, raw_json}) replaced in place, or appended before the closing brace
+-- when absent. Untouched fields keep their exact bytes.
+local function set_fields(s, updates)
+  local fields, close = object_fields(s)
+  local by_key = {}
+  for _, f in ipairs(fields) do
+    if by_key[f.key] == nil then by_key[f.key] = f end
+  end
+  local spans, extra = {}, {}
+  for _, u in ipairs(updates) do
+    local f = by_key[u[1]]
+    if f then
+      spans[#spans + 1] = { f.vs, f.ve, u[2] }
+    else
+      extra[#extra + 1] = '"' .. u[1] .. '": ' .. u[2]
+    end
+  end
+  table.sort(spans, function(a, b) return a[1] < b[1] end)
+  local out, pos = {}, 1
+  for _, sp in ipairs(spans) do
+    out[#out + 1] = string.sub(s, pos, sp[1] - 1)
+    out[#out + 1] = sp[3]
+    pos = sp[2]
+  end
+  if #extra > 0 then
+    out[#out + 1] = string.sub(s, pos, close - 1)
+    out[#out + 1] = (#fields > 0 and ', ' or '') .. table.concat(extra, ', ')
+    pos = close
+  end
+  out[#out + 1] = string.sub(s, pos)
+  return table.concat(out)
+end
+
+-- merge_object merges the fields of JSON object text patch into JSON object
+-- text base (or null/absent), key-wise, keeping base's bytes for the keys
+-- patch does not name. Returns the merged object text.
+local function merge_object(base, patch)
+  local pfields = object_fields(patch)
+  if base == nil or string.byte(base, 1) ~= 123 then return patch end
+  local updates = {}
+  for _, f in ipairs(pfields) do
+    updates[#updates + 1] = { f.key, string.sub(patch, f.vs, f.ve - 1) }
+  end
+  return set_fields(base, updates)
+end
+
+-- The qa_id index ----------------------------------------------------------
+
+local function hset_chunks(key, args)
+  for i = 1, #args, 1000 do
+    local chunk = {}
+    for j = i, math.min(i + 999, #args) do chunk[#chunk + 1] = args[j] end
+    redis.call('HSET', key, unpack(chunk))
+  end
+end
+
+-- rebuild_index rescans the entries list (O(n)); returns all its elements.
+local function rebuild_index()
+  local all = redis.call('LRANGE', K_ENTRIES, 0, -1)
+  redis.call('DEL', K_INDEX)
+  local args = { '#head', '0', '#len', tostring(#all) }
+  for i, el in ipairs(all) do
+    local id = id_of(el, 'qa_id')
+    if id then
+      args[#args + 1] = id
+      args[#args + 1] = tostring(i - 1)
+    end
+  end
+  hset_chunks(K_INDEX, args)
+  -- A rebuild on a read path must not leave an index that outlives its list.
+  local pttl = redis.call('PTTL', K_ENTRIES)
+  if pttl > 0 then redis.call('PEXPIRE', K_INDEX, pttl) end
+  return all
+end
+
+-- index_fresh reports whether the index describes the list as it is: every
+-- write of ours keeps '#len' equal to the list length, so any other writer
+-- that added or removed entries shows as a mismatch.
+local function index_fresh(llen)
+  local len = redis.call('HGET', K_INDEX, '#len')
+  return len and tonumber(len) == llen
+end
+
+-- locate finds the entry with qa_id: returns its position (0-based) and
+-- bytes, or nil. O(1) through the index; one scan when the index is stale.
+local function locate(qa_id)
+  local llen = redis.call('LLEN', K_ENTRIES)
+  if llen == 0 then return nil end
+  local fresh = index_fresh(llen)
+  local seq = redis.call('HGET', K_INDEX, qa_id)
+  if seq then
+    local head = tonumber(redis.call('HGET', K_INDEX, '#head') or '0')
+    local pos = tonumber(seq) - head
+    if pos >= 0 and pos < llen then
+      local el = redis.call('LINDEX', K_ENTRIES, pos)
+      if el and id_of(el, 'qa_id') == qa_id then return pos, el end
+    end
+  elseif fresh then
+    return nil -- the index knows every entry: absent
+  end
+  local all = rebuild_index()
+  for i, el in ipairs(all) do
+    if id_of(el, 'qa_id') == qa_id then return i - 1, el end
+  end
+  return nil
+end
+
+-- trim keeps the newest MAX_ENTRIES of list key (0 = unbounded) and returns
+-- the removed elements.
+local function trim(key)
+  if MAX_ENTRIES <= 0 then return {} end
+  local llen = redis.call('LLEN', key)
+  if llen <= MAX_ENTRIES then return {} end
+  local k = llen - MAX_ENTRIES
+  local removed = redis.call('LRANGE', key, 0, k - 1)
+  redis.call('LTRIM', key, k, -1)
+  return removed
+end
+
+-- find_by_id scans list key for the element whose top-level field idkey is
+-- id; returns its position (0-based) and bytes, or nil. For the short
+-- context list.
+local function find_by_id(key, idkey, id)
+  local all = redis.call('LRANGE', key, 0, -1)
+  for i, el in ipairs(all) do
+    if id_of(el, idkey) == id then return i - 1, el end
+  end
+  return nil
+end
+
+-- remove_at deletes the element at pos of list key.
+local function remove_at(key, pos)
+  redis.call('LSET', key, pos, TOMBSTONE)
+  redis.call('LREM', key, 1, TOMBSTONE)
+end
+
+-- Session bookkeeping ------------------------------------------------------
+
+-- touch records activity in the session record: creates it as running on
+-- the first write, moves last_activity_at, and keeps entry_count.
+local function touch(now)
+  local n = tostring(now)
+  if redis.call('HSETNX', K_RECORD, 'status', 'running') == 1 then
+    redis.call('HSET', K_RECORD, 'started_at', n)
+  end
+  redis.call('HSET', K_RECORD, 'last_activity_at', n, 'entry_count', redis.call('LLEN', K_ENTRIES))
+end
+
+-- session_ttl is the TTL every write slides to: the session's own (set with
+-- PUT .../ttl, 0 = persist) when it has one, else SESSION_TTL_SECONDS.
+local function session_ttl()
+  local own = redis.call('HGET', K_RECORD, 'ttl_seconds')
+  if own then return tonumber(own) end
+  return DEFAULT_TTL
+end
+
+-- slide applies ttl to every key of the session, or removes expiry for 0.
+local function slide(ttl)
+  for _, k in ipairs(SESSION_KEYS) do
+    if ttl > 0 then
+      redis.call('EXPIRE', k, ttl)
+    else
+      redis.call('PERSIST', k)
+    end
+  end
+end
+
+-- session_exists reports whether any key of the session exists.
+local function session_exists()
+  return redis.call('EXISTS', K_ENTRIES, K_TRACES, K_CONTEXT, K_RECORD) > 0
+end
+
+-- finish_write: the common tail of every write.
+local function finish_write()
+  touch(now_us())
+  slide(session_ttl())
+end

@@ -1,0 +1,437 @@
+// Package sessions is the sessions module (CONTRACT §3): Q&A entries with
+// feedback, agent traces and session context, stored exactly as Cognee's
+// Redis adapter stores them, every write one atomic Lua script.
+package sessions
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/agentsidecar/agentsidecar/cognee"
+	"github.com/agentsidecar/agentsidecar/redisstore"
+	"github.com/agentsidecar/agentsidecar/sidecar"
+)
+
+// Factory registers the module with the host.
+var Factory = sidecar.Factory{Name: "sessions", New: New}
+
+// Limits on query parameters.
+const (
+	DefaultLastN = 10
+	MaxLastN     = 1000
+	MaxSearch    = 100
+)
+
+// Module serves the session routes.
+type Module struct {
+	store  *redisstore.Sessions
+	logger *slog.Logger
+	now    func() time.Time
+}
+
+// New parses SESSION_TTL_SECONDS and SESSION_MAX_ENTRIES and builds the module.
+func New(_ context.Context, deps sidecar.Deps) (sidecar.Module, error) {
+	var cfg redisstore.SessionConfig
+	if err := deps.Env.Parse(&cfg); err != nil {
+		return nil, err
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &Module{store: redisstore.NewSessions(deps.Redis, cfg), logger: deps.Logger, now: time.Now}, nil
+}
+
+// Name implements sidecar.Module.
+func (m *Module) Name() string { return "sessions" }
+
+const base = "/v1/users/{user_id}/sessions/{session_id}"
+
+// Routes implements sidecar.Module.
+func (m *Module) Routes() []sidecar.Route {
+	return []sidecar.Route{
+		{Pattern: "POST " + base + "/entries", Handler: m.appendEntry},
+		{Pattern: "GET " + base + "/entries", Handler: m.listEntries},
+		{Pattern: "GET " + base + "/entries/{qa_id}", Handler: m.getEntry},
+		{Pattern: "PATCH " + base + "/entries/{qa_id}", Handler: m.patchEntry},
+		{Pattern: "DELETE " + base + "/entries/{qa_id}", Handler: m.deleteEntry},
+		{Pattern: "PUT " + base + "/entries/{qa_id}/feedback", Handler: m.setFeedback},
+		{Pattern: "DELETE " + base + "/entries/{qa_id}/feedback", Handler: m.clearFeedback},
+		{Pattern: "GET " + base + "/search", Handler: m.search},
+		{Pattern: "DELETE " + base, Handler: m.deleteSession},
+		{Pattern: "POST " + base + "/traces", Handler: m.appendTrace},
+		{Pattern: "GET " + base + "/traces", Handler: m.listTraces},
+		{Pattern: "POST " + base + "/context", Handler: m.appendContext},
+		{Pattern: "GET " + base + "/context", Handler: m.listContext},
+		{Pattern: "PATCH " + base + "/context/{id}", Handler: m.patchContext},
+		{Pattern: "DELETE " + base + "/context/{id}", Handler: m.deleteContext},
+	}
+}
+
+// ids reads and validates the path ids named.
+func ids(r *http.Request, names ...string) ([]string, error) {
+	out := make([]string, len(names))
+	for i, n := range names {
+		v, err := sidecar.PathID(r, n)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = v
+	}
+	return out, nil
+}
+
+// fieldError turns a Cognee validation error into a 400.
+func fieldError(err error) error {
+	var fe *cognee.FieldError
+	if errors.As(err, &fe) {
+		if fe.Field == "" {
+			return sidecar.BadRequest("invalid_field", "%s", strings.TrimPrefix(fe.Problem, " "))
+		}
+		return sidecar.BadRequest("invalid_field", "%s", fe.Error())
+	}
+	return err
+}
+
+// notFound maps the store's ErrNotFound to a 404 naming what is missing.
+func notFound(err error, format string, args ...any) error {
+	if errors.Is(err, redisstore.ErrNotFound) {
+		return sidecar.NotFound(format, args...)
+	}
+	return err
+}
+
+// writeStored answers with one stored JSON value, made strict for clients.
+func writeStored(w http.ResponseWriter, status int, stored []byte) error {
+	body, err := cognee.Strict(stored)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(body, '\n'))
+	return nil
+}
+
+// writeStoredList answers with stored JSON values as one array.
+func (m *Module) writeStoredList(w http.ResponseWriter, elems []string) {
+	body, skipped := cognee.AppendStrictArray(make([]byte, 0, 64+len(elems)*256), elems)
+	if skipped > 0 {
+		m.logger.Warn("skipped stored values that are not JSON", "count", skipped)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(append(body, '\n'))
+}
+
+// appendRequest is an entry as posted: Cognee's fields plus an optional
+// qa_id (the sidecar makes one when absent).
+type appendRequest struct {
+	QAID *string `json:"qa_id"`
+	cognee.QAFields
+}
+
+func (m *Module) appendEntry(w http.ResponseWriter, r *http.Request) error {
+	p, err := ids(r, "user_id", "session_id")
+	if err != nil {
+		return err
+	}
+	var req appendRequest
+	if err := sidecar.DecodeJSON(r, &req); err != nil {
+		return err
+	}
+	qaID := cognee.NewID()
+	if req.QAID != nil {
+		if !sidecar.ValidID(*req.QAID) {
+			return sidecar.BadRequest("invalid_field", "field \"qa_id\" must be 1-%d characters of A-Z a-z 0-9 _ . @ -", sidecar.MaxIDLength)
+		}
+		qaID = *req.QAID
+	}
+	entry, err := cognee.NewQAEntry(req.QAFields, qaID, m.now())
+	if err != nil {
+		return fieldError(err)
+	}
+	stored, created, err := m.store.Append(r.Context(), p[0], p[1], qaID, entry)
+	if err != nil {
+		return err
+	}
+	status := http.StatusCreated
+	if !created {
+		status = http.StatusOK // a retried append: the stored entry, nothing written
+	}
+	return writeStored(w, status, stored)
+}
+
+func (m *Module) listEntries(w http.ResponseWriter, r *http.Request) error {
+	p, err := ids(r, "user_id", "session_id")
+	if err != nil {
+		return err
+	}
+	n, err := sidecar.QueryInt(r, "last_n", DefaultLastN, 1, MaxLastN)
+	if err != nil {
+		return err
+	}
+	entries, err := m.store.LastEntries(r.Context(), p[0], p[1], n)
+	if err != nil {
+		return err
+	}
+	m.writeStoredList(w, entries)
+	return nil
+}
+
+func (m *Module) getEntry(w http.ResponseWriter, r *http.Request) error {
+	p, err := ids(r, "user_id", "session_id", "qa_id")
+	if err != nil {
+		return err
+	}
+	entry, err := m.store.Entry(r.Context(), p[0], p[1], p[2])
+	if err != nil {
+		return notFound(err, "session %s/%s has no entry %s", p[0], p[1], p[2])
+	}
+	return writeStored(w, http.StatusOK, entry)
+}
+
+func (m *Module) patchEntry(w http.ResponseWriter, r *http.Request) error {
+	p, err := ids(r, "user_id", "session_id", "qa_id")
+	if err != nil {
+		return err
+	}
+	var req cognee.QAFields
+	if err := sidecar.DecodeJSON(r, &req); err != nil {
+		return err
+	}
+	fields, memify, err := cognee.QAUpdate(req)
+	if err != nil {
+		return fieldError(err)
+	}
+	return m.update(w, r, p, fields, memify)
+}
+
+func (m *Module) update(w http.ResponseWriter, r *http.Request, p []string, fields []cognee.Field, memify []byte) error {
+	pairs := make([][2]string, len(fields))
+	for i, f := range fields {
+		pairs[i] = [2]string{f.Name, string(f.Value)}
+	}
+	entry, err := m.store.UpdateEntry(r.Context(), p[0], p[1], p[2], pairs, memify)
+	if err != nil {
+		return notFound(err, "session %s/%s has no entry %s", p[0], p[1], p[2])
+	}
+	return writeStored(w, http.StatusOK, entry)
+}
+
+type feedbackRequest struct {
+	FeedbackText  json.RawMessage `json:"feedback_text"`
+	FeedbackScore json.RawMessage `json:"feedback_score"`
+}
+
+func (m *Module) setFeedback(w http.ResponseWriter, r *http.Request) error {
+	p, err := ids(r, "user_id", "session_id", "qa_id")
+	if err != nil {
+		return err
+	}
+	var req feedbackRequest
+	if err := sidecar.DecodeJSON(r, &req); err != nil {
+		return err
+	}
+	fields, err := cognee.FeedbackUpdate(req.FeedbackText, req.FeedbackScore)
+	if err != nil {
+		return fieldError(err)
+	}
+	return m.update(w, r, p, fields, nil)
+}
+
+func (m *Module) clearFeedback(w http.ResponseWriter, r *http.Request) error {
+	p, err := ids(r, "user_id", "session_id", "qa_id")
+	if err != nil {
+		return err
+	}
+	return m.update(w, r, p, cognee.ClearFeedback(), nil)
+}
+
+func (m *Module) deleteEntry(w http.ResponseWriter, r *http.Request) error {
+	p, err := ids(r, "user_id", "session_id", "qa_id")
+	if err != nil {
+		return err
+	}
+	if err := m.store.DeleteEntry(r.Context(), p[0], p[1], p[2]); err != nil {
+		return notFound(err, "session %s/%s has no entry %s", p[0], p[1], p[2])
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (m *Module) deleteSession(w http.ResponseWriter, r *http.Request) error {
+	p, err := ids(r, "user_id", "session_id")
+	if err != nil {
+		return err
+	}
+	if err := m.store.Delete(r.Context(), p[0], p[1]); err != nil {
+		return notFound(err, "no session %s/%s", p[0], p[1])
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// search matches every word of q (case-insensitive) against each entry's
+// question, answer and context; newest first.
+func (m *Module) search(w http.ResponseWriter, r *http.Request) error {
+	p, err := ids(r, "user_id", "session_id")
+	if err != nil {
+		return err
+	}
+	words := strings.FieldsFunc(strings.ToLower(r.URL.Query().Get("q")), func(c rune) bool {
+		return !unicode.IsLetter(c) && !unicode.IsNumber(c)
+	})
+	if len(words) == 0 {
+		return sidecar.BadRequest("invalid_query", "q must hold at least one word")
+	}
+	limit, err := sidecar.QueryInt(r, "limit", DefaultLastN, 1, MaxSearch)
+	if err != nil {
+		return err
+	}
+	all, err := m.store.AllEntries(r.Context(), p[0], p[1])
+	if err != nil {
+		return err
+	}
+	var hits []string
+	for i := len(all) - 1; i >= 0 && len(hits) < limit; i-- {
+		if matches(all[i], words) {
+			hits = append(hits, all[i])
+		}
+	}
+	m.writeStoredList(w, hits)
+	return nil
+}
+
+func matches(stored string, words []string) bool {
+	strict, err := cognee.Strict([]byte(stored))
+	if err != nil {
+		return false
+	}
+	var e struct {
+		Question string `json:"question"`
+		Answer   string `json:"answer"`
+		Context  string `json:"context"`
+	}
+	if json.Unmarshal(strict, &e) != nil {
+		return false
+	}
+	text := strings.ToLower(e.Question + "\n" + e.Answer + "\n" + e.Context)
+	return !slices.ContainsFunc(words, func(w string) bool { return !strings.Contains(text, w) })
+}
+
+func (m *Module) appendTrace(w http.ResponseWriter, r *http.Request) error {
+	p, err := ids(r, "user_id", "session_id")
+	if err != nil {
+		return err
+	}
+	var req cognee.TraceFields
+	if err := sidecar.DecodeJSON(r, &req); err != nil {
+		return err
+	}
+	trace, err := cognee.NewTrace(req, cognee.NewID())
+	if err != nil {
+		return fieldError(err)
+	}
+	if err := m.store.AppendTrace(r.Context(), p[0], p[1], trace); err != nil {
+		return err
+	}
+	return writeStored(w, http.StatusCreated, trace)
+}
+
+func (m *Module) listTraces(w http.ResponseWriter, r *http.Request) error {
+	p, err := ids(r, "user_id", "session_id")
+	if err != nil {
+		return err
+	}
+	n, err := sidecar.QueryInt(r, "last_n", DefaultLastN, 1, MaxLastN)
+	if err != nil {
+		return err
+	}
+	traces, err := m.store.LastTraces(r.Context(), p[0], p[1], n)
+	if err != nil {
+		return err
+	}
+	m.writeStoredList(w, traces)
+	return nil
+}
+
+func (m *Module) appendContext(w http.ResponseWriter, r *http.Request) error {
+	p, err := ids(r, "user_id", "session_id")
+	if err != nil {
+		return err
+	}
+	var raw json.RawMessage
+	if err := sidecar.DecodeJSON(r, &raw); err != nil {
+		return err
+	}
+	entry, id, err := cognee.NewContextEntry(raw, cognee.NewID())
+	if err != nil {
+		return fieldError(err)
+	}
+	if !sidecar.ValidID(id) {
+		return sidecar.BadRequest("invalid_field", "field \"id\" must be 1-%d characters of A-Z a-z 0-9 _ . @ -", sidecar.MaxIDLength)
+	}
+	stored, created, err := m.store.AppendContext(r.Context(), p[0], p[1], id, entry)
+	if err != nil {
+		return err
+	}
+	status := http.StatusCreated
+	if !created {
+		status = http.StatusOK
+	}
+	return writeStored(w, status, stored)
+}
+
+func (m *Module) listContext(w http.ResponseWriter, r *http.Request) error {
+	p, err := ids(r, "user_id", "session_id")
+	if err != nil {
+		return err
+	}
+	entries, err := m.store.Contexts(r.Context(), p[0], p[1])
+	if err != nil {
+		return err
+	}
+	m.writeStoredList(w, entries)
+	return nil
+}
+
+func (m *Module) patchContext(w http.ResponseWriter, r *http.Request) error {
+	p, err := ids(r, "user_id", "session_id", "id")
+	if err != nil {
+		return err
+	}
+	var raw json.RawMessage
+	if err := sidecar.DecodeJSON(r, &raw); err != nil {
+		return err
+	}
+	patch, err := cognee.ContextPatch(raw)
+	if err != nil {
+		return fieldError(err)
+	}
+	entry, err := m.store.UpdateContext(r.Context(), p[0], p[1], p[2], patch)
+	if err != nil {
+		return notFound(err, "session %s/%s has no context entry %s", p[0], p[1], p[2])
+	}
+	return writeStored(w, http.StatusOK, entry)
+}
+
+func (m *Module) deleteContext(w http.ResponseWriter, r *http.Request) error {
+	p, err := ids(r, "user_id", "session_id", "id")
+	if err != nil {
+		return err
+	}
+	if err := m.store.DeleteContext(r.Context(), p[0], p[1], p[2]); err != nil {
+		return notFound(err, "session %s/%s has no context entry %s", p[0], p[1], p[2])
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+var _ sidecar.Module = (*Module)(nil)

@@ -1,0 +1,51 @@
+package sidecar_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentsidecar/agentsidecar/envconf"
+	"github.com/agentsidecar/agentsidecar/sidecar"
+)
+
+func TestConfigDefaults(t *testing.T) {
+	c, err := sidecar.LoadConfig(envconf.Env{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.ListenAddr != "127.0.0.1:7480" || c.OpsAddr != ":9464" || c.Modules != "all" ||
+		c.MaxBodyBytes != 1<<20 || c.StartupTimeout != time.Minute || c.LogLevel != "info" ||
+		c.LogFormat != "json" || !c.Redis.Embedded() || c.Redis.Port != 6379 || c.Redis.SSLCertReqs != "required" {
+		t.Fatalf("defaults: %+v", c)
+	}
+}
+
+func TestConfigErrorsNameTheVariable(t *testing.T) {
+	tests := []struct {
+		env     envconf.Env
+		wantVar string
+	}{
+		{envconf.Env{"SIDECAR_LISTEN_ADDR": "7480"}, "SIDECAR_LISTEN_ADDR"},
+		{envconf.Env{"SIDECAR_LISTEN_ADDR": "127.0.0.1:99999"}, "SIDECAR_LISTEN_ADDR"},
+		{envconf.Env{"SIDECAR_OPS_ADDR": "localhost"}, "SIDECAR_OPS_ADDR"},
+		{envconf.Env{"SIDECAR_MAX_BODY_BYTES": "0"}, "SIDECAR_MAX_BODY_BYTES"},
+		{envconf.Env{"SIDECAR_MAX_BODY_BYTES": "1MB"}, "SIDECAR_MAX_BODY_BYTES"},
+		{envconf.Env{"SIDECAR_STARTUP_TIMEOUT": "forever"}, "SIDECAR_STARTUP_TIMEOUT"},
+		{envconf.Env{"SIDECAR_STARTUP_TIMEOUT": "0"}, "SIDECAR_STARTUP_TIMEOUT"},
+		{envconf.Env{"SIDECAR_REQUEST_TIMEOUT": "-1s"}, "SIDECAR_REQUEST_TIMEOUT"},
+		{envconf.Env{"LOG_LEVEL": "loud"}, "LOG_LEVEL"},
+		{envconf.Env{"LOG_FORMAT": "xml"}, "LOG_FORMAT"},
+		{envconf.Env{"REDIS_URL": "mysql://x"}, "REDIS_URL"},
+		{envconf.Env{"CACHE_HOST": "redis", "CACHE_PORT": "65536"}, "CACHE_PORT"},
+		{envconf.Env{"CACHE_HOST": "redis", "CACHE_PORT": "six"}, "CACHE_PORT"},
+		{envconf.Env{"CACHE_SSL": "maybe"}, "CACHE_SSL"},
+		{envconf.Env{"CACHE_SSL_CERT_REQS": "sometimes"}, "CACHE_SSL_CERT_REQS"},
+	}
+	for _, tc := range tests {
+		_, err := sidecar.LoadConfig(tc.env)
+		if err == nil || !strings.HasPrefix(err.Error(), tc.wantVar+": ") || strings.Contains(err.Error(), "\n") {
+			t.Errorf("LoadConfig(%v) = %v, want one line naming %s", tc.env, err, tc.wantVar)
+		}
+	}
+}

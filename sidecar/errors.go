@@ -1,0 +1,98 @@
+package sidecar
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+
+	"github.com/agentsidecar/agentsidecar/redisstore"
+)
+
+// Error is an API error: an HTTP status and a stable snake_case code, sent as
+// the envelope {"error": {"code": "...", "message": "..."}}.
+type Error struct {
+	Status  int
+	Code    string
+	Message string
+}
+
+func (e *Error) Error() string { return e.Code + ": " + e.Message }
+
+// Errorf builds an *Error.
+func Errorf(status int, code, format string, args ...any) *Error {
+	return &Error{Status: status, Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// BadRequest is a 400 with the given code.
+func BadRequest(code, format string, args ...any) *Error {
+	return Errorf(http.StatusBadRequest, code, format, args...)
+}
+
+// NotFound is a 404 with the code not_found.
+func NotFound(format string, args ...any) *Error {
+	return Errorf(http.StatusNotFound, "not_found", format, args...)
+}
+
+// Conflict is a 409 with the given code.
+func Conflict(code, format string, args ...any) *Error {
+	return Errorf(http.StatusConflict, code, format, args...)
+}
+
+// StatusClientClosed is recorded (nginx's 499) when the client hung up.
+const StatusClientClosed = 499
+
+type envelope struct {
+	Error envelopeBody `json:"error"`
+}
+
+type envelopeBody struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// WriteError writes e as the error envelope.
+func WriteError(w http.ResponseWriter, e *Error) {
+	if e.Status == http.StatusServiceUnavailable {
+		w.Header().Set("Retry-After", "1")
+	}
+	WriteJSON(w, e.Status, envelope{envelopeBody{Code: e.Code, Message: e.Message}})
+}
+
+// WriteJSON writes v as a JSON body with the given status.
+func WriteJSON(w http.ResponseWriter, status int, v any) {
+	body, err := json.Marshal(v)
+	if err != nil {
+		// Only a programming error can get here (an unmarshalable type).
+		status = http.StatusInternalServerError
+		body = []byte(`{"error":{"code":"internal","message":"response could not be encoded"}}`)
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(body, '\n'))
+}
+
+// errorFor maps any error a handler returns to what the client sees: API
+// errors as they are, Redis outages as 503, everything else as a 500 whose
+// detail goes to the log, never to the client.
+func errorFor(ctx context.Context, logger *slog.Logger, route string, err error) *Error {
+	var apiErr *Error
+	switch {
+	case errors.As(err, &apiErr):
+		return apiErr
+	case errors.Is(err, context.Canceled) && ctx.Err() != nil:
+		// The client hung up; nobody reads this answer.
+		return Errorf(StatusClientClosed, "client_closed", "client closed the request")
+	case redisstore.IsUnavailable(err):
+		if ctx.Err() == nil || errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			logger.Warn("redis unavailable", "route", route, "err", err)
+		}
+		return Errorf(http.StatusServiceUnavailable, "redis_unavailable", "Redis is unavailable, retry shortly")
+	default:
+		logger.Error("request failed", "route", route, "err", err)
+		return Errorf(http.StatusInternalServerError, "internal", "internal error")
+	}
+}

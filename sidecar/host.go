@@ -1,0 +1,388 @@
+package sidecar
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/agentsidecar/agentsidecar/envconf"
+	"github.com/agentsidecar/agentsidecar/lua"
+	"github.com/agentsidecar/agentsidecar/redisstore"
+)
+
+// Host assembles modules behind two listeners: the API (/v1, loopback by
+// default) and ops (/metrics, /healthz, /readyz).
+type Host struct {
+	cfg      Config
+	logger   *slog.Logger
+	redis    *redisstore.Conn
+	modules  []Module
+	registry *prometheus.Registry
+	metrics  *httpMetrics
+	api      http.Handler
+	ops      *http.ServeMux
+
+	mu     sync.Mutex
+	apiLn  net.Listener
+	opsLn  net.Listener
+	served chan struct{} // closed once both listeners are bound
+}
+
+// NewHost builds every enabled module. If one fails, those already built are
+// closed, so nothing leaks. The returned error names the module.
+func NewHost(ctx context.Context, cfg Config, env envconf.Env, redis *redisstore.Conn, logger *slog.Logger, factories []Factory) (*Host, error) {
+	h := &Host{
+		cfg:      cfg,
+		logger:   logger,
+		redis:    redis,
+		registry: NewRegistry(),
+		served:   make(chan struct{}),
+	}
+	h.metrics = newHTTPMetrics(h.registry)
+	mux := http.NewServeMux()
+	for _, f := range factories {
+		m, err := h.build(ctx, f, env, mux)
+		if m != nil {
+			h.modules = append(h.modules, m)
+		}
+		if err != nil {
+			h.closeModules(ctx) // Caddy's rule: clean up after a failed provision
+			return nil, err
+		}
+	}
+	h.api = h.instrument(h.authenticate(h.gate(mux)))
+	h.ops = h.opsMux()
+	return h, nil
+}
+
+func (h *Host) build(ctx context.Context, f Factory, env envconf.Env, mux *http.ServeMux) (m Module, err error) {
+	logger := h.logger.With("module", f.Name)
+	m, err = f.New(ctx, Deps{Redis: h.redis, Logger: logger, Env: env, Registerer: h.registry})
+	if err != nil {
+		var confErr *envconf.Error
+		if errors.As(err, &confErr) {
+			return nil, err // already names the variable
+		}
+		return nil, fmt.Errorf("module %s: %w", f.Name, err)
+	}
+	// From here on m is returned with any error, so the caller closes it.
+	if c, ok := m.(Collector); ok {
+		for _, col := range c.Collectors() {
+			if err := h.registry.Register(col); err != nil {
+				return m, fmt.Errorf("module %s: register metrics: %w", f.Name, err)
+			}
+		}
+	}
+	for _, rt := range m.Routes() {
+		if err := handle(mux, rt.Pattern, h.route(rt, logger)); err != nil {
+			return m, fmt.Errorf("module %s: route %q: %w", f.Name, rt.Pattern, err)
+		}
+		h.metrics.known(rt.Pattern)
+	}
+	return m, nil
+}
+
+// handle registers a pattern, turning ServeMux's panic on a conflicting or
+// malformed pattern into an error.
+func handle(mux *http.ServeMux, pattern string, hd http.Handler) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%v", r)
+		}
+	}()
+	mux.Handle(pattern, hd)
+	return nil
+}
+
+// Registry is the sidecar's metrics registry.
+func (h *Host) Registry() *prometheus.Registry { return h.registry }
+
+// APIHandler serves /v1 with all middleware, for tests and embedding.
+func (h *Host) APIHandler() http.Handler { return h.api }
+
+// OpsHandler serves /metrics, /healthz and /readyz.
+func (h *Host) OpsHandler() http.Handler { return h.ops }
+
+// Addrs returns the bound API and ops addresses once Run has bound them.
+func (h *Host) Addrs() (api, ops string) {
+	<-h.served
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.apiLn.Addr().String(), h.opsLn.Addr().String()
+}
+
+// Run binds both listeners and serves until ctx is cancelled (then shuts down
+// gracefully and returns nil), or until Redis stayed unreachable for
+// SIDECAR_STARTUP_TIMEOUT (then returns an error).
+func (h *Host) Run(ctx context.Context) error {
+	apiLn, err := net.Listen("tcp", h.cfg.ListenAddr)
+	if err != nil {
+		return envconf.Invalid("SIDECAR_LISTEN_ADDR", "%v", err)
+	}
+	opsLn, err := net.Listen("tcp", h.cfg.OpsAddr)
+	if err != nil {
+		apiLn.Close()
+		return envconf.Invalid("SIDECAR_OPS_ADDR", "%v", err)
+	}
+	h.mu.Lock()
+	h.apiLn, h.opsLn = apiLn, opsLn
+	h.mu.Unlock()
+	close(h.served)
+
+	errLog := slog.NewLogLogger(h.logger.Handler(), slog.LevelWarn)
+	apiSrv := &http.Server{Handler: h.api, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10, ErrorLog: errLog}
+	opsSrv := &http.Server{Handler: h.ops, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10, ErrorLog: errLog}
+	serveErr := make(chan error, 2)
+	go func() { serveErr <- serve(apiSrv, apiLn) }()
+	go func() { serveErr <- serve(opsSrv, opsLn) }()
+	h.logger.Info("listening", "api", apiLn.Addr().String(), "ops", opsLn.Addr().String())
+
+	var runErr error
+	startup := time.NewTimer(h.cfg.StartupTimeout)
+	defer startup.Stop()
+	select {
+	case <-h.redis.Ready():
+		h.logger.Info("ready", "modules", h.moduleNames())
+		select {
+		case <-ctx.Done():
+		case runErr = <-serveErr:
+		}
+	case <-ctx.Done():
+	case runErr = <-serveErr:
+	case <-startup.C:
+		runErr = fmt.Errorf("redis %s not reachable within SIDECAR_STARTUP_TIMEOUT (%s): %s",
+			h.cfg.Redis.Redacted(), h.cfg.StartupTimeout, h.redis.LastError())
+	}
+
+	h.logger.Info("shutting down", "grace", ShutdownGrace.String())
+	shutCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ShutdownGrace)
+	defer cancel()
+	var wg sync.WaitGroup
+	for _, srv := range []*http.Server{apiSrv, opsSrv} {
+		wg.Go(func() {
+			if err := srv.Shutdown(shutCtx); err != nil {
+				h.logger.Warn("shutdown: in-flight requests cut off", "err", err)
+				_ = srv.Close()
+			}
+		})
+	}
+	wg.Wait()
+	h.closeModules(shutCtx)
+	return runErr
+}
+
+func serve(srv *http.Server, ln net.Listener) error {
+	if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+func (h *Host) closeModules(ctx context.Context) {
+	for i := len(h.modules) - 1; i >= 0; i-- {
+		if c, ok := h.modules[i].(Closer); ok {
+			if err := c.Close(ctx); err != nil {
+				h.logger.Warn("module close", "module", h.modules[i].Name(), "err", err)
+			}
+		}
+	}
+}
+
+func (h *Host) moduleNames() string {
+	names := make([]string, len(h.modules))
+	for i, m := range h.modules {
+		names[i] = m.Name()
+	}
+	return strings.Join(names, ",")
+}
+
+// route wraps one module handler: panic recovery, body limit, deadline, and
+// the mapping of returned errors to the envelope.
+func (h *Host) route(rt Route, logger *slog.Logger) http.Handler {
+	timeout := h.cfg.RequestTimeout
+	if rt.Timeout > 0 {
+		timeout = rt.Timeout
+	}
+	limit := h.cfg.MaxBodyBytes
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if sw, ok := w.(*statusWriter); ok {
+			sw.routed = true
+		}
+		defer func() {
+			if p := recover(); p != nil {
+				if p == http.ErrAbortHandler {
+					panic(p)
+				}
+				logger.Error("handler panic", "route", rt.Pattern, "panic", fmt.Sprint(p))
+				WriteError(w, Errorf(http.StatusInternalServerError, "internal", "internal error"))
+			}
+		}()
+		if r.ContentLength > limit {
+			WriteError(w, Errorf(http.StatusRequestEntityTooLarge, "body_too_large", "request body is larger than %d bytes", limit))
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, limit)
+		ctx, cancel := context.WithTimeout(r.Context(), timeout)
+		defer cancel()
+		r = r.WithContext(ctx)
+		if err := rt.Handler(w, r); err != nil {
+			WriteError(w, errorFor(ctx, logger, rt.Pattern, err))
+		}
+	})
+}
+
+// gate answers 503 while the first connection to Redis is still being made,
+// so no module sees a request it cannot serve.
+func (h *Host) gate(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-h.redis.Ready():
+			next.ServeHTTP(w, r)
+		default:
+			WriteError(w, Errorf(http.StatusServiceUnavailable, "redis_unavailable", "Redis is not reachable yet: %s", h.redis.LastError()))
+		}
+	})
+}
+
+// authenticate requires "Authorization: Bearer <SIDECAR_API_TOKEN>" on every
+// API call when a token is configured. Comparing SHA-256 digests in constant
+// time leaks neither the token's bytes nor its length.
+func (h *Host) authenticate(next http.Handler) http.Handler {
+	if h.cfg.APIToken == "" {
+		return next
+	}
+	want := sha256.Sum256([]byte(h.cfg.APIToken))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		sum := sha256.Sum256([]byte(got))
+		if !ok || subtle.ConstantTimeCompare(sum[:], want[:]) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="sidecar"`)
+			WriteError(w, Errorf(http.StatusUnauthorized, "unauthorized", "missing or wrong bearer token"))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// instrument counts and times every API request by route pattern and status,
+// and turns ServeMux's plain-text 404/405 into the error envelope.
+func (h *Host) instrument(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		sw := &statusWriter{ResponseWriter: w}
+		next.ServeHTTP(sw, r)
+		route := r.Pattern
+		if route == "" {
+			route = "unmatched"
+		}
+		h.metrics.observe(route, sw.code(), time.Since(start))
+	})
+}
+
+// statusWriter records the status and rewrites the mux's own 404/405 bodies.
+type statusWriter struct {
+	http.ResponseWriter
+	status  int
+	routed  bool // a module route was reached
+	swallow bool // the envelope replaced the mux's body
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status != 0 {
+		return
+	}
+	w.status = code
+	if !w.routed && (code == http.StatusNotFound || code == http.StatusMethodNotAllowed) {
+		w.swallow = true
+		h := w.ResponseWriter.Header()
+		h.Del("X-Content-Type-Options")
+		e := NotFound("no such route")
+		if code == http.StatusMethodNotAllowed {
+			e = Errorf(code, "method_not_allowed", "method not allowed on this route (allowed: %s)", h.Get("Allow"))
+		}
+		WriteError(w.ResponseWriter, e)
+		return
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.WriteHeader(http.StatusOK)
+	}
+	if w.swallow {
+		return len(b), nil
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *statusWriter) code() int {
+	if w.status == 0 {
+		return http.StatusOK
+	}
+	return w.status
+}
+
+// Unwrap lets http.ResponseController reach the real writer (flush, deadlines).
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// opsMux serves the kubelet and Prometheus.
+func (h *Host) opsMux() *http.ServeMux {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		if err := h.Ready(r.Context()); err != nil {
+			WriteError(w, Errorf(http.StatusServiceUnavailable, "not_ready", "%v", err))
+			return
+		}
+		WriteJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+	})
+	mux.Handle("GET /metrics", promhttp.HandlerFor(h.registry, promhttp.HandlerOpts{
+		ErrorLog:          slog.NewLogLogger(h.logger.Handler(), slog.LevelWarn),
+		Registry:          h.registry,
+		EnableOpenMetrics: true,
+	}))
+	return mux
+}
+
+// ReadyTimeout bounds the readiness check: Redis must answer within it.
+const ReadyTimeout = time.Second
+
+// Ready reports why the sidecar cannot serve, or nil: Redis must answer PING
+// within a second, accept every script (SCRIPT LOAD on each node), and every
+// module's own check must pass.
+func (h *Host) Ready(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, ReadyTimeout)
+	defer cancel()
+	if err := h.redis.Ping(ctx); err != nil {
+		return fmt.Errorf("redis: %w", err)
+	}
+	client, err := h.redis.Client()
+	if err != nil {
+		return fmt.Errorf("redis: %w", err)
+	}
+	if err := lua.Load(ctx, client); err != nil {
+		return fmt.Errorf("redis: %w", err)
+	}
+	for _, m := range h.modules {
+		if c, ok := m.(Checker); ok {
+			if err := c.Check(ctx); err != nil {
+				return fmt.Errorf("module %s: %w", m.Name(), err)
+			}
+		}
+	}
+	return nil
+}

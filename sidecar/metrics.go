@@ -1,0 +1,96 @@
+package sidecar
+
+import (
+	"runtime"
+	"runtime/debug"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/agentsidecar/agentsidecar/lua"
+)
+
+// Version is stamped at build time:
+//
+//	go build -ldflags "-X github.com/agentsidecar/agentsidecar/sidecar.Version=v1.2.3" ./cmd/sidecar
+//
+// Unstamped builds report the module version, or "dev".
+var Version = ""
+
+// BuildVersion returns the stamped version and the VCS revision, if known.
+func BuildVersion() (version, revision string) {
+	version, revision = Version, "unknown"
+	info, ok := debug.ReadBuildInfo()
+	if ok {
+		if version == "" && info.Main.Version != "" && info.Main.Version != "(devel)" {
+			version = info.Main.Version
+		}
+		for _, s := range info.Settings {
+			if s.Key == "vcs.revision" {
+				revision = s.Value
+			}
+		}
+	}
+	if version == "" {
+		version = "dev"
+	}
+	return version, revision
+}
+
+// NewRegistry returns a fresh (non-global) registry with the Go runtime and
+// process collectors and sidecar_build_info.
+func NewRegistry() *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	version, revision := BuildVersion()
+	buildInfo := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "sidecar_build_info",
+		Help: "Always 1; labels carry the sidecar's version, VCS revision and Go version.",
+		ConstLabels: prometheus.Labels{
+			"version": version, "revision": revision, "goversion": runtime.Version(),
+		},
+	})
+	buildInfo.Set(1)
+	reg.MustRegister(
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		buildInfo,
+	)
+	reg.MustRegister(lua.Collectors()...)
+	return reg
+}
+
+// httpMetrics are the API's request counters and latency histogram, labelled
+// by route pattern (never by raw path, which would carry user and session
+// ids) and status code.
+type httpMetrics struct {
+	requests *prometheus.CounterVec
+	duration *prometheus.HistogramVec
+}
+
+func newHTTPMetrics(reg prometheus.Registerer) *httpMetrics {
+	m := &httpMetrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sidecar_http_requests_total",
+			Help: "API requests by route pattern and HTTP status code.",
+		}, []string{"route", "code"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "sidecar_http_request_duration_seconds",
+			Help:    "API request latency by route pattern.",
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+		}, []string{"route"}),
+	}
+	reg.MustRegister(m.requests, m.duration)
+	m.known("unmatched")
+	return m
+}
+
+// known creates a route's latency series at zero, so dashboards see it from
+// the start.
+func (m *httpMetrics) known(route string) { m.duration.WithLabelValues(route) }
+
+func (m *httpMetrics) observe(route string, code int, d time.Duration) {
+	m.requests.WithLabelValues(route, strconv.Itoa(code)).Inc()
+	m.duration.WithLabelValues(route).Observe(d.Seconds())
+}

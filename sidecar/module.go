@@ -1,0 +1,108 @@
+package sidecar
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/agentsidecar/agentsidecar/envconf"
+	"github.com/agentsidecar/agentsidecar/redisstore"
+)
+
+// Module is one capability of the sidecar: a name and the /v1 routes it
+// serves. Extra powers are optional interfaces the host discovers by type
+// assertion: Collector, Checker, Closer.
+//
+// The lifecycle, as in Caddy: New (parse config strictly, validate, build)
+// → routes served → Close at shutdown. New must not need Redis to be up:
+// it gets a *redisstore.Conn that answers ErrUnavailable until connected.
+type Module interface {
+	Name() string
+	Routes() []Route
+}
+
+// Route is one ServeMux pattern ("POST /v1/locks/{name}") and its handler.
+type Route struct {
+	Pattern string
+	Handler HandlerFunc
+	// Timeout overrides the host's request deadline (SIDECAR_REQUEST_TIMEOUT)
+	// for routes that may legitimately wait longer, such as a blocking lock
+	// acquire; zero keeps the default.
+	Timeout time.Duration
+}
+
+// HandlerFunc is an HTTP handler that returns its error instead of writing
+// it: the host turns it into the error envelope (API errors as they are,
+// Redis outages as 503 + Retry-After, anything else as a logged 500).
+type HandlerFunc func(w http.ResponseWriter, r *http.Request) error
+
+// Collector is a module that exports Prometheus metrics.
+type Collector interface {
+	Collectors() []prometheus.Collector
+}
+
+// Checker is a module with something to check before the sidecar is ready
+// (its scripts loaded, say). It is called by /readyz after Redis answered.
+type Checker interface {
+	Check(ctx context.Context) error
+}
+
+// Closer is a module holding resources (goroutines, subscriptions) to free at
+// shutdown. Close runs after the API stopped serving.
+type Closer interface {
+	Close(ctx context.Context) error
+}
+
+// Deps is what the host hands every module.
+type Deps struct {
+	Redis  *redisstore.Conn
+	Logger *slog.Logger // already tagged with module=<name>
+	Env    envconf.Env  // parse the module's own config with Env.Parse(&cfg)
+	// Registerer is the sidecar's (non-global) metrics registry, for metrics
+	// a module records itself; Collector is the alternative.
+	Registerer prometheus.Registerer
+}
+
+// Factory registers a module with the host: its name and its constructor.
+// cmd/sidecar lists the factories of the product in one place.
+type Factory struct {
+	Name string
+	New  func(ctx context.Context, deps Deps) (Module, error)
+}
+
+// Select returns the factories enabled by spec, a comma list of names or
+// "all" (also the meaning of an empty spec). An unknown name is an error that
+// names SIDECAR_MODULES and lists the known ones.
+func Select(all []Factory, spec string) ([]Factory, error) {
+	spec = strings.TrimSpace(spec)
+	if spec == "" || spec == "all" {
+		return all, nil
+	}
+	known := make([]string, len(all))
+	for i, f := range all {
+		known[i] = f.Name
+	}
+	var out []Factory
+	for _, name := range strings.Split(spec, ",") {
+		name = strings.TrimSpace(strings.ToLower(name))
+		if name == "" {
+			continue
+		}
+		i := slices.Index(known, name)
+		if i < 0 {
+			return nil, envconf.Invalid("SIDECAR_MODULES", "unknown module %q (known: %s)", name, strings.Join(known, ","))
+		}
+		if !slices.ContainsFunc(out, func(f Factory) bool { return f.Name == name }) {
+			out = append(out, all[i])
+		}
+	}
+	if len(out) == 0 {
+		return nil, envconf.Invalid("SIDECAR_MODULES", "no module named; use a comma list or all")
+	}
+	return out, nil
+}

@@ -1,0 +1,153 @@
+// Package sidecartest runs a real sidecar host on loopback ports against a
+// real Redis (from redisstoretest) for module tests, and talks HTTP to it.
+package sidecartest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentsidecar/agentsidecar/envconf"
+	"github.com/agentsidecar/agentsidecar/redisstore"
+	"github.com/agentsidecar/agentsidecar/redisstore/redisstoretest"
+	"github.com/agentsidecar/agentsidecar/sidecar"
+)
+
+// Host is a running sidecar.
+type Host struct {
+	API  string // base URL of the API listener, e.g. http://127.0.0.1:41234
+	Ops  string // base URL of the ops listener
+	Host *sidecar.Host
+	Conn *redisstore.Conn
+
+	cancel context.CancelFunc
+	done   chan error
+}
+
+// Start runs a host with the given modules against srv until the test ends,
+// and waits until Redis is connected. env adds configuration (listeners are
+// always free loopback ports).
+func Start(t testing.TB, srv *redisstoretest.Server, env envconf.Env, factories ...sidecar.Factory) *Host {
+	t.Helper()
+	full := envconf.Env{"SIDECAR_LISTEN_ADDR": "127.0.0.1:0", "SIDECAR_OPS_ADDR": "127.0.0.1:0", "LOG_LEVEL": "error"}
+	for k, v := range env {
+		full[k] = v
+	}
+	cfg, err := sidecar.LoadConfig(full)
+	if err != nil {
+		t.Fatalf("LoadConfig: %v", err)
+	}
+	cfg.Redis = srv.Options()
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	if testing.Verbose() {
+		logger = slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}
+	conn, err := redisstore.Open(cfg.Redis, logger)
+	if err != nil {
+		t.Fatalf("redisstore.Open: %v", err)
+	}
+	t.Cleanup(conn.Close)
+	h, err := sidecar.NewHost(context.Background(), cfg, full, conn, logger, factories)
+	if err != nil {
+		t.Fatalf("NewHost: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	th := &Host{Host: h, Conn: conn, cancel: cancel, done: make(chan error, 1)}
+	go func() { th.done <- h.Run(ctx) }()
+	api, ops := h.Addrs()
+	th.API, th.Ops = "http://"+api, "http://"+ops
+	t.Cleanup(func() { _ = th.Stop() })
+	select {
+	case <-conn.Ready():
+	case <-time.After(10 * time.Second):
+		t.Fatalf("redis at %s not connected within 10s", srv.Addr)
+	}
+	return th
+}
+
+type testWriter struct{ t testing.TB }
+
+func (w testWriter) Write(b []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(b), "\n"))
+	return len(b), nil
+}
+
+// Stop shuts the host down as SIGTERM does and returns Run's result.
+func (h *Host) Stop() error {
+	h.cancel()
+	select {
+	case err := <-h.done:
+		h.done <- err
+		return err
+	case <-time.After(15 * time.Second):
+		return errors.New("host did not stop within 15s")
+	}
+}
+
+// Reply is an HTTP answer.
+type Reply struct {
+	Status int
+	Header http.Header
+	Body   string
+}
+
+// Code is the error envelope's code, or "" when the body is not one.
+func (r Reply) Code() string {
+	var env struct {
+		Error struct {
+			Code    string `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if json.Unmarshal([]byte(r.Body), &env) != nil || env.Error.Message == "" {
+		return ""
+	}
+	return env.Error.Code
+}
+
+// JSON decodes the body into v, failing the test if it is not JSON.
+func (r Reply) JSON(t testing.TB, v any) {
+	t.Helper()
+	if err := json.Unmarshal([]byte(r.Body), v); err != nil {
+		t.Fatalf("body %q: %v", r.Body, err)
+	}
+}
+
+// Do sends one API request (path under the API base URL) with an optional
+// JSON body and header pairs.
+func (h *Host) Do(t testing.TB, method, path, body string, header ...string) Reply {
+	t.Helper()
+	return Do(t, method, h.API+path, body, header...)
+}
+
+// Do sends one request to a full URL.
+func Do(t testing.TB, method, url, body string, header ...string) Reply {
+	t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(context.Background(), method, url, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return Reply{Status: resp.StatusCode, Header: resp.Header, Body: string(b)}
+}

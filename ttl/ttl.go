@@ -1,0 +1,108 @@
+// Package ttl is the ttl module (CONTRACT §5): read a session's remaining
+// TTL and give it its own, applied to every key of the session at once.
+package ttl
+
+import (
+	"context"
+	"errors"
+	"net/http"
+
+	"github.com/agentsidecar/agentsidecar/redisstore"
+	"github.com/agentsidecar/agentsidecar/sidecar"
+)
+
+// Factory registers the module with the host.
+var Factory = sidecar.Factory{Name: "ttl", New: New}
+
+// MaxTTLSeconds bounds PUT .../ttl: ten years.
+const MaxTTLSeconds = 10 * 365 * 24 * 3600
+
+// Module serves GET and PUT .../ttl.
+type Module struct {
+	store *redisstore.Sessions
+}
+
+// New parses the session settings (the TTL script slides like every write).
+func New(_ context.Context, deps sidecar.Deps) (sidecar.Module, error) {
+	var cfg redisstore.SessionConfig
+	if err := deps.Env.Parse(&cfg); err != nil {
+		return nil, err
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &Module{store: redisstore.NewSessions(deps.Redis, cfg)}, nil
+}
+
+// Name implements sidecar.Module.
+func (m *Module) Name() string { return "ttl" }
+
+// Routes implements sidecar.Module.
+func (m *Module) Routes() []sidecar.Route {
+	const path = "/v1/users/{user_id}/sessions/{session_id}/ttl"
+	return []sidecar.Route{
+		{Pattern: "GET " + path, Handler: m.get},
+		{Pattern: "PUT " + path, Handler: m.put},
+	}
+}
+
+type ttlBody struct {
+	TTLSeconds *int64 `json:"ttl_seconds"`
+}
+
+func (m *Module) get(w http.ResponseWriter, r *http.Request) error {
+	user, session, err := userSession(r)
+	if err != nil {
+		return err
+	}
+	ttl, err := m.store.TTL(r.Context(), user, session)
+	if errors.Is(err, redisstore.ErrNotFound) {
+		return sidecar.NotFound("no session %s/%s", user, session)
+	}
+	if err != nil {
+		return err
+	}
+	sidecar.WriteJSON(w, http.StatusOK, ttlBody{TTLSeconds: &ttl})
+	return nil
+}
+
+func (m *Module) put(w http.ResponseWriter, r *http.Request) error {
+	user, session, err := userSession(r)
+	if err != nil {
+		return err
+	}
+	var body ttlBody
+	if err := sidecar.DecodeJSON(r, &body); err != nil {
+		return err
+	}
+	if body.TTLSeconds == nil {
+		return sidecar.BadRequest("invalid_field", "field \"ttl_seconds\" is required (0 = no expiry)")
+	}
+	if *body.TTLSeconds < 0 || *body.TTLSeconds > MaxTTLSeconds {
+		return sidecar.BadRequest("invalid_field", "field \"ttl_seconds\" must be from 0 (no expiry) to %d", MaxTTLSeconds)
+	}
+	err = m.store.SetTTL(r.Context(), user, session, *body.TTLSeconds)
+	if errors.Is(err, redisstore.ErrNotFound) {
+		return sidecar.NotFound("no session %s/%s", user, session)
+	}
+	if err != nil {
+		return err
+	}
+	ttl := *body.TTLSeconds
+	if ttl == 0 {
+		ttl = -1 // as GET reports it: no expiry
+	}
+	sidecar.WriteJSON(w, http.StatusOK, ttlBody{TTLSeconds: &ttl})
+	return nil
+}
+
+func userSession(r *http.Request) (string, string, error) {
+	user, err := sidecar.PathID(r, "user_id")
+	if err != nil {
+		return "", "", err
+	}
+	session, err := sidecar.PathID(r, "session_id")
+	return user, session, err
+}
+
+var _ sidecar.Module = (*Module)(nil)
