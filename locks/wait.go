@@ -122,9 +122,13 @@ func (n *notifier) subscribe(ctx context.Context, redis *redisstore.Conn, logger
 	delay := 100 * time.Millisecond
 	for {
 		start := time.Now()
-		err := c.Receive(ctx, c.B().Subscribe().Channel(ReleaseChannel).Build(), func(msg rueidis.PubSubMessage) {
+		// A connection of its own: a RESP2 server (or miniredis) refuses
+		// other commands on a subscribed connection.
+		dc, release := c.Dedicate()
+		err := dc.Receive(ctx, dc.B().Subscribe().Channel(ReleaseChannel).Build(), func(msg rueidis.PubSubMessage) {
 			n.released(msg.Message)
 		})
+		release()
 		if ctx.Err() != nil {
 			return
 		}
