@@ -210,6 +210,39 @@ func TestLockLifecycle(t *testing.T) {
 	})
 }
 
+// TestNameCollidingWithAnotherKey: a lock name that is already some other
+// key (the lock key is the bare name, as in redis-py) reads as held and is
+// never overwritten or deleted.
+func TestNameCollidingWithAnotherKey(t *testing.T) {
+	redisstoretest.Each(t, func(t *testing.T, s *redisstoretest.Server) {
+		h := locktest.StartT(t, s.URL(), nil)
+		rc := s.Client(t)
+		if err := rc.Do(t.Context(), rc.B().Hset().Key("config").FieldValue().FieldValue("a", "1").Build()).Error(); err != nil {
+			t.Fatal(err)
+		}
+		tok := tokenBody(strings.Repeat("1", 32))
+		for _, c := range []struct {
+			method, path, body string
+			status             int
+			code               string
+		}{
+			{"POST", "/v1/locks/config", `{}`, 409, "lock_held"},
+			{"POST", "/v1/locks/config/refresh", tok, 409, "lock_lost"},
+			{"DELETE", "/v1/locks/config", tok, 409, "not_owner"},
+		} {
+			if r := do(t, t.Context(), c.method, h.API+c.path, c.body); r.status != c.status || r.code() != c.code {
+				t.Fatalf("%s %s: got %d %s, want %d %s", c.method, c.path, r.status, r.body, c.status, c.code)
+			}
+		}
+		if st := inspect(t, h.API, "config"); !st.Held || *st.TTLMs != -1 {
+			t.Fatalf("inspect %+v, want held with ttl_ms -1", st)
+		}
+		if v, err := rc.Do(t.Context(), rc.B().Hget().Key("config").Field("a").Build()).ToString(); err != nil || v != "1" {
+			t.Fatalf("the colliding hash changed: %q %v", v, err)
+		}
+	})
+}
+
 func TestExpiryComesFromRedisClock(t *testing.T) {
 	// The embedded Redis lets us set its TIME far from the pod's clock: the
 	// grant's expires_at follows Redis, and the lock lives its full ttl.

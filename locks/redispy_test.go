@@ -61,7 +61,9 @@ func TestRedisPyInterop(t *testing.T) {
 		t.Fatalf("sidecar release of redis-py's lock with another token: got %d %s, want 409 not_owner", r.status, r.body)
 	}
 	got := make(chan reply, 1)
-	go func() { got <- do(t, t.Context(), "POST", h.API+"/v1/locks/graph_lock", `{"wait_ms":10000,"owner":"go"}`) }()
+	go func() {
+		got <- do(t, t.Context(), "POST", h.API+"/v1/locks/graph_lock", `{"wait_ms":10000,"owner":"go"}`)
+	}()
 	time.Sleep(200 * time.Millisecond)
 	if out := pylock(t, s.URL(), "graph_lock", "release", pyToken); out != "released" {
 		t.Fatalf("redis-py release: %s", out)
