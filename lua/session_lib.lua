@@ -119,11 +119,16 @@ local function field_raw(s, key)
 end
 
 -- id_of returns the string value of top-level field key ('qa_id', 'id'),
--- or nil. The fast pattern cannot match inside a string value (quotes
--- there are escaped); ids with escapes take the full scan.
+-- or nil. For qa_id a pattern finds it without scanning the whole entry: it
+-- cannot match inside a string value (quotes there are escaped), and in a
+-- Q&A entry qa_id comes before the only fields that could nest one. Other
+-- keys ('id' of free-form context objects, which may nest an "id") and ids
+-- with escapes take the full top-level scan.
 local function id_of(s, key)
-  local id = string.match(s, '"' .. key .. '"%s*:%s*"([^"\\]*)"')
-  if id then return id end
+  if key == 'qa_id' then
+    local id = string.match(s, '"qa_id"%s*:%s*"([^"\\]*)"')
+    if id then return id end
+  end
   if not string.find(s, '"' .. key .. '"', 1, true) then return nil end
   local ok, raw = pcall(field_raw, s, key)
   if ok and raw and string.byte(raw, 1) == 34 then return cjson.decode(raw) end

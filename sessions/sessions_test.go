@@ -230,6 +230,14 @@ func TestTracesAndContext(t *testing.T) {
 		if got := lrange(t, c, keys.Context); len(got) != 1 || got[0] != `{"id": "c1", "text": "imperial units", "tags": [], "score": 0.5}` {
 			t.Fatalf("Redis context list %q", got)
 		}
+		// A nested "id" is not the entry's id.
+		h.Do(t, "POST", base+"/context", `{"meta":{"id":"inner"},"id":"outer"}`)
+		if r := h.Do(t, "PATCH", base+"/context/inner", `{"x":1}`); r.Status != 404 {
+			t.Fatalf("patch by a nested id: %d %s, want 404", r.Status, r.Body)
+		}
+		if r := h.Do(t, "PATCH", base+"/context/outer", `{"x":1}`); r.Status != 200 || !strings.Contains(r.Body, `"meta": {"id": "inner"}, "id": "outer", "x": 1`) {
+			t.Fatalf("patch outer: %d %s", r.Status, r.Body)
+		}
 		if r := h.Do(t, "DELETE", base+"/context/c1", ""); r.Status != 204 {
 			t.Fatalf("context delete: %d", r.Status)
 		}
