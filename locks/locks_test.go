@@ -629,3 +629,52 @@ func TestConcurrentGoroutinesNeverShareALock(t *testing.T) {
 		}
 	})
 }
+
+// TestSubscriptionSurvivesRedisRestart: after Redis comes back, releases
+// wake waiters through Pub/Sub again (the subscription was re-made).
+func TestSubscriptionSurvivesRedisRestart(t *testing.T) {
+	s := redisstoretest.NewReal(t)
+	h := locktest.StartT(t, s.URL(), nil)
+	s.Kill()
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var g grant
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		r := do(t, t.Context(), "POST", h.API+"/v1/locks/after", `{"ttl_ms":60000}`)
+		if r.status == 200 {
+			g = decode[grant](t, r)
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("acquire after restart: %d %s", r.status, r.body)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	// Each round: a waiter blocks, the holder releases, the waiter wins.
+	// Once the subscription is back, a round is woken by Pub/Sub.
+	deadline = time.Now().Add(15 * time.Second)
+	for round := 0; ; round++ {
+		got := make(chan reply, 1)
+		go func() {
+			got <- do(t, context.Background(), "POST", h.API+"/v1/locks/after", `{"ttl_ms":60000,"wait_ms":20000}`)
+		}()
+		waitMetric(t, h, `sidecar_lock_waiters 1`)
+		if r := do(t, t.Context(), "DELETE", h.API+"/v1/locks/after", tokenBody(g.Token)); r.status != 200 {
+			t.Fatalf("release: %d %s", r.status, r.body)
+		}
+		r := <-got
+		if r.status != 200 {
+			t.Fatalf("waiter: %d %s", r.status, r.body)
+		}
+		g = decode[grant](t, r)
+		m, _ := h.Metrics()
+		if !strings.Contains(m, `sidecar_lock_waiter_wakeups_total{reason="released"} 0`+"\n") {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no Pub/Sub wake-up after %d rounds since Redis restarted", round+1)
+		}
+	}
+}
