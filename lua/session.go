@@ -1,7 +1,8 @@
 package lua
 
-// Session scripts (sessions and ttl modules). Every one takes the session's
-// five keys and SESSION_TTL_SECONDS, SESSION_MAX_ENTRIES first; see
+// Session scripts (sessions, ttl and usage modules). Every one but
+// session_sweep takes the session's keys, indexes and totals and
+// SESSION_TTL_SECONDS, SESSION_MAX_ENTRIES, user_id, session_id first; see
 // session_lib.lua.
 var (
 	SessionAppend        = load("session_append")
@@ -14,4 +15,7 @@ var (
 	SessionContextDelete = load("session_context_delete")
 	SessionDelete        = load("session_delete")
 	SessionTTLSet        = load("session_ttl_set")
+	SessionUsage         = load("session_usage")
+	SessionEnd           = load("session_end")
+	SessionSweep         = load("session_sweep")
 )

@@ -2,13 +2,13 @@
 -- session_append: append one Q&A entry to the session, idempotently by qa_id,
 -- trim to SESSION_MAX_ENTRIES, slide the TTL of every key of the session and
 -- record the activity, all at once.
--- KEYS[1..5] the session's keys (session_lib.lua)
--- ARGV[1..2] TTL and max entries (session_lib.lua)
--- ARGV[3] qa_id
--- ARGV[4] the entry, as Cognee's json.dumps writes it
+-- KEYS[1..17] the session's keys, indexes and totals (session_lib.lua)
+-- ARGV[1..4] TTL, max entries, user_id, session_id (session_lib.lua)
+-- ARGV[5] qa_id
+-- ARGV[6] the entry, as Cognee's json.dumps writes it
 -- returns {1, entry} when stored; {0, stored_entry} when the session already
 --   held qa_id (a retried append): nothing is written then.
-local qa_id, entry = ARGV[3], ARGV[4]
+local qa_id, entry = ARGV[5], ARGV[6]
 
 local llen = redis.call('LLEN', K_ENTRIES)
 if not index_fresh(llen) then rebuild_index() end

@@ -1,15 +1,15 @@
 --! prelude: session_lib
 -- session_context_append: append one session-context entry, idempotently by
 -- its "id", and trim the context list to SESSION_MAX_ENTRIES.
--- KEYS[1..5] the session's keys (session_lib.lua)
--- ARGV[1..2] TTL and max entries (session_lib.lua)
--- ARGV[3] the entry's id
--- ARGV[4] the entry (a JSON object holding "id")
+-- KEYS[1..17] the session's keys, indexes and totals (session_lib.lua)
+-- ARGV[1..4] TTL, max entries, user_id, session_id (session_lib.lua)
+-- ARGV[5] the entry's id
+-- ARGV[6] the entry (a JSON object holding "id")
 -- returns {1, entry} when stored; {0, stored_entry} when an entry with that
 --   id exists (nothing is written then).
-local pos, existing = find_by_id(K_CONTEXT, 'id', ARGV[3])
+local pos, existing = find_by_id(K_CONTEXT, 'id', ARGV[5])
 if pos then return { 0, existing } end
-redis.call('RPUSH', K_CONTEXT, ARGV[4])
+redis.call('RPUSH', K_CONTEXT, ARGV[6])
 trim(K_CONTEXT)
 finish_write()
-return { 1, ARGV[4] }
+return { 1, ARGV[6] }

@@ -2,14 +2,14 @@
 -- session_context_update: shallow-merge fields into the session-context entry
 -- whose "id" matches, as Cognee's update_session_context_entry does, keeping
 -- the bytes of the fields not named.
--- KEYS[1..5] the session's keys (session_lib.lua)
--- ARGV[1..2] TTL and max entries (session_lib.lua)
--- ARGV[3] the entry's id
--- ARGV[4] the fields to merge (a JSON object)
+-- KEYS[1..17] the session's keys, indexes and totals (session_lib.lua)
+-- ARGV[1..4] TTL, max entries, user_id, session_id (session_lib.lua)
+-- ARGV[5] the entry's id
+-- ARGV[6] the fields to merge (a JSON object)
 -- returns the updated entry, or nil when there is no such entry.
-local pos, el = find_by_id(K_CONTEXT, 'id', ARGV[3])
+local pos, el = find_by_id(K_CONTEXT, 'id', ARGV[5])
 if not pos then return false end
-local updated = merge_object(el, ARGV[4])
+local updated = merge_object(el, ARGV[6])
 redis.call('LSET', K_CONTEXT, pos, updated)
 finish_write()
 return updated

@@ -2,19 +2,19 @@
 -- session_entry_update: change fields of one Q&A entry in place (PATCH,
 -- feedback set and clear). Only the named top-level fields change; every other
 -- byte of the entry stays as it was. memify_metadata is merged key-wise.
--- KEYS[1..5] the session's keys (session_lib.lua)
--- ARGV[1..2] TTL and max entries (session_lib.lua)
--- ARGV[3] qa_id
--- ARGV[4] memify_metadata patch (a JSON object) or '' for none
--- ARGV[5], ARGV[6], ... pairs of field name and new raw JSON value
+-- KEYS[1..17] the session's keys, indexes and totals (session_lib.lua)
+-- ARGV[1..4] TTL, max entries, user_id, session_id (session_lib.lua)
+-- ARGV[5] qa_id
+-- ARGV[6] memify_metadata patch (a JSON object) or '' for none
+-- ARGV[7], ARGV[8], ... pairs of field name and new raw JSON value
 -- returns the updated entry, or nil when the session holds no such entry
 --   (nothing is written then, and no key is created).
-local qa_id, memify = ARGV[3], ARGV[4]
+local qa_id, memify = ARGV[5], ARGV[6]
 local pos, el = locate(qa_id)
 if not pos then return false end
 
 local updates = {}
-for i = 5, #ARGV, 2 do updates[#updates + 1] = { ARGV[i], ARGV[i + 1] } end
+for i = 7, #ARGV, 2 do updates[#updates + 1] = { ARGV[i], ARGV[i + 1] } end
 if memify ~= '' then
   updates[#updates + 1] = { 'memify_metadata', merge_object(field_raw(el, 'memify_metadata'), memify) }
 end

@@ -1,16 +1,23 @@
 -- session_lib.lua: helpers prepended to every session_*.lua script.
 --
--- Every session script gets the same KEYS, all of one session (on Redis
--- Cluster they share a hash tag, hence a slot):
+-- Every session script gets the same KEYS (redisstore/keys.go builds them):
 --   KEYS[1] entries list   agent_sessions:<u>:<s>   (Cognee's Q&A list)
 --   KEYS[2] traces list    agent_traces:<u>:<s>     (Cognee's)
 --   KEYS[3] context list   session_context:<u>:<s>  (Cognee's)
 --   KEYS[4] record hash    agent_session_record:<u>:<s>
 --   KEYS[5] qa_id index    agent_session_qa_index:<u>:<s>
+--   KEYS[6] usage ids hash agent_session_usage_ids:<u>:<s> (Idempotency-Key -> result)
+--   KEYS[7..10]  the user's sessions by last activity: all, running, completed, failed (zsets)
+--   KEYS[11..14] the same across users, members "<u>:<s>"
+--   KEYS[15] expiry zset   agent_sessions_global:expiry ("<u>:<s>" -> expiry, µs)
+--   KEYS[16] totals hash   agent_usage_totals
+--   KEYS[17] by-model hash agent_usage_by_model
 -- and the same first ARGVs:
 --   ARGV[1] SESSION_TTL_SECONDS (0 = no expiry)
 --   ARGV[2] SESSION_MAX_ENTRIES (0 = unbounded)
--- Script-specific ARGVs start at ARGV[3].
+--   ARGV[3] user_id
+--   ARGV[4] session_id
+-- Script-specific ARGVs start at ARGV[5].
 --
 -- JSON is never decoded and re-encoded here (Lua cjson turns [] into {},
 -- re-encodes numbers and escapes '/', and Cognee's json.dumps writes bare
@@ -23,13 +30,21 @@
 -- length the index describes. A lookup is checked against the element it
 -- points at, so writes by Cognee (RPUSH, LSET, DEL + re-RPUSH) can make the
 -- index stale but never wrong: a stale index is rebuilt with one scan.
+--
+-- The session record's status decides which index sets hold the session;
+-- "abandoned" is never stored: it is a score range of the running set.
 
 if redis.replicate_commands then redis.replicate_commands() end
 
-local K_ENTRIES, K_TRACES, K_CONTEXT, K_RECORD, K_INDEX = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
-local SESSION_KEYS = { K_ENTRIES, K_TRACES, K_CONTEXT, K_RECORD, K_INDEX }
+local K_ENTRIES, K_TRACES, K_CONTEXT, K_RECORD, K_INDEX, K_USAGE = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local SESSION_KEYS = { K_ENTRIES, K_TRACES, K_CONTEXT, K_RECORD, K_INDEX, K_USAGE }
+local K_USER = { all = KEYS[7], running = KEYS[8], completed = KEYS[9], failed = KEYS[10] }
+local K_GLOBAL = { all = KEYS[11], running = KEYS[12], completed = KEYS[13], failed = KEYS[14] }
+local K_EXPIRY, K_TOTALS, K_BY_MODEL = KEYS[15], KEYS[16], KEYS[17]
 local DEFAULT_TTL = tonumber(ARGV[1])
 local MAX_ENTRIES = tonumber(ARGV[2])
+local SID = ARGV[4]                -- member of the user's index sets
+local GID = ARGV[3] .. ':' .. ARGV[4] -- member of the global index sets
 local TOMBSTONE = '\0sidecar:deleted'
 
 -- now_us is the Redis server's clock in microseconds, so pods with skewed
@@ -274,14 +289,46 @@ end
 
 -- Session bookkeeping ------------------------------------------------------
 
+local STATUSES = { 'running', 'completed', 'failed' }
+
+-- index files the session under its status, scored by last activity.
+local function index(status, score)
+  redis.call('ZADD', K_USER.all, score, SID)
+  redis.call('ZADD', K_GLOBAL.all, score, GID)
+  for _, st in ipairs(STATUSES) do
+    if st == status then
+      redis.call('ZADD', K_USER[st], score, SID)
+      redis.call('ZADD', K_GLOBAL[st], score, GID)
+    else
+      redis.call('ZREM', K_USER[st], SID)
+      redis.call('ZREM', K_GLOBAL[st], GID)
+    end
+  end
+end
+
+-- unindex removes the session from every index set.
+local function unindex()
+  redis.call('ZREM', K_USER.all, SID)
+  redis.call('ZREM', K_GLOBAL.all, GID)
+  for _, st in ipairs(STATUSES) do
+    redis.call('ZREM', K_USER[st], SID)
+    redis.call('ZREM', K_GLOBAL[st], GID)
+  end
+  redis.call('ZREM', K_EXPIRY, GID)
+end
+
 -- touch records activity in the session record: creates it as running on
--- the first write, moves last_activity_at, and keeps entry_count.
+-- the first write, moves last_activity_at and the indexes, keeps
+-- entry_count. Returns the session's status.
 local function touch(now)
   local n = tostring(now)
   if redis.call('HSETNX', K_RECORD, 'status', 'running') == 1 then
     redis.call('HSET', K_RECORD, 'started_at', n)
   end
   redis.call('HSET', K_RECORD, 'last_activity_at', n, 'entry_count', redis.call('LLEN', K_ENTRIES))
+  local status = redis.call('HGET', K_RECORD, 'status')
+  index(status, now)
+  return status
 end
 
 -- session_ttl is the TTL every write slides to: the session's own (set with
@@ -292,14 +339,21 @@ local function session_ttl()
   return DEFAULT_TTL
 end
 
--- slide applies ttl to every key of the session, or removes expiry for 0.
-local function slide(ttl)
+-- slide applies ttl to every key of the session, or removes expiry for 0,
+-- and notes when the session will expire so reads can drop it from the
+-- indexes (Redis expiry does not touch sorted sets).
+local function slide(ttl, now)
   for _, k in ipairs(SESSION_KEYS) do
     if ttl > 0 then
       redis.call('EXPIRE', k, ttl)
     else
       redis.call('PERSIST', k)
     end
+  end
+  if ttl > 0 then
+    redis.call('ZADD', K_EXPIRY, now + ttl * 1000000, GID)
+  else
+    redis.call('ZADD', K_EXPIRY, '+inf', GID)
   end
 end
 
@@ -308,8 +362,10 @@ local function session_exists()
   return redis.call('EXISTS', K_ENTRIES, K_TRACES, K_CONTEXT, K_RECORD) > 0
 end
 
--- finish_write: the common tail of every write.
+-- finish_write: the common tail of every write. Returns the status.
 local function finish_write()
-  touch(now_us())
-  slide(session_ttl())
+  local now = now_us()
+  local status = touch(now)
+  slide(session_ttl(), now)
+  return status
 end

@@ -2,12 +2,11 @@
 -- session_ttl_set: give the session its own TTL and apply it to every key of
 -- the session at once. Later writes slide to this TTL instead of
 -- SESSION_TTL_SECONDS, so a slide never shortens it.
--- KEYS[1..5] the session's keys (session_lib.lua)
--- ARGV[1..2] TTL and max entries (session_lib.lua)
--- ARGV[3] the TTL in seconds; 0 = no expiry (persist)
+-- KEYS[1..17] the session's keys, indexes and totals (session_lib.lua)
+-- ARGV[1..4] TTL, max entries, user_id, session_id (session_lib.lua)
+-- ARGV[5] the TTL in seconds; 0 = no expiry (persist)
 -- returns 1, or 0 when the session does not exist (nothing is created).
 if not session_exists() then return 0 end
-redis.call('HSET', K_RECORD, 'ttl_seconds', ARGV[3])
-touch(now_us())
-slide(tonumber(ARGV[3]))
+redis.call('HSET', K_RECORD, 'ttl_seconds', ARGV[5])
+finish_write()
 return 1

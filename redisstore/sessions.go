@@ -37,7 +37,7 @@ func (c SessionConfig) Validate() error {
 // cognee package's.
 type Sessions struct {
 	conn   *Conn
-	common []string // ARGV[1..2] of every session script
+	common []string // ARGV[1..2] of every session script (then user, session)
 }
 
 // NewSessions returns the store over conn.
@@ -60,8 +60,9 @@ func (s *Sessions) exec(ctx context.Context, script *lua.Script, user, session s
 	if err != nil {
 		return rueidis.RedisMessage{}, err
 	}
-	argv := make([]string, 0, len(s.common)+len(args))
-	argv = append(append(argv, s.common...), args...)
+	argv := make([]string, 0, len(s.common)+2+len(args))
+	argv = append(append(argv, s.common...), user, session)
+	argv = append(argv, args...)
 	msg, err := script.Exec(ctx, client, s.Keys(user, session).List(), argv).ToMessage()
 	if rueidis.IsRedisNil(err) {
 		return msg, ErrNotFound

@@ -1,0 +1,34 @@
+-- session_sweep: drop sessions whose keys Redis expired from the index sets
+-- (Redis expiry does not touch sorted sets). Bounded work per call; reads
+-- that count or list sessions call it first. No background sweeper.
+-- KEYS[1] expiry zset      agent_sessions_global:expiry
+-- KEYS[2..5] global index  agent_sessions_global:{all,running,completed,failed}
+-- ARGV[1] the most sessions to look at
+-- ARGV[2] the record key prefix  ("agent_session_record:")
+-- ARGV[3] the user index prefix  ("agent_sessions_by_user:")
+-- returns the number of sessions dropped.
+-- The per-session keys it checks are derived from the members: standalone
+-- Redis only (the Cluster layout shards these indexes instead).
+if redis.replicate_commands then redis.replicate_commands() end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, tonumber(ARGV[1]))
+local dropped = 0
+for _, gid in ipairs(due) do
+  local record = ARGV[2] .. gid
+  local pttl = redis.call('PTTL', record)
+  if pttl == -2 then
+    local user, sid = string.match(gid, '^([^:]*):(.*)$')
+    for i = 2, 5 do redis.call('ZREM', KEYS[i], gid) end
+    for _, st in ipairs({ 'all', 'running', 'completed', 'failed' }) do
+      redis.call('ZREM', ARGV[3] .. user .. ':' .. st, sid)
+    end
+    redis.call('ZREM', KEYS[1], gid)
+    dropped = dropped + 1
+  elseif pttl == -1 then
+    redis.call('ZADD', KEYS[1], '+inf', gid)
+  else
+    redis.call('ZADD', KEYS[1], now + pttl * 1000, gid)
+  end
+end
+return dropped

@@ -1,0 +1,301 @@
+package sessions_test
+
+// Benchmarks for the session module's performance targets (issue 3; results
+// and commands in BENCHMARKS.md, section "Sessions"). They run only with
+// -bench, e.g.
+//
+//	go test -run '^$' -bench . -benchtime 2s -timeout 5m ./sessions/
+//
+// Each one runs a real host on loopback (sidecartest) against a real
+// redis-server (redisstoretest.NewReal); without redis-server they skip.
+// The HTTP client shares the process (and the cores) with the host, so the
+// numbers include the load generator, as the target asks.
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/agentsidecar/agentsidecar/cognee"
+	"github.com/agentsidecar/agentsidecar/envconf"
+	"github.com/agentsidecar/agentsidecar/redisstore"
+	"github.com/agentsidecar/agentsidecar/redisstore/redisstoretest"
+	"github.com/agentsidecar/agentsidecar/sessions"
+	"github.com/agentsidecar/agentsidecar/sidecar/sidecartest"
+)
+
+// benchConns is the number of concurrent clients of the append benchmark,
+// as redis-benchmark -c 16 in bench/sessions_load.sh.
+const benchConns = 16
+
+// The Q&A text of every benchmark entry: a typical short agent turn
+// (the stored entry is about 520 bytes, bench/sessions_load.sh uses the same).
+const (
+	benchQuestion = "What did the quarterly report say about revenue growth in the EMEA region?"
+	benchContext  = "Q3 report, section 4.2: EMEA revenue grew 12% year over year, driven by the DACH markets and new enterprise contracts in the Nordics."
+	benchAnswer   = "EMEA revenue grew 12% year over year in Q3, mostly from DACH and new Nordic enterprise contracts."
+)
+
+// benchBody is the POST .../entries body for qaID.
+func benchBody(qaID string) string {
+	return `{"qa_id":"` + qaID + `","question":"` + benchQuestion + `","context":"` + benchContext + `","answer":"` + benchAnswer + `"}`
+}
+
+// benchEntry is the stored entry Cognee would write for qaID.
+func benchEntry(b *testing.B, qaID string) string {
+	b.Helper()
+	var f cognee.QAFields
+	f.Question, _ = json.Marshal(benchQuestion)
+	f.Context, _ = json.Marshal(benchContext)
+	f.Answer, _ = json.Marshal(benchAnswer)
+	e, err := cognee.NewQAEntry(f, qaID, time.Now())
+	if err != nil {
+		b.Fatal(err)
+	}
+	return string(e)
+}
+
+type benchRig struct {
+	srv    *redisstoretest.Server
+	host   *sidecartest.Host
+	client *http.Client
+}
+
+// benchStart runs a sessions-only host against a fresh real redis-server.
+func benchStart(b *testing.B) *benchRig {
+	b.Helper()
+	srv := redisstoretest.NewReal(b)
+	h := sidecartest.Start(b, srv, envconf.Env{"LOG_LEVEL": "warn"}, sessions.Factory)
+	tr := &http.Transport{MaxIdleConns: 4 * benchConns, MaxIdleConnsPerHost: 4 * benchConns, DisableCompression: true}
+	b.Cleanup(tr.CloseIdleConnections)
+	return &benchRig{srv: srv, host: h, client: &http.Client{Transport: tr}}
+}
+
+// do sends one request and fails the benchmark unless the status is want.
+func (r *benchRig) do(b *testing.B, method, path, body string, want int) {
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(context.Background(), method, r.host.API+path, rd)
+	if err != nil {
+		b.Error(err)
+		return
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := r.client.Do(req)
+	if err != nil {
+		b.Error(err)
+		return
+	}
+	got, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != want {
+		b.Errorf("%s %s: %d %s", method, path, resp.StatusCode, got)
+	}
+}
+
+// benchLatencies collects per-request latencies from many goroutines.
+type benchLatencies struct {
+	mu  sync.Mutex
+	all []time.Duration
+}
+
+func (l *benchLatencies) add(d []time.Duration) {
+	l.mu.Lock()
+	l.all = append(l.all, d...)
+	l.mu.Unlock()
+}
+
+// report adds req/s, p50 and p99 (microseconds) to the benchmark's output.
+func (l *benchLatencies) report(b *testing.B, requests int) {
+	if requests == 0 || b.Elapsed() <= 0 {
+		return
+	}
+	b.ReportMetric(float64(requests)/b.Elapsed().Seconds(), "req/s")
+	if len(l.all) == 0 {
+		return
+	}
+	slices.Sort(l.all)
+	q := func(p float64) float64 {
+		return float64(l.all[int(p*float64(len(l.all)-1))].Microseconds())
+	}
+	b.ReportMetric(q(0.50), "p50-µs")
+	b.ReportMetric(q(0.99), "p99-µs")
+}
+
+// BenchmarkAppendHTTP is target 1: POST .../entries from 16 concurrent
+// keep-alive clients, each appending to its own sessions (a new session every
+// 1000 entries), every entry with a unique qa_id.
+func BenchmarkAppendHTTP(b *testing.B) {
+	rig := benchStart(b)
+	var worker atomic.Int64
+	var lat benchLatencies
+	procs := runtime.GOMAXPROCS(0)
+	b.SetParallelism((benchConns + procs - 1) / procs) // 16 goroutines
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		w := strconv.FormatInt(worker.Add(1), 10)
+		local := make([]time.Duration, 0, 4096)
+		for i := 0; pb.Next(); i++ {
+			path := "/v1/users/bench/sessions/w" + w + "-" + strconv.Itoa(i/1000) + "/entries"
+			start := time.Now()
+			rig.do(b, http.MethodPost, path, benchBody("q-"+w+"-"+strconv.Itoa(i)), http.StatusCreated)
+			local = append(local, time.Since(start))
+		}
+		lat.add(local)
+	})
+	b.StopTimer()
+	lat.report(b, b.N)
+}
+
+const benchSessionLen = 500
+
+// BenchmarkFeedbackHTTP is target 2, the sidecar's side: PUT .../feedback on
+// a 500-entry session from one client, the target entry chosen at random.
+func BenchmarkFeedbackHTTP(b *testing.B) {
+	rig := benchStart(b)
+	base := "/v1/users/bench/sessions/fb/entries"
+	for i := range benchSessionLen {
+		rig.do(b, http.MethodPost, base, benchBody("q-"+strconv.Itoa(i)), http.StatusCreated)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	var lat benchLatencies
+	local := make([]time.Duration, 0, 1<<16)
+	n := 0
+	for b.Loop() {
+		path := base + "/q-" + strconv.Itoa(rng.IntN(benchSessionLen)) + "/feedback"
+		body := `{"feedback_text":"useful, thanks","feedback_score":` + strconv.Itoa(1+rng.IntN(5)) + `}`
+		start := time.Now()
+		rig.do(b, http.MethodPut, path, body, http.StatusOK)
+		local = append(local, time.Since(start))
+		n++
+	}
+	lat.add(local)
+	lat.report(b, n)
+}
+
+// benchCogneeEntry is Cognee's SessionQAEntry as its client decodes it, in
+// model_dump() field order so that re-encoding keeps the layout.
+type benchCogneeEntry struct {
+	Time                  string              `json:"time"`
+	Question              string              `json:"question"`
+	Context               string              `json:"context"`
+	Answer                string              `json:"answer"`
+	QAID                  string              `json:"qa_id"`
+	FeedbackText          *string             `json:"feedback_text"`
+	FeedbackScore         *int                `json:"feedback_score"`
+	UsedGraphElementIDs   map[string][]string `json:"used_graph_element_ids"`
+	MemifyMetadata        map[string]any      `json:"memify_metadata"`
+	UsedSessionContextIDs []string            `json:"used_session_context_ids"`
+}
+
+// BenchmarkCogneeFeedbackPath is target 2, Cognee's side done in Go: one
+// client reads the whole 500-entry list (LRANGE 0 -1), decodes every entry,
+// finds the random target by qa_id, changes its feedback, re-encodes it and
+// writes it back with LSET. (Cognee does this in Python, which is slower;
+// bench/sessions_load.sh measures that.)
+func BenchmarkCogneeFeedbackPath(b *testing.B) {
+	srv := redisstoretest.NewReal(b)
+	c := srv.Client(b)
+	ctx := context.Background()
+	key := redisstore.Layout{}.Session("bench", "fb").Entries
+	elems := make([]string, benchSessionLen)
+	for i := range elems {
+		elems[i] = benchEntry(b, "q-"+strconv.Itoa(i))
+	}
+	if err := c.Do(ctx, c.B().Rpush().Key(key).Element(elems...).Build()).Error(); err != nil {
+		b.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	var lat benchLatencies
+	local := make([]time.Duration, 0, 1<<16)
+	n := 0
+	for b.Loop() {
+		target := "q-" + strconv.Itoa(rng.IntN(benchSessionLen))
+		start := time.Now()
+		if err := benchCogneeFeedback(ctx, c, key, target, 1+rng.IntN(5)); err != nil {
+			b.Fatal(err)
+		}
+		local = append(local, time.Since(start))
+		n++
+	}
+	lat.add(local)
+	lat.report(b, n)
+}
+
+func benchCogneeFeedback(ctx context.Context, c rueidis.Client, key, qaID string, score int) error {
+	raw, err := c.Do(ctx, c.B().Lrange().Key(key).Start(0).Stop(-1).Build()).AsStrSlice()
+	if err != nil {
+		return err
+	}
+	entries := make([]benchCogneeEntry, len(raw))
+	for i, s := range raw {
+		if err := json.Unmarshal([]byte(s), &entries[i]); err != nil {
+			return err
+		}
+	}
+	for i := range entries {
+		if entries[i].QAID != qaID {
+			continue
+		}
+		text := "useful, thanks"
+		entries[i].FeedbackText, entries[i].FeedbackScore = &text, &score
+		out, err := json.Marshal(&entries[i])
+		if err != nil {
+			return err
+		}
+		return c.Do(ctx, c.B().Lset().Key(key).Index(int64(i)).Element(string(out)).Build()).Error()
+	}
+	return fmt.Errorf("no entry %s", qaID)
+}
+
+// BenchmarkLastN is target 3: GET .../entries?last_n=10 over sessions of 100
+// and 10 000 entries (written as Cognee writes them). O(n) reads cost the
+// same in both; an O(session length) read would be ~100x slower on the long one.
+func BenchmarkLastN(b *testing.B) {
+	for _, size := range []int{100, 10000} {
+		b.Run("len="+strconv.Itoa(size), func(b *testing.B) {
+			rig := benchStart(b)
+			c := rig.srv.Client(b)
+			ctx := context.Background()
+			key := redisstore.Layout{}.Session("bench", "lastn").Entries
+			elems := make([]string, size)
+			for i := range elems {
+				elems[i] = benchEntry(b, "q-"+strconv.Itoa(i))
+			}
+			for i := 0; i < size; i += 1000 {
+				chunk := elems[i:min(i+1000, size)]
+				if err := c.Do(ctx, c.B().Rpush().Key(key).Element(chunk...).Build()).Error(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			var lat benchLatencies
+			local := make([]time.Duration, 0, 1<<16)
+			n := 0
+			for b.Loop() {
+				start := time.Now()
+				rig.do(b, http.MethodGet, "/v1/users/bench/sessions/lastn/entries?last_n=10", "", http.StatusOK)
+				local = append(local, time.Since(start))
+				n++
+			}
+			lat.add(local)
+			lat.report(b, n)
+		})
+	}
+}
