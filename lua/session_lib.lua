@@ -321,7 +321,7 @@ end
 -- the first write, moves last_activity_at and the indexes, keeps
 -- entry_count. Returns the session's status.
 local function touch(now)
-  local n = tostring(now)
+  local n = string.format('%d', now) -- tostring would round to 14 digits
   if redis.call('HSETNX', K_RECORD, 'status', 'running') == 1 then
     redis.call('HSET', K_RECORD, 'started_at', n)
   end

@@ -5,6 +5,7 @@ import (
 	"github.com/agentsidecar/agentsidecar/sessions"
 	"github.com/agentsidecar/agentsidecar/sidecar"
 	"github.com/agentsidecar/agentsidecar/ttl"
+	"github.com/agentsidecar/agentsidecar/usage"
 )
 
 // modules is the product: every module the sidecar can run, in the order
@@ -13,5 +14,6 @@ import (
 var modules = []sidecar.Factory{
 	sessions.Factory,
 	ttl.Factory,
+	usage.Factory,
 	locks.Factory,
 }

@@ -1,0 +1,89 @@
+package usage
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/agentsidecar/agentsidecar/pricing"
+	"github.com/agentsidecar/agentsidecar/redisstore"
+)
+
+// metrics are the module's per-process counters (a sum across pods is the
+// fleet's total). The model label is the price table's family or "other",
+// never a raw model name.
+type metrics struct {
+	tokens    *prometheus.CounterVec
+	estimated *prometheus.CounterVec
+	cost      *prometheus.CounterVec
+	calls     *prometheus.CounterVec
+	errors    *prometheus.CounterVec
+	unpriced  prometheus.Counter
+	ended     *prometheus.CounterVec
+}
+
+func newMetrics(prices *pricing.Table) *metrics {
+	m := &metrics{
+		tokens: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sidecar_llm_tokens_total",
+			Help: "LLM tokens recorded through usage posts, by model family and token_type (input, output); estimates included.",
+		}, []string{"model", "token_type"}),
+		estimated: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sidecar_llm_estimated_tokens_total",
+			Help: "The part of sidecar_llm_tokens_total estimated as len(text) // 4 because the caller sent no count.",
+		}, []string{"model", "token_type"}),
+		cost: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sidecar_llm_cost_usd_total",
+			Help: "LLM cost in US dollars recorded through usage posts, by model family.",
+		}, []string{"model"}),
+		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sidecar_llm_calls_total",
+			Help: "LLM calls recorded through usage posts, by model family.",
+		}, []string{"model"}),
+		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sidecar_llm_errors_total",
+			Help: "LLM calls recorded with error: true, by model family.",
+		}, []string{"model"}),
+		unpriced: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "sidecar_llm_unpriced_calls_total",
+			Help: "Usage posts for a model with no price and no explicit cost_usd: counted at cost 0.",
+		}),
+		ended: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sidecar_sessions_ended_total",
+			Help: "Sessions ended through this sidecar, by status (completed, failed).",
+		}, []string{"status"}),
+	}
+	for _, model := range append(prices.Families(), "other") {
+		for _, tt := range []string{"input", "output"} {
+			m.tokens.WithLabelValues(model, tt)
+			m.estimated.WithLabelValues(model, tt)
+		}
+		m.cost.WithLabelValues(model)
+		m.calls.WithLabelValues(model)
+		m.errors.WithLabelValues(model)
+	}
+	m.ended.WithLabelValues(redisstore.StatusCompleted)
+	m.ended.WithLabelValues(redisstore.StatusFailed)
+	return m
+}
+
+func (m *metrics) collectors() []prometheus.Collector {
+	return []prometheus.Collector{m.tokens, m.estimated, m.cost, m.calls, m.errors, m.unpriced, m.ended}
+}
+
+func (m *metrics) observe(model string, r usageResult, estimatedIn, estimatedOut int64) {
+	m.tokens.WithLabelValues(model, "input").Add(float64(r.TokensIn))
+	m.tokens.WithLabelValues(model, "output").Add(float64(r.TokensOut))
+	m.estimated.WithLabelValues(model, "input").Add(float64(estimatedIn))
+	m.estimated.WithLabelValues(model, "output").Add(float64(estimatedOut))
+	m.cost.WithLabelValues(model).Add(r.CostUSD)
+	m.calls.WithLabelValues(model).Inc()
+	if r.Error {
+		m.errors.WithLabelValues(model).Inc()
+	}
+	if r.CostSource == "unknown_model" {
+		m.unpriced.Inc()
+	}
+}
+
+func (m *metrics) sessionEnded(r redisstore.Record) {
+	m.ended.WithLabelValues(r.Status).Inc()
+}

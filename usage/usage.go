@@ -1,0 +1,451 @@
+// Package usage is the usage module (CONTRACT §4): each session's lifecycle
+// (running, completed, failed; "abandoned" derived at read time, never
+// stored), its tokens and cost per model, listings and operator summaries.
+// Every write is one Lua script that also keeps the status indexes current.
+package usage
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/agentsidecar/agentsidecar/envconf"
+	"github.com/agentsidecar/agentsidecar/pricing"
+	"github.com/agentsidecar/agentsidecar/redisstore"
+	"github.com/agentsidecar/agentsidecar/sidecar"
+)
+
+// Factory registers the module with the host.
+var Factory = sidecar.Factory{Name: "usage", New: New}
+
+// Limits.
+const (
+	DefaultLimit   = 50
+	MaxLimit       = 500
+	MaxModelLength = 256
+	MaxKeyLength   = 255
+	MaxTokens      = 1 << 40 // far above any call; rejects typos and overflow
+	MaxCostUSD     = 1e6
+)
+
+// Config is the module's configuration.
+type Config struct {
+	Session             redisstore.SessionConfig
+	AbandonAfterSeconds int    `env:"SESSION_ABANDON_AFTER_SECONDS" envDefault:"1800"`
+	PricesFile          string `env:"MODEL_PRICES_FILE"`
+}
+
+// Module serves the lifecycle, usage and listing routes.
+type Module struct {
+	store        *redisstore.Sessions
+	prices       *pricing.Table
+	abandonAfter time.Duration
+	metrics      *metrics
+	logger       *slog.Logger
+}
+
+// New parses the configuration and loads the price table.
+func New(_ context.Context, deps sidecar.Deps) (sidecar.Module, error) {
+	var cfg Config
+	if err := deps.Env.Parse(&cfg); err != nil {
+		return nil, err
+	}
+	if err := cfg.Session.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.AbandonAfterSeconds < 1 {
+		return nil, envconf.Invalid("SESSION_ABANDON_AFTER_SECONDS", "must be at least 1, not %d", cfg.AbandonAfterSeconds)
+	}
+	prices, err := pricing.Load(cfg.PricesFile)
+	if err != nil {
+		return nil, err
+	}
+	return &Module{
+		store:        redisstore.NewSessions(deps.Redis, cfg.Session),
+		prices:       prices,
+		abandonAfter: time.Duration(cfg.AbandonAfterSeconds) * time.Second,
+		metrics:      newMetrics(prices),
+		logger:       deps.Logger,
+	}, nil
+}
+
+// Name implements sidecar.Module.
+func (m *Module) Name() string { return "usage" }
+
+// Routes implements sidecar.Module.
+func (m *Module) Routes() []sidecar.Route {
+	const session = "/v1/users/{user_id}/sessions/{session_id}"
+	return []sidecar.Route{
+		{Pattern: "GET " + session, Handler: m.get},
+		{Pattern: "POST " + session + "/usage", Handler: m.addUsage},
+		{Pattern: "POST " + session + "/complete", Handler: m.end(redisstore.StatusCompleted)},
+		{Pattern: "POST " + session + "/fail", Handler: m.end(redisstore.StatusFailed)},
+		{Pattern: "GET /v1/users/{user_id}/sessions", Handler: m.listUser},
+		{Pattern: "GET /v1/sessions", Handler: m.listAll},
+		{Pattern: "GET /v1/sessions/stats", Handler: m.stats},
+		{Pattern: "GET /v1/sessions/cost-by-model", Handler: m.costByModel},
+	}
+}
+
+func userSession(r *http.Request) (string, string, error) {
+	user, err := sidecar.PathID(r, "user_id")
+	if err != nil {
+		return "", "", err
+	}
+	session, err := sidecar.PathID(r, "session_id")
+	return user, session, err
+}
+
+// sessionJSON is a session record as clients read it.
+type sessionJSON struct {
+	UserID         string               `json:"user_id"`
+	SessionID      string               `json:"session_id"`
+	Status         string               `json:"status"`
+	StoredStatus   string               `json:"stored_status"`
+	StartedAt      *string              `json:"started_at"`
+	LastActivityAt *string              `json:"last_activity_at"`
+	EndedAt        *string              `json:"ended_at"`
+	TokensIn       int64                `json:"tokens_in"`
+	TokensOut      int64                `json:"tokens_out"`
+	CostUSD        float64              `json:"cost_usd"`
+	Calls          int64                `json:"calls"`
+	ErrorCount     int64                `json:"error_count"`
+	LastModel      *string              `json:"last_model"`
+	EntryCount     int64                `json:"entry_count"`
+	TTLSeconds     *int64               `json:"ttl_seconds,omitempty"`
+	Models         map[string]modelJSON `json:"models"`
+	Derived        bool                 `json:"derived_from_list,omitempty"`
+}
+
+type modelJSON struct {
+	TokensIn  int64   `json:"tokens_in"`
+	TokensOut int64   `json:"tokens_out"`
+	CostUSD   float64 `json:"cost_usd"`
+}
+
+func isoTime(us int64) *string {
+	if us == 0 {
+		return nil
+	}
+	s := time.UnixMicro(us).UTC().Format(time.RFC3339Nano)
+	return &s
+}
+
+func (m *Module) toJSON(st redisstore.SessionState, withTTL bool) sessionJSON {
+	r := st.Record
+	out := sessionJSON{
+		UserID: r.UserID, SessionID: r.SessionID,
+		Status: r.EffectiveStatus(st.Now, m.abandonAfter), StoredStatus: r.Status,
+		StartedAt: isoTime(r.StartedAt), LastActivityAt: isoTime(r.LastActivityAt), EndedAt: isoTime(r.EndedAt),
+		TokensIn: r.TokensIn, TokensOut: r.TokensOut, CostUSD: redisstore.USD(r.CostNanoUSD),
+		Calls: r.Calls, ErrorCount: r.ErrorCount, EntryCount: r.EntryCount,
+		Models: make(map[string]modelJSON, len(r.Models)), Derived: r.Derived,
+	}
+	if r.LastModel != "" {
+		out.LastModel = &r.LastModel
+	}
+	if withTTL {
+		ttl := st.TTLSeconds
+		out.TTLSeconds = &ttl
+	}
+	for name, mu := range r.Models {
+		out.Models[name] = modelJSON{TokensIn: mu.TokensIn, TokensOut: mu.TokensOut, CostUSD: redisstore.USD(mu.CostNanoUSD)}
+	}
+	return out
+}
+
+func (m *Module) get(w http.ResponseWriter, r *http.Request) error {
+	user, session, err := userSession(r)
+	if err != nil {
+		return err
+	}
+	st, err := m.store.Get(r.Context(), user, session)
+	if errors.Is(err, redisstore.ErrNotFound) {
+		return sidecar.NotFound("no session %s/%s", user, session)
+	}
+	if err != nil {
+		return err
+	}
+	sidecar.WriteJSON(w, http.StatusOK, m.toJSON(st, true))
+	return nil
+}
+
+type usageRequest struct {
+	Model      *string  `json:"model"`
+	TokensIn   *int64   `json:"tokens_in"`
+	TokensOut  *int64   `json:"tokens_out"`
+	CostUSD    *float64 `json:"cost_usd"`
+	InputText  *string  `json:"input_text"`
+	OutputText *string  `json:"output_text"`
+	Error      bool     `json:"error"`
+	RequestID  *string  `json:"request_id"`
+}
+
+// usageResult is the answer to a usage post (and to its retries).
+type usageResult struct {
+	Model           string  `json:"model"`
+	PricedAs        *string `json:"priced_as"`
+	TokensIn        int64   `json:"tokens_in"`
+	TokensOut       int64   `json:"tokens_out"`
+	TokensEstimated bool    `json:"tokens_estimated"`
+	CostUSD         float64 `json:"cost_usd"`
+	CostSource      string  `json:"cost_source"` // explicit, price_table, unknown_model
+	Error           bool    `json:"error"`
+}
+
+// EstimateTokens is Cognee's estimate when a provider reports no usage:
+// len(text) // 4, counting characters (code points), not bytes.
+func EstimateTokens(text string) int64 { return int64(utf8.RuneCountInString(text) / 4) }
+
+func validKey(s string) bool {
+	if s == "" || len(s) > MaxKeyLength {
+		return false
+	}
+	for _, c := range s {
+		if c < 0x21 || c > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+func validModel(s string) bool {
+	if strings.TrimSpace(s) == "" || len(s) > MaxModelLength || !utf8.ValidString(s) {
+		return false
+	}
+	return !strings.ContainsFunc(s, unicode.IsControl)
+}
+
+func (m *Module) addUsage(w http.ResponseWriter, r *http.Request) error {
+	user, session, err := userSession(r)
+	if err != nil {
+		return err
+	}
+	var req usageRequest
+	if err := sidecar.DecodeJSON(r, &req); err != nil {
+		return err
+	}
+	if req.Model == nil || !validModel(*req.Model) {
+		return sidecar.BadRequest("invalid_field", "field \"model\" is required: 1-%d printable characters", MaxModelLength)
+	}
+	key := r.Header.Get("Idempotency-Key")
+	if req.RequestID != nil {
+		if key != "" && key != *req.RequestID {
+			return sidecar.BadRequest("invalid_field", "Idempotency-Key and request_id differ; send one")
+		}
+		key = *req.RequestID
+	}
+	if key != "" && !validKey(key) {
+		return sidecar.BadRequest("invalid_field", "the idempotency key must be 1-%d printable ASCII characters", MaxKeyLength)
+	}
+	res := usageResult{Model: *req.Model, Error: req.Error}
+	var estimatedIn, estimatedOut int64
+	res.TokensIn, estimatedIn, err = tokens("tokens_in", req.TokensIn, req.InputText)
+	if err != nil {
+		return err
+	}
+	res.TokensOut, estimatedOut, err = tokens("tokens_out", req.TokensOut, req.OutputText)
+	if err != nil {
+		return err
+	}
+	res.TokensEstimated = estimatedIn+estimatedOut > 0
+	family, _, priced := m.prices.Lookup(*req.Model)
+	if priced {
+		res.PricedAs = &family
+	}
+	switch {
+	case req.CostUSD != nil:
+		if *req.CostUSD < 0 || *req.CostUSD > MaxCostUSD {
+			return sidecar.BadRequest("invalid_field", "field \"cost_usd\" must be from 0 to %g", MaxCostUSD)
+		}
+		res.CostUSD, res.CostSource = *req.CostUSD, "explicit"
+	case priced:
+		res.CostUSD, _, _ = m.prices.Cost(*req.Model, res.TokensIn, res.TokensOut)
+		res.CostSource = "price_table"
+	default:
+		res.CostSource = "unknown_model"
+	}
+	body, err := json.Marshal(res)
+	if err != nil {
+		return err
+	}
+	stored, counted, err := m.store.AddUsage(r.Context(), user, session, redisstore.Usage{
+		Model: *req.Model, TokensIn: res.TokensIn, TokensOut: res.TokensOut,
+		CostNanoUSD: redisstore.NanoUSD(res.CostUSD), Failed: req.Error,
+		IdempotencyKey: key, Result: body,
+	})
+	if err != nil {
+		return err
+	}
+	status := http.StatusOK
+	if counted {
+		status = http.StatusCreated
+		m.metrics.observe(m.prices.Label(*req.Model), res, estimatedIn, estimatedOut)
+		if res.CostSource == "unknown_model" {
+			m.logger.Debug("usage for a model with no price: cost counted as 0", "model_label", m.prices.Label(*req.Model))
+		}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(stored, '\n'))
+	return nil
+}
+
+// tokens returns the explicit count, else the estimate from text (and how
+// many tokens were estimated).
+func tokens(field string, explicit *int64, text *string) (n, estimated int64, err error) {
+	if explicit != nil {
+		if *explicit < 0 || *explicit > MaxTokens {
+			return 0, 0, sidecar.BadRequest("invalid_field", "field %q must be a whole number from 0 to %d", field, int64(MaxTokens))
+		}
+		return *explicit, 0, nil
+	}
+	if text == nil {
+		return 0, 0, nil
+	}
+	n = EstimateTokens(*text)
+	return n, n, nil
+}
+
+func (m *Module) end(status string) sidecar.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		user, session, err := userSession(r)
+		if err != nil {
+			return err
+		}
+		_, err = m.store.End(r.Context(), user, session, status)
+		switch {
+		case errors.Is(err, redisstore.ErrNotFound):
+			return sidecar.NotFound("no session %s/%s", user, session)
+		case errors.Is(err, redisstore.ErrEnded):
+			return sidecar.Conflict("session_ended", "session %s/%s already ended (%s)", user, session, strings.TrimPrefix(err.Error(), redisstore.ErrEnded.Error()+" as "))
+		case err != nil:
+			return err
+		}
+		st, err := m.store.Get(r.Context(), user, session)
+		if err != nil {
+			return err
+		}
+		m.metrics.sessionEnded(st.Record)
+		sidecar.WriteJSON(w, http.StatusOK, m.toJSON(st, true))
+		return nil
+	}
+}
+
+type listJSON struct {
+	Sessions   []sessionJSON `json:"sessions"`
+	NextCursor *string       `json:"next_cursor"`
+}
+
+func (m *Module) listUser(w http.ResponseWriter, r *http.Request) error {
+	user, err := sidecar.PathID(r, "user_id")
+	if err != nil {
+		return err
+	}
+	return m.list(w, r, user)
+}
+
+func (m *Module) listAll(w http.ResponseWriter, r *http.Request) error { return m.list(w, r, "") }
+
+func (m *Module) list(w http.ResponseWriter, r *http.Request, user string) error {
+	q := r.URL.Query()
+	status := q.Get("status")
+	switch status {
+	case "", redisstore.StatusRunning, redisstore.StatusAbandoned, redisstore.StatusCompleted, redisstore.StatusFailed:
+	default:
+		return sidecar.BadRequest("invalid_query", "status must be running, abandoned, completed or failed")
+	}
+	limit, err := sidecar.QueryInt(r, "limit", DefaultLimit, 1, MaxLimit)
+	if err != nil {
+		return err
+	}
+	page, next, err := m.store.List(r.Context(), redisstore.ListQuery{
+		User: user, Status: status, Limit: limit, Cursor: q.Get("cursor"), AbandonAfter: m.abandonAfter,
+	})
+	if errors.Is(err, redisstore.ErrBadCursor) {
+		return sidecar.BadRequest("invalid_query", "cursor is not one this API returned")
+	}
+	if err != nil {
+		return err
+	}
+	out := listJSON{Sessions: make([]sessionJSON, len(page))}
+	for i, st := range page {
+		out.Sessions[i] = m.toJSON(st, false)
+	}
+	if next != "" {
+		out.NextCursor = &next
+	}
+	sidecar.WriteJSON(w, http.StatusOK, out)
+	return nil
+}
+
+type statsJSON struct {
+	Sessions    map[string]int64 `json:"sessions"`
+	TokensIn    int64            `json:"tokens_in"`
+	TokensOut   int64            `json:"tokens_out"`
+	CostUSD     float64          `json:"cost_usd"`
+	Calls       int64            `json:"calls"`
+	Errors      int64            `json:"errors"`
+	SuccessRate *float64         `json:"success_rate"`
+}
+
+func (m *Module) stats(w http.ResponseWriter, r *http.Request) error {
+	st, err := m.store.Stats(r.Context(), m.abandonAfter)
+	if err != nil {
+		return err
+	}
+	out := statsJSON{
+		Sessions: map[string]int64{
+			redisstore.StatusRunning: st.Running, redisstore.StatusAbandoned: st.Abandoned,
+			redisstore.StatusCompleted: st.Completed, redisstore.StatusFailed: st.Failed,
+			"total": st.Running + st.Abandoned + st.Completed + st.Failed,
+		},
+		TokensIn: st.TokensIn, TokensOut: st.TokensOut, CostUSD: redisstore.USD(st.CostNanoUSD),
+		Calls: st.Calls, Errors: st.Errors,
+	}
+	if ended := st.Completed + st.Failed; ended > 0 {
+		rate := float64(st.Completed) / float64(ended)
+		out.SuccessRate = &rate
+	}
+	sidecar.WriteJSON(w, http.StatusOK, out)
+	return nil
+}
+
+type modelTotalsJSON struct {
+	Model     string  `json:"model"`
+	TokensIn  int64   `json:"tokens_in"`
+	TokensOut int64   `json:"tokens_out"`
+	CostUSD   float64 `json:"cost_usd"`
+	Calls     int64   `json:"calls"`
+	Errors    int64   `json:"errors"`
+}
+
+func (m *Module) costByModel(w http.ResponseWriter, r *http.Request) error {
+	rows, err := m.store.CostByModel(r.Context())
+	if err != nil {
+		return err
+	}
+	out := make([]modelTotalsJSON, len(rows))
+	for i, row := range rows {
+		out[i] = modelTotalsJSON{Model: row.Model, TokensIn: row.TokensIn, TokensOut: row.TokensOut,
+			CostUSD: redisstore.USD(row.CostNanoUSD), Calls: row.Calls, Errors: row.Errors}
+	}
+	sidecar.WriteJSON(w, http.StatusOK, map[string]any{"models": out})
+	return nil
+}
+
+// Collectors implements sidecar.Collector.
+func (m *Module) Collectors() []prometheus.Collector { return m.metrics.collectors() }
+
+var (
+	_ sidecar.Module    = (*Module)(nil)
+	_ sidecar.Collector = (*Module)(nil)
+)
