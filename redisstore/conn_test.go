@@ -19,7 +19,7 @@ import (
 
 func discard() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
-func openReady(t *testing.T, opts redisstore.Options) *redisstore.Conn {
+func openReady(t testing.TB, opts redisstore.Options) *redisstore.Conn {
 	t.Helper()
 	c, err := redisstore.Open(opts, discard())
 	if err != nil {
