@@ -639,29 +639,34 @@ func TestSubscriptionSurvivesRedisRestart(t *testing.T) {
 	if err := s.Start(); err != nil {
 		t.Fatal(err)
 	}
-	var g grant
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		r := do(t, t.Context(), "POST", h.API+"/v1/locks/after", `{"ttl_ms":60000}`)
-		if r.status == 200 {
-			g = decode[grant](t, r)
-			break
+	// A connection that saw Redis die fails its next call with 503 (fail
+	// fast, no hidden retries) and reconnects; callers retry 503s, so
+	// this test does too.
+	retry503 := func(ctx context.Context, method, url, body string) reply {
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			r := do(t, ctx, method, url, body)
+			if r.status != 503 || time.Now().After(deadline) {
+				return r
+			}
+			time.Sleep(50 * time.Millisecond)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("acquire after restart: %d %s", r.status, r.body)
-		}
-		time.Sleep(50 * time.Millisecond)
 	}
+	r := retry503(t.Context(), "POST", h.API+"/v1/locks/after", `{"ttl_ms":60000}`)
+	if r.status != 200 {
+		t.Fatalf("acquire after restart: %d %s", r.status, r.body)
+	}
+	g := decode[grant](t, r)
 	// Each round: a waiter blocks, the holder releases, the waiter wins.
 	// Once the subscription is back, a round is woken by Pub/Sub.
-	deadline = time.Now().Add(15 * time.Second)
+	deadline := time.Now().Add(15 * time.Second)
 	for round := 0; ; round++ {
 		got := make(chan reply, 1)
 		go func() {
-			got <- do(t, context.Background(), "POST", h.API+"/v1/locks/after", `{"ttl_ms":60000,"wait_ms":20000}`)
+			got <- retry503(context.Background(), "POST", h.API+"/v1/locks/after", `{"ttl_ms":60000,"wait_ms":20000}`)
 		}()
 		waitMetric(t, h, `sidecar_lock_waiters 1`)
-		if r := do(t, t.Context(), "DELETE", h.API+"/v1/locks/after", tokenBody(g.Token)); r.status != 200 {
+		if r := retry503(t.Context(), "DELETE", h.API+"/v1/locks/after", tokenBody(g.Token)); r.status != 200 {
 			t.Fatalf("release: %d %s", r.status, r.body)
 		}
 		r := <-got
