@@ -639,9 +639,8 @@ func TestSubscriptionSurvivesRedisRestart(t *testing.T) {
 	if err := s.Start(); err != nil {
 		t.Fatal(err)
 	}
-	// A connection that saw Redis die fails its next call with 503 (fail
-	// fast, no hidden retries) and reconnects; callers retry 503s, so
-	// this test does too.
+	// Calls racing the reconnection may get 503 (fail fast, no hidden
+	// retries); callers retry 503s, so this test does too.
 	retry503 := func(ctx context.Context, method, url, body string) reply {
 		deadline := time.Now().Add(10 * time.Second)
 		for {

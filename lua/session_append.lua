@@ -6,8 +6,9 @@
 -- ARGV[1..4] TTL, max entries, user_id, session_id (session_lib.lua)
 -- ARGV[5] qa_id
 -- ARGV[6] the entry, as Cognee's json.dumps writes it
--- returns {1, entry} when stored; {0, stored_entry} when the session already
---   held qa_id (a retried append): nothing is written then.
+-- returns {1, entry} when stored ({2, entry} when this started the session);
+--   {0, stored_entry} when the session already held qa_id (a retried
+--   append): nothing is written then.
 local qa_id, entry = ARGV[5], ARGV[6]
 
 local llen = redis.call('LLEN', K_ENTRIES)
@@ -34,5 +35,5 @@ if #removed > 0 then
   redis.call('HSET', K_INDEX, '#head', tostring(head + #removed), '#len', tostring(newlen - #removed))
 end
 
-finish_write()
-return { 1, entry }
+local _, started = finish_write()
+return { stored_flag(started), entry }

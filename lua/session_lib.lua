@@ -319,16 +319,18 @@ end
 
 -- touch records activity in the session record: creates it as running on
 -- the first write, moves last_activity_at and the indexes, keeps
--- entry_count. Returns the session's status.
+-- entry_count. Returns the session's status and whether this write
+-- started the session.
 local function touch(now)
   local n = string.format('%d', now) -- tostring would round to 14 digits
-  if redis.call('HSETNX', K_RECORD, 'status', 'running') == 1 then
+  local started = redis.call('HSETNX', K_RECORD, 'status', 'running') == 1
+  if started then
     redis.call('HSET', K_RECORD, 'started_at', n)
   end
   redis.call('HSET', K_RECORD, 'last_activity_at', n, 'entry_count', redis.call('LLEN', K_ENTRIES))
   local status = redis.call('HGET', K_RECORD, 'status')
   index(status, now)
-  return status
+  return status, started
 end
 
 -- session_ttl is the TTL every write slides to: the session's own (set with
@@ -362,10 +364,18 @@ local function session_exists()
   return redis.call('EXISTS', K_ENTRIES, K_TRACES, K_CONTEXT, K_RECORD) > 0
 end
 
--- finish_write: the common tail of every write. Returns the status.
+-- finish_write: the common tail of every write. Returns the status and
+-- whether this write started the session.
 local function finish_write()
   local now = now_us()
-  local status = touch(now)
+  local status, started = touch(now)
   slide(session_ttl(), now)
-  return status
+  return status, started
+end
+
+-- stored_flag is what a storing script answers: 2 when the write started the
+-- session, else 1 (0 is "already there, nothing written").
+local function stored_flag(started)
+  if started then return 2 end
+  return 1
 end

@@ -4,8 +4,8 @@
 -- KEYS[1..17] the session's keys, indexes and totals (session_lib.lua)
 -- ARGV[1..4] TTL, max entries, user_id, session_id (session_lib.lua)
 -- ARGV[5] the trace step, as Cognee's json.dumps writes it
--- returns the number of trace steps now stored.
+-- returns 1, or 2 when this started the session.
 redis.call('RPUSH', K_TRACES, ARGV[5])
 trim(K_TRACES)
-finish_write()
-return redis.call('LLEN', K_TRACES)
+local _, started = finish_write()
+return stored_flag(started)

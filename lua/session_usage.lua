@@ -9,8 +9,9 @@
 -- ARGV[9] 1 when the call failed, else 0
 -- ARGV[10] idempotency key, or '' for none
 -- ARGV[11] the result to answer (and to answer again for a repeated key)
--- returns {1, result} when counted; {0, first_result} for a key already
---   seen in this session (nothing is counted then).
+-- returns {1, result} when counted ({2, result} when this started the
+--   session); {0, first_result} for a key already seen in this session
+--   (nothing is counted then).
 local model, tin, tout, nano, failed, key, result = ARGV[5], ARGV[6], ARGV[7], ARGV[8], ARGV[9], ARGV[10], ARGV[11]
 if key ~= '' then
   local first = redis.call('HGET', K_USAGE, key)
@@ -42,5 +43,5 @@ if failed == '1' then
   redis.call('HINCRBY', K_BY_MODEL, model .. '\terrors', 1)
 end
 
-finish_write()
-return { 1, result }
+local _, started = finish_write()
+return { stored_flag(started), result }

@@ -34,9 +34,17 @@ type Conn struct {
 	embedded *miniredis.Miniredis
 	mode     atomic.Value // rueidis.ClientMode as a string, once connected
 
-	client  atomic.Pointer[rueidis.Client]
-	lastErr atomic.Pointer[string]
-	ready   chan struct{}
+	clientOpt rueidis.ClientOption
+	client    atomic.Pointer[rueidis.Client]
+	lastErr   atomic.Pointer[string]
+	ready     chan struct{}
+
+	// down is set when a call found Redis unavailable; the next successful
+	// health check then renews the client, so no connection that died with
+	// the old Redis process fails a request after Redis is back.
+	down    atomic.Bool
+	renewMu sync.Mutex
+	retired []rueidis.Client // replaced clients, closed after a grace period
 
 	stop     context.CancelFunc
 	wg       sync.WaitGroup
@@ -74,13 +82,80 @@ func Open(opts Options, logger *slog.Logger) (*Conn, error) {
 	c.lastErr.Store(&msg)
 	ctx, cancel := context.WithCancel(context.Background())
 	c.stop = cancel
+	c.clientOpt = clientOpt
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
-		c.connectLoop(ctx, clientOpt)
+		if c.connectLoop(ctx, clientOpt) {
+			c.healthLoop(ctx)
+		}
 	}()
 	return c, nil
 }
+
+// HealthInterval is how often the connection checks Redis once connected.
+const HealthInterval = 500 * time.Millisecond
+
+// healthLoop pings Redis every HealthInterval: a failure marks the
+// connection down, and the first success after that renews the client.
+func (c *Conn) healthLoop(ctx context.Context) {
+	t := time.NewTicker(HealthInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			pctx, cancel := context.WithTimeout(ctx, time.Second)
+			_ = c.Ping(pctx)
+			cancel()
+		}
+	}
+}
+
+// ReportUnavailable tells the connection a call found Redis unavailable.
+func (c *Conn) ReportUnavailable() {
+	if p := c.client.Load(); p != nil {
+		c.down.Store(true)
+	}
+}
+
+// renew replaces the client after an outage: rueidis only notices a
+// connection that died with the old Redis process when a call fails on it,
+// so without this every idle pooled connection would cost one failed
+// request after Redis returns. The old client is closed after a grace
+// period for the calls still on it.
+func (c *Conn) renew() {
+	c.renewMu.Lock()
+	defer c.renewMu.Unlock()
+	if !c.down.Load() {
+		return
+	}
+	fresh, err := rueidis.NewClient(c.clientOpt)
+	if err != nil {
+		return // still down; the next health check tries again
+	}
+	old := c.client.Swap(&fresh)
+	c.down.Store(false)
+	c.logger.Info("redis reachable again: connections renewed", "redis", c.opts.Redacted())
+	if old != nil {
+		c.retired = append(c.retired, *old)
+		time.AfterFunc(renewGrace, func() {
+			c.renewMu.Lock()
+			defer c.renewMu.Unlock()
+			for i, r := range c.retired {
+				if r == *old {
+					c.retired = append(c.retired[:i], c.retired[i+1:]...)
+					r.Close()
+					return
+				}
+			}
+		})
+	}
+}
+
+// renewGrace is how long a replaced client stays open for calls on it.
+const renewGrace = 15 * time.Second
 
 // StartEmbedded starts a miniredis on a loopback port whose key expiry follows
 // the wall clock, as a real Redis does (miniredis otherwise moves TTLs only
@@ -94,7 +169,8 @@ func StartEmbedded() (*miniredis.Miniredis, error) {
 	return m, nil
 }
 
-func (c *Conn) connectLoop(ctx context.Context, opt rueidis.ClientOption) {
+// connectLoop dials until the first connection succeeds (true) or ctx ends.
+func (c *Conn) connectLoop(ctx context.Context, opt rueidis.ClientOption) bool {
 	delay := backoffMin
 	for attempt := 1; ; attempt++ {
 		client, err := rueidis.NewClient(opt)
@@ -103,7 +179,7 @@ func (c *Conn) connectLoop(ctx context.Context, opt rueidis.ClientOption) {
 			c.client.Store(&client)
 			close(c.ready)
 			c.logger.Info("redis connected", "redis", c.opts.Redacted(), "mode", c.Mode(), "attempts", attempt)
-			return
+			return true
 		}
 		msg := err.Error()
 		c.lastErr.Store(&msg)
@@ -113,7 +189,7 @@ func (c *Conn) connectLoop(ctx context.Context, opt rueidis.ClientOption) {
 			"attempt", attempt, "retry_in", wait.Round(time.Millisecond).String(), "err", msg)
 		select {
 		case <-ctx.Done():
-			return
+			return false
 		case <-time.After(wait):
 		}
 		delay = min(delay*2, backoffMax)
@@ -151,14 +227,24 @@ func (c *Conn) Client() (rueidis.Client, error) {
 	return nil, fmt.Errorf("%w: not connected yet: %s", ErrUnavailable, c.LastError())
 }
 
-// Ping checks that Redis answers.
+// Ping checks that Redis answers. After an outage, the first successful
+// ping renews the client before it returns.
 func (c *Conn) Ping(ctx context.Context) error {
 	client, err := c.Client()
 	if err != nil {
 		return err
 	}
 	if err := client.Do(ctx, client.B().Ping().Build()).Error(); err != nil {
+		if IsUnavailable(err) {
+			c.down.Store(true)
+		}
 		return Wrap("ping", err)
+	}
+	if c.down.Load() {
+		c.renew()
+		if c.down.Load() {
+			return fmt.Errorf("%w: renewing connections after an outage", ErrUnavailable)
+		}
 	}
 	return nil
 }
@@ -171,6 +257,12 @@ func (c *Conn) Close() {
 		if p := c.client.Load(); p != nil {
 			(*p).Close()
 		}
+		c.renewMu.Lock()
+		for _, r := range c.retired {
+			r.Close()
+		}
+		c.retired = nil
+		c.renewMu.Unlock()
 		if c.embedded != nil {
 			c.embedded.Close()
 		}

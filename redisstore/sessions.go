@@ -73,29 +73,45 @@ func (s *Sessions) exec(ctx context.Context, script *lua.Script, user, session s
 	return msg, nil
 }
 
-// storedPair decodes a script's {flag, value} reply.
-func storedPair(msg rueidis.RedisMessage) (value []byte, created bool, err error) {
+// Stored is what a storing script answered.
+type Stored struct {
+	Value   []byte // the stored value (the earlier one when not Created)
+	Created bool   // written now; false: already there, nothing written
+	Started bool   // this write started the session (created its record)
+}
+
+// storedPair decodes a script's {flag, value} reply: flag 0 = already
+// there, 1 = stored, 2 = stored and started the session.
+func storedPair(msg rueidis.RedisMessage) (Stored, error) {
 	arr, err := msg.ToArray()
 	if err != nil || len(arr) != 2 {
-		return nil, false, errors.New("unexpected script reply")
+		return Stored{}, errors.New("unexpected script reply")
 	}
 	flag, err := arr[0].AsInt64()
 	if err != nil {
-		return nil, false, err
+		return Stored{}, err
 	}
 	v, err := arr[1].ToString()
-	return []byte(v), flag == 1, err
+	st := Stored{Value: []byte(v), Created: flag >= 1, Started: flag == 2}
+	if st.Started {
+		sessionsStarted.Inc()
+	}
+	return st, err
 }
 
 // Append stores entry (encoded by cognee.NewQAEntry) under qaID. When the
 // session already holds qaID it stores nothing and returns the stored entry
-// with created == false.
-func (s *Sessions) Append(ctx context.Context, user, session, qaID string, entry []byte) ([]byte, bool, error) {
+// with Created == false.
+func (s *Sessions) Append(ctx context.Context, user, session, qaID string, entry []byte) (Stored, error) {
 	msg, err := s.exec(ctx, lua.SessionAppend, user, session, qaID, string(entry))
 	if err != nil {
-		return nil, false, err
+		return Stored{}, err
 	}
-	return storedPair(msg)
+	st, err := storedPair(msg)
+	if err == nil && st.Created {
+		entriesAppended.Inc()
+	}
+	return st, err
 }
 
 // UpdateEntry sets fields (name, encoded value pairs) of entry qaID and
@@ -112,6 +128,9 @@ func (s *Sessions) UpdateEntry(ctx context.Context, user, session, qaID string, 
 		return nil, err
 	}
 	v, err := msg.ToString()
+	if err == nil {
+		countFeedback(fields)
+	}
 	return []byte(v), err
 }
 
@@ -148,16 +167,22 @@ func (s *Sessions) execFound(ctx context.Context, script *lua.Script, user, sess
 
 // AppendTrace stores one trace step (encoded by cognee.NewTrace).
 func (s *Sessions) AppendTrace(ctx context.Context, user, session string, trace []byte) error {
-	_, err := s.exec(ctx, lua.SessionTraceAppend, user, session, string(trace))
-	return err
+	msg, err := s.exec(ctx, lua.SessionTraceAppend, user, session, string(trace))
+	if err != nil {
+		return err
+	}
+	if flag, _ := msg.AsInt64(); flag == 2 {
+		sessionsStarted.Inc()
+	}
+	return nil
 }
 
 // AppendContext stores a session-context entry with id, unless one with that
-// id exists: then it returns the stored one with created == false.
-func (s *Sessions) AppendContext(ctx context.Context, user, session, id string, entry []byte) ([]byte, bool, error) {
+// id exists: then it returns the stored one with Created == false.
+func (s *Sessions) AppendContext(ctx context.Context, user, session, id string, entry []byte) (Stored, error) {
 	msg, err := s.exec(ctx, lua.SessionContextAppend, user, session, id, string(entry))
 	if err != nil {
-		return nil, false, err
+		return Stored{}, err
 	}
 	return storedPair(msg)
 }

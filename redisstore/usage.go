@@ -108,8 +108,8 @@ type Usage struct {
 // AddUsage counts u in the session record (created running if absent), its
 // per-model breakdown and the all-time totals, in one script. For a repeated
 // idempotency key it counts nothing and returns the first result with
-// counted == false.
-func (s *Sessions) AddUsage(ctx context.Context, user, session string, u Usage) (result []byte, counted bool, err error) {
+// Created == false.
+func (s *Sessions) AddUsage(ctx context.Context, user, session string, u Usage) (Stored, error) {
 	failed := "0"
 	if u.Failed {
 		failed = "1"
@@ -118,7 +118,7 @@ func (s *Sessions) AddUsage(ctx context.Context, user, session string, u Usage) 
 		strconv.FormatInt(u.TokensIn, 10), strconv.FormatInt(u.TokensOut, 10),
 		strconv.FormatInt(u.CostNanoUSD, 10), failed, u.IdempotencyKey, string(u.Result))
 	if err != nil {
-		return nil, false, err
+		return Stored{}, err
 	}
 	return storedPair(msg)
 }

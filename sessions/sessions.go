@@ -157,15 +157,15 @@ func (m *Module) appendEntry(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return fieldError(err)
 	}
-	stored, created, err := m.store.Append(r.Context(), p[0], p[1], qaID, entry)
+	st, err := m.store.Append(r.Context(), p[0], p[1], qaID, entry)
 	if err != nil {
 		return err
 	}
 	status := http.StatusCreated
-	if !created {
+	if !st.Created {
 		status = http.StatusOK // a retried append: the stored entry, nothing written
 	}
-	return writeStored(w, status, stored)
+	return writeStored(w, status, st.Value)
 }
 
 func (m *Module) listEntries(w http.ResponseWriter, r *http.Request) error {
@@ -378,15 +378,15 @@ func (m *Module) appendContext(w http.ResponseWriter, r *http.Request) error {
 	if !sidecar.ValidID(id) {
 		return sidecar.BadRequest("invalid_field", "field \"id\" must be 1-%d characters of A-Z a-z 0-9 _ . @ -", sidecar.MaxIDLength)
 	}
-	stored, created, err := m.store.AppendContext(r.Context(), p[0], p[1], id, entry)
+	st, err := m.store.AppendContext(r.Context(), p[0], p[1], id, entry)
 	if err != nil {
 		return err
 	}
 	status := http.StatusCreated
-	if !created {
+	if !st.Created {
 		status = http.StatusOK
 	}
-	return writeStored(w, status, stored)
+	return writeStored(w, status, st.Value)
 }
 
 func (m *Module) listContext(w http.ResponseWriter, r *http.Request) error {

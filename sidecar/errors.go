@@ -78,7 +78,7 @@ func WriteJSON(w http.ResponseWriter, status int, v any) {
 // errorFor maps any error a handler returns to what the client sees: API
 // errors as they are, Redis outages as 503, everything else as a 500 whose
 // detail goes to the log, never to the client.
-func errorFor(ctx context.Context, logger *slog.Logger, route string, err error) *Error {
+func errorFor(ctx context.Context, logger *slog.Logger, redis *redisstore.Conn, route string, err error) *Error {
 	var apiErr *Error
 	switch {
 	case errors.As(err, &apiErr):
@@ -87,6 +87,7 @@ func errorFor(ctx context.Context, logger *slog.Logger, route string, err error)
 		// The client hung up; nobody reads this answer.
 		return Errorf(StatusClientClosed, "client_closed", "client closed the request")
 	case redisstore.IsUnavailable(err):
+		redis.ReportUnavailable()
 		if ctx.Err() == nil || errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			logger.Warn("redis unavailable", "route", route, "err", err)
 		}

@@ -237,7 +237,7 @@ func (h *Host) route(rt Route, logger *slog.Logger) http.Handler {
 		defer cancel()
 		r = r.WithContext(ctx)
 		if err := rt.Handler(w, r); err != nil {
-			WriteError(w, errorFor(ctx, logger, rt.Pattern, err))
+			WriteError(w, errorFor(ctx, logger, h.redis, rt.Pattern, err))
 		}
 	})
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/agentsidecar/agentsidecar/lua"
+	"github.com/agentsidecar/agentsidecar/redisstore"
 )
 
 // Version is stamped at build time:
@@ -58,6 +59,7 @@ func NewRegistry() *prometheus.Registry {
 		buildInfo,
 	)
 	reg.MustRegister(lua.Collectors()...)
+	reg.MustRegister(redisstore.Collectors()...)
 	return reg
 }
 

@@ -18,6 +18,8 @@ type metrics struct {
 	errors    *prometheus.CounterVec
 	unpriced  prometheus.Counter
 	ended     *prometheus.CounterVec
+	duration  *prometheus.HistogramVec
+	spend     *prometheus.HistogramVec
 }
 
 func newMetrics(prices *pricing.Table) *metrics {
@@ -50,6 +52,16 @@ func newMetrics(prices *pricing.Table) *metrics {
 			Name: "sidecar_sessions_ended_total",
 			Help: "Sessions ended through this sidecar, by status (completed, failed).",
 		}, []string{"status"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "sidecar_session_duration_seconds",
+			Help:    "Duration of sessions ended through this sidecar (started_at to ended_at), by status.",
+			Buckets: []float64{1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600, 7200, 14400, 43200, 86400},
+		}, []string{"status"}),
+		spend: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "sidecar_session_cost_usd",
+			Help:    "Total cost in US dollars of sessions ended through this sidecar, by status.",
+			Buckets: []float64{0.0001, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 50, 100},
+		}, []string{"status"}),
 	}
 	for _, model := range append(prices.Families(), "other") {
 		for _, tt := range []string{"input", "output"} {
@@ -60,13 +72,16 @@ func newMetrics(prices *pricing.Table) *metrics {
 		m.calls.WithLabelValues(model)
 		m.errors.WithLabelValues(model)
 	}
-	m.ended.WithLabelValues(redisstore.StatusCompleted)
-	m.ended.WithLabelValues(redisstore.StatusFailed)
+	for _, st := range []string{redisstore.StatusCompleted, redisstore.StatusFailed} {
+		m.ended.WithLabelValues(st)
+		m.duration.WithLabelValues(st)
+		m.spend.WithLabelValues(st)
+	}
 	return m
 }
 
 func (m *metrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.tokens, m.estimated, m.cost, m.calls, m.errors, m.unpriced, m.ended}
+	return []prometheus.Collector{m.tokens, m.estimated, m.cost, m.calls, m.errors, m.unpriced, m.ended, m.duration, m.spend}
 }
 
 func (m *metrics) observe(model string, r usageResult, estimatedIn, estimatedOut int64) {
@@ -86,4 +101,8 @@ func (m *metrics) observe(model string, r usageResult, estimatedIn, estimatedOut
 
 func (m *metrics) sessionEnded(r redisstore.Record) {
 	m.ended.WithLabelValues(r.Status).Inc()
+	if r.StartedAt > 0 && r.EndedAt >= r.StartedAt {
+		m.duration.WithLabelValues(r.Status).Observe(float64(r.EndedAt-r.StartedAt) / 1e6)
+	}
+	m.spend.WithLabelValues(r.Status).Observe(redisstore.USD(r.CostNanoUSD))
 }

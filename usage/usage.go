@@ -277,7 +277,7 @@ func (m *Module) addUsage(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	stored, counted, err := m.store.AddUsage(r.Context(), user, session, redisstore.Usage{
+	st, err := m.store.AddUsage(r.Context(), user, session, redisstore.Usage{
 		Model: *req.Model, TokensIn: res.TokensIn, TokensOut: res.TokensOut,
 		CostNanoUSD: redisstore.NanoUSD(res.CostUSD), Failed: req.Error,
 		IdempotencyKey: key, Result: body,
@@ -286,7 +286,7 @@ func (m *Module) addUsage(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	status := http.StatusOK
-	if counted {
+	if st.Created {
 		status = http.StatusCreated
 		m.metrics.observe(m.prices.Label(*req.Model), res, estimatedIn, estimatedOut)
 		if res.CostSource == "unknown_model" {
@@ -295,7 +295,7 @@ func (m *Module) addUsage(w http.ResponseWriter, r *http.Request) error {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	_, _ = w.Write(append(stored, '\n'))
+	_, _ = w.Write(append(st.Value, '\n'))
 	return nil
 }
 
@@ -321,7 +321,7 @@ func (m *Module) end(status string) sidecar.HandlerFunc {
 		if err != nil {
 			return err
 		}
-		_, err = m.store.End(r.Context(), user, session, status)
+		ended, err := m.store.End(r.Context(), user, session, status)
 		switch {
 		case errors.Is(err, redisstore.ErrNotFound):
 			return sidecar.NotFound("no session %s/%s", user, session)
@@ -334,7 +334,9 @@ func (m *Module) end(status string) sidecar.HandlerFunc {
 		if err != nil {
 			return err
 		}
-		m.metrics.sessionEnded(st.Record)
+		if ended {
+			m.metrics.sessionEnded(st.Record)
+		}
 		sidecar.WriteJSON(w, http.StatusOK, m.toJSON(st, true))
 		return nil
 	}
