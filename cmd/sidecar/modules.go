@@ -2,6 +2,7 @@ package main
 
 import (
 	"github.com/agentsidecar/agentsidecar/locks"
+	"github.com/agentsidecar/agentsidecar/metrics"
 	"github.com/agentsidecar/agentsidecar/sessions"
 	"github.com/agentsidecar/agentsidecar/sidecar"
 	"github.com/agentsidecar/agentsidecar/ttl"
@@ -16,4 +17,5 @@ var modules = []sidecar.Factory{
 	ttl.Factory,
 	usage.Factory,
 	locks.Factory,
+	metrics.Factory,
 }
