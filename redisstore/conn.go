@@ -113,6 +113,10 @@ func (c *Conn) healthLoop(ctx context.Context) {
 	}
 }
 
+// Up reports whether Redis answered the last check (false before the first
+// connection and during an outage).
+func (c *Conn) Up() bool { return c.client.Load() != nil && !c.down.Load() }
+
 // ReportUnavailable tells the connection a call found Redis unavailable.
 func (c *Conn) ReportUnavailable() {
 	if p := c.client.Load(); p != nil {

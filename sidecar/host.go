@@ -50,6 +50,15 @@ func NewHost(ctx context.Context, cfg Config, env envconf.Env, redis *redisstore
 		served:   make(chan struct{}),
 	}
 	h.metrics = newHTTPMetrics(h.registry)
+	h.registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "sidecar_redis_up",
+		Help: "1 when this sidecar's Redis connection answered its last check (every 0.5 s), else 0.",
+	}, func() float64 {
+		if redis.Up() {
+			return 1
+		}
+		return 0
+	}))
 	mux := http.NewServeMux()
 	for _, f := range factories {
 		m, err := h.build(ctx, f, env, mux)

@@ -454,6 +454,9 @@ func TestRedisOutageIs503AndRecovers(t *testing.T) {
 	if r := do(t, "GET", "http://"+th.ops+"/healthz", ""); r.status != 200 {
 		t.Fatalf("healthz during outage: got %d, want 200", r.status)
 	}
+	if m := do(t, "GET", "http://"+th.ops+"/metrics", "").body; !strings.Contains(m, "sidecar_redis_up 0\n") {
+		t.Fatal("sidecar_redis_up is not 0 during the outage")
+	}
 
 	// Once /readyz is ready again, no request fails: the connection renewed
 	// its client, so no pooled connection that died with the old Redis
@@ -471,6 +474,9 @@ func TestRedisOutageIs503AndRecovers(t *testing.T) {
 	}
 	if r := do(t, "GET", base+"/v1/kv/k", ""); r.status != 200 || !strings.Contains(r.body, "after19") {
 		t.Fatalf("GET after recovery: got %d %s", r.status, r.body)
+	}
+	if m := do(t, "GET", "http://"+th.ops+"/metrics", "").body; !strings.Contains(m, "sidecar_redis_up 1\n") {
+		t.Fatal("sidecar_redis_up is not 1 after recovery")
 	}
 }
 
