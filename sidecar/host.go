@@ -18,6 +18,7 @@ import (
 
 	"github.com/agentsidecar/agentsidecar/envconf"
 	"github.com/agentsidecar/agentsidecar/lua"
+	"github.com/agentsidecar/agentsidecar/openapi"
 	"github.com/agentsidecar/agentsidecar/redisstore"
 )
 
@@ -358,6 +359,10 @@ func (h *Host) opsMux() *http.ServeMux {
 			return
 		}
 		WriteJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+	})
+	mux.HandleFunc("GET /openapi.json", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(openapi.JSON())
 	})
 	mux.Handle("GET /metrics", promhttp.HandlerFor(h.registry, promhttp.HandlerOpts{
 		ErrorLog:          slog.NewLogLogger(h.logger.Handler(), slog.LevelWarn),

@@ -1,0 +1,327 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/url"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/agentsidecar/agentsidecar/envconf"
+	"github.com/agentsidecar/agentsidecar/openapi"
+	"github.com/agentsidecar/agentsidecar/openapi/openapitest"
+	"github.com/agentsidecar/agentsidecar/redisstore"
+	"github.com/agentsidecar/agentsidecar/redisstore/redisstoretest"
+	"github.com/agentsidecar/agentsidecar/sidecar"
+	"github.com/agentsidecar/agentsidecar/sidecar/sidecartest"
+)
+
+// These tests keep openapi/openapi.json true to the product: the same routes
+// as the modules register, served on the ops listener, and examples that
+// work against a live sidecar whose answers match the documented schemas.
+
+func openapiDoc(t *testing.T) *openapitest.Doc {
+	t.Helper()
+	d, err := openapitest.Parse(openapi.JSON())
+	if err != nil {
+		t.Fatalf("openapi.json: %v", err)
+	}
+	return d
+}
+
+// TestOpenAPIRoutes: the (method, path) pairs of the document are exactly the
+// ServeMux patterns of every module the product ships, both ways.
+func TestOpenAPIRoutes(t *testing.T) {
+	srv := redisstoretest.New(t)
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	conn, err := redisstore.Open(srv.Options(), logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ctx := context.Background()
+	var registered []string
+	for _, f := range modules {
+		m, err := f.New(ctx, sidecar.Deps{Redis: conn, Logger: logger, Env: envconf.Env{}, Registerer: prometheus.NewRegistry()})
+		if err != nil {
+			t.Fatalf("module %s: %v", f.Name, err)
+		}
+		for _, rt := range m.Routes() {
+			registered = append(registered, rt.Pattern)
+		}
+		if c, ok := m.(sidecar.Closer); ok {
+			if err := c.Close(ctx); err != nil {
+				t.Errorf("module %s: close: %v", f.Name, err)
+			}
+		}
+	}
+	var documented []string
+	for _, o := range openapiDoc(t).Operations() {
+		documented = append(documented, o.Pattern())
+	}
+	for _, p := range registered {
+		if !slices.Contains(documented, p) {
+			t.Errorf("route %q is registered but not in openapi/openapi.json", p)
+		}
+	}
+	for _, p := range documented {
+		if !slices.Contains(registered, p) {
+			t.Errorf("openapi/openapi.json documents %q, which no module registers", p)
+		}
+	}
+	if len(registered) != len(documented) {
+		t.Errorf("%d routes registered, %d operations documented", len(registered), len(documented))
+	}
+}
+
+// TestOpenAPIServed: the ops listener answers GET /openapi.json with it,
+// without the API token; the API's 401 is as documented.
+func TestOpenAPIServed(t *testing.T) {
+	h := sidecartest.Start(t, redisstoretest.New(t), envconf.Env{"SIDECAR_API_TOKEN": "s3cret"}, modules...)
+	d := openapiDoc(t)
+	stats, _ := d.Op("getSessionStats")
+	rep := h.Do(t, "GET", "/v1/sessions/stats", "")
+	checkDocumented(t, d, stats, rep, 401)
+	if rep.Code() != "unauthorized" || rep.Header.Get("WWW-Authenticate") == "" {
+		t.Errorf("401: code %q, WWW-Authenticate %q", rep.Code(), rep.Header.Get("WWW-Authenticate"))
+	}
+	checkDocumented(t, d, stats, h.Do(t, "GET", "/v1/sessions/stats", "", "Authorization", "Bearer s3cret"), 200)
+
+	rep = sidecartest.Do(t, "GET", h.Ops+"/openapi.json", "")
+	if rep.Status != 200 || rep.Header.Get("Content-Type") != "application/json" {
+		t.Fatalf("GET /openapi.json: %d %q", rep.Status, rep.Header.Get("Content-Type"))
+	}
+	if rep.Body != string(openapi.JSON()) {
+		t.Fatal("GET /openapi.json: body differs from openapi.JSON()")
+	}
+	// Not on the API listener: that one serves /v1 only.
+	if rep := h.Do(t, "GET", "/openapi.json", "", "Authorization", "Bearer s3cret"); rep.Status != 404 {
+		t.Errorf("API listener GET /openapi.json: %d, want 404", rep.Status)
+	}
+}
+
+// call is one request built from the document's examples.
+type call struct {
+	op     openapitest.Operation
+	path   map[string]string // path parameter overrides
+	body   string            // overrides the request body example ("" = the example)
+	status int               // the expected status (0 = any documented 2xx)
+}
+
+// TestOpenAPIExamples runs every operation of the document, in an order that
+// makes sense, with its path, query, header and body examples, against a live
+// sidecar: each must answer a documented 2xx whose body matches the
+// documented schema. Then the documented error answers: a bad path id, a
+// non-JSON Content-Type, an unknown field.
+func TestOpenAPIExamples(t *testing.T) {
+	d := openapiDoc(t)
+	h := sidecartest.Start(t, redisstoretest.New(t), nil, modules...)
+	get := func(id string) openapitest.Operation {
+		t.Helper()
+		o, ok := d.Op(id)
+		if !ok {
+			t.Fatalf("no operation %s", id)
+		}
+		return o
+	}
+	var lockToken string
+	steps := []struct {
+		id     string
+		status int
+		edit   func(c *call)
+	}{
+		{"appendEntry", 201, nil},
+		{"appendEntry", 200, nil}, // the retry
+		{"listEntries", 200, nil},
+		{"getEntry", 200, nil},
+		{"updateEntry", 200, nil},
+		{"setFeedback", 200, nil},
+		{"clearFeedback", 200, nil},
+		{"searchEntries", 200, nil},
+		{"appendTrace", 201, nil},
+		{"listTraces", 200, nil},
+		{"appendContext", 201, nil},
+		{"appendContext", 200, nil},
+		{"listContext", 200, nil},
+		{"updateContext", 200, nil},
+		{"getSessionTTL", 200, nil},
+		{"setSessionTTL", 200, nil},
+		{"getSession", 200, nil},
+		{"recordUsage", 201, nil},
+		{"recordUsage", 200, nil}, // same Idempotency-Key
+		{"completeSession", 200, nil},
+		{"recordUsage", 201, func(c *call) { c.path = map[string]string{"session_id": "chat-2"} }},
+		{"failSession", 200, func(c *call) { c.path = map[string]string{"session_id": "chat-2"} }},
+		{"listUserSessions", 200, nil},
+		{"listSessions", 200, nil},
+		{"getSessionStats", 200, nil},
+		{"getCostByModel", 200, nil},
+		{"acquireLock", 200, nil},
+		{"inspectLock", 200, nil},
+		{"refreshLock", 200, func(c *call) { c.body = `{"token":"` + lockToken + `","ttl_ms":30000}` }},
+		{"releaseLock", 200, func(c *call) { c.body = `{"token":"` + lockToken + `"}` }},
+		{"deleteContext", 204, nil},
+		{"deleteEntry", 204, nil},
+		{"deleteSession", 204, nil},
+	}
+	covered := map[string]bool{}
+	for _, s := range steps {
+		c := call{op: get(s.id), status: s.status}
+		if s.edit != nil {
+			s.edit(&c)
+		}
+		rep := do(t, d, h, c)
+		covered[s.id] = true
+		if s.id == "acquireLock" {
+			var g struct{ Token string }
+			rep.JSON(t, &g)
+			lockToken = g.Token
+		}
+	}
+	for _, o := range d.Operations() {
+		if !covered[o.ID] {
+			t.Errorf("%s: not exercised by TestOpenAPIExamples", o.ID)
+		}
+	}
+
+	// Documented errors, operation by operation.
+	for _, o := range d.Operations() {
+		params, err := d.Parameters(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range params {
+			if p["in"] == "path" {
+				rep := do(t, d, h, call{op: o, path: map[string]string{p["name"].(string): "a:b"}, status: 400})
+				wantCode(t, o, rep, "invalid_id")
+				break
+			}
+		}
+		body, ok := o.Op["requestBody"].(map[string]any)
+		if !ok {
+			continue
+		}
+		rep := doRaw(t, d, h, call{op: o, body: "x"}, "Content-Type", "text/plain")
+		checkDocumented(t, d, o, rep, 415)
+		wantCode(t, o, rep, "unsupported_media_type")
+		schema, err := d.Deref(openapitest.JSONMedia(body)["schema"])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if schema["additionalProperties"] == false {
+			rep := do(t, d, h, call{op: o, body: `{"nope":1}`, status: 400})
+			wantCode(t, o, rep, "unknown_field")
+		}
+	}
+}
+
+func wantCode(t *testing.T, o openapitest.Operation, rep sidecartest.Reply, code string) {
+	t.Helper()
+	if rep.Code() != code {
+		t.Errorf("%s: code %q, want %q (%s)", o.ID, rep.Code(), code, rep.Body)
+	}
+}
+
+// do sends c and checks the answer against the document.
+func do(t *testing.T, d *openapitest.Doc, h *sidecartest.Host, c call) sidecartest.Reply {
+	t.Helper()
+	rep := doRaw(t, d, h, c)
+	checkDocumented(t, d, c.op, rep, c.status)
+	return rep
+}
+
+// doRaw sends c built from the operation's examples, with extra headers.
+func doRaw(t *testing.T, d *openapitest.Doc, h *sidecartest.Host, c call, header ...string) sidecartest.Reply {
+	t.Helper()
+	params, err := d.Parameters(c.op)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := c.op.Path
+	query := url.Values{}
+	for _, p := range params {
+		name := p["name"].(string)
+		ex, hasEx := p["example"]
+		val := ""
+		if hasEx {
+			val = scalar(ex)
+		}
+		switch p["in"] {
+		case "path":
+			if v, ok := c.path[name]; ok {
+				val = v
+			}
+			path = strings.ReplaceAll(path, "{"+name+"}", url.PathEscape(val))
+		case "query":
+			if hasEx {
+				query.Set(name, val)
+			}
+		case "header":
+			if hasEx {
+				header = append(header, name, val)
+			}
+		}
+	}
+	if len(query) > 0 {
+		path += "?" + query.Encode()
+	}
+	body := c.body
+	if rb, ok := c.op.Op["requestBody"].(map[string]any); ok && body == "" {
+		b, err := json.Marshal(openapitest.JSONMedia(rb)["example"])
+		if err != nil {
+			t.Fatal(err)
+		}
+		body = string(b)
+	}
+	return h.Do(t, c.op.Method, path, body, header...)
+}
+
+// checkDocumented fails unless the answer's status is documented for the
+// operation (and is want, when want is not 0, else a 2xx) and its body
+// matches the documented schema.
+func checkDocumented(t *testing.T, d *openapitest.Doc, o openapitest.Operation, rep sidecartest.Reply, want int) {
+	t.Helper()
+	if (want != 0 && rep.Status != want) || (want == 0 && rep.Status/100 != 2) {
+		t.Errorf("%s %s: status %d, want %d: %s", o.ID, o.Pattern(), rep.Status, want, rep.Body)
+		return
+	}
+	r, ok, err := d.Response(o, rep.Status)
+	if err != nil || !ok {
+		t.Errorf("%s: status %d is not documented (%v)", o.ID, rep.Status, err)
+		return
+	}
+	media := openapitest.JSONMedia(r)
+	if media == nil {
+		if rep.Body != "" {
+			t.Errorf("%s %d: documented without a body, answered %q", o.ID, rep.Status, rep.Body)
+		}
+		return
+	}
+	if ct := rep.Header.Get("Content-Type"); ct != "application/json" {
+		t.Errorf("%s %d: Content-Type %q", o.ID, rep.Status, ct)
+	}
+	if err := d.ValidateJSON(media["schema"], []byte(rep.Body)); err != nil {
+		t.Errorf("%s %d: answer does not match the documented schema: %v\n%s", o.ID, rep.Status, err, rep.Body)
+	}
+	if examples, ok := media["examples"].(map[string]any); ok && rep.Code() != "" {
+		if _, ok := examples[rep.Code()]; !ok {
+			t.Errorf("%s %d: code %q is not documented", o.ID, rep.Status, rep.Code())
+		}
+	}
+}
+
+func scalar(v any) string {
+	switch v := v.(type) {
+	case string:
+		return v
+	case json.Number:
+		return v.String()
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}
