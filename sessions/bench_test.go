@@ -164,6 +164,45 @@ func BenchmarkAppendHTTP(b *testing.B) {
 	lat.report(b, b.N)
 }
 
+// BenchmarkAppendStore is a diagnostic for target 1: the same appends as
+// BenchmarkAppendHTTP from 16 goroutines, straight into the store
+// (redisstore.Sessions.Append: rueidis EVALSHA of session_append.lua),
+// without HTTP, request decoding or response encoding. The gap to
+// BenchmarkAppendHTTP is the cost of the HTTP layer.
+func BenchmarkAppendStore(b *testing.B) {
+	rig := benchStart(b)
+	store := redisstore.NewSessions(rig.host.Conn, redisstore.SessionConfig{TTLSeconds: 604800})
+	var f cognee.QAFields
+	f.Question, _ = json.Marshal(benchQuestion)
+	f.Context, _ = json.Marshal(benchContext)
+	f.Answer, _ = json.Marshal(benchAnswer)
+	var worker atomic.Int64
+	var lat benchLatencies
+	procs := runtime.GOMAXPROCS(0)
+	b.SetParallelism((benchConns + procs - 1) / procs)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		w := strconv.FormatInt(worker.Add(1), 10)
+		local := make([]time.Duration, 0, 4096)
+		ctx := context.Background()
+		for i := 0; pb.Next(); i++ {
+			qaID := "q-" + w + "-" + strconv.Itoa(i)
+			start := time.Now()
+			entry, err := cognee.NewQAEntry(f, qaID, time.Now())
+			if err == nil {
+				_, err = store.Append(ctx, "bench", "w"+w+"-"+strconv.Itoa(i/1000), qaID, entry)
+			}
+			if err != nil {
+				b.Error(err)
+			}
+			local = append(local, time.Since(start))
+		}
+		lat.add(local)
+	})
+	b.StopTimer()
+	lat.report(b, b.N)
+}
+
 const benchSessionLen = 500
 
 // BenchmarkFeedbackHTTP is target 2, the sidecar's side: PUT .../feedback on

@@ -1,0 +1,98 @@
+#!/usr/bin/python3
+"""Where Redis spends one append: runs session_append.lua and cut-down
+variants of it (the same prelude) against a private redis-server on a free
+loopback port, and prints Redis's own time per EVALSHA from INFO
+commandstats, with the time of the redis.call()s inside it.
+
+  /usr/bin/python3 bench/sessions_lua_cost.py [appends]   # default 20000
+
+Calls are pipelined from one connection so the client's speed does not
+matter: only Redis-side time is reported. 1000 appends per session, unique
+qa_ids, entries as Cognee writes them. Results: BENCHMARKS.md, "Sessions".
+"""
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+import redis
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import sessions_cognee as sc  # noqa: E402
+
+LUA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lua")
+
+
+def keys(u, s):
+    """The 17 KEYS of a session script (redisstore/keys.go, standalone)."""
+    sid = f"{u}:{s}"
+    return ([f"agent_sessions:{sid}", f"agent_traces:{sid}", f"session_context:{sid}",
+             f"agent_session_record:{sid}", f"agent_session_qa_index:{sid}", f"agent_session_usage_ids:{sid}"]
+            + [f"agent_sessions_by_user:{u}:{x}" for x in ("all", "running", "completed", "failed")]
+            + [f"agent_sessions_global:{x}" for x in ("all", "running", "completed", "failed")]
+            + ["agent_sessions_global:expiry", "agent_usage_totals", "agent_usage_by_model"])
+
+
+def variants():
+    lib = open(os.path.join(LUA, "session_lib.lua")).read()
+    app = open(os.path.join(LUA, "session_append.lua")).read()
+    tail = "local _, started = finish_write()"
+    out = {"session_append.lua as shipped": lib + "\n" + app}
+    if tail in app:
+        out["append without finish_write()"] = lib + "\n" + app.replace(tail, "local started = false")
+    else:
+        print(f"(session_append.lua no longer has {tail!r}: variant skipped)")
+    out["finish_write() alone"] = lib + "\nlocal _, s = finish_write()\nreturn {1, ARGV[6]}"
+    out["prelude + return {1, entry}"] = lib + "\nreturn {1, ARGV[6]}"
+    out["return 1 (no prelude)"] = "return 1"
+    return out
+
+
+def main():
+    n = int(sys.argv[1]) if len(sys.argv) > 1 else 20000
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    with tempfile.TemporaryDirectory() as d:
+        srv = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+                                "--appendonly", "no", "--dir", d, "--logfile", ""],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            r = redis.Redis(host="127.0.0.1", port=port)
+            for _ in range(100):
+                try:
+                    r.ping()
+                    break
+                except redis.ConnectionError:
+                    time.sleep(0.05)
+            skip = {"cmdstat_evalsha", "cmdstat_config|resetstat", "cmdstat_script|load", "cmdstat_flushall"}
+            vs = list(variants().items())
+            for name, src in [("(warm-up, not shown)", vs[0][1])] + vs:
+                r.flushall()
+                sha = r.script_load(src)
+                r.config_resetstat()
+                p = r.pipeline(transaction=False)
+                for i in range(n):
+                    k = keys("bench", f"s{i // 1000}")
+                    p.evalsha(sha, len(k), *k, 604800, 0, "bench", f"s{i // 1000}", f"q{i}", sc.entry(f"q{i}"))
+                    if i % 500 == 499:
+                        p.execute()
+                p.execute()
+                st = r.info("commandstats")
+                ev = st["cmdstat_evalsha"]
+                if name.startswith("(warm-up"):
+                    continue
+                inner = [v for k, v in st.items() if k not in skip]
+                print(f"{name:34s} EVALSHA {ev['usec_per_call']:6.2f} us/call, of which "
+                      f"{sum(v['calls'] for v in inner) / n:4.1f} redis.call()s {sum(v['usec'] for v in inner) / n:5.2f} us"
+                      f"{'  FAILED ' + str(ev.get('failed_calls')) if ev.get('failed_calls') else ''}")
+        finally:
+            srv.terminate()
+            srv.wait(timeout=10)
+
+
+if __name__ == "__main__":
+    main()
