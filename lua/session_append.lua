@@ -20,7 +20,7 @@ end
 
 local head = tonumber(redis.call('HGET', K_INDEX, '#head') or '0')
 local newlen = redis.call('RPUSH', K_ENTRIES, entry)
-redis.call('HSET', K_INDEX, qa_id, tostring(head + newlen - 1), '#len', tostring(newlen))
+redis.call('HSET', K_INDEX, qa_id, tostring(head + newlen - 1), '#len', tostring(newlen), '#last', qa_id)
 
 local removed = trim(K_ENTRIES)
 if #removed > 0 then

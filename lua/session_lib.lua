@@ -27,7 +27,8 @@
 --
 -- The qa_id index maps qa_id -> absolute sequence number (position + '#head',
 -- the number of entries ever trimmed from the left); '#len' is the list
--- length the index describes. A lookup is checked against the element it
+-- length the index describes and '#last' the qa_id of its last element. A
+-- lookup is checked against the element it
 -- points at, so writes by Cognee (RPUSH, LSET, DEL + re-RPUSH) can make the
 -- index stale but never wrong: a stale index is rebuilt with one scan.
 --
@@ -211,7 +212,9 @@ end
 local function rebuild_index()
   local all = redis.call('LRANGE', K_ENTRIES, 0, -1)
   redis.call('DEL', K_INDEX)
-  local args = { '#head', '0', '#len', tostring(#all) }
+  local last = ''
+  if #all > 0 then last = id_of(all[#all], 'qa_id') or '' end
+  local args = { '#head', '0', '#len', tostring(#all), '#last', last }
   for i, el in ipairs(all) do
     local id = id_of(el, 'qa_id')
     if id then
@@ -226,12 +229,16 @@ local function rebuild_index()
   return all
 end
 
--- index_fresh reports whether the index describes the list as it is: every
--- write of ours keeps '#len' equal to the list length, so any other writer
--- that added or removed entries shows as a mismatch.
+-- index_fresh reports whether the index describes the list as it is. Every
+-- write of ours keeps '#len' equal to the list length and '#last' equal to
+-- the qa_id of the last element, so another writer that appended, removed,
+-- or removed and appended (Cognee's delete then create) shows as a mismatch.
 local function index_fresh(llen)
-  local len = redis.call('HGET', K_INDEX, '#len')
-  return len and tonumber(len) == llen
+  local meta = redis.call('HMGET', K_INDEX, '#len', '#last')
+  if not meta[1] or tonumber(meta[1]) ~= llen then return false end
+  if llen == 0 then return true end
+  local last = redis.call('LINDEX', K_ENTRIES, -1)
+  return (last and id_of(last, 'qa_id') or '') == (meta[2] or '')
 end
 
 -- locate finds the entry with qa_id: returns its position (0-based) and

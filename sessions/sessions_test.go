@@ -472,8 +472,8 @@ func TestMaxEntriesKeepsTheNewest(t *testing.T) {
 		}
 		// The index forgot the trimmed ids.
 		n, _ := c.Do(t.Context(), c.B().Hlen().Key(keys.Index).Build()).AsInt64()
-		if n != 3+2 { // three ids + #head + #len
-			t.Fatalf("index holds %d fields, want 5", n)
+		if n != 3+3 { // three ids + #head, #len, #last
+			t.Fatalf("index holds %d fields, want 6", n)
 		}
 	})
 }

@@ -1,0 +1,190 @@
+package sessions_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/agentsidecar/agentsidecar/cognee"
+	"github.com/agentsidecar/agentsidecar/redisstore"
+	"github.com/agentsidecar/agentsidecar/redisstore/redisstoretest"
+)
+
+// modelEntry is what the store must hold for one entry.
+type modelEntry struct {
+	id     string
+	score  int // 0 = null
+	memify map[string]bool
+}
+
+const fuzzMax = 5 // SESSION_MAX_ENTRIES in the fuzzed store
+
+// FuzzStoreOperations drives the session store through random sequences of
+// appends, feedback, memify merges, deletes and Cognee's own writes (RPUSH,
+// and its delete as DEL + re-RPUSH), checking the list in Redis against an
+// in-memory model after every step, on miniredis and on a real Redis.
+func FuzzStoreOperations(f *testing.F) {
+	f.Add([]byte{0, 1, 0, 2, 1, 1, 2, 1, 3, 1, 6, 0})
+	f.Add([]byte{5, 3, 0, 3, 4, 0, 1, 3, 2, 3, 6, 3})
+	f.Add([]byte{0, 0, 0, 1, 0, 2, 0, 3, 0, 4, 0, 5, 0, 6, 1, 6, 6, 0})
+	f.Add([]byte{0, 1, 4, 0, 0, 1, 3, 1, 0, 2, 2, 2, 6, 2, 4, 0})
+	type backend struct {
+		name  string
+		store *redisstore.Sessions
+		raw   rueidis.Client
+	}
+	var backends []backend
+	for _, s := range []*redisstoretest.Server{redisstoretest.NewMini(f), realOrNil(f)} {
+		if s == nil {
+			continue
+		}
+		conn, err := redisstore.Open(s.Options(), slog.New(slog.NewTextHandler(io.Discard, nil)))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Cleanup(conn.Close)
+		select {
+		case <-conn.Ready():
+		case <-time.After(10 * time.Second):
+			f.Fatal("redis not connected")
+		}
+		backends = append(backends, backend{s.Backend, redisstore.NewSessions(conn, redisstore.SessionConfig{TTLSeconds: 600, MaxEntries: fuzzMax}), s.Client(f)})
+	}
+	keys := redisstore.Layout{}.Session("fz", "s")
+	f.Fuzz(func(t *testing.T, ops []byte) {
+		if len(ops) > 80 {
+			ops = ops[:80]
+		}
+		for _, b := range backends {
+			ctx := context.Background()
+			b.raw.Do(ctx, b.raw.B().Flushall().Build())
+			var model []modelEntry
+			n := 0
+			for i := 0; i+1 < len(ops); i += 2 {
+				op, id := ops[i]%7, fmt.Sprintf("e%d", ops[i+1]%8)
+				pos := slices.IndexFunc(model, func(m modelEntry) bool { return m.id == id })
+				step := fmt.Sprintf("%s step %d: op %d on %s", b.name, i/2, op, id)
+				switch op {
+				case 0: // append through the store (a retry when present)
+					entry, _ := cognee.NewQAEntry(cognee.QAFields{Question: json.RawMessage(`"q"`), Answer: json.RawMessage(`"a"`)}, id, time.Now())
+					st, err := b.store.Append(ctx, "fz", "s", id, entry)
+					if err != nil || st.Created != (pos < 0) {
+						t.Fatalf("%s: created %v, err %v", step, st.Created, err)
+					}
+					if pos < 0 {
+						model = append(model, modelEntry{id: id})
+					}
+				case 1: // feedback
+					n++
+					score := n%5 + 1
+					_, err := b.store.UpdateEntry(ctx, "fz", "s", id, [][2]string{{"feedback_score", fmt.Sprint(score)}}, nil)
+					if (err == nil) != (pos >= 0) {
+						t.Fatalf("%s: err %v", step, err)
+					}
+					if pos >= 0 {
+						model[pos].score = score
+					}
+				case 2: // memify merge
+					k := fmt.Sprintf("k%d", i%3)
+					_, err := b.store.UpdateEntry(ctx, "fz", "s", id, nil, []byte(fmt.Sprintf(`{%q: true}`, k)))
+					if (err == nil) != (pos >= 0) {
+						t.Fatalf("%s: err %v", step, err)
+					}
+					if pos >= 0 {
+						if model[pos].memify == nil {
+							model[pos].memify = map[string]bool{}
+						}
+						model[pos].memify[k] = true
+					}
+				case 3: // delete through the store
+					err := b.store.DeleteEntry(ctx, "fz", "s", id)
+					if (err == nil) != (pos >= 0) {
+						t.Fatalf("%s: err %v", step, err)
+					}
+					if pos >= 0 {
+						model = slices.Delete(model, pos, pos+1)
+					}
+				case 4: // Cognee deletes the entry at a position: DEL + re-RPUSH
+					if len(model) == 0 {
+						continue
+					}
+					at := int(ops[i+1]) % len(model)
+					all, _ := b.raw.Do(ctx, b.raw.B().Lrange().Key(keys.Entries).Start(0).Stop(-1).Build()).AsStrSlice()
+					all = slices.Delete(all, at, at+1)
+					b.raw.Do(ctx, b.raw.B().Del().Key(keys.Entries).Build())
+					if len(all) > 0 {
+						b.raw.Do(ctx, b.raw.B().Rpush().Key(keys.Entries).Element(all...).Build())
+					}
+					model = slices.Delete(model, at, at+1)
+				case 5: // Cognee appends directly
+					if pos >= 0 {
+						continue
+					}
+					entry, _ := cognee.NewQAEntry(cognee.QAFields{Question: json.RawMessage(`"c"`), Answer: json.RawMessage(`"c"`)}, id, time.Now())
+					b.raw.Do(ctx, b.raw.B().Rpush().Key(keys.Entries).Element(string(entry)).Build())
+					model = append(model, modelEntry{id: id})
+				case 6: // read one entry
+					got, err := b.store.Entry(ctx, "fz", "s", id)
+					if (err == nil) != (pos >= 0) || (pos >= 0 && !json.Valid(got)) {
+						t.Fatalf("%s: get %s %v", step, got, err)
+					}
+				}
+				if len(model) > fuzzMax && op == 0 {
+					model = model[len(model)-fuzzMax:] // the store keeps the newest
+				}
+				compare(t, step, b.raw, keys.Entries, model)
+			}
+		}
+	})
+}
+
+func realOrNil(f *testing.F) *redisstoretest.Server {
+	if !redisstoretest.RealAvailable() {
+		if redisstoretest.RequireReal() {
+			f.Fatal("REQUIRE_REAL_REDIS=1 but redis-server is not on PATH")
+		}
+		return nil
+	}
+	return redisstoretest.NewReal(f)
+}
+
+func compare(t *testing.T, step string, c rueidis.Client, key string, model []modelEntry) {
+	t.Helper()
+	all, err := c.Do(context.Background(), c.B().Lrange().Key(key).Start(0).Stop(-1).Build()).AsStrSlice()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) != len(model) {
+		t.Fatalf("%s: %d entries stored, model has %d", step, len(all), len(model))
+	}
+	for i, raw := range all {
+		var e struct {
+			QAID          string          `json:"qa_id"`
+			FeedbackScore *int            `json:"feedback_score"`
+			Memify        map[string]bool `json:"memify_metadata"`
+		}
+		if err := json.Unmarshal([]byte(raw), &e); err != nil {
+			t.Fatalf("%s: entry %d is not JSON: %v", step, i, err)
+		}
+		m := model[i]
+		score := 0
+		if e.FeedbackScore != nil {
+			score = *e.FeedbackScore
+		}
+		if e.QAID != m.id || score != m.score || len(e.Memify) != len(m.memify) {
+			t.Fatalf("%s: entry %d is %s, model %+v", step, i, raw, m)
+		}
+		for k := range m.memify {
+			if !e.Memify[k] {
+				t.Fatalf("%s: entry %d lost memify key %s", step, i, k)
+			}
+		}
+	}
+}
