@@ -6,23 +6,28 @@
 -- ARGV[1..4] TTL, max entries, user_id, session_id (session_lib.lua)
 -- ARGV[5] qa_id
 -- ARGV[6] the entry, as Cognee's json.dumps writes it
--- returns {1, entry} when stored ({2, entry} when this started the session);
+-- returns {1} when stored ({2} when this started the session);
 --   {0, stored_entry} when the session already held qa_id (a retried
 --   append): nothing is written then.
 local qa_id, entry = ARGV[5], ARGV[6]
 
 local llen = redis.call('LLEN', K_ENTRIES)
-if not index_fresh(llen) then rebuild_index() end
-if redis.call('HGET', K_INDEX, qa_id) then
+local meta = redis.call('HMGET', K_INDEX, '#len', '#last', '#head', qa_id)
+if not index_fresh(llen, meta[1], meta[2]) then
+  rebuild_index()
+  meta = redis.call('HMGET', K_INDEX, '#len', '#last', '#head', qa_id)
+end
+if meta[4] then
   local pos, existing = locate(qa_id)
   if pos then return { 0, existing } end
+  meta = redis.call('HMGET', K_INDEX, '#len', '#last', '#head', qa_id) -- locate rebuilt it
 end
 
-local head = tonumber(redis.call('HGET', K_INDEX, '#head') or '0')
+local head = tonumber(meta[3] or '0')
 local newlen = redis.call('RPUSH', K_ENTRIES, entry)
 redis.call('HSET', K_INDEX, qa_id, tostring(head + newlen - 1), '#len', tostring(newlen), '#last', qa_id)
 
-local removed = trim(K_ENTRIES)
+local removed = trim(K_ENTRIES, newlen)
 if #removed > 0 then
   local ids = {}
   for _, el in ipairs(removed) do
@@ -36,4 +41,4 @@ if #removed > 0 then
 end
 
 local _, started = finish_write()
-return { stored_flag(started), entry }
+return { stored_flag(started) }

@@ -5,7 +5,7 @@
 -- ARGV[1..4] TTL, max entries, user_id, session_id (session_lib.lua)
 -- ARGV[5] the entry's id
 -- ARGV[6] the entry (a JSON object holding "id")
--- returns {1, entry} when stored ({2, entry} when this started the
+-- returns {1} when stored ({2} when this started the
 --   session); {0, stored_entry} when an entry with that id exists (nothing
 --   is written then).
 local pos, existing = find_by_id(K_CONTEXT, 'id', ARGV[5])
@@ -13,4 +13,4 @@ if pos then return { 0, existing } end
 redis.call('RPUSH', K_CONTEXT, ARGV[6])
 trim(K_CONTEXT)
 local _, started = finish_write()
-return { stored_flag(started), ARGV[6] }
+return { stored_flag(started) }

@@ -13,5 +13,5 @@ local status = redis.call('HGET', K_RECORD, 'status')
 if status == want then return 2 end
 if status == 'completed' or status == 'failed' then return { 3, status } end
 redis.call('HSET', K_RECORD, 'status', want, 'ended_at', string.format('%d', now_us()))
-finish_write()
+finish_write(true)
 return 1

@@ -233,12 +233,16 @@ end
 -- write of ours keeps '#len' equal to the list length and '#last' equal to
 -- the qa_id of the last element, so another writer that appended, removed,
 -- or removed and appended (Cognee's delete then create) shows as a mismatch.
-local function index_fresh(llen)
-  local meta = redis.call('HMGET', K_INDEX, '#len', '#last')
-  if not meta[1] or tonumber(meta[1]) ~= llen then return false end
+-- len and last are the index's '#len' and '#last' when the caller has them.
+local function index_fresh(llen, len, last)
+  if len == nil then
+    local meta = redis.call('HMGET', K_INDEX, '#len', '#last')
+    len, last = meta[1], meta[2]
+  end
+  if not len or tonumber(len) ~= llen then return false end
   if llen == 0 then return true end
-  local last = redis.call('LINDEX', K_ENTRIES, -1)
-  return (last and id_of(last, 'qa_id') or '') == (meta[2] or '')
+  local el = redis.call('LINDEX', K_ENTRIES, -1)
+  return (el and id_of(el, 'qa_id') or '') == (last or '')
 end
 
 -- locate finds the entry with qa_id: returns its position (0-based) and
@@ -266,10 +270,10 @@ local function locate(qa_id)
 end
 
 -- trim keeps the newest MAX_ENTRIES of list key (0 = unbounded) and returns
--- the removed elements.
-local function trim(key)
+-- the removed elements. llen is the list's length when the caller knows it.
+local function trim(key, llen)
   if MAX_ENTRIES <= 0 then return {} end
-  local llen = redis.call('LLEN', key)
+  llen = llen or redis.call('LLEN', key)
   if llen <= MAX_ENTRIES then return {} end
   local k = llen - MAX_ENTRIES
   local removed = redis.call('LRANGE', key, 0, k - 1)
@@ -298,17 +302,20 @@ end
 
 local STATUSES = { 'running', 'completed', 'failed' }
 
--- index files the session under its status, scored by last activity.
-local function index(status, score)
+-- index files the session under its status, scored by last activity. A
+-- running session that stays running only moves its scores (four ZADDs); a
+-- new or just-ended one also leaves the sets of the other statuses.
+local function index(status, score, moved)
   redis.call('ZADD', K_USER.all, score, SID)
   redis.call('ZADD', K_GLOBAL.all, score, GID)
-  for _, st in ipairs(STATUSES) do
-    if st == status then
-      redis.call('ZADD', K_USER[st], score, SID)
-      redis.call('ZADD', K_GLOBAL[st], score, GID)
-    else
-      redis.call('ZREM', K_USER[st], SID)
-      redis.call('ZREM', K_GLOBAL[st], GID)
+  redis.call('ZADD', K_USER[status], score, SID)
+  redis.call('ZADD', K_GLOBAL[status], score, GID)
+  if moved then
+    for _, st in ipairs(STATUSES) do
+      if st ~= status then
+        redis.call('ZREM', K_USER[st], SID)
+        redis.call('ZREM', K_GLOBAL[st], GID)
+      end
     end
   end
 end
@@ -326,26 +333,25 @@ end
 
 -- touch records activity in the session record: creates it as running on
 -- the first write, moves last_activity_at and the indexes, keeps
--- entry_count. Returns the session's status and whether this write
--- started the session.
-local function touch(now)
-  local n = string.format('%d', now) -- tostring would round to 14 digits
-  local started = redis.call('HSETNX', K_RECORD, 'status', 'running') == 1
-  if started then
-    redis.call('HSET', K_RECORD, 'started_at', n)
-  end
-  redis.call('HSET', K_RECORD, 'last_activity_at', n, 'entry_count', redis.call('LLEN', K_ENTRIES))
-  local status = redis.call('HGET', K_RECORD, 'status')
-  index(status, now)
-  return status, started
-end
-
--- session_ttl is the TTL every write slides to: the session's own (set with
+-- entry_count. Returns the session's status, whether this write started
+-- the session, and the TTL every key slides to: the session's own (set with
 -- PUT .../ttl, 0 = persist) when it has one, else SESSION_TTL_SECONDS.
-local function session_ttl()
-  local own = redis.call('HGET', K_RECORD, 'ttl_seconds')
-  if own then return tonumber(own) end
-  return DEFAULT_TTL
+-- moved says the caller changed the status (ended the session).
+local function touch(now, moved)
+  local n = string.format('%d', now) -- tostring would round to 14 digits
+  local rec = redis.call('HMGET', K_RECORD, 'status', 'ttl_seconds')
+  local status, started = rec[1], false
+  local count = redis.call('LLEN', K_ENTRIES)
+  if not status then
+    status, started = 'running', true
+    redis.call('HSET', K_RECORD, 'status', status, 'started_at', n, 'last_activity_at', n, 'entry_count', count)
+  else
+    redis.call('HSET', K_RECORD, 'last_activity_at', n, 'entry_count', count)
+  end
+  index(status, now, started or moved)
+  local ttl = DEFAULT_TTL
+  if rec[2] then ttl = tonumber(rec[2]) end
+  return status, started, ttl
 end
 
 -- slide applies ttl to every key of the session, or removes expiry for 0,
@@ -372,11 +378,12 @@ local function session_exists()
 end
 
 -- finish_write: the common tail of every write. Returns the status and
--- whether this write started the session.
-local function finish_write()
+-- whether this write started the session. moved: the write changed the
+-- status.
+local function finish_write(moved)
   local now = now_us()
-  local status, started = touch(now)
-  slide(session_ttl(), now)
+  local status, started, ttl = touch(now, moved)
+  slide(ttl, now)
   return status, started
 end
 

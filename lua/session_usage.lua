@@ -9,7 +9,7 @@
 -- ARGV[9] 1 when the call failed, else 0
 -- ARGV[10] idempotency key, or '' for none
 -- ARGV[11] the result to answer (and to answer again for a repeated key)
--- returns {1, result} when counted ({2, result} when this started the
+-- returns {1} when counted ({2} when this started the
 --   session); {0, first_result} for a key already seen in this session
 --   (nothing is counted then).
 local model, tin, tout, nano, failed, key, result = ARGV[5], ARGV[6], ARGV[7], ARGV[8], ARGV[9], ARGV[10], ARGV[11]
@@ -44,4 +44,4 @@ if failed == '1' then
 end
 
 local _, started = finish_write()
-return { stored_flag(started), result }
+return { stored_flag(started) }

@@ -80,23 +80,29 @@ type Stored struct {
 	Started bool   // this write started the session (created its record)
 }
 
-// storedPair decodes a script's {flag, value} reply: flag 0 = already
-// there, 1 = stored, 2 = stored and started the session.
-func storedPair(msg rueidis.RedisMessage) (Stored, error) {
+// storedPair decodes a storing script's reply: {1} stored, {2} stored and
+// started the session, {0, earlier} already there (nothing written). The
+// stored value of a new write is the caller's own (value), not echoed back.
+func storedPair(msg rueidis.RedisMessage, value []byte) (Stored, error) {
 	arr, err := msg.ToArray()
-	if err != nil || len(arr) != 2 {
+	if err != nil || len(arr) == 0 {
 		return Stored{}, errors.New("unexpected script reply")
 	}
 	flag, err := arr[0].AsInt64()
 	if err != nil {
 		return Stored{}, err
 	}
-	v, err := arr[1].ToString()
-	st := Stored{Value: []byte(v), Created: flag >= 1, Started: flag == 2}
-	if st.Started {
+	if flag == 0 {
+		if len(arr) != 2 {
+			return Stored{}, errors.New("unexpected script reply")
+		}
+		v, err := arr[1].ToString()
+		return Stored{Value: []byte(v)}, err
+	}
+	if flag == 2 {
 		sessionsStarted.Inc()
 	}
-	return st, err
+	return Stored{Value: value, Created: true, Started: flag == 2}, nil
 }
 
 // Append stores entry (encoded by cognee.NewQAEntry) under qaID. When the
@@ -107,7 +113,7 @@ func (s *Sessions) Append(ctx context.Context, user, session, qaID string, entry
 	if err != nil {
 		return Stored{}, err
 	}
-	st, err := storedPair(msg)
+	st, err := storedPair(msg, entry)
 	if err == nil && st.Created {
 		entriesAppended.Inc()
 	}
@@ -184,7 +190,7 @@ func (s *Sessions) AppendContext(ctx context.Context, user, session, id string, 
 	if err != nil {
 		return Stored{}, err
 	}
-	return storedPair(msg)
+	return storedPair(msg, entry)
 }
 
 // UpdateContext merges patch (a JSON object) into context entry id.

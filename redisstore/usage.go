@@ -120,7 +120,7 @@ func (s *Sessions) AddUsage(ctx context.Context, user, session string, u Usage) 
 	if err != nil {
 		return Stored{}, err
 	}
-	return storedPair(msg)
+	return storedPair(msg, u.Result)
 }
 
 // ErrEnded means the session already ended with the other status.
