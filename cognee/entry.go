@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // FieldError is a value Cognee's models would reject.
@@ -43,7 +44,7 @@ type Field struct {
 }
 
 // qaOrder is model_dump()'s field order, which json.dumps keeps.
-var qaOrder = []string{"time", "question", "context", "answer", "qa_id", "feedback_text",
+var qaOrder = [...]string{"time", "question", "context", "answer", "qa_id", "feedback_text",
 	"feedback_score", "used_graph_element_ids", "memify_metadata", "used_session_context_ids"}
 
 var null = []byte("null")
@@ -66,31 +67,44 @@ func NewQAEntry(f QAFields, qaID string, now time.Time) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	vals := map[string][]byte{
-		"time":  AppendString(nil, PythonTime(now)),
-		"qa_id": AppendString(nil, qaID),
-	}
+	var vals [len(qaOrder)][]byte // by position in qaOrder; nil = null
+	vals[0] = AppendString(make([]byte, 0, 36), PythonTime(now))
+	vals[4] = AppendString(nil, qaID)
 	for _, u := range updates {
-		vals[u.Name] = u.Value
+		vals[qaIndex(u.Name)] = u.Value
 	}
 	if memify != nil {
-		vals["memify_metadata"] = memify
+		vals[8] = memify
 	}
-	b := make([]byte, 0, 256)
+	size := 200
+	for _, v := range vals {
+		size += len(v)
+	}
+	b := make([]byte, 0, size)
 	b = append(b, '{')
 	for i, name := range qaOrder {
 		if i > 0 {
 			b = append(b, ',', ' ')
 		}
-		b = AppendString(b, name)
-		b = append(b, ':', ' ')
-		if v, ok := vals[name]; ok {
-			b = append(b, v...)
+		b = append(b, '"')
+		b = append(b, name...)
+		b = append(b, '"', ':', ' ')
+		if vals[i] != nil {
+			b = append(b, vals[i]...)
 		} else {
 			b = append(b, null...)
 		}
 	}
 	return append(b, '}'), nil
+}
+
+func qaIndex(name string) int {
+	for i, n := range qaOrder {
+		if n == name {
+			return i
+		}
+	}
+	panic("cognee: unknown entry field " + name)
 }
 
 // QAUpdate validates a PATCH: it returns the fields to set (encoded) and the
@@ -199,6 +213,11 @@ func ClearFeedback() []Field {
 func isNull(raw json.RawMessage) bool { return bytes.Equal(bytes.TrimSpace(raw), null) }
 
 func requiredString(name string, raw json.RawMessage) ([]byte, error) {
+	// Fast path: a JSON string without escapes is its own content.
+	if n := len(raw); n >= 2 && raw[0] == '"' && raw[n-1] == '"' && bytes.IndexByte(raw[1:n-1], '\\') < 0 &&
+		bytes.IndexByte(raw[1:n-1], '"') < 0 && utf8.Valid(raw) {
+		return AppendString(make([]byte, 0, n+16), string(raw[1:n-1])), nil
+	}
 	var s string
 	if isNull(raw) || json.Unmarshal(raw, &s) != nil {
 		return nil, fieldErr(name, "must be a string, not %s", describe(raw))
@@ -343,8 +362,8 @@ func PythonTime(t time.Time) string {
 	b := make([]byte, 0, 32)
 	b = t.AppendFormat(b, "2006-01-02T15:04:05")
 	if us := t.Nanosecond() / 1000; us != 0 {
-		b = append(b, '.')
-		b = append(b, fmt.Sprintf("%06d", us)...)
+		b = append(b, '.', byte('0'+us/100000), byte('0'+us/10000%10), byte('0'+us/1000%10),
+			byte('0'+us/100%10), byte('0'+us/10%10), byte('0'+us%10))
 	}
 	return string(append(b, "+00:00"...))
 }

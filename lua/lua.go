@@ -28,6 +28,9 @@ type Script struct {
 	Name   string // file name without .lua: the label in metrics
 	Source string // the text Redis runs, prelude included
 	lua    *rueidis.Lua
+
+	duration prometheus.Observer // this script's series, resolved once
+	errors   prometheus.Counter
 }
 
 var registry = map[string]*Script{}
@@ -47,7 +50,8 @@ func load(name string) *Script {
 		}
 		src = string(pre) + "\n" + src
 	}
-	s := &Script{Name: name, Source: src, lua: rueidis.NewLuaScript(src)}
+	s := &Script{Name: name, Source: src, lua: rueidis.NewLuaScript(src),
+		duration: scriptDuration.WithLabelValues(name), errors: scriptErrors.WithLabelValues(name)}
 	registry[name] = s
 	return s
 }
@@ -67,9 +71,9 @@ func All() []*Script {
 func (s *Script) Exec(ctx context.Context, c rueidis.Client, keys, args []string) rueidis.RedisResult {
 	start := time.Now()
 	res := s.lua.Exec(ctx, c, keys, args)
-	scriptDuration.WithLabelValues(s.Name).Observe(time.Since(start).Seconds())
+	s.duration.Observe(time.Since(start).Seconds())
 	if err := res.Error(); err != nil && !rueidis.IsRedisNil(err) {
-		scriptErrors.WithLabelValues(s.Name).Inc()
+		s.errors.Inc()
 	}
 	return res
 }
@@ -104,12 +108,8 @@ var (
 	}, []string{"script"})
 )
 
-// Collectors returns the script metrics, with a zero series for every
-// script so dashboards see them from the start.
+// Collectors returns the script metrics; every script has its series from
+// the start (created when the script is loaded).
 func Collectors() []prometheus.Collector {
-	for _, s := range All() {
-		scriptDuration.WithLabelValues(s.Name)
-		scriptErrors.WithLabelValues(s.Name)
-	}
 	return []prometheus.Collector{scriptDuration, scriptErrors}
 }

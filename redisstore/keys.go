@@ -52,9 +52,11 @@ func (l Layout) Session(user, session string) SessionKeys {
 		ByModel: "agent_usage_by_model",
 	}
 	k.UserIndex = l.UserIndex(user)
-	k.GlobalIndex = l.GlobalIndex()
+	k.GlobalIndex = globalIndex
 	return k
 }
+
+var globalIndex = Layout{}.GlobalIndex()
 
 // UserIndex returns the user's four session indexes.
 func (l Layout) UserIndex(user string) [4]string {

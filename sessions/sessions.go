@@ -119,6 +119,13 @@ func writeStored(w http.ResponseWriter, status int, stored []byte) error {
 	return nil
 }
 
+// writeOwn answers with JSON the sidecar encoded itself (strict already).
+func writeOwn(w http.ResponseWriter, status int, body []byte) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(body, '\n'))
+}
+
 // writeStoredList answers with stored JSON values as one array.
 func (m *Module) writeStoredList(w http.ResponseWriter, elems []string) {
 	body, skipped := cognee.AppendStrictArray(make([]byte, 0, 64+len(elems)*256), elems)
@@ -161,11 +168,11 @@ func (m *Module) appendEntry(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	status := http.StatusCreated
-	if !st.Created {
-		status = http.StatusOK // a retried append: the stored entry, nothing written
+	if !st.Created { // a retried append: the stored entry, nothing written
+		return writeStored(w, http.StatusOK, st.Value)
 	}
-	return writeStored(w, status, st.Value)
+	writeOwn(w, http.StatusCreated, st.Value)
+	return nil
 }
 
 func (m *Module) listEntries(w http.ResponseWriter, r *http.Request) error {
@@ -342,7 +349,8 @@ func (m *Module) appendTrace(w http.ResponseWriter, r *http.Request) error {
 	if err := m.store.AppendTrace(r.Context(), p[0], p[1], trace); err != nil {
 		return err
 	}
-	return writeStored(w, http.StatusCreated, trace)
+	writeOwn(w, http.StatusCreated, trace)
+	return nil
 }
 
 func (m *Module) listTraces(w http.ResponseWriter, r *http.Request) error {

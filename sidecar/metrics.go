@@ -4,6 +4,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -69,6 +70,16 @@ func NewRegistry() *prometheus.Registry {
 type httpMetrics struct {
 	requests *prometheus.CounterVec
 	duration *prometheus.HistogramVec
+
+	// Series resolved once: a request costs no label hashing.
+	mu        sync.RWMutex
+	observers map[string]prometheus.Observer // by route
+	counters  map[routeCode]prometheus.Counter
+}
+
+type routeCode struct {
+	route string
+	code  int
 }
 
 func newHTTPMetrics(reg prometheus.Registerer) *httpMetrics {
@@ -83,16 +94,35 @@ func newHTTPMetrics(reg prometheus.Registerer) *httpMetrics {
 			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
 		}, []string{"route"}),
 	}
+	m.observers = map[string]prometheus.Observer{}
+	m.counters = map[routeCode]prometheus.Counter{}
 	reg.MustRegister(m.requests, m.duration)
 	m.known("unmatched")
 	return m
 }
 
 // known creates a route's latency series at zero, so dashboards see it from
-// the start.
-func (m *httpMetrics) known(route string) { m.duration.WithLabelValues(route) }
+// the start. Routes are registered before serving starts.
+func (m *httpMetrics) known(route string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.observers[route] = m.duration.WithLabelValues(route)
+}
 
 func (m *httpMetrics) observe(route string, code int, d time.Duration) {
-	m.requests.WithLabelValues(route, strconv.Itoa(code)).Inc()
-	m.duration.WithLabelValues(route).Observe(d.Seconds())
+	key := routeCode{route, code}
+	m.mu.RLock()
+	obs, c := m.observers[route], m.counters[key]
+	m.mu.RUnlock()
+	if obs == nil {
+		obs = m.duration.WithLabelValues(route)
+	}
+	if c == nil {
+		c = m.requests.WithLabelValues(route, strconv.Itoa(code))
+		m.mu.Lock()
+		m.counters[key] = c // bounded: routes × status codes
+		m.mu.Unlock()
+	}
+	c.Inc()
+	obs.Observe(d.Seconds())
 }
