@@ -10,7 +10,7 @@
 --   is written then).
 local pos, existing = find_by_id(K_CONTEXT, 'id', ARGV[5])
 if pos then return { 0, existing } end
-redis.call('RPUSH', K_CONTEXT, ARGV[6])
+local created = redis.call('RPUSH', K_CONTEXT, ARGV[6]) == 1
 trim(K_CONTEXT)
-local _, started = finish_write()
+local _, started = finish_write(false, created)
 return { stored_flag(started) }

@@ -142,7 +142,11 @@ end
 -- with escapes take the full top-level scan.
 local function id_of(s, key)
   if key == 'qa_id' then
-    local id = string.match(s, '"qa_id"%s*:%s*"([^"\\]*)"')
+    -- plain find (no pattern backtracking over the whole entry), then an
+    -- anchored match at that spot
+    local at = string.find(s, '"qa_id"', 1, true)
+    if not at then return nil end
+    local id = string.match(s, '^%s*:%s*"([^"\\]*)"', at + 7)
     if id then return id end
   end
   if not string.find(s, '"' .. key .. '"', 1, true) then return nil end
@@ -331,29 +335,6 @@ local function unindex()
   redis.call('ZREM', K_EXPIRY, GID)
 end
 
--- touch records activity in the session record: creates it as running on
--- the first write, moves last_activity_at and the indexes, keeps
--- entry_count. Returns the session's status, whether this write started
--- the session, and the TTL every key slides to: the session's own (set with
--- PUT .../ttl, 0 = persist) when it has one, else SESSION_TTL_SECONDS.
--- moved says the caller changed the status (ended the session).
-local function touch(now, moved)
-  local n = string.format('%d', now) -- tostring would round to 14 digits
-  local rec = redis.call('HMGET', K_RECORD, 'status', 'ttl_seconds')
-  local status, started = rec[1], false
-  local count = redis.call('LLEN', K_ENTRIES)
-  if not status then
-    status, started = 'running', true
-    redis.call('HSET', K_RECORD, 'status', status, 'started_at', n, 'last_activity_at', n, 'entry_count', count)
-  else
-    redis.call('HSET', K_RECORD, 'last_activity_at', n, 'entry_count', count)
-  end
-  index(status, now, started or moved)
-  local ttl = DEFAULT_TTL
-  if rec[2] then ttl = tonumber(rec[2]) end
-  return status, started, ttl
-end
-
 -- slide applies ttl to every key of the session, or removes expiry for 0,
 -- and notes when the session will expire so reads can drop it from the
 -- indexes (Redis expiry does not touch sorted sets).
@@ -377,13 +358,48 @@ local function session_exists()
   return redis.call('EXISTS', K_ENTRIES, K_TRACES, K_CONTEXT, K_RECORD) > 0
 end
 
--- finish_write: the common tail of every write. Returns the status and
--- whether this write started the session. moved: the write changed the
--- status.
-local function finish_write(moved)
+-- SLIDE_EVERY_MAX bounds how stale a TTL may get between two slides (s).
+local SLIDE_EVERY_MAX = 60
+
+-- finish_write is the common tail of every write. It records activity in
+-- the session record (created as running by the first write), moves the
+-- session's place in the indexes, and slides the TTL of every key of the
+-- session to the session's TTL: its own (set with PUT .../ttl, 0 = persist)
+-- when it has one, else SESSION_TTL_SECONDS.
+--
+-- A slide costs eight calls, so a write within min(60 s, TTL/1000) of the
+-- last slide skips it: a 7-day TTL is then at most a minute short of
+-- exact, never half-applied. A write that created a key (force), started
+-- the session or changed its status always slides.
+--   moved: the write changed the status (ended the session)
+--   force: the write created a key of the session, or changed its TTL
+--   count: the entries list's length, when the caller knows it
+-- Returns the status and whether this write started the session.
+local function finish_write(moved, force, count)
   local now = now_us()
-  local status, started, ttl = touch(now, moved)
-  slide(ttl, now)
+  local n = string.format('%d', now) -- tostring would round to 14 digits
+  local rec = redis.call('HMGET', K_RECORD, 'status', 'ttl_seconds', 'slid_at')
+  local status, started = rec[1], false
+  local ttl = DEFAULT_TTL
+  if rec[2] then ttl = tonumber(rec[2]) end
+  count = count or redis.call('LLEN', K_ENTRIES)
+  local due = force or moved or not status or not rec[3]
+  if not due and ttl > 0 then
+    local every = math.min(SLIDE_EVERY_MAX, math.floor(ttl / 1000)) * 1000000
+    due = now - tonumber(rec[3]) >= every
+  end
+  local fields = { 'last_activity_at', n, 'entry_count', count }
+  if not status then
+    status, started = 'running', true
+    fields[#fields + 1], fields[#fields + 2] = 'status', status
+    fields[#fields + 1], fields[#fields + 2] = 'started_at', n
+  end
+  if due then
+    fields[#fields + 1], fields[#fields + 2] = 'slid_at', n
+  end
+  redis.call('HSET', K_RECORD, unpack(fields))
+  index(status, now, started or moved)
+  if due then slide(ttl, now) end
   return status, started
 end
 

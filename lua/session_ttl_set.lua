@@ -8,5 +8,5 @@
 -- returns 1, or 0 when the session does not exist (nothing is created).
 if not session_exists() then return 0 end
 redis.call('HSET', K_RECORD, 'ttl_seconds', ARGV[5])
-finish_write()
+finish_write(false, true)
 return 1

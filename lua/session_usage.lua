@@ -13,10 +13,12 @@
 --   session); {0, first_result} for a key already seen in this session
 --   (nothing is counted then).
 local model, tin, tout, nano, failed, key, result = ARGV[5], ARGV[6], ARGV[7], ARGV[8], ARGV[9], ARGV[10], ARGV[11]
+local created = false
 if key ~= '' then
   local first = redis.call('HGET', K_USAGE, key)
   if first then return { 0, first } end
   redis.call('HSET', K_USAGE, key, result)
+  created = redis.call('HLEN', K_USAGE) == 1
 end
 
 local m = 'model:' .. model .. ':'
@@ -43,5 +45,5 @@ if failed == '1' then
   redis.call('HINCRBY', K_BY_MODEL, model .. '\terrors', 1)
 end
 
-local _, started = finish_write()
+local _, started = finish_write(false, created)
 return { stored_flag(started) }

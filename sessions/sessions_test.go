@@ -531,3 +531,33 @@ func TestBadInputIs4xxAndWritesNothing(t *testing.T) {
 		}
 	})
 }
+
+// Between two slides (at most a minute apart for a 7-day TTL) a write that
+// creates a key of the session still gives it the session's TTL at once.
+func TestNewKeysGetTheirTTLBetweenSlides(t *testing.T) {
+	redisstoretest.Each(t, func(t *testing.T, srv *redisstoretest.Server) {
+		h := start(t, srv, nil) // SESSION_TTL_SECONDS=604800: slides at most every 60 s
+		c := srv.Client(t)
+		h.Do(t, "POST", base+"/entries", `{"question":"q","answer":"a","qa_id":"q1"}`)
+		h.Do(t, "POST", base+"/traces", `{"origin_function":"f","status":"ok"}`)
+		h.Do(t, "POST", base+"/context", `{"id":"c1"}`)
+		for _, k := range ownKeys(keys) {
+			if got := ttlOf(t, c, k); got < 604800-60 || got > 604800 {
+				t.Fatalf("TTL of %s = %d, want about 604800", k, got)
+			}
+		}
+		// A TTL that a write did not re-apply is at most a minute short.
+		c.Do(t.Context(), c.B().Expire().Key(keys.Entries).Seconds(604000).Build())
+		h.Do(t, "PUT", base+"/entries/q1/feedback", `{"feedback_score":3}`)
+		if got := ttlOf(t, c, keys.Entries); got < 604000-60 {
+			t.Fatalf("TTL %d", got)
+		}
+		// PUT ttl always applies at once.
+		h.Do(t, "PUT", base+"/ttl", `{"ttl_seconds":900000}`)
+		for _, k := range ownKeys(keys) {
+			if got := ttlOf(t, c, k); got < 899990 {
+				t.Fatalf("TTL of %s = %d after PUT ttl", k, got)
+			}
+		}
+	})
+}
