@@ -22,8 +22,9 @@ import (
 // Factory registers the module with the host.
 var Factory = sidecar.Factory{Name: "metrics", New: New}
 
-// ScrapeTimeout bounds the Redis reads of one scrape.
-const ScrapeTimeout = 500 * time.Millisecond
+// ScrapeTimeout bounds the Redis reads of one scrape (well under
+// Prometheus's usual 10 s scrape timeout; a loaded Redis still answers).
+const ScrapeTimeout = 2 * time.Second
 
 // Config is the module's configuration.
 type Config struct {
@@ -38,6 +39,7 @@ type Module struct {
 
 	sessions, up, duration *prometheus.Desc
 	tokens, cost, calls    *prometheus.Desc
+	llmErrors              *prometheus.Desc
 }
 
 // New parses SESSION_ABANDON_AFTER_SECONDS.
@@ -66,6 +68,8 @@ func New(_ context.Context, deps sidecar.Deps) (sidecar.Module, error) {
 			"All-time cost in US dollars recorded in Redis across pods. Global: aggregate with max.", nil, nil),
 		calls: prometheus.NewDesc("sidecar_usage_calls",
 			"All-time LLM calls recorded in Redis across pods. Global: aggregate with max.", nil, nil),
+		llmErrors: prometheus.NewDesc("sidecar_usage_errors",
+			"All-time LLM calls recorded with error: true in Redis across pods. Global: aggregate with max.", nil, nil),
 	}, nil
 }
 
@@ -80,7 +84,7 @@ func (m *Module) Collectors() []prometheus.Collector { return []prometheus.Colle
 
 // Describe implements prometheus.Collector.
 func (m *Module) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{m.sessions, m.up, m.duration, m.tokens, m.cost, m.calls} {
+	for _, d := range []*prometheus.Desc{m.sessions, m.up, m.duration, m.tokens, m.cost, m.calls, m.llmErrors} {
 		ch <- d
 	}
 }
@@ -109,6 +113,7 @@ func (m *Module) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(m.tokens, prometheus.GaugeValue, float64(st.TokensOut), "output")
 	ch <- prometheus.MustNewConstMetric(m.cost, prometheus.GaugeValue, redisstore.USD(st.CostNanoUSD))
 	ch <- prometheus.MustNewConstMetric(m.calls, prometheus.GaugeValue, float64(st.Calls))
+	ch <- prometheus.MustNewConstMetric(m.llmErrors, prometheus.GaugeValue, float64(st.Errors))
 }
 
 var (
