@@ -26,12 +26,12 @@ LUA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lua")
 
 
 def keys(u, s):
-    """The 17 KEYS of a session script (redisstore/keys.go, standalone)."""
+    """The 15 KEYS of a session script (redisstore/keys.go, standalone)."""
     sid = f"{u}:{s}"
     return ([f"agent_sessions:{sid}", f"agent_traces:{sid}", f"session_context:{sid}",
              f"agent_session_record:{sid}", f"agent_session_qa_index:{sid}", f"agent_session_usage_ids:{sid}"]
-            + [f"agent_sessions_by_user:{u}:{x}" for x in ("all", "running", "completed", "failed")]
-            + [f"agent_sessions_global:{x}" for x in ("all", "running", "completed", "failed")]
+            + [f"agent_sessions_by_user:{u}:{x}" for x in ("running", "completed", "failed")]
+            + [f"agent_sessions_global:{x}" for x in ("running", "completed", "failed")]
             + ["agent_sessions_global:expiry", "agent_usage_totals", "agent_usage_by_model"])
 
 

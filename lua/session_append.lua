@@ -2,7 +2,7 @@
 -- session_append: append one Q&A entry to the session, idempotently by qa_id,
 -- trim to SESSION_MAX_ENTRIES, slide the TTL of every key of the session and
 -- record the activity, all at once.
--- KEYS[1..17] the session's keys, indexes and totals (session_lib.lua)
+-- KEYS[1..15] the session's keys, indexes and totals (session_lib.lua)
 -- ARGV[1..4] TTL, max entries, user_id, session_id (session_lib.lua)
 -- ARGV[5] qa_id
 -- ARGV[6] the entry, as Cognee's json.dumps writes it

@@ -1,7 +1,7 @@
 --! prelude: session_lib
 -- session_context_append: append one session-context entry, idempotently by
 -- its "id", and trim the context list to SESSION_MAX_ENTRIES.
--- KEYS[1..17] the session's keys, indexes and totals (session_lib.lua)
+-- KEYS[1..15] the session's keys, indexes and totals (session_lib.lua)
 -- ARGV[1..4] TTL, max entries, user_id, session_id (session_lib.lua)
 -- ARGV[5] the entry's id
 -- ARGV[6] the entry (a JSON object holding "id")

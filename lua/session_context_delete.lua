@@ -1,6 +1,6 @@
 --! prelude: session_lib
 -- session_context_delete: remove the session-context entry whose "id" matches.
--- KEYS[1..17] the session's keys, indexes and totals (session_lib.lua)
+-- KEYS[1..15] the session's keys, indexes and totals (session_lib.lua)
 -- ARGV[1..4] TTL, max entries, user_id, session_id (session_lib.lua)
 -- ARGV[5] the entry's id
 -- returns 1 when removed, 0 when there is no such entry.

@@ -2,7 +2,7 @@
 -- session_context_update: shallow-merge fields into the session-context entry
 -- whose "id" matches, as Cognee's update_session_context_entry does, keeping
 -- the bytes of the fields not named.
--- KEYS[1..17] the session's keys, indexes and totals (session_lib.lua)
+-- KEYS[1..15] the session's keys, indexes and totals (session_lib.lua)
 -- ARGV[1..4] TTL, max entries, user_id, session_id (session_lib.lua)
 -- ARGV[5] the entry's id
 -- ARGV[6] the fields to merge (a JSON object)

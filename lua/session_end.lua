@@ -1,7 +1,7 @@
 --! prelude: session_lib
 -- session_end: mark the session completed or failed (ended_at from Redis
 -- TIME). Activity after the end is still recorded but never reopens it.
--- KEYS[1..17] the session's keys, indexes and totals (session_lib.lua)
+-- KEYS[1..15] the session's keys, indexes and totals (session_lib.lua)
 -- ARGV[1..4] TTL, max entries, user_id, session_id (session_lib.lua)
 -- ARGV[5] 'completed' or 'failed'
 -- returns 1 when ended now; 2 when it had already ended with this status

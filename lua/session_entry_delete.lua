@@ -1,6 +1,6 @@
 --! prelude: session_lib
 -- session_entry_delete: remove one Q&A entry by qa_id.
--- KEYS[1..17] the session's keys, indexes and totals (session_lib.lua)
+-- KEYS[1..15] the session's keys, indexes and totals (session_lib.lua)
 -- ARGV[1..4] TTL, max entries, user_id, session_id (session_lib.lua)
 -- ARGV[5] qa_id
 -- returns 1 when removed, 0 when the session holds no such entry (nothing

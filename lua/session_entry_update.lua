@@ -2,7 +2,7 @@
 -- session_entry_update: change fields of one Q&A entry in place (PATCH,
 -- feedback set and clear). Only the named top-level fields change; every other
 -- byte of the entry stays as it was. memify_metadata is merged key-wise.
--- KEYS[1..17] the session's keys, indexes and totals (session_lib.lua)
+-- KEYS[1..15] the session's keys, indexes and totals (session_lib.lua)
 -- ARGV[1..4] TTL, max entries, user_id, session_id (session_lib.lua)
 -- ARGV[5] qa_id
 -- ARGV[6] memify_metadata patch (a JSON object) or '' for none

@@ -7,11 +7,12 @@
 --   KEYS[4] record hash    agent_session_record:<u>:<s>
 --   KEYS[5] qa_id index    agent_session_qa_index:<u>:<s>
 --   KEYS[6] usage ids hash agent_session_usage_ids:<u>:<s> (Idempotency-Key -> result)
---   KEYS[7..10]  the user's sessions by last activity: all, running, completed, failed (zsets)
---   KEYS[11..14] the same across users, members "<u>:<s>"
---   KEYS[15] expiry zset   agent_sessions_global:expiry ("<u>:<s>" -> expiry, µs)
---   KEYS[16] totals hash   agent_usage_totals
---   KEYS[17] by-model hash agent_usage_by_model
+--   KEYS[7..9]   the user's sessions by last activity, by stored status:
+--                running, completed, failed (zsets)
+--   KEYS[10..12] the same across users, members "<u>:<s>"
+--   KEYS[13] expiry zset   agent_sessions_global:expiry ("<u>:<s>" -> expiry, µs)
+--   KEYS[14] totals hash   agent_usage_totals
+--   KEYS[15] by-model hash agent_usage_by_model
 -- and the same first ARGVs:
 --   ARGV[1] SESSION_TTL_SECONDS (0 = no expiry)
 --   ARGV[2] SESSION_MAX_ENTRIES (0 = unbounded)
@@ -39,9 +40,9 @@ if redis.replicate_commands then redis.replicate_commands() end
 
 local K_ENTRIES, K_TRACES, K_CONTEXT, K_RECORD, K_INDEX, K_USAGE = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local SESSION_KEYS = { K_ENTRIES, K_TRACES, K_CONTEXT, K_RECORD, K_INDEX, K_USAGE }
-local K_USER = { all = KEYS[7], running = KEYS[8], completed = KEYS[9], failed = KEYS[10] }
-local K_GLOBAL = { all = KEYS[11], running = KEYS[12], completed = KEYS[13], failed = KEYS[14] }
-local K_EXPIRY, K_TOTALS, K_BY_MODEL = KEYS[15], KEYS[16], KEYS[17]
+local K_USER = { running = KEYS[7], completed = KEYS[8], failed = KEYS[9] }
+local K_GLOBAL = { running = KEYS[10], completed = KEYS[11], failed = KEYS[12] }
+local K_EXPIRY, K_TOTALS, K_BY_MODEL = KEYS[13], KEYS[14], KEYS[15]
 local DEFAULT_TTL = tonumber(ARGV[1])
 local MAX_ENTRIES = tonumber(ARGV[2])
 local SID = ARGV[4]                -- member of the user's index sets
@@ -307,11 +308,9 @@ end
 local STATUSES = { 'running', 'completed', 'failed' }
 
 -- index files the session under its status, scored by last activity. A
--- running session that stays running only moves its scores (four ZADDs); a
--- new or just-ended one also leaves the sets of the other statuses.
+-- session that keeps its status only moves its scores (two ZADDs); a new or
+-- just-ended one also leaves the sets of the other statuses.
 local function index(status, score, moved)
-  redis.call('ZADD', K_USER.all, score, SID)
-  redis.call('ZADD', K_GLOBAL.all, score, GID)
   redis.call('ZADD', K_USER[status], score, SID)
   redis.call('ZADD', K_GLOBAL[status], score, GID)
   if moved then
@@ -326,8 +325,6 @@ end
 
 -- unindex removes the session from every index set.
 local function unindex()
-  redis.call('ZREM', K_USER.all, SID)
-  redis.call('ZREM', K_GLOBAL.all, GID)
   for _, st in ipairs(STATUSES) do
     redis.call('ZREM', K_USER[st], SID)
     redis.call('ZREM', K_GLOBAL[st], GID)

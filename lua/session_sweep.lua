@@ -2,7 +2,7 @@
 -- (Redis expiry does not touch sorted sets). Bounded work per call; reads
 -- that count or list sessions call it first. No background sweeper.
 -- KEYS[1] expiry zset      agent_sessions_global:expiry
--- KEYS[2..5] global index  agent_sessions_global:{all,running,completed,failed}
+-- KEYS[2..4] global index  agent_sessions_global:{running,completed,failed}
 -- ARGV[1] the most sessions to look at
 -- ARGV[2] the record key prefix  ("agent_session_record:")
 -- ARGV[3] the user index prefix  ("agent_sessions_by_user:")
@@ -19,8 +19,8 @@ for _, gid in ipairs(due) do
   local pttl = redis.call('PTTL', record)
   if pttl == -2 then
     local user, sid = string.match(gid, '^([^:]*):(.*)$')
-    for i = 2, 5 do redis.call('ZREM', KEYS[i], gid) end
-    for _, st in ipairs({ 'all', 'running', 'completed', 'failed' }) do
+    for i = 2, 4 do redis.call('ZREM', KEYS[i], gid) end
+    for _, st in ipairs({ 'running', 'completed', 'failed' }) do
       redis.call('ZREM', ARGV[3] .. user .. ':' .. st, sid)
     end
     redis.call('ZREM', KEYS[1], gid)

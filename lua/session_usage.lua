@@ -1,7 +1,7 @@
 --! prelude: session_lib
 -- session_usage: add one LLM call's tokens and cost to the session record,
 -- its per-model breakdown and the all-time totals, once per Idempotency-Key.
--- KEYS[1..17] the session's keys, indexes and totals (session_lib.lua)
+-- KEYS[1..15] the session's keys, indexes and totals (session_lib.lua)
 -- ARGV[1..4] TTL, max entries, user_id, session_id (session_lib.lua)
 -- ARGV[5] model (as the caller named it)
 -- ARGV[6] input tokens, ARGV[7] output tokens (integers >= 0)

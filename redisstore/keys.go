@@ -20,19 +20,19 @@ type SessionKeys struct {
 	Index   string // agent_session_qa_index:<u>:<s>: qa_id -> position (hash)
 	Usage   string // agent_session_usage_ids:<u>:<s>: Idempotency-Key -> first result (hash)
 
-	// Sorted sets of the user's sessions scored by last activity (µs):
-	// all of them, and those whose stored status is running, completed,
-	// failed. "abandoned" is a score range of the running set.
-	UserIndex [4]string
+	// Sorted sets of the user's sessions scored by last activity (µs), one
+	// per stored status: running, completed, failed. "abandoned" is a score
+	// range of the running set; "any status" merges the three on read.
+	UserIndex [3]string
 	// The same across users (members "<user_id>:<session_id>").
-	GlobalIndex [4]string
+	GlobalIndex [3]string
 	Expiry      string // agent_sessions_global:expiry: member -> expiry time (µs), to drop expired sessions from the indexes
 	Totals      string // agent_usage_totals: tokens, nano-USD, calls, errors (hash)
 	ByModel     string // agent_usage_by_model: "<model>\t<field>" -> total (hash)
 }
 
-// IndexStatuses names the four sorted sets of UserIndex and GlobalIndex.
-var IndexStatuses = [4]string{"all", "running", "completed", "failed"}
+// IndexStatuses names the three sorted sets of UserIndex and GlobalIndex.
+var IndexStatuses = [3]string{"running", "completed", "failed"}
 
 // Session returns the keys of session (user, session).
 func (l Layout) Session(user, session string) SessionKeys {
@@ -58,18 +58,18 @@ func (l Layout) Session(user, session string) SessionKeys {
 
 var globalIndex = Layout{}.GlobalIndex()
 
-// UserIndex returns the user's four session indexes.
-func (l Layout) UserIndex(user string) [4]string {
-	var out [4]string
+// UserIndex returns the user's three session indexes.
+func (l Layout) UserIndex(user string) [3]string {
+	var out [3]string
 	for i, s := range IndexStatuses {
 		out[i] = "agent_sessions_by_user:" + user + ":" + s
 	}
 	return out
 }
 
-// GlobalIndex returns the four indexes across users.
-func (l Layout) GlobalIndex() [4]string {
-	var out [4]string
+// GlobalIndex returns the three indexes across users.
+func (l Layout) GlobalIndex() [3]string {
+	var out [3]string
 	for i, s := range IndexStatuses {
 		out[i] = "agent_sessions_global:" + s
 	}

@@ -294,52 +294,40 @@ func (s *Sessions) List(ctx context.Context, q ListQuery) ([]SessionState, strin
 		sets = l.UserIndex(q.User)
 	}
 	cutoff := strconv.FormatInt(now-q.AbandonAfter.Microseconds(), 10)
-	key, max, min := sets[0], "+inf", "-inf"
+	type scan struct{ key, max, min string }
+	var scans []scan
 	switch q.Status {
 	case StatusRunning:
-		key, min = sets[1], cutoff
+		scans = []scan{{sets[0], "+inf", cutoff}}
 	case StatusAbandoned:
-		key, max = sets[1], "("+cutoff
+		scans = []scan{{sets[0], "(" + cutoff, "-inf"}}
 	case StatusCompleted:
-		key = sets[2]
+		scans = []scan{{sets[1], "+inf", "-inf"}}
 	case StatusFailed:
-		key = sets[3]
+		scans = []scan{{sets[2], "+inf", "-inf"}}
+	default: // any status: merge the three sets
+		for _, k := range sets {
+			scans = append(scans, scan{k, "+inf", "-inf"})
+		}
 	}
-	var afterScore int64
-	var afterMember string
+	var after *hit
 	if q.Cursor != "" {
-		afterScore, afterMember, err = decodeCursor(q.Cursor)
+		score, member, err := decodeCursor(q.Cursor)
 		if err != nil {
 			return nil, "", err
 		}
-		if max == "+inf" || afterScore < mustScore(max) {
-			max = strconv.FormatInt(afterScore, 10)
-		}
-	}
-
-	// Fetch limit+1 members after the cursor (members sharing the cursor's
-	// score sort in reverse byte order; skip up to and including it).
-	type hit struct {
-		member string
-		score  int64
+		after = &hit{member, score}
 	}
 	var hits []hit
-	batch := int64(q.Limit + 8)
-	for offset := int64(0); len(hits) <= q.Limit; offset += batch {
-		zs, err := client.Do(ctx, client.B().Zrevrangebyscore().Key(key).Max(max).Min(min).Withscores().Limit(offset, batch).Build()).AsZScores()
+	for _, sc := range scans {
+		h, err := pageAfter(ctx, client, sc.key, sc.max, sc.min, after, q.Limit+1)
 		if err != nil {
-			return nil, "", Wrap("list sessions", err)
+			return nil, "", err
 		}
-		for _, z := range zs {
-			sc := int64(z.Score)
-			if q.Cursor != "" && sc == afterScore && z.Member >= afterMember {
-				continue
-			}
-			hits = append(hits, hit{z.Member, sc})
-		}
-		if int64(len(zs)) < batch {
-			break
-		}
+		hits = append(hits, h...)
+	}
+	if len(scans) > 1 {
+		sort.Slice(hits, func(i, j int) bool { return hits[i].before(hits[j]) })
 	}
 	next := ""
 	if len(hits) > q.Limit {
@@ -372,6 +360,50 @@ func (s *Sessions) List(ctx context.Context, q ListQuery) ([]SessionState, strin
 		out = append(out, SessionState{Record: parseRecord(ids[i][0], ids[i][1], h), Now: now, TTLSeconds: -2})
 	}
 	return out, next, nil
+}
+
+// hit is one index member and its score (last activity, µs).
+type hit struct {
+	member string
+	score  int64
+}
+
+// before orders hits as ZREVRANGEBYSCORE does: higher score first, then
+// members in reverse byte order.
+func (h hit) before(o hit) bool {
+	if h.score != o.score {
+		return h.score > o.score
+	}
+	return h.member > o.member
+}
+
+// pageAfter returns up to n members of the sorted set key within [min, max]
+// that come after the cursor hit (nil: from the top), newest first.
+func pageAfter(ctx context.Context, client rueidis.Client, key, max, min string, after *hit, n int) ([]hit, error) {
+	if after != nil && (max == "+inf" || after.score < mustScore(max)) {
+		max = strconv.FormatInt(after.score, 10)
+	}
+	var out []hit
+	batch := int64(n + 8)
+	for offset := int64(0); len(out) < n; offset += batch {
+		zs, err := client.Do(ctx, client.B().Zrevrangebyscore().Key(key).Max(max).Min(min).Withscores().Limit(offset, batch).Build()).AsZScores()
+		if err != nil {
+			return nil, Wrap("list sessions", err)
+		}
+		for _, z := range zs {
+			h := hit{z.Member, int64(z.Score)}
+			if after != nil && !after.before(h) {
+				continue // the cursor itself, or a member sharing its score before it
+			}
+			if len(out) < n {
+				out = append(out, h)
+			}
+		}
+		if int64(len(zs)) < batch {
+			break
+		}
+	}
+	return out, nil
 }
 
 func mustScore(s string) int64 {
@@ -422,10 +454,10 @@ func (s *Sessions) Stats(ctx context.Context, abandonAfter time.Duration) (Stats
 	g := l.GlobalIndex()
 	cutoff := strconv.FormatInt(now-abandonAfter.Microseconds(), 10)
 	res := client.DoMulti(ctx,
-		client.B().Zcount().Key(g[1]).Min(cutoff).Max("+inf").Build(),
-		client.B().Zcount().Key(g[1]).Min("-inf").Max("("+cutoff).Build(),
+		client.B().Zcount().Key(g[0]).Min(cutoff).Max("+inf").Build(),
+		client.B().Zcount().Key(g[0]).Min("-inf").Max("("+cutoff).Build(),
+		client.B().Zcard().Key(g[1]).Build(),
 		client.B().Zcard().Key(g[2]).Build(),
-		client.B().Zcard().Key(g[3]).Build(),
 		client.B().Hgetall().Key(l.Session("", "").Totals).Build(),
 	)
 	var st Stats

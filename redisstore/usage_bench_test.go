@@ -62,10 +62,9 @@ func populate(b *testing.B, c rueidis.Client, n int) {
 		cmds = append(cmds,
 			c.B().Hset().Key(l.Session(user, session).Record).FieldValue().
 				FieldValue("status", "running").FieldValue("started_at", sc).FieldValue("last_activity_at", sc).Build(),
-			c.B().Zadd().Key(g[1]).ScoreMember().ScoreMember(float64(score), user+":"+session).Build(),
 			c.B().Zadd().Key(g[0]).ScoreMember().ScoreMember(float64(score), user+":"+session).Build(),
 		)
-		if len(cmds) >= 3000 {
+		if len(cmds) >= 2000 {
 			flush()
 		}
 	}

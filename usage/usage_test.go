@@ -317,6 +317,10 @@ func TestListingPagesMostRecentFirst(t *testing.T) {
 		for i := range 7 {
 			h.Do(t, "POST", fmt.Sprintf("/v1/users/alice/sessions/s%d/entries", i), `{"question":"q","answer":"a"}`)
 		}
+		// Ending a session is activity: s1 then s4 become the most recent,
+		// and the any-status listing merges the running and completed sets.
+		h.Do(t, "POST", "/v1/users/alice/sessions/s1/complete", "")
+		h.Do(t, "POST", "/v1/users/alice/sessions/s4/fail", "")
 		for i := range 3 {
 			h.Do(t, "POST", fmt.Sprintf("/v1/users/bob/sessions/b%d/usage", i), `{"model":"gpt-4o"}`)
 		}
@@ -337,7 +341,7 @@ func TestListingPagesMostRecentFirst(t *testing.T) {
 			}
 			cursor = "&cursor=" + url.QueryEscape(*p.NextCursor)
 		}
-		if want := "s6 s5 s4 s3 s2 s1 s0"; strings.Join(got, " ") != want {
+		if want := "s4 s1 s6 s5 s3 s2 s0"; strings.Join(got, " ") != want {
 			t.Fatalf("pages gave %v, want %s", got, want)
 		}
 		var all page
