@@ -228,7 +228,8 @@ func FreePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-// ping sends an inline PING and expects +PONG (or -LOADING while starting).
+// ping sends an inline PING and expects +PONG, or -NOAUTH from a server
+// started with --requirepass (it answers, so it is up).
 func ping(addr string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
@@ -247,7 +248,7 @@ func ping(addr string) error {
 	if err != nil {
 		return err
 	}
-	if !bytes.HasPrefix(buf[:n], []byte("+PONG")) {
+	if !bytes.HasPrefix(buf[:n], []byte("+PONG")) && !bytes.HasPrefix(buf[:n], []byte("-NOAUTH")) {
 		return fmt.Errorf("unexpected reply %q", buf[:n])
 	}
 	return nil
