@@ -74,19 +74,6 @@ func (m *Module) Routes() []sidecar.Route {
 	}
 }
 
-// ids reads and validates the path ids named.
-func ids(r *http.Request, names ...string) ([]string, error) {
-	out := make([]string, len(names))
-	for i, n := range names {
-		v, err := sidecar.PathID(r, n)
-		if err != nil {
-			return nil, err
-		}
-		out[i] = v
-	}
-	return out, nil
-}
-
 // fieldError turns a Cognee validation error into a 400.
 func fieldError(err error) error {
 	var fe *cognee.FieldError
@@ -145,7 +132,7 @@ type appendRequest struct {
 }
 
 func (m *Module) appendEntry(w http.ResponseWriter, r *http.Request) error {
-	p, err := ids(r, "user_id", "session_id")
+	p, err := sidecar.PathIDs(r, "user_id", "session_id")
 	if err != nil {
 		return err
 	}
@@ -176,7 +163,7 @@ func (m *Module) appendEntry(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (m *Module) listEntries(w http.ResponseWriter, r *http.Request) error {
-	p, err := ids(r, "user_id", "session_id")
+	p, err := sidecar.PathIDs(r, "user_id", "session_id")
 	if err != nil {
 		return err
 	}
@@ -193,7 +180,7 @@ func (m *Module) listEntries(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (m *Module) getEntry(w http.ResponseWriter, r *http.Request) error {
-	p, err := ids(r, "user_id", "session_id", "qa_id")
+	p, err := sidecar.PathIDs(r, "user_id", "session_id", "qa_id")
 	if err != nil {
 		return err
 	}
@@ -205,7 +192,7 @@ func (m *Module) getEntry(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (m *Module) patchEntry(w http.ResponseWriter, r *http.Request) error {
-	p, err := ids(r, "user_id", "session_id", "qa_id")
+	p, err := sidecar.PathIDs(r, "user_id", "session_id", "qa_id")
 	if err != nil {
 		return err
 	}
@@ -238,7 +225,7 @@ type feedbackRequest struct {
 }
 
 func (m *Module) setFeedback(w http.ResponseWriter, r *http.Request) error {
-	p, err := ids(r, "user_id", "session_id", "qa_id")
+	p, err := sidecar.PathIDs(r, "user_id", "session_id", "qa_id")
 	if err != nil {
 		return err
 	}
@@ -254,7 +241,7 @@ func (m *Module) setFeedback(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (m *Module) clearFeedback(w http.ResponseWriter, r *http.Request) error {
-	p, err := ids(r, "user_id", "session_id", "qa_id")
+	p, err := sidecar.PathIDs(r, "user_id", "session_id", "qa_id")
 	if err != nil {
 		return err
 	}
@@ -262,7 +249,7 @@ func (m *Module) clearFeedback(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (m *Module) deleteEntry(w http.ResponseWriter, r *http.Request) error {
-	p, err := ids(r, "user_id", "session_id", "qa_id")
+	p, err := sidecar.PathIDs(r, "user_id", "session_id", "qa_id")
 	if err != nil {
 		return err
 	}
@@ -274,7 +261,7 @@ func (m *Module) deleteEntry(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (m *Module) deleteSession(w http.ResponseWriter, r *http.Request) error {
-	p, err := ids(r, "user_id", "session_id")
+	p, err := sidecar.PathIDs(r, "user_id", "session_id")
 	if err != nil {
 		return err
 	}
@@ -288,7 +275,7 @@ func (m *Module) deleteSession(w http.ResponseWriter, r *http.Request) error {
 // search matches every word of q (case-insensitive) against each entry's
 // question, answer and context; newest first.
 func (m *Module) search(w http.ResponseWriter, r *http.Request) error {
-	p, err := ids(r, "user_id", "session_id")
+	p, err := sidecar.PathIDs(r, "user_id", "session_id")
 	if err != nil {
 		return err
 	}
@@ -334,7 +321,7 @@ func matches(stored string, words []string) bool {
 }
 
 func (m *Module) appendTrace(w http.ResponseWriter, r *http.Request) error {
-	p, err := ids(r, "user_id", "session_id")
+	p, err := sidecar.PathIDs(r, "user_id", "session_id")
 	if err != nil {
 		return err
 	}
@@ -354,7 +341,7 @@ func (m *Module) appendTrace(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (m *Module) listTraces(w http.ResponseWriter, r *http.Request) error {
-	p, err := ids(r, "user_id", "session_id")
+	p, err := sidecar.PathIDs(r, "user_id", "session_id")
 	if err != nil {
 		return err
 	}
@@ -371,7 +358,7 @@ func (m *Module) listTraces(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (m *Module) appendContext(w http.ResponseWriter, r *http.Request) error {
-	p, err := ids(r, "user_id", "session_id")
+	p, err := sidecar.PathIDs(r, "user_id", "session_id")
 	if err != nil {
 		return err
 	}
@@ -398,7 +385,7 @@ func (m *Module) appendContext(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (m *Module) listContext(w http.ResponseWriter, r *http.Request) error {
-	p, err := ids(r, "user_id", "session_id")
+	p, err := sidecar.PathIDs(r, "user_id", "session_id")
 	if err != nil {
 		return err
 	}
@@ -411,7 +398,7 @@ func (m *Module) listContext(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (m *Module) patchContext(w http.ResponseWriter, r *http.Request) error {
-	p, err := ids(r, "user_id", "session_id", "id")
+	p, err := sidecar.PathIDs(r, "user_id", "session_id", "id")
 	if err != nil {
 		return err
 	}
@@ -431,7 +418,7 @@ func (m *Module) patchContext(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (m *Module) deleteContext(w http.ResponseWriter, r *http.Request) error {
-	p, err := ids(r, "user_id", "session_id", "id")
+	p, err := sidecar.PathIDs(r, "user_id", "session_id", "id")
 	if err != nil {
 		return err
 	}

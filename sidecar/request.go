@@ -44,6 +44,29 @@ func PathID(r *http.Request, name string) (string, error) {
 	return v, nil
 }
 
+// PathIDs returns the validated path values named, in order, or the 400 of
+// the first that is not an id.
+func PathIDs(r *http.Request, names ...string) ([]string, error) {
+	out := make([]string, len(names))
+	for i, n := range names {
+		v, err := PathID(r, n)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = v
+	}
+	return out, nil
+}
+
+// SessionIDs returns the validated {user_id} and {session_id} of r.
+func SessionIDs(r *http.Request) (user, session string, err error) {
+	if user, err = PathID(r, "user_id"); err != nil {
+		return "", "", err
+	}
+	session, err = PathID(r, "session_id")
+	return user, session, err
+}
+
 // QueryInt parses an optional integer query parameter within [lo, hi].
 func QueryInt(r *http.Request, name string, def, lo, hi int) (int, error) {
 	s := r.URL.Query().Get(name)

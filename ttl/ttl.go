@@ -51,7 +51,7 @@ type ttlBody struct {
 }
 
 func (m *Module) get(w http.ResponseWriter, r *http.Request) error {
-	user, session, err := userSession(r)
+	user, session, err := sidecar.SessionIDs(r)
 	if err != nil {
 		return err
 	}
@@ -67,7 +67,7 @@ func (m *Module) get(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (m *Module) put(w http.ResponseWriter, r *http.Request) error {
-	user, session, err := userSession(r)
+	user, session, err := sidecar.SessionIDs(r)
 	if err != nil {
 		return err
 	}
@@ -94,15 +94,6 @@ func (m *Module) put(w http.ResponseWriter, r *http.Request) error {
 	}
 	sidecar.WriteJSON(w, http.StatusOK, ttlBody{TTLSeconds: &ttl})
 	return nil
-}
-
-func userSession(r *http.Request) (string, string, error) {
-	user, err := sidecar.PathID(r, "user_id")
-	if err != nil {
-		return "", "", err
-	}
-	session, err := sidecar.PathID(r, "session_id")
-	return user, session, err
 }
 
 var _ sidecar.Module = (*Module)(nil)

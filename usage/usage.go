@@ -95,15 +95,6 @@ func (m *Module) Routes() []sidecar.Route {
 	}
 }
 
-func userSession(r *http.Request) (string, string, error) {
-	user, err := sidecar.PathID(r, "user_id")
-	if err != nil {
-		return "", "", err
-	}
-	session, err := sidecar.PathID(r, "session_id")
-	return user, session, err
-}
-
 // sessionJSON is a session record as clients read it.
 type sessionJSON struct {
 	UserID         string               `json:"user_id"`
@@ -163,7 +154,7 @@ func (m *Module) toJSON(st redisstore.SessionState, withTTL bool) sessionJSON {
 }
 
 func (m *Module) get(w http.ResponseWriter, r *http.Request) error {
-	user, session, err := userSession(r)
+	user, session, err := sidecar.SessionIDs(r)
 	if err != nil {
 		return err
 	}
@@ -225,7 +216,7 @@ func validModel(s string) bool {
 }
 
 func (m *Module) addUsage(w http.ResponseWriter, r *http.Request) error {
-	user, session, err := userSession(r)
+	user, session, err := sidecar.SessionIDs(r)
 	if err != nil {
 		return err
 	}
@@ -317,7 +308,7 @@ func tokens(field string, explicit *int64, text *string) (n, estimated int64, er
 
 func (m *Module) end(status string) sidecar.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
-		user, session, err := userSession(r)
+		user, session, err := sidecar.SessionIDs(r)
 		if err != nil {
 			return err
 		}
