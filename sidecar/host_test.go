@@ -2,7 +2,6 @@ package sidecar_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -19,6 +18,7 @@ import (
 	"github.com/agentsidecar/agentsidecar/redisstore"
 	"github.com/agentsidecar/agentsidecar/redisstore/redisstoretest"
 	"github.com/agentsidecar/agentsidecar/sidecar"
+	"github.com/agentsidecar/agentsidecar/sidecar/sidecartest"
 )
 
 // kvModule is a small real module for host tests: it stores values in Redis
@@ -126,114 +126,8 @@ var echoFactory = sidecar.Factory{Name: "echo", New: func(context.Context, sidec
 	return echoModule{}, nil
 }}
 
-// testHost is a running host on loopback ports.
-type testHost struct {
-	api, ops string
-	host     *sidecar.Host
-	conn     *redisstore.Conn
-	cancel   context.CancelFunc
-	done     chan error
-}
-
-// startHost runs a host with env (plus loopback listeners on free ports)
-// against redisURL, until the test ends, and waits until Redis is connected.
-func startHost(t *testing.T, redisURL string, env envconf.Env, factories ...sidecar.Factory) *testHost {
-	t.Helper()
-	th := startHostEarly(t, redisURL, env, factories...)
-	select {
-	case <-th.conn.Ready():
-	case <-time.After(10 * time.Second):
-		t.Fatalf("redis at %s not connected within 10s", redisURL)
-	}
-	return th
-}
-
-// startHostEarly is startHost without waiting for Redis.
-func startHostEarly(t *testing.T, redisURL string, env envconf.Env, factories ...sidecar.Factory) *testHost {
-	t.Helper()
-	full := envconf.Env{"SIDECAR_LISTEN_ADDR": "127.0.0.1:0", "SIDECAR_OPS_ADDR": "127.0.0.1:0", "REDIS_URL": redisURL, "LOG_LEVEL": "error"}
-	for k, v := range env {
-		full[k] = v
-	}
-	cfg, err := sidecar.LoadConfig(full)
-	if err != nil {
-		t.Fatalf("LoadConfig: %v", err)
-	}
-	enabled, err := sidecar.Select(factories, cfg.Modules)
-	if err != nil {
-		t.Fatalf("Select: %v", err)
-	}
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	conn, err := redisstore.Open(cfg.Redis, logger)
-	if err != nil {
-		t.Fatalf("Open: %v", err)
-	}
-	t.Cleanup(conn.Close)
-	h, err := sidecar.NewHost(t.Context(), cfg, full, conn, logger, enabled)
-	if err != nil {
-		t.Fatalf("NewHost: %v", err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	th := &testHost{host: h, conn: conn, cancel: cancel, done: make(chan error, 1)}
-	go func() { th.done <- h.Run(ctx) }()
-	th.api, th.ops = h.Addrs()
-	t.Cleanup(func() { _ = th.stop() })
-	return th
-}
-
-// stop cancels Run (as SIGTERM does) and returns its result.
-func (th *testHost) stop() error {
-	th.cancel()
-	select {
-	case err := <-th.done:
-		th.done <- err
-		return err
-	case <-time.After(15 * time.Second):
-		return errors.New("host did not stop within 15s")
-	}
-}
-
-type reply struct {
-	status int
-	header http.Header
-	body   string
-}
-
-// errCode extracts error.code from an envelope ("" if the body is not one).
-func (r reply) errCode() string {
-	var env struct {
-		Error struct {
-			Code    string `json:"code"`
-			Message string `json:"message"`
-		} `json:"error"`
-	}
-	if json.Unmarshal([]byte(r.body), &env) != nil || env.Error.Message == "" {
-		return ""
-	}
-	return env.Error.Code
-}
-
-func do(t *testing.T, method, url, body string, header ...string) reply {
-	t.Helper()
-	var rd io.Reader
-	if body != "" {
-		rd = strings.NewReader(body)
-	}
-	req, err := http.NewRequestWithContext(t.Context(), method, url, rd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i+1 < len(header); i += 2 {
-		req.Header.Set(header[i], header[i+1])
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, url, err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return reply{status: resp.StatusCode, header: resp.Header, body: string(b)}
-}
+// do sends one request to a full URL.
+var do = sidecartest.Do
 
 // eventually polls cond until it holds or the timeout passes.
 func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
@@ -249,20 +143,20 @@ func eventually(t *testing.T, timeout time.Duration, what string, cond func() bo
 
 func TestHostServesModuleRoutesAgainstRedis(t *testing.T) {
 	redisstoretest.Each(t, func(t *testing.T, s *redisstoretest.Server) {
-		th := startHost(t, s.URL(), nil, kvFactory(nil))
-		base := "http://" + th.api
-		if r := do(t, "PUT", base+"/v1/kv/k1", `{"value":"v1"}`, "Content-Type", "application/json"); r.status != 200 {
-			t.Fatalf("PUT: got %d %s, want 200", r.status, r.body)
+		th := sidecartest.Start(t, s, nil, kvFactory(nil))
+		base := th.API
+		if r := do(t, "PUT", base+"/v1/kv/k1", `{"value":"v1"}`, "Content-Type", "application/json"); r.Status != 200 {
+			t.Fatalf("PUT: got %d %s, want 200", r.Status, r.Body)
 		}
 		got, err := s.Client(t).Do(t.Context(), rueidis.Client.B(s.Client(t)).Get().Key("kv:k1").Build()).ToString()
 		if err != nil || got != "v1" {
 			t.Fatalf("Redis holds %q (%v), want v1", got, err)
 		}
-		if r := do(t, "GET", base+"/v1/kv/k1", ""); r.status != 200 || !strings.Contains(r.body, `"v1"`) {
-			t.Fatalf("GET: got %d %s", r.status, r.body)
+		if r := do(t, "GET", base+"/v1/kv/k1", ""); r.Status != 200 || !strings.Contains(r.Body, `"v1"`) {
+			t.Fatalf("GET: got %d %s", r.Status, r.Body)
 		}
-		if r := do(t, "GET", base+"/v1/kv/nope", ""); r.status != 404 || r.errCode() != "not_found" {
-			t.Fatalf("GET missing: got %d %s, want 404 not_found", r.status, r.body)
+		if r := do(t, "GET", base+"/v1/kv/nope", ""); r.Status != 404 || r.Code() != "not_found" {
+			t.Fatalf("GET missing: got %d %s, want 404 not_found", r.Status, r.Body)
 		}
 	})
 }
@@ -281,17 +175,17 @@ func TestModulesEnabledBySIDECAR_MODULES(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(fmt.Sprintf("%q", tc.modules), func(t *testing.T) {
-			th := startHost(t, s.URL(), envconf.Env{"SIDECAR_MODULES": tc.modules}, kvFactory(nil), echoFactory)
-			base := "http://" + th.api
+			th := sidecartest.Start(t, s, envconf.Env{"SIDECAR_MODULES": tc.modules}, kvFactory(nil), echoFactory)
+			base := th.API
 			// A kv key that does not exist is the module's 404 ("no key")
 			// when kv is enabled and the mux's "no such route" otherwise.
 			kv := do(t, "GET", base+"/v1/kv/absent", "")
-			if got := strings.Contains(kv.body, "no key"); got != tc.wantKV {
-				t.Errorf("kv enabled = %v, want %v (%d %s)", got, tc.wantKV, kv.status, kv.body)
+			if got := strings.Contains(kv.Body, "no key"); got != tc.wantKV {
+				t.Errorf("kv enabled = %v, want %v (%d %s)", got, tc.wantKV, kv.Status, kv.Body)
 			}
 			echo := do(t, "POST", base+"/v1/echo", `{"a":1}`)
-			if got := echo.status == 200; got != tc.wantEcho {
-				t.Errorf("echo enabled = %v, want %v (%d %s)", got, tc.wantEcho, echo.status, echo.body)
+			if got := echo.Status == 200; got != tc.wantEcho {
+				t.Errorf("echo enabled = %v, want %v (%d %s)", got, tc.wantEcho, echo.Status, echo.Body)
 			}
 		})
 	}
@@ -343,8 +237,8 @@ func TestConflictingRoutesAreAnError(t *testing.T) {
 }
 
 func TestBearerToken(t *testing.T) {
-	th := startHost(t, redisstoretest.New(t).URL(), envconf.Env{"SIDECAR_API_TOKEN": "s3cret-token"}, kvFactory(nil))
-	base := "http://" + th.api
+	th := sidecartest.Start(t, redisstoretest.New(t), envconf.Env{"SIDECAR_API_TOKEN": "s3cret-token"}, kvFactory(nil))
+	base := th.API
 	tests := []struct {
 		name   string
 		header []string
@@ -359,30 +253,30 @@ func TestBearerToken(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			r := do(t, "GET", base+"/v1/kv/absent", "", tc.header...)
-			if r.status != tc.want {
-				t.Fatalf("got %d %s, want %d", r.status, r.body, tc.want)
+			if r.Status != tc.want {
+				t.Fatalf("got %d %s, want %d", r.Status, r.Body, tc.want)
 			}
-			if tc.want == 401 && (r.errCode() != "unauthorized" || r.header.Get("WWW-Authenticate") == "") {
-				t.Fatalf("got %s / WWW-Authenticate %q, want the unauthorized envelope and challenge", r.body, r.header.Get("WWW-Authenticate"))
+			if tc.want == 401 && (r.Code() != "unauthorized" || r.Header.Get("WWW-Authenticate") == "") {
+				t.Fatalf("got %s / WWW-Authenticate %q, want the unauthorized envelope and challenge", r.Body, r.Header.Get("WWW-Authenticate"))
 			}
 		})
 	}
 	// Unknown routes do not leak their existence to unauthenticated callers.
-	if r := do(t, "GET", base+"/v1/nothing-here", ""); r.status != 401 {
-		t.Fatalf("unknown route without token: got %d, want 401", r.status)
+	if r := do(t, "GET", base+"/v1/nothing-here", ""); r.Status != 401 {
+		t.Fatalf("unknown route without token: got %d, want 401", r.Status)
 	}
 	// Probes and metrics stay open for the kubelet and Prometheus.
 	for _, p := range []string{"/healthz", "/readyz", "/metrics"} {
-		if r := do(t, "GET", "http://"+th.ops+p, ""); r.status != 200 {
-			t.Fatalf("%s: got %d, want 200 without a token", p, r.status)
+		if r := do(t, "GET", th.Ops+p, ""); r.Status != 200 {
+			t.Fatalf("%s: got %d, want 200 without a token", p, r.Status)
 		}
 	}
 }
 
 func TestBadRequestsGetTheEnvelopeAndWriteNothing(t *testing.T) {
 	s := redisstoretest.New(t)
-	th := startHost(t, s.URL(), envconf.Env{"SIDECAR_MAX_BODY_BYTES": "64"}, kvFactory(nil), echoFactory)
-	base := "http://" + th.api
+	th := sidecartest.Start(t, s, envconf.Env{"SIDECAR_MAX_BODY_BYTES": "64"}, kvFactory(nil), echoFactory)
+	base := th.API
 	json := []string{"Content-Type", "application/json"}
 	tests := []struct {
 		name, method, path, body string
@@ -410,10 +304,10 @@ func TestBadRequestsGetTheEnvelopeAndWriteNothing(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			r := do(t, tc.method, base+tc.path, tc.body, tc.header...)
-			if r.status != tc.status || r.errCode() != tc.code {
-				t.Fatalf("got %d %s, want %d %s", r.status, r.body, tc.status, tc.code)
+			if r.Status != tc.status || r.Code() != tc.code {
+				t.Fatalf("got %d %s, want %d %s", r.Status, r.Body, tc.status, tc.code)
 			}
-			if ct := r.header.Get("Content-Type"); ct != "application/json" {
+			if ct := r.Header.Get("Content-Type"); ct != "application/json" {
 				t.Fatalf("Content-Type %q, want application/json", ct)
 			}
 		})
@@ -437,24 +331,24 @@ func TestBadRequestsGetTheEnvelopeAndWriteNothing(t *testing.T) {
 
 func TestRedisOutageIs503AndRecovers(t *testing.T) {
 	s := redisstoretest.NewReal(t)
-	th := startHost(t, s.URL(), nil, kvFactory(nil))
-	base := "http://" + th.api
-	if r := do(t, "PUT", base+"/v1/kv/k", `{"value":"before"}`); r.status != 200 {
-		t.Fatalf("PUT before outage: got %d %s", r.status, r.body)
+	th := sidecartest.Start(t, s, nil, kvFactory(nil))
+	base := th.API
+	if r := do(t, "PUT", base+"/v1/kv/k", `{"value":"before"}`); r.Status != 200 {
+		t.Fatalf("PUT before outage: got %d %s", r.Status, r.Body)
 	}
 
 	s.Kill()
 	r := do(t, "PUT", base+"/v1/kv/k", `{"value":"during"}`)
-	if r.status != 503 || r.errCode() != "redis_unavailable" || r.header.Get("Retry-After") == "" {
-		t.Fatalf("PUT during outage: got %d %s (Retry-After %q), want 503 redis_unavailable with Retry-After", r.status, r.body, r.header.Get("Retry-After"))
+	if r.Status != 503 || r.Code() != "redis_unavailable" || r.Header.Get("Retry-After") == "" {
+		t.Fatalf("PUT during outage: got %d %s (Retry-After %q), want 503 redis_unavailable with Retry-After", r.Status, r.Body, r.Header.Get("Retry-After"))
 	}
-	if r := do(t, "GET", "http://"+th.ops+"/readyz", ""); r.status != 503 || !strings.Contains(r.body, "redis") {
-		t.Fatalf("readyz during outage: got %d %s, want 503 naming redis", r.status, r.body)
+	if r := do(t, "GET", th.Ops+"/readyz", ""); r.Status != 503 || !strings.Contains(r.Body, "redis") {
+		t.Fatalf("readyz during outage: got %d %s, want 503 naming redis", r.Status, r.Body)
 	}
-	if r := do(t, "GET", "http://"+th.ops+"/healthz", ""); r.status != 200 {
-		t.Fatalf("healthz during outage: got %d, want 200", r.status)
+	if r := do(t, "GET", th.Ops+"/healthz", ""); r.Status != 200 {
+		t.Fatalf("healthz during outage: got %d, want 200", r.Status)
 	}
-	if m := do(t, "GET", "http://"+th.ops+"/metrics", "").body; !strings.Contains(m, "sidecar_redis_up 0\n") {
+	if m := do(t, "GET", th.Ops+"/metrics", "").Body; !strings.Contains(m, "sidecar_redis_up 0\n") {
 		t.Fatal("sidecar_redis_up is not 0 during the outage")
 	}
 
@@ -465,17 +359,17 @@ func TestRedisOutageIs503AndRecovers(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, 10*time.Second, "readyz after Redis returned", func() bool {
-		return do(t, "GET", "http://"+th.ops+"/readyz", "").status == 200
+		return do(t, "GET", th.Ops+"/readyz", "").Status == 200
 	})
 	for i := range 20 {
-		if r := do(t, "PUT", base+"/v1/kv/k", fmt.Sprintf(`{"value":"after%d"}`, i)); r.status != 200 {
-			t.Fatalf("PUT %d after recovery: got %d %s", i, r.status, r.body)
+		if r := do(t, "PUT", base+"/v1/kv/k", fmt.Sprintf(`{"value":"after%d"}`, i)); r.Status != 200 {
+			t.Fatalf("PUT %d after recovery: got %d %s", i, r.Status, r.Body)
 		}
 	}
-	if r := do(t, "GET", base+"/v1/kv/k", ""); r.status != 200 || !strings.Contains(r.body, "after19") {
-		t.Fatalf("GET after recovery: got %d %s", r.status, r.body)
+	if r := do(t, "GET", base+"/v1/kv/k", ""); r.Status != 200 || !strings.Contains(r.Body, "after19") {
+		t.Fatalf("GET after recovery: got %d %s", r.Status, r.Body)
 	}
-	if m := do(t, "GET", "http://"+th.ops+"/metrics", "").body; !strings.Contains(m, "sidecar_redis_up 1\n") {
+	if m := do(t, "GET", th.Ops+"/metrics", "").Body; !strings.Contains(m, "sidecar_redis_up 1\n") {
 		t.Fatal("sidecar_redis_up is not 1 after recovery")
 	}
 }
@@ -486,24 +380,24 @@ func TestStartsBeforeRedisAndBecomesReady(t *testing.T) {
 		t.Fatal(err)
 	}
 	url := fmt.Sprintf("redis://127.0.0.1:%d", port)
-	th := startHostEarly(t, url, nil, kvFactory(nil))
-	if r := do(t, "GET", "http://"+th.ops+"/healthz", ""); r.status != 200 {
-		t.Fatalf("healthz before Redis: got %d, want 200", r.status)
+	th := sidecartest.StartURL(t, url, nil, kvFactory(nil))
+	if r := do(t, "GET", th.Ops+"/healthz", ""); r.Status != 200 {
+		t.Fatalf("healthz before Redis: got %d, want 200", r.Status)
 	}
-	if r := do(t, "GET", "http://"+th.ops+"/readyz", ""); r.status != 503 {
-		t.Fatalf("readyz before Redis: got %d %s, want 503", r.status, r.body)
+	if r := do(t, "GET", th.Ops+"/readyz", ""); r.Status != 503 {
+		t.Fatalf("readyz before Redis: got %d %s, want 503", r.Status, r.Body)
 	}
-	r := do(t, "GET", "http://"+th.api+"/v1/kv/k", "")
-	if r.status != 503 || r.errCode() != "redis_unavailable" || r.header.Get("Retry-After") == "" {
-		t.Fatalf("API before Redis: got %d %s, want 503 redis_unavailable with Retry-After", r.status, r.body)
+	r := do(t, "GET", th.API+"/v1/kv/k", "")
+	if r.Status != 503 || r.Code() != "redis_unavailable" || r.Header.Get("Retry-After") == "" {
+		t.Fatalf("API before Redis: got %d %s, want 503 redis_unavailable with Retry-After", r.Status, r.Body)
 	}
 
 	redisstoretest.NewRealOnPort(t, port)
 	eventually(t, 15*time.Second, "readyz after Redis started", func() bool {
-		return do(t, "GET", "http://"+th.ops+"/readyz", "").status == 200
+		return do(t, "GET", th.Ops+"/readyz", "").Status == 200
 	})
-	if r := do(t, "PUT", "http://"+th.api+"/v1/kv/k", `{"value":"v"}`); r.status != 200 {
-		t.Fatalf("PUT once ready: got %d %s", r.status, r.body)
+	if r := do(t, "PUT", th.API+"/v1/kv/k", `{"value":"v"}`); r.Status != 200 {
+		t.Fatalf("PUT once ready: got %d %s", r.Status, r.Body)
 	}
 }
 
@@ -512,29 +406,27 @@ func TestStartupTimeoutEndsRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	th := startHostEarly(t, fmt.Sprintf("redis://127.0.0.1:%d", port), envconf.Env{"SIDECAR_STARTUP_TIMEOUT": "300ms"}, kvFactory(nil))
-	select {
-	case err := <-th.done:
-		th.done <- err
-		if err == nil || !strings.Contains(err.Error(), "SIDECAR_STARTUP_TIMEOUT") {
-			t.Fatalf("got %v, want an error naming SIDECAR_STARTUP_TIMEOUT", err)
-		}
-	case <-time.After(10 * time.Second):
+	th := sidecartest.StartURL(t, fmt.Sprintf("redis://127.0.0.1:%d", port), envconf.Env{"SIDECAR_STARTUP_TIMEOUT": "300ms"}, kvFactory(nil))
+	err, exited := th.Exited(10 * time.Second)
+	if !exited {
 		t.Fatal("Run did not give up after SIDECAR_STARTUP_TIMEOUT")
+	}
+	if err == nil || !strings.Contains(err.Error(), "SIDECAR_STARTUP_TIMEOUT") {
+		t.Fatalf("got %v, want an error naming SIDECAR_STARTUP_TIMEOUT", err)
 	}
 }
 
 func TestShutdownFinishesInFlightRequests(t *testing.T) {
 	var closed atomic.Int32
-	th := startHost(t, redisstoretest.New(t).URL(), nil, kvFactory(&closed))
-	got := make(chan reply, 1)
-	go func() { got <- do(t, "GET", "http://"+th.api+"/v1/slow", "") }()
+	th := sidecartest.Start(t, redisstoretest.New(t), nil, kvFactory(&closed))
+	got := make(chan sidecartest.Reply, 1)
+	go func() { got <- do(t, "GET", th.API+"/v1/slow", "") }()
 	time.Sleep(100 * time.Millisecond) // let the request reach the handler
-	if err := th.stop(); err != nil {
+	if err := th.Stop(); err != nil {
 		t.Fatalf("Run returned %v after shutdown, want nil", err)
 	}
-	if r := <-got; r.status != 200 {
-		t.Fatalf("in-flight request: got %d %s, want 200", r.status, r.body)
+	if r := <-got; r.Status != 200 {
+		t.Fatalf("in-flight request: got %d %s, want 200", r.Status, r.Body)
 	}
 	if closed.Load() != 1 {
 		t.Fatalf("module closed %d times, want 1", closed.Load())
@@ -542,10 +434,10 @@ func TestShutdownFinishesInFlightRequests(t *testing.T) {
 }
 
 func TestHTTPMetricsUseRoutePatterns(t *testing.T) {
-	th := startHost(t, redisstoretest.New(t).URL(), nil, kvFactory(nil))
-	do(t, "PUT", "http://"+th.api+"/v1/kv/user-42", `{"value":"v"}`)
-	do(t, "GET", "http://"+th.api+"/v1/nothing", "")
-	m := do(t, "GET", "http://"+th.ops+"/metrics", "").body
+	th := sidecartest.Start(t, redisstoretest.New(t), nil, kvFactory(nil))
+	do(t, "PUT", th.API+"/v1/kv/user-42", `{"value":"v"}`)
+	do(t, "GET", th.API+"/v1/nothing", "")
+	m := do(t, "GET", th.Ops+"/metrics", "").Body
 	for _, want := range []string{
 		`sidecar_http_requests_total{code="200",route="PUT /v1/kv/{key}"} 1`,
 		`sidecar_http_requests_total{code="404",route="unmatched"} 1`,

@@ -35,6 +35,25 @@ type Host struct {
 // always free loopback ports).
 func Start(t testing.TB, srv *redisstoretest.Server, env envconf.Env, factories ...sidecar.Factory) *Host {
 	t.Helper()
+	h := start(t, srv.Options(), env, factories)
+	select {
+	case <-h.Conn.Ready():
+	case <-time.After(10 * time.Second):
+		t.Fatalf("redis at %s not connected within 10s", srv.Addr)
+	}
+	return h
+}
+
+// StartURL runs a host against the Redis at redisURL, which need not be up
+// yet, and returns at once (for tests of a sidecar that starts before its
+// Redis).
+func StartURL(t testing.TB, redisURL string, env envconf.Env, factories ...sidecar.Factory) *Host {
+	t.Helper()
+	return start(t, redisstore.Options{URL: redisURL, Port: 6379, SSLCertReqs: "required"}, env, factories)
+}
+
+func start(t testing.TB, opts redisstore.Options, env envconf.Env, factories []sidecar.Factory) *Host {
+	t.Helper()
 	full := envconf.Env{"SIDECAR_LISTEN_ADDR": "127.0.0.1:0", "SIDECAR_OPS_ADDR": "127.0.0.1:0", "LOG_LEVEL": "error"}
 	for k, v := range env {
 		full[k] = v
@@ -43,7 +62,11 @@ func Start(t testing.TB, srv *redisstoretest.Server, env envconf.Env, factories 
 	if err != nil {
 		t.Fatalf("LoadConfig: %v", err)
 	}
-	cfg.Redis = srv.Options()
+	cfg.Redis = opts
+	enabled, err := sidecar.Select(factories, cfg.Modules)
+	if err != nil {
+		t.Fatalf("Select: %v", err)
+	}
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	if testing.Verbose() {
 		logger = slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
@@ -53,7 +76,7 @@ func Start(t testing.TB, srv *redisstoretest.Server, env envconf.Env, factories 
 		t.Fatalf("redisstore.Open: %v", err)
 	}
 	t.Cleanup(conn.Close)
-	h, err := sidecar.NewHost(context.Background(), cfg, full, conn, logger, factories)
+	h, err := sidecar.NewHost(context.Background(), cfg, full, conn, logger, enabled)
 	if err != nil {
 		t.Fatalf("NewHost: %v", err)
 	}
@@ -63,12 +86,19 @@ func Start(t testing.TB, srv *redisstoretest.Server, env envconf.Env, factories 
 	api, ops := h.Addrs()
 	th.API, th.Ops = "http://"+api, "http://"+ops
 	t.Cleanup(func() { _ = th.Stop() })
-	select {
-	case <-conn.Ready():
-	case <-time.After(10 * time.Second):
-		t.Fatalf("redis at %s not connected within 10s", srv.Addr)
-	}
 	return th
+}
+
+// Exited answers Run's result if the host stopped by itself (a startup
+// timeout, say) within d, else false.
+func (h *Host) Exited(d time.Duration) (error, bool) {
+	select {
+	case err := <-h.done:
+		h.done <- err
+		return err, true
+	case <-time.After(d):
+		return nil, false
+	}
 }
 
 type testWriter struct{ t testing.TB }
