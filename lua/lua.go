@@ -10,7 +10,9 @@ package lua
 
 import (
 	"context"
+	"crypto/sha1"
 	"embed"
+	"encoding/hex"
 	"fmt"
 	"sort"
 	"strings"
@@ -28,6 +30,7 @@ type Script struct {
 	Name   string // file name without .lua: the label in metrics
 	Source string // the text Redis runs, prelude included
 	lua    *rueidis.Lua
+	sha1   string
 
 	duration prometheus.Observer // this script's series, resolved once
 	errors   prometheus.Counter
@@ -50,7 +53,8 @@ func load(name string) *Script {
 		}
 		src = string(pre) + "\n" + src
 	}
-	s := &Script{Name: name, Source: src, lua: rueidis.NewLuaScript(src),
+	sum := sha1.Sum([]byte(src))
+	s := &Script{Name: name, Source: src, lua: rueidis.NewLuaScript(src), sha1: hex.EncodeToString(sum[:]),
 		duration: scriptDuration.WithLabelValues(name), errors: scriptErrors.WithLabelValues(name)}
 	registry[name] = s
 	return s
@@ -74,6 +78,45 @@ func (s *Script) Exec(ctx context.Context, c rueidis.Client, keys, args []string
 	s.duration.Observe(time.Since(start).Seconds())
 	if err := res.Error(); err != nil && !rueidis.IsRedisNil(err) {
 		s.errors.Inc()
+	}
+	return res
+}
+
+// Call is one run of a script in ExecMulti.
+type Call struct {
+	Keys, Args []string
+}
+
+// ExecMulti runs the script once per call in one pipeline (on a cluster
+// client, rueidis sends each call to the node of its keys' slot): EVALSHA,
+// then EVAL for the calls a node answered NOSCRIPT. Each call counts in the
+// script's metrics with the pipeline's latency.
+func (s *Script) ExecMulti(ctx context.Context, c rueidis.Client, calls ...Call) []rueidis.RedisResult {
+	start := time.Now()
+	cmds := make(rueidis.Commands, len(calls))
+	for i, call := range calls {
+		cmds[i] = c.B().Evalsha().Sha1(s.sha1).Numkeys(int64(len(call.Keys))).Key(call.Keys...).Arg(call.Args...).Build()
+	}
+	res := c.DoMulti(ctx, cmds...)
+	var again rueidis.Commands
+	var at []int
+	for i, r := range res {
+		if err, ok := rueidis.IsRedisErr(r.Error()); ok && err.IsNoScript() {
+			again = append(again, c.B().Eval().Script(s.Source).Numkeys(int64(len(calls[i].Keys))).Key(calls[i].Keys...).Arg(calls[i].Args...).Build())
+			at = append(at, i)
+		}
+	}
+	if len(again) > 0 {
+		for j, r := range c.DoMulti(ctx, again...) {
+			res[at[j]] = r
+		}
+	}
+	d := time.Since(start).Seconds()
+	for _, r := range res {
+		s.duration.Observe(d)
+		if err := r.Error(); err != nil && !rueidis.IsRedisNil(err) {
+			s.errors.Inc()
+		}
 	}
 	return res
 }

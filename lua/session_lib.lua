@@ -20,6 +20,12 @@
 --   ARGV[4] session_id
 -- Script-specific ARGVs start at ARGV[5].
 --
+-- Those are the standalone (Cognee) names. On Redis Cluster every key
+-- carries its user's bucket tag after the prefix (agent_sessions:{b7}:<u>:<s>,
+-- agent_sessions_global:{b7}:running, agent_usage_totals:{b7}, ...), so all 15
+-- keys of a call share one hash slot and KEYS[10..15] are the bucket's shard
+-- of the data across users. Scripts only touch KEYS.
+--
 -- JSON is never decoded and re-encoded here (Lua cjson turns [] into {},
 -- re-encodes numbers and escapes '/', and Cognee's json.dumps writes bare
 -- NaN): a small scanner finds the byte span of each top-level field, and

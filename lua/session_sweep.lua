@@ -7,8 +7,10 @@
 -- ARGV[2] the record key prefix  ("agent_session_record:")
 -- ARGV[3] the user index prefix  ("agent_sessions_by_user:")
 -- returns the number of sessions dropped.
--- The per-session keys it checks are derived from the members: standalone
--- Redis only (the Cluster layout shards these indexes instead).
+-- The per-session keys it checks are derived from the members: prefix ..
+-- "<u>:<s>" and prefix .. "<u>:<status>". On Redis Cluster it runs once per
+-- bucket with that bucket's keys and prefixes ("agent_session_record:{b7}:"
+-- ...), so every key it derives lies in the bucket's slot (redisstore/keys.go).
 if redis.replicate_commands then redis.replicate_commands() end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])

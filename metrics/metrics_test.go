@@ -16,7 +16,7 @@ import (
 )
 
 func TestSessionGaugesFromRedis(t *testing.T) {
-	redisstoretest.Each(t, func(t *testing.T, srv *redisstoretest.Server) {
+	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
 		h := sidecartest.Start(t, srv, envconf.Env{"SESSION_ABANDON_AFTER_SECONDS": "1"}, sessions.Factory, usage.Factory, metrics.Factory)
 		for _, s := range []string{"a", "b", "c"} {
 			h.Do(t, "POST", "/v1/users/u/sessions/"+s+"/usage", `{"model":"gpt-4o","tokens_in":10,"tokens_out":2,"cost_usd":0.25}`)

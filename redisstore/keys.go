@@ -1,13 +1,36 @@
 package redisstore
 
-// Layout builds every key name the sidecar uses. On standalone Redis the
-// session lists keep Cognee's names exactly, so Cognee processes share them;
-// on Redis Cluster every key of one session carries the hash tag
-// {<user_id>:<session_id>} so that one script can touch them all (ids cannot
-// contain braces or ':', so tags never collide).
+import (
+	"hash/fnv"
+	"strconv"
+)
+
+// Layout builds every key name the sidecar uses.
+//
+// Standalone Redis (Cluster false) keeps Cognee's names exactly, so Cognee
+// processes share the sessions: agent_sessions:<u>:<s> and the sidecar's
+// own keys beside them, with one set of global indexes and totals.
+//
+// Redis Cluster (Cluster true) puts a bucket hash tag in every key:
+// {b<N>} with N = Bucket(user_id), a stable hash of the user id modulo
+// Buckets. A session's own keys, its user's indexes and the bucket's shard
+// of the global indexes, expiry set and usage totals therefore share one
+// hash slot, so every session script touches one slot; reads across users
+// (listing, stats, cost by model, the sweep) fan out over the Buckets
+// shards and merge. Ids cannot contain braces or ':', so tags never collide.
+//
+// The layout follows the connection: Cluster when rueidis connected in
+// cluster mode (Conn.Cluster). Cognee does not run on Redis Cluster.
 type Layout struct {
 	Cluster bool
 }
+
+// Buckets is the number of hash-tagged shards of the cluster layout. It is
+// part of the key names: changing it re-homes every user's data (existing
+// sessions are no longer found), so it is a constant, not a setting. 64
+// spreads the load over up to 64 masters and keeps a read across users at
+// 64 small commands, pipelined per node.
+const Buckets = 64
 
 // SessionKeys are the keys one session script takes, in the order of
 // lua/session_lib.lua: the session's own keys, then the indexes and totals
@@ -24,56 +47,107 @@ type SessionKeys struct {
 	// per stored status: running, completed, failed. "abandoned" is a score
 	// range of the running set; "any status" merges the three on read.
 	UserIndex [3]string
-	// The same across users (members "<user_id>:<session_id>").
+	// The same across users (members "<user_id>:<session_id>"): on Cluster,
+	// the shard of the user's bucket.
 	GlobalIndex [3]string
 	Expiry      string // agent_sessions_global:expiry: member -> expiry time (µs), to drop expired sessions from the indexes
 	Totals      string // agent_usage_totals: tokens, nano-USD, calls, errors (hash)
 	ByModel     string // agent_usage_by_model: "<model>\t<field>" -> total (hash)
 }
 
+// GlobalKeys are the keys of one shard of the data across users (the only
+// one on standalone Redis).
+type GlobalKeys struct {
+	Index   [3]string // sessions by last activity, by stored status
+	Expiry  string
+	Totals  string
+	ByModel string
+	// Prefixes the sweep derives a member's keys from: record prefix +
+	// "<u>:<s>", user index prefix + "<u>:<status>".
+	RecordPrefix, UserIndexPrefix string
+}
+
 // IndexStatuses names the three sorted sets of UserIndex and GlobalIndex.
 var IndexStatuses = [3]string{"running", "completed", "failed"}
 
-// Session returns the keys of session (user, session).
-func (l Layout) Session(user, session string) SessionKeys {
-	id := user + ":" + session
+// Buckets is the number of shards of the data across users: 1 on
+// standalone Redis, the constant Buckets on Cluster.
+func (l Layout) Buckets() int {
 	if l.Cluster {
-		id = "{" + id + "}"
+		return Buckets
 	}
-	k := SessionKeys{
-		Entries: "agent_sessions:" + id,
-		Traces:  "agent_traces:" + id,
-		Context: "session_context:" + id,
-		Record:  "agent_session_record:" + id,
-		Index:   "agent_session_qa_index:" + id,
-		Usage:   "agent_session_usage_ids:" + id,
-		Expiry:  "agent_sessions_global:expiry",
-		Totals:  "agent_usage_totals",
-		ByModel: "agent_usage_by_model",
-	}
-	k.UserIndex = l.UserIndex(user)
-	k.GlobalIndex = globalIndex
-	return k
+	return 1
 }
 
-var globalIndex = Layout{}.GlobalIndex()
+// Bucket is the shard of user: FNV-1a (32 bit) of the user id modulo
+// Buckets on Cluster, 0 on standalone Redis.
+func (l Layout) Bucket(user string) int {
+	if !l.Cluster {
+		return 0
+	}
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(user))
+	return int(h.Sum32() % Buckets)
+}
+
+// tag is what follows a key's prefix: "" on standalone, "{b<N>}:" on Cluster.
+func (l Layout) tag(bucket int) string {
+	if !l.Cluster {
+		return ""
+	}
+	return "{b" + strconv.Itoa(bucket) + "}:"
+}
+
+// Session returns the keys of session (user, session).
+func (l Layout) Session(user, session string) SessionKeys {
+	b := l.Bucket(user)
+	tag := l.tag(b)
+	id := tag + user + ":" + session
+	g := l.Global(b)
+	return SessionKeys{
+		Entries:     "agent_sessions:" + id,
+		Traces:      "agent_traces:" + id,
+		Context:     "session_context:" + id,
+		Record:      "agent_session_record:" + id,
+		Index:       "agent_session_qa_index:" + id,
+		Usage:       "agent_session_usage_ids:" + id,
+		UserIndex:   l.UserIndex(user),
+		GlobalIndex: g.Index,
+		Expiry:      g.Expiry,
+		Totals:      g.Totals,
+		ByModel:     g.ByModel,
+	}
+}
 
 // UserIndex returns the user's three session indexes.
 func (l Layout) UserIndex(user string) [3]string {
 	var out [3]string
+	p := "agent_sessions_by_user:" + l.tag(l.Bucket(user)) + user + ":"
 	for i, s := range IndexStatuses {
-		out[i] = "agent_sessions_by_user:" + user + ":" + s
+		out[i] = p + s
 	}
 	return out
 }
 
-// GlobalIndex returns the three indexes across users.
-func (l Layout) GlobalIndex() [3]string {
-	var out [3]string
-	for i, s := range IndexStatuses {
-		out[i] = "agent_sessions_global:" + s
+// Global returns the keys of shard bucket (0 <= bucket < Buckets()) of the
+// data across users.
+func (l Layout) Global(bucket int) GlobalKeys {
+	tag := l.tag(bucket)
+	g := GlobalKeys{
+		Expiry:          "agent_sessions_global:" + tag + "expiry",
+		Totals:          "agent_usage_totals",
+		ByModel:         "agent_usage_by_model",
+		RecordPrefix:    "agent_session_record:" + tag,
+		UserIndexPrefix: "agent_sessions_by_user:" + tag,
 	}
-	return out
+	if l.Cluster {
+		g.Totals += ":" + tag[:len(tag)-1]
+		g.ByModel += ":" + tag[:len(tag)-1]
+	}
+	for i, s := range IndexStatuses {
+		g.Index[i] = "agent_sessions_global:" + tag + s
+	}
+	return g
 }
 
 // Own returns the keys that belong to the session alone (what a delete

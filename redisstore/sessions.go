@@ -50,7 +50,7 @@ func NewSessions(conn *Conn, cfg SessionConfig) *Sessions {
 
 // Keys returns the keys of a session, in the layout of the connected Redis.
 func (s *Sessions) Keys(user, session string) SessionKeys {
-	return Layout{Cluster: s.conn.Cluster()}.Session(user, session)
+	return s.layout().Session(user, session)
 }
 
 // exec runs a session script with the session's keys and the common ARGVs

@@ -260,22 +260,41 @@ type ListQuery struct {
 var ErrBadCursor = errors.New("bad cursor")
 
 // SweepBatch bounds the expired sessions one list or count drops from the
-// indexes.
+// indexes (split over the shards on Cluster).
 const SweepBatch = 1000
 
-// sweep drops sessions Redis expired from the index sets (bounded).
+// layout is the key layout of the connected Redis.
+func (s *Sessions) layout() Layout { return Layout{Cluster: s.conn.Cluster()} }
+
+// sweep drops sessions Redis expired from the index sets (bounded): one
+// script per shard, pipelined; on Cluster each runs in its bucket's slot
+// with the bucket's key prefixes, so the keys it derives stay in that slot.
 func (s *Sessions) sweep(ctx context.Context, client rueidis.Client) error {
-	l := Layout{Cluster: s.conn.Cluster()}
-	g := l.GlobalIndex()
-	keys := append([]string{l.Session("", "").Expiry}, g[:]...)
-	err := lua.SessionSweep.Exec(ctx, client, keys, []string{strconv.Itoa(SweepBatch), "agent_session_record:", "agent_sessions_by_user:"}).Error()
-	return Wrap("session_sweep", err)
+	l := s.layout()
+	n := l.Buckets()
+	batch := strconv.Itoa((SweepBatch + n - 1) / n)
+	calls := make([]lua.Call, n)
+	for b := range n {
+		g := l.Global(b)
+		calls[b] = lua.Call{
+			Keys: []string{g.Expiry, g.Index[0], g.Index[1], g.Index[2]},
+			Args: []string{batch, g.RecordPrefix, g.UserIndexPrefix},
+		}
+	}
+	for _, r := range lua.SessionSweep.ExecMulti(ctx, client, calls...) {
+		if err := r.Error(); err != nil {
+			return Wrap("session_sweep", err)
+		}
+	}
+	return nil
 }
 
 // List returns one page of sessions and the cursor of the next ("" = last
 // page). Cost: O(log n + page) on the status's sorted set: "running" and
 // "abandoned" are the two score ranges of the running set, split at
-// now - AbandonAfter.
+// now - AbandonAfter. Across users on Cluster, each of the Buckets shards
+// gives its first page after the cursor (one pipeline) and the pages merge:
+// O(Buckets × (log n + page)).
 func (s *Sessions) List(ctx context.Context, q ListQuery) ([]SessionState, string, error) {
 	client, err := s.conn.Client()
 	if err != nil {
@@ -288,26 +307,31 @@ func (s *Sessions) List(ctx context.Context, q ListQuery) ([]SessionState, strin
 	if err != nil {
 		return nil, "", err
 	}
-	l := Layout{Cluster: s.conn.Cluster()}
-	sets := l.GlobalIndex()
+	l := s.layout()
+	var shards [][3]string
 	if q.User != "" {
-		sets = l.UserIndex(q.User)
+		shards = [][3]string{l.UserIndex(q.User)}
+	} else {
+		for b := range l.Buckets() {
+			shards = append(shards, l.Global(b).Index)
+		}
 	}
 	cutoff := strconv.FormatInt(now-q.AbandonAfter.Microseconds(), 10)
-	type scan struct{ key, max, min string }
 	var scans []scan
-	switch q.Status {
-	case StatusRunning:
-		scans = []scan{{sets[0], "+inf", cutoff}}
-	case StatusAbandoned:
-		scans = []scan{{sets[0], "(" + cutoff, "-inf"}}
-	case StatusCompleted:
-		scans = []scan{{sets[1], "+inf", "-inf"}}
-	case StatusFailed:
-		scans = []scan{{sets[2], "+inf", "-inf"}}
-	default: // any status: merge the three sets
-		for _, k := range sets {
-			scans = append(scans, scan{k, "+inf", "-inf"})
+	for _, sets := range shards {
+		switch q.Status {
+		case StatusRunning:
+			scans = append(scans, scan{sets[0], "+inf", cutoff})
+		case StatusAbandoned:
+			scans = append(scans, scan{sets[0], "(" + cutoff, "-inf"})
+		case StatusCompleted:
+			scans = append(scans, scan{sets[1], "+inf", "-inf"})
+		case StatusFailed:
+			scans = append(scans, scan{sets[2], "+inf", "-inf"})
+		default: // any status: merge the three sets
+			for _, k := range sets {
+				scans = append(scans, scan{k, "+inf", "-inf"})
+			}
 		}
 	}
 	var after *hit
@@ -318,16 +342,9 @@ func (s *Sessions) List(ctx context.Context, q ListQuery) ([]SessionState, strin
 		}
 		after = &hit{member, score}
 	}
-	var hits []hit
-	for _, sc := range scans {
-		h, err := pageAfter(ctx, client, sc.key, sc.max, sc.min, after, q.Limit+1)
-		if err != nil {
-			return nil, "", err
-		}
-		hits = append(hits, h...)
-	}
-	if len(scans) > 1 {
-		sort.Slice(hits, func(i, j int) bool { return hits[i].before(hits[j]) })
+	hits, err := pagesAfter(ctx, client, scans, after, q.Limit+1)
+	if err != nil {
+		return nil, "", err
 	}
 	next := ""
 	if len(hits) > q.Limit {
@@ -362,6 +379,9 @@ func (s *Sessions) List(ctx context.Context, q ListQuery) ([]SessionState, strin
 	return out, next, nil
 }
 
+// scan is a score range [min, max] of one sorted set.
+type scan struct{ key, max, min string }
+
 // hit is one index member and its score (last activity, µs).
 type hit struct {
 	member string
@@ -377,31 +397,64 @@ func (h hit) before(o hit) bool {
 	return h.member > o.member
 }
 
-// pageAfter returns up to n members of the sorted set key within [min, max]
-// that come after the cursor hit (nil: from the top), newest first.
-func pageAfter(ctx context.Context, client rueidis.Client, key, max, min string, after *hit, n int) ([]hit, error) {
-	if after != nil && (max == "+inf" || after.score < mustScore(max)) {
-		max = strconv.FormatInt(after.score, 10)
+// pagesAfter returns the first n members, newest first, of the union of the
+// scans that come after the cursor hit (nil: from the top). Every scan is
+// read in the same pipeline, n (plus a few for members sharing the cursor's
+// score) at a time; a scan is read again only while members equal to or
+// before the cursor filled its batch.
+func pagesAfter(ctx context.Context, client rueidis.Client, scans []scan, after *hit, n int) ([]hit, error) {
+	type state struct {
+		scan
+		offset int64
+		got    int
+		done   bool
 	}
-	var out []hit
+	st := make([]state, len(scans))
+	for i, sc := range scans {
+		if after != nil && (sc.max == "+inf" || after.score < mustScore(sc.max)) {
+			sc.max = strconv.FormatInt(after.score, 10)
+		}
+		st[i].scan = sc
+	}
 	batch := int64(n + 8)
-	for offset := int64(0); len(out) < n; offset += batch {
-		zs, err := client.Do(ctx, client.B().Zrevrangebyscore().Key(key).Max(max).Min(min).Withscores().Limit(offset, batch).Build()).AsZScores()
-		if err != nil {
-			return nil, Wrap("list sessions", err)
-		}
-		for _, z := range zs {
-			h := hit{z.Member, int64(z.Score)}
-			if after != nil && !after.before(h) {
-				continue // the cursor itself, or a member sharing its score before it
-			}
-			if len(out) < n {
-				out = append(out, h)
+	var out []hit
+	for {
+		var cmds rueidis.Commands
+		var at []int
+		for i := range st {
+			if !st[i].done {
+				cmds = append(cmds, client.B().Zrevrangebyscore().Key(st[i].key).Max(st[i].max).Min(st[i].min).Withscores().Limit(st[i].offset, batch).Build())
+				at = append(at, i)
 			}
 		}
-		if int64(len(zs)) < batch {
+		if len(cmds) == 0 {
 			break
 		}
+		for j, r := range client.DoMulti(ctx, cmds...) {
+			zs, err := r.AsZScores()
+			if err != nil {
+				return nil, Wrap("list sessions", err)
+			}
+			sc := &st[at[j]]
+			for _, z := range zs {
+				h := hit{z.Member, int64(z.Score)}
+				if after != nil && !after.before(h) {
+					continue // the cursor itself, or a member sharing its score before it
+				}
+				if sc.got < n {
+					out = append(out, h)
+					sc.got++
+				}
+			}
+			sc.offset += batch
+			sc.done = sc.got >= n || int64(len(zs)) < batch
+		}
+	}
+	if len(scans) > 1 {
+		sort.Slice(out, func(i, j int) bool { return out[i].before(out[j]) })
+	}
+	if len(out) > n {
+		out = out[:n]
 	}
 	return out, nil
 }
@@ -450,29 +503,40 @@ func (s *Sessions) Stats(ctx context.Context, abandonAfter time.Duration) (Stats
 	if err != nil {
 		return Stats{}, err
 	}
-	l := Layout{Cluster: s.conn.Cluster()}
-	g := l.GlobalIndex()
+	l := s.layout()
 	cutoff := strconv.FormatInt(now-abandonAfter.Microseconds(), 10)
-	res := client.DoMulti(ctx,
-		client.B().Zcount().Key(g[0]).Min(cutoff).Max("+inf").Build(),
-		client.B().Zcount().Key(g[0]).Min("-inf").Max("("+cutoff).Build(),
-		client.B().Zcard().Key(g[1]).Build(),
-		client.B().Zcard().Key(g[2]).Build(),
-		client.B().Hgetall().Key(l.Session("", "").Totals).Build(),
-	)
+	var cmds rueidis.Commands
+	for b := range l.Buckets() {
+		g := l.Global(b)
+		cmds = append(cmds,
+			client.B().Zcount().Key(g.Index[0]).Min(cutoff).Max("+inf").Build(),
+			client.B().Zcount().Key(g.Index[0]).Min("-inf").Max("("+cutoff).Build(),
+			client.B().Zcard().Key(g.Index[1]).Build(),
+			client.B().Zcard().Key(g.Index[2]).Build(),
+			client.B().Hgetall().Key(g.Totals).Build(),
+		)
+	}
+	res := client.DoMulti(ctx, cmds...)
 	var st Stats
-	for i, p := range []*int64{&st.Running, &st.Abandoned, &st.Completed, &st.Failed} {
-		if *p, err = res[i].AsInt64(); err != nil {
+	for i := 0; i < len(res); i += 5 {
+		for j, p := range []*int64{&st.Running, &st.Abandoned, &st.Completed, &st.Failed} {
+			n, err := res[i+j].AsInt64()
+			if err != nil {
+				return Stats{}, Wrap("session stats", err)
+			}
+			*p += n
+		}
+		h, err := res[i+4].AsStrMap()
+		if err != nil {
 			return Stats{}, Wrap("session stats", err)
 		}
+		num := func(k string) int64 { n, _ := strconv.ParseInt(h[k], 10, 64); return n }
+		st.TokensIn += num("tokens_in")
+		st.TokensOut += num("tokens_out")
+		st.CostNanoUSD += num("cost_nano_usd")
+		st.Calls += num("calls")
+		st.Errors += num("errors")
 	}
-	h, err := res[4].AsStrMap()
-	if err != nil {
-		return Stats{}, Wrap("session stats", err)
-	}
-	num := func(k string) int64 { n, _ := strconv.ParseInt(h[k], 10, 64); return n }
-	st.TokensIn, st.TokensOut, st.CostNanoUSD = num("tokens_in"), num("tokens_out"), num("cost_nano_usd")
-	st.Calls, st.Errors = num("calls"), num("errors")
 	return st, nil
 }
 
@@ -489,33 +553,40 @@ func (s *Sessions) CostByModel(ctx context.Context) ([]ModelTotals, error) {
 	if err != nil {
 		return nil, err
 	}
-	h, err := client.Do(ctx, client.B().Hgetall().Key(Layout{}.Session("", "").ByModel).Build()).AsStrMap()
-	if err != nil {
-		return nil, Wrap("cost by model", err)
+	l := s.layout()
+	cmds := make(rueidis.Commands, l.Buckets())
+	for b := range cmds {
+		cmds[b] = client.B().Hgetall().Key(l.Global(b).ByModel).Build()
 	}
 	by := map[string]*ModelTotals{}
-	for k, v := range h {
-		model, field, ok := strings.Cut(k, "\t")
-		if !ok {
-			continue
+	for _, r := range client.DoMulti(ctx, cmds...) {
+		h, err := r.AsStrMap()
+		if err != nil {
+			return nil, Wrap("cost by model", err)
 		}
-		m := by[model]
-		if m == nil {
-			m = &ModelTotals{Model: model}
-			by[model] = m
-		}
-		n, _ := strconv.ParseInt(v, 10, 64)
-		switch field {
-		case "tokens_in":
-			m.TokensIn = n
-		case "tokens_out":
-			m.TokensOut = n
-		case "cost_nano_usd":
-			m.CostNanoUSD = n
-		case "calls":
-			m.Calls = n
-		case "errors":
-			m.Errors = n
+		for k, v := range h {
+			model, field, ok := strings.Cut(k, "\t")
+			if !ok {
+				continue
+			}
+			m := by[model]
+			if m == nil {
+				m = &ModelTotals{Model: model}
+				by[model] = m
+			}
+			n, _ := strconv.ParseInt(v, 10, 64)
+			switch field {
+			case "tokens_in":
+				m.TokensIn += n
+			case "tokens_out":
+				m.TokensOut += n
+			case "cost_nano_usd":
+				m.CostNanoUSD += n
+			case "calls":
+				m.Calls += n
+			case "errors":
+				m.Errors += n
+			}
 		}
 	}
 	out := make([]ModelTotals, 0, len(by))

@@ -22,7 +22,7 @@ func BenchmarkListAbandoned(b *testing.B) {
 		b.Run(fmt.Sprintf("sessions=%d", n), func(b *testing.B) {
 			srv := redisstoretest.New(b)
 			c := srv.Client(b)
-			populate(b, c, n)
+			populate(b, c, srv.Layout(), n)
 			conn := openReady(b, srv.Options())
 			store := redisstore.NewSessions(conn, redisstore.SessionConfig{TTLSeconds: 3600})
 			q := redisstore.ListQuery{Status: redisstore.StatusAbandoned, Limit: 50, AbandonAfter: 30 * time.Minute}
@@ -38,10 +38,8 @@ func BenchmarkListAbandoned(b *testing.B) {
 
 // populate writes n session records and their index entries: even ones idle
 // for two hours (abandoned), odd ones active now.
-func populate(b *testing.B, c rueidis.Client, n int) {
+func populate(b *testing.B, c rueidis.Client, l redisstore.Layout, n int) {
 	b.Helper()
-	l := redisstore.Layout{}
-	g := l.GlobalIndex()
 	now := time.Now().UnixMicro()
 	cmds := make(rueidis.Commands, 0, 3000)
 	flush := func() {
@@ -59,10 +57,11 @@ func populate(b *testing.B, c rueidis.Client, n int) {
 			score -= (2 * time.Hour).Microseconds()
 		}
 		sc := strconv.FormatInt(score, 10)
+		k := l.Session(user, session)
 		cmds = append(cmds,
-			c.B().Hset().Key(l.Session(user, session).Record).FieldValue().
+			c.B().Hset().Key(k.Record).FieldValue().
 				FieldValue("status", "running").FieldValue("started_at", sc).FieldValue("last_activity_at", sc).Build(),
-			c.B().Zadd().Key(g[0]).ScoreMember().ScoreMember(float64(score), user+":"+session).Build(),
+			c.B().Zadd().Key(k.GlobalIndex[0]).ScoreMember().ScoreMember(float64(score), user+":"+session).Build(),
 		)
 		if len(cmds) >= 2000 {
 			flush()

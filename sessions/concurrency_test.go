@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/agentsidecar/agentsidecar/envconf"
-	"github.com/agentsidecar/agentsidecar/redisstore"
 	"github.com/agentsidecar/agentsidecar/redisstore/redisstoretest"
 )
 
@@ -26,7 +25,7 @@ type model struct {
 // Cognee's read-modify-write adapter loses feedback, memify keys and
 // appends under this load; one script per write loses nothing.
 func TestConcurrentWritersLoseNothing(t *testing.T) {
-	redisstoretest.Each(t, func(t *testing.T, srv *redisstoretest.Server) {
+	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
 		const (
 			sessionsN  = 3
 			goroutines = 16
@@ -117,7 +116,7 @@ func TestConcurrentWritersLoseNothing(t *testing.T) {
 		}
 
 		for s, m := range models {
-			k := redisstore.Layout{}.Session("u1", fmt.Sprintf("s%d", s))
+			k := srv.Layout().Session("u1", fmt.Sprintf("s%d", s))
 			stored := lrange(t, c, k.Entries)
 			got := map[string]entry{}
 			for _, raw := range stored {

@@ -70,15 +70,6 @@ func ttlOf(t *testing.T, c rueidis.Client, key string) int64 {
 	return n
 }
 
-func dbsize(t *testing.T, c rueidis.Client) int64 {
-	t.Helper()
-	n, err := c.Do(t.Context(), c.B().Dbsize().Build()).AsInt64()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return n
-}
-
 func fixture(t *testing.T, name string) string {
 	t.Helper()
 	b, err := os.ReadFile("../cognee/testdata/" + name)
@@ -89,7 +80,8 @@ func fixture(t *testing.T, name string) string {
 }
 
 func TestEntryLifecycle(t *testing.T) {
-	redisstoretest.Each(t, func(t *testing.T, srv *redisstoretest.Server) {
+	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
+		keys := srv.Layout().Session("u1", "s1")
 		h := start(t, srv, nil)
 		c := srv.Client(t)
 
@@ -185,7 +177,7 @@ func TestEntryLifecycle(t *testing.T) {
 		if r := h.Do(t, "DELETE", base, ""); r.Status != 204 {
 			t.Fatalf("delete session: %d", r.Status)
 		}
-		if n := dbsize(t, c); n != 0 {
+		if n := srv.DBSize(t); n != 0 {
 			t.Fatalf("%d keys left after deleting the session", n)
 		}
 		if r := h.Do(t, "DELETE", base, ""); r.Status != 404 {
@@ -198,7 +190,8 @@ func TestEntryLifecycle(t *testing.T) {
 }
 
 func TestTracesAndContext(t *testing.T) {
-	redisstoretest.Each(t, func(t *testing.T, srv *redisstoretest.Server) {
+	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
+		keys := srv.Layout().Session("u1", "s1")
 		h := start(t, srv, nil)
 		c := srv.Client(t)
 		for i := range 3 {
@@ -256,7 +249,8 @@ func TestTracesAndContext(t *testing.T) {
 // Cognee's entries (written by its adapter, not by us) read back, and an
 // update changes the bytes of the updated fields only.
 func TestCogneeWrittenEntries(t *testing.T) {
-	redisstoretest.Each(t, func(t *testing.T, srv *redisstoretest.Server) {
+	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
+		keys := srv.Layout().Session("u1", "s1")
 		h := start(t, srv, nil)
 		c := srv.Client(t)
 		cur, old := fixture(t, "cognee_qa_entry.json"), fixture(t, "cognee_qa_entry_old.json")
@@ -319,7 +313,8 @@ func cogneeDelete(t *testing.T, c rueidis.Client, key string, index int) {
 // The qa_id index may go stale when Cognee rewrites the list, but it is
 // checked on every use, so the sidecar never touches the wrong entry.
 func TestIndexSurvivesCogneeRewrites(t *testing.T) {
-	redisstoretest.Each(t, func(t *testing.T, srv *redisstoretest.Server) {
+	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
+		keys := srv.Layout().Session("u1", "s1")
 		h := start(t, srv, nil)
 		c := srv.Client(t)
 		for i := range 5 {
@@ -366,7 +361,8 @@ func TestIndexSurvivesCogneeRewrites(t *testing.T) {
 }
 
 func TestSlidingTTLOnEveryKey(t *testing.T) {
-	redisstoretest.Each(t, func(t *testing.T, srv *redisstoretest.Server) {
+	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
+		keys := srv.Layout().Session("u1", "s1")
 		h := start(t, srv, envconf.Env{"SESSION_TTL_SECONDS": "100"})
 		c := srv.Client(t)
 		h.Do(t, "POST", base+"/entries", `{"question":"q","answer":"a","qa_id":"q1"}`)
@@ -419,7 +415,7 @@ func TestSlidingTTLOnEveryKey(t *testing.T) {
 		}
 
 		// Unknown session: 404, and nothing created.
-		before := dbsize(t, c)
+		before := srv.DBSize(t)
 		for _, r := range []sidecartest.Reply{
 			h.Do(t, "GET", "/v1/users/u1/sessions/none/ttl", ""),
 			h.Do(t, "PUT", "/v1/users/u1/sessions/none/ttl", `{"ttl_seconds":5}`),
@@ -428,7 +424,7 @@ func TestSlidingTTLOnEveryKey(t *testing.T) {
 				t.Fatalf("ttl on a missing session: %d %s", r.Status, r.Body)
 			}
 		}
-		if after := dbsize(t, c); after != before {
+		if after := srv.DBSize(t); after != before {
 			t.Fatalf("keys %d -> %d after 404s", before, after)
 		}
 	})
@@ -447,7 +443,8 @@ func TestNoExpiryWhenTTLZero(t *testing.T) {
 }
 
 func TestMaxEntriesKeepsTheNewest(t *testing.T) {
-	redisstoretest.Each(t, func(t *testing.T, srv *redisstoretest.Server) {
+	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
+		keys := srv.Layout().Session("u1", "s1")
 		h := start(t, srv, envconf.Env{"SESSION_MAX_ENTRIES": "3"})
 		c := srv.Client(t)
 		for i := range 7 {
@@ -479,9 +476,8 @@ func TestMaxEntriesKeepsTheNewest(t *testing.T) {
 }
 
 func TestBadInputIs4xxAndWritesNothing(t *testing.T) {
-	redisstoretest.Each(t, func(t *testing.T, srv *redisstoretest.Server) {
+	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
 		h := start(t, srv, envconf.Env{"SIDECAR_MAX_BODY_BYTES": "4096"})
-		c := srv.Client(t)
 		big := strings.Repeat("x", 5000)
 		tests := []struct {
 			name, method, path, body string
@@ -526,7 +522,7 @@ func TestBadInputIs4xxAndWritesNothing(t *testing.T) {
 				}
 			})
 		}
-		if n := dbsize(t, c); n != 0 {
+		if n := srv.DBSize(t); n != 0 {
 			t.Fatalf("%d keys written by rejected requests", n)
 		}
 	})
@@ -535,7 +531,8 @@ func TestBadInputIs4xxAndWritesNothing(t *testing.T) {
 // Between two slides (at most a minute apart for a 7-day TTL) a write that
 // creates a key of the session still gives it the session's TTL at once.
 func TestNewKeysGetTheirTTLBetweenSlides(t *testing.T) {
-	redisstoretest.Each(t, func(t *testing.T, srv *redisstoretest.Server) {
+	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
+		keys := srv.Layout().Session("u1", "s1")
 		h := start(t, srv, nil) // SESSION_TTL_SECONDS=604800: slides at most every 60 s
 		c := srv.Client(t)
 		h.Do(t, "POST", base+"/entries", `{"question":"q","answer":"a","qa_id":"q1"}`)

@@ -75,7 +75,7 @@ func getRecord(t *testing.T, h *sidecartest.Host, path string) record {
 }
 
 func TestLifecycleAbandonedDerivedOnRead(t *testing.T) {
-	redisstoretest.Each(t, func(t *testing.T, srv *redisstoretest.Server) {
+	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
 		h := start(t, srv, envconf.Env{"SESSION_ABANDON_AFTER_SECONDS": "1"})
 		const a, b = "/v1/users/u1/sessions/a", "/v1/users/u1/sessions/b"
 		h.Do(t, "POST", a+"/entries", `{"question":"q","answer":"a"}`)
@@ -142,7 +142,7 @@ func TestLifecycleAbandonedDerivedOnRead(t *testing.T) {
 }
 
 func TestUsageSumsExactUnderConcurrency(t *testing.T) {
-	redisstoretest.Each(t, func(t *testing.T, srv *redisstoretest.Server) {
+	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
 		h := start(t, srv, nil)
 		const goroutines, posts = 16, 25
 		var wg sync.WaitGroup
@@ -244,7 +244,7 @@ func TestTokenEstimateAndPrices(t *testing.T) {
 }
 
 func TestIdempotentUsage(t *testing.T) {
-	redisstoretest.Each(t, func(t *testing.T, srv *redisstoretest.Server) {
+	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
 		h := start(t, srv, nil)
 		p := "/v1/users/u1/sessions/s/usage"
 		first := h.Do(t, "POST", p, `{"model":"gpt-4o","tokens_in":7}`, "Idempotency-Key", "call-1")
@@ -267,7 +267,7 @@ func TestIdempotentUsage(t *testing.T) {
 }
 
 func TestBadInputIs400AndWritesNothing(t *testing.T) {
-	redisstoretest.Each(t, func(t *testing.T, srv *redisstoretest.Server) {
+	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
 		h := start(t, srv, nil)
 		p := "/v1/users/u1/sessions/s/usage"
 		tests := []struct {
@@ -304,15 +304,14 @@ func TestBadInputIs400AndWritesNothing(t *testing.T) {
 		if r := h.Do(t, "GET", "/v1/users/u1/sessions/s", ""); r.Status != 404 {
 			t.Fatalf("session after rejected posts: %d %s, want 404", r.Status, r.Body)
 		}
-		c := srv.Client(t)
-		if n, _ := c.Do(t.Context(), c.B().Dbsize().Build()).AsInt64(); n != 0 {
+		if n := srv.DBSize(t); n != 0 {
 			t.Fatalf("%d keys written by rejected requests", n)
 		}
 	})
 }
 
 func TestListingPagesMostRecentFirst(t *testing.T) {
-	redisstoretest.Each(t, func(t *testing.T, srv *redisstoretest.Server) {
+	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
 		h := start(t, srv, nil)
 		for i := range 7 {
 			h.Do(t, "POST", fmt.Sprintf("/v1/users/alice/sessions/s%d/entries", i), `{"question":"q","answer":"a"}`)
@@ -359,7 +358,7 @@ func TestListingPagesMostRecentFirst(t *testing.T) {
 			t.Fatalf("%d sessions listed after a delete, want 9", len(all.Sessions))
 		}
 		c := srv.Client(t)
-		for _, k := range (redisstore.Layout{}).UserIndex("alice") {
+		for _, k := range srv.Layout().UserIndex("alice") {
 			if n, _ := c.Do(t.Context(), c.B().Zscore().Key(k).Member("s3").Build()).AsFloat64(); n != 0 {
 				t.Fatalf("s3 still in %s", k)
 			}
@@ -369,7 +368,7 @@ func TestListingPagesMostRecentFirst(t *testing.T) {
 
 // Sessions whose keys Redis expired leave the indexes on the next read.
 func TestExpiredSessionsLeaveTheIndexes(t *testing.T) {
-	redisstoretest.Each(t, func(t *testing.T, srv *redisstoretest.Server) {
+	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
 		h := start(t, srv, envconf.Env{"SESSION_TTL_SECONDS": "1"})
 		h.Do(t, "POST", "/v1/users/u1/sessions/short/entries", `{"question":"q","answer":"a"}`)
 		advance(t, srv, 2100*time.Millisecond)

@@ -38,6 +38,9 @@ type Server struct {
 	// Mini is the embedded server (nil for a real one): tests may move its
 	// clock with SetTime.
 	Mini *miniredis.Miniredis
+	// Cluster is the whole cluster when Backend is ClusterBackend (Addr is
+	// its first node; URL, Options, Client, Kill and Start act on all).
+	Cluster *Cluster
 
 	t      testing.TB
 	mu     sync.Mutex
@@ -134,7 +137,18 @@ func requireBinary(t testing.TB) {
 }
 
 func startReal(t testing.TB, port int, extraArgs []string) (*Server, error) {
-	s := &Server{Backend: Real, t: t, dir: t.TempDir()}
+	s, err := startIn(t.TempDir(), port, extraArgs)
+	if err != nil {
+		return nil, err
+	}
+	s.t = t
+	t.Cleanup(s.Kill)
+	return s, nil
+}
+
+// startIn starts a redis-server in dir on port; the caller stops it.
+func startIn(dir string, port int, extraArgs []string) (*Server, error) {
+	s := &Server{Backend: Real, dir: dir}
 	s.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	s.args = append([]string{
 		"--port", strconv.Itoa(port), "--bind", "127.0.0.1",
@@ -144,18 +158,53 @@ func startReal(t testing.TB, port int, extraArgs []string) (*Server, error) {
 	if err := s.Start(); err != nil {
 		return nil, err
 	}
-	t.Cleanup(s.Kill)
 	return s, nil
 }
 
 // URL is the redis:// URL of the server.
-func (s *Server) URL() string { return "redis://" + s.Addr }
+func (s *Server) URL() string {
+	if s.Cluster != nil {
+		return s.Cluster.URL()
+	}
+	return "redis://" + s.Addr
+}
+
+// Layout is the key layout the sidecar uses on this server.
+func (s *Server) Layout() redisstore.Layout { return redisstore.Layout{Cluster: s.Cluster != nil} }
+
+// DBSize counts the keys in the server (summed over a cluster's masters).
+func (s *Server) DBSize(t testing.TB) int64 {
+	t.Helper()
+	if s.Cluster != nil {
+		n, err := s.Cluster.DBSize(t.Context())
+		if err != nil {
+			t.Fatalf("dbsize: %v", err)
+		}
+		return n
+	}
+	c := s.Client(t)
+	n, err := c.Do(t.Context(), c.B().Dbsize().Build()).AsInt64()
+	if err != nil {
+		t.Fatalf("dbsize: %v", err)
+	}
+	return n
+}
 
 // Start (re)starts a real server on its port and waits until it answers PING.
 // For miniredis it restarts the embedded server on the same address.
 func (s *Server) Start() error {
 	if s.Mini != nil {
 		return s.Mini.Restart()
+	}
+	if s.Cluster != nil {
+		for i := range s.Cluster.Nodes {
+			if !s.Cluster.alive(i) {
+				if err := s.Cluster.Start(i); err != nil {
+					return err
+				}
+			}
+		}
+		return s.Cluster.WaitOK(30 * time.Second)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -192,6 +241,12 @@ func (s *Server) Kill() {
 		s.Mini.Close()
 		return
 	}
+	if s.Cluster != nil {
+		for i := range s.Cluster.Nodes {
+			s.Cluster.Kill(i)
+		}
+		return
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.cmd == nil {
@@ -205,6 +260,9 @@ func (s *Server) Kill() {
 // Client returns a rueidis client for assertions on what is in Redis.
 func (s *Server) Client(t testing.TB) rueidis.Client {
 	t.Helper()
+	if s.Cluster != nil {
+		return s.Cluster.Client(t)
+	}
 	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{s.Addr}, DisableCache: true, DisableRetry: true, ForceSingleClient: true})
 	if err != nil {
 		t.Fatalf("connect to %s: %v", s.Addr, err)
@@ -215,6 +273,9 @@ func (s *Server) Client(t testing.TB) rueidis.Client {
 
 // Options returns the sidecar's Redis options pointing at this server.
 func (s *Server) Options() redisstore.Options {
+	if s.Cluster != nil {
+		return s.Cluster.Options()
+	}
 	return redisstore.Options{URL: s.URL(), Port: 6379, SSLCertReqs: "required", Standalone: s.Mini != nil}
 }
 
