@@ -121,7 +121,7 @@ func tokenBody(token string) string { return `{"token":"` + token + `"}` }
 var hex32 = regexp.MustCompile(`^[0-9a-f]{32}$`)
 
 func TestLockLifecycle(t *testing.T) {
-	redisstoretest.Each(t, func(t *testing.T, s *redisstoretest.Server) {
+	redisstoretest.EachWithCluster(t, func(t *testing.T, s *redisstoretest.Server) {
 		h := locktest.StartT(t, s.URL(), nil)
 		rc := s.Client(t)
 		base := h.API
@@ -214,7 +214,7 @@ func TestLockLifecycle(t *testing.T) {
 // key (the lock key is the bare name, as in redis-py) reads as held and is
 // never overwritten or deleted.
 func TestNameCollidingWithAnotherKey(t *testing.T) {
-	redisstoretest.Each(t, func(t *testing.T, s *redisstoretest.Server) {
+	redisstoretest.EachWithCluster(t, func(t *testing.T, s *redisstoretest.Server) {
 		h := locktest.StartT(t, s.URL(), nil)
 		rc := s.Client(t)
 		if err := rc.Do(t.Context(), rc.B().Hset().Key("config").FieldValue().FieldValue("a", "1").Build()).Error(); err != nil {
@@ -260,7 +260,7 @@ func TestExpiryComesFromRedisClock(t *testing.T) {
 }
 
 func TestHolderThatNeverReleasesFreesAtTTL(t *testing.T) {
-	redisstoretest.Each(t, func(t *testing.T, s *redisstoretest.Server) {
+	redisstoretest.EachWithCluster(t, func(t *testing.T, s *redisstoretest.Server) {
 		h := locktest.StartT(t, s.URL(), nil)
 		acquire(t, h.API, "crashy", `{"ttl_ms":300}`)
 		start := time.Now()
@@ -412,7 +412,7 @@ func TestRedisOutageIs503(t *testing.T) {
 }
 
 func TestWaitTimesOutWith409(t *testing.T) {
-	redisstoretest.Each(t, func(t *testing.T, s *redisstoretest.Server) {
+	redisstoretest.EachWithCluster(t, func(t *testing.T, s *redisstoretest.Server) {
 		h := locktest.StartT(t, s.URL(), nil)
 		acquire(t, h.API, "busy", `{"ttl_ms":60000,"owner":"holder"}`)
 		start := time.Now()
@@ -440,7 +440,7 @@ func TestWaitTimesOutWith409(t *testing.T) {
 // TestWaiterIsWokenByRelease: a waiter on one sidecar is woken by a release
 // through another (Pub/Sub), not by its re-check.
 func TestWaiterIsWokenByRelease(t *testing.T) {
-	redisstoretest.Each(t, func(t *testing.T, s *redisstoretest.Server) {
+	redisstoretest.EachWithCluster(t, func(t *testing.T, s *redisstoretest.Server) {
 		h1 := locktest.StartT(t, s.URL(), nil)
 		h2 := locktest.StartT(t, s.URL(), nil)
 		g := acquire(t, h1.API, "handover", `{"ttl_ms":60000}`)
@@ -477,7 +477,7 @@ func waitMetric(t *testing.T, h *locktest.Host, want string) {
 }
 
 func TestCancelledWaiterFreesEverything(t *testing.T) {
-	redisstoretest.Each(t, func(t *testing.T, s *redisstoretest.Server) {
+	redisstoretest.EachWithCluster(t, func(t *testing.T, s *redisstoretest.Server) {
 		h := locktest.StartT(t, s.URL(), nil)
 		g := acquire(t, h.API, "c", `{"ttl_ms":60000}`)
 		ctx, cancel := context.WithCancel(t.Context())
@@ -575,7 +575,7 @@ func TestMetricsExistFromStartWithoutNamesOrTokens(t *testing.T) {
 }
 
 func TestConcurrentGoroutinesNeverShareALock(t *testing.T) {
-	redisstoretest.Each(t, func(t *testing.T, s *redisstoretest.Server) {
+	redisstoretest.EachWithCluster(t, func(t *testing.T, s *redisstoretest.Server) {
 		h := locktest.StartT(t, s.URL(), nil)
 		var (
 			mu      sync.Mutex

@@ -30,7 +30,8 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	// Main shares one Redis Cluster among the cluster subtests.
+	os.Exit(redisstoretest.Main(m))
 }
 
 // worker is one OS process contending for a lock through a sidecar.
