@@ -290,7 +290,7 @@ func IsUnavailable(err error) bool {
 	if err == nil {
 		return false
 	}
-	if errors.Is(err, ErrUnavailable) || errors.Is(err, rueidis.ErrClosing) ||
+	if errors.Is(err, ErrUnavailable) || errors.Is(err, rueidis.ErrClosing) || errors.Is(err, rueidis.ErrNoSlot) ||
 		errors.Is(err, context.DeadlineExceeded) || errors.Is(err, io.EOF) ||
 		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNREFUSED) ||
 		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) {
@@ -302,9 +302,12 @@ func IsUnavailable(err error) bool {
 	}
 	var redisErr *rueidis.RedisError
 	if errors.As(err, &redisErr) {
-		// Replies that mean "not now" rather than "wrong".
+		// Replies that mean "not now" rather than "wrong": on a Cluster,
+		// CLUSTERDOWN while a failover elects a replica, TRYAGAIN while a
+		// slot moves, and MOVED/ASK when rueidis gave up following a slot
+		// map that is still changing.
 		msg := redisErr.Error()
-		for _, p := range []string{"LOADING", "BUSY", "MASTERDOWN", "CLUSTERDOWN", "TRYAGAIN", "READONLY", "NOREPLICAS"} {
+		for _, p := range []string{"LOADING", "BUSY", "MASTERDOWN", "CLUSTERDOWN", "TRYAGAIN", "READONLY", "NOREPLICAS", "MOVED", "ASK"} {
 			if strings.HasPrefix(msg, p) {
 				return true
 			}

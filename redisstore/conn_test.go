@@ -68,9 +68,12 @@ func TestEmbeddedTTLsFollowTheWallClock(t *testing.T) {
 	}
 }
 
-func TestConnTalksToBothBackends(t *testing.T) {
-	redisstoretest.Each(t, func(t *testing.T, s *redisstoretest.Server) {
+func TestConnTalksToEveryBackend(t *testing.T) {
+	redisstoretest.EachWithCluster(t, func(t *testing.T, s *redisstoretest.Server) {
 		c := openReady(t, s.Options())
+		if c.Cluster() != (s.Cluster != nil) {
+			t.Fatalf("Cluster() = %v on %s (mode %q)", c.Cluster(), s.Backend, c.Mode())
+		}
 		if err := c.Ping(t.Context()); err != nil {
 			t.Fatalf("Ping: %v", err)
 		}
@@ -123,6 +126,7 @@ func TestIsUnavailable(t *testing.T) {
 		{"refused", &net.OpError{Op: "dial", Err: syscall.ECONNREFUSED}, true},
 		{"deadline", context.DeadlineExceeded, true},
 		{"closing", rueidis.ErrClosing, true},
+		{"no slot (cluster map changing)", rueidis.ErrNoSlot, true},
 		{"eof", io.EOF, true},
 		{"canceled", context.Canceled, false},
 		{"wrongtype reply", wrongType, false},
@@ -139,11 +143,14 @@ func TestIsUnavailable(t *testing.T) {
 	// Redis replies that mean "not now" count as outages.
 	s2 := redisstoretest.NewMini(t)
 	c2 := s2.Client(t)
-	s2.Mini.SetError("LOADING Redis is loading the dataset in memory")
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
-	defer cancel()
-	err := c2.Do(ctx, c2.B().Get().Key("k").Build()).Error()
-	if !redisstore.IsUnavailable(err) {
-		t.Fatalf("LOADING reply %v: not unavailable", err)
+	for _, reply := range []string{"LOADING Redis is loading the dataset in memory",
+		"CLUSTERDOWN The cluster is down", "TRYAGAIN Multiple keys request during rehashing of slot"} {
+		s2.Mini.SetError(reply)
+		ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
+		err := c2.Do(ctx, c2.B().Get().Key("k").Build()).Error()
+		cancel()
+		if !redisstore.IsUnavailable(err) {
+			t.Fatalf("%q reply %v: not unavailable", reply, err)
+		}
 	}
 }
