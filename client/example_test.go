@@ -15,7 +15,8 @@ import (
 // Append entries to a session and read them back.
 func Example() {
 	ctx := context.Background()
-	c := client.New(sidecarURL) // client.WithBearerToken(os.Getenv("SIDECAR_API_TOKEN")) when set
+	c := client.New(sidecarURL)                    // client.WithBearerToken(os.Getenv("SIDECAR_API_TOKEN")) when set
+	_ = c.DeleteSession(ctx, "ex-alice", "chat-1") // start afresh
 
 	res, err := c.AppendEntry(ctx, "ex-alice", "chat-1", client.AppendEntryRequest{
 		QAID: "q1", Question: "Where is the dog?", Answer: "In the garden",
@@ -57,6 +58,7 @@ func Example() {
 func ExampleClient_SetFeedback() {
 	ctx := context.Background()
 	c := client.New(sidecarURL)
+	_ = c.DeleteSession(ctx, "ex-bob", "chat-1") // start afresh
 	_, _ = c.AppendEntry(ctx, "ex-bob", "chat-1", client.AppendEntryRequest{QAID: "q1", Question: "2+2?", Answer: "4"})
 
 	e, err := c.SetFeedback(ctx, "ex-bob", "chat-1", "q1", client.FeedbackRequest{
@@ -94,6 +96,7 @@ func ExampleClient_SetFeedback() {
 func ExampleClient_RecordUsage() {
 	ctx := context.Background()
 	c := client.New(sidecarURL)
+	_ = c.DeleteSession(ctx, "ex-carol", "run-1") // start afresh
 
 	in, out := int64(1200), int64(300)
 	u, err := c.RecordUsage(ctx, "ex-carol", "run-1", client.UsageRequest{
@@ -136,6 +139,7 @@ func ExampleClient_AllUserSessions() {
 	ctx := context.Background()
 	c := client.New(sidecarURL)
 	for _, s := range []string{"s1", "s2", "s3", "s4", "s5"} {
+		_ = c.DeleteSession(ctx, "ex-dave", s) // start afresh
 		_, _ = c.AppendEntry(ctx, "ex-dave", s, client.AppendEntryRequest{Question: "hi", Answer: "hello"})
 	}
 	_, _ = c.CompleteSession(ctx, "ex-dave", "s2")
@@ -177,7 +181,7 @@ func ExampleClient_Acquire() {
 		fmt.Println("acquire:", err)
 		return
 	}
-	fmt.Println("worker-1 holds the lock, fencing token", lease.Fence)
+	fmt.Println("worker-1 holds the lock, fencing token", lease.Fence > 0)
 
 	// Another worker does not get it while the lease lives.
 	_, err = c.Acquire(ctx, "ex-graph-writes", client.LeaseOptions{Owner: "worker-2", Wait: 100 * time.Millisecond})
@@ -202,10 +206,10 @@ func ExampleClient_Acquire() {
 		return
 	}
 	defer lease2.Release(ctx)
-	fmt.Println("worker-2 holds it now, fencing token", lease2.Fence)
+	fmt.Println("worker-2 holds it now, with a higher fencing token:", lease2.Fence > lease.Fence)
 	// Output:
-	// worker-1 holds the lock, fencing token 1
+	// worker-1 holds the lock, fencing token true
 	// worker-2 held off: true
 	// held: true by worker-1
-	// worker-2 holds it now, fencing token 2
+	// worker-2 holds it now, with a higher fencing token: true
 }
