@@ -115,17 +115,19 @@ func (n *notifier) subscribe(ctx context.Context, redis *redisstore.Conn, logger
 	case <-ctx.Done():
 		return
 	}
-	c, err := redis.Client()
-	if err != nil {
-		return // unreachable: Ready is closed
-	}
 	delay := 100 * time.Millisecond
 	for {
 		start := time.Now()
+		// The connection's current client: after an outage or a cluster
+		// failover the Conn renews its client and closes the old one.
+		c, err := redis.Client()
+		if err != nil {
+			return // unreachable: Ready is closed
+		}
 		// A connection of its own: a RESP2 server (or miniredis) refuses
 		// other commands on a subscribed connection.
 		dc, release := c.Dedicate()
-		err := dc.Receive(ctx, dc.B().Subscribe().Channel(ReleaseChannel).Build(), func(msg rueidis.PubSubMessage) {
+		err = dc.Receive(ctx, dc.B().Subscribe().Channel(ReleaseChannel).Build(), func(msg rueidis.PubSubMessage) {
 			n.released(msg.Message)
 		})
 		release()

@@ -238,7 +238,7 @@ func (c *Conn) Ping(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := client.Do(ctx, client.B().Ping().Build()).Error(); err != nil {
+	if err := ping(ctx, client); err != nil {
 		if IsUnavailable(err) {
 			c.down.Store(true)
 		}
@@ -248,6 +248,28 @@ func (c *Conn) Ping(ctx context.Context) error {
 		c.renew()
 		if c.down.Load() {
 			return fmt.Errorf("%w: renewing connections after an outage", ErrUnavailable)
+		}
+	}
+	return nil
+}
+
+// ping checks that Redis can serve the sidecar. On a cluster a PING goes to
+// whichever node the client picks (possibly a dead master it has not yet
+// dropped from its map, or a live one while others cannot serve), so it
+// reads one key of every bucket instead: Redis is up when the master of
+// every bucket's slot answers, which is what every request needs.
+func ping(ctx context.Context, client rueidis.Client) error {
+	if client.Mode() != rueidis.ClientModeCluster {
+		return client.Do(ctx, client.B().Ping().Build()).Error()
+	}
+	l := Layout{Cluster: true}
+	cmds := make(rueidis.Commands, l.Buckets())
+	for b := range cmds {
+		cmds[b] = client.B().Exists().Key(l.Global(b).Expiry).Build()
+	}
+	for _, r := range client.DoMulti(ctx, cmds...) {
+		if err := r.Error(); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/agentsidecar/agentsidecar/envconf"
+	"github.com/agentsidecar/agentsidecar/locks"
 	"github.com/agentsidecar/agentsidecar/redisstore"
 	"github.com/agentsidecar/agentsidecar/redisstore/redisstoretest"
 	"github.com/agentsidecar/agentsidecar/sessions"
@@ -27,7 +28,7 @@ import (
 func TestClusterFailover(t *testing.T) {
 	c := redisstoretest.NewCluster(t, 3, 1)
 	srv := c.Server(t)
-	h := sidecartest.Start(t, srv, envconf.Env{"SIDECAR_REQUEST_TIMEOUT": "3s"}, sessions.Factory, usage.Factory)
+	h := sidecartest.Start(t, srv, envconf.Env{"SIDECAR_REQUEST_TIMEOUT": "3s"}, sessions.Factory, usage.Factory, locks.Factory)
 	ctx := t.Context()
 
 	// The busy user's bucket lives on the master we kill.
@@ -125,6 +126,28 @@ func TestClusterFailover(t *testing.T) {
 	if r := sidecartest.Do(t, "GET", h.Ops+"/readyz", ""); r.Status != 200 {
 		t.Fatalf("readyz after failover: %d %s", r.Status, r.Body)
 	}
+
+	// Locks work on the promoted master, and a waiter is still woken by a
+	// release (the Pub/Sub subscription followed the failover).
+	var g struct {
+		Token string `json:"token"`
+	}
+	if r := h.Do(t, "POST", "/v1/locks/after-failover", `{"ttl_ms":30000}`); r.Status != 200 {
+		t.Fatalf("lock after failover: %d %s", r.Status, r.Body)
+	} else {
+		r.JSON(t, &g)
+	}
+	waited := make(chan sidecartest.Reply, 1)
+	go func() { waited <- h.Do(t, "POST", "/v1/locks/after-failover", `{"wait_ms":20000}`) }()
+	time.Sleep(100 * time.Millisecond)
+	released := time.Now()
+	if r := h.Do(t, "DELETE", "/v1/locks/after-failover", `{"token":"`+g.Token+`"}`); r.Status != 200 {
+		t.Fatalf("release after failover: %d %s", r.Status, r.Body)
+	}
+	if r := <-waited; r.Status != 200 {
+		t.Fatalf("waiter after failover: %d %s", r.Status, r.Body)
+	}
+	t.Logf("lock hand-over after the failover took %s", time.Since(released).Round(time.Microsecond))
 
 	window := "none"
 	if !first503.IsZero() {
