@@ -14,15 +14,15 @@ import (
 // redis-server and on a 3-master Redis Cluster (BENCHMARKS.md, "Redis
 // Cluster"):
 //
-//	go test -run '^$' -bench ClusterVsStandalone -benchtime 2s -timeout 10m ./redisstore/
+//		go test -run '^$' -bench ClusterVsStandalone -benchtime 2s -timeout 10m ./redisstore/
 //
-//   - append: parallel appends (GOMAXPROCS×4 goroutines), each on its own
-//     user's session, so the writes spread over the buckets;
-//   - feedback: UpdateEntry on a 500-entry session (O(1) via the qa_id index);
-//   - list-all-users: one page of 50 across users among 2 000 sessions of
-//     200 users (on the cluster: 64 shards read and merged);
-//   - stats: the counts and totals behind /v1/sessions/stats and the
-//     scrape-time gauges.
+//	  - append: parallel appends (GOMAXPROCS×4 goroutines), each on its own
+//	    user's session, so the writes spread over the buckets;
+//	  - feedback: UpdateEntry on a 500-entry session (O(1) via the qa_id index);
+//	  - list-all-users: one page of 50 across users among 2 000 sessions of
+//	    200 users (on the cluster: 64 shards read and merged);
+//	  - stats: the counts and totals behind /v1/sessions/stats and the
+//	    scrape-time gauges.
 func BenchmarkClusterVsStandalone(b *testing.B) {
 	for _, backend := range []string{redisstoretest.Real, redisstoretest.ClusterBackend} {
 		b.Run(backend, func(b *testing.B) {
