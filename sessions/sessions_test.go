@@ -487,6 +487,8 @@ func TestBadInputIs4xxAndWritesNothing(t *testing.T) {
 			{"bad user id", "POST", "/v1/users/a:b/sessions/s/entries", `{"question":"q","answer":"a"}`, 400, "invalid_id"},
 			{"bad session id", "POST", "/v1/users/u/sessions/s%7B1%7D/entries", `{"question":"q","answer":"a"}`, 400, "invalid_id"},
 			{"bad qa_id in body", "POST", base + "/entries", `{"question":"q","answer":"a","qa_id":"a b"}`, 400, "invalid_field"},
+			{"qa_id dot-dot", "POST", base + "/entries", `{"question":"q","answer":"a","qa_id":".."}`, 400, "invalid_field"},
+			{"context id dot", "POST", base + "/context", `{"id":"."}`, 400, "invalid_field"},
 			{"missing answer", "POST", base + "/entries", `{"question":"q"}`, 400, "invalid_field"},
 			{"score as string", "POST", base + "/entries", `{"question":"q","answer":"a","feedback_score":"5"}`, 400, "invalid_field"},
 			{"score out of range", "POST", base + "/entries", `{"question":"q","answer":"a","feedback_score":9}`, 400, "invalid_field"},

@@ -16,11 +16,13 @@ import (
 // MaxIDLength is the longest user_id, session_id, qa_id or lock name.
 const MaxIDLength = 128
 
-// ValidID reports whether s is 1–128 characters of [A-Za-z0-9_.@-]. A ':'
-// would let two user/session pairs map to one Redis key and braces would
-// change Redis Cluster hash slots, so both are refused.
+// ValidID reports whether s is 1–128 characters of [A-Za-z0-9_.@-], other
+// than "." and "..". A ':' would let two user/session pairs map to one Redis
+// key and braces would change Redis Cluster hash slots, so both are refused;
+// "." and ".." cannot travel in a URL path (clients and servers resolve
+// them), so an entry with such an id could be written but never read.
 func ValidID(s string) bool {
-	if len(s) == 0 || len(s) > MaxIDLength {
+	if len(s) == 0 || len(s) > MaxIDLength || s == "." || s == ".." {
 		return false
 	}
 	for i := 0; i < len(s); i++ {
@@ -39,7 +41,7 @@ func ValidID(s string) bool {
 func PathID(r *http.Request, name string) (string, error) {
 	v := r.PathValue(name)
 	if !ValidID(v) {
-		return "", BadRequest("invalid_id", "%s must be 1-%d characters of A-Z a-z 0-9 _ . @ -", name, MaxIDLength)
+		return "", BadRequest("invalid_id", "%s must be 1-%d characters of A-Z a-z 0-9 _ . @ - (not . or ..)", name, MaxIDLength)
 	}
 	return v, nil
 }

@@ -40,11 +40,12 @@ func FuzzDecodeJSON(f *testing.F) {
 
 // ValidID accepts exactly 1-128 characters of [A-Za-z0-9_.@-].
 func FuzzValidID(f *testing.F) {
-	for _, s := range []string{"default_session", "a:b", "{x}", "", strings.Repeat("a", 129), "é"} {
+	for _, s := range []string{"default_session", "a:b", "{x}", "", strings.Repeat("a", 129), "é", ".", "..", "..."} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		want := len(s) >= 1 && len(s) <= 128 && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.@-") == ""
+		want := len(s) >= 1 && len(s) <= 128 && s != "." && s != ".." &&
+			strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.@-") == ""
 		if got := sidecar.ValidID(s); got != want {
 			t.Fatalf("ValidID(%q) = %v, want %v", s, got, want)
 		}
