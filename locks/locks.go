@@ -17,6 +17,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -47,6 +48,10 @@ type Module struct {
 	notify  *notifier
 	metrics *metrics
 	logger  *slog.Logger
+	// attempt is SIDECAR_REQUEST_TIMEOUT: an acquire answers within
+	// wait_ms plus this, whatever the route's longer deadline allows.
+	attempt time.Duration
+	bg      sync.WaitGroup // releases of abandoned grants
 
 	stop context.CancelFunc
 	done chan struct{}
@@ -70,6 +75,7 @@ func New(_ context.Context, deps sidecar.Deps) (sidecar.Module, error) {
 		notify:  newNotifier(),
 		metrics: newMetrics(),
 		logger:  logger,
+		attempt: deps.RequestTimeout,
 		stop:    cancel,
 		done:    make(chan struct{}),
 	}
@@ -99,8 +105,10 @@ func (m *Module) Collectors() []prometheus.Collector { return m.metrics.collecto
 // Close ends the release subscription.
 func (m *Module) Close(ctx context.Context) error {
 	m.stop()
+	done := make(chan struct{})
+	go func() { <-m.done; m.bg.Wait(); close(done) }()
 	select {
-	case <-m.done:
+	case <-done:
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
@@ -174,13 +182,24 @@ func (m *Module) acquire(w http.ResponseWriter, r *http.Request) error {
 	}
 
 	ctx := r.Context()
+	if m.attempt > 0 {
+		// The route's deadline covers the longest wait allowed; this one
+		// keeps a slow Redis from holding an acquire past its own wait.
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, wait+m.attempt)
+		defer cancel()
+	}
 	token := newToken()
 	start := time.Now()
 	g, h, err := m.lockWait(ctx, name, token, req.Owner, ttl, wait)
 	waited := time.Since(start)
 	switch {
 	case err != nil && ctx.Err() != nil:
-		m.metrics.acquired(outcomeCanceled, waited)
+		outcome := outcomeCanceled
+		if r.Context().Err() == nil {
+			outcome = outcomeError // our deadline, not the caller's hang-up
+		}
+		m.metrics.acquired(outcome, waited)
 		// The script may have run before the hang-up cut its reply.
 		m.releaseAbandoned(ctx, name, token)
 		return ctx.Err()
@@ -207,13 +226,17 @@ func (m *Module) acquire(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// releaseAbandoned frees a lock granted to a caller that is gone.
+// releaseAbandoned frees a lock granted to a caller that is gone (or got
+// 503 at its deadline), in the background: on a slow Redis the release can
+// take its whole 2 s, and the 503 must not wait for it. Close waits for it.
 func (m *Module) releaseAbandoned(ctx context.Context, name, token string) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-	defer cancel()
-	if _, err := m.store.release(ctx, name, token); err != nil {
-		m.logger.Warn("releasing a lock granted to a caller that hung up; it frees at its TTL", "err", err)
-	}
+	m.bg.Go(func() {
+		defer cancel()
+		if _, err := m.store.release(ctx, name, token); err != nil {
+			m.logger.Warn("releasing a lock granted to a caller that hung up; it frees at its TTL", "err", err)
+		}
+	})
 }
 
 func heldError(name string, h *holder, wait time.Duration) error {

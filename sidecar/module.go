@@ -66,6 +66,9 @@ type Deps struct {
 	// Registerer is the sidecar's (non-global) metrics registry, for metrics
 	// a module records itself; Collector is the alternative.
 	Registerer prometheus.Registerer
+	// RequestTimeout is SIDECAR_REQUEST_TIMEOUT, for a route with a longer
+	// Route.Timeout that still has to bound its own Redis calls by it.
+	RequestTimeout time.Duration
 }
 
 // Factory registers a module with the host: its name and its constructor.

@@ -1,0 +1,286 @@
+package faults
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/agentsidecar/agentsidecar/envconf"
+	"github.com/agentsidecar/agentsidecar/locks"
+	"github.com/agentsidecar/agentsidecar/redisstore"
+	"github.com/agentsidecar/agentsidecar/redisstore/redisstoretest"
+	"github.com/agentsidecar/agentsidecar/sessions"
+	"github.com/agentsidecar/agentsidecar/sidecar/sidecartest"
+	"github.com/agentsidecar/agentsidecar/usage"
+)
+
+// startHost runs a real host with the sessions, usage and locks modules
+// against srv. TTLs are long enough never to expire during a test.
+func startHost(t *testing.T, srv *redisstoretest.Server, env envconf.Env) *sidecartest.Host {
+	t.Helper()
+	full := envconf.Env{"SESSION_TTL_SECONDS": "3600", "AGENTIC_LOCK_EXPIRE": "600"}
+	for k, v := range env {
+		full[k] = v
+	}
+	return sidecartest.Start(t, srv, full, sessions.Factory, usage.Factory, locks.Factory)
+}
+
+// client talks HTTP to a host. Unlike sidecartest.Do it never calls
+// t.Fatal, so load goroutines can use it, and it owns its transport, so a
+// leak check can close its idle connections.
+type client struct {
+	base string
+	hc   *http.Client
+}
+
+func newClient(t *testing.T, base string) *client {
+	c := &client{base: base, hc: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 32}}}
+	t.Cleanup(c.hc.CloseIdleConnections)
+	return c
+}
+
+// reply is one answer, or the transport error when there was none.
+type reply struct {
+	status int
+	body   []byte
+	took   time.Duration
+	err    error
+}
+
+func (r reply) String() string {
+	if r.err != nil {
+		return "error " + r.err.Error()
+	}
+	return fmt.Sprintf("%d %s (%s)", r.status, strings.TrimSpace(string(r.body)), r.took.Round(time.Millisecond))
+}
+
+// code is the error envelope's code, or "".
+func (r reply) code() string {
+	var env struct {
+		Error struct {
+			Code string `json:"code"`
+		} `json:"error"`
+	}
+	_ = json.Unmarshal(r.body, &env)
+	return env.Error.Code
+}
+
+func (c *client) do(ctx context.Context, method, path, body string) reply {
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	start := time.Now()
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
+	if err != nil {
+		return reply{err: err}
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return reply{err: err, took: time.Since(start)}
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return reply{status: resp.StatusCode, body: b, took: time.Since(start), err: err}
+}
+
+// waitServing polls a cheap read until it succeeds and returns how long that
+// took, failing the test after limit.
+func waitServing(t *testing.T, c *client, path string, limit time.Duration) time.Duration {
+	t.Helper()
+	start := time.Now()
+	var last reply
+	for time.Since(start) < limit {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		last = c.do(ctx, "GET", path, "")
+		cancel()
+		if last.err == nil && last.status == http.StatusOK {
+			return time.Since(start)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("GET %s did not succeed within %s; last answer: %s", path, limit, last)
+	return 0
+}
+
+// rawCommand sends one inline command to addr on its own connection (not
+// the sidecar's) and returns the first reply line.
+func rawCommand(addr, cmd string, timeout time.Duration) (string, error) {
+	conn, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return "", err
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(timeout))
+	if _, err := conn.Write([]byte(cmd + "\r\n")); err != nil {
+		return "", err
+	}
+	line, err := bufio.NewReader(conn).ReadString('\n')
+	return strings.TrimSpace(line), err
+}
+
+// qaFields are the ten fields of Cognee's SessionQAEntry, all of which every
+// stored entry must carry.
+var qaFields = []string{"time", "qa_id", "question", "context", "answer", "feedback_text",
+	"feedback_score", "used_graph_element_ids", "memify_metadata", "used_session_context_ids"}
+
+// storedEntry is one element of a session list, decoded.
+type storedEntry struct {
+	QAID   string
+	Score  *int
+	Fields map[string]json.RawMessage
+}
+
+// checkSession reads one session straight from Redis and through the API
+// and fails the test unless everything agrees: every list element is one
+// whole JSON object with the ten fields, qa_ids are unique, the qa_id index
+// describes the list exactly (length, last, every position, nothing else),
+// the record's entry_count is the list's length, every entry reads back by
+// qa_id, and last_n lists the same (newest) entries in the same order. It returns
+// the entries, oldest first.
+func checkSession(t *testing.T, rc rueidis.Client, c *client, user, session string) []storedEntry {
+	t.Helper()
+	ctx := context.Background()
+	keys := redisstore.Layout{}.Session(user, session)
+	name := user + "/" + session
+	raw, err := rc.Do(ctx, rc.B().Lrange().Key(keys.Entries).Start(0).Stop(-1).Build()).AsStrSlice()
+	if err != nil {
+		t.Fatalf("%s: LRANGE: %v", name, err)
+	}
+	entries := make([]storedEntry, 0, len(raw))
+	pos := map[string]int{}
+	for i, el := range raw {
+		var fields map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(el), &fields); err != nil {
+			t.Fatalf("%s: element %d is not a JSON object (%v): %q", name, i, err, el)
+		}
+		for _, f := range qaFields {
+			if _, ok := fields[f]; !ok {
+				t.Errorf("%s: element %d lacks %q: %s", name, i, f, el)
+			}
+		}
+		if len(fields) != len(qaFields) {
+			t.Errorf("%s: element %d has %d fields, want %d: %s", name, i, len(fields), len(qaFields), el)
+		}
+		var e storedEntry
+		e.Fields = fields
+		if err := json.Unmarshal(fields["qa_id"], &e.QAID); err != nil || e.QAID == "" {
+			t.Fatalf("%s: element %d has no string qa_id: %s", name, i, el)
+		}
+		if err := json.Unmarshal(fields["feedback_score"], &e.Score); err != nil {
+			t.Errorf("%s: element %d: feedback_score %s: %v", name, i, fields["feedback_score"], err)
+		}
+		if j, dup := pos[e.QAID]; dup {
+			t.Errorf("%s: qa_id %s stored twice (positions %d and %d)", name, e.QAID, j, i)
+		}
+		pos[e.QAID] = i
+		entries = append(entries, e)
+	}
+
+	index, err := rc.Do(ctx, rc.B().Hgetall().Key(keys.Index).Build()).AsStrMap()
+	if err != nil {
+		t.Fatalf("%s: HGETALL index: %v", name, err)
+	}
+	if len(entries) > 0 || len(index) > 0 {
+		head, _ := strconv.Atoi(index["#head"])
+		if got := index["#len"]; got != strconv.Itoa(len(entries)) {
+			t.Errorf("%s: index #len %q, list length %d", name, got, len(entries))
+		}
+		if len(entries) > 0 && index["#last"] != entries[len(entries)-1].QAID {
+			t.Errorf("%s: index #last %q, last qa_id %q", name, index["#last"], entries[len(entries)-1].QAID)
+		}
+		for id, seq := range index {
+			if strings.HasPrefix(id, "#") {
+				continue
+			}
+			p, ok := pos[id]
+			if !ok {
+				t.Errorf("%s: index holds qa_id %s that the list does not", name, id)
+				continue
+			}
+			if seq != strconv.Itoa(p+head) {
+				t.Errorf("%s: index puts %s at %s, list at %d (+head %d)", name, id, seq, p, head)
+			}
+		}
+		for id := range pos {
+			if _, ok := index[id]; !ok {
+				t.Errorf("%s: list holds qa_id %s that the index does not", name, id)
+			}
+		}
+	}
+
+	count, err := rc.Do(ctx, rc.B().Hget().Key(keys.Record).Field("entry_count").Build()).ToString()
+	switch {
+	case rueidis.IsRedisNil(err) && len(entries) == 0:
+	case err != nil:
+		t.Errorf("%s: record entry_count: %v (list has %d)", name, err, len(entries))
+	case count != strconv.Itoa(len(entries)):
+		t.Errorf("%s: record entry_count %s, list length %d", name, count, len(entries))
+	}
+
+	base := "/v1/users/" + user + "/sessions/" + session + "/entries"
+	for _, e := range entries {
+		r := c.do(ctx, "GET", base+"/"+e.QAID, "")
+		var got struct {
+			QAID string `json:"qa_id"`
+		}
+		if r.err != nil || r.status != 200 || json.Unmarshal(r.body, &got) != nil || got.QAID != e.QAID {
+			t.Errorf("%s: GET entry %s: %s", name, e.QAID, r)
+		}
+	}
+	r := c.do(ctx, "GET", base+"?last_n="+strconv.Itoa(sessions.MaxLastN), "")
+	var listed []struct {
+		QAID string `json:"qa_id"`
+	}
+	if r.err != nil || r.status != 200 || json.Unmarshal(r.body, &listed) != nil {
+		t.Fatalf("%s: list: %s", name, r)
+	}
+	var want, got []string
+	for _, e := range entries[max(0, len(entries)-sessions.MaxLastN):] {
+		want = append(want, e.QAID)
+	}
+	for _, e := range listed {
+		got = append(got, e.QAID)
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("%s: API lists %v, Redis holds %v", name, got, want)
+	}
+	return entries
+}
+
+// latencies summarises durations for the log.
+type latencies []time.Duration
+
+func (l latencies) String() string {
+	if len(l) == 0 {
+		return "none"
+	}
+	s := slices.Clone(l)
+	slices.Sort(s)
+	q := func(p float64) time.Duration { return s[int(p*float64(len(s)-1))].Round(100 * time.Microsecond) }
+	return fmt.Sprintf("n=%d p50=%s p90=%s max=%s", len(s), q(0.5), q(0.9), s[len(s)-1].Round(100*time.Microsecond))
+}
+
+func (l latencies) max() time.Duration {
+	if len(l) == 0 {
+		return 0
+	}
+	return slices.Max(l)
+}
+
+// jsonInto decodes b into v and reports whether that worked.
+func jsonInto(b []byte, v any) bool { return json.Unmarshal(b, v) == nil }
