@@ -254,13 +254,15 @@ func (c *Conn) Ping(ctx context.Context) error {
 }
 
 // ping checks that Redis can serve the sidecar. On a cluster a PING goes to
-// whichever node the client picks (possibly a dead master it has not yet
-// dropped from its map, or a live one while others cannot serve), so it
-// reads one key of every bucket instead: Redis is up when the master of
-// every bucket's slot answers, which is what every request needs.
+// whichever node the client picks, possibly a dead master it has not yet
+// dropped from its map after a failover; when it fails, a read of one key
+// of every bucket decides instead (Redis is up when the master of every
+// bucket's slot answers, which is what every request needs). A healthy
+// cluster thus costs one PING per check, not one read per bucket.
 func ping(ctx context.Context, client rueidis.Client) error {
-	if client.Mode() != rueidis.ClientModeCluster {
-		return client.Do(ctx, client.B().Ping().Build()).Error()
+	err := client.Do(ctx, client.B().Ping().Build()).Error()
+	if err == nil || client.Mode() != rueidis.ClientModeCluster {
+		return err
 	}
 	l := Layout{Cluster: true}
 	cmds := make(rueidis.Commands, l.Buckets())
