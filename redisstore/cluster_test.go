@@ -211,3 +211,24 @@ func TestSweepDropsExpiredSessionsOfEveryShard(t *testing.T) {
 		}
 	})
 }
+
+// CACHE_HOST (one host or a comma list, one CACHE_PORT) reaches a cluster
+// too: any node is enough to discover the rest, and the store takes the
+// cluster layout.
+func TestCacheHostReachesACluster(t *testing.T) {
+	srv := redisstoretest.NewClusterServer(t)
+	host, port, _ := strings.Cut(srv.Cluster.Nodes[1].Addr, ":")
+	var p int
+	fmt.Sscan(port, &p)
+	conn := openReady(t, redisstore.Options{Host: host + "," + host, Port: p, SSLCertReqs: "required"})
+	if !conn.Cluster() {
+		t.Fatalf("CACHE_HOST=%s CACHE_PORT=%d: mode %q, want cluster", host, p, conn.Mode())
+	}
+	store := redisstore.NewSessions(conn, redisstore.SessionConfig{TTLSeconds: 60})
+	if _, err := store.Append(t.Context(), "alice", "s", "q1", []byte(`{"qa_id": "q1"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if got := store.Keys("alice", "s").Entries; !strings.Contains(got, "{b") {
+		t.Fatalf("entries key %s has no bucket tag", got)
+	}
+}

@@ -2,7 +2,8 @@
 // redis-server started on a free loopback port when the binary is on PATH,
 // else an embedded miniredis. With REQUIRE_REAL_REDIS=1 (as in CI) a missing
 // redis-server fails the test instead of falling back. There is no mocked
-// Redis anywhere in this project.
+// Redis anywhere in this project. A real Redis Cluster (cluster.go) comes
+// from redis-server and redis-cli; EachWithCluster runs a suite on all three.
 package redisstoretest
 
 import (
