@@ -331,6 +331,9 @@ type LockGrant struct {
 	Owner        string    `json:"owner"`
 	ExpiresAt    time.Time `json:"expires_at"` // by Redis's clock; trust TTLMs for how long you have
 	TTLMs        int64     `json:"ttl_ms"`
+	// Replicated is set when the sidecar runs with
+	// SIDECAR_LOCK_REPLICA_WAIT_MS: whether a replica acknowledged the grant.
+	Replicated *bool `json:"replicated,omitempty"`
 }
 
 // LockInfo is InspectLock's answer. Owner, TTLMs and FencingToken are set

@@ -19,7 +19,15 @@ type Config struct {
 	ExpireSeconds int `env:"AGENTIC_LOCK_EXPIRE" envDefault:"240"`
 	// TimeoutSeconds is the longest wait_ms a caller may ask for.
 	TimeoutSeconds int `env:"AGENTIC_LOCK_TIMEOUT" envDefault:"300"`
+	// ReplicaWaitMs, when above 0, makes every grant wait up to this long
+	// for one replica to acknowledge it (WAIT 1 <ms>), and the answer say
+	// whether it did. 0 (the default) skips it; use it only when the Redis
+	// primary has replicas, or every grant waits the full time.
+	ReplicaWaitMs int `env:"SIDECAR_LOCK_REPLICA_WAIT_MS" envDefault:"0"`
 }
+
+// MaxReplicaWait bounds SIDECAR_LOCK_REPLICA_WAIT_MS.
+const MaxReplicaWait = 10 * time.Second
 
 // LoadConfig parses and validates the module's variables from env.
 func LoadConfig(env envconf.Env) (Config, error) {
@@ -38,8 +46,14 @@ func (c Config) Validate() error {
 	if c.TimeoutSeconds <= 0 || time.Duration(c.TimeoutSeconds)*time.Second > MaxWaitLimit {
 		return envconf.Invalid("AGENTIC_LOCK_TIMEOUT", "%d must be 1-%d seconds", c.TimeoutSeconds, int(MaxWaitLimit/time.Second))
 	}
+	if c.ReplicaWaitMs < 0 || time.Duration(c.ReplicaWaitMs)*time.Millisecond > MaxReplicaWait {
+		return envconf.Invalid("SIDECAR_LOCK_REPLICA_WAIT_MS", "%d must be 0 (off) to %d", c.ReplicaWaitMs, MaxReplicaWait.Milliseconds())
+	}
 	return nil
 }
+
+// ReplicaWait is SIDECAR_LOCK_REPLICA_WAIT_MS as a duration (0: off).
+func (c Config) ReplicaWait() time.Duration { return time.Duration(c.ReplicaWaitMs) * time.Millisecond }
 
 // DefaultTTL is AGENTIC_LOCK_EXPIRE as a duration.
 func (c Config) DefaultTTL() time.Duration { return time.Duration(c.ExpireSeconds) * time.Second }

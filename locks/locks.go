@@ -71,7 +71,7 @@ func New(_ context.Context, deps sidecar.Deps) (sidecar.Module, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	m := &Module{
 		cfg:     cfg,
-		store:   store{redis: deps.Redis},
+		store:   store{redis: deps.Redis, replicaWait: cfg.ReplicaWait()},
 		notify:  newNotifier(),
 		metrics: newMetrics(),
 		logger:  logger,
@@ -127,6 +127,9 @@ type grantResponse struct {
 	Owner        string `json:"owner"`
 	ExpiresAt    string `json:"expires_at"` // Redis TIME + ttl, RFC 3339 UTC with milliseconds
 	TTLMs        int64  `json:"ttl_ms"`
+	// Replicated: a replica acknowledged the grant within
+	// SIDECAR_LOCK_REPLICA_WAIT_MS (absent when that wait is off).
+	Replicated *bool `json:"replicated,omitempty"`
 }
 
 type tokenRequest struct {
@@ -155,6 +158,7 @@ func respond(w http.ResponseWriter, token string, g *grant) {
 	sidecar.WriteJSON(w, http.StatusOK, grantResponse{
 		Token: token, FencingToken: g.Fence, Owner: g.Owner,
 		ExpiresAt: g.ExpiresAt.Format(timeFormat), TTLMs: g.TTL.Milliseconds(),
+		Replicated: g.Replicated,
 	})
 }
 

@@ -49,11 +49,17 @@ type grant struct {
 	Owner     string
 	TTL       time.Duration
 	ExpiresAt time.Time // Redis TIME + TTL, never the pod's clock
+	// Replicated says whether a replica acknowledged the grant within the
+	// replica wait; nil when that wait is off.
+	Replicated *bool
 }
 
 // store runs the lock scripts.
 type store struct {
 	redis *redisstore.Conn
+	// replicaWait > 0 sends each acquire with WAIT 1 <replicaWait> on the
+	// same connection (SIDECAR_LOCK_REPLICA_WAIT_MS).
+	replicaWait time.Duration
 }
 
 func (s store) client() (rueidis.Client, error) { return s.redis.Client() }
@@ -65,9 +71,14 @@ func (s store) tryAcquire(ctx context.Context, name, token, owner string, ttl ti
 	if err != nil {
 		return nil, nil, err
 	}
-	vals, err := lua.LockAcquire.Exec(ctx, c,
-		[]string{lockKey(name), fenceKey(name), metaKey(name)},
-		[]string{token, ms(ttl), owner}).ToArray()
+	keys, args := []string{lockKey(name), fenceKey(name), metaKey(name)}, []string{token, ms(ttl), owner}
+	var replicated *bool
+	var vals []rueidis.RedisMessage
+	if s.replicaWait > 0 {
+		vals, replicated, err = s.acquireAndWait(ctx, c, keys, args)
+	} else {
+		vals, err = lua.LockAcquire.Exec(ctx, c, keys, args).ToArray()
+	}
 	if err != nil {
 		return nil, nil, redisstore.Wrap("lock acquire", err)
 	}
@@ -76,9 +87,32 @@ func (s store) tryAcquire(ctx context.Context, name, token, owner string, ttl ti
 	}
 	if intAt(vals, 0) == 1 {
 		now := intAt(vals, 2)
-		return &grant{Fence: intAt(vals, 1), Owner: owner, TTL: ttl, ExpiresAt: time.UnixMilli(now).Add(ttl).UTC()}, nil, nil
+		return &grant{Fence: intAt(vals, 1), Owner: owner, TTL: ttl, ExpiresAt: time.UnixMilli(now).Add(ttl).UTC(), Replicated: replicated}, nil, nil
 	}
 	return nil, &holder{TTL: pttl(intAt(vals, 1)), Owner: strAt(vals, 2), Fence: intAt(vals, 3)}, nil
+}
+
+// acquireAndWait runs the acquire script and WAIT 1 <replicaWait> as one
+// pipeline. WAIT counts the replicas that acknowledged the last write of its
+// own connection, so both go on one connection: rueidis sends a multi
+// holding a blocking command (WAIT) together on a dedicated connection.
+func (s store) acquireAndWait(ctx context.Context, c rueidis.Client, keys, args []string) ([]rueidis.RedisMessage, *bool, error) {
+	wait := c.B().Wait().Numreplicas(1).Timeout(s.replicaWait.Milliseconds()).Build()
+	res := c.DoMulti(ctx, c.B().Evalsha().Sha1(lua.LockAcquire.SHA1()).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build(), wait)
+	if rerr, ok := rueidis.IsRedisErr(res[0].Error()); ok && rerr.IsNoScript() {
+		wait = c.B().Wait().Numreplicas(1).Timeout(s.replicaWait.Milliseconds()).Build()
+		res = c.DoMulti(ctx, c.B().Eval().Script(lua.LockAcquire.Source).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build(), wait)
+	}
+	vals, err := res[0].ToArray()
+	if err != nil {
+		return nil, nil, err
+	}
+	n, err := res[1].AsInt64()
+	if err != nil {
+		return nil, nil, err
+	}
+	replicated := n >= 1
+	return vals, &replicated, nil
 }
 
 // refresh extends the lock held with token to ttl (0: the ttl it was

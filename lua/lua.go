@@ -60,6 +60,9 @@ func load(name string) *Script {
 	return s
 }
 
+// SHA1 is the script's digest, for EVALSHA.
+func (s *Script) SHA1() string { return s.sha1 }
+
 // All returns every script, sorted by name.
 func All() []*Script {
 	out := make([]*Script, 0, len(registry))
