@@ -100,18 +100,12 @@ func writeStored(w http.ResponseWriter, status int, stored []byte) error {
 	if err != nil {
 		return err
 	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_, _ = w.Write(append(body, '\n'))
+	sidecar.WriteBody(w, status, body)
 	return nil
 }
 
 // writeOwn answers with JSON the sidecar encoded itself (strict already).
-func writeOwn(w http.ResponseWriter, status int, body []byte) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_, _ = w.Write(append(body, '\n'))
-}
+func writeOwn(w http.ResponseWriter, status int, body []byte) { sidecar.WriteBody(w, status, body) }
 
 // writeStoredList answers with stored JSON values as one array.
 func (m *Module) writeStoredList(w http.ResponseWriter, elems []string) {
@@ -119,9 +113,7 @@ func (m *Module) writeStoredList(w http.ResponseWriter, elems []string) {
 	if skipped > 0 {
 		m.logger.Warn("skipped stored values that are not JSON", "count", skipped)
 	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(append(body, '\n'))
+	sidecar.WriteBody(w, http.StatusOK, body)
 }
 
 // appendRequest is an entry as posted: Cognee's fields plus an optional

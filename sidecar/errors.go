@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strconv"
 
 	"github.com/agentsidecar/agentsidecar/redisstore"
 )
@@ -69,8 +70,15 @@ func WriteJSON(w http.ResponseWriter, status int, v any) {
 		status = http.StatusInternalServerError
 		body = []byte(`{"error":{"code":"internal","message":"response could not be encoded"}}`)
 	}
+	WriteBody(w, status, body)
+}
+
+// WriteBody answers with a JSON body already encoded, and a newline. The
+// Content-Length is set, so no body is sent chunked.
+func WriteBody(w http.ResponseWriter, status int, body []byte) {
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(body)+1))
 	w.WriteHeader(status)
 	_, _ = w.Write(append(body, '\n'))
 }

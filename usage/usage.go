@@ -284,9 +284,7 @@ func (m *Module) addUsage(w http.ResponseWriter, r *http.Request) error {
 			m.logger.Debug("usage for a model with no price: cost counted as 0", "model_label", m.prices.Label(*req.Model))
 		}
 	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_, _ = w.Write(append(st.Value, '\n'))
+	sidecar.WriteBody(w, status, st.Value)
 	return nil
 }
 
