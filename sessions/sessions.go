@@ -57,7 +57,7 @@ const base = "/v1/users/{user_id}/sessions/{session_id}"
 func (m *Module) Routes() []sidecar.Route {
 	return []sidecar.Route{
 		{Pattern: "POST " + base + "/entries", Handler: m.appendEntry},
-		{Pattern: "GET " + base + "/entries", Handler: m.listEntries},
+		{Pattern: "GET " + base + "/entries", Handler: m.listLast(m.store.LastEntries)},
 		{Pattern: "GET " + base + "/entries/{qa_id}", Handler: m.getEntry},
 		{Pattern: "PATCH " + base + "/entries/{qa_id}", Handler: m.patchEntry},
 		{Pattern: "DELETE " + base + "/entries/{qa_id}", Handler: m.deleteEntry},
@@ -66,7 +66,7 @@ func (m *Module) Routes() []sidecar.Route {
 		{Pattern: "GET " + base + "/search", Handler: m.search},
 		{Pattern: "DELETE " + base, Handler: m.deleteSession},
 		{Pattern: "POST " + base + "/traces", Handler: m.appendTrace},
-		{Pattern: "GET " + base + "/traces", Handler: m.listTraces},
+		{Pattern: "GET " + base + "/traces", Handler: m.listLast(m.store.LastTraces)},
 		{Pattern: "POST " + base + "/context", Handler: m.appendContext},
 		{Pattern: "GET " + base + "/context", Handler: m.listContext},
 		{Pattern: "PATCH " + base + "/context/{id}", Handler: m.patchContext},
@@ -154,21 +154,25 @@ func (m *Module) appendEntry(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (m *Module) listEntries(w http.ResponseWriter, r *http.Request) error {
-	p, err := sidecar.PathIDs(r, "user_id", "session_id")
-	if err != nil {
-		return err
+// listLast answers the newest last_n elements (default 10) of one of the
+// session's lists, oldest first; [] for an unknown session.
+func (m *Module) listLast(fetch func(ctx context.Context, user, session string, n int) ([]string, error)) sidecar.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		p, err := sidecar.PathIDs(r, "user_id", "session_id")
+		if err != nil {
+			return err
+		}
+		n, err := sidecar.QueryInt(r, "last_n", DefaultLastN, 1, MaxLastN)
+		if err != nil {
+			return err
+		}
+		elems, err := fetch(r.Context(), p[0], p[1], n)
+		if err != nil {
+			return err
+		}
+		m.writeStoredList(w, elems)
+		return nil
 	}
-	n, err := sidecar.QueryInt(r, "last_n", DefaultLastN, 1, MaxLastN)
-	if err != nil {
-		return err
-	}
-	entries, err := m.store.LastEntries(r.Context(), p[0], p[1], n)
-	if err != nil {
-		return err
-	}
-	m.writeStoredList(w, entries)
-	return nil
 }
 
 func (m *Module) getEntry(w http.ResponseWriter, r *http.Request) error {
@@ -329,23 +333,6 @@ func (m *Module) appendTrace(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	writeOwn(w, http.StatusCreated, trace)
-	return nil
-}
-
-func (m *Module) listTraces(w http.ResponseWriter, r *http.Request) error {
-	p, err := sidecar.PathIDs(r, "user_id", "session_id")
-	if err != nil {
-		return err
-	}
-	n, err := sidecar.QueryInt(r, "last_n", DefaultLastN, 1, MaxLastN)
-	if err != nil {
-		return err
-	}
-	traces, err := m.store.LastTraces(r.Context(), p[0], p[1], n)
-	if err != nil {
-		return err
-	}
-	m.writeStoredList(w, traces)
 	return nil
 }
 
