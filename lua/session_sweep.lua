@@ -6,7 +6,8 @@
 -- ARGV[1] the most sessions to look at
 -- ARGV[2] the record key prefix  ("agent_session_record:")
 -- ARGV[3] the user index prefix  ("agent_sessions_by_user:")
--- returns the number of sessions dropped.
+-- returns {sessions dropped, Redis TIME in µs} (the caller's clock for the
+--   read that follows, saving it a TIME round trip).
 -- The per-session keys it checks are derived from the members: prefix ..
 -- "<u>:<s>" and prefix .. "<u>:<status>". On Redis Cluster it runs once per
 -- bucket with that bucket's keys and prefixes ("agent_session_record:{b7}:"
@@ -33,4 +34,4 @@ for _, gid in ipairs(due) do
     redis.call('ZADD', KEYS[1], now + pttl * 1000, gid)
   end
 end
-return dropped
+return { dropped, now }

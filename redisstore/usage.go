@@ -269,7 +269,9 @@ func (s *Sessions) layout() Layout { return Layout{Cluster: s.conn.Cluster()} }
 // sweep drops sessions Redis expired from the index sets (bounded): one
 // script per shard, pipelined; on Cluster each runs in its bucket's slot
 // with the bucket's key prefixes, so the keys it derives stay in that slot.
-func (s *Sessions) sweep(ctx context.Context, client rueidis.Client) error {
+// It returns Redis's clock (µs) as the script read it, the "now" of the
+// listing or count that follows.
+func (s *Sessions) sweep(ctx context.Context, client rueidis.Client) (int64, error) {
 	l := s.layout()
 	n := l.Buckets()
 	batch := strconv.Itoa((SweepBatch + n - 1) / n)
@@ -281,12 +283,15 @@ func (s *Sessions) sweep(ctx context.Context, client rueidis.Client) error {
 			Args: []string{batch, g.RecordPrefix, g.UserIndexPrefix},
 		}
 	}
+	var now int64
 	for _, r := range lua.SessionSweep.ExecMulti(ctx, client, calls...) {
-		if err := r.Error(); err != nil {
-			return Wrap("session_sweep", err)
+		vals, err := r.AsIntSlice()
+		if err != nil || len(vals) != 2 {
+			return 0, Wrap("session_sweep", errors.Join(err, r.Error()))
 		}
+		now = max(now, vals[1])
 	}
-	return nil
+	return now, nil
 }
 
 // List returns one page of sessions and the cursor of the next ("" = last
@@ -300,10 +305,7 @@ func (s *Sessions) List(ctx context.Context, q ListQuery) ([]SessionState, strin
 	if err != nil {
 		return nil, "", err
 	}
-	if err := s.sweep(ctx, client); err != nil {
-		return nil, "", err
-	}
-	now, err := redisTime(client.Do(ctx, client.B().Time().Build()))
+	now, err := s.sweep(ctx, client)
 	if err != nil {
 		return nil, "", err
 	}
@@ -496,10 +498,7 @@ func (s *Sessions) Stats(ctx context.Context, abandonAfter time.Duration) (Stats
 	if err != nil {
 		return Stats{}, err
 	}
-	if err := s.sweep(ctx, client); err != nil {
-		return Stats{}, err
-	}
-	now, err := redisTime(client.Do(ctx, client.B().Time().Build()))
+	now, err := s.sweep(ctx, client)
 	if err != nil {
 		return Stats{}, err
 	}
