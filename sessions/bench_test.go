@@ -31,6 +31,7 @@ import (
 
 	"github.com/agentsidecar/agentsidecar/cognee"
 	"github.com/agentsidecar/agentsidecar/envconf"
+	"github.com/agentsidecar/agentsidecar/client"
 	"github.com/agentsidecar/agentsidecar/redisstore"
 	"github.com/agentsidecar/agentsidecar/redisstore/redisstoretest"
 	"github.com/agentsidecar/agentsidecar/sessions"
@@ -229,20 +230,10 @@ func BenchmarkFeedbackHTTP(b *testing.B) {
 	lat.report(b, n)
 }
 
-// benchCogneeEntry is Cognee's SessionQAEntry as its client decodes it, in
-// model_dump() field order so that re-encoding keeps the layout.
-type benchCogneeEntry struct {
-	Time                  string              `json:"time"`
-	Question              string              `json:"question"`
-	Context               string              `json:"context"`
-	Answer                string              `json:"answer"`
-	QAID                  string              `json:"qa_id"`
-	FeedbackText          *string             `json:"feedback_text"`
-	FeedbackScore         *int                `json:"feedback_score"`
-	UsedGraphElementIDs   map[string][]string `json:"used_graph_element_ids"`
-	MemifyMetadata        map[string]any      `json:"memify_metadata"`
-	UsedSessionContextIDs []string            `json:"used_session_context_ids"`
-}
+// benchCogneeEntry is Cognee's SessionQAEntry as its client decodes it;
+// the Go client's type keeps model_dump() field order, so re-encoding keeps
+// the layout.
+type benchCogneeEntry = client.SessionQAEntry
 
 // BenchmarkCogneeFeedbackPath is target 2, Cognee's side done in Go: one
 // client reads the whole 500-entry list (LRANGE 0 -1), decodes every entry,

@@ -8,6 +8,7 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"github.com/agentsidecar/agentsidecar/client"
 	"github.com/agentsidecar/agentsidecar/envconf"
 	"github.com/agentsidecar/agentsidecar/redisstore"
 	"github.com/agentsidecar/agentsidecar/redisstore/redisstoretest"
@@ -31,19 +32,9 @@ func start(t *testing.T, srv *redisstoretest.Server, env envconf.Env) *sidecarte
 	return sidecartest.Start(t, srv, env, sessions.Factory, ttl.Factory)
 }
 
-// entry is a Q&A entry as clients read it.
-type entry struct {
-	Time                  string         `json:"time"`
-	Question              string         `json:"question"`
-	Context               string         `json:"context"`
-	Answer                string         `json:"answer"`
-	QAID                  string         `json:"qa_id"`
-	FeedbackText          *string        `json:"feedback_text"`
-	FeedbackScore         *int           `json:"feedback_score"`
-	UsedGraphElementIDs   map[string]any `json:"used_graph_element_ids"`
-	MemifyMetadata        map[string]any `json:"memify_metadata"`
-	UsedSessionContextIDs []string       `json:"used_session_context_ids"`
-}
+// entry is a Q&A entry as clients read it: the Go client's type, so these
+// tests also hold the published type to what the server answers.
+type entry = client.SessionQAEntry
 
 func lrange(t *testing.T, c rueidis.Client, key string) []string {
 	t.Helper()

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentsidecar/agentsidecar/client"
 	"github.com/agentsidecar/agentsidecar/envconf"
 	"github.com/agentsidecar/agentsidecar/pricing"
 	"github.com/agentsidecar/agentsidecar/redisstore"
@@ -24,28 +25,9 @@ func start(t *testing.T, srv *redisstoretest.Server, env envconf.Env) *sidecarte
 	return sidecartest.Start(t, srv, env, sessions.Factory, usage.Factory)
 }
 
-type record struct {
-	UserID         string  `json:"user_id"`
-	SessionID      string  `json:"session_id"`
-	Status         string  `json:"status"`
-	StoredStatus   string  `json:"stored_status"`
-	StartedAt      *string `json:"started_at"`
-	LastActivityAt *string `json:"last_activity_at"`
-	EndedAt        *string `json:"ended_at"`
-	TokensIn       int64   `json:"tokens_in"`
-	TokensOut      int64   `json:"tokens_out"`
-	CostUSD        float64 `json:"cost_usd"`
-	Calls          int64   `json:"calls"`
-	ErrorCount     int64   `json:"error_count"`
-	LastModel      *string `json:"last_model"`
-	EntryCount     int64   `json:"entry_count"`
-	TTLSeconds     *int64  `json:"ttl_seconds"`
-	Models         map[string]struct {
-		TokensIn  int64   `json:"tokens_in"`
-		TokensOut int64   `json:"tokens_out"`
-		CostUSD   float64 `json:"cost_usd"`
-	} `json:"models"`
-}
+// record is a session record as clients read it: the Go client's type, so
+// these tests also hold the published type to what the server answers.
+type record = client.SessionRecord
 
 type page struct {
 	Sessions   []record `json:"sessions"`
@@ -115,7 +97,7 @@ func TestLifecycleAbandonedDerivedOnRead(t *testing.T) {
 		before := getRecord(t, h, b)
 		h.Do(t, "POST", b+"/usage", `{"model":"gpt-4o","tokens_in":1}`)
 		after := getRecord(t, h, b)
-		if after.Status != "completed" || *after.LastActivityAt == *before.LastActivityAt || after.TokensIn != 11 {
+		if after.Status != "completed" || after.LastActivityAt.Equal(*before.LastActivityAt) || after.TokensIn != 11 {
 			t.Fatalf("activity after complete: %+v", after)
 		}
 		if r := h.Do(t, "POST", b+"/complete", ""); r.Status != 200 {
@@ -399,13 +381,14 @@ func TestCogneeOnlySessionReadsAsRunning(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	now := time.Now().UTC().Format("2006-01-02T15:04:05.000000")
+	nowT := time.Now().UTC().Truncate(time.Microsecond)
+	now := nowT.Format("2006-01-02T15:04:05.000000")
 	fresh := strings.Replace(string(entry), "2026-01-02T03:04:05", now, 1)
 	key := redisstore.Layout{}.Session("u1", "cg").Entries
 	c.Do(t.Context(), c.B().Rpush().Key(key).Element(string(entry), fresh).Build())
 	c.Do(t.Context(), c.B().Expire().Key(key).Seconds(600).Build())
 	rec := getRecord(t, h, "/v1/users/u1/sessions/cg")
-	if rec.Status != "running" || rec.EntryCount != 2 || rec.LastActivityAt == nil || !strings.HasPrefix(*rec.LastActivityAt, now[:16]) || *rec.TTLSeconds <= 0 {
+	if rec.Status != "running" || rec.EntryCount != 2 || rec.LastActivityAt == nil || !rec.LastActivityAt.Equal(nowT) || !rec.DerivedFromList || *rec.TTLSeconds <= 0 {
 		t.Fatalf("Cognee-only session: %+v", rec)
 	}
 	if r := h.Do(t, "GET", "/v1/users/u1/sessions/none", ""); r.Status != 404 {
