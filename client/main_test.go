@@ -9,19 +9,12 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/agentsidecar/agentsidecar/envconf"
-	"github.com/agentsidecar/agentsidecar/locks"
-	"github.com/agentsidecar/agentsidecar/metrics"
-	"github.com/agentsidecar/agentsidecar/redisstore/redisstoretest"
-	"github.com/agentsidecar/agentsidecar/sessions"
-	"github.com/agentsidecar/agentsidecar/sidecar"
-	"github.com/agentsidecar/agentsidecar/sidecar/sidecartest"
-	"github.com/agentsidecar/agentsidecar/ttl"
-	"github.com/agentsidecar/agentsidecar/usage"
-)
+	"github.com/agentsidecar/agentsidecar/cmd/sidecar/modules"
 
-// modules are the product's modules, as in cmd/sidecar/modules.go.
-var modules = []sidecar.Factory{sessions.Factory, ttl.Factory, usage.Factory, locks.Factory, metrics.Factory}
+	"github.com/agentsidecar/agentsidecar/envconf"
+	"github.com/agentsidecar/agentsidecar/redisstore/redisstoretest"
+	"github.com/agentsidecar/agentsidecar/sidecar/sidecartest"
+)
 
 // The sidecar TestMain runs for the examples and tests: every module, on a
 // fresh Redis (a real redis-server when installed, required by
@@ -55,7 +48,7 @@ func startHost(tb testing.TB, env envconf.Env) (h *sidecartest.Host, srv *rediss
 		defer m.recover(&err)
 	}
 	srv = redisstoretest.New(tb)
-	return sidecartest.Start(tb, srv, env, modules...), srv, nil
+	return sidecartest.Start(tb, srv, env, modules.All()...), srv, nil
 }
 
 // mainTB lets TestMain, which has no *testing.T, use the project's test

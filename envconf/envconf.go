@@ -48,6 +48,26 @@ func (e Env) Parse(v any) error {
 	return describe(v, e, err)
 }
 
+// Validator is a configuration that checks its values after parsing (a
+// range, a combination); its errors should be *Error values naming the
+// variable (see Invalid).
+type Validator interface {
+	Validate() error
+}
+
+// Load is the one way a configuration is read: parse T from e, then run its
+// Validate method when T has one. Every mistake names the variable.
+func Load[T any](e Env) (T, error) {
+	var c T
+	if err := e.Parse(&c); err != nil {
+		return c, err
+	}
+	if v, ok := any(&c).(Validator); ok {
+		return c, v.Validate()
+	}
+	return c, nil
+}
+
 // parseDuration accepts Go durations ("90s", "1m30s") and, as Cognee's
 // *_SECONDS variables do, a bare number of seconds ("90").
 func parseDuration(s string) (any, error) {

@@ -14,18 +14,14 @@ import (
 	"github.com/agentsidecar/agentsidecar/redisstore"
 )
 
-// ReleaseChannel is the Redis Pub/Sub channel on which the release script
-// publishes the name of every lock it frees; each sidecar subscribes once
-// and wakes its waiters for that name.
-const ReleaseChannel = "sidecar:locks:released"
+// ReleaseChannel is the Pub/Sub channel of lock releases (the keyspace
+// names it: redisstore.LockReleaseChannel).
+const ReleaseChannel = redisstore.LockReleaseChannel
 
-// Key layout. The lock key is the name itself, as redis-py's Lock has it, so
-// Python and sidecar callers exclude each other. Companions carry the name as
-// a hash tag: names cannot contain braces, so "{n}:fence" hashes exactly like
-// "n" and every key of one lock lives in one Redis Cluster slot.
-func lockKey(name string) string  { return name }
-func fenceKey(name string) string { return "{" + name + "}:fence" }
-func metaKey(name string) string  { return "{" + name + "}:meta" }
+// The lock's keys, from the keyspace (redisstore.Lock).
+func lockKey(name string) string  { return redisstore.Lock(name).Lock }
+func fenceKey(name string) string { return redisstore.Lock(name).Fence }
+func metaKey(name string) string  { return redisstore.Lock(name).Meta }
 
 // newToken returns 128 random bits as 32 lowercase hex characters (the
 // length of redis-py's uuid1().hex tokens).

@@ -14,8 +14,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/agentsidecar/agentsidecar/envconf"
-	"github.com/agentsidecar/agentsidecar/redisstore"
+	"github.com/agentsidecar/agentsidecar/sessionstore"
 	"github.com/agentsidecar/agentsidecar/sidecar"
 )
 
@@ -26,14 +25,9 @@ var Factory = sidecar.Factory{Name: "metrics", New: New}
 // Prometheus's usual 10 s scrape timeout; a loaded Redis still answers).
 const ScrapeTimeout = 2 * time.Second
 
-// Config is the module's configuration.
-type Config struct {
-	AbandonAfterSeconds int `env:"SESSION_ABANDON_AFTER_SECONDS" envDefault:"1800"`
-}
-
 // Module exports the Redis-derived gauges.
 type Module struct {
-	store        *redisstore.Sessions
+	store        *sessionstore.Store
 	abandonAfter time.Duration
 	logger       *slog.Logger
 
@@ -42,18 +36,16 @@ type Module struct {
 	llmErrors              *prometheus.Desc
 }
 
-// New parses SESSION_ABANDON_AFTER_SECONDS.
+// New builds the module over the host's shared session store (it reads
+// SESSION_ABANDON_AFTER_SECONDS from the shared settings).
 func New(_ context.Context, deps sidecar.Deps) (sidecar.Module, error) {
-	var cfg Config
-	if err := deps.Env.Parse(&cfg); err != nil {
+	s, err := sessionstore.FromDeps(deps)
+	if err != nil {
 		return nil, err
 	}
-	if cfg.AbandonAfterSeconds < 1 {
-		return nil, envconf.Invalid("SESSION_ABANDON_AFTER_SECONDS", "must be at least 1, not %d", cfg.AbandonAfterSeconds)
-	}
 	return &Module{
-		store:        redisstore.NewSessions(deps.Redis, redisstore.SessionConfig{}),
-		abandonAfter: time.Duration(cfg.AbandonAfterSeconds) * time.Second,
+		store:        s,
+		abandonAfter: s.Config().AbandonAfter(),
 		logger:       deps.Logger,
 		sessions: prometheus.NewDesc("sidecar_sessions",
 			"Sessions in Redis by status now (running, abandoned, completed, failed), read at scrape time. Global: the same in every pod, aggregate with max.",
@@ -104,14 +96,14 @@ func (m *Module) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(m.up, prometheus.GaugeValue, 1)
 	for status, n := range map[string]int64{
-		redisstore.StatusRunning: st.Running, redisstore.StatusAbandoned: st.Abandoned,
-		redisstore.StatusCompleted: st.Completed, redisstore.StatusFailed: st.Failed,
+		sessionstore.StatusRunning: st.Running, sessionstore.StatusAbandoned: st.Abandoned,
+		sessionstore.StatusCompleted: st.Completed, sessionstore.StatusFailed: st.Failed,
 	} {
 		ch <- prometheus.MustNewConstMetric(m.sessions, prometheus.GaugeValue, float64(n), status)
 	}
 	ch <- prometheus.MustNewConstMetric(m.tokens, prometheus.GaugeValue, float64(st.TokensIn), "input")
 	ch <- prometheus.MustNewConstMetric(m.tokens, prometheus.GaugeValue, float64(st.TokensOut), "output")
-	ch <- prometheus.MustNewConstMetric(m.cost, prometheus.GaugeValue, redisstore.USD(st.CostNanoUSD))
+	ch <- prometheus.MustNewConstMetric(m.cost, prometheus.GaugeValue, sessionstore.USD(st.CostNanoUSD))
 	ch <- prometheus.MustNewConstMetric(m.calls, prometheus.GaugeValue, float64(st.Calls))
 	ch <- prometheus.MustNewConstMetric(m.llmErrors, prometheus.GaugeValue, float64(st.Errors))
 }

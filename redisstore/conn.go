@@ -2,26 +2,16 @@ package redisstore
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"math/rand/v2"
-	"net"
-	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/rueidis"
 )
-
-// ErrUnavailable marks every error that means "Redis cannot be reached right
-// now" (not connected yet, connection refused or reset, timeouts, a replica
-// promoting). The HTTP layer answers it with 503 and Retry-After.
-var ErrUnavailable = errors.New("redis unavailable")
 
 // Conn is the sidecar's one Redis connection. It is usable at once: until the
 // first connection succeeds, Client answers ErrUnavailable while a goroutine
@@ -295,47 +285,4 @@ func (c *Conn) Close() {
 			c.embedded.Close()
 		}
 	})
-}
-
-// Wrap adds context to a Redis error and marks it ErrUnavailable when it
-// means Redis cannot serve right now.
-func Wrap(op string, err error) error {
-	if err == nil {
-		return nil
-	}
-	if IsUnavailable(err) && !errors.Is(err, ErrUnavailable) {
-		return fmt.Errorf("%s: %w: %w", op, ErrUnavailable, err)
-	}
-	return fmt.Errorf("%s: %w", op, err)
-}
-
-// IsUnavailable tells an outage (retry later) from a bug or a bad request.
-func IsUnavailable(err error) bool {
-	if err == nil {
-		return false
-	}
-	if errors.Is(err, ErrUnavailable) || errors.Is(err, rueidis.ErrClosing) || errors.Is(err, rueidis.ErrNoSlot) ||
-		errors.Is(err, context.DeadlineExceeded) || errors.Is(err, io.EOF) ||
-		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNREFUSED) ||
-		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) {
-		return true
-	}
-	var netErr net.Error
-	if errors.As(err, &netErr) {
-		return true
-	}
-	var redisErr *rueidis.RedisError
-	if errors.As(err, &redisErr) {
-		// Replies that mean "not now" rather than "wrong": on a Cluster,
-		// CLUSTERDOWN while a failover elects a replica, TRYAGAIN while a
-		// slot moves, and MOVED/ASK when rueidis gave up following a slot
-		// map that is still changing.
-		msg := redisErr.Error()
-		for _, p := range []string{"LOADING", "BUSY", "MASTERDOWN", "CLUSTERDOWN", "TRYAGAIN", "READONLY", "NOREPLICAS", "MOVED", "ASK"} {
-			if strings.HasPrefix(msg, p) {
-				return true
-			}
-		}
-	}
-	return false
 }

@@ -19,25 +19,10 @@ import (
 
 func discard() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
-func openReady(t testing.TB, opts redisstore.Options) *redisstore.Conn {
-	t.Helper()
-	c, err := redisstore.Open(opts, discard())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	select {
-	case <-c.Ready():
-	case <-time.After(10 * time.Second):
-		t.Fatalf("not connected within 10s: %s", c.LastError())
-	}
-	return c
-}
-
 // In embedded mode, TTLs pass in real time as on a real Redis: a session's
 // sliding TTL and a lock's PX expiry must not wait for a FastForward.
 func TestEmbeddedTTLsFollowTheWallClock(t *testing.T) {
-	c := openReady(t, redisstore.Options{Port: 6379, SSLCertReqs: "required"})
+	c := redisstoretest.OpenReady(t, redisstore.Options{Port: 6379, SSLCertReqs: "required"})
 	if c.Mode() != "embedded" || c.Embedded() == nil {
 		t.Fatalf("mode %q, want embedded", c.Mode())
 	}
@@ -70,7 +55,7 @@ func TestEmbeddedTTLsFollowTheWallClock(t *testing.T) {
 
 func TestConnTalksToEveryBackend(t *testing.T) {
 	redisstoretest.EachWithCluster(t, func(t *testing.T, s *redisstoretest.Server) {
-		c := openReady(t, s.Options())
+		c := redisstoretest.OpenReady(t, s.Options())
 		if c.Cluster() != (s.Cluster != nil) {
 			t.Fatalf("Cluster() = %v on %s (mode %q)", c.Cluster(), s.Backend, c.Mode())
 		}

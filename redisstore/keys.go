@@ -162,3 +162,24 @@ func (k SessionKeys) List() []string {
 	out = append(out, k.GlobalIndex[:]...)
 	return append(out, k.Expiry, k.Totals, k.ByModel)
 }
+
+// LockKeys are the keys of the lock named name. The lock key is the name
+// itself, as redis-py's Lock has it, so Python and sidecar callers exclude
+// each other. Companions carry the name as a hash tag: names cannot contain
+// braces, so "{n}:fence" hashes exactly like "n" and every key of one lock
+// lives in one Redis Cluster slot (on both layouts).
+type LockKeys struct {
+	Lock  string // <name>: the holder's token (SET NX PX)
+	Fence string // {<name>}:fence: the fencing-token counter (INCR)
+	Meta  string // {<name>}:meta: owner, fence and TTL of a sidecar holder (hash)
+}
+
+// Lock returns the keys of lock name.
+func Lock(name string) LockKeys {
+	return LockKeys{Lock: name, Fence: "{" + name + "}:fence", Meta: "{" + name + "}:meta"}
+}
+
+// LockReleaseChannel is the Pub/Sub channel on which the release script
+// publishes the name of every lock it frees; each sidecar subscribes once
+// and wakes its waiters for that name.
+const LockReleaseChannel = "sidecar:locks:released"

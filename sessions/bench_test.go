@@ -35,6 +35,7 @@ import (
 	"github.com/agentsidecar/agentsidecar/redisstore"
 	"github.com/agentsidecar/agentsidecar/redisstore/redisstoretest"
 	"github.com/agentsidecar/agentsidecar/sessions"
+	"github.com/agentsidecar/agentsidecar/sessionstore"
 	"github.com/agentsidecar/agentsidecar/sidecar/sidecartest"
 )
 
@@ -167,12 +168,12 @@ func BenchmarkAppendHTTP(b *testing.B) {
 
 // BenchmarkAppendStore is a diagnostic for target 1: the same appends as
 // BenchmarkAppendHTTP from 16 goroutines, straight into the store
-// (redisstore.Sessions.Append: rueidis EVALSHA of session_append.lua),
+// (sessions.Store.Append: rueidis EVALSHA of session_append.lua),
 // without HTTP, request decoding or response encoding. The gap to
 // BenchmarkAppendHTTP is the cost of the HTTP layer.
 func BenchmarkAppendStore(b *testing.B) {
 	rig := benchStart(b)
-	store := redisstore.NewSessions(rig.host.Conn, redisstore.SessionConfig{TTLSeconds: 604800})
+	store := sessions.NewStore(sessionstore.New(rig.host.Conn, sessionstore.Config{TTLSeconds: 604800, AbandonAfterSeconds: 1800}))
 	var f cognee.QAFields
 	f.Question, _ = json.Marshal(benchQuestion)
 	f.Context, _ = json.Marshal(benchContext)

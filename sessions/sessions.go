@@ -15,7 +15,7 @@ import (
 	"unicode"
 
 	"github.com/agentsidecar/agentsidecar/cognee"
-	"github.com/agentsidecar/agentsidecar/redisstore"
+	"github.com/agentsidecar/agentsidecar/sessionstore"
 	"github.com/agentsidecar/agentsidecar/sidecar"
 )
 
@@ -31,21 +31,18 @@ const (
 
 // Module serves the session routes.
 type Module struct {
-	store  *redisstore.Sessions
+	store  *Store
 	logger *slog.Logger
 	now    func() time.Time
 }
 
-// New parses SESSION_TTL_SECONDS and SESSION_MAX_ENTRIES and builds the module.
+// New builds the module over the host's shared session store.
 func New(_ context.Context, deps sidecar.Deps) (sidecar.Module, error) {
-	var cfg redisstore.SessionConfig
-	if err := deps.Env.Parse(&cfg); err != nil {
+	s, err := sessionstore.FromDeps(deps)
+	if err != nil {
 		return nil, err
 	}
-	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
-	return &Module{store: redisstore.NewSessions(deps.Redis, cfg), logger: deps.Logger, now: time.Now}, nil
+	return &Module{store: NewStore(s), logger: deps.Logger, now: time.Now}, nil
 }
 
 // Name implements sidecar.Module.
@@ -82,14 +79,6 @@ func fieldError(err error) error {
 			return sidecar.BadRequest("invalid_field", "%s", strings.TrimPrefix(fe.Problem, " "))
 		}
 		return sidecar.BadRequest("invalid_field", "%s", fe.Error())
-	}
-	return err
-}
-
-// notFound maps the store's ErrNotFound to a 404 naming what is missing.
-func notFound(err error, format string, args ...any) error {
-	if errors.Is(err, redisstore.ErrNotFound) {
-		return sidecar.NotFound(format, args...)
 	}
 	return err
 }
@@ -182,7 +171,7 @@ func (m *Module) getEntry(w http.ResponseWriter, r *http.Request) error {
 	}
 	entry, err := m.store.Entry(r.Context(), p[0], p[1], p[2])
 	if err != nil {
-		return notFound(err, "session %s/%s has no entry %s", p[0], p[1], p[2])
+		return err
 	}
 	return writeStored(w, http.StatusOK, entry)
 }
@@ -210,7 +199,7 @@ func (m *Module) update(w http.ResponseWriter, r *http.Request, p []string, fiel
 	}
 	entry, err := m.store.UpdateEntry(r.Context(), p[0], p[1], p[2], pairs, memify)
 	if err != nil {
-		return notFound(err, "session %s/%s has no entry %s", p[0], p[1], p[2])
+		return err
 	}
 	return writeStored(w, http.StatusOK, entry)
 }
@@ -250,7 +239,7 @@ func (m *Module) deleteEntry(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if err := m.store.DeleteEntry(r.Context(), p[0], p[1], p[2]); err != nil {
-		return notFound(err, "session %s/%s has no entry %s", p[0], p[1], p[2])
+		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
@@ -262,7 +251,7 @@ func (m *Module) deleteSession(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if err := m.store.Delete(r.Context(), p[0], p[1]); err != nil {
-		return notFound(err, "no session %s/%s", p[0], p[1])
+		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
@@ -391,7 +380,7 @@ func (m *Module) patchContext(w http.ResponseWriter, r *http.Request) error {
 	}
 	entry, err := m.store.UpdateContext(r.Context(), p[0], p[1], p[2], patch)
 	if err != nil {
-		return notFound(err, "session %s/%s has no context entry %s", p[0], p[1], p[2])
+		return err
 	}
 	return writeStored(w, http.StatusOK, entry)
 }
@@ -402,7 +391,7 @@ func (m *Module) deleteContext(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if err := m.store.DeleteContext(r.Context(), p[0], p[1], p[2]); err != nil {
-		return notFound(err, "session %s/%s has no context entry %s", p[0], p[1], p[2])
+		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil

@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"log/slog"
 	"slices"
 	"testing"
 	"time"
@@ -15,6 +13,8 @@ import (
 	"github.com/agentsidecar/agentsidecar/cognee"
 	"github.com/agentsidecar/agentsidecar/redisstore"
 	"github.com/agentsidecar/agentsidecar/redisstore/redisstoretest"
+	"github.com/agentsidecar/agentsidecar/sessions"
+	"github.com/agentsidecar/agentsidecar/sessionstore"
 )
 
 // modelEntry is what the store must hold for one entry.
@@ -37,7 +37,7 @@ func FuzzStoreOperations(f *testing.F) {
 	f.Add([]byte{0, 1, 4, 0, 0, 1, 3, 1, 0, 2, 2, 2, 6, 2, 4, 0})
 	type backend struct {
 		name  string
-		store *redisstore.Sessions
+		store *sessions.Store
 		raw   rueidis.Client
 	}
 	var backends []backend
@@ -45,17 +45,8 @@ func FuzzStoreOperations(f *testing.F) {
 		if s == nil {
 			continue
 		}
-		conn, err := redisstore.Open(s.Options(), slog.New(slog.NewTextHandler(io.Discard, nil)))
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Cleanup(conn.Close)
-		select {
-		case <-conn.Ready():
-		case <-time.After(10 * time.Second):
-			f.Fatal("redis not connected")
-		}
-		backends = append(backends, backend{s.Backend, redisstore.NewSessions(conn, redisstore.SessionConfig{TTLSeconds: 600, MaxEntries: fuzzMax}), s.Client(f)})
+		runner := sessionstore.New(s.Conn(f), sessionstore.Config{TTLSeconds: 600, MaxEntries: fuzzMax, AbandonAfterSeconds: 1800})
+		backends = append(backends, backend{s.Backend, sessions.NewStore(runner), s.Client(f)})
 	}
 	keys := redisstore.Layout{}.Session("fz", "s")
 	f.Fuzz(func(t *testing.T, ops []byte) {

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/agentsidecar/agentsidecar/redisstore"
 )
@@ -83,14 +84,46 @@ func WriteBody(w http.ResponseWriter, status int, body []byte) {
 	_, _ = w.Write(append(body, '\n'))
 }
 
+// refusalStatus is the one map from a store's refusals to HTTP.
+var refusalStatus = []struct {
+	kind   error
+	status int
+}{
+	{redisstore.ErrNotFound, http.StatusNotFound},
+	{redisstore.ErrConflict, http.StatusConflict},
+	{redisstore.ErrPrecondition, http.StatusPreconditionFailed},
+}
+
+// refusal maps a store's refusal (redisstore.ErrNotFound and its kin, bare
+// or as a *redisstore.Refusal with code and message) to its API error.
+func refusal(err error) (*Error, bool) {
+	for _, r := range refusalStatus {
+		if !errors.Is(err, r.kind) {
+			continue
+		}
+		var ref *redisstore.Refusal
+		if errors.As(err, &ref) {
+			return Errorf(r.status, ref.Code, "%s", ref.Message), true
+		}
+		code := strings.ReplaceAll(r.kind.Error(), " ", "_")
+		return Errorf(r.status, code, "%s", r.kind.Error()), true
+	}
+	return nil, false
+}
+
 // errorFor maps any error a handler returns to what the client sees: API
-// errors as they are, Redis outages as 503, everything else as a 500 whose
-// detail goes to the log, never to the client.
+// errors as they are, a store's refusals as 404/409/412, Redis outages as
+// 503, everything else as a 500 whose detail goes to the log, never to the
+// client.
 func errorFor(ctx context.Context, logger *slog.Logger, redis *redisstore.Conn, route string, err error) *Error {
 	var apiErr *Error
-	switch {
-	case errors.As(err, &apiErr):
+	if errors.As(err, &apiErr) {
 		return apiErr
+	}
+	if e, ok := refusal(err); ok {
+		return e
+	}
+	switch {
 	case errors.Is(err, context.Canceled) && ctx.Err() != nil:
 		// The client hung up; nobody reads this answer.
 		return Errorf(StatusClientClosed, "client_closed", "client closed the request")

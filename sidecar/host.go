@@ -30,6 +30,7 @@ type Host struct {
 	redis    *redisstore.Conn
 	modules  []Module
 	registry *prometheus.Registry
+	shared   *sharedValues
 	metrics  *httpMetrics
 	api      http.Handler
 	ops      *http.ServeMux
@@ -48,6 +49,7 @@ func NewHost(ctx context.Context, cfg Config, env envconf.Env, redis *redisstore
 		logger:   logger,
 		redis:    redis,
 		registry: NewRegistry(),
+		shared:   &sharedValues{m: map[string]any{}},
 		served:   make(chan struct{}),
 	}
 	h.metrics = newHTTPMetrics(h.registry)
@@ -78,7 +80,7 @@ func NewHost(ctx context.Context, cfg Config, env envconf.Env, redis *redisstore
 
 func (h *Host) build(ctx context.Context, f Factory, env envconf.Env, mux *http.ServeMux) (m Module, err error) {
 	logger := h.logger.With("module", f.Name)
-	m, err = f.New(ctx, Deps{Redis: h.redis, Logger: logger, Env: env, Registerer: h.registry, RequestTimeout: h.cfg.RequestTimeout})
+	m, err = f.New(ctx, Deps{Redis: h.redis, Logger: logger, Env: env, Registerer: h.registry, RequestTimeout: h.cfg.RequestTimeout, shared: h.shared})
 	if err != nil {
 		var confErr *envconf.Error
 		if errors.As(err, &confErr) {

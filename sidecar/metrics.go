@@ -11,7 +11,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/agentsidecar/agentsidecar/lua"
-	"github.com/agentsidecar/agentsidecar/redisstore"
 )
 
 // Version is stamped at build time:
@@ -60,7 +59,6 @@ func NewRegistry() *prometheus.Registry {
 		buildInfo,
 	)
 	reg.MustRegister(lua.Collectors()...)
-	reg.MustRegister(redisstore.Collectors()...)
 	return reg
 }
 

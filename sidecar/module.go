@@ -2,10 +2,12 @@ package sidecar
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -69,6 +71,40 @@ type Deps struct {
 	// RequestTimeout is SIDECAR_REQUEST_TIMEOUT, for a route with a longer
 	// Route.Timeout that still has to bound its own Redis calls by it.
 	RequestTimeout time.Duration
+
+	shared *sharedValues // the host's values shared by its modules (Shared)
+}
+
+// sharedValues holds one value per key for every module of one host.
+type sharedValues struct {
+	mu sync.Mutex
+	m  map[string]any
+}
+
+// Shared returns the host's one value under key, built by build the first
+// time any module asks: modules that extend one concept (the session's
+// settings and store, say) share one instance and one parse of its
+// configuration, as Caddy's modules share an app. A Deps not made by a host
+// (a test's) shares nothing: build runs every time.
+func Shared[T any](deps Deps, key string, build func(Deps) (T, error)) (T, error) {
+	if deps.shared == nil {
+		return build(deps)
+	}
+	deps.shared.mu.Lock()
+	defer deps.shared.mu.Unlock()
+	if v, ok := deps.shared.m[key]; ok {
+		t, ok := v.(T)
+		if !ok {
+			return t, fmt.Errorf("shared value %q is a %T, not a %T", key, v, t)
+		}
+		return t, nil
+	}
+	v, err := build(deps)
+	if err != nil {
+		return v, err
+	}
+	deps.shared.m[key] = v
+	return v, nil
 }
 
 // Factory registers a module with the host: its name and its constructor.

@@ -4,10 +4,9 @@ package ttl
 
 import (
 	"context"
-	"errors"
 	"net/http"
 
-	"github.com/agentsidecar/agentsidecar/redisstore"
+	"github.com/agentsidecar/agentsidecar/sessionstore"
 	"github.com/agentsidecar/agentsidecar/sidecar"
 )
 
@@ -19,19 +18,17 @@ const MaxTTLSeconds = 10 * 365 * 24 * 3600
 
 // Module serves GET and PUT .../ttl.
 type Module struct {
-	store *redisstore.Sessions
+	store *sessionstore.Store
 }
 
-// New parses the session settings (the TTL script slides like every write).
+// New builds the module over the host's shared session store (the TTL
+// script slides every key of the session, whichever module wrote it).
 func New(_ context.Context, deps sidecar.Deps) (sidecar.Module, error) {
-	var cfg redisstore.SessionConfig
-	if err := deps.Env.Parse(&cfg); err != nil {
+	s, err := sessionstore.FromDeps(deps)
+	if err != nil {
 		return nil, err
 	}
-	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
-	return &Module{store: redisstore.NewSessions(deps.Redis, cfg)}, nil
+	return &Module{store: s}, nil
 }
 
 // Name implements sidecar.Module.
@@ -56,9 +53,6 @@ func (m *Module) get(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	ttl, err := m.store.TTL(r.Context(), user, session)
-	if errors.Is(err, redisstore.ErrNotFound) {
-		return sidecar.NotFound("no session %s/%s", user, session)
-	}
 	if err != nil {
 		return err
 	}
@@ -81,11 +75,7 @@ func (m *Module) put(w http.ResponseWriter, r *http.Request) error {
 	if *body.TTLSeconds < 0 || *body.TTLSeconds > MaxTTLSeconds {
 		return sidecar.BadRequest("invalid_field", "field \"ttl_seconds\" must be from 0 (no expiry) to %d", MaxTTLSeconds)
 	}
-	err = m.store.SetTTL(r.Context(), user, session, *body.TTLSeconds)
-	if errors.Is(err, redisstore.ErrNotFound) {
-		return sidecar.NotFound("no session %s/%s", user, session)
-	}
-	if err != nil {
+	if err := m.store.SetTTL(r.Context(), user, session, *body.TTLSeconds); err != nil {
 		return err
 	}
 	ttl := *body.TTLSeconds

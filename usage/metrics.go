@@ -4,7 +4,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/agentsidecar/agentsidecar/pricing"
-	"github.com/agentsidecar/agentsidecar/redisstore"
+	"github.com/agentsidecar/agentsidecar/sessionstore"
 )
 
 // metrics are the module's per-process counters (a sum across pods is the
@@ -72,7 +72,7 @@ func newMetrics(prices *pricing.Table) *metrics {
 		m.calls.WithLabelValues(model)
 		m.errors.WithLabelValues(model)
 	}
-	for _, st := range []string{redisstore.StatusCompleted, redisstore.StatusFailed} {
+	for _, st := range []string{sessionstore.StatusCompleted, sessionstore.StatusFailed} {
 		m.ended.WithLabelValues(st)
 		m.duration.WithLabelValues(st)
 		m.spend.WithLabelValues(st)
@@ -99,10 +99,10 @@ func (m *metrics) observe(model string, r usageResult, estimatedIn, estimatedOut
 	}
 }
 
-func (m *metrics) sessionEnded(r redisstore.Record) {
+func (m *metrics) sessionEnded(r sessionstore.Record) {
 	m.ended.WithLabelValues(r.Status).Inc()
 	if r.StartedAt > 0 && r.EndedAt >= r.StartedAt {
 		m.duration.WithLabelValues(r.Status).Observe(float64(r.EndedAt-r.StartedAt) / 1e6)
 	}
-	m.spend.WithLabelValues(r.Status).Observe(redisstore.USD(r.CostNanoUSD))
+	m.spend.WithLabelValues(r.Status).Observe(sessionstore.USD(r.CostNanoUSD))
 }

@@ -19,7 +19,7 @@ import (
 
 	"github.com/agentsidecar/agentsidecar/envconf"
 	"github.com/agentsidecar/agentsidecar/pricing"
-	"github.com/agentsidecar/agentsidecar/redisstore"
+	"github.com/agentsidecar/agentsidecar/sessionstore"
 	"github.com/agentsidecar/agentsidecar/sidecar"
 )
 
@@ -36,16 +36,15 @@ const (
 	MaxCostUSD     = 1e6
 )
 
-// Config is the module's configuration.
+// Config is the module's own configuration (the session settings it shares
+// are sessionstore.Config).
 type Config struct {
-	Session             redisstore.SessionConfig
-	AbandonAfterSeconds int    `env:"SESSION_ABANDON_AFTER_SECONDS" envDefault:"1800"`
-	PricesFile          string `env:"MODEL_PRICES_FILE"`
+	PricesFile string `env:"MODEL_PRICES_FILE"`
 }
 
 // Module serves the lifecycle, usage and listing routes.
 type Module struct {
-	store        *redisstore.Sessions
+	store        *Store
 	prices       *pricing.Table
 	abandonAfter time.Duration
 	metrics      *metrics
@@ -54,24 +53,22 @@ type Module struct {
 
 // New parses the configuration and loads the price table.
 func New(_ context.Context, deps sidecar.Deps) (sidecar.Module, error) {
-	var cfg Config
-	if err := deps.Env.Parse(&cfg); err != nil {
+	s, err := sessionstore.FromDeps(deps)
+	if err != nil {
 		return nil, err
 	}
-	if err := cfg.Session.Validate(); err != nil {
+	cfg, err := envconf.Load[Config](deps.Env)
+	if err != nil {
 		return nil, err
-	}
-	if cfg.AbandonAfterSeconds < 1 {
-		return nil, envconf.Invalid("SESSION_ABANDON_AFTER_SECONDS", "must be at least 1, not %d", cfg.AbandonAfterSeconds)
 	}
 	prices, err := pricing.Load(cfg.PricesFile)
 	if err != nil {
 		return nil, err
 	}
 	return &Module{
-		store:        redisstore.NewSessions(deps.Redis, cfg.Session),
+		store:        &Store{s},
 		prices:       prices,
-		abandonAfter: time.Duration(cfg.AbandonAfterSeconds) * time.Second,
+		abandonAfter: s.Config().AbandonAfter(),
 		metrics:      newMetrics(prices),
 		logger:       deps.Logger,
 	}, nil
@@ -86,8 +83,8 @@ func (m *Module) Routes() []sidecar.Route {
 	return []sidecar.Route{
 		{Pattern: "GET " + session, Handler: m.get},
 		{Pattern: "POST " + session + "/usage", Handler: m.addUsage},
-		{Pattern: "POST " + session + "/complete", Handler: m.end(redisstore.StatusCompleted)},
-		{Pattern: "POST " + session + "/fail", Handler: m.end(redisstore.StatusFailed)},
+		{Pattern: "POST " + session + "/complete", Handler: m.end(sessionstore.StatusCompleted)},
+		{Pattern: "POST " + session + "/fail", Handler: m.end(sessionstore.StatusFailed)},
 		{Pattern: "GET /v1/users/{user_id}/sessions", Handler: m.listUser},
 		{Pattern: "GET /v1/sessions", Handler: m.listAll},
 		{Pattern: "GET /v1/sessions/stats", Handler: m.stats},
@@ -130,13 +127,13 @@ func isoTime(us int64) *string {
 	return &s
 }
 
-func (m *Module) toJSON(st redisstore.SessionState, withTTL bool) sessionJSON {
+func (m *Module) toJSON(st sessionstore.SessionState, withTTL bool) sessionJSON {
 	r := st.Record
 	out := sessionJSON{
 		UserID: r.UserID, SessionID: r.SessionID,
 		Status: r.EffectiveStatus(st.Now, m.abandonAfter), StoredStatus: r.Status,
 		StartedAt: isoTime(r.StartedAt), LastActivityAt: isoTime(r.LastActivityAt), EndedAt: isoTime(r.EndedAt),
-		TokensIn: r.TokensIn, TokensOut: r.TokensOut, CostUSD: redisstore.USD(r.CostNanoUSD),
+		TokensIn: r.TokensIn, TokensOut: r.TokensOut, CostUSD: sessionstore.USD(r.CostNanoUSD),
 		Calls: r.Calls, ErrorCount: r.ErrorCount, EntryCount: r.EntryCount,
 		Models: make(map[string]modelJSON, len(r.Models)), Derived: r.Derived,
 	}
@@ -148,7 +145,7 @@ func (m *Module) toJSON(st redisstore.SessionState, withTTL bool) sessionJSON {
 		out.TTLSeconds = &ttl
 	}
 	for name, mu := range r.Models {
-		out.Models[name] = modelJSON{TokensIn: mu.TokensIn, TokensOut: mu.TokensOut, CostUSD: redisstore.USD(mu.CostNanoUSD)}
+		out.Models[name] = modelJSON{TokensIn: mu.TokensIn, TokensOut: mu.TokensOut, CostUSD: sessionstore.USD(mu.CostNanoUSD)}
 	}
 	return out
 }
@@ -159,9 +156,6 @@ func (m *Module) get(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	st, err := m.store.Get(r.Context(), user, session)
-	if errors.Is(err, redisstore.ErrNotFound) {
-		return sidecar.NotFound("no session %s/%s", user, session)
-	}
 	if err != nil {
 		return err
 	}
@@ -268,9 +262,9 @@ func (m *Module) addUsage(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	st, err := m.store.AddUsage(r.Context(), user, session, redisstore.Usage{
+	st, err := m.store.AddUsage(r.Context(), user, session, Usage{
 		Model: *req.Model, TokensIn: res.TokensIn, TokensOut: res.TokensOut,
-		CostNanoUSD: redisstore.NanoUSD(res.CostUSD), Failed: req.Error,
+		CostNanoUSD: sessionstore.NanoUSD(res.CostUSD), Failed: req.Error,
 		IdempotencyKey: key, Result: body,
 	})
 	if err != nil {
@@ -311,12 +305,7 @@ func (m *Module) end(status string) sidecar.HandlerFunc {
 			return err
 		}
 		ended, err := m.store.End(r.Context(), user, session, status)
-		switch {
-		case errors.Is(err, redisstore.ErrNotFound):
-			return sidecar.NotFound("no session %s/%s", user, session)
-		case errors.Is(err, redisstore.ErrEnded):
-			return sidecar.Conflict("session_ended", "session %s/%s already ended (%s)", user, session, strings.TrimPrefix(err.Error(), redisstore.ErrEnded.Error()+" as "))
-		case err != nil:
+		if err != nil {
 			return err
 		}
 		st, err := m.store.Get(r.Context(), user, session)
@@ -350,7 +339,7 @@ func (m *Module) list(w http.ResponseWriter, r *http.Request, user string) error
 	q := r.URL.Query()
 	status := q.Get("status")
 	switch status {
-	case "", redisstore.StatusRunning, redisstore.StatusAbandoned, redisstore.StatusCompleted, redisstore.StatusFailed:
+	case "", sessionstore.StatusRunning, sessionstore.StatusAbandoned, sessionstore.StatusCompleted, sessionstore.StatusFailed:
 	default:
 		return sidecar.BadRequest("invalid_query", "status must be running, abandoned, completed or failed")
 	}
@@ -358,10 +347,10 @@ func (m *Module) list(w http.ResponseWriter, r *http.Request, user string) error
 	if err != nil {
 		return err
 	}
-	page, next, err := m.store.List(r.Context(), redisstore.ListQuery{
+	page, next, err := m.store.List(r.Context(), sessionstore.ListQuery{
 		User: user, Status: status, Limit: limit, Cursor: q.Get("cursor"), AbandonAfter: m.abandonAfter,
 	})
-	if errors.Is(err, redisstore.ErrBadCursor) {
+	if errors.Is(err, sessionstore.ErrBadCursor) {
 		return sidecar.BadRequest("invalid_query", "cursor is not one this API returned")
 	}
 	if err != nil {
@@ -395,11 +384,11 @@ func (m *Module) stats(w http.ResponseWriter, r *http.Request) error {
 	}
 	out := statsJSON{
 		Sessions: map[string]int64{
-			redisstore.StatusRunning: st.Running, redisstore.StatusAbandoned: st.Abandoned,
-			redisstore.StatusCompleted: st.Completed, redisstore.StatusFailed: st.Failed,
+			sessionstore.StatusRunning: st.Running, sessionstore.StatusAbandoned: st.Abandoned,
+			sessionstore.StatusCompleted: st.Completed, sessionstore.StatusFailed: st.Failed,
 			"total": st.Running + st.Abandoned + st.Completed + st.Failed,
 		},
-		TokensIn: st.TokensIn, TokensOut: st.TokensOut, CostUSD: redisstore.USD(st.CostNanoUSD),
+		TokensIn: st.TokensIn, TokensOut: st.TokensOut, CostUSD: sessionstore.USD(st.CostNanoUSD),
 		Calls: st.Calls, Errors: st.Errors,
 	}
 	if ended := st.Completed + st.Failed; ended > 0 {
@@ -427,7 +416,7 @@ func (m *Module) costByModel(w http.ResponseWriter, r *http.Request) error {
 	out := make([]modelTotalsJSON, len(rows))
 	for i, row := range rows {
 		out[i] = modelTotalsJSON{Model: row.Model, TokensIn: row.TokensIn, TokensOut: row.TokensOut,
-			CostUSD: redisstore.USD(row.CostNanoUSD), Calls: row.Calls, Errors: row.Errors}
+			CostUSD: sessionstore.USD(row.CostNanoUSD), Calls: row.Calls, Errors: row.Errors}
 	}
 	sidecar.WriteJSON(w, http.StatusOK, map[string]any{"models": out})
 	return nil

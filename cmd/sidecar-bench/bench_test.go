@@ -4,14 +4,11 @@ import (
 	"context"
 	"testing"
 
-	"github.com/agentsidecar/agentsidecar/locks"
-	"github.com/agentsidecar/agentsidecar/metrics"
-	"github.com/agentsidecar/agentsidecar/redisstore"
+	"github.com/agentsidecar/agentsidecar/cmd/sidecar/modules"
+
 	"github.com/agentsidecar/agentsidecar/redisstore/redisstoretest"
-	"github.com/agentsidecar/agentsidecar/sessions"
+	"github.com/agentsidecar/agentsidecar/sessionstore"
 	"github.com/agentsidecar/agentsidecar/sidecar/sidecartest"
-	"github.com/agentsidecar/agentsidecar/ttl"
-	"github.com/agentsidecar/agentsidecar/usage"
 )
 
 // The load tool's mix as Go benchmarks, for CPU profiles of the sidecar's
@@ -31,13 +28,13 @@ const defaultMix = "append=40,read=30,feedback=10,usage=10,lock=10"
 
 func benchMix(b *testing.B, phase, mixText string) {
 	srv := redisstoretest.New(b)
-	h := sidecartest.Start(b, srv, nil, sessions.Factory, ttl.Factory, usage.Factory, locks.Factory, metrics.Factory)
+	h := sidecartest.Start(b, srv, nil, modules.All()...)
 	m, err := parseMix(mixText)
 	if err != nil {
 		b.Fatal(err)
 	}
 	const conns, seeds, lastN = 16, 20, 10
-	dt, err := newDirectTarget(h.Conn, redisstore.SessionConfig{TTLSeconds: 604800}, seeds, lastN)
+	dt, err := newDirectTarget(h.Conn, sessionstore.Config{TTLSeconds: 604800, AbandonAfterSeconds: 1800}, seeds, lastN)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -16,9 +16,11 @@ import (
 	"time"
 
 	"github.com/agentsidecar/agentsidecar/cognee"
-	"github.com/agentsidecar/agentsidecar/locks"
 	"github.com/agentsidecar/agentsidecar/lua"
 	"github.com/agentsidecar/agentsidecar/redisstore"
+	"github.com/agentsidecar/agentsidecar/sessions"
+	"github.com/agentsidecar/agentsidecar/sessionstore"
+	"github.com/agentsidecar/agentsidecar/usage"
 )
 
 // kind is one measured request type.
@@ -302,7 +304,8 @@ func (t *httpTarget) call(ctx context.Context, w *worker, method, path string, b
 // scripts over one rueidis client, as the sidecar runs them.
 type directTarget struct {
 	conn     *redisstore.Conn
-	store    *redisstore.Sessions
+	entries  *sessions.Store // the sessions module's writes
+	usage    *usage.Store    // the usage module's
 	seeds    int
 	lastN    int
 	fields   cognee.QAFields
@@ -310,7 +313,7 @@ type directTarget struct {
 	result   []byte
 }
 
-func newDirectTarget(conn *redisstore.Conn, cfg redisstore.SessionConfig, seeds, lastN int) (*directTarget, error) {
+func newDirectTarget(conn *redisstore.Conn, cfg sessionstore.Config, seeds, lastN int) (*directTarget, error) {
 	fb, err := cognee.FeedbackUpdate(json.RawMessage(jsonString(feedbackText)), json.RawMessage("4"))
 	if err != nil {
 		return nil, err
@@ -320,10 +323,11 @@ func newDirectTarget(conn *redisstore.Conn, cfg redisstore.SessionConfig, seeds,
 		pairs[i] = [2]string{f.Name, string(f.Value)}
 	}
 	return &directTarget{
-		conn:  conn,
-		store: redisstore.NewSessions(conn, cfg),
-		seeds: seeds,
-		lastN: lastN,
+		conn:    conn,
+		entries: sessions.NewStore(sessionstore.New(conn, cfg)),
+		usage:   &usage.Store{Store: sessionstore.New(conn, cfg)},
+		seeds:   seeds,
+		lastN:   lastN,
 		fields: cognee.QAFields{
 			Question: json.RawMessage(jsonString(question)),
 			Answer:   json.RawMessage(jsonString(answer)),
@@ -342,19 +346,19 @@ func (t *directTarget) do(ctx context.Context, w *worker, k kind) error {
 		if err != nil {
 			return err
 		}
-		st, err := t.store.Append(ctx, w.user, w.session, id, entry)
+		st, err := t.entries.Append(ctx, w.user, w.session, id, entry)
 		if err == nil && !st.Created {
 			err = errors.New("append: qa_id already stored")
 		}
 		return err
 	case opRead:
-		_, err := t.store.LastEntries(ctx, w.user, w.session, t.lastN)
+		_, err := t.entries.LastEntries(ctx, w.user, w.session, t.lastN)
 		return err
 	case opFeedback:
-		_, err := t.store.UpdateEntry(ctx, w.user, w.session, feedbackTarget(w, t.seeds), t.feedback, nil)
+		_, err := t.entries.UpdateEntry(ctx, w.user, w.session, feedbackTarget(w, t.seeds), t.feedback, nil)
 		return err
 	case opUsage:
-		_, err := t.store.AddUsage(ctx, w.user, w.session, redisstore.Usage{
+		_, err := t.usage.AddUsage(ctx, w.user, w.session, usage.Usage{
 			Model: usageModel, TokensIn: 1200, TokensOut: 350, CostNanoUSD: 390000, Result: t.result,
 		})
 		return err
@@ -364,8 +368,9 @@ func (t *directTarget) do(ctx context.Context, w *worker, k kind) error {
 			return err
 		}
 		token := newToken()
+		lk := redisstore.Lock(w.lockName)
 		vals, err := lua.LockAcquire.Exec(ctx, client,
-			[]string{w.lockName, "{" + w.lockName + "}:fence", "{" + w.lockName + "}:meta"},
+			[]string{lk.Lock, lk.Fence, lk.Meta},
 			[]string{token, strconv.Itoa(lockTTLms), "sidecar-bench"}).ToArray()
 		if err != nil {
 			return err
@@ -383,8 +388,8 @@ func (t *directTarget) do(ctx context.Context, w *worker, k kind) error {
 		token := w.lockToken
 		w.lockToken = ""
 		n, err := lua.LockRelease.Exec(ctx, client,
-			[]string{w.lockName, "{" + w.lockName + "}:meta"},
-			[]string{token, locks.ReleaseChannel, w.lockName}).AsInt64()
+			[]string{redisstore.Lock(w.lockName).Lock, redisstore.Lock(w.lockName).Meta},
+			[]string{token, redisstore.LockReleaseChannel, w.lockName}).AsInt64()
 		if err == nil && n != 1 {
 			err = fmt.Errorf("lock release: %d", n)
 		}
@@ -408,7 +413,7 @@ func seedSession(ctx context.Context, t *directTarget, w *worker) error {
 		if err != nil {
 			return err
 		}
-		if _, err := t.store.Append(ctx, w.user, w.session, id, entry); err != nil {
+		if _, err := t.entries.Append(ctx, w.user, w.session, id, entry); err != nil {
 			return fmt.Errorf("seeding %s/%s: %w", w.user, w.session, err)
 		}
 	}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/agentsidecar/agentsidecar/cognee"
 	"github.com/agentsidecar/agentsidecar/redisstore"
+	"github.com/agentsidecar/agentsidecar/sessionstore"
 )
 
 func numCPU() int { return runtime.NumCPU() }
@@ -219,7 +220,7 @@ type phase struct {
 // background load; the rounds of a phase are merged. It reads the CPU time
 // of the spawned processes around every round.
 func (e *env) runPhases(ctx context.Context, cfg *config, progressOut io.Writer) (map[string]*phaseResult, error) {
-	scfg := redisstore.SessionConfig{TTLSeconds: cfg.sessionTTL, MaxEntries: cfg.maxEntries}
+	scfg := sessionstore.Config{TTLSeconds: cfg.sessionTTL, MaxEntries: cfg.maxEntries, AbandonAfterSeconds: 1800}
 	var phases []*phase
 	for _, name := range cfg.phases {
 		if name != "direct" && name != "sidecar" {

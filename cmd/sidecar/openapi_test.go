@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentsidecar/agentsidecar/cmd/sidecar/modules"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/agentsidecar/agentsidecar/envconf"
@@ -46,7 +48,7 @@ func TestOpenAPIRoutes(t *testing.T) {
 	defer conn.Close()
 	ctx := context.Background()
 	var registered []string
-	for _, f := range modules {
+	for _, f := range modules.All() {
 		m, err := f.New(ctx, sidecar.Deps{Redis: conn, Logger: logger, Env: envconf.Env{}, Registerer: prometheus.NewRegistry()})
 		if err != nil {
 			t.Fatalf("module %s: %v", f.Name, err)
@@ -82,7 +84,7 @@ func TestOpenAPIRoutes(t *testing.T) {
 // TestOpenAPIServed: the ops listener answers GET /openapi.json with it,
 // without the API token; the API's 401 is as documented.
 func TestOpenAPIServed(t *testing.T) {
-	h := sidecartest.Start(t, redisstoretest.New(t), envconf.Env{"SIDECAR_API_TOKEN": "s3cret"}, modules...)
+	h := sidecartest.Start(t, redisstoretest.New(t), envconf.Env{"SIDECAR_API_TOKEN": "s3cret"}, modules.All()...)
 	d := openapiDoc(t)
 	stats, _ := d.Op("getSessionStats")
 	rep := h.Do(t, "GET", "/v1/sessions/stats", "")
@@ -120,7 +122,7 @@ type call struct {
 // non-JSON Content-Type, an unknown field.
 func TestOpenAPIExamples(t *testing.T) {
 	d := openapiDoc(t)
-	h := sidecartest.Start(t, redisstoretest.New(t), nil, modules...)
+	h := sidecartest.Start(t, redisstoretest.New(t), nil, modules.All()...)
 	get := func(id string) openapitest.Operation {
 		t.Helper()
 		o, ok := d.Op(id)

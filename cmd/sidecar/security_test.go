@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentsidecar/agentsidecar/cmd/sidecar/modules"
+
 	"github.com/agentsidecar/agentsidecar/envconf"
 	"github.com/agentsidecar/agentsidecar/redisstore"
 	"github.com/agentsidecar/agentsidecar/redisstore/redisstoretest"
@@ -27,7 +29,7 @@ func productRoutes(t *testing.T, srv *redisstoretest.Server) []string {
 	}
 	t.Cleanup(conn.Close)
 	var out []string
-	for _, f := range modules {
+	for _, f := range modules.All() {
 		m, err := f.New(context.Background(), sidecar.Deps{Redis: conn, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Env: envconf.Env{}, Registerer: nil})
 		if err != nil {
 			t.Fatalf("module %s: %v", f.Name, err)
@@ -46,7 +48,7 @@ func productRoutes(t *testing.T, srv *redisstoretest.Server) []string {
 // call without the token, and with a wrong one, before doing anything.
 func TestEveryRouteNeedsTheToken(t *testing.T) {
 	srv := redisstoretest.New(t)
-	h := sidecartest.Start(t, srv, envconf.Env{"SIDECAR_API_TOKEN": "t0ken-for-tests"}, modules...)
+	h := sidecartest.Start(t, srv, envconf.Env{"SIDECAR_API_TOKEN": "t0ken-for-tests"}, modules.All()...)
 	routes := productRoutes(t, srv)
 	if len(routes) < 25 {
 		t.Fatalf("only %d routes found", len(routes))
@@ -72,7 +74,7 @@ func TestEveryRouteNeedsTheToken(t *testing.T) {
 // Oversized headers are refused by the server (431), bounded by
 // MaxHeaderBytes, before any handler runs.
 func TestHeaderSizeLimit(t *testing.T) {
-	h := sidecartest.Start(t, redisstoretest.New(t), nil, modules...)
+	h := sidecartest.Start(t, redisstoretest.New(t), nil, modules.All()...)
 	req, _ := http.NewRequestWithContext(t.Context(), "GET", h.API+"/v1/users/u/sessions/s/entries", nil)
 	req.Header.Set("X-Padding", strings.Repeat("a", 200<<10))
 	resp, err := http.DefaultClient.Do(req)

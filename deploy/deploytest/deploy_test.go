@@ -19,17 +19,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentsidecar/agentsidecar/cmd/sidecar/modules"
+
 	"go.yaml.in/yaml/v3"
 
 	"github.com/agentsidecar/agentsidecar/envconf"
-	"github.com/agentsidecar/agentsidecar/locks"
-	"github.com/agentsidecar/agentsidecar/metrics"
 	"github.com/agentsidecar/agentsidecar/redisstore/redisstoretest"
-	"github.com/agentsidecar/agentsidecar/sessions"
-	"github.com/agentsidecar/agentsidecar/sidecar"
 	"github.com/agentsidecar/agentsidecar/sidecar/sidecartest"
-	"github.com/agentsidecar/agentsidecar/ttl"
-	"github.com/agentsidecar/agentsidecar/usage"
 )
 
 // The files under test, relative to this package.
@@ -43,8 +39,7 @@ const (
 	docsFile      = "../../docs/metrics.md"
 )
 
-// allModules is cmd/sidecar's module list (a test cannot import package main).
-var allModules = []sidecar.Factory{sessions.Factory, ttl.Factory, usage.Factory, locks.Factory, metrics.Factory}
+// modules.All() is cmd/sidecar's module list (a test cannot import package main).
 
 // tool finds a Prometheus binary: skipped when absent, failed when CI=true.
 func tool(t *testing.T, name string) string {
@@ -101,7 +96,7 @@ func TestPromtoolCheckAndTestRules(t *testing.T) {
 func TestPromtoolCheckMetricsLive(t *testing.T) {
 	promtool := tool(t, "promtool")
 	srv := redisstoretest.NewReal(t)
-	h := sidecartest.Start(t, srv, envconf.Env{"SESSION_ABANDON_AFTER_SECONDS": "1"}, allModules...)
+	h := sidecartest.Start(t, srv, envconf.Env{"SESSION_ABANDON_AFTER_SECONDS": "1"}, modules.All()...)
 	drive(t, h, h)
 	body := scrape(t, h.Ops+"/metrics")
 	for _, name := range []string{"sidecar_sessions{", "sidecar_llm_tokens_total{", "sidecar_lock_acquires_total{", "sidecar_redis_up ", "sidecar_http_requests_total{"} {
@@ -425,8 +420,8 @@ func TestPrometheusRunsEveryExpression(t *testing.T) {
 	bin := tool(t, "prometheus")
 	srv := redisstoretest.NewReal(t)
 	env := envconf.Env{"SESSION_ABANDON_AFTER_SECONDS": "1"}
-	a := sidecartest.Start(t, srv, env, allModules...)
-	b := sidecartest.Start(t, srv, env, allModules...)
+	a := sidecartest.Start(t, srv, env, modules.All()...)
+	b := sidecartest.Start(t, srv, env, modules.All()...)
 	targets := []string{strings.TrimPrefix(a.Ops, "http://"), strings.TrimPrefix(b.Ops, "http://")}
 	p := startPrometheus(t, bin, targets)
 	p.waitFor(t, 20*time.Second, `count(up{job="agent-sidecar"} == 1) == 2`)

@@ -10,6 +10,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"log/slog"
 	"net"
 	"os"
 	"os/exec"
@@ -318,3 +320,27 @@ func ping(addr string) error {
 
 // Dir is the server's working directory (for AOF files), empty for miniredis.
 func (s *Server) Dir() string { return s.dir }
+
+// Conn opens the sidecar's connection (redisstore.Open) to the server, waits
+// until it is connected, and closes it when the test ends.
+func (s *Server) Conn(t testing.TB) *redisstore.Conn {
+	t.Helper()
+	return OpenReady(t, s.Options())
+}
+
+// OpenReady opens a redisstore.Conn with opts and waits up to 10 s for it to
+// connect; it is closed when the test ends.
+func OpenReady(t testing.TB, opts redisstore.Options) *redisstore.Conn {
+	t.Helper()
+	c, err := redisstore.Open(opts, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	select {
+	case <-c.Ready():
+	case <-time.After(10 * time.Second):
+		t.Fatalf("not connected within 10s: %s", c.LastError())
+	}
+	return c
+}

@@ -1,4 +1,4 @@
-package redisstore_test
+package sessionstore_test
 
 import (
 	"fmt"
@@ -10,22 +10,23 @@ import (
 
 	"github.com/agentsidecar/agentsidecar/redisstore"
 	"github.com/agentsidecar/agentsidecar/redisstore/redisstoretest"
+	"github.com/agentsidecar/agentsidecar/sessionstore"
 )
 
 // BenchmarkListAbandoned lists one page of 50 abandoned sessions out of n
 // (half abandoned, half running): the cost must not grow with n, since
 // "abandoned" is a score range of the running index, not a scan.
 //
-//	go test -run '^$' -bench ListAbandoned -benchtime 2s ./redisstore/
+//	go test -run '^$' -bench ListAbandoned -benchtime 2s ./sessionstore/
 func BenchmarkListAbandoned(b *testing.B) {
 	for _, n := range []int{1_000, 100_000} {
 		b.Run(fmt.Sprintf("sessions=%d", n), func(b *testing.B) {
 			srv := redisstoretest.New(b)
 			c := srv.Client(b)
 			populate(b, c, srv.Layout(), n)
-			conn := openReady(b, srv.Options())
-			store := redisstore.NewSessions(conn, redisstore.SessionConfig{TTLSeconds: 3600})
-			q := redisstore.ListQuery{Status: redisstore.StatusAbandoned, Limit: 50, AbandonAfter: 30 * time.Minute}
+			conn := redisstoretest.OpenReady(b, srv.Options())
+			store := newStores(conn, 3600)
+			q := sessionstore.ListQuery{Status: sessionstore.StatusAbandoned, Limit: 50, AbandonAfter: 30 * time.Minute}
 			for b.Loop() {
 				page, _, err := store.List(b.Context(), q)
 				if err != nil || len(page) != 50 {

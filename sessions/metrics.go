@@ -1,17 +1,13 @@
-package redisstore
+package sessions
 
 import (
+	"github.com/agentsidecar/agentsidecar/sidecar"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// Session event counters, per process (a sum across pods is the fleet's
-// total). The store records them where the scripts report what happened, so
-// every module that writes sessions counts alike. The host registers them.
+// The module's event counters, per process (a sum across pods is the
+// fleet's total), recorded where the scripts report what happened.
 var (
-	sessionsStarted = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "sidecar_sessions_started_total",
-		Help: "Sessions started (their record created) by a write through this sidecar.",
-	})
 	entriesAppended = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "sidecar_session_entries_appended_total",
 		Help: "Q&A entries appended (retried appends of a stored qa_id not counted).",
@@ -22,12 +18,12 @@ var (
 	}, []string{"score"})
 )
 
-// Collectors returns the session event counters, every score at zero.
-func Collectors() []prometheus.Collector {
+// Collectors implements sidecar.Collector: the counters, every score at zero.
+func (m *Module) Collectors() []prometheus.Collector {
 	for _, s := range []string{"1", "2", "3", "4", "5"} {
 		feedback.WithLabelValues(s)
 	}
-	return []prometheus.Collector{sessionsStarted, entriesAppended, feedback}
+	return []prometheus.Collector{entriesAppended, feedback}
 }
 
 // countFeedback counts a feedback_score set by an entry update.
@@ -38,3 +34,5 @@ func countFeedback(fields [][2]string) {
 		}
 	}
 }
+
+var _ sidecar.Collector = (*Module)(nil)

@@ -1,4 +1,4 @@
-package redisstore_test
+package sessionstore_test
 
 import (
 	"fmt"
@@ -6,15 +6,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentsidecar/agentsidecar/redisstore"
 	"github.com/agentsidecar/agentsidecar/redisstore/redisstoretest"
+	"github.com/agentsidecar/agentsidecar/sessionstore"
 )
 
 // BenchmarkClusterVsStandalone runs the store's hot paths on a standalone
 // redis-server and on a 3-master Redis Cluster (BENCHMARKS.md, "Redis
 // Cluster"):
 //
-//		go test -run '^$' -bench ClusterVsStandalone -benchtime 2s -timeout 10m ./redisstore/
+//		go test -run '^$' -bench ClusterVsStandalone -benchtime 2s -timeout 10m ./sessionstore/
 //
 //	  - append: parallel appends (GOMAXPROCS×4 goroutines), each on its own
 //	    user's session, so the writes spread over the buckets;
@@ -32,8 +32,8 @@ func BenchmarkClusterVsStandalone(b *testing.B) {
 			} else {
 				srv = redisstoretest.NewClusterServer(b)
 			}
-			conn := openReady(b, srv.Options())
-			store := redisstore.NewSessions(conn, redisstore.SessionConfig{TTLSeconds: 3600})
+			conn := redisstoretest.OpenReady(b, srv.Options())
+			store := newStores(conn, 3600)
 			entryOf := func(qa string) []byte {
 				return []byte(`{"time": "2026-11-21T23:15:37.123456+00:00", "qa_id": "` + qa + `", "question": "What did the report say?", "context": "", "answer": "Revenue grew 12%.", "feedback_text": null, "feedback_score": null, "used_graph_element_ids": null, "memify_metadata": null, "used_session_context_ids": null}`)
 			}
@@ -46,7 +46,7 @@ func BenchmarkClusterVsStandalone(b *testing.B) {
 					g := n.Add(1)
 					for i := 0; pb.Next(); i++ {
 						qa := fmt.Sprintf("q%d", i)
-						if _, err := store.Append(ctx, fmt.Sprintf("bench-user-%d", g), "s", qa, entryOf(qa)); err != nil {
+						if _, err := store.entries.Append(ctx, fmt.Sprintf("bench-user-%d", g), "s", qa, entryOf(qa)); err != nil {
 							b.Error(err)
 							return
 						}
@@ -56,24 +56,24 @@ func BenchmarkClusterVsStandalone(b *testing.B) {
 
 			for i := range 500 {
 				qa := fmt.Sprintf("q%d", i)
-				if _, err := store.Append(ctx, "fb-user", "fb", qa, entryOf(qa)); err != nil {
+				if _, err := store.entries.Append(ctx, "fb-user", "fb", qa, entryOf(qa)); err != nil {
 					b.Fatal(err)
 				}
 			}
 			b.Run("feedback", func(b *testing.B) {
 				for i := 0; b.Loop(); i++ {
-					if _, err := store.UpdateEntry(ctx, "fb-user", "fb", fmt.Sprintf("q%d", i%500), [][2]string{{"feedback_score", "5"}}, nil); err != nil {
+					if _, err := store.entries.UpdateEntry(ctx, "fb-user", "fb", fmt.Sprintf("q%d", i%500), [][2]string{{"feedback_score", "5"}}, nil); err != nil {
 						b.Fatal(err)
 					}
 				}
 			})
 
 			for i := range 2000 {
-				if _, err := store.Append(ctx, fmt.Sprintf("list-user-%d", i%200), fmt.Sprintf("s%d", i), "q", entryOf("q")); err != nil {
+				if _, err := store.entries.Append(ctx, fmt.Sprintf("list-user-%d", i%200), fmt.Sprintf("s%d", i), "q", entryOf("q")); err != nil {
 					b.Fatal(err)
 				}
 			}
-			q := redisstore.ListQuery{Limit: 50, AbandonAfter: time.Hour}
+			q := sessionstore.ListQuery{Limit: 50, AbandonAfter: time.Hour}
 			b.Run("list-all-users", func(b *testing.B) {
 				for b.Loop() {
 					page, _, err := store.List(ctx, q)

@@ -1,0 +1,27 @@
+// Package modules is the product: every module the sidecar ships, in the
+// order their routes are registered. The sidecar binary, the load tool and
+// the tests that run the whole product all take this one list; adding a
+// module is one line here and a package of its own. SIDECAR_MODULES enables
+// a subset by name.
+package modules
+
+import (
+	"github.com/agentsidecar/agentsidecar/locks"
+	"github.com/agentsidecar/agentsidecar/metrics"
+	"github.com/agentsidecar/agentsidecar/sessions"
+	"github.com/agentsidecar/agentsidecar/sidecar"
+	"github.com/agentsidecar/agentsidecar/ttl"
+	"github.com/agentsidecar/agentsidecar/usage"
+)
+
+// All returns the stock modules (a new slice each call, so a build that
+// adds its own can append to it).
+func All() []sidecar.Factory {
+	return []sidecar.Factory{
+		sessions.Factory,
+		ttl.Factory,
+		usage.Factory,
+		locks.Factory,
+		metrics.Factory,
+	}
+}

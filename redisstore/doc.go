@@ -1,0 +1,25 @@
+// Package redisstore is what every module shares about Redis: the one
+// connection (Conn: REDIS_URL or Cognee's CACHE_* variables, TLS, ACL,
+// Redis Cluster, the embedded miniredis), outage classification (Wrap,
+// IsUnavailable: the host answers 503), a store's refusals (ErrNotFound and
+// its kin: the host answers 404/409/412), and the keyspace.
+//
+// # The keyspace
+//
+// keys.go names every key and channel the sidecar writes, with its TTL
+// policy beside it (Families); docs/keyspace.md is the same table for
+// operators. A module never builds a key name by hand: it adds its family
+// there, and the keyspace test drives every route and checks that each key
+// in Redis matches a family and has a TTL unless the family is declared
+// permanent (with the reason).
+//
+// # Scripts and Cluster
+//
+// Every write is one Lua script (package lua, one .lua file per operation).
+// A script may touch only keys of one hash slot: on Redis Cluster every key
+// of a user carries the tag {b<N>} of the user's bucket, and a lock's
+// companions carry the lock's name as their tag. Reads across users fan out
+// over the buckets and merge. Module stores live next to their handlers
+// (sessions/store.go, locks/store.go); this package keeps only what every
+// module shares.
+package redisstore

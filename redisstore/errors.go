@@ -1,0 +1,92 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"syscall"
+
+	"github.com/redis/rueidis"
+)
+
+// ErrUnavailable marks every error that means "Redis cannot be reached right
+// now" (not connected yet, connection refused or reset, timeouts, a replica
+// promoting). The HTTP layer answers it with 503 and Retry-After.
+var ErrUnavailable = errors.New("redis unavailable")
+
+// A store's refusals, shared by every module: the host answers them once
+// for all (404 not_found, 409, 412) with the error envelope, so handlers
+// return them as they are. Return one bare, or with Refuse to give the
+// answer its API code and a message for a person.
+var (
+	ErrNotFound     = errors.New("not found")
+	ErrConflict     = errors.New("conflict")
+	ErrPrecondition = errors.New("precondition failed")
+)
+
+// Refusal is a refusal with the API's snake_case code and a message; it
+// wraps one of ErrNotFound, ErrConflict and ErrPrecondition.
+type Refusal struct {
+	Kind    error
+	Code    string
+	Message string
+}
+
+func (r *Refusal) Error() string { return r.Message }
+func (r *Refusal) Unwrap() error { return r.Kind }
+
+// Refuse builds a *Refusal of kind with code and a formatted message.
+func Refuse(kind error, code, format string, args ...any) error {
+	return &Refusal{Kind: kind, Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// NotFound is the common refusal: ErrNotFound with the code not_found.
+func NotFound(format string, args ...any) error {
+	return Refuse(ErrNotFound, "not_found", format, args...)
+}
+
+// Wrap adds context to a Redis error and marks it ErrUnavailable when it
+// means Redis cannot serve right now.
+func Wrap(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if IsUnavailable(err) && !errors.Is(err, ErrUnavailable) {
+		return fmt.Errorf("%s: %w: %w", op, ErrUnavailable, err)
+	}
+	return fmt.Errorf("%s: %w", op, err)
+}
+
+// IsUnavailable tells an outage (retry later) from a bug or a bad request.
+func IsUnavailable(err error) bool {
+	if err == nil {
+		return false
+	}
+	if errors.Is(err, ErrUnavailable) || errors.Is(err, rueidis.ErrClosing) || errors.Is(err, rueidis.ErrNoSlot) ||
+		errors.Is(err, context.DeadlineExceeded) || errors.Is(err, io.EOF) ||
+		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNREFUSED) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) {
+		return true
+	}
+	var netErr net.Error
+	if errors.As(err, &netErr) {
+		return true
+	}
+	var redisErr *rueidis.RedisError
+	if errors.As(err, &redisErr) {
+		// Replies that mean "not now" rather than "wrong": on a Cluster,
+		// CLUSTERDOWN while a failover elects a replica, TRYAGAIN while a
+		// slot moves, and MOVED/ASK when rueidis gave up following a slot
+		// map that is still changing.
+		msg := redisErr.Error()
+		for _, p := range []string{"LOADING", "BUSY", "MASTERDOWN", "CLUSTERDOWN", "TRYAGAIN", "READONLY", "NOREPLICAS", "MOVED", "ASK"} {
+			if strings.HasPrefix(msg, p) {
+				return true
+			}
+		}
+	}
+	return false
+}

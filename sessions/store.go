@@ -1,0 +1,158 @@
+package sessions
+
+import (
+	"context"
+	"errors"
+
+	"github.com/agentsidecar/agentsidecar/lua"
+	"github.com/agentsidecar/agentsidecar/redisstore"
+	"github.com/agentsidecar/agentsidecar/sessionstore"
+)
+
+// Store is the module's Redis side: Cognee's lists (entries, traces,
+// session context) and the qa_id index, every write one script over the
+// shared session runner. Values are the stored JSON bytes; encoding and
+// validation are the cognee package's.
+type Store struct{ *sessionstore.Store }
+
+// NewStore returns the module's store over the shared runner.
+func NewStore(s *sessionstore.Store) *Store { return &Store{s} }
+
+// Append stores entry (encoded by cognee.NewQAEntry) under qaID. When the
+// session already holds qaID it stores nothing and returns the stored entry
+// with Created == false.
+func (s *Store) Append(ctx context.Context, user, session, qaID string, entry []byte) (sessionstore.Stored, error) {
+	msg, err := s.Exec(ctx, lua.SessionAppend, user, session, qaID, string(entry))
+	if err != nil {
+		return sessionstore.Stored{}, err
+	}
+	st, err := sessionstore.StoredReply(msg, entry)
+	if err == nil && st.Created {
+		entriesAppended.Inc()
+	}
+	return st, err
+}
+
+// UpdateEntry sets fields (name, encoded value pairs) of entry qaID and
+// merges memify (a JSON object, or nil) into its memify_metadata. It returns
+// the updated entry, or a not-found refusal.
+func (s *Store) UpdateEntry(ctx context.Context, user, session, qaID string, fields [][2]string, memify []byte) ([]byte, error) {
+	args := make([]string, 0, 2+2*len(fields))
+	args = append(args, qaID, string(memify))
+	for _, f := range fields {
+		args = append(args, f[0], f[1])
+	}
+	msg, err := s.Exec(ctx, lua.SessionEntryUpdate, user, session, args...)
+	if err != nil {
+		return nil, noEntry(err, user, session, qaID)
+	}
+	v, err := msg.ToString()
+	if err == nil {
+		countFeedback(fields)
+	}
+	return []byte(v), err
+}
+
+// Entry returns entry qaID, or a not-found refusal.
+func (s *Store) Entry(ctx context.Context, user, session, qaID string) ([]byte, error) {
+	msg, err := s.Exec(ctx, lua.SessionEntryGet, user, session, qaID)
+	if err != nil {
+		return nil, noEntry(err, user, session, qaID)
+	}
+	v, err := msg.ToString()
+	return []byte(v), err
+}
+
+// DeleteEntry removes entry qaID, or returns a not-found refusal.
+func (s *Store) DeleteEntry(ctx context.Context, user, session, qaID string) error {
+	return noEntry(s.ExecFound(ctx, lua.SessionEntryDelete, user, session, qaID), user, session, qaID)
+}
+
+// AppendTrace stores one trace step (encoded by cognee.NewTrace).
+func (s *Store) AppendTrace(ctx context.Context, user, session string, trace []byte) error {
+	msg, err := s.Exec(ctx, lua.SessionTraceAppend, user, session, string(trace))
+	if err != nil {
+		return err
+	}
+	if flag, _ := msg.AsInt64(); flag == 2 {
+		sessionstore.CountStarted()
+	}
+	return nil
+}
+
+// AppendContext stores a session-context entry with id, unless one with that
+// id exists: then it returns the stored one with Created == false.
+func (s *Store) AppendContext(ctx context.Context, user, session, id string, entry []byte) (sessionstore.Stored, error) {
+	msg, err := s.Exec(ctx, lua.SessionContextAppend, user, session, id, string(entry))
+	if err != nil {
+		return sessionstore.Stored{}, err
+	}
+	return sessionstore.StoredReply(msg, entry)
+}
+
+// UpdateContext merges patch (a JSON object) into context entry id.
+func (s *Store) UpdateContext(ctx context.Context, user, session, id string, patch []byte) ([]byte, error) {
+	msg, err := s.Exec(ctx, lua.SessionContextUpdate, user, session, id, string(patch))
+	if err != nil {
+		return nil, noContext(err, user, session, id)
+	}
+	v, err := msg.ToString()
+	return []byte(v), err
+}
+
+// DeleteContext removes context entry id, or returns a not-found refusal.
+func (s *Store) DeleteContext(ctx context.Context, user, session, id string) error {
+	return noContext(s.ExecFound(ctx, lua.SessionContextDelete, user, session, id), user, session, id)
+}
+
+// LastEntries returns the newest n entries, oldest first: LRANGE -n -1, so
+// the cost is O(n) whatever the session's length.
+func (s *Store) LastEntries(ctx context.Context, user, session string, n int) ([]string, error) {
+	return s.lrange(ctx, s.Keys(user, session).Entries, int64(-n), -1)
+}
+
+// AllEntries returns every entry, oldest first.
+func (s *Store) AllEntries(ctx context.Context, user, session string) ([]string, error) {
+	return s.lrange(ctx, s.Keys(user, session).Entries, 0, -1)
+}
+
+// LastTraces returns the newest n trace steps (n <= 0: all), oldest first.
+func (s *Store) LastTraces(ctx context.Context, user, session string, n int) ([]string, error) {
+	return s.lrange(ctx, s.Keys(user, session).Traces, int64(-n), -1)
+}
+
+// Contexts returns every session-context entry, oldest first.
+func (s *Store) Contexts(ctx context.Context, user, session string) ([]string, error) {
+	return s.lrange(ctx, s.Keys(user, session).Context, 0, -1)
+}
+
+func (s *Store) lrange(ctx context.Context, key string, start, stop int64) ([]string, error) {
+	client, err := s.Conn().Client()
+	if err != nil {
+		return nil, err
+	}
+	if start > 0 { // n <= 0 asks for everything
+		start = 0
+	}
+	vals, err := client.Do(ctx, client.B().Lrange().Key(key).Start(start).Stop(stop).Build()).AsStrSlice()
+	if err != nil {
+		return nil, redisstore.Wrap("lrange", err)
+	}
+	return vals, nil
+}
+
+// noEntry names the missing entry in a not-found refusal.
+func noEntry(err error, user, session, qaID string) error {
+	if errors.Is(err, redisstore.ErrNotFound) {
+		return redisstore.NotFound("session %s/%s has no entry %s", user, session, qaID)
+	}
+	return err
+}
+
+// noContext names the missing context entry in a not-found refusal.
+func noContext(err error, user, session, id string) error {
+	if errors.Is(err, redisstore.ErrNotFound) {
+		return redisstore.NotFound("session %s/%s has no context entry %s", user, session, id)
+	}
+	return err
+}

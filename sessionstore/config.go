@@ -1,0 +1,41 @@
+package sessionstore
+
+import (
+	"time"
+
+	"github.com/agentsidecar/agentsidecar/envconf"
+)
+
+// Config holds the session settings every module that stores or reads
+// sessions shares. It is parsed and validated in one place, LoadConfig.
+type Config struct {
+	// TTLSeconds is the sliding TTL of every key of a session; 0 = no expiry.
+	TTLSeconds int `env:"SESSION_TTL_SECONDS" envDefault:"604800"`
+	// MaxEntries keeps about the N newest entries of a session list; 0 = unbounded.
+	MaxEntries int `env:"SESSION_MAX_ENTRIES" envDefault:"0"`
+	// AbandonAfterSeconds: a running session idle longer than this reads
+	// as abandoned.
+	AbandonAfterSeconds int `env:"SESSION_ABANDON_AFTER_SECONDS" envDefault:"1800"`
+}
+
+// LoadConfig parses and validates the session settings from env.
+func LoadConfig(env envconf.Env) (Config, error) { return envconf.Load[Config](env) }
+
+// Validate refuses values that parse but make no sense.
+func (c Config) Validate() error {
+	if c.TTLSeconds < 0 {
+		return envconf.Invalid("SESSION_TTL_SECONDS", "must be 0 (no expiry) or more, not %d", c.TTLSeconds)
+	}
+	if c.MaxEntries < 0 {
+		return envconf.Invalid("SESSION_MAX_ENTRIES", "must be 0 (unbounded) or more, not %d", c.MaxEntries)
+	}
+	if c.AbandonAfterSeconds < 1 {
+		return envconf.Invalid("SESSION_ABANDON_AFTER_SECONDS", "must be at least 1, not %d", c.AbandonAfterSeconds)
+	}
+	return nil
+}
+
+// AbandonAfter is SESSION_ABANDON_AFTER_SECONDS as a duration.
+func (c Config) AbandonAfter() time.Duration {
+	return time.Duration(c.AbandonAfterSeconds) * time.Second
+}

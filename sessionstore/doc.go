@@ -1,0 +1,20 @@
+// Package sessionstore is the session that several modules share: one
+// session (user_id, session_id) has one record, one sliding TTL over all its
+// keys and one set of status indexes, whether the sessions module writes
+// Cognee's Q&A entries into it, the usage module counts an LLM call, or the
+// ttl module gives it its own TTL.
+//
+// What lives here is what every such module needs alike:
+//   - Config: the session settings (SESSION_TTL_SECONDS, SESSION_MAX_ENTRIES,
+//     SESSION_ABANDON_AFTER_SECONDS), parsed once per host (FromDeps);
+//   - Store.Exec: the runner of a session script (lua/session_*.lua with the
+//     session_lib.lua prelude), with the session's keys and common arguments,
+//     so the write, the record, the indexes and the TTL move together;
+//   - what concerns every key of a session, whichever module wrote it:
+//     Delete, TTL, SetTTL;
+//   - the record and the reads across sessions: Get, List (cursor pages by
+//     status, "abandoned" derived at read time), Stats, CostByModel.
+//
+// Each module's own writes live with its handlers: sessions/store.go (Q&A
+// entries, traces, context), usage/store.go (usage, complete/fail).
+package sessionstore

@@ -1,0 +1,248 @@
+package sessionstore
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/agentsidecar/agentsidecar/lua"
+	"github.com/agentsidecar/agentsidecar/redisstore"
+	"github.com/redis/rueidis"
+)
+
+// ListQuery selects a page of sessions, most recently active first.
+type ListQuery struct {
+	User         string // "" = across users
+	Status       string // "" = any; running, abandoned, completed, failed
+	Limit        int
+	Cursor       string // from the previous page's NextCursor
+	AbandonAfter time.Duration
+}
+
+// ErrBadCursor means a cursor this store did not make.
+var ErrBadCursor = errors.New("bad cursor")
+
+// SweepBatch bounds the expired sessions one list or count drops from the
+// indexes (split over the shards on Cluster).
+const SweepBatch = 1000
+
+// sweep drops sessions Redis expired from the index sets (bounded): one
+// script per shard, pipelined; on Cluster each runs in its bucket's slot
+// with the bucket's key prefixes, so the keys it derives stay in that slot.
+// It returns Redis's clock (µs) as the script read it, the "now" of the
+// listing or count that follows.
+func (s *Store) sweep(ctx context.Context, client rueidis.Client) (int64, error) {
+	l := s.layout()
+	n := l.Buckets()
+	batch := strconv.Itoa((SweepBatch + n - 1) / n)
+	calls := make([]lua.Call, n)
+	for b := range n {
+		g := l.Global(b)
+		calls[b] = lua.Call{
+			Keys: []string{g.Expiry, g.Index[0], g.Index[1], g.Index[2]},
+			Args: []string{batch, g.RecordPrefix, g.UserIndexPrefix},
+		}
+	}
+	var now int64
+	for _, r := range lua.SessionSweep.ExecMulti(ctx, client, calls...) {
+		vals, err := r.AsIntSlice()
+		if err != nil || len(vals) != 2 {
+			return 0, redisstore.Wrap("session_sweep", errors.Join(err, r.Error()))
+		}
+		now = max(now, vals[1])
+	}
+	return now, nil
+}
+
+// List returns one page of sessions and the cursor of the next ("" = last
+// page). Cost: O(log n + page) on the status's sorted set: "running" and
+// "abandoned" are the two score ranges of the running set, split at
+// now - AbandonAfter. Across users on Cluster, each of the Buckets shards
+// gives its first page after the cursor (one pipeline) and the pages merge:
+// O(Buckets × (log n + page)).
+func (s *Store) List(ctx context.Context, q ListQuery) ([]SessionState, string, error) {
+	client, err := s.conn.Client()
+	if err != nil {
+		return nil, "", err
+	}
+	now, err := s.sweep(ctx, client)
+	if err != nil {
+		return nil, "", err
+	}
+	l := s.layout()
+	var shards [][3]string
+	if q.User != "" {
+		shards = [][3]string{l.UserIndex(q.User)}
+	} else {
+		for b := range l.Buckets() {
+			shards = append(shards, l.Global(b).Index)
+		}
+	}
+	cutoff := strconv.FormatInt(now-q.AbandonAfter.Microseconds(), 10)
+	var scans []scan
+	for _, sets := range shards {
+		switch q.Status {
+		case StatusRunning:
+			scans = append(scans, scan{sets[0], "+inf", cutoff})
+		case StatusAbandoned:
+			scans = append(scans, scan{sets[0], "(" + cutoff, "-inf"})
+		case StatusCompleted:
+			scans = append(scans, scan{sets[1], "+inf", "-inf"})
+		case StatusFailed:
+			scans = append(scans, scan{sets[2], "+inf", "-inf"})
+		default: // any status: merge the three sets
+			for _, k := range sets {
+				scans = append(scans, scan{k, "+inf", "-inf"})
+			}
+		}
+	}
+	var after *hit
+	if q.Cursor != "" {
+		score, member, err := decodeCursor(q.Cursor)
+		if err != nil {
+			return nil, "", err
+		}
+		after = &hit{member, score}
+	}
+	hits, err := pagesAfter(ctx, client, scans, after, q.Limit+1)
+	if err != nil {
+		return nil, "", err
+	}
+	next := ""
+	if len(hits) > q.Limit {
+		hits = hits[:q.Limit]
+		last := hits[len(hits)-1]
+		next = encodeCursor(last.score, last.member)
+	}
+	if len(hits) == 0 {
+		return nil, next, nil
+	}
+	cmds := make(rueidis.Commands, len(hits))
+	ids := make([][2]string, len(hits))
+	for i, h := range hits {
+		user, session := q.User, h.member
+		if q.User == "" {
+			user, session, _ = strings.Cut(h.member, ":")
+		}
+		ids[i] = [2]string{user, session}
+		cmds[i] = client.B().Hgetall().Key(l.Session(user, session).Record).Build()
+	}
+	out := make([]SessionState, 0, len(hits))
+	for i, r := range client.DoMulti(ctx, cmds...) {
+		h, err := r.AsStrMap()
+		if err != nil {
+			return nil, "", redisstore.Wrap("list sessions", err)
+		}
+		if len(h) == 0 {
+			continue // expired since the sweep
+		}
+		out = append(out, SessionState{Record: parseRecord(ids[i][0], ids[i][1], h), Now: now, TTLSeconds: -2})
+	}
+	return out, next, nil
+}
+
+// scan is a score range [min, max] of one sorted set.
+type scan struct{ key, max, min string }
+
+// hit is one index member and its score (last activity, µs).
+type hit struct {
+	member string
+	score  int64
+}
+
+// before orders hits as ZREVRANGEBYSCORE does: higher score first, then
+// members in reverse byte order.
+func (h hit) before(o hit) bool {
+	if h.score != o.score {
+		return h.score > o.score
+	}
+	return h.member > o.member
+}
+
+// pagesAfter returns the first n members, newest first, of the union of the
+// scans that come after the cursor hit (nil: from the top). Every scan is
+// read in the same pipeline, n (plus a few for members sharing the cursor's
+// score) at a time; a scan is read again only while members equal to or
+// before the cursor filled its batch.
+func pagesAfter(ctx context.Context, client rueidis.Client, scans []scan, after *hit, n int) ([]hit, error) {
+	type state struct {
+		scan
+		offset int64
+		got    int
+		done   bool
+	}
+	st := make([]state, len(scans))
+	for i, sc := range scans {
+		if after != nil && (sc.max == "+inf" || after.score < mustScore(sc.max)) {
+			sc.max = strconv.FormatInt(after.score, 10)
+		}
+		st[i].scan = sc
+	}
+	batch := int64(n + 8)
+	var out []hit
+	for {
+		var cmds rueidis.Commands
+		var at []int
+		for i := range st {
+			if !st[i].done {
+				cmds = append(cmds, client.B().Zrevrangebyscore().Key(st[i].key).Max(st[i].max).Min(st[i].min).Withscores().Limit(st[i].offset, batch).Build())
+				at = append(at, i)
+			}
+		}
+		if len(cmds) == 0 {
+			break
+		}
+		for j, r := range client.DoMulti(ctx, cmds...) {
+			zs, err := r.AsZScores()
+			if err != nil {
+				return nil, redisstore.Wrap("list sessions", err)
+			}
+			sc := &st[at[j]]
+			for _, z := range zs {
+				h := hit{z.Member, int64(z.Score)}
+				if after != nil && !after.before(h) {
+					continue // the cursor itself, or a member sharing its score before it
+				}
+				if sc.got < n {
+					out = append(out, h)
+					sc.got++
+				}
+			}
+			sc.offset += batch
+			sc.done = sc.got >= n || int64(len(zs)) < batch
+		}
+	}
+	if len(scans) > 1 {
+		sort.Slice(out, func(i, j int) bool { return out[i].before(out[j]) })
+	}
+	if len(out) > n {
+		out = out[:n]
+	}
+	return out, nil
+}
+
+func mustScore(s string) int64 {
+	n, _ := strconv.ParseInt(strings.TrimPrefix(s, "("), 10, 64)
+	return n
+}
+
+func encodeCursor(score int64, member string) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(score, 10) + ":" + member))
+}
+
+func decodeCursor(c string) (int64, string, error) {
+	b, err := base64.RawURLEncoding.DecodeString(c)
+	if err != nil {
+		return 0, "", ErrBadCursor
+	}
+	sc, member, ok := strings.Cut(string(b), ":")
+	score, err := strconv.ParseInt(sc, 10, 64)
+	if !ok || err != nil || member == "" {
+		return 0, "", ErrBadCursor
+	}
+	return score, member, nil
+}

@@ -1,0 +1,180 @@
+package sessionstore
+
+import (
+	"context"
+	"errors"
+	"strconv"
+
+	"github.com/redis/rueidis"
+
+	"github.com/agentsidecar/agentsidecar/lua"
+	"github.com/agentsidecar/agentsidecar/redisstore"
+	"github.com/agentsidecar/agentsidecar/sidecar"
+)
+
+// Store is the session runner every module that writes a session shares:
+// it runs a session script (lua/session_*.lua, with session_lib.lua's
+// prelude) with the session's keys and the common arguments, so the write,
+// the record, the indexes and the sliding TTL move together. It also holds
+// what concerns every key of a session whichever module wrote it: delete,
+// TTL, the record and the reads across sessions. Modules keep their own
+// writes next to their handlers (sessions/store.go, usage/store.go).
+type Store struct {
+	conn   *redisstore.Conn
+	cfg    Config
+	common []string // ARGV[1..2] of every session script (then user, session)
+}
+
+// New returns the runner over conn with the session settings cfg.
+func New(conn *redisstore.Conn, cfg Config) *Store {
+	return &Store{
+		conn:   conn,
+		cfg:    cfg,
+		common: []string{strconv.Itoa(cfg.TTLSeconds), strconv.Itoa(cfg.MaxEntries)},
+	}
+}
+
+// FromDeps returns the host's one session Store: the session settings are
+// parsed once (LoadConfig), and the session counters registered once, for
+// every module that asks.
+func FromDeps(deps sidecar.Deps) (*Store, error) {
+	return sidecar.Shared(deps, "session", func(deps sidecar.Deps) (*Store, error) {
+		cfg, err := LoadConfig(deps.Env)
+		if err != nil {
+			return nil, err
+		}
+		if err := registerCounters(deps.Registerer); err != nil {
+			return nil, err
+		}
+		return New(deps.Redis, cfg), nil
+	})
+}
+
+// Config returns the session settings the store was built with.
+func (s *Store) Config() Config { return s.cfg }
+
+// Conn returns the Redis connection, for a module's own reads.
+func (s *Store) Conn() *redisstore.Conn { return s.conn }
+
+// Keys returns the keys of a session, in the layout of the connected Redis.
+func (s *Store) Keys(user, session string) redisstore.SessionKeys {
+	return s.layout().Session(user, session)
+}
+
+// layout is the key layout of the connected Redis.
+func (s *Store) layout() redisstore.Layout { return redisstore.Layout{Cluster: s.conn.Cluster()} }
+
+// Exec runs a session script with the session's keys and the common ARGVs
+// followed by args. A nil reply is returned as redisstore.ErrNotFound.
+func (s *Store) Exec(ctx context.Context, script *lua.Script, user, session string, args ...string) (rueidis.RedisMessage, error) {
+	client, err := s.conn.Client()
+	if err != nil {
+		return rueidis.RedisMessage{}, err
+	}
+	argv := make([]string, 0, len(s.common)+2+len(args))
+	argv = append(append(argv, s.common...), user, session)
+	argv = append(argv, args...)
+	msg, err := script.Exec(ctx, client, s.Keys(user, session).List(), argv).ToMessage()
+	if rueidis.IsRedisNil(err) {
+		return msg, redisstore.ErrNotFound
+	}
+	if err != nil {
+		return msg, redisstore.Wrap(script.Name, err)
+	}
+	return msg, nil
+}
+
+// ExecFound runs a script that answers 1 (done) or 0 (no such thing: then
+// redisstore.ErrNotFound).
+func (s *Store) ExecFound(ctx context.Context, script *lua.Script, user, session string, args ...string) error {
+	msg, err := s.Exec(ctx, script, user, session, args...)
+	if err != nil {
+		return err
+	}
+	n, err := msg.AsInt64()
+	if err != nil {
+		return redisstore.Wrap(script.Name, err)
+	}
+	if n == 0 {
+		return redisstore.ErrNotFound
+	}
+	return nil
+}
+
+// Stored is what a storing script answered.
+type Stored struct {
+	Value   []byte // the stored value (the earlier one when not Created)
+	Created bool   // written now; false: already there, nothing written
+	Started bool   // this write started the session (created its record)
+}
+
+// StoredReply decodes a storing script's reply: {1} stored, {2} stored and
+// started the session, {0, earlier} already there (nothing written). The
+// stored value of a new write is the caller's own (value), not echoed back.
+func StoredReply(msg rueidis.RedisMessage, value []byte) (Stored, error) {
+	arr, err := msg.ToArray()
+	if err != nil || len(arr) == 0 {
+		return Stored{}, errors.New("unexpected script reply")
+	}
+	flag, err := arr[0].AsInt64()
+	if err != nil {
+		return Stored{}, err
+	}
+	if flag == 0 {
+		if len(arr) != 2 {
+			return Stored{}, errors.New("unexpected script reply")
+		}
+		v, err := arr[1].ToString()
+		return Stored{Value: []byte(v)}, err
+	}
+	if flag == 2 {
+		CountStarted()
+	}
+	return Stored{Value: value, Created: true, Started: flag == 2}, nil
+}
+
+// missing turns ErrNotFound into the refusal "no session u/s".
+func missing(err error, user, session string) error {
+	if errors.Is(err, redisstore.ErrNotFound) {
+		return redisstore.NotFound("no session %s/%s", user, session)
+	}
+	return err
+}
+
+// Delete removes every key of the session (404 refusal when none exists).
+func (s *Store) Delete(ctx context.Context, user, session string) error {
+	return missing(s.ExecFound(ctx, lua.SessionDelete, user, session), user, session)
+}
+
+// SetTTL gives the session its own TTL (0 = no expiry) on every key at
+// once (404 refusal for no such session).
+func (s *Store) SetTTL(ctx context.Context, user, session string, ttlSeconds int64) error {
+	return missing(s.ExecFound(ctx, lua.SessionTTLSet, user, session, strconv.FormatInt(ttlSeconds, 10)), user, session)
+}
+
+// TTL returns the session's remaining TTL in seconds (-1 = no expiry), or
+// ErrNotFound. It reads the record, or the entries list of a session only
+// Cognee wrote.
+func (s *Store) TTL(ctx context.Context, user, session string) (int64, error) {
+	client, err := s.conn.Client()
+	if err != nil {
+		return 0, err
+	}
+	k := s.Keys(user, session)
+	res := client.DoMulti(ctx,
+		client.B().Ttl().Key(k.Record).Build(),
+		client.B().Ttl().Key(k.Entries).Build(),
+		client.B().Ttl().Key(k.Traces).Build(),
+		client.B().Ttl().Key(k.Context).Build(),
+	)
+	for _, r := range res {
+		ttl, err := r.AsInt64()
+		if err != nil {
+			return 0, redisstore.Wrap("ttl", err)
+		}
+		if ttl != -2 {
+			return ttl, nil
+		}
+	}
+	return 0, redisstore.NotFound("no session %s/%s", user, session)
+}

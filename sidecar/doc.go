@@ -1,0 +1,41 @@
+// Package sidecar is the host: it runs modules behind two listeners, the
+// API (/v1, loopback by default) and ops (/healthz, /readyz, /metrics,
+// /openapi.json), and is the whole API a module author needs.
+//
+// # A module's life
+//
+// A Factory names a module and builds it. Main (or Run) parses the host's
+// configuration, selects the factories SIDECAR_MODULES enables, opens Redis
+// and calls each factory's New with Deps: the Redis connection (usable at
+// once; it answers redisstore.ErrUnavailable until connected), a logger
+// tagged module=<name>, the environment, the metrics registry and the
+// request timeout. New parses the module's own settings strictly (use
+// envconf.Load) and must not need Redis to be up. If one New fails, the
+// modules already built are closed, so nothing leaks. Then the host
+// registers each module's Routes, and the optional powers it discovers by
+// type assertion: Collector (metrics), Checker (part of /readyz), Closer
+// (run at shutdown, after the API stopped serving). Modules that extend one
+// concept share one value through Shared (the session store, say).
+//
+// # A request's path
+//
+// instrument (count and time by route pattern, JSON for unknown routes) →
+// authenticate (SIDECAR_API_TOKEN) → gate (503 until Redis first connects)
+// → the route: panic recovery, the body limit, the deadline, then the
+// module's HandlerFunc. A handler returns its error instead of writing it;
+// the host maps it once for every module: an *Error as it is, a store's
+// refusals (redisstore.ErrNotFound, ErrConflict, ErrPrecondition, or a
+// *redisstore.Refusal with its code) as 404, 409 and 412, a Redis outage
+// as 503 with Retry-After, anything else as a logged 500 whose detail never
+// reaches the client.
+//
+// # What a module may and may not do
+//
+// A module may serve any /v1 route no other module serves (a conflicting
+// pattern is an error at start), keep its own keys in Redis (named in the
+// keyspace, redisstore/keys.go, with a TTL policy), run its own Lua scripts
+// (lua.New) and register its own metrics. It must not import another module,
+// write a session key outside one atomic script, block Redis with unbounded
+// work, or hold a goroutine past Close. Decode bodies with DecodeJSON and
+// validate ids with PathIDs, so every module refuses bad input alike.
+package sidecar
