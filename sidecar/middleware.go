@@ -1,0 +1,142 @@
+package sidecar
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// route wraps one module handler: panic recovery, body limit, deadline, and
+// the mapping of returned errors to the envelope.
+func (h *Host) route(rt Route, logger *slog.Logger) http.Handler {
+	timeout := h.cfg.RequestTimeout
+	if rt.Timeout > 0 {
+		timeout = rt.Timeout
+	}
+	limit := h.cfg.MaxBodyBytes
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if sw, ok := w.(*statusWriter); ok {
+			sw.routed = true
+		}
+		defer func() {
+			if p := recover(); p != nil {
+				if p == http.ErrAbortHandler {
+					panic(p)
+				}
+				logger.Error("handler panic", "route", rt.Pattern, "panic", fmt.Sprint(p))
+				WriteError(w, Errorf(http.StatusInternalServerError, "internal", "internal error"))
+			}
+		}()
+		if r.ContentLength > limit {
+			WriteError(w, Errorf(http.StatusRequestEntityTooLarge, "body_too_large", "request body is larger than %d bytes", limit))
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, limit)
+		ctx, cancel := context.WithTimeout(r.Context(), timeout)
+		defer cancel()
+		r = r.WithContext(ctx)
+		if err := rt.Handler(w, r); err != nil {
+			WriteError(w, errorFor(ctx, logger, h.redis, rt.Pattern, err))
+		}
+	})
+}
+
+// gate answers 503 while the first connection to Redis is still being made,
+// so no module sees a request it cannot serve.
+func (h *Host) gate(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-h.redis.Ready():
+			next.ServeHTTP(w, r)
+		default:
+			WriteError(w, Errorf(http.StatusServiceUnavailable, "redis_unavailable", "Redis is not reachable yet: %s", h.redis.LastError()))
+		}
+	})
+}
+
+// authenticate requires "Authorization: Bearer <SIDECAR_API_TOKEN>" on every
+// API call when a token is configured. Comparing SHA-256 digests in constant
+// time leaks neither the token's bytes nor its length.
+func (h *Host) authenticate(next http.Handler) http.Handler {
+	if h.cfg.APIToken == "" {
+		return next
+	}
+	want := sha256.Sum256([]byte(h.cfg.APIToken))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		sum := sha256.Sum256([]byte(got))
+		if !ok || subtle.ConstantTimeCompare(sum[:], want[:]) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="sidecar"`)
+			WriteError(w, Errorf(http.StatusUnauthorized, "unauthorized", "missing or wrong bearer token"))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// instrument counts and times every API request by route pattern and status,
+// and turns ServeMux's plain-text 404/405 into the error envelope.
+func (h *Host) instrument(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		sw := &statusWriter{ResponseWriter: w}
+		next.ServeHTTP(sw, r)
+		route := r.Pattern
+		if route == "" {
+			route = "unmatched"
+		}
+		h.metrics.observe(route, sw.code(), time.Since(start))
+	})
+}
+
+// statusWriter records the status and rewrites the mux's own 404/405 bodies.
+type statusWriter struct {
+	http.ResponseWriter
+	status  int
+	routed  bool // a module route was reached
+	swallow bool // the envelope replaced the mux's body
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status != 0 {
+		return
+	}
+	w.status = code
+	if !w.routed && (code == http.StatusNotFound || code == http.StatusMethodNotAllowed) {
+		w.swallow = true
+		h := w.ResponseWriter.Header()
+		h.Del("X-Content-Type-Options")
+		e := NotFound("no such route")
+		if code == http.StatusMethodNotAllowed {
+			e = Errorf(code, "method_not_allowed", "method not allowed on this route (allowed: %s)", h.Get("Allow"))
+		}
+		WriteError(w.ResponseWriter, e)
+		return
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.WriteHeader(http.StatusOK)
+	}
+	if w.swallow {
+		return len(b), nil
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *statusWriter) code() int {
+	if w.status == 0 {
+		return http.StatusOK
+	}
+	return w.status
+}
+
+// Unwrap lets http.ResponseController reach the real writer (flush, deadlines).
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
