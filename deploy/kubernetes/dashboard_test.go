@@ -9,7 +9,7 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-var update = flag.Bool("update", false, "rewrite grafana-dashboard.yaml from deploy/grafana/agentsidecar.json")
+var update = flag.Bool("update", false, "rewrite base/grafana-dashboard.yaml from deploy/grafana/agentsidecar.json")
 
 // The dashboard ConfigMap carries deploy/grafana/agentsidecar.json exactly
 // (labelled for Grafana's dashboard sidecar, as kube-prometheus-stack
@@ -31,11 +31,11 @@ func TestDashboardConfigMapMatchesTheDashboard(t *testing.T) {
 		for _, line := range strings.Split(strings.TrimRight(string(dash), "\n"), "\n") {
 			b.WriteString("    " + line + "\n")
 		}
-		if err := os.WriteFile("grafana-dashboard.yaml", []byte(b.String()), 0o644); err != nil {
+		if err := os.WriteFile("base/grafana-dashboard.yaml", []byte(b.String()), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
-	raw, err := os.ReadFile("grafana-dashboard.yaml")
+	raw, err := os.ReadFile("base/grafana-dashboard.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,6 +52,6 @@ func TestDashboardConfigMapMatchesTheDashboard(t *testing.T) {
 		t.Error("the ConfigMap lacks the grafana_dashboard label")
 	}
 	if strings.TrimRight(cm.Data["agentsidecar.json"], "\n") != strings.TrimRight(string(dash), "\n") {
-		t.Fatal("grafana-dashboard.yaml differs from deploy/grafana/agentsidecar.json; run go test ./deploy/kubernetes -run Dashboard -update")
+		t.Fatal("base/grafana-dashboard.yaml differs from deploy/grafana/agentsidecar.json; run go test ./deploy/kubernetes -run Dashboard -update")
 	}
 }

@@ -1,5 +1,5 @@
-// Package kubernetes holds the example manifests; its test checks that they
-// parse and agree with the code's defaults.
+// Package kubernetes holds the example manifests; its tests render them
+// with kustomize and check that they agree with the code's defaults.
 package kubernetes
 
 import (
@@ -7,7 +7,8 @@ import (
 	"errors"
 	"io"
 	"os"
-	"path/filepath"
+	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -36,8 +37,9 @@ type container struct {
 		Name      string `yaml:"name"`
 		ValueFrom struct {
 			SecretKeyRef struct {
-				Name string `yaml:"name"`
-				Key  string `yaml:"key"`
+				Name     string `yaml:"name"`
+				Key      string `yaml:"key"`
+				Optional *bool  `yaml:"optional"`
 			} `yaml:"secretKeyRef"`
 		} `yaml:"valueFrom"`
 	} `yaml:"env"`
@@ -88,30 +90,32 @@ type manifest struct {
 	} `yaml:"spec"`
 }
 
+// load renders the base with the PodMonitor component (what
+// overlays/prometheus-operator applies) and indexes it by kind/name.
 func load(t *testing.T) map[string]manifest {
 	t.Helper()
-	files, _ := filepath.Glob("*.yaml")
-	if len(files) < 5 {
-		t.Fatalf("found %d manifests", len(files))
-	}
+	const dir = "overlays/prometheus-operator"
 	out := map[string]manifest{}
-	for _, f := range files {
-		b, err := os.ReadFile(f)
+	dec := yaml.NewDecoder(bytes.NewReader(renderYAML(t, dir)))
+	for {
+		var m manifest
+		err := dec.Decode(&m)
+		if errors.Is(err, io.EOF) {
+			break
+		}
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("%s: %v", dir, err)
 		}
-		dec := yaml.NewDecoder(bytes.NewReader(b))
-		for {
-			var m manifest
-			err := dec.Decode(&m)
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				t.Fatalf("%s: %v", f, err)
-			}
-			out[m.Kind+"/"+m.Metadata.Name] = m
-		}
+		out[m.Kind+"/"+m.Metadata.Name] = m
+	}
+	var got []string
+	for k := range out {
+		got = append(got, k)
+	}
+	slices.Sort(got)
+	want := []string{"ConfigMap/agent-sidecar", "ConfigMap/agent-sidecar-dashboard", "Deployment/agent", "PodMonitor/agent-sidecar"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("%s renders %v, want %v", dir, got, want)
 	}
 	return out
 }
@@ -146,14 +150,33 @@ func TestManifestsMatchTheCode(t *testing.T) {
 	if sc.Resources.Requests["cpu"] == "" || sc.Resources.Requests["memory"] == "" || sc.Resources.Limits["memory"] == "" {
 		t.Fatalf("sidecar resources %+v", sc.Resources)
 	}
-	secretOK := false
-	for _, e := range sc.Env {
-		if e.Name == "CACHE_PASSWORD" && e.ValueFrom.SecretKeyRef.Name != "" {
-			secretOK = ms["Secret/"+e.ValueFrom.SecretKeyRef.Name].Kind == "Secret"
+	// The secrets come from the Secret the user creates (no Secret is
+	// shipped, so the reference is optional and deploy/kubernetes/README.md's
+	// kubectl create secret command makes exactly these keys:
+	// TestKustomizeSecretIsTheUsers); the agent gets the same token the
+	// sidecar requires.
+	secretRefs := func(c *container) map[string]string {
+		out := map[string]string{}
+		for _, e := range c.Env {
+			if r := e.ValueFrom.SecretKeyRef; r.Name != "" {
+				out[e.Name] = r.Name + "/" + r.Key + "/optional=" + strconv.FormatBool(r.Optional != nil && *r.Optional)
+			}
 		}
+		return out
 	}
-	if !secretOK {
-		t.Fatal("CACHE_PASSWORD does not come from the Secret")
+	if got, want := secretRefs(sc), map[string]string{
+		"CACHE_PASSWORD":    "agent-sidecar/redis-password/optional=true",
+		"SIDECAR_API_TOKEN": "agent-sidecar/api-token/optional=true",
+	}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("sidecar secrets %v, want %v", got, want)
+	}
+	if len(dep.Spec.Template.Spec.Containers) != 1 {
+		t.Fatalf("%d app containers, want the one agent", len(dep.Spec.Template.Spec.Containers))
+	}
+	if got, want := secretRefs(&dep.Spec.Template.Spec.Containers[0]), map[string]string{
+		"SIDECAR_API_TOKEN": "agent-sidecar/api-token/optional=true",
+	}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("agent secrets %v, want %v", got, want)
 	}
 	if len(sc.EnvFrom) != 1 || ms["ConfigMap/"+sc.EnvFrom[0].ConfigMapRef.Name].Kind != "ConfigMap" {
 		t.Fatal("config does not come from the ConfigMap")
