@@ -27,6 +27,7 @@ type Conn struct {
 	clientOpt rueidis.ClientOption
 	client    atomic.Pointer[rueidis.Client]
 	lastErr   atomic.Pointer[string]
+	refusal   atomic.Pointer[refusalSeen]
 	ready     chan struct{}
 
 	// down is set when a call found Redis unavailable; the next successful
@@ -285,4 +286,33 @@ func (c *Conn) Close() {
 			c.embedded.Close()
 		}
 	})
+}
+
+// refusalSeen is the last refusal Redis gave a call through this connection.
+type refusalSeen struct {
+	RedisRefusal
+	at time.Time
+}
+
+// RefusalWindow is how long a refusal keeps /readyz not ready: the health
+// check's PING cannot see most of them (a full Redis still answers PING), so
+// readiness reports what calls met within this window.
+const RefusalWindow = 5 * time.Second
+
+// ReportRefusal records that Redis refused a call (see Refused); an outage
+// kind also marks the connection down, so the health check renews it.
+func (c *Conn) ReportRefusal(r RedisRefusal) {
+	c.refusal.Store(&refusalSeen{RedisRefusal: r, at: time.Now()})
+	if r.Outage {
+		c.ReportUnavailable()
+	}
+}
+
+// RecentRefusal returns the refusal calls met within RefusalWindow, if any.
+func (c *Conn) RecentRefusal() (RedisRefusal, bool) {
+	r := c.refusal.Load()
+	if r == nil || time.Since(r.at) > RefusalWindow {
+		return RedisRefusal{}, false
+	}
+	return r.RedisRefusal, true
 }

@@ -90,3 +90,44 @@ func IsUnavailable(err error) bool {
 	}
 	return false
 }
+
+// Redis's own refusals: replies that mean "Redis will not do this now" and
+// say why. The host answers each with 503, Retry-After and its own code, so
+// a caller can tell a full Redis from a replica from a bug.
+type RedisRefusal struct {
+	Prefix  string // the reply's first word (OOM, READONLY, ...)
+	Code    string // the API code: redis_oom, redis_readonly, ...
+	Message string // for a person, also the readiness reason
+	// Outage: the connection itself may be stale (a failover, a restart),
+	// so the caller marks Redis down and the health check renews the
+	// connections. OOM and BUSY are not: the same connection will do once
+	// Redis has memory or the script ends.
+	Outage bool
+}
+
+// RedisRefusals lists every refusal the sidecar classifies.
+var RedisRefusals = []RedisRefusal{
+	{"OOM", "redis_oom", "Redis is out of memory (maxmemory reached): writes are refused until memory is freed", false},
+	{"READONLY", "redis_readonly", "Redis is a read-only replica: writes need the primary (after a failover, the connection is renewed)", true},
+	{"MASTERDOWN", "redis_masterdown", "Redis is a replica that lost its primary", true},
+	{"LOADING", "redis_loading", "Redis is loading its data set into memory", true},
+	{"BUSY", "redis_busy", "Redis is busy running a long script", false},
+	{"CLUSTERDOWN", "redis_clusterdown", "the Redis Cluster is down (a failover may be in progress)", true},
+	{"TRYAGAIN", "redis_tryagain", "the Redis Cluster is moving a slot", true},
+	{"NOREPLICAS", "redis_noreplicas", "Redis has too few replicas to accept writes (min-replicas-to-write)", false},
+}
+
+// Refused returns the refusal err carries, if Redis refused the call.
+func Refused(err error) (RedisRefusal, bool) {
+	var redisErr *rueidis.RedisError
+	if !errors.As(err, &redisErr) {
+		return RedisRefusal{}, false
+	}
+	msg := redisErr.Error()
+	for _, r := range RedisRefusals {
+		if strings.HasPrefix(msg, r.Prefix+" ") || msg == r.Prefix {
+			return r, true
+		}
+	}
+	return RedisRefusal{}, false
+}

@@ -25,8 +25,18 @@ type Config struct {
 	MaxBodyBytes   int64         `env:"SIDECAR_MAX_BODY_BYTES" envDefault:"1048576"`
 	StartupTimeout time.Duration `env:"SIDECAR_STARTUP_TIMEOUT" envDefault:"60s"`
 	RequestTimeout time.Duration `env:"SIDECAR_REQUEST_TIMEOUT" envDefault:"10s"`
-	LogLevel       string        `env:"LOG_LEVEL" envDefault:"info"`
-	LogFormat      string        `env:"LOG_FORMAT" envDefault:"json"`
+	// ReadTimeout bounds reading a request's headers and body; WriteTimeout
+	// writing its answer. A route that waits on purpose (a lock wait)
+	// extends both by its own timeout.
+	ReadTimeout  time.Duration `env:"SIDECAR_READ_TIMEOUT" envDefault:"30s"`
+	WriteTimeout time.Duration `env:"SIDECAR_WRITE_TIMEOUT" envDefault:"30s"`
+	// MaxConnections caps concurrent API connections (0: derived from the
+	// process's file limit, RLIMIT_NOFILE); MaxInflight caps requests being
+	// served at once (past it: 503 overloaded).
+	MaxConnections int    `env:"SIDECAR_MAX_CONNECTIONS" envDefault:"0"`
+	MaxInflight    int    `env:"SIDECAR_MAX_INFLIGHT" envDefault:"256"`
+	LogLevel       string `env:"LOG_LEVEL" envDefault:"info"`
+	LogFormat      string `env:"LOG_FORMAT" envDefault:"json"`
 }
 
 // ShutdownGrace is how long in-flight requests may run after SIGTERM.
@@ -34,13 +44,7 @@ const ShutdownGrace = 10 * time.Second
 
 // LoadConfig parses and validates the host configuration from env. Every
 // mistake is an *envconf.Error naming the variable.
-func LoadConfig(env envconf.Env) (Config, error) {
-	var c Config
-	if err := env.Parse(&c); err != nil {
-		return c, err
-	}
-	return c, c.Validate()
-}
+func LoadConfig(env envconf.Env) (Config, error) { return envconf.Load[Config](env) }
 
 // Validate checks values that parse but make no sense.
 func (c Config) Validate() error {
@@ -58,6 +62,18 @@ func (c Config) Validate() error {
 	}
 	if c.RequestTimeout <= 0 {
 		return envconf.Invalid("SIDECAR_REQUEST_TIMEOUT", "must be positive")
+	}
+	if c.ReadTimeout <= 0 {
+		return envconf.Invalid("SIDECAR_READ_TIMEOUT", "must be positive")
+	}
+	if c.WriteTimeout <= 0 {
+		return envconf.Invalid("SIDECAR_WRITE_TIMEOUT", "must be positive")
+	}
+	if c.MaxConnections < 0 {
+		return envconf.Invalid("SIDECAR_MAX_CONNECTIONS", "must be 0 (from the file limit) or more, not %d", c.MaxConnections)
+	}
+	if c.MaxInflight < 1 {
+		return envconf.Invalid("SIDECAR_MAX_INFLIGHT", "must be at least 1, not %d", c.MaxInflight)
 	}
 	if _, err := parseLevel(c.LogLevel); err != nil {
 		return envconf.Invalid("LOG_LEVEL", "%v", err)

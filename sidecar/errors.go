@@ -123,12 +123,27 @@ func errorFor(ctx context.Context, logger *slog.Logger, redis *redisstore.Conn, 
 	if e, ok := refusal(err); ok {
 		return e
 	}
+	if r, ok := redisstore.Refused(err); ok {
+		redis.ReportRefusal(r)
+		refusals.WithLabelValues(r.Code).Inc()
+		logger.Warn("redis refused", "route", route, "code", r.Code, "err", err)
+		return Errorf(http.StatusServiceUnavailable, r.Code, "%s; retry shortly", r.Message)
+	}
 	switch {
 	case errors.Is(err, context.Canceled) && ctx.Err() != nil:
 		// The client hung up; nobody reads this answer.
 		return Errorf(StatusClientClosed, "client_closed", "client closed the request")
+	case errors.Is(ctx.Err(), context.DeadlineExceeded) && redis.Up():
+		// The request's own deadline, with Redis answering its health
+		// checks: a slow call, not an outage. Nothing is marked down and no
+		// connection renewed (the health check alone decides that).
+		logger.Warn("request deadline", "route", route, "err", err)
+		return Errorf(http.StatusServiceUnavailable, "timeout",
+			"the request did not finish within its deadline (SIDECAR_REQUEST_TIMEOUT); a write already sent may still be applied, retry it safely")
 	case redisstore.IsUnavailable(err):
-		redis.ReportUnavailable()
+		if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			redis.ReportUnavailable() // a connection error; a deadline alone is not one
+		}
 		if ctx.Err() == nil || errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			logger.Warn("redis unavailable", "route", route, "err", err)
 		}

@@ -27,6 +27,7 @@ type Host struct {
 	registry *prometheus.Registry
 	shared   *sharedValues
 	metrics  *httpMetrics
+	paths    *http.ServeMux // every route's path, any method: labels 405s
 	api      http.Handler
 	ops      *http.ServeMux
 
@@ -58,6 +59,7 @@ func NewHost(ctx context.Context, cfg Config, env envconf.Env, redis *redisstore
 		return 0
 	}))
 	mux := http.NewServeMux()
+	h.paths = http.NewServeMux()
 	for _, f := range factories {
 		m, err := h.build(ctx, f, env, mux)
 		if m != nil {
@@ -68,7 +70,7 @@ func NewHost(ctx context.Context, cfg Config, env envconf.Env, redis *redisstore
 			return nil, err
 		}
 	}
-	h.api = h.instrument(h.authenticate(h.gate(mux)))
+	h.api = h.instrument(h.shedOverload(h.authenticate(h.gate(mux))))
 	h.ops = h.opsMux()
 	return h, nil
 }
@@ -96,6 +98,7 @@ func (h *Host) build(ctx context.Context, f Factory, env envconf.Env, mux *http.
 			return m, fmt.Errorf("module %s: route %q: %w", f.Name, rt.Pattern, err)
 		}
 		h.metrics.known(rt.Pattern)
+		h.knownPath(rt.Pattern)
 	}
 	return m, nil
 }
@@ -147,13 +150,21 @@ func (h *Host) Run(ctx context.Context) error {
 	h.mu.Unlock()
 	close(h.served)
 
+	maxConns := h.cfg.MaxConnections
+	if maxConns == 0 {
+		maxConns = defaultMaxConnections()
+	}
+	limited := newLimitListener(apiLn, maxConns)
 	errLog := slog.NewLogLogger(h.logger.Handler(), slog.LevelWarn)
-	apiSrv := &http.Server{Handler: h.api, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10, ErrorLog: errLog}
-	opsSrv := &http.Server{Handler: h.ops, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10, ErrorLog: errLog}
+	headerTimeout := min(10*time.Second, h.cfg.ReadTimeout)
+	apiSrv := &http.Server{Handler: h.api, ReadHeaderTimeout: headerTimeout, ReadTimeout: h.cfg.ReadTimeout, WriteTimeout: h.cfg.WriteTimeout,
+		IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10, ErrorLog: errLog, ConnState: limited.connState}
+	opsSrv := &http.Server{Handler: h.ops, ReadHeaderTimeout: headerTimeout, ReadTimeout: h.cfg.ReadTimeout, WriteTimeout: h.cfg.WriteTimeout,
+		IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10, ErrorLog: errLog}
 	serveErr := make(chan error, 2)
-	go func() { serveErr <- serve(apiSrv, apiLn) }()
+	go func() { serveErr <- serve(apiSrv, limited) }()
 	go func() { serveErr <- serve(opsSrv, opsLn) }()
-	h.logger.Info("listening", "api", apiLn.Addr().String(), "ops", opsLn.Addr().String())
+	h.logger.Info("listening", "api", apiLn.Addr().String(), "ops", opsLn.Addr().String(), "max_api_connections", maxConns)
 
 	var runErr error
 	startup := time.NewTimer(h.cfg.StartupTimeout)
@@ -212,4 +223,15 @@ func (h *Host) moduleNames() string {
 		names[i] = m.Name()
 	}
 	return strings.Join(names, ",")
+}
+
+// knownPath adds pattern's path, without its method, to h.paths with a
+// handler that is never called: pathPattern only asks which path pattern
+// matches, the route label of a 405 ("/v1/locks/{name}").
+func (h *Host) knownPath(pattern string) {
+	_, p, ok := strings.Cut(pattern, " ")
+	if !ok {
+		p = pattern
+	}
+	_ = handle(h.paths, p, http.NotFoundHandler()) // several methods share one path
 }

@@ -342,8 +342,8 @@ func TestRedisOutageIs503AndRecovers(t *testing.T) {
 	if r.Status != 503 || r.Code() != "redis_unavailable" || r.Header.Get("Retry-After") == "" {
 		t.Fatalf("PUT during outage: got %d %s (Retry-After %q), want 503 redis_unavailable with Retry-After", r.Status, r.Body, r.Header.Get("Retry-After"))
 	}
-	if r := do(t, "GET", th.Ops+"/readyz", ""); r.Status != 503 || !strings.Contains(r.Body, "redis") {
-		t.Fatalf("readyz during outage: got %d %s, want 503 naming redis", r.Status, r.Body)
+	if r := do(t, "GET", th.Ops+"/readyz", ""); r.Status != 503 || r.Code() != "not_ready" || !strings.Contains(r.Body, "Redis") || strings.Contains(r.Body, "127.0.0.1") {
+		t.Fatalf("readyz during outage: got %d %s, want 503 not_ready naming Redis, without its address", r.Status, r.Body)
 	}
 	if r := do(t, "GET", th.Ops+"/healthz", ""); r.Status != 200 {
 		t.Fatalf("healthz during outage: got %d, want 200", r.Status)

@@ -54,6 +54,7 @@ func Run(ctx context.Context, env envconf.Env, logOut io.Writer, factories []Fac
 		return err
 	}
 	logger := NewLogger(logOut, cfg)
+	setMemoryLimit(logger, os.Getenv) // the runtime reads GOMEMLIMIT from the process, not from env
 	version, _ := BuildVersion()
 	logger.Info("starting", "version", version, "redis", cfg.Redis.Redacted())
 

@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/agentsidecar/agentsidecar/lua"
+	"github.com/agentsidecar/agentsidecar/redisstore"
 )
 
 // Version is stamped at build time:
@@ -59,6 +60,10 @@ func NewRegistry() *prometheus.Registry {
 		buildInfo,
 	)
 	reg.MustRegister(lua.Collectors()...)
+	for _, r := range redisstore.RedisRefusals {
+		refusals.WithLabelValues(r.Code)
+	}
+	reg.MustRegister(refusals, overloaded)
 	return reg
 }
 
@@ -124,3 +129,17 @@ func (m *httpMetrics) observe(route string, code int, d time.Duration) {
 	c.Inc()
 	obs.Observe(d.Seconds())
 }
+
+// refusals counts the calls Redis refused, by the API code they answered
+// (redis_oom, redis_readonly, ...): per process, sum across pods.
+var refusals = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "sidecar_redis_refusals_total",
+	Help: "API calls that Redis refused (out of memory, read-only replica, loading, busy, cluster down, ...), by the code they answered.",
+}, []string{"code"})
+
+// overloaded counts requests shed with 503 overloaded, by what was at its
+// limit (inflight, memory).
+var overloaded = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "sidecar_http_overloaded_total",
+	Help: "API requests answered 503 overloaded because in-flight requests or memory were at their limit, by reason.",
+}, []string{"reason"})

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"path"
 	"strings"
 	"time"
 )
@@ -32,16 +33,29 @@ func (h *Host) route(rt Route, logger *slog.Logger) http.Handler {
 				WriteError(w, Errorf(http.StatusInternalServerError, "internal", "internal error"))
 			}
 		}()
+		body := r.Body
 		if r.ContentLength > limit {
 			WriteError(w, Errorf(http.StatusRequestEntityTooLarge, "body_too_large", "request body is larger than %d bytes", limit))
+			drain(body)
 			return
+		}
+		if rt.Timeout > 0 {
+			// A route that waits on purpose gets its wait on top of the
+			// server's read and write deadlines.
+			rc := http.NewResponseController(w)
+			_ = rc.SetReadDeadline(time.Now().Add(h.cfg.ReadTimeout + rt.Timeout))
+			_ = rc.SetWriteDeadline(time.Now().Add(h.cfg.WriteTimeout + rt.Timeout))
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, limit)
 		ctx, cancel := context.WithTimeout(r.Context(), timeout)
 		defer cancel()
 		r = r.WithContext(ctx)
 		if err := rt.Handler(w, r); err != nil {
-			WriteError(w, errorFor(ctx, logger, h.redis, rt.Pattern, err))
+			e := errorFor(ctx, logger, h.redis, rt.Pattern, err)
+			WriteError(w, e)
+			if e.Status == http.StatusRequestEntityTooLarge {
+				drain(body) // the rest of a body over the limit
+			}
 		}
 	})
 }
@@ -54,7 +68,7 @@ func (h *Host) gate(next http.Handler) http.Handler {
 		case <-h.redis.Ready():
 			next.ServeHTTP(w, r)
 		default:
-			WriteError(w, Errorf(http.StatusServiceUnavailable, "redis_unavailable", "Redis is not reachable yet: %s", h.redis.LastError()))
+			WriteError(w, Errorf(http.StatusServiceUnavailable, "redis_unavailable", "Redis is not reachable yet; retry shortly"))
 		}
 	})
 }
@@ -68,9 +82,10 @@ func (h *Host) authenticate(next http.Handler) http.Handler {
 	}
 	want := sha256.Sum256([]byte(h.cfg.APIToken))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		// The scheme is case-insensitive (RFC 9110 §11.1): "bearer" works.
+		scheme, got, _ := strings.Cut(r.Header.Get("Authorization"), " ")
 		sum := sha256.Sum256([]byte(got))
-		if !ok || subtle.ConstantTimeCompare(sum[:], want[:]) != 1 {
+		if !strings.EqualFold(scheme, "Bearer") || subtle.ConstantTimeCompare(sum[:], want[:]) != 1 {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="sidecar"`)
 			WriteError(w, Errorf(http.StatusUnauthorized, "unauthorized", "missing or wrong bearer token"))
 			return
@@ -80,18 +95,46 @@ func (h *Host) authenticate(next http.Handler) http.Handler {
 }
 
 // instrument counts and times every API request by route pattern and status,
-// and turns ServeMux's plain-text 404/405 into the error envelope.
+// and turns ServeMux's plain-text 404/405 into the error envelope. A path
+// that is not clean ("//v1/sessions", "/v1/./x") is a JSON 404 naming the
+// clean one, instead of ServeMux's HTML redirect.
 func (h *Host) instrument(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		sw := &statusWriter{ResponseWriter: w}
-		next.ServeHTTP(sw, r)
+		if clean := cleanPath(r.URL.Path); clean != r.URL.Path {
+			WriteError(sw, NotFound("no such route: the path is not clean (use %s)", clean))
+		} else {
+			next.ServeHTTP(sw, r)
+		}
 		route := r.Pattern
+		if route == "" && sw.code() == http.StatusMethodNotAllowed {
+			route = h.pathPattern(r) // the route exists: label 405s with it
+		}
 		if route == "" {
 			route = "unmatched"
 		}
 		h.metrics.observe(route, sw.code(), time.Since(start))
 	})
+}
+
+// cleanPath is path.Clean keeping a trailing slash, as ServeMux cleans.
+func cleanPath(p string) string {
+	if p == "" {
+		return "/"
+	}
+	c := path.Clean(p)
+	if strings.HasSuffix(p, "/") && c != "/" {
+		c += "/"
+	}
+	return c
+}
+
+// pathPattern is the pattern of the route r's path matches with another
+// method ("" when none), for labelling a 405.
+func (h *Host) pathPattern(r *http.Request) string {
+	_, pattern := h.paths.Handler(r)
+	return pattern
 }
 
 // statusWriter records the status and rewrites the mux's own 404/405 bodies.

@@ -2,15 +2,18 @@ package sidecar
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/redis/rueidis"
 
 	"github.com/agentsidecar/agentsidecar/lua"
 	"github.com/agentsidecar/agentsidecar/openapi"
+	"github.com/agentsidecar/agentsidecar/redisstore"
 )
 
 // opsMux serves the kubelet and Prometheus.
@@ -41,21 +44,35 @@ func (h *Host) opsMux() *http.ServeMux {
 // ReadyTimeout bounds the readiness check: Redis must answer within it.
 const ReadyTimeout = time.Second
 
-// Ready reports why the sidecar cannot serve, or nil: Redis must answer PING
-// within a second, accept every script (SCRIPT LOAD on each node), and every
-// module's own check must pass.
+// Ready reports why the sidecar cannot serve, or nil: Redis must answer
+// PING within a second, accept every script (SCRIPT LOAD on each node) and
+// not have refused a call within the last redisstore.RefusalWindow (a full
+// Redis still answers PING), and every module's own check must pass. The
+// reason is a sentence for a person with no address in it; the detail goes
+// to the log.
 func (h *Host) Ready(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, ReadyTimeout)
 	defer cancel()
-	if err := h.redis.Ping(ctx); err != nil {
-		return fmt.Errorf("redis: %w", err)
+	select {
+	case <-h.redis.Ready():
+	default:
+		return errors.New("Redis is not reachable yet (the sidecar keeps retrying; the log says why)")
 	}
-	client, err := h.redis.Client()
+	err := h.redis.Ping(ctx)
+	if err == nil {
+		var client rueidis.Client
+		if client, err = h.redis.Client(); err == nil {
+			if err = lua.Load(ctx, client); err != nil {
+				err = fmt.Errorf("load scripts: %w", err)
+			}
+		}
+	}
 	if err != nil {
-		return fmt.Errorf("redis: %w", err)
+		h.logger.Debug("not ready", "err", err)
+		return errors.New(redisReason(err))
 	}
-	if err := lua.Load(ctx, client); err != nil {
-		return fmt.Errorf("redis: %w", err)
+	if r, ok := h.redis.RecentRefusal(); ok {
+		return errors.New(r.Message)
 	}
 	for _, m := range h.modules {
 		if c, ok := m.(Checker); ok {
@@ -65,4 +82,15 @@ func (h *Host) Ready(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// redisReason says in a sentence why Redis could not serve a check.
+func redisReason(err error) string {
+	if r, ok := redisstore.Refused(err); ok {
+		return r.Message
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Sprintf("Redis did not answer within %s", ReadyTimeout)
+	}
+	return "Redis is unavailable (connection failed; the log says why)"
 }

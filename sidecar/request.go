@@ -8,6 +8,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"os"
 	"reflect"
 	"strconv"
 	"strings"
@@ -98,6 +99,9 @@ func DecodeJSON(r *http.Request, v any) error {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
 			return Errorf(http.StatusRequestEntityTooLarge, "body_too_large", "request body is larger than %d bytes", tooBig.Limit)
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return Errorf(http.StatusRequestTimeout, "request_timeout", "the request body did not arrive within SIDECAR_READ_TIMEOUT")
 		}
 		return BadRequest("invalid_body", "reading request body: %v", err)
 	}
