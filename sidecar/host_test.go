@@ -249,6 +249,9 @@ func TestBearerToken(t *testing.T) {
 		{"prefix of the token", []string{"Authorization", "Bearer s3cret"}, 401},
 		{"not bearer", []string{"Authorization", "Basic s3cret-token"}, 401},
 		{"right", []string{"Authorization", "Bearer s3cret-token"}, 404},
+		{"scheme in lower case", []string{"Authorization", "bearer s3cret-token"}, 404},
+		{"scheme in upper case", []string{"Authorization", "BEARER s3cret-token"}, 404},
+		{"no token after the scheme", []string{"Authorization", "Bearer"}, 401},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,0 +1,249 @@
+package sidecar_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/agentsidecar/agentsidecar/envconf"
+	"github.com/agentsidecar/agentsidecar/redisstore/redisstoretest"
+	"github.com/agentsidecar/agentsidecar/sidecar"
+	"github.com/agentsidecar/agentsidecar/sidecar/sidecartest"
+)
+
+// A POST whose body trickles in is cut at SIDECAR_READ_TIMEOUT: the
+// connection does not stay open for as long as the client likes.
+func TestSlowBodyIsCutAtTheReadDeadline(t *testing.T) {
+	th := sidecartest.Start(t, redisstoretest.New(t), envconf.Env{"SIDECAR_READ_TIMEOUT": "1s"}, echoFactory)
+	conn, err := net.Dial("tcp", strings.TrimPrefix(th.API, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "POST /v1/echo HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 200\r\n\r\n{")
+	done := make(chan struct{})
+	go func() { // one byte every 200 ms, for at most 40 s
+		defer close(done)
+		for range 200 {
+			time.Sleep(200 * time.Millisecond)
+			if _, err := conn.Write([]byte(" ")); err != nil {
+				return
+			}
+		}
+	}()
+	_ = conn.SetReadDeadline(time.Now().Add(20 * time.Second)) // a bound for the test, far above the 1 s setting
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("no answer before the connection ended: %v (the body was held open)", err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusRequestTimeout || !strings.Contains(string(body), `"request_timeout"`) {
+		t.Fatalf("got %d %s, want 408 request_timeout", resp.StatusCode, body)
+	}
+	<-done // the server closed the connection: the writer stops
+}
+
+// With the API connection cap reached by idle connections, the oldest idle
+// ones are shed so a new caller is served, and the ops listener answers.
+func TestIdleConnectionsAreShedAtTheCap(t *testing.T) {
+	th := sidecartest.Start(t, redisstoretest.New(t), envconf.Env{"SIDECAR_MAX_CONNECTIONS": "8"}, kvFactory(nil))
+	addr := strings.TrimPrefix(th.API, "http://")
+	var idle []net.Conn
+	for range 40 {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		idle = append(idle, c)
+	}
+	defer func() {
+		for _, c := range idle {
+			c.Close()
+		}
+	}()
+	client := &http.Client{Timeout: 20 * time.Second}
+	for i := range 5 {
+		resp, err := client.Get(th.API + "/v1/kv/absent")
+		if err != nil {
+			t.Fatalf("request %d with 40 idle connections at a cap of 8: %v", i, err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusNotFound {
+			t.Fatalf("request %d: got %d, want 404", i, resp.StatusCode)
+		}
+	}
+	if r := do(t, "GET", th.Ops+"/healthz", ""); r.Status != 200 {
+		t.Fatalf("healthz: %d", r.Status)
+	}
+	// The shed connections were closed by the server: reading them ends.
+	closed := 0
+	for _, c := range idle {
+		_ = c.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
+		if _, err := c.Read(make([]byte, 1)); err == io.EOF {
+			closed++
+		}
+	}
+	if closed == 0 {
+		t.Fatal("no idle connection was shed")
+	}
+}
+
+// At SIDECAR_MAX_INFLIGHT requests in flight, the next is answered 503
+// overloaded at once, with Retry-After, and counted.
+func TestOverloadAnswers503(t *testing.T) {
+	th := sidecartest.Start(t, redisstoretest.New(t), envconf.Env{"SIDECAR_MAX_INFLIGHT": "2"}, slowFactory)
+	release := make(chan struct{})
+	slowRelease.Store(&release)
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Go(func() { do(t, "GET", th.API+"/v1/slow", "") })
+	}
+	waitFor(t, func() bool { return slowInflight.Load() == 2 })
+	r := do(t, "GET", th.API+"/v1/slow", "")
+	close(release)
+	wg.Wait()
+	if r.Status != 503 || r.Code() != "overloaded" || r.Header.Get("Retry-After") == "" {
+		t.Fatalf("third request: got %d %s (Retry-After %q), want 503 overloaded with Retry-After", r.Status, r.Body, r.Header.Get("Retry-After"))
+	}
+	m := do(t, "GET", th.Ops+"/metrics", "")
+	if !strings.Contains(m.Body, `sidecar_http_overloaded_total{reason="inflight"} 1`) {
+		t.Fatalf("metrics lack the overload count:\n%s", grepLines(m.Body, "overloaded"))
+	}
+}
+
+// An API answers JSON always: an unclean path is the JSON 404, not an HTML
+// redirect; a 405 is counted under its route, not "unmatched".
+func TestUncleanPathAnd405(t *testing.T) {
+	th := sidecartest.Start(t, redisstoretest.New(t), nil, kvFactory(nil))
+	for _, p := range []string{"//v1/kv/a", "/v1/./kv/a", "/v1/kv/../kv/a"} {
+		req, _ := http.NewRequest("GET", th.API+p, nil)
+		req.URL.Opaque = p // send the path as written
+		resp, err := (&http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 404 || resp.Header.Get("Content-Type") != "application/json" || !strings.Contains(string(b), `"not_found"`) {
+			t.Fatalf("GET %s: got %d %s %s, want the JSON 404", p, resp.StatusCode, resp.Header.Get("Content-Type"), b)
+		}
+	}
+	if r := do(t, "DELETE", th.API+"/v1/kv/a", ""); r.Status != 405 || r.Code() != "method_not_allowed" {
+		t.Fatalf("DELETE: got %d %s, want 405", r.Status, r.Body)
+	}
+	m := do(t, "GET", th.Ops+"/metrics", "")
+	if !strings.Contains(m.Body, `sidecar_http_requests_total{code="405",route="/v1/kv/{key}"} 1`) {
+		t.Fatalf("the 405 is not counted under its route:\n%s", grepLines(m.Body, `code="405"`))
+	}
+}
+
+// A body over SIDECAR_MAX_BODY_BYTES gets the 413 envelope, never a
+// connection reset while the client is still sending, from Go's client and
+// from Python's urllib, again and again.
+func TestOverLimitBodyGets413NotAReset(t *testing.T) {
+	th := sidecartest.Start(t, redisstoretest.New(t), nil, echoFactory)
+	big := bytes.Repeat([]byte("a"), 2<<20)
+	for i := range 30 {
+		body := append(append([]byte(`{"x":"`), big...), '"', '}')
+		resp, err := http.Post(th.API+"/v1/echo", "application/json", bytes.NewReader(body))
+		if err != nil {
+			t.Fatalf("Go POST %d: %v", i, err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 413 || !strings.Contains(string(b), `"body_too_large"`) {
+			t.Fatalf("Go POST %d: got %d %s", i, resp.StatusCode, b)
+		}
+	}
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("python3 not on PATH")
+		}
+		t.Skip("python3 not on PATH")
+	}
+	script := `
+import sys, urllib.request, urllib.error
+url = sys.argv[1]
+data = b'{"x":"' + b"a" * (2 << 20) + b'"}'
+for i in range(30):
+    req = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json"})
+    try:
+        urllib.request.urlopen(req)
+        print("no error"); sys.exit(1)
+    except urllib.error.HTTPError as e:
+        if e.code != 413:
+            print("status", e.code); sys.exit(1)
+print("30 x 413")
+`
+	out, err := exec.Command(python, "-c", script, th.API+"/v1/echo").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "30 x 413") {
+		t.Fatalf("python urllib: %v\n%s", err, out)
+	}
+}
+
+// slowModule holds GET /v1/slow open until the test releases it.
+var (
+	slowInflight atomic.Int64
+	slowRelease  atomic.Pointer[chan struct{}]
+)
+
+// funcModule is a module of one route.
+type funcModule struct {
+	name  string
+	route sidecar.Route
+}
+
+func (m funcModule) Name() string            { return m.name }
+func (m funcModule) Routes() []sidecar.Route { return []sidecar.Route{m.route} }
+
+func funcFactory(name, pattern string, h sidecar.HandlerFunc) sidecar.Factory {
+	return sidecar.Factory{Name: name, New: func(context.Context, sidecar.Deps) (sidecar.Module, error) {
+		return funcModule{name, sidecar.Route{Pattern: pattern, Handler: h}}, nil
+	}}
+}
+
+var slowFactory = funcFactory("slow", "GET /v1/slow", func(w http.ResponseWriter, r *http.Request) error {
+	slowInflight.Add(1)
+	defer slowInflight.Add(-1)
+	select {
+	case <-*slowRelease.Load():
+	case <-r.Context().Done():
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+})
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	for !cond() {
+		select {
+		case <-ctx.Done():
+			t.Fatal("condition not met within 10s")
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+func grepLines(text, substr string) string {
+	var out []string
+	for _, l := range strings.Split(text, "\n") {
+		if strings.Contains(l, substr) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
