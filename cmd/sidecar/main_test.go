@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -193,5 +194,60 @@ func TestUnreachableRedisExitsAfterStartupTimeout(t *testing.T) {
 	}
 	if strings.Contains(out, "hunter2") {
 		t.Fatalf("the Redis password reached the log:\n%s", out)
+	}
+}
+
+// Under a low file limit, 3 000 idle connections to the API port take no
+// file of the ops port: /healthz and /readyz keep answering, and a real
+// request is served (the longest-idle connections are shed).
+func TestIdleConnectionsCannotStarveTheHealthCheck(t *testing.T) {
+	srv := redisstoretest.NewReal(t)
+	prlimit, err := exec.LookPath("prlimit")
+	if err != nil {
+		t.Skip("prlimit (util-linux) not on PATH")
+	}
+	apiPort, _ := redisstoretest.FreePort()
+	opsPort, _ := redisstoretest.FreePort()
+	p := &proc{api: fmt.Sprintf("127.0.0.1:%d", apiPort), ops: fmt.Sprintf("127.0.0.1:%d", opsPort), exited: make(chan struct{})}
+	p.cmd = exec.Command(prlimit, "--nofile=256:256", "--", binary)
+	p.cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "SIDECAR_LISTEN_ADDR=" + p.api, "SIDECAR_OPS_ADDR=" + p.ops, "REDIS_URL=" + srv.URL()}
+	p.cmd.Stderr = p
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { p.exitError = p.cmd.Wait(); close(p.exited) }()
+	t.Cleanup(func() { _ = p.cmd.Process.Kill(); <-p.exited })
+	waitStatus(t, "http://"+p.ops+"/readyz", 200, 15*time.Second)
+
+	var conns []net.Conn
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	for range 3000 {
+		c, err := net.DialTimeout("tcp", p.api, 2*time.Second)
+		if err != nil {
+			break // the accept queue is full: the rest wait in the kernel
+		}
+		conns = append(conns, c)
+	}
+	t.Logf("%d idle connections open to the API port", len(conns))
+	for _, path := range []string{"/healthz", "/readyz"} {
+		if got := get("http://" + p.ops + path); got != 200 {
+			t.Fatalf("%s with %d idle API connections under a 256-file limit: got %d, want 200\n%s", path, len(conns), got, p.log())
+		}
+	}
+	c := http.Client{Timeout: 20 * time.Second}
+	resp, err := c.Get("http://" + p.api + "/v1/users/u/sessions/s/entries")
+	if err != nil {
+		t.Fatalf("API request with %d idle connections: %v", len(conns), err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("API request: %d", resp.StatusCode)
+	}
+	if strings.Contains(p.log(), "too many open files") {
+		t.Fatalf("the sidecar ran out of files:\n%s", p.log())
 	}
 }
