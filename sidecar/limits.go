@@ -182,10 +182,18 @@ func memoryFull() bool {
 // GOMEMLIMIT is set, so the garbage collector works harder before the pod is
 // OOM-killed. It returns the limit set (0: none).
 func setMemoryLimit(logger *slog.Logger, getenv func(string) string) int64 {
+	return setMemoryLimitFrom(logger, getenv, cgroupMemoryFiles)
+}
+
+// cgroupMemoryFiles are where a container's memory limit is read: cgroup v2,
+// then v1.
+var cgroupMemoryFiles = []string{"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"}
+
+func setMemoryLimitFrom(logger *slog.Logger, getenv func(string) string, files []string) int64 {
 	if getenv("GOMEMLIMIT") != "" {
 		return debug.SetMemoryLimit(-1)
 	}
-	for _, f := range []string{"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"} {
+	for _, f := range files {
 		b, err := os.ReadFile(f)
 		if err != nil {
 			continue
