@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -70,6 +71,24 @@ func checkKeyspace(t *testing.T, srv *redisstoretest.Server) {
 	for _, f := range redisstore.Families {
 		if f.Kind == redisstore.KindChannel && !slices.ContainsFunc(chans, func(c string) bool { m, _ := l.Match(c); return m.Name == f.Name }) {
 			t.Errorf("channel family %q: no subscriber (PUBSUB CHANNELS %v)", f.Name, chans)
+		}
+	}
+
+	// Each family's glob, as docs/keyspace.md gives it for redis-cli --scan
+	// --pattern, finds exactly the keys of the family in Redis (the lock
+	// family's "*" finds them all).
+	for _, f := range redisstore.Families {
+		if f.Kind == redisstore.KindChannel || l.Glob(f) == "*" {
+			continue
+		}
+		var want []string
+		for _, k := range keys {
+			if m, ok := l.Match(k.key); ok && m.Name == f.Name {
+				want = append(want, k.key)
+			}
+		}
+		if got := scanKeys(t, srv, l.Glob(f)); !slices.Equal(got, want) {
+			t.Errorf("family %q: SCAN MATCH %s finds %q, want its keys %q", f.Name, l.Glob(f), got, want)
 		}
 	}
 
@@ -258,41 +277,7 @@ func scanKeyspace(t *testing.T, srv *redisstoretest.Server) []keyInfo {
 	t.Helper()
 	ctx := t.Context()
 	c := srv.Client(t)
-	scanNode := func(do func(cursor string) rueidis.RedisResult) []string {
-		var keys []string
-		cursor := "0"
-		for range maxScanRounds {
-			e, err := do(cursor).AsScanEntry()
-			if err != nil {
-				t.Fatalf("SCAN: %v", err)
-			}
-			keys = append(keys, e.Elements...)
-			if e.Cursor == 0 {
-				return keys
-			}
-			cursor = fmt.Sprint(e.Cursor)
-		}
-		t.Fatalf("SCAN did not finish in %d rounds", maxScanRounds)
-		return nil
-	}
-	var keys []string
-	if srv.Cluster != nil {
-		masters, err := srv.Cluster.Masters(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, addr := range masters {
-			keys = append(keys, scanNode(func(cursor string) rueidis.RedisResult {
-				return srv.Cluster.Do(ctx, addr, "SCAN", cursor, "COUNT", "1000")
-			})...)
-		}
-	} else {
-		keys = scanNode(func(cursor string) rueidis.RedisResult {
-			return c.Do(ctx, c.B().Arbitrary("SCAN").Args(cursor, "COUNT", "1000").Build())
-		})
-	}
-	slices.Sort(keys)
-	keys = slices.Compact(keys)
+	keys := scanKeys(t, srv, "*")
 	out := make([]keyInfo, len(keys))
 	for i, k := range keys {
 		res := c.DoMulti(ctx, c.B().Type().Key(k).Build(), c.B().Pttl().Key(k).Build())
@@ -307,6 +292,50 @@ func scanKeyspace(t *testing.T, srv *redisstoretest.Server) []keyInfo {
 		out[i] = keyInfo{key: k, typ: typ, pttl: pttl}
 	}
 	return out
+}
+
+// scanKeys returns the keys of srv (of every master on a cluster) that
+// match the glob, sorted: SCAN MATCH glob COUNT 1000, as redis-cli --scan
+// --pattern does, in at most maxScanRounds rounds per node.
+func scanKeys(t *testing.T, srv *redisstoretest.Server, glob string) []string {
+	t.Helper()
+	ctx := t.Context()
+	scanNode := func(do func(cursor uint64) rueidis.RedisResult) []string {
+		var keys []string
+		var cursor uint64
+		for range maxScanRounds {
+			e, err := do(cursor).AsScanEntry()
+			if err != nil {
+				t.Fatalf("SCAN: %v", err)
+			}
+			keys = append(keys, e.Elements...)
+			if e.Cursor == 0 {
+				return keys
+			}
+			cursor = e.Cursor
+		}
+		t.Fatalf("SCAN did not finish in %d rounds", maxScanRounds)
+		return nil
+	}
+	var keys []string
+	if srv.Cluster != nil {
+		masters, err := srv.Cluster.Masters(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, addr := range masters {
+			keys = append(keys, scanNode(func(cursor uint64) rueidis.RedisResult {
+				return srv.Cluster.Do(ctx, addr, "SCAN", strconv.FormatUint(cursor, 10), "MATCH", glob, "COUNT", "1000")
+			})...)
+		}
+	} else {
+		c := srv.Client(t)
+		keys = scanNode(func(cursor uint64) rueidis.RedisResult {
+			return c.Do(ctx, c.B().Scan().Cursor(cursor).Match(glob).Count(1000).Build())
+		})
+	}
+	slices.Sort(keys)
+	return slices.Compact(keys)
 }
 
 // familySeen counts a family's keys in a scan.
