@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/rueidis"
@@ -61,8 +62,16 @@ func checkKeyspace(t *testing.T, srv *redisstoretest.Server) {
 	}
 	t.Logf("%d keys in %d families", len(keys), len(seen))
 
-	// Channels: every channel a sidecar subscribes to is a family's.
-	chans := channels(t, srv)
+	// Channels: every channel a sidecar subscribes to is a family's. The
+	// locks module subscribes in the background once Redis is ready: wait
+	// for its subscription to show (a condition, not a time limit).
+	var chans []string
+	for range 200 {
+		if chans = channels(t, srv); len(chans) > 0 {
+			break
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
 	for _, c := range chans {
 		if f, ok := l.Match(c); !ok || f.Kind != redisstore.KindChannel {
 			t.Errorf("Pub/Sub channel %q is no channel family of the keyspace", c)
