@@ -138,7 +138,7 @@ func TestLockLifecycle(t *testing.T) {
 		if v, err := get(t, rc, "default_lock"); err != nil || v != g.Token {
 			t.Fatalf("key default_lock holds %q (%v), want the token", v, err)
 		}
-		if v, err := get(t, rc, "{default_lock}:fence"); err != nil || v != "1" {
+		if v, err := get(t, rc, redisstore.Lock("default_lock").Fence); err != nil || v != "1" {
 			t.Fatalf("fence counter %q (%v), want 1", v, err)
 		}
 		if st := inspect(t, base, "default_lock"); !st.Held || st.Owner != "worker-1" || st.FencingToken != 1 || st.TTLMs == nil || *st.TTLMs < 55000 {
@@ -177,7 +177,7 @@ func TestLockLifecycle(t *testing.T) {
 		if n := pttl(t, rc, "default_lock"); n < 110000 {
 			t.Fatalf("PTTL after refresh %d, want about 120000", n)
 		}
-		if n := pttl(t, rc, "{default_lock}:meta"); n < 110000 {
+		if n := pttl(t, rc, redisstore.Lock("default_lock").Meta); n < 110000 {
 			t.Fatalf("meta PTTL after refresh %d, want about 120000", n)
 		}
 		r = do(t, t.Context(), "POST", base+"/v1/locks/default_lock/refresh", tokenBody(g.Token))
@@ -197,7 +197,7 @@ func TestLockLifecycle(t *testing.T) {
 		if st := inspect(t, base, "default_lock"); st.Held || st.TTLMs != nil || st.Owner != "" {
 			t.Fatalf("inspect after release %+v, want only held=false", st)
 		}
-		n, err := rc.Do(t.Context(), rc.B().Exists().Key("default_lock", "{default_lock}:meta").Build()).AsInt64()
+		n, err := rc.Do(t.Context(), rc.B().Exists().Key("default_lock", redisstore.Lock("default_lock").Meta).Build()).AsInt64()
 		if err != nil || n != 0 {
 			t.Fatalf("%d lock keys left after release (%v), want 0 (only the fence counter stays)", n, err)
 		}

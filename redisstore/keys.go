@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"hash/fnv"
+	"path"
 	"strconv"
 )
 
@@ -183,3 +184,234 @@ func Lock(name string) LockKeys {
 // publishes the name of every lock it frees; each sidecar subscribes once
 // and wakes its waiters for that name.
 const LockReleaseChannel = "sidecar:locks:released"
+
+// Kind is the Redis type of a family's keys, as TYPE names it, or
+// KindChannel for a Pub/Sub channel (which is not a key).
+type Kind string
+
+// The kinds of the keyspace.
+const (
+	KindString  Kind = "string"
+	KindList    Kind = "list"
+	KindHash    Kind = "hash"
+	KindZSet    Kind = "zset"
+	KindStream  Kind = "stream"
+	KindChannel Kind = "channel"
+)
+
+// TTLPolicy says how the keys of a family expire.
+type TTLPolicy int
+
+const (
+	// SessionTTL: every key of the session gets the session's TTL in the
+	// write's script and every write slides it (docs/sessions.md, TTL
+	// rules). The TTL is SESSION_TTL_SECONDS, or the session's own from
+	// PUT .../ttl; 0 there means no expiry, by the operator's or the
+	// caller's choice.
+	SessionTTL TTLPolicy = iota + 1
+	// LockTTL: the lock's TTL (SET PX, PEXPIRE on refresh); release
+	// deletes the key.
+	LockTTL
+	// Permanent: no TTL, by design. The family's Reason says why and what
+	// bounds it.
+	Permanent
+	// TemporaryException: keys of the family can be left without a TTL
+	// today, by the defect its Reason names. The fix removes the family
+	// from this policy.
+	TemporaryException
+)
+
+// String is the policy as docs/keyspace.md names it.
+func (p TTLPolicy) String() string {
+	switch p {
+	case SessionTTL:
+		return "session TTL"
+	case LockTTL:
+		return "lock TTL"
+	case Permanent:
+		return "permanent"
+	case TemporaryException:
+		return "temporary exception"
+	}
+	return "TTLPolicy(" + strconv.Itoa(int(p)) + ")"
+}
+
+// Family is one kind of key (or channel) the sidecar writes.
+type Family struct {
+	Name string
+	// Pattern and ClusterPattern are globs of the family's names on each
+	// layout, usable with SCAN MATCH (redis-cli --scan --pattern) and
+	// path.Match. Layout.Glob picks the layout's.
+	Pattern, ClusterPattern string
+	Kind                    Kind
+	// Owner is the module whose routes write the family, or "shared": every
+	// session write (modules sessions, ttl, usage) keeps it current through
+	// lua/session_lib.lua.
+	Owner string
+	// Cognee: Cognee's own name; Cognee reads and writes these keys too
+	// (standalone Redis only).
+	Cognee bool
+	TTL    TTLPolicy
+	// Reason says, for Permanent, why the keys have no TTL and what bounds
+	// them; for TemporaryException, the defect that leaves keys without one.
+	Reason      string
+	Description string
+
+	// bare: the name is the caller's own (a lock name): any key of id
+	// characters that no other family matches.
+	bare bool
+}
+
+// indexBound is why the sorted sets of sessions need no TTL.
+const indexBound = "bounded by the live sessions: a delete removes the session's members, " +
+	"the expiry sweep those of expired sessions"
+
+// Families is every key family and channel the sidecar writes, in the
+// order of docs/keyspace.md (a test keeps the two equal). A new kind of key
+// is added here first; the keyspace test (cmd/sidecar) drives every route
+// and fails on a key in Redis that no family matches, or that lacks a TTL
+// its family promises.
+var Families = []Family{
+	{
+		Name: "entries", Pattern: "agent_sessions:*:*", ClusterPattern: "agent_sessions:{b*}:*:*",
+		Kind: KindList, Owner: "sessions", Cognee: true, TTL: SessionTTL,
+		Description: "a session's Q&A entries, oldest first, one JSON object each; trimmed to `SESSION_MAX_ENTRIES`",
+	},
+	{
+		Name: "traces", Pattern: "agent_traces:*:*", ClusterPattern: "agent_traces:{b*}:*:*",
+		Kind: KindList, Owner: "sessions", Cognee: true, TTL: SessionTTL,
+		Description: "a session's agent trace entries, oldest first; trimmed to `SESSION_MAX_ENTRIES`",
+	},
+	{
+		Name: "context", Pattern: "session_context:*:*", ClusterPattern: "session_context:{b*}:*:*",
+		Kind: KindList, Owner: "sessions", Cognee: true, TTL: SessionTTL,
+		Description: "a session's context objects (each with an `id`); trimmed to `SESSION_MAX_ENTRIES`",
+	},
+	{
+		Name: "record", Pattern: "agent_session_record:*:*", ClusterPattern: "agent_session_record:{b*}:*:*",
+		Kind: KindHash, Owner: "shared", TTL: SessionTTL,
+		Description: "a session's status, start, last activity and end (Redis TIME, µs), entry count, usage and cost (per model too), its own TTL",
+	},
+	{
+		Name: "qa index", Pattern: "agent_session_qa_index:*:*", ClusterPattern: "agent_session_qa_index:{b*}:*:*",
+		Kind: KindHash, Owner: "sessions", TTL: TemporaryException,
+		Reason:      "slides with the session's TTL, but deleting a session's last entry leaves it rebuilt empty without one",
+		Description: "`qa_id` → position in the entries list, so reading, updating or deleting one entry is O(1)",
+	},
+	{
+		Name: "usage ids", Pattern: "agent_session_usage_ids:*:*", ClusterPattern: "agent_session_usage_ids:{b*}:*:*",
+		Kind: KindHash, Owner: "usage", TTL: SessionTTL,
+		Description: "`Idempotency-Key` → the first answer of `POST .../usage`, so a retried call counts once",
+	},
+	{
+		Name: "user index", Pattern: "agent_sessions_by_user:*:*", ClusterPattern: "agent_sessions_by_user:{b*}:*:*",
+		Kind: KindZSet, Owner: "shared", TTL: Permanent, Reason: indexBound,
+		Description: "a user's session ids by last activity (µs), one set per stored status: `running`, `completed`, `failed`",
+	},
+	{
+		Name: "global index", Pattern: "agent_sessions_global:[rcf]*", ClusterPattern: "agent_sessions_global:{b*}:[rcf]*",
+		Kind: KindZSet, Owner: "shared", TTL: Permanent, Reason: indexBound,
+		Description: "every user's sessions (`<user_id>:<session_id>`) by last activity (µs), one set per stored status: `running`, `completed`, `failed`",
+	},
+	{
+		Name: "expiry", Pattern: "agent_sessions_global:expiry", ClusterPattern: "agent_sessions_global:{b*}:expiry",
+		Kind: KindZSet, Owner: "shared", TTL: Permanent, Reason: indexBound,
+		Description: "`<user_id>:<session_id>` → when the session's keys expire (µs; `+inf` for none), for the sweep",
+	},
+	{
+		Name: "usage totals", Pattern: "agent_usage_totals", ClusterPattern: "agent_usage_totals:{b*}",
+		Kind: KindHash, Owner: "usage", TTL: Permanent,
+		Reason:      "all-time totals, read by `GET /v1/sessions/stats` and the metrics module; five fields, constant size",
+		Description: "tokens in and out, cost (nano-USD), calls and errors of every session ever",
+	},
+	{
+		Name: "usage by model", Pattern: "agent_usage_by_model", ClusterPattern: "agent_usage_by_model:{b*}",
+		Kind: KindHash, Owner: "usage", TTL: Permanent,
+		Reason:      "all-time totals, read by `GET /v1/sessions/cost-by-model`; five fields per model name ever reported (callers choose the names)",
+		Description: "the same totals per model (fields `<model>\\t<total>`)",
+	},
+	{
+		Name: "lock", Pattern: "*", ClusterPattern: "*",
+		Kind: KindString, Owner: "locks", TTL: LockTTL, bare: true,
+		Description: "the lock's name itself (any key of 1–128 `[A-Za-z0-9_.@-]` no other row matches), holding the holder's token, as redis-py's Lock has it",
+	},
+	{
+		Name: "lock fence", Pattern: "{*}:fence", ClusterPattern: "{*}:fence",
+		Kind: KindString, Owner: "locks", TTL: TemporaryException,
+		Reason:      "one small counter per lock name ever acquired, kept forever",
+		Description: "the lock's fencing-token counter (INCR on every grant)",
+	},
+	{
+		Name: "lock meta", Pattern: "{*}:meta", ClusterPattern: "{*}:meta",
+		Kind: KindHash, Owner: "locks", TTL: LockTTL,
+		Description: "token, owner, fence and TTL of a sidecar holder (none for a redis-py holder)",
+	},
+	{
+		Name: "lock releases", Pattern: LockReleaseChannel, ClusterPattern: LockReleaseChannel,
+		Kind: KindChannel, Owner: "locks", TTL: Permanent,
+		Reason:      "a Pub/Sub channel, not a key: it holds nothing",
+		Description: "the name of every lock a release frees; each sidecar subscribes once and wakes its waiters",
+	},
+}
+
+// Glob is f's pattern on layout l.
+func (l Layout) Glob(f Family) string {
+	if l.Cluster {
+		return f.ClusterPattern
+	}
+	return f.Pattern
+}
+
+// MatchAll returns every family whose pattern on layout l matches key (or
+// channel name). A bare family (a lock name) matches only a key of id
+// characters that no other family matches. More than one family is a
+// fault of the layout.
+func (l Layout) MatchAll(key string) []Family {
+	var out []Family
+	for _, f := range Families {
+		if f.bare {
+			continue
+		}
+		if ok, _ := path.Match(l.Glob(f), key); ok {
+			out = append(out, f)
+		}
+	}
+	if len(out) > 0 || !validName(key) {
+		return out
+	}
+	for _, f := range Families {
+		if f.bare {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// Match returns the one family of key (or channel name) on layout l, and
+// false when no family, or more than one, matches.
+func (l Layout) Match(key string) (Family, bool) {
+	m := l.MatchAll(key)
+	if len(m) != 1 {
+		return Family{}, false
+	}
+	return m[0], true
+}
+
+// validName is the API's rule for ids and lock names (sidecar.ValidID,
+// which this package cannot import): 1–128 characters of [A-Za-z0-9_.@-],
+// other than "." and "..".
+func validName(s string) bool {
+	if len(s) == 0 || len(s) > 128 || s == "." || s == ".." {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9',
+			c == '_', c == '.', c == '@', c == '-':
+		default:
+			return false
+		}
+	}
+	return true
+}
