@@ -376,7 +376,7 @@ func (l Layout) MatchAll(key string) []Family {
 			out = append(out, f)
 		}
 	}
-	if len(out) > 0 || !validName(key) {
+	if len(out) > 0 || !ValidID(key) {
 		return out
 	}
 	for _, f := range Families {
@@ -397,11 +397,13 @@ func (l Layout) Match(key string) (Family, bool) {
 	return m[0], true
 }
 
-// validName is the API's rule for ids and lock names (sidecar.ValidID,
-// which this package cannot import): 1–128 characters of [A-Za-z0-9_.@-],
-// other than "." and "..".
-func validName(s string) bool {
-	if len(s) == 0 || len(s) > 128 || s == "." || s == ".." {
+// ValidID reports whether s is an id of the API (user, session, qa_id, lock
+// name): 1–128 characters of [A-Za-z0-9_.@-], other than "." and "..". A
+// ':' would let two user/session pairs map to one key and braces would
+// change Redis Cluster hash slots, so both are refused; "." and ".." cannot
+// travel in a URL path. The keyspace relies on it, so it lives here.
+func ValidID(s string) bool {
+	if len(s) == 0 || len(s) > MaxIDLength || s == "." || s == ".." {
 		return false
 	}
 	for i := 0; i < len(s); i++ {
@@ -415,3 +417,6 @@ func validName(s string) bool {
 	}
 	return true
 }
+
+// MaxIDLength is the longest id.
+const MaxIDLength = 128

@@ -12,31 +12,16 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+
+	"github.com/agentsidecar/agentsidecar/redisstore"
 )
 
 // MaxIDLength is the longest user_id, session_id, qa_id or lock name.
-const MaxIDLength = 128
+const MaxIDLength = redisstore.MaxIDLength
 
 // ValidID reports whether s is 1–128 characters of [A-Za-z0-9_.@-], other
-// than "." and "..". A ':' would let two user/session pairs map to one Redis
-// key and braces would change Redis Cluster hash slots, so both are refused;
-// "." and ".." cannot travel in a URL path (clients and servers resolve
-// them), so an entry with such an id could be written but never read.
-func ValidID(s string) bool {
-	if len(s) == 0 || len(s) > MaxIDLength || s == "." || s == ".." {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9',
-			c == '_', c == '.', c == '@', c == '-':
-		default:
-			return false
-		}
-	}
-	return true
-}
+// than "." and ".." (the keyspace's rule: redisstore.ValidID).
+func ValidID(s string) bool { return redisstore.ValidID(s) }
 
 // PathID returns the path wildcard name of r, or a 400 invalid_id naming it.
 func PathID(r *http.Request, name string) (string, error) {

@@ -1,10 +1,7 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
-	"io"
-	"log/slog"
 	"net/url"
 	"slices"
 	"strings"
@@ -12,14 +9,10 @@ import (
 
 	"github.com/agentsidecar/agentsidecar/cmd/sidecar/modules"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/agentsidecar/agentsidecar/envconf"
 	"github.com/agentsidecar/agentsidecar/openapi"
 	"github.com/agentsidecar/agentsidecar/openapi/openapitest"
-	"github.com/agentsidecar/agentsidecar/redisstore"
 	"github.com/agentsidecar/agentsidecar/redisstore/redisstoretest"
-	"github.com/agentsidecar/agentsidecar/sidecar"
 	"github.com/agentsidecar/agentsidecar/sidecar/sidecartest"
 )
 
@@ -39,29 +32,7 @@ func openapiDoc(t *testing.T) *openapitest.Doc {
 // TestOpenAPIRoutes: the (method, path) pairs of the document are exactly the
 // ServeMux patterns of every module the product ships, both ways.
 func TestOpenAPIRoutes(t *testing.T) {
-	srv := redisstoretest.New(t)
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	conn, err := redisstore.Open(srv.Options(), logger)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	ctx := context.Background()
-	var registered []string
-	for _, f := range modules.All() {
-		m, err := f.New(ctx, sidecar.Deps{Redis: conn, Logger: logger, Env: envconf.Env{}, Registerer: prometheus.NewRegistry()})
-		if err != nil {
-			t.Fatalf("module %s: %v", f.Name, err)
-		}
-		for _, rt := range m.Routes() {
-			registered = append(registered, rt.Pattern)
-		}
-		if c, ok := m.(sidecar.Closer); ok {
-			if err := c.Close(ctx); err != nil {
-				t.Errorf("module %s: close: %v", f.Name, err)
-			}
-		}
-	}
+	registered := modulePatterns(t, redisstoretest.New(t).Conn(t))
 	var documented []string
 	for _, o := range openapiDoc(t).Operations() {
 		documented = append(documented, o.Pattern())
