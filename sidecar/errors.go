@@ -133,7 +133,7 @@ func errorFor(ctx context.Context, logger *slog.Logger, redis *redisstore.Conn, 
 	case errors.Is(err, context.Canceled) && ctx.Err() != nil:
 		// The client hung up; nobody reads this answer.
 		return Errorf(StatusClientClosed, "client_closed", "client closed the request")
-	case errors.Is(ctx.Err(), context.DeadlineExceeded) && redis.Up():
+	case deadline(ctx, err) && redis.Up():
 		// The request's own deadline, with Redis answering its health
 		// checks: a slow call, not an outage. Nothing is marked down and no
 		// connection renewed (the health check alone decides that).
@@ -141,7 +141,7 @@ func errorFor(ctx context.Context, logger *slog.Logger, redis *redisstore.Conn, 
 		return Errorf(http.StatusServiceUnavailable, "timeout",
 			"the request did not finish within its deadline (SIDECAR_REQUEST_TIMEOUT); a write already sent may still be applied, retry it safely")
 	case redisstore.IsUnavailable(err):
-		if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		if !deadline(ctx, err) {
 			redis.ReportUnavailable() // a connection error; a deadline alone is not one
 		}
 		if ctx.Err() == nil || errors.Is(ctx.Err(), context.DeadlineExceeded) {
@@ -152,4 +152,11 @@ func errorFor(ctx context.Context, logger *slog.Logger, redis *redisstore.Conn, 
 		logger.Error("request failed", "route", route, "err", err)
 		return Errorf(http.StatusInternalServerError, "internal", "internal error")
 	}
+}
+
+// deadline reports whether err is the request's own deadline: ctx's, or
+// rueidis's reading of it (it may answer context.DeadlineExceeded a moment
+// before ctx's own timer fires). Connection failures are other errors.
+func deadline(ctx context.Context, err error) bool {
+	return errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.Is(err, context.DeadlineExceeded)
 }
