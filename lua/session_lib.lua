@@ -412,3 +412,43 @@ local function stored_flag(started)
   if started then return 2 end
   return 1
 end
+
+-- Checks before the first write ----------------------------------------------
+-- Redis does not roll back a script that fails half-way, so a storing script
+-- makes every check before its first write. These helpers find what would
+-- make a later command fail: a key of the wrong type (someone SET a hash
+-- name as a string), a record field finish_write reads as a number that is
+-- not one. Each returns nil, or a message naming the key and what is wrong.
+
+-- key_type is TYPE's answer as a string ('none' for a missing key).
+local function key_type(k)
+  local t = redis.call('TYPE', k)
+  if type(t) == 'table' then t = t.ok end
+  return t
+end
+
+-- check_type: key k is missing or of type want.
+local function check_type(k, want)
+  local t = key_type(k)
+  if t ~= 'none' and t ~= want then
+    return string.format('Redis key %s holds a %s, not a %s', k, t, want)
+  end
+  return nil
+end
+
+-- check_finish: finish_write (and unindex) cannot fail on these keys.
+local function check_finish()
+  local bad = check_type(K_RECORD, 'hash') or check_type(K_ENTRIES, 'list') or check_type(K_EXPIRY, 'zset')
+  if bad then return bad end
+  for _, st in ipairs(STATUSES) do
+    bad = check_type(K_USER[st], 'zset') or check_type(K_GLOBAL[st], 'zset')
+    if bad then return bad end
+  end
+  local rec = redis.call('HMGET', K_RECORD, 'ttl_seconds', 'slid_at')
+  for i, f in ipairs({ 'ttl_seconds', 'slid_at' }) do
+    if rec[i] and not string.match(rec[i], '^%-?%d+$') then
+      return string.format('field %s of Redis key %s is not an integer', f, K_RECORD)
+    end
+  end
+  return nil
+end

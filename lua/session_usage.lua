@@ -1,7 +1,11 @@
 --! prelude: session_lib
 -- session_usage: add one LLM call's tokens and cost to the session record,
--- its per-model breakdown and the all-time totals, once per Idempotency-Key.
--- KEYS[1..15] the session's keys, indexes and totals (session_lib.lua)
+-- its per-model breakdown, the all-time totals and the day's per-model
+-- totals, once per Idempotency-Key.
+-- KEYS[1..15] the session's keys, indexes and totals (session_lib.lua);
+--   KEYS[15] is the prefix of the per-day model totals: the day's hash is
+--   KEYS[15] .. ':' .. YYYY-MM-DD (UTC, from Redis TIME), in KEYS[15]'s slot
+--   (on Cluster the prefix carries the bucket tag)
 -- ARGV[1..4] TTL, max entries, user_id, session_id (session_lib.lua)
 -- ARGV[5] model (as the caller named it)
 -- ARGV[6] input tokens, ARGV[7] output tokens (integers >= 0)
@@ -9,41 +13,105 @@
 -- ARGV[9] 1 when the call failed, else 0
 -- ARGV[10] idempotency key, or '' for none
 -- ARGV[11] the result to answer (and to answer again for a repeated key)
--- returns {1} when counted ({2} when this started the
---   session); {0, first_result} for a key already seen in this session
---   (nothing is counted then).
+-- ARGV[12] most distinct models of a session; later new names count as 'other'
+-- ARGV[13] most distinct models of a day's hash; later new names count as 'other'
+-- ARGV[14] TTL in seconds of a day's hash (set on every write to it)
+-- returns {1} when counted ({2} when this started the session);
+--   {0, first_result} for a key already seen in this session; and, with
+--   nothing written, {-1, 'wrong_type', message} when a key or field it
+--   would write holds the wrong type, {-1, 'overflow', message} when a sum
+--   would pass 9e18 (int64 holds 9.22e18).
+--
+-- Redis does not roll back a script that fails half-way: every read and
+-- check comes first, then the writes, which cannot fail any more; the
+-- idempotency key is stored after the sums it stands for.
 local model, tin, tout, nano, failed, key, result = ARGV[5], ARGV[6], ARGV[7], ARGV[8], ARGV[9], ARGV[10], ARGV[11]
-local created = false
+local max_session_models, max_day_models, day_ttl = tonumber(ARGV[12]), tonumber(ARGV[13]), ARGV[14]
+local OTHER = 'other'
+local MAX_SUM = 9e18
+
+-- utc_date is the UTC calendar date of unix time sec (civil_from_days).
+local function utc_date(sec)
+  local z = math.floor(sec / 86400) + 719468
+  local era = math.floor(z / 146097)
+  local doe = z - era * 146097
+  local yoe = math.floor((doe - math.floor(doe / 1460) + math.floor(doe / 36524) - math.floor(doe / 146096)) / 365)
+  local doy = doe - (365 * yoe + math.floor(yoe / 4) - math.floor(yoe / 100))
+  local mp = math.floor((5 * doy + 2) / 153)
+  local d = doy - math.floor((153 * mp + 2) / 5) + 1
+  local m = mp < 10 and mp + 3 or mp - 9
+  local y = yoe + era * 400
+  if m <= 2 then y = y + 1 end
+  return string.format('%04d-%02d-%02d', y, m, d)
+end
+
+local K_DAY = K_BY_MODEL .. ':' .. utc_date(tonumber(redis.call('TIME')[1]))
+
+-- 1. Types, before anything reads a field (HGET on a string fails).
+local bad = check_type(K_USAGE, 'hash') or check_type(K_TOTALS, 'hash') or check_type(K_DAY, 'hash') or check_finish()
+if bad then return { -1, 'wrong_type', bad } end
+
+-- 2. A repeated key counts nothing.
 if key ~= '' then
   local first = redis.call('HGET', K_USAGE, key)
   if first then return { 0, first } end
-  redis.call('HSET', K_USAGE, key, result)
-  created = redis.call('HLEN', K_USAGE) == 1
+end
+local usage_created = key ~= '' and redis.call('EXISTS', K_USAGE) == 0
+
+-- 3. The name to count under: a new name past the cap counts as 'other'.
+-- marker is the field that exists once the name is counted in h.
+local function fold(h, marker, count_field, cap)
+  if model == OTHER or redis.call('HEXISTS', h, marker(model)) == 1 then return model, 0 end
+  local n = tonumber(redis.call('HGET', h, count_field) or '0') or 0
+  if n >= cap then return OTHER, 0 end
+  return model, 1
+end
+local smodel, snew = fold(K_RECORD, function(m) return 'model:' .. m .. ':tokens_in' end, 'model_count', max_session_models)
+local dmodel, dnew = fold(K_DAY, function(m) return m .. '\tcalls' end, '#models', max_day_models)
+
+-- 4. Every sum it adds to, checked: an integer now, and within MAX_SUM after.
+-- Each add is {field, increment}; increments of 0 are not written, except
+-- the per-model fields, whose presence marks a counted name.
+local err = failed == '1' and 1 or 0
+local sm, dm = 'model:' .. smodel .. ':', dmodel .. '\t'
+local adds = {
+  { K_RECORD, {
+    { 'tokens_in', tin }, { 'tokens_out', tout }, { 'cost_nano_usd', nano }, { 'calls', 1 },
+    { 'error_count', err }, { 'model_count', snew },
+    { sm .. 'tokens_in', tin, true }, { sm .. 'tokens_out', tout, true }, { sm .. 'cost_nano_usd', nano, true },
+  } },
+  { K_TOTALS, {
+    { 'tokens_in', tin }, { 'tokens_out', tout }, { 'cost_nano_usd', nano }, { 'calls', 1 }, { 'errors', err },
+  } },
+  { K_DAY, {
+    { dm .. 'tokens_in', tin, true }, { dm .. 'tokens_out', tout, true }, { dm .. 'cost_nano_usd', nano, true },
+    { dm .. 'calls', 1 }, { dm .. 'errors', err }, { '#models', dnew },
+  } },
+}
+for _, h in ipairs(adds) do
+  local fields = {}
+  for i, a in ipairs(h[2]) do fields[i] = a[1] end
+  local cur = redis.call('HMGET', h[1], unpack(fields))
+  for i, a in ipairs(h[2]) do
+    local c = cur[i]
+    if c and not string.match(c, '^%-?%d+$') then
+      return { -1, 'wrong_type', string.format('field %s of Redis key %s is not an integer', a[1], h[1]) }
+    end
+    if tonumber(c or '0') + tonumber(a[2]) > MAX_SUM then
+      return { -1, 'overflow', string.format('field %s of Redis key %s would pass %.0f', a[1], h[1], MAX_SUM) }
+    end
+  end
 end
 
-local m = 'model:' .. model .. ':'
-redis.call('HINCRBY', K_RECORD, 'tokens_in', tin)
-redis.call('HINCRBY', K_RECORD, 'tokens_out', tout)
-redis.call('HINCRBY', K_RECORD, 'cost_nano_usd', nano)
-redis.call('HINCRBY', K_RECORD, 'calls', 1)
-redis.call('HINCRBY', K_RECORD, m .. 'tokens_in', tin)
-redis.call('HINCRBY', K_RECORD, m .. 'tokens_out', tout)
-redis.call('HINCRBY', K_RECORD, m .. 'cost_nano_usd', nano)
+-- 5. The writes.
+for _, h in ipairs(adds) do
+  for _, a in ipairs(h[2]) do
+    if a[3] or tonumber(a[2]) ~= 0 then redis.call('HINCRBY', h[1], a[1], a[2]) end
+  end
+end
 redis.call('HSET', K_RECORD, 'last_model', model)
-if failed == '1' then redis.call('HINCRBY', K_RECORD, 'error_count', 1) end
+redis.call('EXPIRE', K_DAY, day_ttl)
+if key ~= '' then redis.call('HSET', K_USAGE, key, result) end
 
-redis.call('HINCRBY', K_TOTALS, 'tokens_in', tin)
-redis.call('HINCRBY', K_TOTALS, 'tokens_out', tout)
-redis.call('HINCRBY', K_TOTALS, 'cost_nano_usd', nano)
-redis.call('HINCRBY', K_TOTALS, 'calls', 1)
-redis.call('HINCRBY', K_BY_MODEL, model .. '\ttokens_in', tin)
-redis.call('HINCRBY', K_BY_MODEL, model .. '\ttokens_out', tout)
-redis.call('HINCRBY', K_BY_MODEL, model .. '\tcost_nano_usd', nano)
-redis.call('HINCRBY', K_BY_MODEL, model .. '\tcalls', 1)
-if failed == '1' then
-  redis.call('HINCRBY', K_TOTALS, 'errors', 1)
-  redis.call('HINCRBY', K_BY_MODEL, model .. '\terrors', 1)
-end
-
-local _, started = finish_write(false, created)
+local _, started = finish_write(false, usage_created)
 return { stored_flag(started) }
