@@ -2,10 +2,12 @@ package usage
 
 import (
 	"errors"
+	"slices"
 	"testing"
 
 	"github.com/agentsidecar/agentsidecar/envconf"
 	"github.com/agentsidecar/agentsidecar/pricing"
+	"github.com/agentsidecar/agentsidecar/sessionstore"
 )
 
 // METRICS_MODEL_LABELS takes priced names only (the label is their family).
@@ -18,5 +20,24 @@ func TestMetricModelLabelsMustBePriced(t *testing.T) {
 	var ce *envconf.Error
 	if !errors.As(err, &ce) || ce.Var != "METRICS_MODEL_LABELS" {
 		t.Fatalf("an unpriced name: %v, want an error naming METRICS_MODEL_LABELS", err)
+	}
+}
+
+// The cost-by-model answer keeps the n most expensive names and adds the
+// rest (and an "other" row already there) into "other", placed by cost.
+func TestFoldModels(t *testing.T) {
+	rows := []sessionstore.ModelTotals{
+		{Model: "a", CostNanoUSD: 50, Calls: 1}, {Model: "other", CostNanoUSD: 40, Calls: 2},
+		{Model: "b", CostNanoUSD: 30, Calls: 3}, {Model: "c", CostNanoUSD: 20, Calls: 4, TokensIn: 7}, {Model: "d", CostNanoUSD: 10, Calls: 5, Errors: 1},
+	}
+	got := foldModels(rows, 2)
+	want := []sessionstore.ModelTotals{
+		{Model: "other", CostNanoUSD: 70, Calls: 11, TokensIn: 7, Errors: 1}, {Model: "a", CostNanoUSD: 50, Calls: 1}, {Model: "b", CostNanoUSD: 30, Calls: 3},
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("foldModels(rows, 2) = %+v, want %+v", got, want)
+	}
+	if got := foldModels(rows[2:], 5); !slices.Equal(got, rows[2:]) {
+		t.Fatalf("nothing to fold: %+v", got)
 	}
 }

@@ -66,6 +66,22 @@ func TestModelNamesAreBounded(t *testing.T) {
 		if r.Status != 200 || len(by.Models) != 101 || calls != names || by.Models[0].Model != "other" {
 			t.Fatalf("cost-by-model: %d, %d models, %d calls, first %+v", r.Status, len(by.Models), calls, by.Models[0])
 		}
+
+		// Another user's 100 new names (on Cluster in another bucket, whose
+		// day hash has room: the answer folds there): still 100 names and other.
+		for i := range 100 {
+			if r := h.Do(t, "POST", "/v1/users/u2/sessions/s/usage", fmt.Sprintf(`{"model":"n-%03d","tokens_in":1,"cost_usd":0.002}`, i)); r.Status != 201 {
+				t.Fatalf("post %d: %d %s", i, r.Status, r.Body)
+			}
+		}
+		h.Do(t, "GET", "/v1/sessions/cost-by-model", "").JSON(t, &by)
+		calls = 0
+		for _, m := range by.Models {
+			calls += m.Calls
+		}
+		if len(by.Models) != 101 || calls != names+100 || by.Models[0].Model != "other" || by.Models[0].Calls < names {
+			t.Fatalf("cost-by-model over two users: %d models, %d calls, %+v", len(by.Models), calls, by.Models[:2])
+		}
 		if r := h.Do(t, "GET", "/v1/sessions/cost-by-model?days=1", ""); r.Status != 200 {
 			t.Fatalf("days=1: %d %s", r.Status, r.Body)
 		}

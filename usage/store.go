@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"sort"
 	"strconv"
 
 	"github.com/redis/rueidis"
 
 	"github.com/agentsidecar/agentsidecar/lua"
+	"github.com/agentsidecar/agentsidecar/pricing"
 	"github.com/agentsidecar/agentsidecar/redisstore"
 	"github.com/agentsidecar/agentsidecar/sessionstore"
 )
@@ -36,7 +39,7 @@ type Limits struct {
 // Defaults of Limits (and of their settings).
 const (
 	DefaultSessionModels = 50
-	DefaultDayModels     = 500
+	DefaultDayModels     = 200
 	DefaultDays          = 31
 )
 
@@ -119,12 +122,50 @@ func (s *Store) AddUsage(ctx context.Context, user, session string, u Usage) (se
 }
 
 // CostByModel is the per-model usage of the last days UTC days (1 to
-// Limits.Days; 0 = all kept days).
+// Limits.Days; 0 = all kept days), most expensive first. Each day's hash
+// holds at most Limits.DayModels names, but a window of days (and the 64
+// buckets of a Cluster) may hold more: the answer keeps the DayModels most
+// expensive and counts the rest as "other", so its size is bounded too and
+// its sums stay exact.
 func (s *Store) CostByModel(ctx context.Context, days int) ([]sessionstore.ModelTotals, error) {
+	l := s.Limits.orDefaults()
 	if days <= 0 {
-		days = s.Limits.orDefaults().Days
+		days = l.Days
 	}
-	return s.Store.CostByModel(ctx, days)
+	rows, err := s.Store.CostByModel(ctx, days)
+	if err != nil {
+		return nil, err
+	}
+	return foldModels(rows, l.DayModels), nil
+}
+
+// foldModels keeps the n first named rows of rows (sorted most expensive
+// first) and adds the others into the "other" row, which it places by cost.
+func foldModels(rows []sessionstore.ModelTotals, n int) []sessionstore.ModelTotals {
+	other, folded := sessionstore.ModelTotals{Model: pricing.Other}, false
+	kept := make([]sessionstore.ModelTotals, 0, min(len(rows), n+1))
+	for _, r := range rows {
+		if r.Model != pricing.Other && len(kept) < n {
+			kept = append(kept, r)
+			continue
+		}
+		folded = true
+		other.TokensIn += r.TokensIn
+		other.TokensOut += r.TokensOut
+		other.CostNanoUSD += r.CostNanoUSD
+		other.Calls += r.Calls
+		other.Errors += r.Errors
+	}
+	if !folded {
+		return kept
+	}
+	at := sort.Search(len(kept), func(i int) bool {
+		if kept[i].CostNanoUSD != other.CostNanoUSD {
+			return kept[i].CostNanoUSD < other.CostNanoUSD
+		}
+		return kept[i].Model > other.Model
+	})
+	return slices.Insert(kept, at, other)
 }
 
 // End marks the session completed or failed. It returns ended == false when

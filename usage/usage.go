@@ -45,7 +45,7 @@ type Config struct {
 	SessionModels int `env:"USAGE_MAX_MODELS_PER_SESSION" envDefault:"50"`
 	// DayModels: distinct model names in a day's per-model totals (per
 	// bucket on Cluster); later new names count as "other".
-	DayModels int `env:"USAGE_MAX_MODELS_PER_DAY" envDefault:"500"`
+	DayModels int `env:"USAGE_MAX_MODELS_PER_DAY" envDefault:"200"`
 	// Days: UTC days of per-model totals kept, the longest window of
 	// GET /v1/sessions/cost-by-model.
 	Days int `env:"USAGE_BY_MODEL_DAYS" envDefault:"31"`
