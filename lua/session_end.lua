@@ -11,7 +11,7 @@
 --   type (nothing written: every check comes before the first write).
 local want = ARGV[5]
 if not session_exists() then return 0 end
-local bad = check_finish()
+local bad = check_finish(nil, true)
 if bad then return { -1, 'wrong_type', bad } end
 local status = redis.call('HGET', K_RECORD, 'status')
 if status == want then return 2 end

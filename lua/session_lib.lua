@@ -437,18 +437,34 @@ local function check_type(k, want)
 end
 
 -- check_finish: finish_write (and unindex) cannot fail on these keys.
-local function check_finish()
-  local bad = check_type(K_RECORD, 'hash') or check_type(K_ENTRIES, 'list') or check_type(K_EXPIRY, 'zset')
-  if bad then return bad end
-  for _, st in ipairs(STATUSES) do
-    bad = check_type(K_USER[st], 'zset') or check_type(K_GLOBAL[st], 'zset')
+--   rec: {status=, ttl_seconds=, slid_at=} of the record when the caller has
+--     read them (from a hash it checked), else nil: then read here
+--   moved: the write changes the status (all three index sets are written)
+--   entries_read: the caller has read the entries list (its type is right)
+local function check_finish(rec, moved, entries_read)
+  local bad
+  if not rec then
+    bad = check_type(K_RECORD, 'hash')
     if bad then return bad end
+    local v = redis.call('HMGET', K_RECORD, 'status', 'ttl_seconds', 'slid_at')
+    rec = { status = v[1], ttl_seconds = v[2], slid_at = v[3] }
   end
-  local rec = redis.call('HMGET', K_RECORD, 'ttl_seconds', 'slid_at')
-  for i, f in ipairs({ 'ttl_seconds', 'slid_at' }) do
-    if rec[i] and not string.match(rec[i], '^%-?%d+$') then
+  for _, f in ipairs({ 'ttl_seconds', 'slid_at' }) do
+    if rec[f] and not string.match(rec[f], '^%-?%d+$') then
       return string.format('field %s of Redis key %s is not an integer', f, K_RECORD)
     end
+  end
+  if rec.status and not K_USER[rec.status] then
+    return string.format('field status of Redis key %s is not a status', K_RECORD)
+  end
+  bad = (not entries_read and check_type(K_ENTRIES, 'list')) or check_type(K_EXPIRY, 'zset')
+  if bad then return bad end
+  -- A session that keeps its status is only scored in that status's sets.
+  local statuses = STATUSES
+  if rec.status and not moved then statuses = { rec.status } end
+  for _, st in ipairs(statuses) do
+    bad = check_type(K_USER[st], 'zset') or check_type(K_GLOBAL[st], 'zset')
+    if bad then return bad end
   end
   return nil
 end

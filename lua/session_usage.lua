@@ -47,29 +47,64 @@ end
 
 local K_DAY = K_BY_MODEL .. ':' .. utc_date(tonumber(redis.call('TIME')[1]))
 
--- 1. Types, before anything reads a field (HGET on a string fails).
-local bad = check_type(K_USAGE, 'hash') or check_type(K_TOTALS, 'hash') or check_type(K_DAY, 'hash') or check_finish()
-if bad then return { -1, 'wrong_type', bad } end
+-- Reads of a key of the wrong type fail (WRONGTYPE): they go through
+-- pcall, and such a key is refused by name before anything is written.
+local function wrong_type(k, want)
+  return { -1, 'wrong_type', check_type(k, want) or ('Redis key ' .. k .. ' cannot be read') }
+end
 
--- 2. A repeated key counts nothing.
+-- 1. A repeated key counts nothing.
 if key ~= '' then
-  local first = redis.call('HGET', K_USAGE, key)
+  local first = redis.pcall('HGET', K_USAGE, key)
+  if type(first) == 'table' and first.err then return wrong_type(K_USAGE, 'hash') end
   if first then return { 0, first } end
 end
 local usage_created = key ~= '' and redis.call('EXISTS', K_USAGE) == 0
 
--- 3. The name to count under: a new name past the cap counts as 'other'.
+-- 2. One read per hash of every field this call may add to, for the name
+-- as sent and for 'other' (and what finish_write reads from the record).
+local rec_fields = { 'tokens_in', 'tokens_out', 'cost_nano_usd', 'calls', 'error_count', 'model_count',
+  'status', 'ttl_seconds', 'slid_at' }
+local day_fields = { '#models' }
+for _, m in ipairs({ model, OTHER }) do
+  for _, f in ipairs({ 'tokens_in', 'tokens_out', 'cost_nano_usd' }) do
+    rec_fields[#rec_fields + 1] = 'model:' .. m .. ':' .. f
+    day_fields[#day_fields + 1] = m .. '\t' .. f
+  end
+  day_fields[#day_fields + 1] = m .. '\tcalls'
+  day_fields[#day_fields + 1] = m .. '\terrors'
+end
+local cur = {}
+for _, r in ipairs({
+  { K_RECORD, rec_fields },
+  { K_TOTALS, { 'tokens_in', 'tokens_out', 'cost_nano_usd', 'calls', 'errors' } },
+  { K_DAY, day_fields },
+}) do
+  local v = redis.pcall('HMGET', r[1], unpack(r[2]))
+  if v.err then return wrong_type(r[1], 'hash') end
+  local m = {}
+  for i, f in ipairs(r[2]) do m[f] = v[i] end
+  cur[r[1]] = m
+end
+local count = redis.pcall('LLEN', K_ENTRIES)
+if type(count) == 'table' then return wrong_type(K_ENTRIES, 'list') end
+
+-- 3. What finish_write writes after the sums cannot fail either.
+local bad = check_finish(cur[K_RECORD], false, true)
+if bad then return { -1, 'wrong_type', bad } end
+
+-- 4. The name to count under: a new name past the cap counts as 'other'.
 -- marker is the field that exists once the name is counted in h.
 local function fold(h, marker, count_field, cap)
-  if model == OTHER or redis.call('HEXISTS', h, marker(model)) == 1 then return model, 0 end
-  local n = tonumber(redis.call('HGET', h, count_field) or '0') or 0
+  if model == OTHER or cur[h][marker] then return model, 0 end
+  local n = tonumber(cur[h][count_field] or '0') or 0
   if n >= cap then return OTHER, 0 end
   return model, 1
 end
-local smodel, snew = fold(K_RECORD, function(m) return 'model:' .. m .. ':tokens_in' end, 'model_count', max_session_models)
-local dmodel, dnew = fold(K_DAY, function(m) return m .. '\tcalls' end, '#models', max_day_models)
+local smodel, snew = fold(K_RECORD, 'model:' .. model .. ':tokens_in', 'model_count', max_session_models)
+local dmodel, dnew = fold(K_DAY, model .. '\tcalls', '#models', max_day_models)
 
--- 4. Every sum it adds to, checked: an integer now, and within MAX_SUM after.
+-- 5. Every sum it adds to, checked: an integer now, and within MAX_SUM after.
 -- Each add is {field, increment}; increments of 0 are not written, except
 -- the per-model fields, whose presence marks a counted name.
 local err = failed == '1' and 1 or 0
@@ -89,11 +124,8 @@ local adds = {
   } },
 }
 for _, h in ipairs(adds) do
-  local fields = {}
-  for i, a in ipairs(h[2]) do fields[i] = a[1] end
-  local cur = redis.call('HMGET', h[1], unpack(fields))
-  for i, a in ipairs(h[2]) do
-    local c = cur[i]
+  for _, a in ipairs(h[2]) do
+    local c = cur[h[1]][a[1]]
     if c and not string.match(c, '^%-?%d+$') then
       return { -1, 'wrong_type', string.format('field %s of Redis key %s is not an integer', a[1], h[1]) }
     end
@@ -103,7 +135,7 @@ for _, h in ipairs(adds) do
   end
 end
 
--- 5. The writes.
+-- 6. The writes.
 for _, h in ipairs(adds) do
   for _, a in ipairs(h[2]) do
     if a[3] or tonumber(a[2]) ~= 0 then redis.call('HINCRBY', h[1], a[1], a[2]) end
@@ -113,5 +145,5 @@ redis.call('HSET', K_RECORD, 'last_model', model)
 redis.call('EXPIRE', K_DAY, day_ttl)
 if key ~= '' then redis.call('HSET', K_USAGE, key, result) end
 
-local _, started = finish_write(false, usage_created)
+local _, started = finish_write(false, usage_created, count)
 return { stored_flag(started) }

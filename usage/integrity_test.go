@@ -205,22 +205,27 @@ func TestUsageWrongTypeWritesNothing(t *testing.T) {
 			}
 		}
 		day := redisDays(t, srv, "u1")[0]
-		// end: the complete script writes the key too, so is refused as well.
+		// Which of the two writes (a usage post, complete) writes the key,
+		// and so is refused. A running session's usage post does not touch
+		// the completed index; complete does not touch the usage sums.
 		tests := []struct {
-			name    string
-			corrupt func(c rueidis.Client) rueidis.Completed
-			want    string
-			end     bool
+			name      string
+			corrupt   func(c rueidis.Client) rueidis.Completed
+			want      string
+			post, end bool
 		}{
-			{"totals a string", set(k.Totals), k.Totals, false},
-			{"usage ids a string", set(k.Usage), k.Usage, false},
-			{"day totals a string", set(day), day, false},
-			{"record tokens not a number", field(k.Record, "tokens_in"), "tokens_in", false},
-			{"running index a string", set(k.UserIndex[0]), k.UserIndex[0], true},
-			{"global completed index a string", set(k.GlobalIndex[1]), k.GlobalIndex[1], true},
-			{"expiry set a string", set(k.Expiry), k.Expiry, true},
-			{"entries a string", set(k.Entries), k.Entries, true},
-			{"record ttl not a number", field(k.Record, "ttl_seconds"), "ttl_seconds", true},
+			{"totals a string", set(k.Totals), k.Totals, true, false},
+			{"usage ids a string", set(k.Usage), k.Usage, true, false},
+			{"day totals a string", set(day), day, true, false},
+			{"record tokens not a number", field(k.Record, "tokens_in"), "tokens_in", true, false},
+			{"running index a string", set(k.UserIndex[0]), k.UserIndex[0], true, true},
+			{"global completed index a string", set(k.GlobalIndex[1]), k.GlobalIndex[1], false, true},
+			{"expiry set a string", set(k.Expiry), k.Expiry, true, true},
+			{"entries a string", set(k.Entries), k.Entries, true, true},
+			{"record ttl not a number", field(k.Record, "ttl_seconds"), "ttl_seconds", true, true},
+			{"record status not a status", func(c rueidis.Client) rueidis.Completed {
+				return c.B().Hset().Key(k.Record).FieldValue().FieldValue("status", "paused").Build()
+			}, "status", true, true},
 		}
 		for _, tc := range tests {
 			t.Run(tc.name, func(t *testing.T) {
@@ -229,7 +234,10 @@ func TestUsageWrongTypeWritesNothing(t *testing.T) {
 				}
 				redisDo(t, srv, tc.corrupt)
 				before := snapshot(t, srv, usageKeys(t, srv, "u1", "s"))
-				calls := []struct{ path, body string }{{s + "/usage", `{"model":"gpt-4o","tokens_in":7}`}}
+				var calls []struct{ path, body string }
+				if tc.post {
+					calls = append(calls, struct{ path, body string }{s + "/usage", `{"model":"gpt-4o","tokens_in":7}`})
+				}
 				if tc.end {
 					calls = append(calls, struct{ path, body string }{s + "/complete", ""})
 				}
