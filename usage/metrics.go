@@ -6,7 +6,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/agentsidecar/agentsidecar/envconf"
-
 	"github.com/agentsidecar/agentsidecar/pricing"
 	"github.com/agentsidecar/agentsidecar/sessionstore"
 )
@@ -14,9 +13,9 @@ import (
 // labeler turns a model name into a bounded `model` label value: the price
 // table's family or "other", never the raw name. The families known in
 // advance (the built-in ones and those of METRICS_MODEL_LABELS) have their
-// series at zero from start; up to max other priced families (a price
+// series at zero from start; up to limit other priced families (a price
 // file's) become labels on first use; any later one counts as "other". A
-// full LiteLLM file (thousands of families) therefore adds at most max
+// full LiteLLM file (thousands of families) therefore adds at most limit
 // series per metric.
 type labeler struct {
 	prices *pricing.Table
@@ -25,13 +24,13 @@ type labeler struct {
 	mu    sync.Mutex
 	seen  map[string]bool // known and admitted families
 	extra int             // families admitted on first use
-	max   int
+	limit int
 }
 
 // newLabeler checks the operator's names: each must be priced by the
 // table, and labels as its family.
-func newLabeler(prices *pricing.Table, names []string, max int) (*labeler, error) {
-	l := &labeler{prices: prices, seen: map[string]bool{}, max: max}
+func newLabeler(prices *pricing.Table, names []string, limit int) (*labeler, error) {
+	l := &labeler{prices: prices, seen: map[string]bool{}, limit: limit}
 	for _, f := range prices.Families() {
 		l.seen[f] = true
 		l.known = append(l.known, f)
@@ -61,7 +60,7 @@ func (l *labeler) label(model string) string {
 	if l.seen[family] {
 		return family
 	}
-	if l.extra >= l.max {
+	if l.extra >= l.limit {
 		return pricing.Other
 	}
 	l.seen[family] = true
