@@ -11,7 +11,7 @@
 -- ARGV[6] input tokens, ARGV[7] output tokens (integers >= 0)
 -- ARGV[8] cost in nano-USD (integer >= 0: integer sums stay exact)
 -- ARGV[9] 1 when the call failed, else 0
--- ARGV[10] idempotency key, or '' for none
+-- ARGV[10] idempotency key, or '' for none (the 1000 newest are kept)
 -- ARGV[11] the result to answer (and to answer again for a repeated key)
 -- ARGV[12] most distinct models of a session; later new names count as 'other'
 -- ARGV[13] most distinct models of a day's hash; later new names count as 'other'
@@ -29,6 +29,7 @@ local model, tin, tout, nano, failed, key, result = ARGV[5], ARGV[6], ARGV[7], A
 local max_session_models, max_day_models, day_ttl = tonumber(ARGV[12]), tonumber(ARGV[13]), ARGV[14]
 local OTHER = 'other'
 local MAX_SUM = 9e18
+local MAX_KEYS = 1000 -- idempotency keys remembered per session
 
 -- utc_date is the UTC calendar date of unix time sec (civil_from_days).
 local function utc_date(sec)
@@ -53,13 +54,23 @@ local function wrong_type(k, want)
   return { -1, 'wrong_type', check_type(k, want) or ('Redis key ' .. k .. ' cannot be read') }
 end
 
--- 1. A repeated key counts nothing.
+-- 1. A repeated key counts nothing. The hash keeps the MAX_KEYS newest
+-- keys: field ' n' counts the keys stored, field ' <n mod MAX_KEYS>' names
+-- the key stored n-th, which the next key of that slot evicts (a leading
+-- space cannot start a key: keys are printable ASCII without spaces).
+local usage_created, kept, slot, evict = false, 0, nil, nil
 if key ~= '' then
-  local first = redis.pcall('HGET', K_USAGE, key)
-  if type(first) == 'table' and first.err then return wrong_type(K_USAGE, 'hash') end
-  if first then return { 0, first } end
+  local v = redis.pcall('HMGET', K_USAGE, key, ' n')
+  if v.err then return wrong_type(K_USAGE, 'hash') end
+  if v[1] then return { 0, v[1] } end
+  if v[2] and not string.match(v[2], '^%d+$') then
+    return { -1, 'wrong_type', string.format('field " n" of Redis key %s is not an integer', K_USAGE) }
+  end
+  kept = tonumber(v[2] or '0')
+  slot = ' ' .. string.format('%d', kept % MAX_KEYS)
+  evict = redis.call('HGET', K_USAGE, slot)
+  usage_created = not v[2] and redis.call('EXISTS', K_USAGE) == 0
 end
-local usage_created = key ~= '' and redis.call('EXISTS', K_USAGE) == 0
 
 -- 2. One read per hash of every field this call may add to, for the name
 -- as sent and for 'other' (and what finish_write reads from the record).
@@ -143,7 +154,10 @@ for _, h in ipairs(adds) do
 end
 redis.call('HSET', K_RECORD, 'last_model', model)
 redis.call('EXPIRE', K_DAY, day_ttl)
-if key ~= '' then redis.call('HSET', K_USAGE, key, result) end
+if key ~= '' then
+  if evict then redis.call('HDEL', K_USAGE, evict) end
+  redis.call('HSET', K_USAGE, key, result, slot, key, ' n', string.format('%d', kept + 1))
+end
 
 local _, started = finish_write(false, usage_created, count)
 return { stored_flag(started) }

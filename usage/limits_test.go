@@ -168,3 +168,35 @@ func TestConfigRangesNameTheVariable(t *testing.T) {
 		t.Fatalf("defaults: %v", err)
 	}
 }
+
+// A session remembers its 1 000 newest idempotency keys: the hash stays at
+// 2 001 fields (keys, their slots, the count), an evicted key counts again,
+// a kept one answers 200.
+func TestIdempotencyKeysAreBounded(t *testing.T) {
+	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
+		h := start(t, srv, nil)
+		const p, keys = "/v1/users/u1/sessions/s/usage", 1003
+		post := func(i int) int {
+			return h.Do(t, "POST", p, `{"model":"gpt-4o","tokens_in":1}`, "Idempotency-Key", fmt.Sprintf("key-%d", i)).Status
+		}
+		for i := range keys {
+			if st := post(i); st != 201 {
+				t.Fatalf("key %d: %d", i, st)
+			}
+		}
+		k := srv.Layout().Session("u1", "s").Usage
+		if n := len(hashOf(t, srv, k)); n != 2001 {
+			t.Fatalf("%s holds %d fields, want 2001", k, n)
+		}
+		// Kept keys first: an evicted key posted again is a new key, which
+		// evicts the oldest kept one (key-3 after key-0).
+		for _, c := range []struct{ key, want int }{{3, 200}, {keys - 1, 200}, {0, 201}, {2, 201}, {3, 201}} {
+			if st := post(c.key); st != c.want {
+				t.Errorf("key %d again: %d, want %d", c.key, st, c.want)
+			}
+		}
+		if rec := getRecord(t, h, "/v1/users/u1/sessions/s"); rec.Calls != keys+3 {
+			t.Fatalf("%d calls counted, want %d", rec.Calls, keys+3)
+		}
+	})
+}
