@@ -6,9 +6,13 @@
 -- ARGV[5] 'completed' or 'failed'
 -- returns 1 when ended now; 2 when it had already ended with this status
 --   (nothing written); {3, status} when it had ended with the other one
---   (nothing written); 0 when there is no such session (nothing created).
+--   (nothing written); 0 when there is no such session (nothing created);
+--   {-1, 'wrong_type', message} when a key it would write holds the wrong
+--   type (nothing written: every check comes before the first write).
 local want = ARGV[5]
 if not session_exists() then return 0 end
+local bad = check_finish(nil, true)
+if bad then return { -1, 'wrong_type', bad } end
 local status = redis.call('HGET', K_RECORD, 'status')
 if status == want then return 2 end
 if status == 'completed' or status == 'failed' then return { 3, status } end

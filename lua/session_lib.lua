@@ -412,3 +412,59 @@ local function stored_flag(started)
   if started then return 2 end
   return 1
 end
+
+-- Checks before the first write ----------------------------------------------
+-- Redis does not roll back a script that fails half-way, so a storing script
+-- makes every check before its first write. These helpers find what would
+-- make a later command fail: a key of the wrong type (someone SET a hash
+-- name as a string), a record field finish_write reads as a number that is
+-- not one. Each returns nil, or a message naming the key and what is wrong.
+
+-- key_type is TYPE's answer as a string ('none' for a missing key).
+local function key_type(k)
+  local t = redis.call('TYPE', k)
+  if type(t) == 'table' then t = t.ok end
+  return t
+end
+
+-- check_type: key k is missing or of type want.
+local function check_type(k, want)
+  local t = key_type(k)
+  if t ~= 'none' and t ~= want then
+    return string.format('Redis key %s holds a %s, not a %s', k, t, want)
+  end
+  return nil
+end
+
+-- check_finish: finish_write (and unindex) cannot fail on these keys.
+--   rec: {status=, ttl_seconds=, slid_at=} of the record when the caller has
+--     read them (from a hash it checked), else nil: then read here
+--   moved: the write changes the status (all three index sets are written)
+--   entries_read: the caller has read the entries list (its type is right)
+local function check_finish(rec, moved, entries_read)
+  local bad
+  if not rec then
+    bad = check_type(K_RECORD, 'hash')
+    if bad then return bad end
+    local v = redis.call('HMGET', K_RECORD, 'status', 'ttl_seconds', 'slid_at')
+    rec = { status = v[1], ttl_seconds = v[2], slid_at = v[3] }
+  end
+  for _, f in ipairs({ 'ttl_seconds', 'slid_at' }) do
+    if rec[f] and not string.match(rec[f], '^%-?%d+$') then
+      return string.format('field %s of Redis key %s is not an integer', f, K_RECORD)
+    end
+  end
+  if rec.status and not K_USER[rec.status] then
+    return string.format('field status of Redis key %s is not a status', K_RECORD)
+  end
+  bad = (not entries_read and check_type(K_ENTRIES, 'list')) or check_type(K_EXPIRY, 'zset')
+  if bad then return bad end
+  -- A session that keeps its status is only scored in that status's sets.
+  local statuses = STATUSES
+  if rec.status and not moved then statuses = { rec.status } end
+  for _, st in ipairs(statuses) do
+    bad = check_type(K_USER[st], 'zset') or check_type(K_GLOBAL[st], 'zset')
+    if bad then return bad end
+  end
+  return nil
+end

@@ -1,49 +1,163 @@
 --! prelude: session_lib
 -- session_usage: add one LLM call's tokens and cost to the session record,
--- its per-model breakdown and the all-time totals, once per Idempotency-Key.
--- KEYS[1..15] the session's keys, indexes and totals (session_lib.lua)
+-- its per-model breakdown, the all-time totals and the day's per-model
+-- totals, once per Idempotency-Key.
+-- KEYS[1..15] the session's keys, indexes and totals (session_lib.lua);
+--   KEYS[15] is the prefix of the per-day model totals: the day's hash is
+--   KEYS[15] .. ':' .. YYYY-MM-DD (UTC, from Redis TIME), in KEYS[15]'s slot
+--   (on Cluster the prefix carries the bucket tag)
 -- ARGV[1..4] TTL, max entries, user_id, session_id (session_lib.lua)
 -- ARGV[5] model (as the caller named it)
 -- ARGV[6] input tokens, ARGV[7] output tokens (integers >= 0)
 -- ARGV[8] cost in nano-USD (integer >= 0: integer sums stay exact)
 -- ARGV[9] 1 when the call failed, else 0
--- ARGV[10] idempotency key, or '' for none
+-- ARGV[10] idempotency key, or '' for none (the 1000 newest are kept)
 -- ARGV[11] the result to answer (and to answer again for a repeated key)
--- returns {1} when counted ({2} when this started the
---   session); {0, first_result} for a key already seen in this session
---   (nothing is counted then).
+-- ARGV[12] most distinct models of a session; later new names count as 'other'
+-- ARGV[13] most distinct models of a day's hash; later new names count as 'other'
+-- ARGV[14] TTL in seconds of a day's hash (set on every write to it)
+-- returns {1} when counted ({2} when this started the session);
+--   {0, first_result} for a key already seen in this session; and, with
+--   nothing written, {-1, 'wrong_type', message} when a key or field it
+--   would write holds the wrong type, {-1, 'overflow', message} when a sum
+--   would pass 9e18 (int64 holds 9.22e18).
+--
+-- Redis does not roll back a script that fails half-way: every read and
+-- check comes first, then the writes, which cannot fail any more; the
+-- idempotency key is stored after the sums it stands for.
 local model, tin, tout, nano, failed, key, result = ARGV[5], ARGV[6], ARGV[7], ARGV[8], ARGV[9], ARGV[10], ARGV[11]
-local created = false
+local max_session_models, max_day_models, day_ttl = tonumber(ARGV[12]), tonumber(ARGV[13]), ARGV[14]
+local OTHER = 'other'
+local MAX_SUM = 9e18
+local MAX_KEYS = 1000 -- idempotency keys remembered per session
+
+-- utc_date is the UTC calendar date of unix time sec (civil_from_days).
+local function utc_date(sec)
+  local z = math.floor(sec / 86400) + 719468
+  local era = math.floor(z / 146097)
+  local doe = z - era * 146097
+  local yoe = math.floor((doe - math.floor(doe / 1460) + math.floor(doe / 36524) - math.floor(doe / 146096)) / 365)
+  local doy = doe - (365 * yoe + math.floor(yoe / 4) - math.floor(yoe / 100))
+  local mp = math.floor((5 * doy + 2) / 153)
+  local d = doy - math.floor((153 * mp + 2) / 5) + 1
+  local m = mp < 10 and mp + 3 or mp - 9
+  local y = yoe + era * 400
+  if m <= 2 then y = y + 1 end
+  return string.format('%04d-%02d-%02d', y, m, d)
+end
+
+local K_DAY = K_BY_MODEL .. ':' .. utc_date(tonumber(redis.call('TIME')[1]))
+
+-- Reads of a key of the wrong type fail (WRONGTYPE): they go through
+-- pcall, and such a key is refused by name before anything is written.
+local function wrong_type(k, want)
+  return { -1, 'wrong_type', check_type(k, want) or ('Redis key ' .. k .. ' cannot be read') }
+end
+
+-- 1. A repeated key counts nothing. The hash keeps the MAX_KEYS newest
+-- keys: field ' n' counts the keys stored, field ' <n mod MAX_KEYS>' names
+-- the key stored n-th, which the next key of that slot evicts (a leading
+-- space cannot start a key: keys are printable ASCII without spaces).
+local usage_created, kept, slot, evict = false, 0, nil, nil
 if key ~= '' then
-  local first = redis.call('HGET', K_USAGE, key)
-  if first then return { 0, first } end
-  redis.call('HSET', K_USAGE, key, result)
-  created = redis.call('HLEN', K_USAGE) == 1
+  local v = redis.pcall('HMGET', K_USAGE, key, ' n')
+  if v.err then return wrong_type(K_USAGE, 'hash') end
+  if v[1] then return { 0, v[1] } end
+  if v[2] and not string.match(v[2], '^%d+$') then
+    return { -1, 'wrong_type', string.format('field " n" of Redis key %s is not an integer', K_USAGE) }
+  end
+  kept = tonumber(v[2] or '0')
+  slot = ' ' .. string.format('%d', kept % MAX_KEYS)
+  evict = redis.call('HGET', K_USAGE, slot)
+  usage_created = not v[2] and redis.call('EXISTS', K_USAGE) == 0
 end
 
-local m = 'model:' .. model .. ':'
-redis.call('HINCRBY', K_RECORD, 'tokens_in', tin)
-redis.call('HINCRBY', K_RECORD, 'tokens_out', tout)
-redis.call('HINCRBY', K_RECORD, 'cost_nano_usd', nano)
-redis.call('HINCRBY', K_RECORD, 'calls', 1)
-redis.call('HINCRBY', K_RECORD, m .. 'tokens_in', tin)
-redis.call('HINCRBY', K_RECORD, m .. 'tokens_out', tout)
-redis.call('HINCRBY', K_RECORD, m .. 'cost_nano_usd', nano)
+-- 2. One read per hash of every field this call may add to, for the name
+-- as sent and for 'other' (and what finish_write reads from the record).
+local rec_fields = { 'tokens_in', 'tokens_out', 'cost_nano_usd', 'calls', 'error_count', 'model_count',
+  'status', 'ttl_seconds', 'slid_at' }
+local day_fields = { '#models' }
+for _, m in ipairs({ model, OTHER }) do
+  for _, f in ipairs({ 'tokens_in', 'tokens_out', 'cost_nano_usd' }) do
+    rec_fields[#rec_fields + 1] = 'model:' .. m .. ':' .. f
+    day_fields[#day_fields + 1] = m .. '\t' .. f
+  end
+  day_fields[#day_fields + 1] = m .. '\tcalls'
+  day_fields[#day_fields + 1] = m .. '\terrors'
+end
+local cur = {}
+for _, r in ipairs({
+  { K_RECORD, rec_fields },
+  { K_TOTALS, { 'tokens_in', 'tokens_out', 'cost_nano_usd', 'calls', 'errors' } },
+  { K_DAY, day_fields },
+}) do
+  local v = redis.pcall('HMGET', r[1], unpack(r[2]))
+  if v.err then return wrong_type(r[1], 'hash') end
+  local m = {}
+  for i, f in ipairs(r[2]) do m[f] = v[i] end
+  cur[r[1]] = m
+end
+local count = redis.pcall('LLEN', K_ENTRIES)
+if type(count) == 'table' then return wrong_type(K_ENTRIES, 'list') end
+
+-- 3. What finish_write writes after the sums cannot fail either.
+local bad = check_finish(cur[K_RECORD], false, true)
+if bad then return { -1, 'wrong_type', bad } end
+
+-- 4. The name to count under: a new name past the cap counts as 'other'.
+-- marker is the field that exists once the name is counted in h.
+local function fold(h, marker, count_field, cap)
+  if model == OTHER or cur[h][marker] then return model, 0 end
+  local n = tonumber(cur[h][count_field] or '0') or 0
+  if n >= cap then return OTHER, 0 end
+  return model, 1
+end
+local smodel, snew = fold(K_RECORD, 'model:' .. model .. ':tokens_in', 'model_count', max_session_models)
+local dmodel, dnew = fold(K_DAY, model .. '\tcalls', '#models', max_day_models)
+
+-- 5. Every sum it adds to, checked: an integer now, and within MAX_SUM after.
+-- Each add is {field, increment}; increments of 0 are not written, except
+-- the per-model fields, whose presence marks a counted name.
+local err = failed == '1' and 1 or 0
+local sm, dm = 'model:' .. smodel .. ':', dmodel .. '\t'
+local adds = {
+  { K_RECORD, {
+    { 'tokens_in', tin }, { 'tokens_out', tout }, { 'cost_nano_usd', nano }, { 'calls', 1 },
+    { 'error_count', err }, { 'model_count', snew },
+    { sm .. 'tokens_in', tin, true }, { sm .. 'tokens_out', tout, true }, { sm .. 'cost_nano_usd', nano, true },
+  } },
+  { K_TOTALS, {
+    { 'tokens_in', tin }, { 'tokens_out', tout }, { 'cost_nano_usd', nano }, { 'calls', 1 }, { 'errors', err },
+  } },
+  { K_DAY, {
+    { dm .. 'tokens_in', tin, true }, { dm .. 'tokens_out', tout, true }, { dm .. 'cost_nano_usd', nano, true },
+    { dm .. 'calls', 1 }, { dm .. 'errors', err }, { '#models', dnew },
+  } },
+}
+for _, h in ipairs(adds) do
+  for _, a in ipairs(h[2]) do
+    local c = cur[h[1]][a[1]]
+    if c and not string.match(c, '^%-?%d+$') then
+      return { -1, 'wrong_type', string.format('field %s of Redis key %s is not an integer', a[1], h[1]) }
+    end
+    if tonumber(c or '0') + tonumber(a[2]) > MAX_SUM then
+      return { -1, 'overflow', string.format('field %s of Redis key %s would pass %.0f', a[1], h[1], MAX_SUM) }
+    end
+  end
+end
+
+-- 6. The writes.
+for _, h in ipairs(adds) do
+  for _, a in ipairs(h[2]) do
+    if a[3] or tonumber(a[2]) ~= 0 then redis.call('HINCRBY', h[1], a[1], a[2]) end
+  end
+end
 redis.call('HSET', K_RECORD, 'last_model', model)
-if failed == '1' then redis.call('HINCRBY', K_RECORD, 'error_count', 1) end
-
-redis.call('HINCRBY', K_TOTALS, 'tokens_in', tin)
-redis.call('HINCRBY', K_TOTALS, 'tokens_out', tout)
-redis.call('HINCRBY', K_TOTALS, 'cost_nano_usd', nano)
-redis.call('HINCRBY', K_TOTALS, 'calls', 1)
-redis.call('HINCRBY', K_BY_MODEL, model .. '\ttokens_in', tin)
-redis.call('HINCRBY', K_BY_MODEL, model .. '\ttokens_out', tout)
-redis.call('HINCRBY', K_BY_MODEL, model .. '\tcost_nano_usd', nano)
-redis.call('HINCRBY', K_BY_MODEL, model .. '\tcalls', 1)
-if failed == '1' then
-  redis.call('HINCRBY', K_TOTALS, 'errors', 1)
-  redis.call('HINCRBY', K_BY_MODEL, model .. '\terrors', 1)
+redis.call('EXPIRE', K_DAY, day_ttl)
+if key ~= '' then
+  if evict then redis.call('HDEL', K_USAGE, evict) end
+  redis.call('HSET', K_USAGE, key, result, slot, key, ' n', string.format('%d', kept + 1))
 end
 
-local _, started = finish_write(false, created)
+local _, started = finish_write(false, usage_created, count)
 return { stored_flag(started) }

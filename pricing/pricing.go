@@ -223,10 +223,11 @@ func (t *Table) Cost(model string, tokensIn, tokensOut int64) (cost float64, fam
 	return float64(max(tokensIn, 0))*p.InputPerToken + float64(max(tokensOut, 0))*p.OutputPerToken, family, true
 }
 
-// Families returns the built-in family names, sorted: the bounded set of
-// model label values the metrics pre-create (file models are priced but
-// only label as themselves once seen; see Label). Other is not included.
-// The slice is the caller's.
+// Families returns the built-in family names, sorted: the model label
+// values the metrics pre-create, with the operator's METRICS_MODEL_LABELS
+// (a price file's other families label as themselves on first use, up to a
+// cap; see usage's labeler). Other is not included. The slice is the
+// caller's.
 func (t *Table) Families() []string {
 	return append([]string(nil), t.families...)
 }

@@ -4,6 +4,7 @@ import (
 	"hash/fnv"
 	"path"
 	"strconv"
+	"time"
 )
 
 // Layout builds every key name the sidecar uses.
@@ -53,7 +54,11 @@ type SessionKeys struct {
 	GlobalIndex [3]string
 	Expiry      string // agent_sessions_global:expiry: member -> expiry time (µs), to drop expired sessions from the indexes
 	Totals      string // agent_usage_totals: tokens, nano-USD, calls, errors (hash)
-	ByModel     string // agent_usage_by_model: "<model>\t<field>" -> total (hash)
+	// ByModel is agent_usage_by_model: the prefix of the per-day model
+	// totals (GlobalKeys.ByModelDay), which the usage script derives from
+	// it. Versions before them kept all-time totals in a hash of this very
+	// name; nothing reads or writes that hash any more.
+	ByModel string
 }
 
 // GlobalKeys are the keys of one shard of the data across users (the only
@@ -62,7 +67,7 @@ type GlobalKeys struct {
 	Index   [3]string // sessions by last activity, by stored status
 	Expiry  string
 	Totals  string
-	ByModel string
+	ByModel string // prefix of ByModelDay
 	// Prefixes the sweep derives a member's keys from: record prefix +
 	// "<u>:<s>", user index prefix + "<u>:<status>".
 	RecordPrefix, UserIndexPrefix string
@@ -149,6 +154,16 @@ func (l Layout) Global(bucket int) GlobalKeys {
 		g.Index[i] = "agent_sessions_global:" + tag + s
 	}
 	return g
+}
+
+// ByModelDay is the shard's per-model totals of one UTC day, a hash
+// "<model>\t<field>" -> total plus "#models" (distinct names counted, at
+// most USAGE_MAX_MODELS_PER_DAY; later new names count as "other"), with a
+// TTL of USAGE_BY_MODEL_DAYS + 1 days from its last write:
+// agent_usage_by_model:2026-11-23 (agent_usage_by_model:{b7}:2026-11-23 on
+// Cluster, in the slot of the bucket's other keys).
+func (g GlobalKeys) ByModelDay(day time.Time) string {
+	return g.ByModel + ":" + day.UTC().Format(time.DateOnly)
 }
 
 // Own returns the keys that belong to the session alone (what a delete

@@ -109,7 +109,7 @@ func TestReadsAcrossUsersMergeEveryShard(t *testing.T) {
 		if st.Running != users*(per-1) || st.Completed != users || st.TokensIn != int64(10*written) || st.CostNanoUSD != int64(7*written) || st.Calls != int64(written) {
 			t.Fatalf("stats %+v", st)
 		}
-		by, err := store.CostByModel(ctx)
+		by, err := store.CostByModel(ctx, 1)
 		if err != nil {
 			t.Fatal(err)
 		}

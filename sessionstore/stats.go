@@ -68,23 +68,34 @@ func (s *Store) Stats(ctx context.Context, abandonAfter time.Duration) (Stats, e
 	return st, nil
 }
 
-// ModelTotals is one model's all-time usage.
+// ModelTotals is one model's usage over a window of days.
 type ModelTotals struct {
 	Model                            string
 	TokensIn, TokensOut, CostNanoUSD int64
 	Calls, Errors                    int64
 }
 
-// CostByModel returns all-time usage per model, most expensive first.
-func (s *Store) CostByModel(ctx context.Context) ([]ModelTotals, error) {
+// CostByModel returns the usage per model of the last days UTC days (today
+// included, by Redis's clock), most expensive first. Each day's hash is
+// bounded (USAGE_MAX_MODELS_PER_DAY names, then "other"), so a call reads at
+// most days × Buckets() bounded hashes.
+func (s *Store) CostByModel(ctx context.Context, days int) ([]ModelTotals, error) {
+	now, err := s.Now(ctx)
+	if err != nil {
+		return nil, err
+	}
 	client, err := s.conn.Client()
 	if err != nil {
 		return nil, err
 	}
 	l := s.layout()
-	cmds := make(rueidis.Commands, l.Buckets())
-	for b := range cmds {
-		cmds[b] = client.B().Hgetall().Key(l.Global(b).ByModel).Build()
+	today := time.UnixMicro(now).UTC()
+	cmds := make(rueidis.Commands, 0, l.Buckets()*days)
+	for b := range l.Buckets() {
+		g := l.Global(b)
+		for d := range days {
+			cmds = append(cmds, client.B().Hgetall().Key(g.ByModelDay(today.AddDate(0, 0, -d))).Build())
+		}
 	}
 	by := map[string]*ModelTotals{}
 	for _, r := range client.DoMulti(ctx, cmds...) {
@@ -130,8 +141,22 @@ func (s *Store) CostByModel(ctx context.Context) ([]ModelTotals, error) {
 	return out, nil
 }
 
-// NanoUSD converts dollars to the integer nano-dollars the records sum.
-func NanoUSD(usd float64) int64 { return int64(math.Round(usd * 1e9)) }
+// MaxNanoUSD is the largest amount NanoUSD returns (int64's maximum).
+const MaxNanoUSD = math.MaxInt64
+
+// NanoUSD converts dollars to the integer nano-dollars the records sum,
+// clamped to [0, MaxNanoUSD]: a float too large for int64 would otherwise
+// convert to a negative number (NaN counts as 0).
+func NanoUSD(usd float64) int64 {
+	n := math.Round(usd * 1e9)
+	switch {
+	case !(n > 0): // also NaN
+		return 0
+	case n >= math.MaxInt64: // 2^63 as a float: the first value that does not fit
+		return MaxNanoUSD
+	}
+	return int64(n)
+}
 
 // USD converts nano-dollars back to dollars.
 func USD(nano int64) float64 { return float64(nano) / 1e9 }

@@ -1,16 +1,77 @@
 package usage
 
 import (
+	"sync"
+
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/agentsidecar/agentsidecar/envconf"
 	"github.com/agentsidecar/agentsidecar/pricing"
 	"github.com/agentsidecar/agentsidecar/sessionstore"
 )
 
+// labeler turns a model name into a bounded `model` label value: the price
+// table's family or "other", never the raw name. The families known in
+// advance (the built-in ones and those of METRICS_MODEL_LABELS) have their
+// series at zero from start; up to limit other priced families (a price
+// file's) become labels on first use; any later one counts as "other". A
+// full LiteLLM file (thousands of families) therefore adds at most limit
+// series per metric.
+type labeler struct {
+	prices *pricing.Table
+	known  []string // label values created at start, "other" last
+
+	mu    sync.Mutex
+	seen  map[string]bool // known and admitted families
+	extra int             // families admitted on first use
+	limit int
+}
+
+// newLabeler checks the operator's names: each must be priced by the
+// table, and labels as its family.
+func newLabeler(prices *pricing.Table, names []string, limit int) (*labeler, error) {
+	l := &labeler{prices: prices, seen: map[string]bool{}, limit: limit}
+	for _, f := range prices.Families() {
+		l.seen[f] = true
+		l.known = append(l.known, f)
+	}
+	for _, name := range names {
+		family, _, ok := prices.Lookup(name)
+		if !ok {
+			return nil, envconf.Invalid("METRICS_MODEL_LABELS", "%q has no price in the built-in table or MODEL_PRICES_FILE", name)
+		}
+		if !l.seen[family] {
+			l.seen[family] = true
+			l.known = append(l.known, family)
+		}
+	}
+	l.known = append(l.known, pricing.Other)
+	return l, nil
+}
+
+// label is model's label value.
+func (l *labeler) label(model string) string {
+	family := l.prices.Label(model)
+	if family == pricing.Other {
+		return family
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.seen[family] {
+		return family
+	}
+	if l.extra >= l.limit {
+		return pricing.Other
+	}
+	l.seen[family] = true
+	l.extra++
+	return family
+}
+
 // metrics are the module's per-process counters (a sum across pods is the
-// fleet's total). The model label is the price table's family or "other",
-// never a raw model name.
+// fleet's total). The model label comes from the labeler.
 type metrics struct {
+	labels    *labeler
 	tokens    *prometheus.CounterVec
 	estimated *prometheus.CounterVec
 	cost      *prometheus.CounterVec
@@ -22,8 +83,9 @@ type metrics struct {
 	spend     *prometheus.HistogramVec
 }
 
-func newMetrics(prices *pricing.Table) *metrics {
+func newMetrics(labels *labeler) *metrics {
 	m := &metrics{
+		labels: labels,
 		tokens: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sidecar_llm_tokens_total",
 			Help: "LLM tokens recorded through usage posts, by model family and token_type (input, output); estimates included.",
@@ -63,7 +125,7 @@ func newMetrics(prices *pricing.Table) *metrics {
 			Buckets: []float64{0.0001, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 50, 100},
 		}, []string{"status"}),
 	}
-	for _, model := range append(prices.Families(), "other") {
+	for _, model := range labels.known {
 		for _, tt := range []string{"input", "output"} {
 			m.tokens.WithLabelValues(model, tt)
 			m.estimated.WithLabelValues(model, tt)
@@ -84,7 +146,9 @@ func (m *metrics) collectors() []prometheus.Collector {
 	return []prometheus.Collector{m.tokens, m.estimated, m.cost, m.calls, m.errors, m.unpriced, m.ended, m.duration, m.spend}
 }
 
-func (m *metrics) observe(model string, r usageResult, estimatedIn, estimatedOut int64) {
+// observe counts a call to model (the name the caller sent).
+func (m *metrics) observe(name string, r usageResult, estimatedIn, estimatedOut int64) {
+	model := m.labels.label(name)
 	m.tokens.WithLabelValues(model, "input").Add(float64(r.TokensIn))
 	m.tokens.WithLabelValues(model, "output").Add(float64(r.TokensOut))
 	m.estimated.WithLabelValues(model, "input").Add(float64(estimatedIn))

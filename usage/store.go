@@ -2,16 +2,59 @@ package usage
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
 	"strconv"
 
+	"github.com/redis/rueidis"
+
 	"github.com/agentsidecar/agentsidecar/lua"
+	"github.com/agentsidecar/agentsidecar/pricing"
 	"github.com/agentsidecar/agentsidecar/redisstore"
 	"github.com/agentsidecar/agentsidecar/sessionstore"
 )
 
 // Store is the module's writes over the shared session runner: usage
 // counting and the end of a session, each one script.
-type Store struct{ *sessionstore.Store }
+type Store struct {
+	*sessionstore.Store
+	// Limits bound the model names kept; zero fields take the defaults.
+	Limits Limits
+}
+
+// Limits bound what model names cost in Redis (Config holds their settings).
+type Limits struct {
+	// SessionModels: distinct model names per session record; later new
+	// names count as "other".
+	SessionModels int
+	// DayModels: distinct model names per day in the per-model totals (per
+	// bucket on Cluster); later new names count as "other".
+	DayModels int
+	// Days: how many UTC days of per-model totals are kept.
+	Days int
+}
+
+// Defaults of Limits (and of their settings).
+const (
+	DefaultSessionModels = 50
+	DefaultDayModels     = 200
+	DefaultDays          = 31
+)
+
+func (l Limits) orDefaults() Limits {
+	if l.SessionModels <= 0 {
+		l.SessionModels = DefaultSessionModels
+	}
+	if l.DayModels <= 0 {
+		l.DayModels = DefaultDayModels
+	}
+	if l.Days <= 0 {
+		l.Days = DefaultDays
+	}
+	return l
+}
 
 // Usage is one LLM call to add to a session.
 type Usage struct {
@@ -26,22 +69,103 @@ type Usage struct {
 	Result []byte
 }
 
+// ErrWrongType is a key or field the usage scripts would write holding the
+// wrong type (someone wrote it by hand): the script refused before writing
+// anything. The handler answers it 500 with the code redis_wrong_type.
+var ErrWrongType = errors.New("redis key of the wrong type")
+
+// refusal decodes a script's {-1, code, message} refusal (nothing
+// written); nil for any other reply.
+func refusal(msg rueidis.RedisMessage) error {
+	arr, err := msg.ToArray()
+	if err != nil || len(arr) != 3 {
+		return nil
+	}
+	if flag, err := arr[0].AsInt64(); err != nil || flag != -1 {
+		return nil
+	}
+	code, _ := arr[1].ToString()
+	text, _ := arr[2].ToString()
+	switch code {
+	case "overflow":
+		return redisstore.Refuse(redisstore.ErrConflict, "usage_overflow",
+			"usage not counted: %s; nothing was written", text)
+	case "wrong_type":
+		return fmt.Errorf("%w: %s; nothing was written", ErrWrongType, text)
+	}
+	return fmt.Errorf("script refused (%s): %s", code, text)
+}
+
 // AddUsage counts u in the session record (created running if absent), its
-// per-model breakdown and the all-time totals, in one script. For a repeated
-// idempotency key it counts nothing and returns the first result with
-// Created == false.
+// per-model breakdown, the all-time totals and the day's per-model totals,
+// in one script. For a repeated idempotency key it counts nothing and
+// returns the first result with Created == false. A sum that would pass
+// 9e18 is a usage_overflow conflict, a hand-written key of the wrong type
+// ErrWrongType; both write nothing.
 func (s *Store) AddUsage(ctx context.Context, user, session string, u Usage) (sessionstore.Stored, error) {
 	failed := "0"
 	if u.Failed {
 		failed = "1"
 	}
+	l := s.Limits.orDefaults()
 	msg, err := s.Exec(ctx, lua.SessionUsage, user, session, u.Model,
 		strconv.FormatInt(u.TokensIn, 10), strconv.FormatInt(u.TokensOut, 10),
-		strconv.FormatInt(u.CostNanoUSD, 10), failed, u.IdempotencyKey, string(u.Result))
+		strconv.FormatInt(u.CostNanoUSD, 10), failed, u.IdempotencyKey, string(u.Result),
+		strconv.Itoa(l.SessionModels), strconv.Itoa(l.DayModels), strconv.Itoa((l.Days+1)*86400))
 	if err != nil {
 		return sessionstore.Stored{}, err
 	}
+	if err := refusal(msg); err != nil {
+		return sessionstore.Stored{}, err
+	}
 	return sessionstore.StoredReply(msg, u.Result)
+}
+
+// CostByModel is the per-model usage of the last days UTC days (1 to
+// Limits.Days; 0 = all kept days), most expensive first. Each day's hash
+// holds at most Limits.DayModels names, but a window of days (and the 64
+// buckets of a Cluster) may hold more: the answer keeps the DayModels most
+// expensive and counts the rest as "other", so its size is bounded too and
+// its sums stay exact.
+func (s *Store) CostByModel(ctx context.Context, days int) ([]sessionstore.ModelTotals, error) {
+	l := s.Limits.orDefaults()
+	if days <= 0 {
+		days = l.Days
+	}
+	rows, err := s.Store.CostByModel(ctx, days)
+	if err != nil {
+		return nil, err
+	}
+	return foldModels(rows, l.DayModels), nil
+}
+
+// foldModels keeps the n first named rows of rows (sorted most expensive
+// first) and adds the others into the "other" row, which it places by cost.
+func foldModels(rows []sessionstore.ModelTotals, n int) []sessionstore.ModelTotals {
+	other, folded := sessionstore.ModelTotals{Model: pricing.Other}, false
+	kept := make([]sessionstore.ModelTotals, 0, min(len(rows), n+1))
+	for _, r := range rows {
+		if r.Model != pricing.Other && len(kept) < n {
+			kept = append(kept, r)
+			continue
+		}
+		folded = true
+		other.TokensIn += r.TokensIn
+		other.TokensOut += r.TokensOut
+		other.CostNanoUSD += r.CostNanoUSD
+		other.Calls += r.Calls
+		other.Errors += r.Errors
+	}
+	if !folded {
+		return kept
+	}
+	at := sort.Search(len(kept), func(i int) bool {
+		if kept[i].CostNanoUSD != other.CostNanoUSD {
+			return kept[i].CostNanoUSD < other.CostNanoUSD
+		}
+		return kept[i].Model > other.Model
+	})
+	return slices.Insert(kept, at, other)
 }
 
 // End marks the session completed or failed. It returns ended == false when
@@ -50,6 +174,9 @@ func (s *Store) AddUsage(ctx context.Context, user, session string, u Usage) (se
 func (s *Store) End(ctx context.Context, user, session, status string) (ended bool, err error) {
 	msg, err := s.Exec(ctx, lua.SessionEnd, user, session, status)
 	if err != nil {
+		return false, err
+	}
+	if err := refusal(msg); err != nil {
 		return false, err
 	}
 	if arr, aerr := msg.ToArray(); aerr == nil && len(arr) == 2 {

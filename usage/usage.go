@@ -40,6 +40,39 @@ const (
 // are sessionstore.Config).
 type Config struct {
 	PricesFile string `env:"MODEL_PRICES_FILE"`
+	// SessionModels: distinct model names kept per session record; later
+	// new names count as "other".
+	SessionModels int `env:"USAGE_MAX_MODELS_PER_SESSION" envDefault:"50"`
+	// DayModels: distinct model names in a day's per-model totals (per
+	// bucket on Cluster); later new names count as "other".
+	DayModels int `env:"USAGE_MAX_MODELS_PER_DAY" envDefault:"200"`
+	// Days: UTC days of per-model totals kept, the longest window of
+	// GET /v1/sessions/cost-by-model.
+	Days int `env:"USAGE_BY_MODEL_DAYS" envDefault:"31"`
+	// MetricModels: model names whose family gets its metric series at zero
+	// from start, beside the built-in families.
+	MetricModels []string `env:"METRICS_MODEL_LABELS" envSeparator:","`
+	// MetricMaxModels: other priced families that may become a model label
+	// on first use; later ones count as "other".
+	MetricMaxModels int `env:"METRICS_MAX_MODEL_LABELS" envDefault:"50"`
+}
+
+// Validate implements envconf.Validator.
+func (c Config) Validate() error {
+	for _, r := range []struct {
+		name      string
+		v, lo, hi int
+	}{
+		{"USAGE_MAX_MODELS_PER_SESSION", c.SessionModels, 1, 1000},
+		{"USAGE_MAX_MODELS_PER_DAY", c.DayModels, 1, 10000},
+		{"USAGE_BY_MODEL_DAYS", c.Days, 1, 366},
+		{"METRICS_MAX_MODEL_LABELS", c.MetricMaxModels, 0, 1000},
+	} {
+		if r.v < r.lo || r.v > r.hi {
+			return envconf.Invalid(r.name, "must be from %d to %d, not %d", r.lo, r.hi, r.v)
+		}
+	}
+	return nil
 }
 
 // Module serves the lifecycle, usage and listing routes.
@@ -65,11 +98,15 @@ func New(_ context.Context, deps sidecar.Deps) (sidecar.Module, error) {
 	if err != nil {
 		return nil, err
 	}
+	labels, err := newLabeler(prices, cfg.MetricModels, cfg.MetricMaxModels)
+	if err != nil {
+		return nil, err
+	}
 	return &Module{
-		store:        &Store{s},
+		store:        &Store{Store: s, Limits: Limits{SessionModels: cfg.SessionModels, DayModels: cfg.DayModels, Days: cfg.Days}},
 		prices:       prices,
 		abandonAfter: s.Config().AbandonAfter(),
-		metrics:      newMetrics(prices),
+		metrics:      newMetrics(labels),
 		logger:       deps.Logger,
 	}, nil
 }
@@ -246,40 +283,60 @@ func (m *Module) addUsage(w http.ResponseWriter, r *http.Request) error {
 	if priced {
 		res.PricedAs = &family
 	}
+	var nano int64
 	switch {
 	case req.CostUSD != nil:
 		if *req.CostUSD < 0 || *req.CostUSD > MaxCostUSD {
 			return sidecar.BadRequest("invalid_field", "field \"cost_usd\" must be from 0 to %g", MaxCostUSD)
 		}
-		res.CostUSD, res.CostSource = *req.CostUSD, "explicit"
+		nano, res.CostSource = sessionstore.NanoUSD(*req.CostUSD), "explicit"
 	case priced:
-		res.CostUSD, _, _ = m.prices.Cost(*req.Model, res.TokensIn, res.TokensOut)
-		res.CostSource = "price_table"
+		// The table's cost has the explicit cost's cap: a price file's
+		// price times 2^40 tokens must not become a sum no int64 holds.
+		cost, _, _ := m.prices.Cost(*req.Model, res.TokensIn, res.TokensOut)
+		if !(cost <= MaxCostUSD) {
+			return sidecar.BadRequest("invalid_field", "fields \"tokens_in\" and \"tokens_out\" price this call of %q at $%.6g, above the $%g a call may cost", *req.Model, cost, MaxCostUSD)
+		}
+		nano, res.CostSource = sessionstore.NanoUSD(cost), "price_table"
 	default:
 		res.CostSource = "unknown_model"
 	}
+	// The answer's cost is the integer the record sums, not the float
+	// product (0.00036, not 0.00035999999999999997).
+	res.CostUSD = sessionstore.USD(nano)
 	body, err := json.Marshal(res)
 	if err != nil {
 		return err
 	}
 	st, err := m.store.AddUsage(r.Context(), user, session, Usage{
 		Model: *req.Model, TokensIn: res.TokensIn, TokensOut: res.TokensOut,
-		CostNanoUSD: sessionstore.NanoUSD(res.CostUSD), Failed: req.Error,
+		CostNanoUSD: nano, Failed: req.Error,
 		IdempotencyKey: key, Result: body,
 	})
 	if err != nil {
-		return err
+		return m.wrongType(err)
 	}
 	status := http.StatusOK
 	if st.Created {
 		status = http.StatusCreated
-		m.metrics.observe(m.prices.Label(*req.Model), res, estimatedIn, estimatedOut)
+		m.metrics.observe(*req.Model, res, estimatedIn, estimatedOut)
 		if res.CostSource == "unknown_model" {
-			m.logger.Debug("usage for a model with no price: cost counted as 0", "model_label", m.prices.Label(*req.Model))
+			m.logger.Debug("usage for a model with no price: cost counted as 0", "model_label", pricing.Other)
 		}
 	}
 	sidecar.WriteBody(w, status, st.Value)
 	return nil
+}
+
+// wrongType answers a script's refusal to write over a hand-written key of
+// the wrong type as a 500 that says so (not the client's mistake, and not
+// an opaque "internal" either); other errors pass through.
+func (m *Module) wrongType(err error) error {
+	if !errors.Is(err, ErrWrongType) {
+		return err
+	}
+	m.logger.Error("usage write refused: fix or delete the key", "err", err)
+	return sidecar.Errorf(http.StatusInternalServerError, "redis_wrong_type", "%s", err.Error())
 }
 
 // tokens returns the explicit count, else the estimate from text (and how
@@ -306,7 +363,7 @@ func (m *Module) end(status string) sidecar.HandlerFunc {
 		}
 		ended, err := m.store.End(r.Context(), user, session, status)
 		if err != nil {
-			return err
+			return m.wrongType(err)
 		}
 		st, err := m.store.Get(r.Context(), user, session)
 		if err != nil {
@@ -409,7 +466,12 @@ type modelTotalsJSON struct {
 }
 
 func (m *Module) costByModel(w http.ResponseWriter, r *http.Request) error {
-	rows, err := m.store.CostByModel(r.Context())
+	kept := m.store.Limits.orDefaults().Days
+	days, err := sidecar.QueryInt(r, "days", kept, 1, kept)
+	if err != nil {
+		return err
+	}
+	rows, err := m.store.CostByModel(r.Context(), days)
 	if err != nil {
 		return err
 	}
