@@ -234,6 +234,9 @@ const (
 	// today, by the defect its Reason names. The fix removes the family
 	// from this policy.
 	TemporaryException
+	// RetentionTTL: a fixed TTL set when the key is first written, its
+	// retention; the family's Reason says how long.
+	RetentionTTL
 )
 
 // String is the policy as docs/keyspace.md names it.
@@ -247,6 +250,8 @@ func (p TTLPolicy) String() string {
 		return "permanent"
 	case TemporaryException:
 		return "temporary exception"
+	case RetentionTTL:
+		return "retention TTL"
 	}
 	return "TTLPolicy(" + strconv.Itoa(int(p)) + ")"
 }
@@ -340,10 +345,10 @@ var Families = []Family{
 		Description: "tokens in and out, cost (nano-USD), calls and errors of every session ever",
 	},
 	{
-		Name: "usage by model", Pattern: "agent_usage_by_model", ClusterPattern: "agent_usage_by_model:{b*}",
-		Kind: KindHash, Owner: "usage", TTL: Permanent,
-		Reason:      "all-time totals, read by `GET /v1/sessions/cost-by-model`; five fields per model name ever reported (callers choose the names)",
-		Description: "the same totals per model (fields `<model>\\t<total>`)",
+		Name: "usage by model", Pattern: "agent_usage_by_model:[0-9]*", ClusterPattern: "agent_usage_by_model:{b*}:[0-9]*",
+		Kind: KindHash, Owner: "usage", TTL: RetentionTTL,
+		Reason:      "`USAGE_BY_MODEL_DAYS` + 1 days from its day; at most `USAGE_MAX_MODELS_PER_DAY` model names, then `other`",
+		Description: "one UTC day's totals per model (`agent_usage_by_model:<YYYY-MM-DD>`, fields `<model>\\t<total>`), read by `GET /v1/sessions/cost-by-model?days=`",
 	},
 	{
 		Name: "lock", Pattern: "*", ClusterPattern: "*",

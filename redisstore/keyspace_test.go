@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentsidecar/agentsidecar/redisstore"
 )
@@ -43,7 +44,7 @@ func TestFamiliesWellFormed(t *testing.T) {
 			if f.Reason != "" {
 				t.Errorf("family %q: policy %s with a reason %q (reasons are for keys without a TTL)", f.Name, f.TTL, f.Reason)
 			}
-		case redisstore.Permanent, redisstore.TemporaryException:
+		case redisstore.Permanent, redisstore.TemporaryException, redisstore.RetentionTTL:
 			if f.Reason == "" {
 				t.Errorf("family %q: policy %s needs a reason", f.Name, f.TTL)
 			}
@@ -63,15 +64,16 @@ func TestMatchBuilders(t *testing.T) {
 			want := map[string]string{
 				k.Entries: "entries", k.Traces: "traces", k.Context: "context",
 				k.Record: "record", k.Index: "qa index", k.Usage: "usage ids",
-				k.Expiry: "expiry", k.Totals: "usage totals", k.ByModel: "usage by model",
+				k.Expiry: "expiry", k.Totals: "usage totals",
 			}
+			day := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
 			for i := range redisstore.IndexStatuses {
 				want[k.UserIndex[i]] = "user index"
 				want[k.GlobalIndex[i]] = "global index"
 			}
 			for b := range l.Buckets() {
 				g := l.Global(b)
-				want[g.Expiry], want[g.Totals], want[g.ByModel] = "expiry", "usage totals", "usage by model"
+				want[g.Expiry], want[g.Totals], want[g.ByModelDay(day)] = "expiry", "usage totals", "usage by model"
 				for _, ix := range g.Index {
 					want[ix] = "global index"
 				}
@@ -127,6 +129,7 @@ func docRow(f redisstore.Family) string {
 		redisstore.LockTTL:            "the lock's TTL",
 		redisstore.Permanent:          "none: " + f.Reason,
 		redisstore.TemporaryException: "none yet (known defect): " + f.Reason,
+		redisstore.RetentionTTL:       "retention: " + f.Reason,
 	}[f.TTL]
 	owner := f.Owner
 	if f.Cognee {

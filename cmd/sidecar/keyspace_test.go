@@ -54,7 +54,7 @@ func checkKeyspace(t *testing.T, srv *redisstoretest.Server) {
 			continue
 		case s.keys == 0:
 			t.Errorf("family %q (%s): no key in Redis after driving every route", f.Name, l.Glob(f))
-		case (f.TTL == redisstore.SessionTTL || f.TTL == redisstore.LockTTL) && s.withTTL == 0:
+		case (f.TTL == redisstore.SessionTTL || f.TTL == redisstore.LockTTL || f.TTL == redisstore.RetentionTTL) && s.withTTL == 0:
 			t.Errorf("family %q: %d keys, none with a TTL, want %s", f.Name, s.keys, f.TTL)
 		case f.TTL == redisstore.TemporaryException && s.withoutTTL == 0:
 			t.Errorf("family %q is a temporary exception, yet all its %d keys have a TTL: the defect is fixed, make its policy the TTL it now has", f.Name, s.keys)
