@@ -13,6 +13,7 @@ import (
 	"github.com/agentsidecar/agentsidecar/envconf"
 	"github.com/agentsidecar/agentsidecar/examples/hello"
 	"github.com/agentsidecar/agentsidecar/lua"
+	"github.com/agentsidecar/agentsidecar/redisstore"
 	"github.com/agentsidecar/agentsidecar/redisstore/redisstoretest"
 	"github.com/agentsidecar/agentsidecar/sidecar"
 	"github.com/agentsidecar/agentsidecar/sidecar/sidecartest"
@@ -49,6 +50,14 @@ func TestHello(t *testing.T) {
 		ttl, err := c.Do(t.Context(), c.B().Ttl().Key("sidecar_hello:alice").Build()).AsInt64()
 		if err != nil || ttl <= 0 || ttl > int64(hello.CounterTTL.Seconds()) {
 			t.Fatalf("TTL sidecar_hello:alice: got %d (%v), want 1-%d", ttl, err, int64(hello.CounterTTL.Seconds()))
+		}
+
+		// The key is the module's own: no family of the stock keyspace
+		// claims it (not even as a lock name), on either layout.
+		for _, l := range []redisstore.Layout{{}, {Cluster: true}} {
+			if f := l.MatchAll("sidecar_hello:alice"); len(f) != 0 {
+				t.Errorf("the stock keyspace (cluster %v) claims sidecar_hello:alice as %v", l.Cluster, f)
+			}
 		}
 
 		m := h.Metrics(t)
