@@ -7,7 +7,7 @@
 //
 // A script named "x" whose first line is "--! prelude: y" runs with the
 // shared helpers of y.lua prepended (one copy of the JSON scanner and the
-// session bookkeeping instead of one per script).
+// session bookkeeping instead of one per script); y may have its own prelude.
 package lua
 
 import (
@@ -61,8 +61,9 @@ func load(name string) *Script {
 // (//go:embed hello.lua, then a package-level New("hello", src)), exactly
 // as the stock scripts are: its SHA1 for EVALSHA, its series of the script
 // metrics (labelled name), and SCRIPT LOAD by readiness. A first line
-// "--! prelude: y" prepends the stock y.lua (session_lib, for a script that
-// keeps a session's record and TTLs current). name is a metrics label of
+// "--! prelude: y" prepends the stock y.lua as for a stock script
+// (session_lib, for a script that keeps a session's record and TTLs
+// current). name is a metrics label of
 // lowercase letters, digits and '_': prefix it with the module's name. A
 // bad or already registered name, or an unknown prelude, panics: New runs
 // at package init, so the mistake shows at the first start.
@@ -70,14 +71,7 @@ func New(name, source string) *Script {
 	if !validName(name) {
 		panic(fmt.Sprintf("lua: script name %q: want lowercase letters, digits and _", name))
 	}
-	src := source
-	if first, _, _ := strings.Cut(src, "\n"); strings.HasPrefix(first, "--! prelude: ") {
-		pre, err := files.ReadFile(strings.TrimSpace(strings.TrimPrefix(first, "--! prelude: ")) + ".lua")
-		if err != nil {
-			panic(fmt.Sprintf("lua: prelude of %s.lua: %v", name, err))
-		}
-		src = string(pre) + "\n" + src
-	}
+	src := withPrelude(name, source)
 	sum := sha1.Sum([]byte(src))
 	s := &Script{Name: name, Source: src, lua: rueidis.NewLuaScript(src), sha1: hex.EncodeToString(sum[:])}
 	registry.Lock()
@@ -88,6 +82,21 @@ func New(name, source string) *Script {
 	s.duration, s.errors = scriptDuration.WithLabelValues(name), scriptErrors.WithLabelValues(name)
 	registry.m[name] = s
 	return s
+}
+
+// withPrelude prepends to src the stock script its first line names
+// ("--! prelude: y"), itself with its own prelude.
+func withPrelude(name, src string) string {
+	first, _, _ := strings.Cut(src, "\n")
+	if !strings.HasPrefix(first, "--! prelude: ") {
+		return src
+	}
+	pre := strings.TrimSpace(strings.TrimPrefix(first, "--! prelude: "))
+	body, err := files.ReadFile(pre + ".lua")
+	if err != nil {
+		panic(fmt.Sprintf("lua: prelude of %s.lua: %v", name, err))
+	}
+	return withPrelude(pre, string(body)) + "\n" + src
 }
 
 func validName(name string) bool {
