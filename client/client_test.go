@@ -14,9 +14,12 @@ import (
 	"time"
 
 	"github.com/agentsidecar/agentsidecar/client"
+	"github.com/agentsidecar/agentsidecar/cmd/sidecar/modules"
 	"github.com/agentsidecar/agentsidecar/envconf"
 	"github.com/agentsidecar/agentsidecar/openapi"
 	"github.com/agentsidecar/agentsidecar/openapi/openapitest"
+	"github.com/agentsidecar/agentsidecar/redisstore/redisstoretest"
+	"github.com/agentsidecar/agentsidecar/sidecar/sidecartest"
 )
 
 // recorder is an http.RoundTripper over the default transport that keeps
@@ -398,11 +401,11 @@ func ignore2[T any](_ T, err error) error { return err }
 // token, User-Agent and a custom http.Client on the wire, 401 without the
 // token, then 503 with RetryAfter once its Redis is gone.
 func TestTokenAndOutage(t *testing.T) {
-	h, srv, err := startHost(t, envconf.Env{"SIDECAR_API_TOKEN": "s3cret", "SIDECAR_REQUEST_TIMEOUT": "2s"})
-	mustNil(t, err)
+	srv := redisstoretest.New(t)
+	h := sidecartest.Start(t, srv, envconf.Env{"SIDECAR_API_TOKEN": "s3cret", "SIDECAR_REQUEST_TIMEOUT": "2s"}, modules.All()...)
 	ctx := t.Context()
 
-	_, err = client.New(h.API).ListSessions(ctx, client.ListSessionsOptions{})
+	_, err := client.New(h.API).ListSessions(ctx, client.ListSessionsOptions{})
 	wantErr(t, err, 401, "unauthorized")
 	_, err = client.New(h.API, client.WithBearerToken("wrong")).GetSessionStats(ctx)
 	wantErr(t, err, 401, "unauthorized")

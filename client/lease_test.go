@@ -7,6 +7,9 @@ import (
 	"time"
 
 	"github.com/agentsidecar/agentsidecar/client"
+	"github.com/agentsidecar/agentsidecar/cmd/sidecar/modules"
+	"github.com/agentsidecar/agentsidecar/redisstore/redisstoretest"
+	"github.com/agentsidecar/agentsidecar/sidecar/sidecartest"
 )
 
 func TestLeaseRefreshesUntilRelease(t *testing.T) {
@@ -72,10 +75,7 @@ func TestLeaseReportsLoss(t *testing.T) {
 // A lease whose sidecar stops answering is reported lost once its TTL has
 // run out, measured from the last successful call.
 func TestLeaseLostWhenSidecarUnreachable(t *testing.T) {
-	h, _, err := startHost(t, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := sidecartest.Start(t, redisstoretest.New(t), nil, modules.All()...)
 	c := client.New(h.API)
 	lease, err := c.Acquire(t.Context(), "unreachable", client.LeaseOptions{TTL: 600 * time.Millisecond, RefreshEvery: 100 * time.Millisecond})
 	if err != nil {

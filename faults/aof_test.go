@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/agentsidecar/agentsidecar/redisstore/redisstoretest"
+	"github.com/agentsidecar/agentsidecar/sidecar/sidecartest"
 )
 
 // TestAppendOnlyKillLosesNoAcknowledgedAppend appends from several
@@ -22,7 +23,7 @@ import (
 func TestAppendOnlyKillLosesNoAcknowledgedAppend(t *testing.T) {
 	srv := redisstoretest.NewReal(t, "--appendonly", "yes", "--appendfsync", "always")
 	h := startHost(t, srv, nil)
-	c := newClient(t, h.API)
+	c := sidecartest.NewClient(t, h.API)
 
 	const (
 		workers  = 4
@@ -50,16 +51,16 @@ func TestAppendOnlyKillLosesNoAcknowledgedAppend(t *testing.T) {
 				sent[id] = true
 				mu.Unlock()
 				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-				r := c.do(ctx, "POST", fmt.Sprintf("/v1/users/aof/sessions/s%d/entries", s),
+				r := c.Send(ctx, "POST", fmt.Sprintf("/v1/users/aof/sessions/s%d/entries", s),
 					fmt.Sprintf(`{"qa_id":%q,"question":"question %d","answer":"answer %d","context":"ctx"}`, id, i, i))
 				cancel()
 				mu.Lock()
-				statuses[r.status]++
-				if r.status == http.StatusCreated || r.status == http.StatusOK {
+				statuses[r.Status]++
+				if r.Status == http.StatusCreated || r.Status == http.StatusOK {
 					acks[id] = true
 				}
 				mu.Unlock()
-				if r.status == http.StatusServiceUnavailable {
+				if r.Status == http.StatusServiceUnavailable {
 					time.Sleep(20 * time.Millisecond)
 				}
 			}
@@ -86,7 +87,7 @@ func TestAppendOnlyKillLosesNoAcknowledgedAppend(t *testing.T) {
 	if err := srv.Start(); err != nil { // same args: same --dir, same port
 		t.Fatalf("restart redis-server: %v", err)
 	}
-	recovery := waitServing(t, c, "/v1/users/aof/sessions/s0/entries", 30*time.Second)
+	recovery := c.WaitServing(t, "/v1/users/aof/sessions/s0/entries", 30*time.Second)
 	t.Logf("%d appends sent, %d acknowledged before SIGKILL, statuses %v; serving %s after restart",
 		len(sent), len(acks), statuses, recovery.Round(time.Millisecond))
 

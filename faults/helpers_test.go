@@ -1,13 +1,9 @@
 package faults
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net"
-	"net/http"
 	"slices"
 	"strconv"
 	"strings"
@@ -36,103 +32,6 @@ func startHost(t *testing.T, srv *redisstoretest.Server, env envconf.Env) *sidec
 	return sidecartest.Start(t, srv, full, sessions.Factory, usage.Factory, locks.Factory)
 }
 
-// client talks HTTP to a host. Unlike sidecartest.Do it never calls
-// t.Fatal, so load goroutines can use it, and it owns its transport, so a
-// leak check can close its idle connections.
-type client struct {
-	base string
-	hc   *http.Client
-}
-
-func newClient(t *testing.T, base string) *client {
-	c := &client{base: base, hc: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 32}}}
-	t.Cleanup(c.hc.CloseIdleConnections)
-	return c
-}
-
-// reply is one answer, or the transport error when there was none.
-type reply struct {
-	status int
-	body   []byte
-	took   time.Duration
-	err    error
-}
-
-func (r reply) String() string {
-	if r.err != nil {
-		return "error " + r.err.Error()
-	}
-	return fmt.Sprintf("%d %s (%s)", r.status, strings.TrimSpace(string(r.body)), r.took.Round(time.Millisecond))
-}
-
-// code is the error envelope's code, or "".
-func (r reply) code() string {
-	var env struct {
-		Error struct {
-			Code string `json:"code"`
-		} `json:"error"`
-	}
-	_ = json.Unmarshal(r.body, &env)
-	return env.Error.Code
-}
-
-func (c *client) do(ctx context.Context, method, path, body string) reply {
-	var rd io.Reader
-	if body != "" {
-		rd = strings.NewReader(body)
-	}
-	start := time.Now()
-	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
-	if err != nil {
-		return reply{err: err}
-	}
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := c.hc.Do(req)
-	if err != nil {
-		return reply{err: err, took: time.Since(start)}
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	return reply{status: resp.StatusCode, body: b, took: time.Since(start), err: err}
-}
-
-// waitServing polls a cheap read until it succeeds and returns how long that
-// took, failing the test after limit.
-func waitServing(t *testing.T, c *client, path string, limit time.Duration) time.Duration {
-	t.Helper()
-	start := time.Now()
-	var last reply
-	for time.Since(start) < limit {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		last = c.do(ctx, "GET", path, "")
-		cancel()
-		if last.err == nil && last.status == http.StatusOK {
-			return time.Since(start)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatalf("GET %s did not succeed within %s; last answer: %s", path, limit, last)
-	return 0
-}
-
-// rawCommand sends one inline command to addr on its own connection (not
-// the sidecar's) and returns the first reply line.
-func rawCommand(addr, cmd string, timeout time.Duration) (string, error) {
-	conn, err := net.DialTimeout("tcp", addr, time.Second)
-	if err != nil {
-		return "", err
-	}
-	defer conn.Close()
-	_ = conn.SetDeadline(time.Now().Add(timeout))
-	if _, err := conn.Write([]byte(cmd + "\r\n")); err != nil {
-		return "", err
-	}
-	line, err := bufio.NewReader(conn).ReadString('\n')
-	return strings.TrimSpace(line), err
-}
-
 // qaFields are the ten fields of Cognee's SessionQAEntry, all of which every
 // stored entry must carry.
 var qaFields = []string{"time", "qa_id", "question", "context", "answer", "feedback_text",
@@ -152,7 +51,7 @@ type storedEntry struct {
 // the record's entry_count is the list's length, every entry reads back by
 // qa_id, and last_n lists the same (newest) entries in the same order. It returns
 // the entries, oldest first.
-func checkSession(t *testing.T, rc rueidis.Client, c *client, user, session string) []storedEntry {
+func checkSession(t *testing.T, rc rueidis.Client, c *sidecartest.Client, user, session string) []storedEntry {
 	t.Helper()
 	ctx := context.Background()
 	keys := redisstore.Layout{}.Session(user, session)
@@ -234,19 +133,19 @@ func checkSession(t *testing.T, rc rueidis.Client, c *client, user, session stri
 
 	base := "/v1/users/" + user + "/sessions/" + session + "/entries"
 	for _, e := range entries {
-		r := c.do(ctx, "GET", base+"/"+e.QAID, "")
+		r := c.Send(ctx, "GET", base+"/"+e.QAID, "")
 		var got struct {
 			QAID string `json:"qa_id"`
 		}
-		if r.err != nil || r.status != 200 || json.Unmarshal(r.body, &got) != nil || got.QAID != e.QAID {
+		if r.Err != nil || r.Status != 200 || json.Unmarshal([]byte(r.Body), &got) != nil || got.QAID != e.QAID {
 			t.Errorf("%s: GET entry %s: %s", name, e.QAID, r)
 		}
 	}
-	r := c.do(ctx, "GET", base+"?last_n="+strconv.Itoa(sessions.MaxLastN), "")
+	r := c.Send(ctx, "GET", base+"?last_n="+strconv.Itoa(sessions.MaxLastN), "")
 	var listed []struct {
 		QAID string `json:"qa_id"`
 	}
-	if r.err != nil || r.status != 200 || json.Unmarshal(r.body, &listed) != nil {
+	if r.Err != nil || r.Status != 200 || json.Unmarshal([]byte(r.Body), &listed) != nil {
 		t.Fatalf("%s: list: %s", name, r)
 	}
 	var want, got []string
@@ -282,5 +181,5 @@ func (l latencies) max() time.Duration {
 	return slices.Max(l)
 }
 
-// jsonInto decodes b into v and reports whether that worked.
-func jsonInto(b []byte, v any) bool { return json.Unmarshal(b, v) == nil }
+// jsonInto decodes body into v and reports whether that worked.
+func jsonInto(body string, v any) bool { return json.Unmarshal([]byte(body), v) == nil }

@@ -18,6 +18,7 @@ import (
 	"github.com/anishathalye/porcupine"
 
 	"github.com/agentsidecar/agentsidecar/redisstore/redisstoretest"
+	"github.com/agentsidecar/agentsidecar/sidecar/sidecartest"
 )
 
 // Histories are small enough for porcupine to decide in milliseconds; the
@@ -181,7 +182,7 @@ var lockModel = porcupine.Model{
 func TestLocksLinearizable(t *testing.T) {
 	srv := redisstoretest.NewReal(t)
 	h := startHost(t, srv, nil)
-	c := newClient(t, h.API)
+	c := sidecartest.NewClient(t, h.API)
 	rec := newRecorder()
 	names := []string{"lin-a", "lin-b"}
 
@@ -261,33 +262,33 @@ func TestLocksLinearizable(t *testing.T) {
 
 // lockCall runs one lock operation and decodes what the model needs. Any
 // answer outside the model (5xx, transport errors) is an error.
-func lockCall(c *client, in lockIn) (lockOut, error) {
+func lockCall(c *sidecartest.Client, in lockIn) (lockOut, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	path := "/v1/locks/" + in.Name
-	var r reply
+	var r sidecartest.Reply
 	switch in.Op {
 	case "acquire":
-		r = c.do(ctx, "POST", path, `{"ttl_ms":600000,"wait_ms":0}`)
+		r = c.Send(ctx, "POST", path, `{"ttl_ms":600000,"wait_ms":0}`)
 	case "release":
-		r = c.do(ctx, "DELETE", path, fmt.Sprintf(`{"token":%q}`, in.Token))
+		r = c.Send(ctx, "DELETE", path, fmt.Sprintf(`{"token":%q}`, in.Token))
 	case "refresh":
-		r = c.do(ctx, "POST", path+"/refresh", fmt.Sprintf(`{"token":%q}`, in.Token))
+		r = c.Send(ctx, "POST", path+"/refresh", fmt.Sprintf(`{"token":%q}`, in.Token))
 	case "inspect":
-		r = c.do(ctx, "GET", path, "")
+		r = c.Send(ctx, "GET", path, "")
 	}
-	if r.err != nil {
-		return lockOut{}, r.err
+	if r.Err != nil {
+		return lockOut{}, r.Err
 	}
-	out := lockOut{Status: r.status, Code: r.code()}
-	switch r.status {
+	out := lockOut{Status: r.Status, Code: r.Code()}
+	switch r.Status {
 	case http.StatusOK:
 		var body struct {
 			Token        string `json:"token"`
 			FencingToken int64  `json:"fencing_token"`
 			Held         bool   `json:"held"`
 		}
-		if !jsonInto(r.body, &body) {
+		if !jsonInto(r.Body, &body) {
 			return out, fmt.Errorf("undecodable answer %s", r)
 		}
 		out.Token, out.Fence, out.Held = body.Token, body.FencingToken, body.Held
@@ -416,7 +417,7 @@ var sessionModel = porcupine.Model{
 func TestSessionLinearizable(t *testing.T) {
 	srv := redisstoretest.NewReal(t)
 	h := startHost(t, srv, nil)
-	c := newClient(t, h.API)
+	c := sidecartest.NewClient(t, h.API)
 	rec := newRecorder()
 	sessionNames := []string{"lin1", "lin2"}
 
@@ -481,32 +482,32 @@ func (e entryJSON) score() int {
 }
 
 // sessCall runs one session operation and decodes what the model needs.
-func sessCall(c *client, in sessIn) (sessOut, error) {
+func sessCall(c *sidecartest.Client, in sessIn) (sessOut, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	base := "/v1/users/lin/sessions/" + in.Session + "/entries"
-	var r reply
+	var r sidecartest.Reply
 	switch in.Op {
 	case "append":
-		r = c.do(ctx, "POST", base, fmt.Sprintf(`{"qa_id":%q,"question":"q","answer":"a"}`, in.QAID))
+		r = c.Send(ctx, "POST", base, fmt.Sprintf(`{"qa_id":%q,"question":"q","answer":"a"}`, in.QAID))
 	case "feedback":
-		r = c.do(ctx, "PUT", base+"/"+in.QAID+"/feedback", fmt.Sprintf(`{"feedback_score":%d}`, in.Score))
+		r = c.Send(ctx, "PUT", base+"/"+in.QAID+"/feedback", fmt.Sprintf(`{"feedback_score":%d}`, in.Score))
 	case "get":
-		r = c.do(ctx, "GET", base+"/"+in.QAID, "")
+		r = c.Send(ctx, "GET", base+"/"+in.QAID, "")
 	case "list":
-		r = c.do(ctx, "GET", base+"?last_n="+strconv.Itoa(in.N), "")
+		r = c.Send(ctx, "GET", base+"?last_n="+strconv.Itoa(in.N), "")
 	}
-	if r.err != nil {
-		return sessOut{}, r.err
+	if r.Err != nil {
+		return sessOut{}, r.Err
 	}
-	out := sessOut{Status: r.status}
+	out := sessOut{Status: r.Status}
 	switch {
-	case r.status == http.StatusNotFound:
-	case r.status/100 != 2:
+	case r.Status == http.StatusNotFound:
+	case r.Status/100 != 2:
 		return out, fmt.Errorf("answer outside the model: %s", r)
 	case in.Op == "list":
 		var list []entryJSON
-		if err := json.Unmarshal(r.body, &list); err != nil {
+		if err := json.Unmarshal([]byte(r.Body), &list); err != nil {
 			return out, fmt.Errorf("list %s: %v", r, err)
 		}
 		parts := make([]string, len(list))
@@ -516,7 +517,7 @@ func sessCall(c *client, in sessIn) (sessOut, error) {
 		out.List = strings.Join(parts, ",")
 	default:
 		var e entryJSON
-		if err := json.Unmarshal(r.body, &e); err != nil || e.QAID != in.QAID {
+		if err := json.Unmarshal([]byte(r.Body), &e); err != nil || e.QAID != in.QAID {
 			return out, fmt.Errorf("entry answer %s (%v)", r, err)
 		}
 		out.Score = e.score()

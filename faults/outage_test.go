@@ -13,6 +13,7 @@ import (
 
 	"github.com/agentsidecar/agentsidecar/envconf"
 	"github.com/agentsidecar/agentsidecar/redisstore/redisstoretest"
+	"github.com/agentsidecar/agentsidecar/sidecar/sidecartest"
 )
 
 // outcome is one request of a load worker.
@@ -20,7 +21,7 @@ type outcome struct {
 	worker     int
 	op         string
 	sent, done time.Time
-	r          reply
+	r          sidecartest.Reply
 	ok         bool   // the status is one this op may answer at this point
 	note       string // why not
 }
@@ -36,8 +37,8 @@ func TestRedisKilledUnderLoad(t *testing.T) {
 	srv := redisstoretest.NewReal(t)
 	const deadline = 3 * time.Second
 	h := startHost(t, srv, envconf.Env{"SIDECAR_REQUEST_TIMEOUT": deadline.String()})
-	c := newClient(t, h.API)
-	ops := newClient(t, h.Ops)
+	c := sidecartest.NewClient(t, h.API)
+	ops := sidecartest.NewClient(t, h.Ops)
 
 	// epoch moves once Redis is killed: what was acknowledged in an earlier
 	// epoch may be gone (the restarted Redis is empty: no persistence), and
@@ -62,7 +63,7 @@ func TestRedisKilledUnderLoad(t *testing.T) {
 	srv.Kill()
 	epoch.Add(1)
 	time.Sleep(500 * time.Millisecond)
-	if r := ops.do(context.Background(), "GET", "/readyz", ""); r.status != http.StatusServiceUnavailable {
+	if r := ops.Send(context.Background(), "GET", "/readyz", ""); r.Status != http.StatusServiceUnavailable {
 		t.Errorf("/readyz while Redis is down: %s", r)
 	}
 	time.Sleep(time.Second)
@@ -70,9 +71,9 @@ func TestRedisKilledUnderLoad(t *testing.T) {
 		t.Fatalf("restart redis-server: %v", err)
 	}
 	tUp := time.Now() // redis-server answers PING from here
-	recovery := waitServing(t, c, "/v1/users/probe/sessions/probe/entries", 30*time.Second)
+	recovery := c.WaitServing(t, "/v1/users/probe/sessions/probe/entries", 30*time.Second)
 	tRecovered := tUp.Add(recovery)
-	readyIn := waitServing(t, ops, "/readyz", 30*time.Second) + recovery
+	readyIn := ops.WaitServing(t, "/readyz", 30*time.Second) + recovery
 	time.Sleep(1500 * time.Millisecond)
 	close(stop)
 	wg.Wait()
@@ -83,27 +84,27 @@ func TestRedisKilledUnderLoad(t *testing.T) {
 	firstOK := map[string]time.Duration{}
 	counts := map[int]int{}
 	for _, o := range results {
-		counts[o.r.status]++
+		counts[o.r.Status]++
 		switch {
-		case o.r.err != nil:
-			t.Errorf("worker %d %s: transport error: %v", o.worker, o.op, o.r.err)
-		case o.r.status == http.StatusInternalServerError:
+		case o.r.Err != nil:
+			t.Errorf("worker %d %s: transport error: %v", o.worker, o.op, o.r.Err)
+		case o.r.Status == http.StatusInternalServerError:
 			t.Errorf("worker %d %s: 500 (a panic or an unmapped error): %s", o.worker, o.op, o.r)
-		case o.r.status == http.StatusServiceUnavailable:
-			down = append(down, o.r.took)
+		case o.r.Status == http.StatusServiceUnavailable:
+			down = append(down, o.r.Took)
 			if o.done.Before(tKill) {
 				t.Errorf("worker %d %s: 503 before Redis was killed: %s", o.worker, o.op, o.r)
 			}
 			if o.sent.After(tRecovered.Add(settle)) {
 				t.Errorf("worker %d %s: 503 %s after the sidecar had recovered: %s", o.worker, o.op, o.sent.Sub(tRecovered), o.r)
 			}
-			if o.r.code() != "redis_unavailable" {
-				t.Errorf("worker %d %s: 503 with code %q", o.worker, o.op, o.r.code())
+			if o.r.Code() != "redis_unavailable" {
+				t.Errorf("worker %d %s: 503 with code %q", o.worker, o.op, o.r.Code())
 			}
 		case !o.ok:
 			t.Errorf("worker %d %s: %s: %s", o.worker, o.op, o.note, o.r)
 		default:
-			up = append(up, o.r.took)
+			up = append(up, o.r.Took)
 			if o.sent.After(tUp) {
 				if d := o.done.Sub(tUp); firstOK[o.op] == 0 || d < firstOK[o.op] {
 					firstOK[o.op] = d
@@ -139,8 +140,8 @@ func TestRedisKilledUnderLoad(t *testing.T) {
 		t.Fatalf("stop host: %v", err)
 	}
 	h.Conn.Close()
-	c.hc.CloseIdleConnections()
-	ops.hc.CloseIdleConnections()
+	c.HTTP.CloseIdleConnections()
+	ops.HTTP.CloseIdleConnections()
 	goleak.VerifyNone(t, leaksBefore,
 		// redisstoretest's watcher of the restarted redis-server process.
 		goleak.IgnoreAnyFunction("github.com/agentsidecar/agentsidecar/redisstore/redisstoretest.(*Server).Start.func1"),
@@ -150,7 +151,7 @@ func TestRedisKilledUnderLoad(t *testing.T) {
 // loadWorker loops over append, feedback on its last entry, usage, and
 // acquire/release of its own lock until stop, and says for each answer
 // whether it is one the op may give.
-func loadWorker(w int, c *client, epoch *atomic.Int64, stop <-chan struct{}) []outcome {
+func loadWorker(w int, c *sidecartest.Client, epoch *atomic.Int64, stop <-chan struct{}) []outcome {
 	base := fmt.Sprintf("/v1/users/load/sessions/w%d", w)
 	lock := fmt.Sprintf("/v1/locks/load-w%d", w)
 	var (
@@ -173,41 +174,41 @@ func loadWorker(w int, c *client, epoch *atomic.Int64, stop <-chan struct{}) []o
 		case 0:
 			o.op = "append"
 			id := fmt.Sprintf("w%d-%d", w, i)
-			o.r = c.do(ctx, "POST", base+"/entries", fmt.Sprintf(`{"qa_id":%q,"question":"q","answer":"a"}`, id))
-			o.ok = o.r.status == http.StatusCreated
+			o.r = c.Send(ctx, "POST", base+"/entries", fmt.Sprintf(`{"qa_id":%q,"question":"q","answer":"a"}`, id))
+			o.ok = o.r.Status == http.StatusCreated
 			if o.ok {
 				lastEntry, lastEntryEpoch = id, ep
 			}
 		case 1:
 			o.op = "feedback"
 			if lastEntry == "" {
-				o.r = c.do(ctx, "GET", base+"/entries?last_n=3", "")
-				o.ok = o.r.status == http.StatusOK
+				o.r = c.Send(ctx, "GET", base+"/entries?last_n=3", "")
+				o.ok = o.r.Status == http.StatusOK
 				break
 			}
-			o.r = c.do(ctx, "PUT", base+"/entries/"+lastEntry+"/feedback", fmt.Sprintf(`{"feedback_score":%d}`, 1+i%5))
+			o.r = c.Send(ctx, "PUT", base+"/entries/"+lastEntry+"/feedback", fmt.Sprintf(`{"feedback_score":%d}`, 1+i%5))
 			// An entry acknowledged before the restart is gone after it.
-			o.ok = o.r.status == http.StatusOK || o.r.status == http.StatusNotFound && lastEntryEpoch < ep
+			o.ok = o.r.Status == http.StatusOK || o.r.Status == http.StatusNotFound && lastEntryEpoch < ep
 		case 2:
 			o.op = "usage"
-			o.r = c.do(ctx, "POST", base+"/usage", `{"model":"gpt-4o","tokens_in":10,"tokens_out":5}`)
-			o.ok = o.r.status == http.StatusOK || o.r.status == http.StatusCreated
+			o.r = c.Send(ctx, "POST", base+"/usage", `{"model":"gpt-4o","tokens_in":10,"tokens_out":5}`)
+			o.ok = o.r.Status == http.StatusOK || o.r.Status == http.StatusCreated
 		case 3:
 			o.op = "lock"
 			if token == "" {
-				o.r = c.do(ctx, "POST", lock, `{"ttl_ms":60000,"wait_ms":0}`)
+				o.r = c.Send(ctx, "POST", lock, `{"ttl_ms":60000,"wait_ms":0}`)
 				var g struct {
 					Token string `json:"token"`
 				}
-				o.ok = o.r.status == http.StatusOK && jsonInto(o.r.body, &g) && g.Token != ""
+				o.ok = o.r.Status == http.StatusOK && jsonInto(o.r.Body, &g) && g.Token != ""
 				if o.ok {
 					token, tokenEpoch = g.Token, ep
 				}
 				break
 			}
-			o.r = c.do(ctx, "DELETE", lock, fmt.Sprintf(`{"token":%q}`, token))
-			o.ok = o.r.status == http.StatusOK || o.r.status == http.StatusNotFound && tokenEpoch < ep
-			if o.r.status != http.StatusServiceUnavailable {
+			o.r = c.Send(ctx, "DELETE", lock, fmt.Sprintf(`{"token":%q}`, token))
+			o.ok = o.r.Status == http.StatusOK || o.r.Status == http.StatusNotFound && tokenEpoch < ep
+			if o.r.Status != http.StatusServiceUnavailable {
 				token = ""
 			}
 		}
@@ -217,7 +218,7 @@ func loadWorker(w int, c *client, epoch *atomic.Int64, stop <-chan struct{}) []o
 			o.note = "unexpected answer"
 		}
 		out = append(out, o)
-		if o.r.status == http.StatusServiceUnavailable {
+		if o.r.Status == http.StatusServiceUnavailable {
 			time.Sleep(20 * time.Millisecond) // a polite client backs off a little
 		}
 	}

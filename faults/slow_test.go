@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentsidecar/agentsidecar/envconf"
 	"github.com/agentsidecar/agentsidecar/redisstore/redisstoretest"
+	"github.com/agentsidecar/agentsidecar/sidecar/sidecartest"
 )
 
 // TestSlowRedisAnswers503AtDeadline blocks redis-server with DEBUG SLEEP 3
@@ -24,18 +25,18 @@ func TestSlowRedisAnswers503AtDeadline(t *testing.T) {
 	srv := redisstoretest.NewReal(t, "--enable-debug-command", "yes")
 	const deadline = 500 * time.Millisecond
 	h := startHost(t, srv, envconf.Env{"SIDECAR_REQUEST_TIMEOUT": deadline.String()})
-	c := newClient(t, h.API)
+	c := sidecartest.NewClient(t, h.API)
 	ctx := context.Background()
 
 	base := "/v1/users/slow/sessions/s1"
-	if r := c.do(ctx, "POST", base+"/entries", `{"qa_id":"seed","question":"q","answer":"a"}`); r.status != http.StatusCreated {
+	if r := c.Send(ctx, "POST", base+"/entries", `{"qa_id":"seed","question":"q","answer":"a"}`); r.Status != http.StatusCreated {
 		t.Fatalf("seed: %s", r)
 	}
-	lock := c.do(ctx, "POST", "/v1/locks/slow", `{"ttl_ms":60000}`)
+	lock := c.Send(ctx, "POST", "/v1/locks/slow", `{"ttl_ms":60000}`)
 	var g struct {
 		Token string `json:"token"`
 	}
-	if lock.status != http.StatusOK || !jsonInto(lock.body, &g) {
+	if lock.Status != http.StatusOK || !jsonInto(lock.Body, &g) {
 		t.Fatalf("lock: %s", lock)
 	}
 
@@ -54,7 +55,7 @@ func TestSlowRedisAnswers503AtDeadline(t *testing.T) {
 	sleepDone := make(chan error, 1)
 	sleepStart := time.Now()
 	go func() {
-		reply, err := rawCommand(srv.Addr, "DEBUG SLEEP 3", 10*time.Second)
+		reply, err := redisstoretest.RawCommand(srv.Addr, "DEBUG SLEEP 3", 10*time.Second)
 		if err == nil && reply != "+OK" {
 			err = fmt.Errorf("DEBUG SLEEP: %s", reply)
 		}
@@ -62,28 +63,28 @@ func TestSlowRedisAnswers503AtDeadline(t *testing.T) {
 	}()
 	time.Sleep(100 * time.Millisecond) // the server is asleep from here
 
-	replies := make([]reply, len(calls))
+	replies := make([]sidecartest.Reply, len(calls))
 	var wg sync.WaitGroup
 	for i, call := range calls {
 		wg.Go(func() {
 			rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 			defer cancel()
-			replies[i] = c.do(rctx, call.method, call.path, call.body)
+			replies[i] = c.Send(rctx, call.method, call.path, call.body)
 		})
 	}
 	wg.Wait()
 	var took latencies
 	for i, r := range replies {
-		took = append(took, r.took)
+		took = append(took, r.Took)
 		switch {
-		case r.err != nil:
-			t.Errorf("%s during DEBUG SLEEP: %v", calls[i].name, r.err)
-		case r.status != http.StatusServiceUnavailable || (r.code() != "redis_unavailable" && r.code() != "timeout"):
+		case r.Err != nil:
+			t.Errorf("%s during DEBUG SLEEP: %v", calls[i].name, r.Err)
+		case r.Status != http.StatusServiceUnavailable || (r.Code() != "redis_unavailable" && r.Code() != "timeout"):
 			t.Errorf("%s during DEBUG SLEEP: %s, want 503 timeout or redis_unavailable", calls[i].name, r)
-		case r.took < deadline-50*time.Millisecond:
-			t.Errorf("%s answered 503 after %s, before the %s deadline: Redis was only slow", calls[i].name, r.took, deadline)
-		case r.took > deadline+time.Second:
-			t.Errorf("%s answered 503 after %s: the %s deadline did not cut it", calls[i].name, r.took, deadline)
+		case r.Took < deadline-50*time.Millisecond:
+			t.Errorf("%s answered 503 after %s, before the %s deadline: Redis was only slow", calls[i].name, r.Took, deadline)
+		case r.Took > deadline+time.Second:
+			t.Errorf("%s answered 503 after %s: the %s deadline did not cut it", calls[i].name, r.Took, deadline)
 		}
 	}
 	t.Logf("503 latency with Redis asleep (SIDECAR_REQUEST_TIMEOUT %s): %s", deadline, took)
@@ -92,18 +93,18 @@ func TestSlowRedisAnswers503AtDeadline(t *testing.T) {
 		t.Fatalf("DEBUG SLEEP: %v", err)
 	}
 	awake := time.Now()
-	recovery := waitServing(t, c, base+"/entries?last_n=1", 30*time.Second)
+	recovery := c.WaitServing(t, base+"/entries?last_n=1", 30*time.Second)
 	// A 503 at the deadline is an ambiguous outcome: the command was
 	// already on its way and Redis runs it when it wakes. The append is
 	// then there (a retry answers 200), and the acquire may hold slow2 for
 	// its TTL if the sidecar's release of the abandoned grant ran first or
 	// timed out. So the calls are retried on a fresh lock name.
-	if r := c.do(ctx, "GET", "/v1/locks/slow2", ""); r.status == http.StatusOK {
-		t.Logf("after the sleep, slow2 (acquire answered 503): %s", r.body)
+	if r := c.Send(ctx, "GET", "/v1/locks/slow2", ""); r.Status == http.StatusOK {
+		t.Logf("after the sleep, slow2 (acquire answered 503): %s", r.Body)
 	}
 	for _, call := range calls {
 		call.path = strings.Replace(call.path, "/slow2", "/slow3", 1)
-		if r := c.do(ctx, call.method, call.path, call.body); r.status/100 != 2 {
+		if r := c.Send(ctx, call.method, call.path, call.body); r.Status/100 != 2 {
 			t.Errorf("%s after the sleep: %s", call.name, r)
 		}
 	}
@@ -123,7 +124,7 @@ func TestSlowRedisAnswers503AtDeadline(t *testing.T) {
 func TestHangUpMidWriteLeavesWholeState(t *testing.T) {
 	srv := redisstoretest.NewReal(t)
 	h := startHost(t, srv, envconf.Env{"SIDECAR_REQUEST_TIMEOUT": "5s"})
-	c := newClient(t, h.API)
+	c := sidecartest.NewClient(t, h.API)
 	rc := srv.Client(t)
 	ctx := context.Background()
 
@@ -131,14 +132,14 @@ func TestHangUpMidWriteLeavesWholeState(t *testing.T) {
 	path := func(s int) string { return fmt.Sprintf("/v1/users/hangup/sessions/s%d", s) }
 	for s := range sessionsN {
 		for i := range seeds {
-			if r := c.do(ctx, "POST", path(s)+"/entries", fmt.Sprintf(`{"qa_id":"seed%d","question":"q","answer":"a"}`, i)); r.status != http.StatusCreated {
+			if r := c.Send(ctx, "POST", path(s)+"/entries", fmt.Sprintf(`{"qa_id":"seed%d","question":"q","answer":"a"}`, i)); r.Status != http.StatusCreated {
 				t.Fatalf("seed: %s", r)
 			}
 		}
 	}
 
 	const pause = 1500 * time.Millisecond
-	if reply, err := rawCommand(srv.Addr, fmt.Sprintf("CLIENT PAUSE %d ALL", pause.Milliseconds()), time.Second); err != nil || reply != "+OK" {
+	if reply, err := redisstoretest.RawCommand(srv.Addr, fmt.Sprintf("CLIENT PAUSE %d ALL", pause.Milliseconds()), time.Second); err != nil || reply != "+OK" {
 		t.Fatalf("CLIENT PAUSE: %q %v", reply, err)
 	}
 	paused := time.Now()
@@ -147,7 +148,7 @@ func TestHangUpMidWriteLeavesWholeState(t *testing.T) {
 		session int
 		op      string
 		qaID    string
-		r       reply
+		r       sidecartest.Reply
 	}
 	rng := rand.New(rand.NewPCG(8, 4))
 	var writes []*write
@@ -174,22 +175,22 @@ func TestHangUpMidWriteLeavesWholeState(t *testing.T) {
 			p := path(w.session)
 			switch w.op {
 			case "append":
-				w.r = c.do(rctx, "POST", p+"/entries", fmt.Sprintf(`{"qa_id":%q,"question":"q %d","answer":"a"}`, w.qaID, i))
+				w.r = c.Send(rctx, "POST", p+"/entries", fmt.Sprintf(`{"qa_id":%q,"question":"q %d","answer":"a"}`, w.qaID, i))
 			case "feedback":
-				w.r = c.do(rctx, "PUT", p+"/entries/"+w.qaID+"/feedback", fmt.Sprintf(`{"feedback_score":%d,"feedback_text":"f%d"}`, 1+i%5, i))
+				w.r = c.Send(rctx, "PUT", p+"/entries/"+w.qaID+"/feedback", fmt.Sprintf(`{"feedback_score":%d,"feedback_text":"f%d"}`, 1+i%5, i))
 			case "memify":
-				w.r = c.do(rctx, "PATCH", p+"/entries/"+w.qaID, fmt.Sprintf(`{"memify_metadata":{"k%d":true}}`, i))
+				w.r = c.Send(rctx, "PATCH", p+"/entries/"+w.qaID, fmt.Sprintf(`{"memify_metadata":{"k%d":true}}`, i))
 			case "delete":
-				w.r = c.do(rctx, "DELETE", p+"/entries/"+w.qaID, "")
+				w.r = c.Send(rctx, "DELETE", p+"/entries/"+w.qaID, "")
 			}
 			// Usage rides along on every write: it touches the record too.
-			_ = c.do(rctx, "POST", p+"/usage", fmt.Sprintf(`{"model":"gpt-4o","tokens_in":%d}`, i+1))
+			_ = c.Send(rctx, "POST", p+"/usage", fmt.Sprintf(`{"model":"gpt-4o","tokens_in":%d}`, i+1))
 		})
 	}
 	wg.Wait()
 	cut := 0
 	for _, w := range writes {
-		if w.r.err != nil {
+		if w.r.Err != nil {
 			cut++
 		} else {
 			t.Logf("%s %s answered before the hang-up: %s", w.op, w.qaID, w.r)
@@ -200,11 +201,11 @@ func TestHangUpMidWriteLeavesWholeState(t *testing.T) {
 	}
 
 	time.Sleep(time.Until(paused.Add(pause + 200*time.Millisecond)))
-	recovery := waitServing(t, c, path(0)+"/entries?last_n=1", 30*time.Second)
+	recovery := c.WaitServing(t, path(0)+"/entries?last_n=1", 30*time.Second)
 	// Let writes still queued in Redis drain: one more round trip per
 	// session orders after them.
 	for s := range sessionsN {
-		if r := c.do(ctx, "GET", path(s), ""); r.status != http.StatusOK {
+		if r := c.Send(ctx, "GET", path(s), ""); r.Status != http.StatusOK {
 			t.Errorf("record of s%d: %s", s, r)
 		}
 	}
@@ -219,12 +220,12 @@ func TestHangUpMidWriteLeavesWholeState(t *testing.T) {
 			if w.session != s || w.op != "append" {
 				continue
 			}
-			r := c.do(ctx, "GET", path(s)+"/entries/"+w.qaID, "")
+			r := c.Send(ctx, "GET", path(s)+"/entries/"+w.qaID, "")
 			_, listed := stored[w.qaID]
 			switch {
-			case listed && r.status == http.StatusOK:
+			case listed && r.Status == http.StatusOK:
 				landed++
-			case !listed && r.status == http.StatusNotFound:
+			case !listed && r.Status == http.StatusNotFound:
 			default:
 				t.Errorf("cut append %s: listed %v, GET by qa_id %s", w.qaID, listed, r)
 			}

@@ -6,8 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentsidecar/agentsidecar/locks/internal/locktest"
+	"github.com/agentsidecar/agentsidecar/locks"
 	"github.com/agentsidecar/agentsidecar/redisstore/redisstoretest"
+	"github.com/agentsidecar/agentsidecar/sidecar/sidecartest"
 )
 
 func reportPercentiles(b *testing.B, name string, d []time.Duration) {
@@ -25,7 +26,7 @@ func reportPercentiles(b *testing.B, name string, d []time.Duration) {
 // pair through the sidecar's HTTP API (Redis on loopback).
 func BenchmarkAcquireRelease(b *testing.B) {
 	s := redisstoretest.New(b)
-	h := locktest.StartT(b, s.URL(), nil)
+	h := sidecartest.Start(b, s, nil, locks.Factory)
 	ctx := context.Background()
 	var lat []time.Duration
 	for b.Loop() {
@@ -48,10 +49,10 @@ func BenchmarkAcquireRelease(b *testing.B) {
 // getting its grant: release round trip + Pub/Sub wake-up + acquire.
 func BenchmarkHandover(b *testing.B) {
 	s := redisstoretest.New(b)
-	h := locktest.StartT(b, s.URL(), nil)
+	h := sidecartest.Start(b, s, nil, locks.Factory)
 	ctx := context.Background()
 	waiting := func() float64 {
-		mfs, _ := h.Sidecar.Registry().Gather()
+		mfs, _ := h.Host.Registry().Gather()
 		for _, mf := range mfs {
 			if mf.GetName() == "sidecar_lock_waiters" {
 				return mf.GetMetric()[0].GetGauge().GetValue()

@@ -17,10 +17,10 @@ import (
 
 	"github.com/agentsidecar/agentsidecar/envconf"
 	"github.com/agentsidecar/agentsidecar/locks"
-	"github.com/agentsidecar/agentsidecar/locks/internal/locktest"
 	"github.com/agentsidecar/agentsidecar/redisstore"
 	"github.com/agentsidecar/agentsidecar/redisstore/redisstoretest"
 	"github.com/agentsidecar/agentsidecar/sidecar"
+	"github.com/agentsidecar/agentsidecar/sidecar/sidecartest"
 )
 
 type reply struct {
@@ -122,7 +122,7 @@ var hex32 = regexp.MustCompile(`^[0-9a-f]{32}$`)
 
 func TestLockLifecycle(t *testing.T) {
 	redisstoretest.EachWithCluster(t, func(t *testing.T, s *redisstoretest.Server) {
-		h := locktest.StartT(t, s.URL(), nil)
+		h := sidecartest.Start(t, s, nil, locks.Factory)
 		rc := s.Client(t)
 		base := h.API
 
@@ -215,7 +215,7 @@ func TestLockLifecycle(t *testing.T) {
 // never overwritten or deleted.
 func TestNameCollidingWithAnotherKey(t *testing.T) {
 	redisstoretest.EachWithCluster(t, func(t *testing.T, s *redisstoretest.Server) {
-		h := locktest.StartT(t, s.URL(), nil)
+		h := sidecartest.Start(t, s, nil, locks.Factory)
 		rc := s.Client(t)
 		if err := rc.Do(t.Context(), rc.B().Hset().Key("config").FieldValue().FieldValue("a", "1").Build()).Error(); err != nil {
 			t.Fatal(err)
@@ -247,7 +247,7 @@ func TestExpiryComesFromRedisClock(t *testing.T) {
 	// The embedded Redis lets us set its TIME far from the pod's clock: the
 	// grant's expires_at follows Redis, and the lock lives its full ttl.
 	s := redisstoretest.NewMini(t)
-	h := locktest.StartT(t, s.URL(), nil)
+	h := sidecartest.Start(t, s, nil, locks.Factory)
 	redisNow := time.Date(2001, 2, 3, 4, 5, 6, 0, time.UTC)
 	s.Mini.SetTime(redisNow)
 	g := acquire(t, h.API, "skew", `{"ttl_ms":5000}`)
@@ -261,7 +261,7 @@ func TestExpiryComesFromRedisClock(t *testing.T) {
 
 func TestHolderThatNeverReleasesFreesAtTTL(t *testing.T) {
 	redisstoretest.EachWithCluster(t, func(t *testing.T, s *redisstoretest.Server) {
-		h := locktest.StartT(t, s.URL(), nil)
+		h := sidecartest.Start(t, s, nil, locks.Factory)
 		acquire(t, h.API, "crashy", `{"ttl_ms":300}`)
 		start := time.Now()
 		g := acquire(t, h.API, "crashy", `{"wait_ms":5000}`)
@@ -273,7 +273,7 @@ func TestHolderThatNeverReleasesFreesAtTTL(t *testing.T) {
 
 func TestBadRequestsWriteNothing(t *testing.T) {
 	s := redisstoretest.New(t)
-	h := locktest.StartT(t, s.URL(), envconf.Env{"AGENTIC_LOCK_TIMEOUT": "10"})
+	h := sidecartest.Start(t, s, envconf.Env{"AGENTIC_LOCK_TIMEOUT": "10"}, locks.Factory)
 	tok := tokenBody(strings.Repeat("a", 32))
 	tests := []struct {
 		name, method, path, body string
@@ -380,7 +380,7 @@ func closedConn(t *testing.T) *redisstore.Conn {
 
 func TestRedisOutageIs503(t *testing.T) {
 	s := redisstoretest.NewReal(t)
-	h := locktest.StartT(t, s.URL(), nil)
+	h := sidecartest.Start(t, s, nil, locks.Factory)
 	g := acquire(t, h.API, "o", `{"ttl_ms":60000}`)
 	s.Kill()
 	for _, c := range []struct{ method, path, body string }{
@@ -413,7 +413,7 @@ func TestRedisOutageIs503(t *testing.T) {
 
 func TestWaitTimesOutWith409(t *testing.T) {
 	redisstoretest.EachWithCluster(t, func(t *testing.T, s *redisstoretest.Server) {
-		h := locktest.StartT(t, s.URL(), nil)
+		h := sidecartest.Start(t, s, nil, locks.Factory)
 		acquire(t, h.API, "busy", `{"ttl_ms":60000,"owner":"holder"}`)
 		start := time.Now()
 		r := do(t, t.Context(), "POST", h.API+"/v1/locks/busy", `{"wait_ms":300}`)
@@ -423,7 +423,7 @@ func TestWaitTimesOutWith409(t *testing.T) {
 		if waited := time.Since(start); waited < 300*time.Millisecond {
 			t.Fatalf("answered after %s, want after the whole wait_ms (300ms)", waited)
 		}
-		m, _ := h.Metrics()
+		m := h.Metrics(t)
 		for _, want := range []string{
 			`sidecar_lock_acquires_total{outcome="timeout"} 1`,
 			`sidecar_lock_acquires_total{outcome="acquired"} 1`,
@@ -441,8 +441,8 @@ func TestWaitTimesOutWith409(t *testing.T) {
 // through another (Pub/Sub), not by its re-check.
 func TestWaiterIsWokenByRelease(t *testing.T) {
 	redisstoretest.EachWithCluster(t, func(t *testing.T, s *redisstoretest.Server) {
-		h1 := locktest.StartT(t, s.URL(), nil)
-		h2 := locktest.StartT(t, s.URL(), nil)
+		h1 := sidecartest.Start(t, s, nil, locks.Factory)
+		h2 := sidecartest.Start(t, s, nil, locks.Factory)
 		g := acquire(t, h1.API, "handover", `{"ttl_ms":60000}`)
 		got := make(chan reply, 1)
 		go func() { got <- do(t, context.Background(), "POST", h2.API+"/v1/locks/handover", `{"wait_ms":20000}`) }()
@@ -461,12 +461,11 @@ func TestWaiterIsWokenByRelease(t *testing.T) {
 	})
 }
 
-func waitMetric(t *testing.T, h *locktest.Host, want string) {
+func waitMetric(t *testing.T, h *sidecartest.Host, want string) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		m, err := h.Metrics()
-		if err == nil && strings.Contains(m, want+"\n") {
+		if m := h.Metrics(t); strings.Contains(m, want+"\n") {
 			return
 		}
 		if time.Now().After(deadline) {
@@ -478,7 +477,7 @@ func waitMetric(t *testing.T, h *locktest.Host, want string) {
 
 func TestCancelledWaiterFreesEverything(t *testing.T) {
 	redisstoretest.EachWithCluster(t, func(t *testing.T, s *redisstoretest.Server) {
-		h := locktest.StartT(t, s.URL(), nil)
+		h := sidecartest.Start(t, s, nil, locks.Factory)
 		g := acquire(t, h.API, "c", `{"ttl_ms":60000}`)
 		ctx, cancel := context.WithCancel(t.Context())
 		done := make(chan reply, 1)
@@ -504,7 +503,7 @@ func TestCancelledWaiterFreesEverything(t *testing.T) {
 // waiter waits two seconds on a lock held for a minute.
 func TestBlockedWaiterCostsRedisLittle(t *testing.T) {
 	s := redisstoretest.NewReal(t)
-	h := locktest.StartT(t, s.URL(), nil)
+	h := sidecartest.Start(t, s, nil, locks.Factory)
 	rc := s.Client(t)
 	acquire(t, h.API, "slow", `{"ttl_ms":60000}`)
 	if err := rc.Do(t.Context(), rc.B().ConfigResetstat().Build()).Error(); err != nil {
@@ -531,11 +530,8 @@ func TestBlockedWaiterCostsRedisLittle(t *testing.T) {
 
 func TestMetricsExistFromStartWithoutNamesOrTokens(t *testing.T) {
 	s := redisstoretest.New(t)
-	h := locktest.StartT(t, s.URL(), nil)
-	m, err := h.Metrics()
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := sidecartest.Start(t, s, nil, locks.Factory)
+	m := h.Metrics(t)
 	for _, want := range []string{
 		`sidecar_lock_acquires_total{outcome="acquired"} 0`,
 		`sidecar_lock_acquires_total{outcome="conflict"} 0`,
@@ -556,7 +552,7 @@ func TestMetricsExistFromStartWithoutNamesOrTokens(t *testing.T) {
 	}
 	g := acquire(t, h.API, "secret-name", `{"owner":"secret-owner"}`)
 	do(t, t.Context(), "POST", h.API+"/v1/locks/secret-name", `{}`)
-	m, _ = h.Metrics()
+	m = h.Metrics(t)
 	for _, want := range []string{`sidecar_lock_held 1`, `sidecar_lock_acquires_total{outcome="conflict"} 1`} {
 		if !strings.Contains(m, want+"\n") {
 			t.Errorf("metrics lack %q", want)
@@ -568,7 +564,7 @@ func TestMetricsExistFromStartWithoutNamesOrTokens(t *testing.T) {
 		}
 	}
 	do(t, t.Context(), "DELETE", h.API+"/v1/locks/secret-name", tokenBody(g.Token))
-	m, _ = h.Metrics()
+	m = h.Metrics(t)
 	if !strings.Contains(m, "sidecar_lock_held 0\n") {
 		t.Errorf("sidecar_lock_held is not 0 after release")
 	}
@@ -576,7 +572,7 @@ func TestMetricsExistFromStartWithoutNamesOrTokens(t *testing.T) {
 
 func TestConcurrentGoroutinesNeverShareALock(t *testing.T) {
 	redisstoretest.EachWithCluster(t, func(t *testing.T, s *redisstoretest.Server) {
-		h := locktest.StartT(t, s.URL(), nil)
+		h := sidecartest.Start(t, s, nil, locks.Factory)
 		var (
 			mu      sync.Mutex
 			inside  int
@@ -634,7 +630,7 @@ func TestConcurrentGoroutinesNeverShareALock(t *testing.T) {
 // wake waiters through Pub/Sub again (the subscription was re-made).
 func TestSubscriptionSurvivesRedisRestart(t *testing.T) {
 	s := redisstoretest.NewReal(t)
-	h := locktest.StartT(t, s.URL(), nil)
+	h := sidecartest.Start(t, s, nil, locks.Factory)
 	s.Kill()
 	if err := s.Start(); err != nil {
 		t.Fatal(err)
@@ -673,7 +669,7 @@ func TestSubscriptionSurvivesRedisRestart(t *testing.T) {
 			t.Fatalf("waiter: %d %s", r.status, r.body)
 		}
 		g = decode[grant](t, r)
-		m, _ := h.Metrics()
+		m := h.Metrics(t)
 		if !strings.Contains(m, `sidecar_lock_waiter_wakeups_total{reason="released"} 0`+"\n") {
 			return
 		}

@@ -15,9 +15,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentsidecar/agentsidecar/locks"
 	"github.com/agentsidecar/agentsidecar/locks/client"
-	"github.com/agentsidecar/agentsidecar/locks/internal/locktest"
 	"github.com/agentsidecar/agentsidecar/redisstore/redisstoretest"
+	"github.com/agentsidecar/agentsidecar/sidecar/sidecartest"
 )
 
 // The test binary doubles as the worker program of the multi-process tests:
@@ -111,7 +112,7 @@ type section struct {
 func TestProcessesContendThroughSidecars(t *testing.T) {
 	const procs, each = 4, 60
 	s := redisstoretest.New(t)
-	sidecars := []*locktest.Host{locktest.StartT(t, s.URL(), nil), locktest.StartT(t, s.URL(), nil)}
+	sidecars := []*sidecartest.Host{sidecartest.Start(t, s, nil, locks.Factory), sidecartest.Start(t, s, nil, locks.Factory)}
 	dir := t.TempDir()
 	logPath, counterPath := filepath.Join(dir, "sections.log"), filepath.Join(dir, "counter")
 	if err := os.WriteFile(logPath, nil, 0o644); err != nil {
@@ -174,7 +175,7 @@ func TestProcessesContendThroughSidecars(t *testing.T) {
 // gets a larger fencing token.
 func TestDeadProcessLockFreesAtTTL(t *testing.T) {
 	s := redisstoretest.New(t)
-	h := locktest.StartT(t, s.URL(), nil)
+	h := sidecartest.Start(t, s, nil, locks.Factory)
 	cmd := workerCmd(t, "hold", "LOCKS_API="+h.API, "LOCKS_NAME=dying")
 	out, err := cmd.StdoutPipe()
 	if err != nil {

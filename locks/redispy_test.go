@@ -7,8 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentsidecar/agentsidecar/locks/internal/locktest"
+	"github.com/agentsidecar/agentsidecar/locks"
 	"github.com/agentsidecar/agentsidecar/redisstore/redisstoretest"
+	"github.com/agentsidecar/agentsidecar/sidecar/sidecartest"
 )
 
 // python is Debian's interpreter, for which python3-redis installs (not a
@@ -42,7 +43,7 @@ func pylock(t *testing.T, url string, args ...string) string {
 func TestRedisPyInterop(t *testing.T) {
 	requireRedisPy(t)
 	s := redisstoretest.NewReal(t)
-	h := locktest.StartT(t, s.URL(), nil)
+	h := sidecartest.Start(t, s, nil, locks.Factory)
 
 	// Python holds: the sidecar is refused, then waits and gets the lock
 	// once Python releases (the re-check notices: redis-py publishes nothing).

@@ -1,11 +1,13 @@
 // Package lua holds every Redis script the sidecar runs, one .lua file per
 // operation, each opening with its contract (KEYS, ARGV, returns). Scripts are
 // embedded at build time and run with EVALSHA, falling back to EVAL when
-// Redis answers NOSCRIPT (after a restart or failover), via rueidis.
+// Redis answers NOSCRIPT (after a restart or failover), via rueidis. A
+// module outside this package embeds its own scripts and registers them
+// with New, so they run, count in the metrics and load at readiness alike.
 //
 // A script named "x" whose first line is "--! prelude: y" runs with the
 // shared helpers of y.lua prepended (one copy of the JSON scanner and the
-// session bookkeeping instead of one per script).
+// session bookkeeping instead of one per script); y may have its own prelude.
 package lua
 
 import (
@@ -16,6 +18,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -25,7 +28,8 @@ import (
 //go:embed *.lua
 var files embed.FS
 
-// Script is one embedded Lua script.
+// Script is one Lua script: embedded here, or registered by a module with
+// New.
 type Script struct {
 	Name   string // file name without .lua: the label in metrics
 	Source string // the text Redis runs, prelude included
@@ -36,7 +40,12 @@ type Script struct {
 	errors   prometheus.Counter
 }
 
-var registry = map[string]*Script{}
+// registry holds every script of this binary: the embedded ones, then those
+// modules outside this package added with New (at their package init).
+var registry = struct {
+	sync.Mutex
+	m map[string]*Script
+}{m: map[string]*Script{}}
 
 // load builds the Script of name.lua; it panics at package init if the file
 // is missing, which only a broken build can cause.
@@ -45,19 +54,61 @@ func load(name string) *Script {
 	if err != nil {
 		panic(fmt.Sprintf("lua: %s.lua not embedded: %v", name, err))
 	}
-	src := string(body)
-	if first, _, _ := strings.Cut(src, "\n"); strings.HasPrefix(first, "--! prelude: ") {
-		pre, err := files.ReadFile(strings.TrimSpace(strings.TrimPrefix(first, "--! prelude: ")) + ".lua")
-		if err != nil {
-			panic(fmt.Sprintf("lua: prelude of %s.lua: %v", name, err))
-		}
-		src = string(pre) + "\n" + src
+	return New(name, string(body))
+}
+
+// New registers a script a module outside this package embeds itself
+// (//go:embed hello.lua, then a package-level New("hello", src)), exactly
+// as the stock scripts are: its SHA1 for EVALSHA, its series of the script
+// metrics (labelled name), and SCRIPT LOAD by readiness. A first line
+// "--! prelude: y" prepends the stock y.lua as for a stock script
+// (session_lib, for a script that keeps a session's record and TTLs
+// current). name is a metrics label of
+// lowercase letters, digits and '_': prefix it with the module's name. A
+// bad or already registered name, or an unknown prelude, panics: New runs
+// at package init, so the mistake shows at the first start.
+func New(name, source string) *Script {
+	if !validName(name) {
+		panic(fmt.Sprintf("lua: script name %q: want lowercase letters, digits and _", name))
 	}
+	src := withPrelude(name, source)
 	sum := sha1.Sum([]byte(src))
-	s := &Script{Name: name, Source: src, lua: rueidis.NewLuaScript(src), sha1: hex.EncodeToString(sum[:]),
-		duration: scriptDuration.WithLabelValues(name), errors: scriptErrors.WithLabelValues(name)}
-	registry[name] = s
+	s := &Script{Name: name, Source: src, lua: rueidis.NewLuaScript(src), sha1: hex.EncodeToString(sum[:])}
+	registry.Lock()
+	defer registry.Unlock()
+	if _, dup := registry.m[name]; dup {
+		panic(fmt.Sprintf("lua: script %q registered twice", name))
+	}
+	s.duration, s.errors = scriptDuration.WithLabelValues(name), scriptErrors.WithLabelValues(name)
+	registry.m[name] = s
 	return s
+}
+
+// withPrelude prepends to src the stock script its first line names
+// ("--! prelude: y"), itself with its own prelude.
+func withPrelude(name, src string) string {
+	first, _, _ := strings.Cut(src, "\n")
+	if !strings.HasPrefix(first, "--! prelude: ") {
+		return src
+	}
+	pre := strings.TrimSpace(strings.TrimPrefix(first, "--! prelude: "))
+	body, err := files.ReadFile(pre + ".lua")
+	if err != nil {
+		panic(fmt.Sprintf("lua: prelude of %s.lua: %v", name, err))
+	}
+	return withPrelude(pre, string(body)) + "\n" + src
+}
+
+func validName(name string) bool {
+	if name == "" {
+		return false
+	}
+	for _, r := range name {
+		if (r < 'a' || r > 'z') && (r < '0' || r > '9') && r != '_' {
+			return false
+		}
+	}
+	return true
 }
 
 // SHA1 is the script's digest, for EVALSHA.
@@ -65,8 +116,10 @@ func (s *Script) SHA1() string { return s.sha1 }
 
 // All returns every script, sorted by name.
 func All() []*Script {
-	out := make([]*Script, 0, len(registry))
-	for _, s := range registry {
+	registry.Lock()
+	defer registry.Unlock()
+	out := make([]*Script, 0, len(registry.m))
+	for _, s := range registry.m {
 		out = append(out, s)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
@@ -128,8 +181,8 @@ func (s *Script) ExecMulti(ctx context.Context, c rueidis.Client, calls ...Call)
 // accepts them (readiness) and saving the first EVAL after a restart.
 func Load(ctx context.Context, c rueidis.Client) error {
 	for addr, node := range c.Nodes() {
-		cmds := make(rueidis.Commands, 0, len(registry))
 		scripts := All()
+		cmds := make(rueidis.Commands, 0, len(scripts))
 		for _, s := range scripts {
 			cmds = append(cmds, node.B().ScriptLoad().Script(s.Source).Build())
 		}

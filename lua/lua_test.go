@@ -17,7 +17,10 @@ var update = flag.Bool("update", false, "rewrite testdata/scripts.sha1")
 
 // Each script's SHA1 is pinned, so any edit to a script (or to the prelude
 // it includes) shows in review: run `go test ./lua -update` and commit the
-// new testdata/scripts.sha1 with the change.
+// new testdata/scripts.sha1 with the change. These are the stock scripts
+// only: this test binary links no module, and a module outside this
+// package pins the scripts it adds with New in its own tests, next to them
+// (examples/hello does).
 func TestScriptSHA1Pinned(t *testing.T) {
 	var b strings.Builder
 	for _, s := range lua.All() {
@@ -64,4 +67,30 @@ func TestScriptsLoad(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// New refuses a name already taken (a stock script's), a name that is no
+// metrics label, and an unknown prelude, at once and without registering
+// anything; the registry still holds exactly the stock scripts.
+func TestNewRefusesBadScripts(t *testing.T) {
+	before := len(lua.All())
+	for _, c := range []struct{ name, source, want string }{
+		{"lock_acquire", "return 1", `lua: script "lock_acquire" registered twice`},
+		{"Hello-World", "return 1", `lua: script name "Hello-World": want lowercase letters, digits and _`},
+		{"", "return 1", `lua: script name "": want lowercase letters, digits and _`},
+		{"nolib", "--! prelude: nosuchlib\nreturn 1", "lua: prelude of nolib.lua: open nosuchlib.lua: file does not exist"},
+	} {
+		if got := panicOf(func() { lua.New(c.name, c.source) }); got != c.want {
+			t.Errorf("New(%q): got panic %q, want %q", c.name, got, c.want)
+		}
+	}
+	if got := len(lua.All()); got != before {
+		t.Fatalf("got %d scripts after refused News, want %d", got, before)
+	}
+}
+
+func panicOf(f func()) (msg string) {
+	defer func() { msg = fmt.Sprint(recover()) }()
+	f()
+	return "no panic"
 }

@@ -30,6 +30,7 @@ func TestClusterFailover(t *testing.T) {
 	srv := c.Server(t)
 	h := sidecartest.Start(t, srv, envconf.Env{"SIDECAR_REQUEST_TIMEOUT": "3s"}, sessions.Factory, usage.Factory, locks.Factory)
 	ctx := t.Context()
+	api := sidecartest.NewClient(t, h.API) // for the writers' goroutines
 
 	// The busy user's bucket lives on the master we kill.
 	l := redisstore.Layout{Cluster: true}
@@ -66,7 +67,7 @@ func TestClusterFailover(t *testing.T) {
 					return
 				default:
 				}
-				r := h.Do(t, "POST", path, fmt.Sprintf(`{"question":"q%d","answer":"a","qa_id":"q%d"}`, qa, qa))
+				r := api.Send(ctx, "POST", path, fmt.Sprintf(`{"question":"q%d","answer":"a","qa_id":"q%d"}`, qa, qa))
 				now := time.Now()
 				mu.Lock()
 				statuses[r.Status]++
@@ -80,7 +81,7 @@ func TestClusterFailover(t *testing.T) {
 					}
 					last503 = now
 				default:
-					t.Errorf("append during failover: %d %s", r.Status, r.Body)
+					t.Errorf("append during failover: %s", r)
 				}
 				mu.Unlock()
 				if r.Status == 503 {
@@ -143,14 +144,14 @@ func TestClusterFailover(t *testing.T) {
 		r.JSON(t, &g)
 	}
 	waited := make(chan sidecartest.Reply, 1)
-	go func() { waited <- h.Do(t, "POST", "/v1/locks/after-failover", `{"wait_ms":20000}`) }()
+	go func() { waited <- api.Send(ctx, "POST", "/v1/locks/after-failover", `{"wait_ms":20000}`) }()
 	time.Sleep(100 * time.Millisecond)
 	released := time.Now()
 	if r := h.Do(t, "DELETE", "/v1/locks/after-failover", `{"token":"`+g.Token+`"}`); r.Status != 200 {
 		t.Fatalf("release after failover: %d %s", r.Status, r.Body)
 	}
 	if r := <-waited; r.Status != 200 {
-		t.Fatalf("waiter after failover: %d %s", r.Status, r.Body)
+		t.Fatalf("waiter after failover: %s", r)
 	}
 	t.Logf("lock hand-over after the failover took %s", time.Since(released).Round(time.Microsecond))
 

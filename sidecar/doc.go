@@ -38,4 +38,8 @@
 // write a session key outside one atomic script, block Redis with unbounded
 // work, or hold a goroutine past Close. Decode bodies with DecodeJSON and
 // validate ids with PathIDs, so every module refuses bad input alike.
+//
+// docs/modules.md walks through writing a module, with examples/hello,
+// and lists what this package exports for module authors and what is the
+// host's own.
 package sidecar

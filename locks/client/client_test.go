@@ -11,8 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentsidecar/agentsidecar/locks"
 	"github.com/agentsidecar/agentsidecar/locks/client"
-	"github.com/agentsidecar/agentsidecar/locks/internal/locktest"
+	"github.com/agentsidecar/agentsidecar/redisstore/redisstoretest"
+	"github.com/agentsidecar/agentsidecar/sidecar/sidecartest"
 )
 
 // sidecarURL is the API of the sidecar TestMain runs for the example and
@@ -24,19 +26,14 @@ func TestMain(m *testing.M) {
 }
 
 func runMain(m *testing.M) int {
-	r, err := locktest.StartRedis()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "start redis:", err)
-		return 1
-	}
-	defer r.Stop()
-	h, err := locktest.Start(r.URL, nil)
+	stop, err := redisstoretest.Setup(func(tb testing.TB) {
+		sidecarURL = sidecartest.Start(tb, redisstoretest.New(tb), nil, locks.Factory).API
+	})
+	defer stop()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "start sidecar:", err)
 		return 1
 	}
-	defer func() { _ = h.Stop() }()
-	sidecarURL = h.API
 	return m.Run()
 }
 

@@ -7,8 +7,8 @@
 package redisstoretest
 
 import (
+	"bufio"
 	"bytes"
-	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -295,27 +296,31 @@ func FreePort() (int, error) {
 // ping sends an inline PING and expects +PONG, or -NOAUTH from a server
 // started with --requirepass (it answers, so it is up).
 func ping(addr string) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
-	defer cancel()
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, "tcp", addr)
+	reply, err := RawCommand(addr, "PING", 200*time.Millisecond)
 	if err != nil {
 		return err
 	}
-	defer conn.Close()
-	_ = conn.SetDeadline(time.Now().Add(200 * time.Millisecond))
-	if _, err := conn.Write([]byte("PING\r\n")); err != nil {
-		return err
-	}
-	buf := make([]byte, 64)
-	n, err := conn.Read(buf)
-	if err != nil {
-		return err
-	}
-	if !bytes.HasPrefix(buf[:n], []byte("+PONG")) && !bytes.HasPrefix(buf[:n], []byte("-NOAUTH")) {
-		return fmt.Errorf("unexpected reply %q", buf[:n])
+	if !strings.HasPrefix(reply, "+PONG") && !strings.HasPrefix(reply, "-NOAUTH") {
+		return fmt.Errorf("unexpected reply %q", reply)
 	}
 	return nil
+}
+
+// RawCommand sends one inline command ("DEBUG SLEEP 3") to addr on a
+// connection of its own, not the sidecar's nor a client's, and returns the
+// first line of the reply ("+OK"), all within timeout.
+func RawCommand(addr, cmd string, timeout time.Duration) (string, error) {
+	conn, err := net.DialTimeout("tcp", addr, timeout)
+	if err != nil {
+		return "", err
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(timeout))
+	if _, err := conn.Write([]byte(cmd + "\r\n")); err != nil {
+		return "", err
+	}
+	line, err := bufio.NewReader(conn).ReadString('\n')
+	return strings.TrimSpace(line), err
 }
 
 // Dir is the server's working directory (for AOF files), empty for miniredis.

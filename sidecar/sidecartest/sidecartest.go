@@ -1,11 +1,15 @@
 // Package sidecartest runs a real sidecar host on loopback ports against a
-// real Redis (from redisstoretest) for module tests, and talks HTTP to it.
+// real Redis (from redisstoretest) for module tests, and talks HTTP to it:
+// Do and Metrics from the test's goroutine, a Client from any. With
+// redisstoretest.Setup it runs from a TestMain too. It is the one way tests
+// start a host.
 package sidecartest
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -26,8 +30,9 @@ type Host struct {
 	Host *sidecar.Host
 	Conn *redisstore.Conn
 
-	cancel context.CancelFunc
-	done   chan error
+	cancel   context.CancelFunc
+	done     chan error
+	observed bool // the test saw Run's result (Stop, Exited): the cleanup need not report it
 }
 
 // Start runs a host with the given modules against srv until the test ends,
@@ -85,7 +90,12 @@ func start(t testing.TB, opts redisstore.Options, env envconf.Env, factories []s
 	go func() { th.done <- h.Run(ctx) }()
 	api, ops := h.Addrs()
 	th.API, th.Ops = "http://"+api, "http://"+ops
-	t.Cleanup(func() { _ = th.Stop() })
+	t.Cleanup(func() {
+		observed := th.observed
+		if err := th.Stop(); err != nil && !observed {
+			t.Errorf("stop sidecar: %v", err)
+		}
+	})
 	return th
 }
 
@@ -95,6 +105,7 @@ func (h *Host) Exited(d time.Duration) (error, bool) {
 	select {
 	case err := <-h.done:
 		h.done <- err
+		h.observed = true
 		return err, true
 	case <-time.After(d):
 		return nil, false
@@ -108,8 +119,11 @@ func (w testWriter) Write(b []byte) (int, error) {
 	return len(b), nil
 }
 
-// Stop shuts the host down as SIGTERM does and returns Run's result.
+// Stop shuts the host down as SIGTERM does and returns Run's result. A host
+// the test does not stop itself is stopped when the test ends, and a
+// failed stop fails the test.
 func (h *Host) Stop() error {
+	h.observed = true
 	h.cancel()
 	select {
 	case err := <-h.done:
@@ -120,11 +134,21 @@ func (h *Host) Stop() error {
 	}
 }
 
-// Reply is an HTTP answer.
+// Reply is an HTTP answer, or the transport error when there was none.
 type Reply struct {
 	Status int
 	Header http.Header
 	Body   string
+	Took   time.Duration // from sending the request to the whole body read
+	Err    error         // set only by Client.Send: Do fails the test instead
+}
+
+// String is the answer for a test's log: "201 {...} (3ms)" or "error ...".
+func (r Reply) String() string {
+	if r.Err != nil {
+		return "error " + r.Err.Error()
+	}
+	return fmt.Sprintf("%d %s (%s)", r.Status, strings.TrimSpace(r.Body), r.Took.Round(time.Millisecond))
 }
 
 // Code is the error envelope's code, or "" when the body is not one.
@@ -156,16 +180,78 @@ func (h *Host) Do(t testing.TB, method, path, body string, header ...string) Rep
 	return Do(t, method, h.API+path, body, header...)
 }
 
-// Do sends one request to a full URL.
+// Metrics is the ops listener's /metrics text.
+func (h *Host) Metrics(t testing.TB) string {
+	t.Helper()
+	r := Do(t, http.MethodGet, h.Ops+"/metrics", "")
+	if r.Status != http.StatusOK {
+		t.Fatalf("GET /metrics: %s", r)
+	}
+	return r.Body
+}
+
+// Do sends one request to a full URL, failing the test when no answer
+// came; from the test's goroutine only (see Client for others).
 func Do(t testing.TB, method, url, body string, header ...string) Reply {
 	t.Helper()
+	r := send(context.Background(), http.DefaultClient, method, url, body, header)
+	if r.Err != nil && r.Status == 0 {
+		t.Fatalf("%s %s: %v", method, url, r.Err)
+	}
+	return r
+}
+
+// Client sends requests to one base URL from any goroutine (load
+// generators, waiters): it never fails the test, and a transport error is
+// the Reply's Err. It owns its transport, closed when the test ends (or by
+// HTTP.CloseIdleConnections, before a leak check).
+type Client struct {
+	Base string
+	HTTP *http.Client
+}
+
+// NewClient returns a Client of base (Host.API, say) keeping up to 32 idle
+// connections.
+func NewClient(t testing.TB, base string) *Client {
+	c := &Client{Base: base, HTTP: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 32}}}
+	t.Cleanup(c.HTTP.CloseIdleConnections)
+	return c
+}
+
+// Send sends one request (path under Base) with an optional JSON body and
+// header pairs.
+func (c *Client) Send(ctx context.Context, method, path, body string, header ...string) Reply {
+	return send(ctx, c.HTTP, method, c.Base+path, body, header)
+}
+
+// WaitServing sends GET path until it answers 200 and returns how long
+// that took, failing the test after limit.
+func (c *Client) WaitServing(t testing.TB, path string, limit time.Duration) time.Duration {
+	t.Helper()
+	start := time.Now()
+	var last Reply
+	for time.Since(start) < limit {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		last = c.Send(ctx, http.MethodGet, path, "")
+		cancel()
+		if last.Err == nil && last.Status == http.StatusOK {
+			return time.Since(start)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("GET %s did not succeed within %s; last answer: %s", path, limit, last)
+	return 0
+}
+
+func send(ctx context.Context, hc *http.Client, method, url, body string, header []string) Reply {
 	var rd io.Reader
 	if body != "" {
 		rd = strings.NewReader(body)
 	}
-	req, err := http.NewRequestWithContext(context.Background(), method, url, rd)
+	start := time.Now()
+	req, err := http.NewRequestWithContext(ctx, method, url, rd)
 	if err != nil {
-		t.Fatal(err)
+		return Reply{Err: err}
 	}
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
@@ -173,11 +259,11 @@ func Do(t testing.TB, method, url, body string, header ...string) Reply {
 	for i := 0; i+1 < len(header); i += 2 {
 		req.Header.Set(header[i], header[i+1])
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := hc.Do(req)
 	if err != nil {
-		t.Fatalf("%s %s: %v", method, url, err)
+		return Reply{Err: err, Took: time.Since(start)}
 	}
 	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return Reply{Status: resp.StatusCode, Header: resp.Header, Body: string(b)}
+	b, err := io.ReadAll(resp.Body)
+	return Reply{Status: resp.StatusCode, Header: resp.Header, Body: string(b), Took: time.Since(start), Err: err}
 }
