@@ -500,35 +500,6 @@ func TestCancelledWaiterFreesEverything(t *testing.T) {
 	})
 }
 
-// TestBlockedWaiterCostsRedisLittle counts the scripts Redis runs while a
-// waiter waits two seconds on a lock held for a minute.
-func TestBlockedWaiterCostsRedisLittle(t *testing.T) {
-	s := redisstoretest.NewReal(t)
-	h := locktest.StartT(t, s.URL(), nil)
-	rc := s.Client(t)
-	acquire(t, h.API, "slow", `{"ttl_ms":60000}`)
-	if err := rc.Do(t.Context(), rc.B().ConfigResetstat().Build()).Error(); err != nil {
-		t.Fatal(err)
-	}
-	r := do(t, t.Context(), "POST", h.API+"/v1/locks/slow", `{"wait_ms":2000}`)
-	if r.status != 409 {
-		t.Fatalf("got %d %s, want 409", r.status, r.body)
-	}
-	info, err := rc.Do(t.Context(), rc.B().Info().Section("commandstats").Build()).ToString()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var scripts int
-	for _, m := range regexp.MustCompile(`cmdstat_(?:evalsha|eval):calls=(\d+)`).FindAllStringSubmatch(info, -1) {
-		n, _ := strconv.Atoi(m[1])
-		scripts += n
-	}
-	// The first try, then one re-check every 375-500 ms (MaxRecheck).
-	if scripts < 2 || scripts > 7 {
-		t.Fatalf("a waiter ran %d scripts in 2 s, want 2-7 (no busy polling, but a safety net):\n%s", scripts, info)
-	}
-}
-
 func TestMetricsExistFromStartWithoutNamesOrTokens(t *testing.T) {
 	s := redisstoretest.New(t)
 	h := locktest.StartT(t, s.URL(), nil)
