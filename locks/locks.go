@@ -164,7 +164,7 @@ func respond(w http.ResponseWriter, token string, g *grant) {
 }
 
 func (m *Module) acquire(w http.ResponseWriter, r *http.Request) error {
-	name, err := sidecar.PathID(r, "name")
+	name, err := lockName(r)
 	if err != nil {
 		return err
 	}
@@ -309,7 +309,7 @@ func (m *Module) lockWait(ctx context.Context, name, token, owner string, ttl, w
 }
 
 func (m *Module) refresh(w http.ResponseWriter, r *http.Request) error {
-	name, err := sidecar.PathID(r, "name")
+	name, err := lockName(r)
 	if err != nil {
 		return err
 	}
@@ -340,7 +340,7 @@ func (m *Module) refresh(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (m *Module) release(w http.ResponseWriter, r *http.Request) error {
-	name, err := sidecar.PathID(r, "name")
+	name, err := lockName(r)
 	if err != nil {
 		return err
 	}
@@ -374,7 +374,7 @@ func (m *Module) release(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (m *Module) inspect(w http.ResponseWriter, r *http.Request) error {
-	name, err := sidecar.PathID(r, "name")
+	name, err := lockName(r)
 	if err != nil {
 		return err
 	}
