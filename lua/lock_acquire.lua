@@ -17,6 +17,9 @@
 -- lives it is last + 1 or more; once it has expired (ARGV[4] ms after the last
 -- grant, by the same Redis clock) TIME has passed every token granted before.
 -- Numbers stay below 2^53, so Lua's doubles hold them exactly.
+-- TIME is read before the writes: effects replication (the default since
+-- Redis 5; asked for explicitly on older servers) replicates the writes, not the script.
+if redis.replicate_commands then redis.replicate_commands() end
 if not tonumber(ARGV[2]) or not tonumber(ARGV[4]) then
   return redis.error_reply('ERR lock_acquire: ARGV[2] and ARGV[4] must be TTLs in ms')
 end
