@@ -64,3 +64,25 @@ func TestBlockedWaiterCostsRedisLittle(t *testing.T) {
 		t.Errorf("metrics lack 4 timeouts:\n%s", m)
 	}
 }
+
+// TestWaiterRechecksAtTheHoldersExpiry: a holder that never releases (no
+// Pub/Sub message) with 1 s left; the waiter's re-check is scheduled at that
+// expiry from the PTTL the script read, so the grant takes two scripts: the
+// first try and the one just after the TTL.
+func TestWaiterRechecksAtTheHoldersExpiry(t *testing.T) {
+	s := redisstoretest.NewReal(t)
+	h := locktest.StartT(t, s.URL(), nil)
+	rc := s.Client(t)
+	first := acquire(t, h.API, "expiring", `{"ttl_ms":1000}`)
+	if err := rc.Do(t.Context(), rc.B().ConfigResetstat().Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	g := acquire(t, h.API, "expiring", `{"wait_ms":10000}`)
+	if g.FencingToken <= first.FencingToken {
+		t.Fatalf("fence %d after %d, want larger", g.FencingToken, first.FencingToken)
+	}
+	// 3 allows one extra try if the TTL ran out between two reads.
+	if n := scriptCalls(t, rc); n < 2 || n > 3 {
+		t.Fatalf("the waiter ran %d scripts to get a lock that expired after 1 s, want 2-3 (a try, then one at the expiry)", n)
+	}
+}
