@@ -63,6 +63,7 @@ const (
 	CodeLockHeld             = "lock_held"
 	CodeLockLost             = "lock_lost"
 	CodeNotOwner             = "not_owner"
+	CodeLockKeyConflict      = "lock_key_conflict"
 	CodeSessionEnded         = "session_ended"
 	CodeBodyTooLarge         = "body_too_large"
 	CodeUnsupportedMediaType = "unsupported_media_type"
@@ -95,7 +96,7 @@ var (
 func IsNotFound(err error) bool { return hasStatus(err, http.StatusNotFound) }
 
 // IsConflict reports whether err is a 409 answer: lock_held, lock_lost,
-// not_owner or session_ended.
+// not_owner, lock_key_conflict or session_ended.
 func IsConflict(err error) bool { return hasStatus(err, http.StatusConflict) }
 
 // IsUnavailable reports whether err is a 503 answer (Redis unreachable or

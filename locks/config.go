@@ -10,6 +10,14 @@ import (
 // AGENTIC_LOCK_EXPIRE; a longer one is almost always a unit mistake.
 const MaxTTL = 24 * time.Hour
 
+// FenceTTL is how long a lock's fencing-token key {<name>}:fence outlives
+// the last grant of that name (each grant sets it again), so a name used once
+// leaves nothing behind for long. Tokens keep growing after it expires: a
+// token is max(last + 1, Redis TIME in µs), and the key expires by that same
+// clock, FenceTTL after the last token was taken from it (docs/locks.md has
+// the proof). Twice the longest lease: the fence outlives every grant's TTL.
+const FenceTTL = 2 * MaxTTL
+
 // MaxWaitLimit is the largest AGENTIC_LOCK_TIMEOUT.
 const MaxWaitLimit = 24 * time.Hour
 

@@ -18,7 +18,7 @@ func respond(w http.ResponseWriter, token string, g *grant) {
 }
 
 func (m *Module) acquire(w http.ResponseWriter, r *http.Request) error {
-	name, err := sidecar.PathID(r, "name")
+	name, err := lockName(r)
 	if err != nil {
 		return err
 	}
@@ -120,7 +120,7 @@ func heldError(name string, h *holder, wait time.Duration) error {
 func quote(s string) string { return strconv.Quote(s) }
 
 func (m *Module) refresh(w http.ResponseWriter, r *http.Request) error {
-	name, err := sidecar.PathID(r, "name")
+	name, err := lockName(r)
 	if err != nil {
 		return err
 	}
@@ -151,7 +151,7 @@ func (m *Module) refresh(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (m *Module) release(w http.ResponseWriter, r *http.Request) error {
-	name, err := sidecar.PathID(r, "name")
+	name, err := lockName(r)
 	if err != nil {
 		return err
 	}
@@ -185,7 +185,7 @@ func (m *Module) release(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (m *Module) inspect(w http.ResponseWriter, r *http.Request) error {
-	name, err := sidecar.PathID(r, "name")
+	name, err := lockName(r)
 	if err != nil {
 		return err
 	}

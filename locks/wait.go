@@ -12,28 +12,32 @@ import (
 	"github.com/agentsidecar/agentsidecar/redisstore"
 )
 
-// MaxRecheck bounds the safety-net re-check of a blocked waiter: it tries
-// again when the holder's TTL runs out, and at the latest after MaxRecheck
-// (jittered down to 3/4 of it), so a waiter costs Redis at most about two
-// script calls a second. The re-check catches what Pub/Sub cannot: a lock
-// that expired, a redis-py holder releasing (it publishes nothing), a
-// message lost while the subscription reconnected.
-const MaxRecheck = 500 * time.Millisecond
+// MaxRecheck bounds the safety-net re-check of a blocked waiter. Release
+// wakes waiters through Pub/Sub; the re-check is only for what Pub/Sub
+// cannot see: a lock that expired, a redis-py holder releasing (a plain
+// DEL, nothing published), a message lost while the subscription
+// reconnected (which also wakes every waiter once). So a waiter tries again
+// just after the holder's TTL runs out (the acquire script reads the PTTL),
+// and otherwise at the latest after MaxRecheck, jittered down to 3/4 of it:
+// while the holder's TTL is long a waiter costs Redis one script every
+// 1.5-2 s, and a redis-py release is noticed within 2 s.
+const MaxRecheck = 2 * time.Second
 
 // recheckAfter is how long a waiter sleeps (unless woken) after finding the
-// lock held with the given remaining TTL.
+// lock held with the given remaining TTL (-1: the key has no expiry).
 func recheckAfter(ttl time.Duration) time.Duration {
+	net := MaxRecheck*3/4 + rand.N(MaxRecheck/4)
 	switch {
 	case ttl == 0:
 		// Expired between two reads, or a non-expiring key racing its
 		// delete: look again very soon.
 		return time.Millisecond + rand.N(4*time.Millisecond)
-	case ttl > 0 && ttl < MaxRecheck*3/4:
+	case ttl > 0 && ttl < net:
 		// Wake just after it expires; a few ms of jitter keep several
 		// waiters from arriving in the same instant.
 		return ttl + time.Millisecond + rand.N(5*time.Millisecond)
 	default:
-		return MaxRecheck*3/4 + rand.N(MaxRecheck/4)
+		return net
 	}
 }
 

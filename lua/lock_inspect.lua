@@ -10,7 +10,8 @@ if redis.call('EXISTS', KEYS[1]) == 0 then
 end
 local pttl = redis.call('PTTL', KEYS[1])
 local cur = redis.pcall('GET', KEYS[1])
-local meta = redis.call('HMGET', KEYS[2], 'token', 'owner', 'fence')
+-- pcall: a meta key of another type (an error table, meta[1] nil) is no holder's
+local meta = redis.pcall('HMGET', KEYS[2], 'token', 'owner', 'fence')
 if type(cur) == 'string' and meta[1] == cur then
   return {1, pttl, meta[2], tonumber(meta[3])}
 end

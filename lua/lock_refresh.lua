@@ -1,6 +1,7 @@
 -- lock_refresh: extend the lock if the caller still holds it.
 -- KEYS[1] = <name>           the lock
--- KEYS[2] = {<name>}:meta    the sidecar holder's token, owner, fence, ttl
+-- KEYS[2] = {<name>}:meta    the sidecar holder's token, owner, fence, ttl (left
+--                            alone, as if absent, when it is not a hash)
 -- ARGV[1] = token
 -- ARGV[2] = new ttl in milliseconds, or 0 for the ttl it was acquired with
 -- ARGV[3] = ttl to use when 0 was asked and the holder left none (a redis-py holder)
@@ -10,7 +11,8 @@ local cur = redis.pcall('GET', KEYS[1])
 if type(cur) ~= 'string' or cur ~= ARGV[1] then
   return {0}
 end
-local meta = redis.call('HMGET', KEYS[2], 'token', 'owner', 'fence', 'ttl')
+-- pcall: a meta key of another type is left alone, as if absent (meta[1] nil)
+local meta = redis.pcall('HMGET', KEYS[2], 'token', 'owner', 'fence', 'ttl')
 local mine = meta[1] == ARGV[1]
 local ttl = ARGV[2]
 if ttl == '0' then

@@ -1,7 +1,7 @@
 -- lock_release: delete the lock if the caller holds it, and wake waiters.
 -- Never deletes another holder's lock (redis-py's compare-and-delete).
 -- KEYS[1] = <name>           the lock
--- KEYS[2] = {<name>}:meta    the sidecar holder's metadata
+-- KEYS[2] = {<name>}:meta    the sidecar holder's metadata (deleted only if a hash)
 -- ARGV[1] = token
 -- ARGV[2] = Pub/Sub channel of release events
 -- ARGV[3] = lock name, the message published on ARGV[2]
@@ -15,6 +15,9 @@ end
 if type(cur) ~= 'string' or cur ~= ARGV[1] then
   return -1
 end
-redis.call('DEL', KEYS[1], KEYS[2])
+redis.call('DEL', KEYS[1])
+if redis.call('TYPE', KEYS[2])['ok'] == 'hash' then
+  redis.call('DEL', KEYS[2])
+end
 redis.call('PUBLISH', ARGV[2], ARGV[3])
 return 1

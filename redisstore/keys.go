@@ -186,7 +186,7 @@ func (k SessionKeys) List() []string {
 // lives in one Redis Cluster slot (on both layouts).
 type LockKeys struct {
 	Lock  string // <name>: the holder's token (SET NX PX)
-	Fence string // {<name>}:fence: the fencing-token counter (INCR)
+	Fence string // {<name>}:fence: the last fencing token (expires FenceTTL after the last grant)
 	Meta  string // {<name>}:meta: owner, fence and TTL of a sidecar holder (hash)
 }
 
@@ -357,9 +357,9 @@ var Families = []Family{
 	},
 	{
 		Name: "lock fence", Pattern: "{*}:fence", ClusterPattern: "{*}:fence",
-		Kind: KindString, Owner: "locks", TTL: TemporaryException,
-		Reason:      "one small counter per lock name ever acquired, kept forever",
-		Description: "the lock's fencing-token counter (INCR on every grant)",
+		Kind: KindString, Owner: "locks", TTL: RetentionTTL,
+		Reason:      "48 h after the name's last grant (twice the longest lease), so tokens grow for as long as a stale holder could act",
+		Description: "the lock's last fencing token, max(last + 1, Redis TIME in µs)",
 	},
 	{
 		Name: "lock meta", Pattern: "{*}:meta", ClusterPattern: "{*}:meta",

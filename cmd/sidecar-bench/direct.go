@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agentsidecar/agentsidecar/cognee"
+	"github.com/agentsidecar/agentsidecar/locks"
 	"github.com/agentsidecar/agentsidecar/lua"
 	"github.com/agentsidecar/agentsidecar/redisstore"
 	"github.com/agentsidecar/agentsidecar/sessions"
@@ -89,7 +90,7 @@ func (t *directTarget) do(ctx context.Context, w *worker, k kind) error {
 		lk := redisstore.Lock(w.lockName)
 		vals, err := lua.LockAcquire.Exec(ctx, client,
 			[]string{lk.Lock, lk.Fence, lk.Meta},
-			[]string{token, strconv.Itoa(lockTTLms), "sidecar-bench"}).ToArray()
+			[]string{token, strconv.Itoa(lockTTLms), "sidecar-bench", strconv.FormatInt(locks.FenceTTL.Milliseconds(), 10)}).ToArray()
 		if err != nil {
 			return err
 		}

@@ -48,7 +48,7 @@ func Example() {
 		fmt.Println("acquire:", err)
 		return
 	}
-	fmt.Println("worker-1 holds the lock, fencing token", lease.Fence)
+	fmt.Println("worker-1 holds the lock, fencing token", lease.Fence > 0)
 
 	_, err = c.Acquire(ctx, "example-graph-writes", client.Options{Owner: "worker-2", Wait: 100 * time.Millisecond})
 	fmt.Println("worker-2:", errors.Is(err, client.ErrHeld))
@@ -59,7 +59,7 @@ func Example() {
 	}
 	fmt.Println("released:", errors.Is(lease.Err(), client.ErrReleased))
 	// Output:
-	// worker-1 holds the lock, fencing token 1
+	// worker-1 holds the lock, fencing token true
 	// worker-2: true
 	// released: true
 }

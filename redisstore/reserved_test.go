@@ -1,0 +1,64 @@
+package redisstore_test
+
+import (
+	"slices"
+	"strconv"
+	"testing"
+
+	"github.com/agentsidecar/agentsidecar/redisstore"
+)
+
+// layoutKeys is every key name and channel the layout's builders make, on
+// both layouts, for a few users and every bucket.
+func layoutKeys() []string {
+	var out []string
+	for _, l := range []redisstore.Layout{{}, {Cluster: true}} {
+		for i := range 20 {
+			user := "user-" + strconv.Itoa(i)
+			out = append(out, l.Session(user, "session.1").List()...)
+		}
+		for b := range l.Buckets() {
+			g := l.Global(b)
+			out = append(out, g.Index[:]...)
+			out = append(out, g.Expiry, g.Totals, g.ByModel, g.RecordPrefix, g.UserIndexPrefix)
+		}
+	}
+	return append(out, redisstore.LockReleaseChannel)
+}
+
+// TestReservedCoversTheLayout: every key the sidecar builds is reserved,
+// and so is the bare name of each family (standalone's agent_usage_totals
+// and agent_usage_by_model are such bare names).
+func TestReservedCoversTheLayout(t *testing.T) {
+	for _, k := range layoutKeys() {
+		if !redisstore.Reserved(k) {
+			t.Errorf("Reserved(%q) = false: the sidecar builds this key", k)
+		}
+	}
+	want := []string{
+		"agent_session_qa_index", "agent_session_record", "agent_session_usage_ids",
+		"agent_sessions", "agent_sessions_by_user", "agent_sessions_global",
+		"agent_traces", "agent_usage_by_model", "agent_usage_totals",
+		"session_context", "sidecar",
+	}
+	if got := redisstore.ReservedNames(); !slices.Equal(got, want) {
+		t.Errorf("ReservedNames() = %v, want %v", got, want)
+	}
+	for _, name := range want {
+		if !redisstore.Reserved(name) || !redisstore.Reserved(name+":x") {
+			t.Errorf("Reserved(%q) or Reserved(%q) = false, want true", name, name+":x")
+		}
+	}
+}
+
+func TestReservedLeavesOtherNamesFree(t *testing.T) {
+	for _, name := range []string{
+		"graph_writes", "kuzu_lock", "agent_sessions2", "agent_usage_totals_backup",
+		"sidecar-jobs", "sidecars", "session", "agent", "agent_session", "",
+		"{agent_usage_totals}:fence", // a lock's companion key
+	} {
+		if redisstore.Reserved(name) {
+			t.Errorf("Reserved(%q) = true, want false", name)
+		}
+	}
+}
