@@ -246,6 +246,25 @@ func TestEveryOperation(t *testing.T) {
 		t.Fatalf("CompleteSession after fail: %v", err)
 	}
 
+	// Registry.
+	cs := must(c.CreateSession(ctx, u, client.CreateSessionRequest{Title: new("t"), Metadata: map[string]string{"repo": "r"}}, client.WithIdempotencyKey("c1"))).ok(t)
+	if !cs.Created || len(cs.SessionID) != 36 || *cs.Title != "t" || cs.Metadata["repo"] != "r" {
+		t.Fatalf("CreateSession: %+v", cs)
+	}
+	if again := must(c.CreateSession(ctx, u, client.CreateSessionRequest{}, client.WithIdempotencyKey("c1"))).ok(t); again.Created || again.SessionID != cs.SessionID {
+		t.Fatalf("retried CreateSession: %+v", again)
+	}
+	_, err = c.CreateSession(ctx, u, client.CreateSessionRequest{SessionID: cs.SessionID})
+	wantErr(t, err, 409, "session_exists")
+	up := must(c.UpdateSession(ctx, u, cs.SessionID, client.UpdateSessionRequest{Title: client.Null[string](), Metadata: client.Set(map[string]*string{"repo": nil, "pr": new("42")})})).ok(t)
+	if up.Title != nil || len(up.Metadata) != 1 || up.Metadata["pr"] != "42" {
+		t.Fatalf("UpdateSession: %+v", up)
+	}
+	if r := must(c.CompleteSessionWithSummary(ctx, u, cs.SessionID, "done")).ok(t); *r.Summary != "done" || *r.EndReason != "completed" {
+		t.Fatalf("CompleteSessionWithSummary: %+v", r)
+	}
+	mustNil(t, c.DeleteSession(ctx, u, cs.SessionID))
+
 	// Deletes.
 	mustNil(t, c.DeleteEntry(ctx, u, s, "q1"))
 	wantErr(t, c.DeleteEntry(ctx, u, s, "q1"), 404, "not_found")

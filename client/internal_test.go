@@ -155,9 +155,10 @@ var schemaTypes = map[string]any{
 	"SessionStats": SessionStats{}, "ModelTotals": ModelTotals{}, "CostByModel": CostByModel{},
 	"AcquireLockRequest": AcquireLockRequest{}, "RefreshLockRequest": RefreshLockRequest{}, "ReleaseLockRequest": releaseLockRequest{},
 	"LockGrant": LockGrant{}, "LockReleased": lockReleased{}, "LockInfo": LockInfo{},
+	"CreateSessionRequest": CreateSessionRequest{}, "UpdateSessionRequest": UpdateSessionRequest{}, "EndSessionRequest": EndSessionRequest{},
 }
 
-var notStructs = []string{"Error", "Id", "MemifyMetadata", "SessionStatus", "ContextEntry", "AppendContextRequest", "UpdateContextRequest"}
+var notStructs = []string{"Error", "Id", "MemifyMetadata", "SessionStatus", "ContextEntry", "AppendContextRequest", "UpdateContextRequest", "Metadata"}
 
 // TestTypesMatchSchemas: every struct has exactly its schema's properties
 // as JSON names (nested objects included), and every schema has a type.

@@ -1,0 +1,39 @@
+package client
+
+import (
+	"context"
+	"net/http"
+)
+
+// Session registry (module registry).
+
+// CreateSession creates a session of user with a title and metadata
+// (createSession); Created is false for a retry with the same
+// WithIdempotencyKey. An existing session is an error matching IsConflict
+// (409 session_exists).
+func (c *Client) CreateSession(ctx context.Context, user string, req CreateSessionRequest, opts ...UsageOption) (*SessionRecord, error) {
+	p, err := apiPath("users", user, "sessions")
+	r := request{method: http.MethodPost, path: p, body: req, header: http.Header{}}
+	for _, o := range opts {
+		o(r.header)
+	}
+	res, status, err := call[SessionRecord](ctx, c, r, err)
+	if err != nil {
+		return nil, err
+	}
+	res.Created = status == http.StatusCreated
+	return res, nil
+}
+
+// UpdateSession sets or removes the title and merge-patches the metadata
+// (updateSession); IsNotFound for an unknown session.
+func (c *Client) UpdateSession(ctx context.Context, user, session string, req UpdateSessionRequest) (*SessionRecord, error) {
+	p, err := sessionPath(user, session)
+	return answer[SessionRecord](ctx, c, http.MethodPatch, p, req, err)
+}
+
+// CompleteSessionWithSummary is CompleteSession storing a human summary.
+func (c *Client) CompleteSessionWithSummary(ctx context.Context, user, session, summary string) (*SessionRecord, error) {
+	p, err := sessionPath(user, session, "complete")
+	return answer[SessionRecord](ctx, c, http.MethodPost, p, EndSessionRequest{Summary: &summary}, err)
+}
