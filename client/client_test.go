@@ -260,6 +260,9 @@ func TestEveryOperation(t *testing.T) {
 	if up.Title != nil || len(up.Metadata) != 1 || up.Metadata["pr"] != "42" {
 		t.Fatalf("UpdateSession: %+v", up)
 	}
+	if l := must(c.ListUserSessions(ctx, u, client.ListSessionsOptions{Metadata: map[string]string{"pr": "42"}})).ok(t); len(l.Sessions) != 1 || l.Sessions[0].SessionID != cs.SessionID {
+		t.Fatalf("ListUserSessions by metadata: %+v", l)
+	}
 	if r := must(c.CompleteSessionWithSummary(ctx, u, cs.SessionID, "done")).ok(t); *r.Summary != "done" || *r.EndReason != "completed" {
 		t.Fatalf("CompleteSessionWithSummary: %+v", r)
 	}

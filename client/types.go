@@ -264,6 +264,10 @@ type ListSessionsOptions struct {
 	Status SessionStatus // only this status; "" = all
 	Limit  int           // page size, 1-500; 0 = 50
 	Cursor string        // NextCursor of the previous page; "" = first page
+	// Metadata keeps the sessions whose metadata holds every pair (sent as
+	// metadata.<key>=<value>). Such a page may hold fewer than Limit
+	// sessions and still have a NextCursor.
+	Metadata map[string]string
 }
 
 // UsageRequest is one LLM call. Explicit token counts win over the estimate

@@ -5,4 +5,6 @@ package lua
 var (
 	RegistryCreate = load("registry_create")
 	RegistryUpdate = load("registry_update")
+	// RegistryMetaPrune is not a session script: KEYS are an index and a record.
+	RegistryMetaPrune = load("registry_meta_prune")
 )

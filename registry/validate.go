@@ -21,24 +21,10 @@ const (
 	MaxKeyLength      = 255 // Idempotency-Key: printable ASCII
 )
 
-// validMetaKey reports whether k is 1-64 characters of [A-Za-z0-9_.-].
-func validMetaKey(k string) bool {
-	if k == "" || len(k) > MaxMetaKeyLength {
-		return false
-	}
-	for _, c := range []byte(k) {
-		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '.' || c == '-'
-		if !ok {
-			return false
-		}
-	}
-	return true
-}
-
 // checkMeta validates one metadata pair (value nil: a removal in a patch,
 // allowed only when nullable).
 func checkMeta(k string, v *string, nullable bool) error {
-	if !validMetaKey(k) {
+	if !sessionstore.ValidMetaKey(k) {
 		return sidecar.BadRequest("invalid_field", "metadata key %q must be 1-%d characters of A-Z a-z 0-9 _ . -", k, MaxMetaKeyLength)
 	}
 	if v == nil {

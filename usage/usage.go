@@ -318,8 +318,12 @@ func (m *Module) list(w http.ResponseWriter, r *http.Request, user string) error
 	if err != nil {
 		return err
 	}
+	meta, err := sessionstore.MetadataQuery(q)
+	if err != nil {
+		return sidecar.BadRequest("invalid_query", "%v", err)
+	}
 	page, next, err := m.store.List(r.Context(), sessionstore.ListQuery{
-		User: user, Status: status, Limit: limit, Cursor: q.Get("cursor"), AbandonAfter: m.abandonAfter,
+		User: user, Status: status, Limit: limit, Cursor: q.Get("cursor"), AbandonAfter: m.abandonAfter, Metadata: meta,
 	})
 	if errors.Is(err, sessionstore.ErrBadCursor) {
 		return sidecar.BadRequest("invalid_query", "cursor is not one this API returned")
