@@ -267,6 +267,19 @@ func TestEveryOperation(t *testing.T) {
 		t.Fatalf("CompleteSessionWithSummary: %+v", r)
 	}
 	mustNil(t, c.DeleteSession(ctx, u, cs.SessionID))
+	st := must(c.StartSession(ctx, u, client.StartSessionRequest{Match: map[string]string{"agent": "a"}})).ok(t)
+	if !st.IsNew || st.Closed == nil || st.SessionsContext == nil || st.Recent == nil {
+		t.Fatalf("StartSession: %+v", st)
+	}
+	if again := must(c.StartSession(ctx, u, client.StartSessionRequest{Match: map[string]string{"agent": "a"}})).ok(t); again.IsNew || again.SessionID != st.SessionID {
+		t.Fatalf("StartSession again: %+v", again)
+	}
+	if r := must(c.EndActiveSession(ctx, u, client.EndActiveSessionRequest{Summary: new("s"), Match: map[string]string{"agent": "a"}})).ok(t); r.SessionID != st.SessionID || *r.EndReason != "completed" {
+		t.Fatalf("EndActiveSession: %+v", r)
+	}
+	_, err = c.EndActiveSession(ctx, u, client.EndActiveSessionRequest{Match: map[string]string{"agent": "a"}})
+	wantErr(t, err, 404, "not_found")
+	mustNil(t, c.DeleteSession(ctx, u, st.SessionID))
 
 	// Deletes.
 	mustNil(t, c.DeleteEntry(ctx, u, s, "q1"))

@@ -156,6 +156,8 @@ var schemaTypes = map[string]any{
 	"AcquireLockRequest": AcquireLockRequest{}, "RefreshLockRequest": RefreshLockRequest{}, "ReleaseLockRequest": releaseLockRequest{},
 	"LockGrant": LockGrant{}, "LockReleased": lockReleased{}, "LockInfo": LockInfo{},
 	"CreateSessionRequest": CreateSessionRequest{}, "UpdateSessionRequest": UpdateSessionRequest{}, "EndSessionRequest": EndSessionRequest{},
+	"StartSessionRequest": StartSessionRequest{}, "SessionStart": SessionStart{}, "SessionContext": SessionContext{},
+	"EndActiveSessionRequest": EndActiveSessionRequest{},
 }
 
 var notStructs = []string{"Error", "Id", "MemifyMetadata", "SessionStatus", "ContextEntry", "AppendContextRequest", "UpdateContextRequest", "Metadata"}

@@ -37,3 +37,18 @@ func (c *Client) CompleteSessionWithSummary(ctx context.Context, user, session, 
 	p, err := sessionPath(user, session, "complete")
 	return answer[SessionRecord](ctx, c, http.MethodPost, p, EndSessionRequest{Summary: &summary}, err)
 }
+
+// StartSession starts or reuses the user's active session (startSession):
+// IsNew reports which.
+func (c *Client) StartSession(ctx context.Context, user string, req StartSessionRequest) (*SessionStart, error) {
+	p, err := apiPath("users", user, "active-session")
+	return answer[SessionStart](ctx, c, http.MethodPost, p, req, err)
+}
+
+// EndActiveSession ends, as completed, the session StartSession would
+// reuse and returns its record (endActiveSession); IsNotFound when the
+// user has none.
+func (c *Client) EndActiveSession(ctx context.Context, user string, req EndActiveSessionRequest) (*SessionRecord, error) {
+	p, err := apiPath("users", user, "active-session", "end")
+	return answer[SessionRecord](ctx, c, http.MethodPost, p, req, err)
+}

@@ -5,7 +5,7 @@
 //
 // A script named "x" whose first line is "--! prelude: y" runs with the
 // shared helpers of y.lua prepended (one copy of the JSON scanner and the
-// session bookkeeping instead of one per script).
+// session bookkeeping instead of one per script); y may have its own prelude.
 package lua
 
 import (
@@ -41,23 +41,26 @@ var registry = map[string]*Script{}
 // load builds the Script of name.lua; it panics at package init if the file
 // is missing, which only a broken build can cause.
 func load(name string) *Script {
+	src := source(name)
+	sum := sha1.Sum([]byte(src))
+	s := &Script{Name: name, Source: src, lua: rueidis.NewLuaScript(src), sha1: hex.EncodeToString(sum[:]),
+		duration: scriptDuration.WithLabelValues(name), errors: scriptErrors.WithLabelValues(name)}
+	registry[name] = s
+	return s
+}
+
+// source is the text of name.lua with its prelude (which may have its
+// own) prepended.
+func source(name string) string {
 	body, err := files.ReadFile(name + ".lua")
 	if err != nil {
 		panic(fmt.Sprintf("lua: %s.lua not embedded: %v", name, err))
 	}
 	src := string(body)
 	if first, _, _ := strings.Cut(src, "\n"); strings.HasPrefix(first, "--! prelude: ") {
-		pre, err := files.ReadFile(strings.TrimSpace(strings.TrimPrefix(first, "--! prelude: ")) + ".lua")
-		if err != nil {
-			panic(fmt.Sprintf("lua: prelude of %s.lua: %v", name, err))
-		}
-		src = string(pre) + "\n" + src
+		src = source(strings.TrimSpace(strings.TrimPrefix(first, "--! prelude: "))) + "\n" + src
 	}
-	sum := sha1.Sum([]byte(src))
-	s := &Script{Name: name, Source: src, lua: rueidis.NewLuaScript(src), sha1: hex.EncodeToString(sum[:]),
-		duration: scriptDuration.WithLabelValues(name), errors: scriptErrors.WithLabelValues(name)}
-	registry[name] = s
-	return s
+	return src
 }
 
 // SHA1 is the script's digest, for EVALSHA.

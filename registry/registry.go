@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"log/slog"
 	"net/http"
 	"time"
 
@@ -23,6 +24,7 @@ var Factory = sidecar.Factory{Name: "registry", New: New}
 type Module struct {
 	store        *Store
 	abandonAfter time.Duration
+	logger       *slog.Logger
 }
 
 // New builds the module over the host's shared session store.
@@ -31,7 +33,7 @@ func New(_ context.Context, deps sidecar.Deps) (sidecar.Module, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Module{store: &Store{s}, abandonAfter: s.Config().AbandonAfter()}, nil
+	return &Module{store: &Store{s}, abandonAfter: s.Config().AbandonAfter(), logger: deps.Logger}, nil
 }
 
 // Name implements sidecar.Module.
@@ -42,6 +44,8 @@ func (m *Module) Routes() []sidecar.Route {
 	return []sidecar.Route{
 		{Pattern: "POST /v1/users/{user_id}/sessions", Handler: m.create},
 		{Pattern: "PATCH /v1/users/{user_id}/sessions/{session_id}", Handler: m.update},
+		{Pattern: "POST /v1/users/{user_id}/active-session", Handler: m.active},
+		{Pattern: "POST /v1/users/{user_id}/active-session/end", Handler: m.activeEnd},
 	}
 }
 
@@ -150,7 +154,7 @@ func (m *Module) update(w http.ResponseWriter, r *http.Request) error {
 		}
 		set := map[string]string{}
 		for k, v := range patch {
-			if err := checkMeta(k, v, true); err != nil {
+			if err := checkMeta("metadata", k, v, true); err != nil {
 				return err
 			}
 			if v == nil {

@@ -2,6 +2,7 @@ package registry
 
 import (
 	"context"
+	"errors"
 	"strconv"
 
 	"github.com/agentsidecar/agentsidecar/lua"
@@ -80,4 +81,67 @@ func flag(s *string) (string, string) {
 		return "0", ""
 	}
 	return "1", *s
+}
+
+// Start is a start-or-reuse call.
+type Start struct {
+	Title    *string
+	Metadata string // the new session's metadata (match included), JSON or ""
+	Match    string // JSON or "" (every running session)
+}
+
+// Started is what start-or-reuse did.
+type Started struct {
+	SessionID string
+	New       bool
+	Closed    []string // auto-closed sessions
+}
+
+// abandonArg is SESSION_ABANDON_AFTER_SECONDS in µs, as the scripts take it.
+func (s *Store) abandonArg() string {
+	return strconv.FormatInt(s.Config().AbandonAfter().Microseconds(), 10)
+}
+
+// Active starts or reuses the user's active session in one script.
+func (s *Store) Active(ctx context.Context, user string, st Start) (Started, error) {
+	hasTitle, title := flag(st.Title)
+	msg, err := s.Exec(ctx, lua.RegistryActive, user, newSessionID(), s.abandonArg(), hasTitle, title, st.Metadata, st.Match)
+	if err != nil {
+		return Started{}, err
+	}
+	arr, err := msg.ToArray()
+	if err != nil || len(arr) != 3 {
+		return Started{}, redisstore.Wrap(lua.RegistryActive.Name, errors.Join(err, errors.New("unexpected reply")))
+	}
+	var out Started
+	out.SessionID, _ = arr[0].ToString()
+	n, _ := arr[1].AsInt64()
+	out.New = n == 1
+	out.Closed, _ = arr[2].AsStrSlice()
+	if out.New {
+		sessionstore.CountStarted()
+	}
+	for range out.Closed {
+		sessionstore.CountEnded("auto_closed")
+	}
+	return out, nil
+}
+
+// ActiveEnd ends the session start-or-reuse would reuse as completed, with
+// summary (nil = none); a not-found refusal when none is running.
+func (s *Store) ActiveEnd(ctx context.Context, user string, summary *string, match string) (string, error) {
+	hasSummary, text := flag(summary)
+	msg, err := s.Exec(ctx, lua.RegistryActiveEnd, user, newSessionID(), s.abandonArg(), hasSummary, text, match)
+	if errors.Is(err, redisstore.ErrNotFound) {
+		return "", redisstore.NotFound("user %s has no active session", user)
+	}
+	if err != nil {
+		return "", err
+	}
+	sid, err := msg.ToString()
+	if err != nil {
+		return "", redisstore.Wrap(lua.RegistryActiveEnd.Name, err)
+	}
+	sessionstore.CountEnded("completed")
+	return sid, nil
 }

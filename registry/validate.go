@@ -23,18 +23,18 @@ const (
 
 // checkMeta validates one metadata pair (value nil: a removal in a patch,
 // allowed only when nullable).
-func checkMeta(k string, v *string, nullable bool) error {
+func checkMeta(field, k string, v *string, nullable bool) error {
 	if !sessionstore.ValidMetaKey(k) {
-		return sidecar.BadRequest("invalid_field", "metadata key %q must be 1-%d characters of A-Z a-z 0-9 _ . -", k, MaxMetaKeyLength)
+		return sidecar.BadRequest("invalid_field", "%s key %q must be 1-%d characters of A-Z a-z 0-9 _ . -", field, k, MaxMetaKeyLength)
 	}
 	if v == nil {
 		if nullable {
 			return nil
 		}
-		return sidecar.BadRequest("invalid_field", "field \"metadata.%s\" must be a string (null removes a key only in PATCH)", k)
+		return sidecar.BadRequest("invalid_field", "field \"%s.%s\" must be a string (null removes a key only in PATCH)", field, k)
 	}
 	if !utf8.ValidString(*v) || utf8.RuneCountInString(*v) > MaxMetaValueChars {
-		return sidecar.BadRequest("invalid_field", "field \"metadata.%s\" must be at most %d characters of UTF-8", k, MaxMetaValueChars)
+		return sidecar.BadRequest("invalid_field", "field \"%s.%s\" must be at most %d characters of UTF-8", field, k, MaxMetaValueChars)
 	}
 	return nil
 }
@@ -47,7 +47,7 @@ func createMeta(m map[string]*string) (string, error) {
 	}
 	flat := make(map[string]string, len(m))
 	for k, v := range m {
-		if err := checkMeta(k, v, false); err != nil {
+		if err := checkMeta("metadata", k, v, false); err != nil {
 			return "", err
 		}
 		flat[k] = *v
@@ -57,6 +57,14 @@ func createMeta(m map[string]*string) (string, error) {
 	}
 	b, err := json.Marshal(flat)
 	return string(b), err
+}
+
+// checkSummary validates a summary.
+func checkSummary(s string) error {
+	if !utf8.ValidString(s) || utf8.RuneCountInString(s) > MaxSummaryLength {
+		return sidecar.BadRequest("invalid_field", "field \"summary\" must be at most %d characters of UTF-8", MaxSummaryLength)
+	}
+	return nil
 }
 
 // checkTitle validates a title.

@@ -19,8 +19,10 @@ func registerCounters(reg prometheus.Registerer) error {
 	if reg == nil {
 		return nil
 	}
-	if err := reg.Register(sessionsStarted); err != nil && !errors.As(err, &prometheus.AlreadyRegisteredError{}) {
-		return err
+	for _, c := range []prometheus.Collector{sessionsStarted, sessionsEnded} {
+		if err := reg.Register(c); err != nil && !errors.As(err, &prometheus.AlreadyRegisteredError{}) {
+			return err
+		}
 	}
 	return nil
 }
@@ -28,3 +30,23 @@ func registerCounters(reg prometheus.Registerer) error {
 // CountStarted counts a session that a write through this sidecar started
 // (a script reported that it created the record).
 func CountStarted() { sessionsStarted.Inc() }
+
+// EndReasons are the values of end_reason, the label of
+// sidecar_sessions_ended_total.
+var EndReasons = []string{"completed", "failed", "split", "auto_closed"}
+
+// sessionsEnded counts, per process, the sessions ended through this
+// sidecar by end_reason (every reason's series exists from the start).
+var sessionsEnded = func() *prometheus.CounterVec {
+	c := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "sidecar_sessions_ended_total",
+		Help: "Sessions ended through this sidecar, by end_reason (completed, failed, split, auto_closed).",
+	}, []string{"end_reason"})
+	for _, r := range EndReasons {
+		c.WithLabelValues(r)
+	}
+	return c
+}()
+
+// CountEnded counts a session ended through this sidecar with reason.
+func CountEnded(reason string) { sessionsEnded.WithLabelValues(reason).Inc() }

@@ -159,6 +159,9 @@ func TestOpenAPIExamples(t *testing.T) {
 		{"createSession", 201, nil},
 		{"createSession", 200, nil}, // same Idempotency-Key
 		{"updateSession", 200, nil},
+		{"startSession", 201, nil},
+		{"startSession", 200, nil}, // reused
+		{"endActiveSession", 200, nil},
 		{"completeSession", 200, nil},
 		{"recordUsage", 201, func(c *call) { c.path = map[string]string{"session_id": "chat-2"} }},
 		{"failSession", 200, func(c *call) { c.path = map[string]string{"session_id": "chat-2"} }},
