@@ -279,6 +279,18 @@ func TestEveryOperation(t *testing.T) {
 	}
 	_, err = c.EndActiveSession(ctx, u, client.EndActiveSessionRequest{Match: map[string]string{"agent": "a"}})
 	wantErr(t, err, 404, "not_found")
+	if got := must(c.PatchSessionState(ctx, u, st.SessionID, map[string]any{"a": 1, "b": nil})).ok(t); string(got) != `{"a":1}` {
+		t.Fatalf("PatchSessionState: %s", got)
+	}
+	if got := must(c.GetSessionState(ctx, u, st.SessionID)).ok(t); string(got) != `{"a":1}` {
+		t.Fatalf("GetSessionState: %s", got)
+	}
+	if got := must(c.PatchUserState(ctx, u, map[string]any{"lang": "fr"})).ok(t); string(got) != `{"lang":"fr"}` {
+		t.Fatalf("PatchUserState: %s", got)
+	}
+	if got := must(c.GetUserState(ctx, u)).ok(t); string(got) != `{"lang":"fr"}` {
+		t.Fatalf("GetUserState: %s", got)
+	}
 	mustNil(t, c.DeleteSession(ctx, u, st.SessionID))
 
 	// Deletes.

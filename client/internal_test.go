@@ -160,7 +160,7 @@ var schemaTypes = map[string]any{
 	"EndActiveSessionRequest": EndActiveSessionRequest{},
 }
 
-var notStructs = []string{"Error", "Id", "MemifyMetadata", "SessionStatus", "ContextEntry", "AppendContextRequest", "UpdateContextRequest", "Metadata"}
+var notStructs = []string{"Error", "Id", "MemifyMetadata", "SessionStatus", "ContextEntry", "AppendContextRequest", "UpdateContextRequest", "Metadata", "State", "StatePatch"}
 
 // TestTypesMatchSchemas: every struct has exactly its schema's properties
 // as JSON names (nested objects included), and every schema has a type.

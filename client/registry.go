@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 )
 
@@ -51,4 +52,40 @@ func (c *Client) StartSession(ctx context.Context, user string, req StartSession
 func (c *Client) EndActiveSession(ctx context.Context, user string, req EndActiveSessionRequest) (*SessionRecord, error) {
 	p, err := apiPath("users", user, "active-session", "end")
 	return answer[SessionRecord](ctx, c, http.MethodPost, p, req, err)
+}
+
+// GetSessionState returns the session's state object ({} when none was
+// set; getSessionState); IsNotFound for an unknown session.
+func (c *Client) GetSessionState(ctx context.Context, user, session string) (json.RawMessage, error) {
+	p, err := sessionPath(user, session, "state")
+	return rawAnswer(ctx, c, http.MethodGet, p, nil, err)
+}
+
+// PatchSessionState applies a JSON merge patch (a JSON object: nil map
+// values remove keys) to the session's state and returns the new state
+// (patchSessionState).
+func (c *Client) PatchSessionState(ctx context.Context, user, session string, patch any) (json.RawMessage, error) {
+	p, err := sessionPath(user, session, "state")
+	return rawAnswer(ctx, c, http.MethodPatch, p, patch, err)
+}
+
+// GetUserState returns the user's state object ({} when none; getUserState).
+func (c *Client) GetUserState(ctx context.Context, user string) (json.RawMessage, error) {
+	p, err := apiPath("users", user, "state")
+	return rawAnswer(ctx, c, http.MethodGet, p, nil, err)
+}
+
+// PatchUserState applies a JSON merge patch to the user's state and returns
+// the new state (patchUserState).
+func (c *Client) PatchUserState(ctx context.Context, user string, patch any) (json.RawMessage, error) {
+	p, err := apiPath("users", user, "state")
+	return rawAnswer(ctx, c, http.MethodPatch, p, patch, err)
+}
+
+func rawAnswer(ctx context.Context, c *Client, method, path string, body any, pathErr error) (json.RawMessage, error) {
+	out, err := answer[json.RawMessage](ctx, c, method, path, body, pathErr)
+	if err != nil {
+		return nil, err
+	}
+	return *out, nil
 }

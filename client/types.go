@@ -229,6 +229,7 @@ type CreateSessionRequest struct {
 	SessionID string            `json:"session_id,omitempty"`
 	Title     *string           `json:"title,omitempty"`
 	Metadata  map[string]string `json:"metadata,omitempty"`
+	State     json.RawMessage   `json:"state,omitempty"` // a JSON object
 }
 
 // UpdateSessionRequest changes a session's title and merges Metadata into

@@ -89,3 +89,41 @@ local function end_session(reason, summary, auto)
   redis.call('HSET', K_RECORD, unpack(f))
   finish_write(true)
 end
+
+-- merge_patch applies the JSON merge patch text patch (RFC 7396) to the
+-- JSON text target (nil: none) and returns the result text. Objects are
+-- merged key by key (a null removes the key), anything else replaces; the
+-- bytes of every value the patch does not touch are kept as they are (no
+-- decode/encode: numbers and empty arrays survive). Keys compare as their
+-- raw JSON text. O(size of target + patch).
+local function merge_patch(target, patch)
+  if string.byte(patch, skip_ws(patch, 1)) ~= 123 then return patch end
+  local keys, vals, at = {}, {}, {}
+  if target and string.byte(target, skip_ws(target, 1)) == 123 then
+    for _, f in ipairs(object_fields(target)) do
+      if not at[f.key] then
+        keys[#keys + 1] = f.key
+        vals[#keys] = string.sub(target, f.vs, f.ve - 1)
+        at[f.key] = #keys
+      end
+    end
+  end
+  for _, f in ipairs(object_fields(patch)) do
+    local v = string.sub(patch, f.vs, f.ve - 1)
+    local j = at[f.key]
+    if v == 'null' then
+      if j then vals[j] = false end
+    elseif j then
+      vals[j] = merge_patch(vals[j] or nil, v)
+    else
+      keys[#keys + 1] = f.key
+      vals[#keys] = merge_patch(nil, v)
+      at[f.key] = #keys
+    end
+  end
+  local parts = {}
+  for i, k in ipairs(keys) do
+    if vals[i] then parts[#parts + 1] = '"' .. k .. '":' .. vals[i] end
+  end
+  return '{' .. table.concat(parts, ',') .. '}'
+end

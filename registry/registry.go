@@ -46,6 +46,10 @@ func (m *Module) Routes() []sidecar.Route {
 		{Pattern: "PATCH /v1/users/{user_id}/sessions/{session_id}", Handler: m.update},
 		{Pattern: "POST /v1/users/{user_id}/active-session", Handler: m.active},
 		{Pattern: "POST /v1/users/{user_id}/active-session/end", Handler: m.activeEnd},
+		{Pattern: "GET /v1/users/{user_id}/sessions/{session_id}/state", Handler: m.getSessionState},
+		{Pattern: "PATCH /v1/users/{user_id}/sessions/{session_id}/state", Handler: m.patchSessionState},
+		{Pattern: "GET /v1/users/{user_id}/state", Handler: m.getUserState},
+		{Pattern: "PATCH /v1/users/{user_id}/state", Handler: m.patchUserState},
 	}
 }
 
@@ -53,6 +57,7 @@ type createRequest struct {
 	SessionID *string            `json:"session_id"`
 	Title     *string            `json:"title"`
 	Metadata  map[string]*string `json:"metadata"`
+	State     json.RawMessage    `json:"state"`
 }
 
 func (m *Module) create(w http.ResponseWriter, r *http.Request) error {
@@ -89,7 +94,13 @@ func (m *Module) create(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	created, err := m.store.Create(r.Context(), user, session, NewSession{Title: req.Title, Metadata: meta, Key: key})
+	var state string
+	if req.State != nil && !bytes.Equal(req.State, null) {
+		if state, err = checkState("field \"state\"", req.State); err != nil {
+			return err
+		}
+	}
+	created, err := m.store.Create(r.Context(), user, session, NewSession{Title: req.Title, Metadata: meta, Key: key, State: state})
 	if err != nil {
 		return err
 	}

@@ -20,6 +20,7 @@ type NewSession struct {
 	Title    *string
 	Metadata string // flat JSON string map, "" = none
 	Key      string // Idempotency-Key, "" = none
+	State    string // initial state object, "" = none
 }
 
 // Create creates the session as running with its title and metadata.
@@ -27,7 +28,7 @@ type NewSession struct {
 // written); an existing session is a session_exists conflict.
 func (s *Store) Create(ctx context.Context, user, session string, n NewSession) (created bool, err error) {
 	hasTitle, title := flag(n.Title)
-	msg, err := s.Exec(ctx, lua.RegistryCreate, user, session, hasTitle, title, n.Metadata, n.Key)
+	msg, err := s.Exec(ctx, lua.RegistryCreate, user, session, hasTitle, title, n.Metadata, n.Key, n.State)
 	if err != nil {
 		return false, err
 	}

@@ -162,6 +162,10 @@ func TestOpenAPIExamples(t *testing.T) {
 		{"startSession", 201, nil},
 		{"startSession", 200, nil}, // reused
 		{"endActiveSession", 200, nil},
+		{"patchSessionState", 200, nil},
+		{"getSessionState", 200, nil},
+		{"patchUserState", 200, nil},
+		{"getUserState", 200, nil},
 		{"completeSession", 200, nil},
 		{"recordUsage", 201, func(c *call) { c.path = map[string]string{"session_id": "chat-2"} }},
 		{"failSession", 200, func(c *call) { c.path = map[string]string{"session_id": "chat-2"} }},
