@@ -153,6 +153,18 @@ func TestActiveSessionAutoClose(t *testing.T) {
 		if len(got.Recent) != 10 || got.Recent[0]["question"] != qs[24] || got.Recent[9]["question"] != qs[15] {
 			t.Errorf("recent: %d items, first %v", len(got.Recent), got.Recent[0]["question"])
 		}
+		// Counted by end_reason; every reason's series exists.
+		metrics := sidecartest.Do(t, "GET", h.Ops+"/metrics", "").Body
+		for _, line := range []string{
+			`sidecar_sessions_ended_total{end_reason="auto_closed"} `,
+			`sidecar_sessions_ended_total{end_reason="completed"} `,
+			`sidecar_sessions_ended_total{end_reason="failed"} `,
+			`sidecar_sessions_ended_total{end_reason="split"} `,
+		} {
+			if !strings.Contains(metrics, line) {
+				t.Errorf("/metrics lacks %s", line)
+			}
+		}
 	})
 }
 
