@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/agentsidecar/agentsidecar/client"
@@ -76,6 +77,13 @@ func TestCreate(t *testing.T) {
 		}
 		if got := members(t, srv, l.MetaGlobal(l.Bucket("alice"), "pr", "42")); len(got) != 1 || got[0] != "alice:s1" {
 			t.Errorf("global index: %v", got)
+		}
+		// The indexes live as long as the session: they carry its TTL.
+		c := srv.Client(t)
+		for _, k := range []string{l.MetaIndex("alice", "repo", "myorg/myrepo"), l.MetaGlobal(l.Bucket("alice"), "pr", "42")} {
+			if ttl, err := c.Do(t.Context(), c.B().Ttl().Key(k).Build()).AsInt64(); err != nil || ttl <= 0 || ttl > *r.TTLSeconds {
+				t.Errorf("TTL of %s: %d %v, want (0, %d]", k, ttl, err, *r.TTLSeconds)
+			}
 		}
 		// An existing session: 409, nothing changed.
 		before := hash(t, srv, l.Session("alice", "s1").Record)
@@ -232,6 +240,37 @@ func TestDeleteDropsMetadataIndexes(t *testing.T) {
 		for _, k := range []string{l.MetaIndex("alice", "a", "1"), l.MetaGlobal(l.Bucket("alice"), "a", "1")} {
 			if got := members(t, srv, k); len(got) != 0 {
 				t.Errorf("%s after delete: %v", k, got)
+			}
+		}
+	})
+}
+
+// Concurrent metadata patches from two sidecars leave the session in
+// exactly the index of its final value.
+func TestUpdateConcurrentIndexes(t *testing.T) {
+	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
+		hosts := []*sidecartest.Host{start(t, srv, nil), start(t, srv, nil)}
+		l := srv.Layout()
+		want(t, hosts[0].Do(t, "POST", "/v1/users/alice/sessions", `{"session_id":"s1","metadata":{"k":"v0"}}`), 201)
+		var wg sync.WaitGroup
+		for i := range 20 {
+			wg.Go(func() {
+				rep := hosts[i%2].Do(t, "PATCH", "/v1/users/alice/sessions/s1", fmt.Sprintf(`{"metadata":{"k":"v%d","i%d":"x"}}`, i, i))
+				if rep.Status != 200 {
+					t.Errorf("patch %d: %d %s", i, rep.Status, rep.Body)
+				}
+			})
+		}
+		wg.Wait()
+		r := want(t, hosts[1].Do(t, "GET", "/v1/users/alice/sessions/s1", ""), 200)
+		if len(r.Metadata) != 21 {
+			t.Errorf("metadata %v: want k and 20 i<n>", r.Metadata)
+		}
+		for i := range 21 {
+			v := fmt.Sprintf("v%d", i)
+			n := len(members(t, srv, l.MetaIndex("alice", "k", v))) + len(members(t, srv, l.MetaGlobal(l.Bucket("alice"), "k", v)))
+			if final := v == r.Metadata["k"]; (final && n != 2) || (!final && n != 0) {
+				t.Errorf("k=%s: %d index members (final value %s)", v, n, r.Metadata["k"])
 			}
 		}
 	})

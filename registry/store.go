@@ -123,7 +123,7 @@ func (s *Store) Active(ctx context.Context, user string, st Start) (Started, err
 		sessionstore.CountStarted()
 	}
 	for range out.Closed {
-		sessionstore.CountEnded("auto_closed")
+		s.CountEnded("auto_closed")
 	}
 	return out, nil
 }
@@ -143,6 +143,6 @@ func (s *Store) ActiveEnd(ctx context.Context, user string, summary *string, mat
 	if err != nil {
 		return "", redisstore.Wrap(lua.RegistryActiveEnd.Name, err)
 	}
-	sessionstore.CountEnded("completed")
+	s.CountEnded("completed")
 	return sid, nil
 }

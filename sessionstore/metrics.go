@@ -19,10 +19,8 @@ func registerCounters(reg prometheus.Registerer) error {
 	if reg == nil {
 		return nil
 	}
-	for _, c := range []prometheus.Collector{sessionsStarted, sessionsEnded} {
-		if err := reg.Register(c); err != nil && !errors.As(err, &prometheus.AlreadyRegisteredError{}) {
-			return err
-		}
+	if err := reg.Register(sessionsStarted); err != nil && !errors.As(err, &prometheus.AlreadyRegisteredError{}) {
+		return err
 	}
 	return nil
 }
@@ -35,9 +33,9 @@ func CountStarted() { sessionsStarted.Inc() }
 // sidecar_sessions_ended_total.
 var EndReasons = []string{"completed", "failed", "split", "auto_closed"}
 
-// sessionsEnded counts, per process, the sessions ended through this
-// sidecar by end_reason (every reason's series exists from the start).
-var sessionsEnded = func() *prometheus.CounterVec {
+// newEnded is sidecar_sessions_ended_total of one host (every reason's
+// series exists from the start).
+func newEnded() *prometheus.CounterVec {
 	c := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "sidecar_sessions_ended_total",
 		Help: "Sessions ended through this sidecar, by end_reason (completed, failed, split, auto_closed).",
@@ -46,7 +44,13 @@ var sessionsEnded = func() *prometheus.CounterVec {
 		c.WithLabelValues(r)
 	}
 	return c
-}()
+}
 
-// CountEnded counts a session ended through this sidecar with reason.
-func CountEnded(reason string) { sessionsEnded.WithLabelValues(reason).Inc() }
+// CountEnded counts a session ended through this sidecar with reason (in
+// the host's sidecar_sessions_ended_total; a Store made by New counts
+// nothing).
+func (s *Store) CountEnded(reason string) {
+	if s.ended != nil {
+		s.ended.WithLabelValues(reason).Inc()
+	}
+}

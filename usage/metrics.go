@@ -94,7 +94,6 @@ func (m *metrics) observe(model string, r usageResult, estimatedIn, estimatedOut
 }
 
 func (m *metrics) sessionEnded(r sessionstore.Record) {
-	sessionstore.CountEnded(r.Status) // sidecar_sessions_ended_total{end_reason}
 	if r.StartedAt > 0 && r.EndedAt >= r.StartedAt {
 		m.duration.WithLabelValues(r.Status).Observe(float64(r.EndedAt-r.StartedAt) / 1e6)
 	}

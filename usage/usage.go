@@ -267,6 +267,7 @@ func (m *Module) end(status string) sidecar.HandlerFunc {
 		}
 		if ended {
 			m.metrics.sessionEnded(st.Record)
+			m.store.CountEnded(status)
 		}
 		sidecar.WriteJSON(w, http.StatusOK, m.toJSON(st, true))
 		return nil
