@@ -113,3 +113,29 @@ func TestUserState(t *testing.T) {
 		}
 	})
 }
+
+// The examples of RFC 7396, appendix A, whose target and patch are objects.
+func TestStateRFC7396Examples(t *testing.T) {
+	redisstoretest.Each(t, func(t *testing.T, srv *redisstoretest.Server) {
+		h := start(t, srv, nil)
+		for i, c := range []struct{ target, patch, want string }{
+			{`{"a":"b"}`, `{"a":"c"}`, `{"a":"c"}`},
+			{`{"a":"b"}`, `{"b":"c"}`, `{"a":"b","b":"c"}`},
+			{`{"a":"b"}`, `{"a":null}`, `{}`},
+			{`{"a":"b","b":"c"}`, `{"a":null}`, `{"b":"c"}`},
+			{`{"a":["b"]}`, `{"a":"c"}`, `{"a":"c"}`},
+			{`{"a":"c"}`, `{"a":["b"]}`, `{"a":["b"]}`},
+			{`{"a":{"b":"c"}}`, `{"a":{"b":"d","c":null}}`, `{"a":{"b":"d"}}`},
+			{`{"a":[{"b":"c"}]}`, `{"a":[1]}`, `{"a":[1]}`},
+			{`{"e":null}`, `{"a":1}`, `{"e":null,"a":1}`},
+			{`{}`, `{"a":{"bb":{"ccc":null}}}`, `{"a":{"bb":{}}}`},
+		} {
+			s := fmt.Sprintf("s%d", i)
+			want(t, h.Do(t, "POST", "/v1/users/alice/sessions", `{"session_id":"`+s+`","state":`+c.target+`}`), 201)
+			rep := h.Do(t, "PATCH", "/v1/users/alice/sessions/"+s+"/state", c.patch)
+			if rep.Status != 200 || strings.TrimSpace(rep.Body) != c.want {
+				t.Errorf("%s + %s: %d %s, want %s", c.target, c.patch, rep.Status, rep.Body, c.want)
+			}
+		}
+	})
+}
