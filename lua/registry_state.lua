@@ -5,11 +5,12 @@
 -- ARGV[1..4] TTL, max entries, user_id, session_id (session_lib.lua)
 -- ARGV[5] the patch: a JSON object (validated by the sidecar)
 -- ARGV[6] the largest state in bytes
--- returns {1, new state}; 0 no such session (nothing created); -1 the
+-- returns {1, new state} ({2, ...} when this started the session's record,
+--   for a session only Cognee wrote); 0 no such session (nothing created); -1 the
 --   state would exceed ARGV[6] bytes (nothing written).
 if not session_exists() then return 0 end
 local state = merge_patch(redis.call('HGET', K_RECORD, 'state') or nil, ARGV[5])
 if #state > tonumber(ARGV[6]) then return -1 end
 redis.call('HSET', K_RECORD, 'state', state)
-finish_write(false, false)
-return { 1, state }
+local _, started = finish_write(false, false)
+return { stored_flag(started), state }

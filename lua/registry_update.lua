@@ -9,7 +9,8 @@
 --   object of the keys to set (string values)
 -- ARGV[8] the most metadata keys a session may hold
 -- ARGV[9..] metadata keys to remove (the patch's nulls)
--- returns 1 updated; 0 no such session (nothing created); -1 the patch
+-- returns 1 updated (2: and this started the session's record, for a
+--   session only Cognee wrote); 0 no such session (nothing created); -1 the patch
 --   would leave more than ARGV[8] keys (nothing written).
 if not session_exists() then return 0 end
 local old = redis.call('HGET', K_RECORD, 'metadata')
@@ -39,5 +40,5 @@ elseif ARGV[5] == 'null' then
   redis.call('HDEL', K_RECORD, 'title')
 end
 -- a metadata change slides, so new indexes get their TTL at once
-finish_write(false, patched)
-return 1
+local _, started = finish_write(false, patched)
+return stored_flag(started)

@@ -3,6 +3,7 @@ package registry_test
 import (
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -272,6 +273,27 @@ func TestUpdateConcurrentIndexes(t *testing.T) {
 			if final := v == r.Metadata["k"]; (final && n != 2) || (!final && n != 0) {
 				t.Errorf("k=%s: %d index members (final value %s)", v, n, r.Metadata["k"])
 			}
+		}
+	})
+}
+
+// A session only Cognee wrote (its list, no record) can be titled and
+// tagged: the patch creates its record, and the metadata filter finds it.
+func TestUpdateCogneeSession(t *testing.T) {
+	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
+		h := start(t, srv, nil)
+		c := srv.Client(t)
+		entry := `{"time": "2026-01-02T03:04:05.000006+00:00", "qa_id": "q1", "question": "Q?", "context": "", "answer": "A", "feedback_text": null, "feedback_score": null, "used_graph_element_ids": null, "memify_metadata": null, "used_session_context_ids": null}`
+		if err := c.Do(t.Context(), c.B().Rpush().Key(srv.Layout().Session("alice", "cg").Entries).Element(entry).Build()).Error(); err != nil {
+			t.Fatal(err)
+		}
+		r := want(t, h.Do(t, "PATCH", "/v1/users/alice/sessions/cg", `{"title":"From Cognee","metadata":{"src":"cognee"}}`), 200)
+		if r.DerivedFromList || r.EntryCount != 1 || *r.Title != "From Cognee" || r.Status != "running" {
+			t.Errorf("record: %+v", r)
+		}
+		got, _ := pages(t, h, "/v1/users/alice/sessions", map[string][]string{"metadata.src": {"cognee"}})
+		if !slices.Equal(got, []string{"alice/cg"}) {
+			t.Errorf("listing: %v", got)
 		}
 	})
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/agentsidecar/agentsidecar/lua"
 	"github.com/agentsidecar/agentsidecar/redisstore"
+	"github.com/agentsidecar/agentsidecar/sessionstore"
 	"github.com/agentsidecar/agentsidecar/sidecar"
 )
 
@@ -168,6 +169,9 @@ func (s *Store) PatchSessionState(ctx context.Context, user, session, patch stri
 		return "", err
 	}
 	if arr, aerr := msg.ToArray(); aerr == nil && len(arr) == 2 {
+		if flag, _ := arr[0].AsInt64(); flag == 2 {
+			sessionstore.CountStarted()
+		}
 		return arr[1].ToString()
 	}
 	n, err := msg.AsInt64()

@@ -72,6 +72,8 @@ func (s *Store) Update(ctx context.Context, user, session string, u Update) erro
 		return redisstore.NotFound("no session %s/%s", user, session)
 	case -1:
 		return sidecar.BadRequest("invalid_field", "field \"metadata\": the merged metadata would hold more than %d keys", MaxMetadataKeys)
+	case 2:
+		sessionstore.CountStarted()
 	}
 	return nil
 }
