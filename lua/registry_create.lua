@@ -6,7 +6,8 @@
 -- ARGV[5] '1' when ARGV[6] is the title, else '0' (no title)
 -- ARGV[7] metadata: a flat JSON string map, or '' for none
 -- ARGV[8] the Idempotency-Key, or '' for none
--- ARGV[9] the initial state: a JSON object, or '' for none
+-- ARGV[9] the initial state: a JSON object, or '' for none (its key is
+--   agent_session_state:<u>:<s>, slid by finish_write)
 -- returns 1 created; 2 a repeat of ARGV[8] (the session exists and was
 --   created with that key: nothing written); 0 the session exists.
 if session_exists() then
@@ -17,7 +18,7 @@ local f = {}
 if ARGV[5] == '1' then f[#f + 1], f[#f + 2] = 'title', ARGV[6] end
 if ARGV[7] ~= '' then f[#f + 1], f[#f + 2] = 'metadata', ARGV[7] end
 if ARGV[8] ~= '' then f[#f + 1], f[#f + 2] = 'create_key', ARGV[8] end
-if ARGV[9] ~= '' then f[#f + 1], f[#f + 2] = 'state', ARGV[9] end
+if ARGV[9] ~= '' then redis.call('SET', K_STATE, ARGV[9]) end
 if #f > 0 then redis.call('HSET', K_RECORD, unpack(f)) end
 finish_write(false, true)
 return 1

@@ -368,6 +368,11 @@ end
 
 local META_TAG = string.sub(K_RECORD, #'agent_session_record:' + 1, #K_RECORD - #GID)
 
+-- The session's state object (registry module), a string beside the record,
+-- is one of the session's own keys: slid, persisted and deleted with them.
+local K_STATE = 'agent_session_state:' .. META_TAG .. GID
+SESSION_KEYS[#SESSION_KEYS + 1] = K_STATE
+
 local function meta_keys(k, v)
   return 'agent_session_meta:' .. META_TAG .. ARGV[3] .. ':' .. k .. '=' .. v,
     'agent_session_meta_global:' .. META_TAG .. k .. '=' .. v

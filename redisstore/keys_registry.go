@@ -25,3 +25,11 @@ func (l Layout) MetaGlobal(bucket int, key, value string) string {
 func (l Layout) UserState(user string) string {
 	return "agent_user_state:" + l.tag(l.Bucket(user)) + user
 }
+
+// SessionState is a session's state object (JSON text, a string):
+// agent_session_state:<tag><u>:<s>, one of the session's own keys (the
+// session scripts derive it: lua/session_lib.lua), so it slides, persists
+// and is deleted with them.
+func (l Layout) SessionState(user, session string) string {
+	return "agent_session_state:" + l.tag(l.Bucket(user)) + user + ":" + session
+}

@@ -143,7 +143,7 @@ func (s *Store) SessionState(ctx context.Context, user, session string) (string,
 	}
 	k := s.Keys(user, session)
 	res := client.DoMulti(ctx,
-		client.B().Hget().Key(k.Record).Field("state").Build(),
+		client.B().Get().Key(redisstore.Layout{Cluster: s.Conn().Cluster()}.SessionState(user, session)).Build(),
 		client.B().Exists().Key(k.Entries, k.Traces, k.Context, k.Record).Build())
 	n, err := res[1].AsInt64()
 	if err != nil {

@@ -9,7 +9,10 @@ import (
 
 	"github.com/agentsidecar/agentsidecar/redisstore/redisstoretest"
 	"github.com/agentsidecar/agentsidecar/registry"
+	"github.com/agentsidecar/agentsidecar/sessions"
 	"github.com/agentsidecar/agentsidecar/sidecar/sidecartest"
+	"github.com/agentsidecar/agentsidecar/ttl"
+	"github.com/agentsidecar/agentsidecar/usage"
 )
 
 func TestSessionStateMergePatch(t *testing.T) {
@@ -29,8 +32,13 @@ func TestSessionStateMergePatch(t *testing.T) {
 				t.Fatalf("patch %s: %d %s, want %s", s.patch, rep.Status, rep.Body, s.want)
 			}
 		}
-		if got := hash(t, srv, l.Session("alice", "s1").Record)["state"]; got != steps[len(steps)-1].want {
+		if got := str(t, srv, l.SessionState("alice", "s1")); got != steps[len(steps)-1].want {
 			t.Errorf("stored state %q", got)
+		}
+		// It is one of the session's keys: it has the session's TTL.
+		c := srv.Client(t)
+		if ttl, _ := c.Do(t.Context(), c.B().Ttl().Key(l.SessionState("alice", "s1")).Build()).AsInt64(); ttl <= 0 {
+			t.Errorf("state TTL %d", ttl)
 		}
 		if rep := h.Do(t, "GET", "/v1/users/alice/sessions/s1/state", ""); rep.Status != 200 || strings.TrimSpace(rep.Body) != steps[len(steps)-1].want {
 			t.Errorf("GET: %d %s", rep.Status, rep.Body)
@@ -46,7 +54,7 @@ func TestSessionStateMergePatch(t *testing.T) {
 			}
 		}
 		// Bad patches: 400, nothing written.
-		before := hash(t, srv, l.Session("alice", "s1").Record)["state"]
+		before := str(t, srv, l.SessionState("alice", "s1"))
 		big := `{"x":"` + strings.Repeat("x", registry.MaxStateBytes-100) + `"}`
 		bigState := strings.TrimSpace(h.Do(t, "PATCH", "/v1/users/alice/sessions/s1/state", big).Body)
 		for _, c := range []string{
@@ -58,7 +66,7 @@ func TestSessionStateMergePatch(t *testing.T) {
 				t.Errorf("patch %.40s: %d %s", c, rep.Status, rep.Body)
 			}
 		}
-		if after := hash(t, srv, l.Session("alice", "s1").Record)["state"]; after != bigState || before == after {
+		if after := str(t, srv, l.SessionState("alice", "s1")); after != bigState || before == after {
 			t.Errorf("state after refused patches: %d bytes", len(after))
 		}
 	})
@@ -136,6 +144,35 @@ func TestStateRFC7396Examples(t *testing.T) {
 			if rep.Status != 200 || strings.TrimSpace(rep.Body) != c.want {
 				t.Errorf("%s + %s: %d %s, want %s", c.target, c.patch, rep.Status, rep.Body, c.want)
 			}
+		}
+	})
+}
+
+func str(t *testing.T, srv *redisstoretest.Server, key string) string {
+	t.Helper()
+	c := srv.Client(t)
+	v, _ := c.Do(t.Context(), c.B().Get().Key(key).Build()).ToString()
+	return v
+}
+
+// Deleting a session deletes its state; PUT .../ttl applies to it.
+func TestSessionStateFollowsTheSession(t *testing.T) {
+	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
+		h := sidecartest.Start(t, srv, nil, sessions.Factory, usage.Factory, ttl.Factory, registry.Factory)
+		l := srv.Layout()
+		want(t, h.Do(t, "POST", "/v1/users/alice/sessions", `{"session_id":"s1","state":{"a":1}}`), 201)
+		if rep := h.Do(t, "PUT", "/v1/users/alice/sessions/s1/ttl", `{"ttl_seconds":0}`); rep.Status != 200 {
+			t.Fatalf("ttl: %d %s", rep.Status, rep.Body)
+		}
+		c := srv.Client(t)
+		if ttl, _ := c.Do(t.Context(), c.B().Ttl().Key(l.SessionState("alice", "s1")).Build()).AsInt64(); ttl != -1 {
+			t.Errorf("state TTL after persist: %d", ttl)
+		}
+		if rep := h.Do(t, "DELETE", "/v1/users/alice/sessions/s1", ""); rep.Status != 204 {
+			t.Fatalf("delete: %d", rep.Status)
+		}
+		if v := str(t, srv, l.SessionState("alice", "s1")); v != "" {
+			t.Errorf("state after delete: %q", v)
 		}
 	})
 }
