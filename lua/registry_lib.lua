@@ -25,30 +25,38 @@ end
 
 -- candidates returns the user's running sessions whose metadata holds
 -- every pair of match (a table, or nil for all), most recently active
--- first, as {sid=, last=} (last activity, µs): at most want of them,
--- examining at most ACTIVE_SCAN members of the running index. Members
--- whose record is gone (expired) or no longer running are skipped.
-local function candidates(match, want)
+-- first, as {sid=, last=} (last activity, µs): at most want of them, and
+-- only the first when it is active at or after cutoff (µs; nil: no such
+-- stop). It reads the running index newest first, 32 at a time, examining
+-- at most ACTIVE_SCAN members. Members whose record is gone (expired) or no
+-- longer running are skipped.
+local function candidates(match, want, cutoff)
   local out = {}
-  local members = redis.call('ZREVRANGE', K_USER.running, 0, ACTIVE_SCAN - 1)
   local own = SID
-  for _, sid in ipairs(members) do
-    retarget(sid)
-    local r = redis.call('HMGET', K_RECORD, 'status', 'last_activity_at', 'metadata')
-    if r[1] == 'running' then
-      local ok = true
-      if match then
-        local meta = {}
-        if r[3] and r[3] ~= '' then meta = cjson.decode(r[3]) end
-        for k, v in pairs(match) do
-          if meta[k] ~= v then ok = false break end
+  for from = 0, ACTIVE_SCAN - 1, 32 do
+    local members = redis.call('ZREVRANGE', K_USER.running, from, math.min(from + 31, ACTIVE_SCAN - 1))
+    for _, sid in ipairs(members) do
+      retarget(sid)
+      local r = redis.call('HMGET', K_RECORD, 'status', 'last_activity_at', 'metadata')
+      if r[1] == 'running' then
+        local ok = true
+        if match then
+          local meta = {}
+          if r[3] and r[3] ~= '' then meta = cjson.decode(r[3]) end
+          for k, v in pairs(match) do
+            if meta[k] ~= v then ok = false break end
+          end
+        end
+        if ok then
+          out[#out + 1] = { sid = sid, last = tonumber(r[2]) }
+          if #out >= want or (cutoff and #out == 1 and out[1].last >= cutoff) then
+            retarget(own)
+            return out
+          end
         end
       end
-      if ok then
-        out[#out + 1] = { sid = sid, last = tonumber(r[2]) }
-        if #out >= want then break end
-      end
     end
+    if #members < 32 then break end
   end
   retarget(own)
   return out

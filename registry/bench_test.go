@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentsidecar/agentsidecar/redisstore"
 	"github.com/agentsidecar/agentsidecar/redisstore/redisstoretest"
+	"github.com/agentsidecar/agentsidecar/registry"
 	"github.com/agentsidecar/agentsidecar/sessionstore"
 )
 
@@ -89,4 +90,50 @@ func populateMeta(b *testing.B, c rueidis.Client, l redisstore.Layout, n int) {
 		}
 	}
 	flush()
+}
+
+// BenchmarkStartOrReuse calls start-or-reuse for a user with `others`
+// running sessions of other agents. "reuse": the session of agent a is the
+// newest, found first, whatever the user holds. "miss": no running session
+// matches, so each call examines the whole bound of 256 candidates (never
+// more) and creates a session (left without the pair, so the next call
+// misses again): the worst case.
+//
+//	go test -run '^$' -bench StartOrReuse -benchtime 2s ./registry/
+func BenchmarkStartOrReuse(b *testing.B) {
+	for _, c := range []struct {
+		name   string
+		others int
+		match  string
+	}{
+		{"reuse", 0, `{"agent":"a"}`},
+		{"reuse", 1000, `{"agent":"a"}`},
+		{"miss", 1000, `{"agent":"nobody"}`},
+	} {
+		b.Run(fmt.Sprintf("%s/others=%d", c.name, c.others), func(b *testing.B) {
+			srv := redisstoretest.New(b)
+			conn := redisstoretest.OpenReady(b, srv.Options())
+			store := &registry.Store{Store: sessionstore.New(conn, sessionstore.Config{TTLSeconds: 3600, AbandonAfterSeconds: 1800})}
+			ctx := b.Context()
+			for i := range c.others {
+				m := fmt.Sprintf(`{"agent":"o%d"}`, i)
+				if _, err := store.Active(ctx, "alice", registry.Start{Metadata: m, Match: m}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			first, err := store.Active(ctx, "alice", registry.Start{Metadata: `{"agent":"a"}`, Match: `{"agent":"a"}`})
+			if err != nil || !first.New {
+				b.Fatal(first, err)
+			}
+			for b.Loop() {
+				got, err := store.Active(ctx, "alice", registry.Start{Match: c.match})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if c.name == "reuse" && (got.New || got.SessionID != first.SessionID) {
+					b.Fatalf("not reused: %+v", got)
+				}
+			}
+		})
+	}
 }
