@@ -66,8 +66,10 @@ func (m *Module) create(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	var req createRequest
-	if err := sidecar.DecodeJSON(r, &req); err != nil {
-		return err
+	if r.ContentLength != 0 { // no body: {}
+		if err := sidecar.DecodeJSON(r, &req); err != nil {
+			return err
+		}
 	}
 	key, err := idempotencyKey(r.Header)
 	if err != nil {
