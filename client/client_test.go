@@ -250,6 +250,53 @@ func TestEveryOperation(t *testing.T) {
 		t.Fatalf("CompleteSession after fail: %v", err)
 	}
 
+	// Registry.
+	cs := must(c.CreateSession(ctx, u, client.CreateSessionRequest{Title: new("t"), Metadata: map[string]string{"repo": "r"}}, client.WithIdempotencyKey("c1"))).ok(t)
+	if !cs.Created || len(cs.SessionID) != 36 || *cs.Title != "t" || cs.Metadata["repo"] != "r" {
+		t.Fatalf("CreateSession: %+v", cs)
+	}
+	if again := must(c.CreateSession(ctx, u, client.CreateSessionRequest{}, client.WithIdempotencyKey("c1"))).ok(t); again.Created || again.SessionID != cs.SessionID {
+		t.Fatalf("retried CreateSession: %+v", again)
+	}
+	_, err = c.CreateSession(ctx, u, client.CreateSessionRequest{SessionID: cs.SessionID})
+	wantErr(t, err, 409, "session_exists")
+	up := must(c.UpdateSession(ctx, u, cs.SessionID, client.UpdateSessionRequest{Title: client.Null[string](), Metadata: client.Set(map[string]*string{"repo": nil, "pr": new("42")})})).ok(t)
+	if up.Title != nil || len(up.Metadata) != 1 || up.Metadata["pr"] != "42" {
+		t.Fatalf("UpdateSession: %+v", up)
+	}
+	if l := must(c.ListUserSessions(ctx, u, client.ListSessionsOptions{Metadata: map[string]string{"pr": "42"}})).ok(t); len(l.Sessions) != 1 || l.Sessions[0].SessionID != cs.SessionID {
+		t.Fatalf("ListUserSessions by metadata: %+v", l)
+	}
+	if r := must(c.CompleteSessionWithSummary(ctx, u, cs.SessionID, "done")).ok(t); *r.Summary != "done" || *r.EndReason != "completed" {
+		t.Fatalf("CompleteSessionWithSummary: %+v", r)
+	}
+	mustNil(t, c.DeleteSession(ctx, u, cs.SessionID))
+	st := must(c.StartSession(ctx, u, client.StartSessionRequest{Match: map[string]string{"agent": "a"}})).ok(t)
+	if !st.IsNew || st.Closed == nil || st.SessionsContext == nil || st.Recent == nil {
+		t.Fatalf("StartSession: %+v", st)
+	}
+	if again := must(c.StartSession(ctx, u, client.StartSessionRequest{Match: map[string]string{"agent": "a"}})).ok(t); again.IsNew || again.SessionID != st.SessionID {
+		t.Fatalf("StartSession again: %+v", again)
+	}
+	if r := must(c.EndActiveSession(ctx, u, client.EndActiveSessionRequest{Summary: new("s"), Match: map[string]string{"agent": "a"}})).ok(t); r.SessionID != st.SessionID || *r.EndReason != "completed" {
+		t.Fatalf("EndActiveSession: %+v", r)
+	}
+	_, err = c.EndActiveSession(ctx, u, client.EndActiveSessionRequest{Match: map[string]string{"agent": "a"}})
+	wantErr(t, err, 404, "not_found")
+	if got := must(c.PatchSessionState(ctx, u, st.SessionID, map[string]any{"a": 1, "b": nil})).ok(t); string(got) != `{"a":1}` {
+		t.Fatalf("PatchSessionState: %s", got)
+	}
+	if got := must(c.GetSessionState(ctx, u, st.SessionID)).ok(t); string(got) != `{"a":1}` {
+		t.Fatalf("GetSessionState: %s", got)
+	}
+	if got := must(c.PatchUserState(ctx, u, map[string]any{"lang": "fr"})).ok(t); string(got) != `{"lang":"fr"}` {
+		t.Fatalf("PatchUserState: %s", got)
+	}
+	if got := must(c.GetUserState(ctx, u)).ok(t); string(got) != `{"lang":"fr"}` {
+		t.Fatalf("GetUserState: %s", got)
+	}
+	mustNil(t, c.DeleteSession(ctx, u, st.SessionID))
+
 	// Deletes.
 	mustNil(t, c.DeleteEntry(ctx, u, s, "q1"))
 	wantErr(t, c.DeleteEntry(ctx, u, s, "q1"), 404, "not_found")

@@ -87,6 +87,9 @@ func (c *Client) listSessions(ctx context.Context, path string, opts ListSession
 	if opts.Cursor != "" {
 		q.Set("cursor", opts.Cursor)
 	}
+	for k, v := range opts.Metadata {
+		q.Set("metadata."+k, v)
+	}
 	l, _, err := call[SessionList](ctx, c, request{method: http.MethodGet, path: path, query: q}, pathErr)
 	return l, err
 }

@@ -3,7 +3,9 @@
 -- TIME). Activity after the end is still recorded but never reopens it.
 -- KEYS[1..15] the session's keys, indexes and totals (session_lib.lua)
 -- ARGV[1..4] TTL, max entries, user_id, session_id (session_lib.lua)
--- ARGV[5] 'completed' or 'failed'
+-- ARGV[5] 'completed' or 'failed' (also the end_reason)
+-- ARGV[6] '1' when ARGV[7] is a summary to store (a human one:
+--   summary_auto_generated false), else '0'
 -- returns 1 when ended now; 2 when it had already ended with this status
 --   (nothing written); {3, status} when it had ended with the other one
 --   (nothing written); 0 when there is no such session (nothing created);
@@ -16,6 +18,9 @@ if bad then return { -1, 'wrong_type', bad } end
 local status = redis.call('HGET', K_RECORD, 'status')
 if status == want then return 2 end
 if status == 'completed' or status == 'failed' then return { 3, status } end
-redis.call('HSET', K_RECORD, 'status', want, 'ended_at', string.format('%d', now_us()))
+redis.call('HSET', K_RECORD, 'status', want, 'ended_at', string.format('%d', now_us()), 'end_reason', want)
+if ARGV[6] == '1' then
+  redis.call('HSET', K_RECORD, 'summary', ARGV[7], 'summary_auto_generated', '0')
+end
 finish_write(true)
 return 1

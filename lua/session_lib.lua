@@ -356,6 +356,67 @@ local function slide(ttl, now)
   end
 end
 
+-- Metadata indexes -----------------------------------------------------------
+-- A session's metadata (record field 'metadata', a flat JSON string map) is
+-- indexed per (key, value) in two sorted sets scored by last activity, like
+-- the status indexes: the user's (members session_id) and the bucket's
+-- across users (members "<u>:<s>"). Their names follow the record key's tag
+-- (redisstore/keys_registry.go builds the same names):
+--   agent_session_meta:<tag><u>:<key>=<value>
+--   agent_session_meta_global:<tag><key>=<value>
+-- Keys are [A-Za-z0-9_.-], so the first '=' ends the key.
+
+local META_TAG = string.sub(K_RECORD, #'agent_session_record:' + 1, #K_RECORD - #GID)
+
+-- The session's state object (registry module), a string beside the record,
+-- is one of the session's own keys: slid, persisted and deleted with them.
+local K_STATE = 'agent_session_state:' .. META_TAG .. GID
+SESSION_KEYS[#SESSION_KEYS + 1] = K_STATE
+
+local function meta_keys(k, v)
+  return 'agent_session_meta:' .. META_TAG .. ARGV[3] .. ':' .. k .. '=' .. v,
+    'agent_session_meta_global:' .. META_TAG .. k .. '=' .. v
+end
+
+-- meta_expire gives a metadata index at least ttl seconds to live (0 =
+-- persist): it lives as long as the longest-lived session it holds.
+local function meta_expire(key, ttl)
+  if ttl == 0 then
+    redis.call('PERSIST', key)
+    return
+  end
+  local p = redis.call('PTTL', key)
+  if p < ttl * 1000 then redis.call('EXPIRE', key, ttl) end
+end
+
+-- meta_index files the session under every pair of meta (JSON text, or
+-- nil) with score; ttl (or nil: leave the expiry alone) as meta_expire's.
+local function meta_index(meta, score, ttl)
+  if not meta or meta == '' or meta == '{}' then return end
+  for k, v in pairs(cjson.decode(meta)) do
+    local uk, gk = meta_keys(k, v)
+    redis.call('ZADD', uk, score, SID)
+    redis.call('ZADD', gk, score, GID)
+    if ttl then
+      meta_expire(uk, ttl)
+      meta_expire(gk, ttl)
+    end
+  end
+end
+
+-- meta_unindex removes the session from the indexes of the pairs of meta
+-- (JSON text or nil) that keep (a table, or nil) does not hold.
+local function meta_unindex(meta, keep)
+  if not meta or meta == '' or meta == '{}' then return end
+  for k, v in pairs(cjson.decode(meta)) do
+    if not keep or keep[k] ~= v then
+      local uk, gk = meta_keys(k, v)
+      redis.call('ZREM', uk, SID)
+      redis.call('ZREM', gk, GID)
+    end
+  end
+end
+
 -- session_exists reports whether any key of the session exists.
 local function session_exists()
   return redis.call('EXISTS', K_ENTRIES, K_TRACES, K_CONTEXT, K_RECORD) > 0
@@ -381,7 +442,7 @@ local SLIDE_EVERY_MAX = 60
 local function finish_write(moved, force, count)
   local now = now_us()
   local n = string.format('%d', now) -- tostring would round to 14 digits
-  local rec = redis.call('HMGET', K_RECORD, 'status', 'ttl_seconds', 'slid_at')
+  local rec = redis.call('HMGET', K_RECORD, 'status', 'ttl_seconds', 'slid_at', 'metadata')
   local status, started = rec[1], false
   local ttl = DEFAULT_TTL
   if rec[2] then ttl = tonumber(rec[2]) end
@@ -402,6 +463,7 @@ local function finish_write(moved, force, count)
   end
   redis.call('HSET', K_RECORD, unpack(fields))
   index(status, now, started or moved)
+  meta_index(rec[4], now, due and ttl or nil)
   if due then slide(ttl, now) end
   return status, started
 end

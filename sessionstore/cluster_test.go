@@ -46,7 +46,7 @@ func TestReadsAcrossUsersMergeEveryShard(t *testing.T) {
 				}
 				written++
 				if s == 1 {
-					if _, err := store.usage.End(ctx, user, session, sessionstore.StatusCompleted); err != nil {
+					if _, err := store.usage.End(ctx, user, session, sessionstore.StatusCompleted, nil); err != nil {
 						t.Fatal(err)
 					}
 				}

@@ -13,8 +13,12 @@
 //   - what concerns every key of a session, whichever module wrote it:
 //     Delete, TTL, SetTTL;
 //   - the record and the reads across sessions: Get, List (cursor pages by
-//     status, "abandoned" derived at read time), Stats, CostByModel.
+//     status, "abandoned" derived at read time, metadata filters from the
+//     per-(key, value) indexes), Stats, CostByModel; RecordJSON, the record
+//     as every module answers it.
+//   - the per-host sidecar_sessions_ended_total{end_reason} (CountEnded).
 //
 // Each module's own writes live with its handlers: sessions/store.go (Q&A
-// entries, traces, context), usage/store.go (usage, complete/fail).
+// entries, traces, context), usage/store.go (usage, complete/fail),
+// registry/store.go (create, title/metadata, start-or-reuse, state).
 package sessionstore

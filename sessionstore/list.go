@@ -21,6 +21,9 @@ type ListQuery struct {
 	Limit        int
 	Cursor       string // from the previous page's NextCursor
 	AbandonAfter time.Duration
+	// Metadata keeps the sessions whose metadata holds every pair (served
+	// from the metadata indexes: see listByMetadata).
+	Metadata map[string]string
 }
 
 // ErrBadCursor means a cursor this store did not make.
@@ -72,6 +75,9 @@ func (s *Store) List(ctx context.Context, q ListQuery) ([]SessionState, string, 
 	now, err := s.sweep(ctx, client)
 	if err != nil {
 		return nil, "", err
+	}
+	if len(q.Metadata) > 0 {
+		return s.listByMetadata(ctx, client, q, now)
 	}
 	l := s.layout()
 	var shards [][3]string

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strconv"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/rueidis"
 
 	"github.com/agentsidecar/agentsidecar/lua"
@@ -23,6 +24,7 @@ type Store struct {
 	conn   *redisstore.Conn
 	cfg    Config
 	common []string // ARGV[1..2] of every session script (then user, session)
+	ended  *prometheus.CounterVec
 }
 
 // New returns the runner over conn with the session settings cfg.
@@ -46,7 +48,14 @@ func FromDeps(deps sidecar.Deps) (*Store, error) {
 		if err := registerCounters(deps.Registerer); err != nil {
 			return nil, err
 		}
-		return New(deps.Redis, cfg), nil
+		s := New(deps.Redis, cfg)
+		s.ended = newEnded()
+		if deps.Registerer != nil {
+			if err := deps.Registerer.Register(s.ended); err != nil {
+				return nil, err
+			}
+		}
+		return s, nil
 	})
 }
 

@@ -78,7 +78,6 @@ type metrics struct {
 	calls     *prometheus.CounterVec
 	errors    *prometheus.CounterVec
 	unpriced  prometheus.Counter
-	ended     *prometheus.CounterVec
 	duration  *prometheus.HistogramVec
 	spend     *prometheus.HistogramVec
 }
@@ -110,10 +109,6 @@ func newMetrics(labels *labeler) *metrics {
 			Name: "sidecar_llm_unpriced_calls_total",
 			Help: "Usage posts for a model with no price and no explicit cost_usd: counted at cost 0.",
 		}),
-		ended: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "sidecar_sessions_ended_total",
-			Help: "Sessions ended through this sidecar, by status (completed, failed).",
-		}, []string{"status"}),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "sidecar_session_duration_seconds",
 			Help:    "Duration of sessions ended through this sidecar (started_at to ended_at), by status.",
@@ -135,7 +130,6 @@ func newMetrics(labels *labeler) *metrics {
 		m.errors.WithLabelValues(model)
 	}
 	for _, st := range []string{sessionstore.StatusCompleted, sessionstore.StatusFailed} {
-		m.ended.WithLabelValues(st)
 		m.duration.WithLabelValues(st)
 		m.spend.WithLabelValues(st)
 	}
@@ -143,7 +137,7 @@ func newMetrics(labels *labeler) *metrics {
 }
 
 func (m *metrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.tokens, m.estimated, m.cost, m.calls, m.errors, m.unpriced, m.ended, m.duration, m.spend}
+	return []prometheus.Collector{m.tokens, m.estimated, m.cost, m.calls, m.errors, m.unpriced, m.duration, m.spend}
 }
 
 // observe counts a call to model (the name the caller sent).
@@ -164,7 +158,6 @@ func (m *metrics) observe(name string, r usageResult, estimatedIn, estimatedOut 
 }
 
 func (m *metrics) sessionEnded(r sessionstore.Record) {
-	m.ended.WithLabelValues(r.Status).Inc()
 	if r.StartedAt > 0 && r.EndedAt >= r.StartedAt {
 		m.duration.WithLabelValues(r.Status).Observe(float64(r.EndedAt-r.StartedAt) / 1e6)
 	}

@@ -171,8 +171,13 @@ func foldModels(rows []sessionstore.ModelTotals, n int) []sessionstore.ModelTota
 // End marks the session completed or failed. It returns ended == false when
 // it had already ended with that status; a session_ended conflict when with
 // the other; a not-found refusal for no such session.
-func (s *Store) End(ctx context.Context, user, session, status string) (ended bool, err error) {
-	msg, err := s.Exec(ctx, lua.SessionEnd, user, session, status)
+// summary (nil = none) is stored as the session's human summary.
+func (s *Store) End(ctx context.Context, user, session, status string, summary *string) (ended bool, err error) {
+	hasSummary, text := "0", ""
+	if summary != nil {
+		hasSummary, text = "1", *summary
+	}
+	msg, err := s.Exec(ctx, lua.SessionEnd, user, session, status, hasSummary, text)
 	if err != nil {
 		return false, err
 	}

@@ -130,61 +130,10 @@ func (m *Module) Routes() []sidecar.Route {
 }
 
 // sessionJSON is a session record as clients read it.
-type sessionJSON struct {
-	UserID         string               `json:"user_id"`
-	SessionID      string               `json:"session_id"`
-	Status         string               `json:"status"`
-	StoredStatus   string               `json:"stored_status"`
-	StartedAt      *string              `json:"started_at"`
-	LastActivityAt *string              `json:"last_activity_at"`
-	EndedAt        *string              `json:"ended_at"`
-	TokensIn       int64                `json:"tokens_in"`
-	TokensOut      int64                `json:"tokens_out"`
-	CostUSD        float64              `json:"cost_usd"`
-	Calls          int64                `json:"calls"`
-	ErrorCount     int64                `json:"error_count"`
-	LastModel      *string              `json:"last_model"`
-	EntryCount     int64                `json:"entry_count"`
-	TTLSeconds     *int64               `json:"ttl_seconds,omitempty"`
-	Models         map[string]modelJSON `json:"models"`
-	Derived        bool                 `json:"derived_from_list,omitempty"`
-}
-
-type modelJSON struct {
-	TokensIn  int64   `json:"tokens_in"`
-	TokensOut int64   `json:"tokens_out"`
-	CostUSD   float64 `json:"cost_usd"`
-}
-
-func isoTime(us int64) *string {
-	if us == 0 {
-		return nil
-	}
-	s := time.UnixMicro(us).UTC().Format(time.RFC3339Nano)
-	return &s
-}
+type sessionJSON = sessionstore.RecordJSON
 
 func (m *Module) toJSON(st sessionstore.SessionState, withTTL bool) sessionJSON {
-	r := st.Record
-	out := sessionJSON{
-		UserID: r.UserID, SessionID: r.SessionID,
-		Status: r.EffectiveStatus(st.Now, m.abandonAfter), StoredStatus: r.Status,
-		StartedAt: isoTime(r.StartedAt), LastActivityAt: isoTime(r.LastActivityAt), EndedAt: isoTime(r.EndedAt),
-		TokensIn: r.TokensIn, TokensOut: r.TokensOut, CostUSD: sessionstore.USD(r.CostNanoUSD),
-		Calls: r.Calls, ErrorCount: r.ErrorCount, EntryCount: r.EntryCount,
-		Models: make(map[string]modelJSON, len(r.Models)), Derived: r.Derived,
-	}
-	if r.LastModel != "" {
-		out.LastModel = &r.LastModel
-	}
-	if withTTL {
-		ttl := st.TTLSeconds
-		out.TTLSeconds = &ttl
-	}
-	for name, mu := range r.Models {
-		out.Models[name] = modelJSON{TokensIn: mu.TokensIn, TokensOut: mu.TokensOut, CostUSD: sessionstore.USD(mu.CostNanoUSD)}
-	}
-	return out
+	return st.JSON(m.abandonAfter, withTTL)
 }
 
 func (m *Module) get(w http.ResponseWriter, r *http.Request) error {
@@ -361,7 +310,11 @@ func (m *Module) end(status string) sidecar.HandlerFunc {
 		if err != nil {
 			return err
 		}
-		ended, err := m.store.End(r.Context(), user, session, status)
+		summary, err := endSummary(r)
+		if err != nil {
+			return err
+		}
+		ended, err := m.store.End(r.Context(), user, session, status, summary)
 		if err != nil {
 			return m.wrongType(err)
 		}
@@ -371,10 +324,29 @@ func (m *Module) end(status string) sidecar.HandlerFunc {
 		}
 		if ended {
 			m.metrics.sessionEnded(st.Record)
+			m.store.CountEnded(status)
 		}
 		sidecar.WriteJSON(w, http.StatusOK, m.toJSON(st, true))
 		return nil
 	}
+}
+
+// endSummary reads the optional body {summary} of complete/fail; no body
+// (Content-Length 0) is no summary.
+func endSummary(r *http.Request) (*string, error) {
+	if r.ContentLength == 0 {
+		return nil, nil
+	}
+	var req struct {
+		Summary *string `json:"summary"`
+	}
+	if err := sidecar.DecodeJSON(r, &req); err != nil {
+		return nil, err
+	}
+	if req.Summary != nil && utf8.RuneCountInString(*req.Summary) > sessionstore.MaxSummaryLength {
+		return nil, sidecar.BadRequest("invalid_field", "field \"summary\" must be at most %d characters", sessionstore.MaxSummaryLength)
+	}
+	return req.Summary, nil
 }
 
 type listJSON struct {
@@ -404,8 +376,12 @@ func (m *Module) list(w http.ResponseWriter, r *http.Request, user string) error
 	if err != nil {
 		return err
 	}
+	meta, err := sessionstore.MetadataQuery(q)
+	if err != nil {
+		return sidecar.BadRequest("invalid_query", "%v", err)
+	}
 	page, next, err := m.store.List(r.Context(), sessionstore.ListQuery{
-		User: user, Status: status, Limit: limit, Cursor: q.Get("cursor"), AbandonAfter: m.abandonAfter,
+		User: user, Status: status, Limit: limit, Cursor: q.Get("cursor"), AbandonAfter: m.abandonAfter, Metadata: meta,
 	})
 	if errors.Is(err, sessionstore.ErrBadCursor) {
 		return sidecar.BadRequest("invalid_query", "cursor is not one this API returned")

@@ -127,6 +127,16 @@ func TestOpenAPIExamples(t *testing.T) {
 		{"getSession", 200, nil},
 		{"recordUsage", 201, nil},
 		{"recordUsage", 200, nil}, // same Idempotency-Key
+		{"createSession", 201, nil},
+		{"createSession", 200, nil}, // same Idempotency-Key
+		{"updateSession", 200, nil},
+		{"startSession", 201, nil},
+		{"startSession", 200, nil}, // reused
+		{"endActiveSession", 200, nil},
+		{"patchSessionState", 200, nil},
+		{"getSessionState", 200, nil},
+		{"patchUserState", 200, nil},
+		{"getUserState", 200, nil},
 		{"completeSession", 200, nil},
 		{"recordUsage", 201, func(c *call) { c.path = map[string]string{"session_id": "chat-2"} }},
 		{"failSession", 200, func(c *call) { c.path = map[string]string{"session_id": "chat-2"} }},

@@ -8,6 +8,7 @@ package modules
 import (
 	"github.com/agentsidecar/agentsidecar/locks"
 	"github.com/agentsidecar/agentsidecar/metrics"
+	"github.com/agentsidecar/agentsidecar/registry"
 	"github.com/agentsidecar/agentsidecar/sessions"
 	"github.com/agentsidecar/agentsidecar/sidecar"
 	"github.com/agentsidecar/agentsidecar/ttl"
@@ -21,6 +22,7 @@ func All() []sidecar.Factory {
 		sessions.Factory,
 		ttl.Factory,
 		usage.Factory,
+		registry.Factory,
 		locks.Factory,
 		metrics.Factory,
 	}

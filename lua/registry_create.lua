@@ -1,0 +1,24 @@
+--! prelude: session_lib
+-- registry_create: create a session with its title and metadata, as
+-- running; an existing session is left as it is.
+-- KEYS[1..15] the session's keys, indexes and totals (session_lib.lua)
+-- ARGV[1..4] TTL, max entries, user_id, session_id (session_lib.lua)
+-- ARGV[5] '1' when ARGV[6] is the title, else '0' (no title)
+-- ARGV[7] metadata: a flat JSON string map, or '' for none
+-- ARGV[8] the Idempotency-Key, or '' for none
+-- ARGV[9] the initial state: a JSON object, or '' for none (its key is
+--   agent_session_state:<u>:<s>, slid by finish_write)
+-- returns 1 created; 2 a repeat of ARGV[8] (the session exists and was
+--   created with that key: nothing written); 0 the session exists.
+if session_exists() then
+  if ARGV[8] ~= '' and redis.call('HGET', K_RECORD, 'create_key') == ARGV[8] then return 2 end
+  return 0
+end
+local f = {}
+if ARGV[5] == '1' then f[#f + 1], f[#f + 2] = 'title', ARGV[6] end
+if ARGV[7] ~= '' then f[#f + 1], f[#f + 2] = 'metadata', ARGV[7] end
+if ARGV[8] ~= '' then f[#f + 1], f[#f + 2] = 'create_key', ARGV[8] end
+if ARGV[9] ~= '' then redis.call('SET', K_STATE, ARGV[9]) end
+if #f > 0 then redis.call('HSET', K_RECORD, unpack(f)) end
+finish_write(false, true)
+return 1

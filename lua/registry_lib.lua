@@ -1,0 +1,138 @@
+--! prelude: session_lib
+-- registry_lib.lua: helpers of the scripts that work on several sessions of
+-- one user (start-or-reuse, end the active session). They run with the
+-- KEYS of one session (session_lib.lua's layout) and retarget the prelude's
+-- session variables to another session of the same user: every session
+-- key ends in "<u>:<s>", and the user's indexes, the bucket's shards and
+-- the metadata tag are the same for all of them, so every key stays in
+-- the user's slot on Redis Cluster.
+
+-- ACTIVE_SCAN bounds the running sessions one call examines (the user's
+-- running index, newest first).
+local ACTIVE_SCAN = 256
+-- AUTO_CLOSE_MAX bounds the abandoned sessions one start closes.
+local AUTO_CLOSE_MAX = 16
+
+local function retarget(sid)
+  local cut = #K_RECORD - #SID
+  local function key(k) return string.sub(k, 1, #k - #SID) .. sid end
+  K_ENTRIES, K_TRACES, K_CONTEXT = key(K_ENTRIES), key(K_TRACES), key(K_CONTEXT)
+  K_RECORD, K_INDEX, K_USAGE = string.sub(K_RECORD, 1, cut) .. sid, key(K_INDEX), key(K_USAGE)
+  SID, GID = sid, ARGV[3] .. ':' .. sid
+  K_STATE = 'agent_session_state:' .. META_TAG .. GID
+  SESSION_KEYS = { K_ENTRIES, K_TRACES, K_CONTEXT, K_RECORD, K_INDEX, K_USAGE, K_STATE }
+end
+
+-- candidates returns the user's running sessions whose metadata holds
+-- every pair of match (a table, or nil for all), most recently active
+-- first, as {sid=, last=} (last activity, µs): at most want of them, and
+-- only the first when it is active at or after cutoff (µs; nil: no such
+-- stop). It reads the running index newest first, 32 at a time, examining
+-- at most ACTIVE_SCAN members. Members whose record is gone (expired) or no
+-- longer running are skipped.
+local function candidates(match, want, cutoff)
+  local out = {}
+  local own = SID
+  for from = 0, ACTIVE_SCAN - 1, 32 do
+    local members = redis.call('ZREVRANGE', K_USER.running, from, math.min(from + 31, ACTIVE_SCAN - 1))
+    for _, sid in ipairs(members) do
+      retarget(sid)
+      local r = redis.call('HMGET', K_RECORD, 'status', 'last_activity_at', 'metadata')
+      if r[1] == 'running' then
+        local ok = true
+        if match then
+          local meta = {}
+          if r[3] and r[3] ~= '' then meta = cjson.decode(r[3]) end
+          for k, v in pairs(match) do
+            if meta[k] ~= v then ok = false break end
+          end
+        end
+        if ok then
+          out[#out + 1] = { sid = sid, last = tonumber(r[2]) }
+          if #out >= want or (cutoff and #out == 1 and out[1].last >= cutoff) then
+            retarget(own)
+            return out
+          end
+        end
+      end
+    end
+    if #members < 32 then break end
+  end
+  retarget(own)
+  return out
+end
+
+-- utf8_prefix returns the first n code points of s.
+local function utf8_prefix(s, n)
+  local count = 0
+  for i = 1, #s do
+    local c = string.byte(s, i)
+    if c < 0x80 or c >= 0xC0 then
+      count = count + 1
+      if count > n then return string.sub(s, 1, i - 1) end
+    end
+  end
+  return s
+end
+
+-- auto_summary is the summary of an auto-closed session: "Auto-summary: "
+-- and the first 80 code points of each of its newest 20 questions, oldest
+-- first, joined by "; ", at most 1000 code points in all.
+local function auto_summary()
+  local parts = {}
+  for _, el in ipairs(redis.call('LRANGE', K_ENTRIES, -20, -1)) do
+    local ok, q = pcall(id_of, el, 'question')
+    if ok and type(q) == 'string' and q ~= '' then parts[#parts + 1] = utf8_prefix(q, 80) end
+  end
+  return utf8_prefix('Auto-summary: ' .. table.concat(parts, '; '), 1000)
+end
+
+-- end_session ends the current session as completed with reason, summary
+-- (or nil) and whether it was generated; slides it and moves its indexes.
+local function end_session(reason, summary, auto)
+  local f = { 'status', 'completed', 'ended_at', string.format('%d', now_us()), 'end_reason', reason }
+  if summary then
+    f[#f + 1], f[#f + 2] = 'summary', summary
+    f[#f + 1], f[#f + 2] = 'summary_auto_generated', auto and '1' or '0'
+  end
+  redis.call('HSET', K_RECORD, unpack(f))
+  finish_write(true)
+end
+
+-- merge_patch applies the JSON merge patch text patch (RFC 7396) to the
+-- JSON text target (nil: none) and returns the result text. Objects are
+-- merged key by key (a null removes the key), anything else replaces; the
+-- bytes of every value the patch does not touch are kept as they are (no
+-- decode/encode: numbers and empty arrays survive). Keys compare as their
+-- raw JSON text. O(size of target + patch).
+local function merge_patch(target, patch)
+  if string.byte(patch, skip_ws(patch, 1)) ~= 123 then return patch end
+  local keys, vals, at = {}, {}, {}
+  if target and string.byte(target, skip_ws(target, 1)) == 123 then
+    for _, f in ipairs(object_fields(target)) do
+      if not at[f.key] then
+        keys[#keys + 1] = f.key
+        vals[#keys] = string.sub(target, f.vs, f.ve - 1)
+        at[f.key] = #keys
+      end
+    end
+  end
+  for _, f in ipairs(object_fields(patch)) do
+    local v = string.sub(patch, f.vs, f.ve - 1)
+    local j = at[f.key]
+    if v == 'null' then
+      if j then vals[j] = false end
+    elseif j then
+      vals[j] = merge_patch(vals[j] or nil, v)
+    else
+      keys[#keys + 1] = f.key
+      vals[#keys] = merge_patch(nil, v)
+      at[f.key] = #keys
+    end
+  end
+  local parts = {}
+  for i, k in ipairs(keys) do
+    if vals[i] then parts[#parts + 1] = '"' .. k .. '":' .. vals[i] end
+  end
+  return '{' .. table.concat(parts, ',') .. '}'
+end

@@ -1,0 +1,44 @@
+--! prelude: session_lib
+-- registry_update: change a session's title and merge a patch into its
+-- metadata (RFC 7396 on a flat map: a key set to null is removed), moving
+-- the session between the metadata indexes. Counts as activity.
+-- KEYS[1..15] the session's keys, indexes and totals (session_lib.lua)
+-- ARGV[1..4] TTL, max entries, user_id, session_id (session_lib.lua)
+-- ARGV[5] title: '' unchanged, 'set' (to ARGV[6]) or 'null' (removed)
+-- ARGV[7] metadata patch: '' none, 'null' remove every key, or a JSON
+--   object of the keys to set (string values)
+-- ARGV[8] the most metadata keys a session may hold
+-- ARGV[9..] metadata keys to remove (the patch's nulls)
+-- returns 1 updated (2: and this started the session's record, for a
+--   session only Cognee wrote); 0 no such session (nothing created); -1 the patch
+--   would leave more than ARGV[8] keys (nothing written).
+if not session_exists() then return 0 end
+local old = redis.call('HGET', K_RECORD, 'metadata')
+local patched = ARGV[7] ~= '' or #ARGV > 8
+if patched then
+  local merged = {}
+  if old and old ~= '' then merged = cjson.decode(old) end
+  if ARGV[7] == 'null' then
+    merged = {}
+  elseif ARGV[7] ~= '' then
+    for k, v in pairs(cjson.decode(ARGV[7])) do merged[k] = v end
+  end
+  for i = 9, #ARGV do merged[ARGV[i]] = nil end
+  local n = 0
+  for _ in pairs(merged) do n = n + 1 end
+  if n > tonumber(ARGV[8]) then return -1 end
+  meta_unindex(old, merged)
+  if n == 0 then
+    redis.call('HDEL', K_RECORD, 'metadata')
+  else
+    redis.call('HSET', K_RECORD, 'metadata', cjson.encode(merged))
+  end
+end
+if ARGV[5] == 'set' then
+  redis.call('HSET', K_RECORD, 'title', ARGV[6])
+elseif ARGV[5] == 'null' then
+  redis.call('HDEL', K_RECORD, 'title')
+end
+-- a metadata change slides, so new indexes get their TTL at once
+local _, started = finish_write(false, patched)
+return stored_flag(started)

@@ -1,0 +1,218 @@
+package registry
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+
+	"github.com/redis/rueidis"
+
+	"github.com/agentsidecar/agentsidecar/lua"
+	"github.com/agentsidecar/agentsidecar/redisstore"
+	"github.com/agentsidecar/agentsidecar/sessionstore"
+	"github.com/agentsidecar/agentsidecar/sidecar"
+)
+
+// State limits.
+const (
+	MaxStateBytes = 64 << 10 // a state object, and a patch
+	MaxStateDepth = 32       // nesting of a patch
+)
+
+// checkState validates a state object or merge patch (named field) and
+// returns it compacted.
+func checkState(field string, raw []byte) (string, error) {
+	if len(raw) > MaxStateBytes {
+		return "", sidecar.BadRequest("invalid_field", "%s is %d bytes; at most %d", field, len(raw), MaxStateBytes)
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	depth, first := 0, true
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return "", sidecar.BadRequest("invalid_field", "%s is not valid JSON: %v", field, err)
+		}
+		if d, ok := tok.(json.Delim); ok {
+			if first && d != '{' {
+				return "", sidecar.BadRequest("invalid_field", "%s must be a JSON object", field)
+			}
+			if d == '{' || d == '[' {
+				depth++
+				if depth > MaxStateDepth {
+					return "", sidecar.BadRequest("invalid_field", "%s nests deeper than %d levels", field, MaxStateDepth)
+				}
+			} else {
+				depth--
+			}
+		} else if first {
+			return "", sidecar.BadRequest("invalid_field", "%s must be a JSON object", field)
+		}
+		first = false
+	}
+	var b bytes.Buffer
+	if err := json.Compact(&b, raw); err != nil {
+		return "", sidecar.BadRequest("invalid_field", "%s is not valid JSON: %v", field, err)
+	}
+	return b.String(), nil
+}
+
+// readPatch reads a state PATCH body: the merge patch itself.
+func readPatch(r *http.Request) (string, error) {
+	var raw json.RawMessage
+	if err := sidecar.DecodeJSON(r, &raw); err != nil {
+		return "", err
+	}
+	return checkState("the merge patch", raw)
+}
+
+func (m *Module) getSessionState(w http.ResponseWriter, r *http.Request) error {
+	user, session, err := sidecar.SessionIDs(r)
+	if err != nil {
+		return err
+	}
+	state, err := m.store.SessionState(r.Context(), user, session)
+	if err != nil {
+		return err
+	}
+	sidecar.WriteBody(w, http.StatusOK, []byte(state))
+	return nil
+}
+
+func (m *Module) patchSessionState(w http.ResponseWriter, r *http.Request) error {
+	user, session, err := sidecar.SessionIDs(r)
+	if err != nil {
+		return err
+	}
+	patch, err := readPatch(r)
+	if err != nil {
+		return err
+	}
+	state, err := m.store.PatchSessionState(r.Context(), user, session, patch)
+	if err != nil {
+		return err
+	}
+	sidecar.WriteBody(w, http.StatusOK, []byte(state))
+	return nil
+}
+
+func (m *Module) getUserState(w http.ResponseWriter, r *http.Request) error {
+	user, err := sidecar.PathID(r, "user_id")
+	if err != nil {
+		return err
+	}
+	state, err := m.store.UserState(r.Context(), user)
+	if err != nil {
+		return err
+	}
+	sidecar.WriteBody(w, http.StatusOK, []byte(state))
+	return nil
+}
+
+func (m *Module) patchUserState(w http.ResponseWriter, r *http.Request) error {
+	user, err := sidecar.PathID(r, "user_id")
+	if err != nil {
+		return err
+	}
+	patch, err := readPatch(r)
+	if err != nil {
+		return err
+	}
+	state, err := m.store.PatchUserState(r.Context(), user, patch)
+	if err != nil {
+		return err
+	}
+	sidecar.WriteBody(w, http.StatusOK, []byte(state))
+	return nil
+}
+
+var errStateTooBig = sidecar.BadRequest("invalid_field", "the state after the patch would exceed %d bytes; nothing was changed", MaxStateBytes)
+
+// SessionState reads the session's state ({} when none was set); a
+// not-found refusal for no such session.
+func (s *Store) SessionState(ctx context.Context, user, session string) (string, error) {
+	client, err := s.Conn().Client()
+	if err != nil {
+		return "", err
+	}
+	k := s.Keys(user, session)
+	res := client.DoMulti(ctx,
+		client.B().Get().Key(redisstore.Layout{Cluster: s.Conn().Cluster()}.SessionState(user, session)).Build(),
+		client.B().Exists().Key(k.Entries, k.Traces, k.Context, k.Record).Build())
+	n, err := res[1].AsInt64()
+	if err != nil {
+		return "", redisstore.Wrap("session state", err)
+	}
+	if n == 0 {
+		return "", redisstore.NotFound("no session %s/%s", user, session)
+	}
+	state, err := res[0].ToString()
+	if rueidis.IsRedisNil(err) {
+		return "{}", nil
+	}
+	if err != nil {
+		return "", redisstore.Wrap("session state", err)
+	}
+	return state, nil
+}
+
+// PatchSessionState merges patch into the session's state in one script.
+func (s *Store) PatchSessionState(ctx context.Context, user, session, patch string) (string, error) {
+	msg, err := s.Exec(ctx, lua.RegistryState, user, session, patch, strconv.Itoa(MaxStateBytes))
+	if err != nil {
+		return "", err
+	}
+	if arr, aerr := msg.ToArray(); aerr == nil && len(arr) == 2 {
+		if flag, _ := arr[0].AsInt64(); flag == 2 {
+			sessionstore.CountStarted()
+		}
+		return arr[1].ToString()
+	}
+	n, err := msg.AsInt64()
+	if err != nil {
+		return "", redisstore.Wrap(lua.RegistryState.Name, err)
+	}
+	if n == -1 {
+		return "", errStateTooBig
+	}
+	return "", redisstore.NotFound("no session %s/%s", user, session)
+}
+
+// UserState reads the user's state ({} when none).
+func (s *Store) UserState(ctx context.Context, user string) (string, error) {
+	client, err := s.Conn().Client()
+	if err != nil {
+		return "", err
+	}
+	key := redisstore.Layout{Cluster: s.Conn().Cluster()}.UserState(user)
+	state, err := client.Do(ctx, client.B().Get().Key(key).Build()).ToString()
+	if rueidis.IsRedisNil(err) {
+		return "{}", nil
+	}
+	if err != nil {
+		return "", redisstore.Wrap("user state", err)
+	}
+	return state, nil
+}
+
+// PatchUserState merges patch into the user's state in one script.
+func (s *Store) PatchUserState(ctx context.Context, user, patch string) (string, error) {
+	msg, err := s.Exec(ctx, lua.RegistryUserState, user, newSessionID(), patch, strconv.Itoa(MaxStateBytes))
+	if err != nil {
+		return "", err
+	}
+	if n, ierr := msg.AsInt64(); ierr == nil && n == -1 {
+		return "", errStateTooBig
+	}
+	state, err := msg.ToString()
+	if err != nil {
+		return "", redisstore.Wrap(lua.RegistryUserState.Name, errors.Join(err, errors.New("unexpected reply")))
+	}
+	return state, nil
+}

@@ -1,0 +1,150 @@
+package registry
+
+import (
+	"context"
+	"errors"
+	"strconv"
+
+	"github.com/agentsidecar/agentsidecar/lua"
+	"github.com/agentsidecar/agentsidecar/redisstore"
+	"github.com/agentsidecar/agentsidecar/sessionstore"
+	"github.com/agentsidecar/agentsidecar/sidecar"
+)
+
+// Store is the module's writes over the shared session runner, each one
+// script (lua/registry_*.lua).
+type Store struct{ *sessionstore.Store }
+
+// NewSession is what a create stores.
+type NewSession struct {
+	Title    *string
+	Metadata string // flat JSON string map, "" = none
+	Key      string // Idempotency-Key, "" = none
+	State    string // initial state object, "" = none
+}
+
+// Create creates the session as running with its title and metadata.
+// created is false for a repeat of the same Idempotency-Key (nothing
+// written); an existing session is a session_exists conflict.
+func (s *Store) Create(ctx context.Context, user, session string, n NewSession) (created bool, err error) {
+	hasTitle, title := flag(n.Title)
+	msg, err := s.Exec(ctx, lua.RegistryCreate, user, session, hasTitle, title, n.Metadata, n.Key, n.State)
+	if err != nil {
+		return false, err
+	}
+	code, err := msg.AsInt64()
+	if err != nil {
+		return false, redisstore.Wrap(lua.RegistryCreate.Name, err)
+	}
+	switch code {
+	case 0:
+		return false, redisstore.Refuse(redisstore.ErrConflict, "session_exists", "session %s/%s already exists", user, session)
+	case 2:
+		return false, nil
+	}
+	sessionstore.CountStarted()
+	return true, nil
+}
+
+// Update is a PATCH: Title "" unchanged, "set" (to TitleValue) or "null";
+// MetaSet "" none, "null" (remove all) or a JSON object of the keys to
+// set; MetaRemove the keys to remove.
+type Update struct {
+	Title, TitleValue string
+	MetaSet           string
+	MetaRemove        []string
+}
+
+// Update applies u in one script (404 refusal for no such session; 400
+// when the merged metadata would exceed MaxMetadataKeys).
+func (s *Store) Update(ctx context.Context, user, session string, u Update) error {
+	args := append([]string{u.Title, u.TitleValue, u.MetaSet, strconv.Itoa(MaxMetadataKeys)}, u.MetaRemove...)
+	msg, err := s.Exec(ctx, lua.RegistryUpdate, user, session, args...)
+	if err != nil {
+		return err
+	}
+	code, err := msg.AsInt64()
+	if err != nil {
+		return redisstore.Wrap(lua.RegistryUpdate.Name, err)
+	}
+	switch code {
+	case 0:
+		return redisstore.NotFound("no session %s/%s", user, session)
+	case -1:
+		return sidecar.BadRequest("invalid_field", "field \"metadata\": the merged metadata would hold more than %d keys", MaxMetadataKeys)
+	case 2:
+		sessionstore.CountStarted()
+	}
+	return nil
+}
+
+// flag turns an optional string into the scripts' ('1', value) / ('0', ”).
+func flag(s *string) (string, string) {
+	if s == nil {
+		return "0", ""
+	}
+	return "1", *s
+}
+
+// Start is a start-or-reuse call.
+type Start struct {
+	Title    *string
+	Metadata string // the new session's metadata (match included), JSON or ""
+	Match    string // JSON or "" (every running session)
+}
+
+// Started is what start-or-reuse did.
+type Started struct {
+	SessionID string
+	New       bool
+	Closed    []string // auto-closed sessions
+}
+
+// abandonArg is SESSION_ABANDON_AFTER_SECONDS in µs, as the scripts take it.
+func (s *Store) abandonArg() string {
+	return strconv.FormatInt(s.Config().AbandonAfter().Microseconds(), 10)
+}
+
+// Active starts or reuses the user's active session in one script.
+func (s *Store) Active(ctx context.Context, user string, st Start) (Started, error) {
+	hasTitle, title := flag(st.Title)
+	msg, err := s.Exec(ctx, lua.RegistryActive, user, newSessionID(), s.abandonArg(), hasTitle, title, st.Metadata, st.Match)
+	if err != nil {
+		return Started{}, err
+	}
+	arr, err := msg.ToArray()
+	if err != nil || len(arr) != 3 {
+		return Started{}, redisstore.Wrap(lua.RegistryActive.Name, errors.Join(err, errors.New("unexpected reply")))
+	}
+	var out Started
+	out.SessionID, _ = arr[0].ToString()
+	n, _ := arr[1].AsInt64()
+	out.New = n == 1
+	out.Closed, _ = arr[2].AsStrSlice()
+	if out.New {
+		sessionstore.CountStarted()
+	}
+	for range out.Closed {
+		s.CountEnded("auto_closed")
+	}
+	return out, nil
+}
+
+// ActiveEnd ends the session start-or-reuse would reuse as completed, with
+// summary (nil = none); a not-found refusal when none is running.
+func (s *Store) ActiveEnd(ctx context.Context, user string, summary *string, match string) (string, error) {
+	hasSummary, text := flag(summary)
+	msg, err := s.Exec(ctx, lua.RegistryActiveEnd, user, newSessionID(), s.abandonArg(), hasSummary, text, match)
+	if errors.Is(err, redisstore.ErrNotFound) {
+		return "", redisstore.NotFound("user %s has no active session", user)
+	}
+	if err != nil {
+		return "", err
+	}
+	sid, err := msg.ToString()
+	if err != nil {
+		return "", redisstore.Wrap(lua.RegistryActiveEnd.Name, err)
+	}
+	s.CountEnded("completed")
+	return sid, nil
+}
