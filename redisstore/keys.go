@@ -329,6 +329,27 @@ var Families = []Family{
 		Description: "a user's session ids by last activity (µs), one set per stored status: `running`, `completed`, `failed`",
 	},
 	{
+		Name: "metadata index", Pattern: "agent_session_meta:*", ClusterPattern: "agent_session_meta:{b*}:*",
+		Kind: KindZSet, Owner: "registry", TTL: SessionTTL,
+		Description: "a user's session ids whose metadata holds `<key>=<value>` (`agent_session_meta:<u>:<key>=<value>`), by last activity; members of expired sessions dropped on read",
+	},
+	{
+		Name: "global metadata index", Pattern: "agent_session_meta_global:*", ClusterPattern: "agent_session_meta_global:{b*}:*",
+		Kind: KindZSet, Owner: "registry", TTL: SessionTTL,
+		Description: "the same across users (members `<u>:<s>`), one per bucket on Cluster",
+	},
+	{
+		Name: "session state", Pattern: "agent_session_state:*", ClusterPattern: "agent_session_state:{b*}:*",
+		Kind: KindString, Owner: "registry", TTL: SessionTTL,
+		Description: "the session's state object (JSON, at most 64 KiB), changed by JSON merge patch",
+	},
+	{
+		Name: "user state", Pattern: "agent_user_state:*", ClusterPattern: "agent_user_state:{b*}:*",
+		Kind: KindString, Owner: "registry", TTL: RetentionTTL,
+		Reason:      "`SESSION_TTL_SECONDS` from its last write or the user's last start-or-reuse",
+		Description: "the user's state object (JSON, at most 64 KiB), changed by JSON merge patch",
+	},
+	{
 		Name: "global index", Pattern: "agent_sessions_global:[rcf]*", ClusterPattern: "agent_sessions_global:{b*}:[rcf]*",
 		Kind: KindZSet, Owner: "shared", TTL: Permanent, Reason: indexBound,
 		Description: "every user's sessions (`<user_id>:<session_id>`) by last activity (µs), one set per stored status: `running`, `completed`, `failed`",

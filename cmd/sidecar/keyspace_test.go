@@ -144,6 +144,8 @@ func driveEveryRoute(t *testing.T, h *sidecartest.Host) {
 	chat3 := map[string]string{"session_id": "chat-3"}
 	bob := map[string]string{"user_id": "bob", "session_id": "notes"}
 	held := map[string]string{"name": "held_lock"}
+	reg1 := map[string]string{"session_id": "reg-1"}
+	dana := map[string]string{"user_id": "dana"}
 	var lockToken string
 	steps := []struct {
 		id     string
@@ -187,6 +189,15 @@ func driveEveryRoute(t *testing.T, h *sidecartest.Host) {
 		{"refreshLock", 200, nil, func() string { return `{"token":"` + lockToken + `","ttl_ms":30000}` }},
 		{"releaseLock", 200, nil, func() string { return `{"token":"` + lockToken + `"}` }},
 		{"acquireLock", 200, held, func() string { return `{"owner":"keyspace-test","ttl_ms":600000}` }},
+		{"createSession", 201, nil, func() string { return `{"session_id":"reg-1","title":"t","metadata":{"team":"a"}}` }},
+		{"updateSession", 200, reg1, func() string { return `{"title":"t2","metadata":{"env":"x"}}` }},
+		{"patchSessionState", 200, reg1, func() string { return `{"step":1}` }},
+		{"getSessionState", 200, reg1, nil},
+		{"patchUserState", 200, nil, func() string { return `{"lang":"en"}` }},
+		{"getUserState", 200, nil, nil},
+		{"startSession", 201, dana, func() string { return `{"title":"hello","metadata":{"agent":"a1"}}` }},
+		{"startSession", 200, dana, func() string { return `{"title":"hello","metadata":{"agent":"a1"}}` }},
+		{"endActiveSession", 200, dana, func() string { return `{"summary":"done"}` }},
 	}
 	for _, s := range steps {
 		o, ok := d.Op(s.id)
