@@ -164,17 +164,22 @@ end
 
 -- set_fields returns s with the top-level fields in updates (an array of
 -- {key, raw_json}) replaced in place, or appended before the closing brace
--- when absent. Untouched fields keep their exact bytes.
+-- when absent. Untouched fields keep their exact bytes. A key named twice in
+-- updates is set once, to its last value (two splices into one span would
+-- write invalid JSON).
 local function set_fields(s, updates)
   local fields, close = object_fields(s)
-  local by_key = {}
+  local by_key, last = {}, {}
   for _, f in ipairs(fields) do
     if by_key[f.key] == nil then by_key[f.key] = f end
   end
+  for i, u in ipairs(updates) do last[u[1]] = i end
   local spans, extra = {}, {}
-  for _, u in ipairs(updates) do
+  for i, u in ipairs(updates) do
     local f = by_key[u[1]]
-    if f then
+    if last[u[1]] ~= i then
+      -- an earlier value of a key named again: the last one wins
+    elseif f then
       spans[#spans + 1] = { f.vs, f.ve, u[2] }
     else
       extra[#extra + 1] = '"' .. u[1] .. '": ' .. u[2]

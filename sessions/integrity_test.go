@@ -1,0 +1,88 @@
+package sessions_test
+
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/agentsidecar/agentsidecar/redisstore/redisstoretest"
+	"github.com/agentsidecar/agentsidecar/sessions"
+	"github.com/agentsidecar/agentsidecar/sessionstore"
+)
+
+// A body that names a key twice (at any depth) is a 400 naming it, and the
+// stored bytes do not change.
+func TestDuplicateKeysAreRefused(t *testing.T) {
+	redisstoretest.Each(t, func(t *testing.T, srv *redisstoretest.Server) {
+		keys := srv.Layout().Session("u1", "s1")
+		h := start(t, srv, nil)
+		c := srv.Client(t)
+		h.Do(t, "POST", base+"/entries", `{"question":"q","answer":"a","qa_id":"q1"}`)
+		h.Do(t, "POST", base+"/context", `{"id":"c1","x":"0"}`)
+		entries, contexts := lrange(t, c, keys.Entries), lrange(t, c, keys.Context)
+		for _, tc := range []struct{ method, path, body, field string }{
+			{"PATCH", base + "/context/c1", `{"x":"a","x":"b"}`, "x"},
+			{"PATCH", base + "/entries/q1", `{"memify_metadata":{"k":true,"k":false}}`, "memify_metadata.k"},
+			{"PATCH", base + "/entries/q1", `{"answer":"a","answer":"b"}`, "answer"},
+			{"PUT", base + "/entries/q1/feedback", `{"feedback_score":1,"feedback_score":2}`, "feedback_score"},
+			{"POST", base + "/entries", `{"question":"q","answer":"a","qa_id":"q2","qa_id":"q3"}`, "qa_id"},
+			{"POST", base + "/context", `{"id":"c2","meta":{"a":1,"a":2}}`, "meta.a"},
+			{"POST", base + "/traces", `{"origin_function":"f","status":"ok","method_params":{"p":1,"p":2}}`, "method_params.p"},
+		} {
+			r := h.Do(t, tc.method, tc.path, tc.body)
+			if r.Status != 400 || r.Code() != "duplicate_field" || !json.Valid([]byte(r.Body)) || !strings.Contains(r.Body, `\"`+tc.field+`\"`) {
+				t.Errorf("%s %s %s: %d %s, want 400 duplicate_field naming %s", tc.method, tc.path, tc.body, r.Status, r.Body, tc.field)
+			}
+		}
+		if got := lrange(t, c, keys.Entries); !slices.Equal(got, entries) {
+			t.Fatalf("entries changed by refused calls: %q", got)
+		}
+		if got := lrange(t, c, keys.Context); !slices.Equal(got, contexts) {
+			t.Fatalf("context changed by refused calls: %q", got)
+		}
+		if n := len(lrange(t, c, keys.Traces)); n != 0 {
+			t.Fatalf("%d traces stored by a refused call", n)
+		}
+	})
+}
+
+// The scripts set a field named twice once, to its last value, whoever
+// calls them: the stored entry stays one valid JSON object.
+func TestScriptsSetARepeatedFieldOnce(t *testing.T) {
+	redisstoretest.Each(t, func(t *testing.T, srv *redisstoretest.Server) {
+		keys := srv.Layout().Session("u1", "s1")
+		h := start(t, srv, nil)
+		c := srv.Client(t)
+		h.Do(t, "POST", base+"/entries", `{"question":"q","answer":"a","qa_id":"q1","memify_metadata":{"k":true}}`)
+		h.Do(t, "POST", base+"/context", `{"id":"c1","x":"0"}`)
+		before := lrange(t, c, keys.Entries)[0]
+		st := sessions.NewStore(sessionstore.New(srv.Conn(t), sessionstore.Config{TTLSeconds: 600}))
+		got, err := st.UpdateEntry(t.Context(), "u1", "s1", "q1",
+			[][2]string{{"answer", `"b"`}, {"answer", `"c"`}, {"feedback_text", `"t"`}, {"feedback_text", `null`}},
+			[]byte(`{"k": true, "k": false, "n": true, "n": false}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := `{"time": ` + field(t, before, "time") + `, "question": "q", "context": "", "answer": "c", "qa_id": "q1", "feedback_text": null, "feedback_score": null, "used_graph_element_ids": null, "memify_metadata": {"k": false, "n": false}, "used_session_context_ids": null}`
+		if string(got) != want || lrange(t, c, keys.Entries)[0] != want {
+			t.Fatalf("stored\n %s\nwant\n %s", lrange(t, c, keys.Entries)[0], want)
+		}
+		ctx, err := st.UpdateContext(t.Context(), "u1", "s1", "c1", []byte(`{"x": "a", "x": "b", "y": 1, "y": 2}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := `{"id": "c1", "x": "b", "y": 2}`; string(ctx) != want || lrange(t, c, keys.Context)[0] != want {
+			t.Fatalf("context stored %q, want %s", lrange(t, c, keys.Context), want)
+		}
+	})
+}
+
+func field(t *testing.T, entry, name string) string {
+	t.Helper()
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(entry), &m); err != nil {
+		t.Fatal(err)
+	}
+	return string(m[name])
+}
