@@ -86,3 +86,31 @@ func field(t *testing.T, entry, name string) string {
 	}
 	return string(m[name])
 }
+
+// A trace step is stored as Cognee's model stores it: text cut to 1000
+// characters ("..." at the end), lists and objects to 20 items, at every
+// depth; the answer is the stored bytes.
+func TestTracesAreStoredWithCogneesLimits(t *testing.T) {
+	redisstoretest.Each(t, func(t *testing.T, srv *redisstoretest.Server) {
+		keys := srv.Layout().Session("u1", "s1")
+		h := start(t, srv, nil)
+		c := srv.Client(t)
+		at := strings.Repeat("a", 1000)
+		over := strings.Repeat("b", 1001)
+		items := func(n int) string { return "[" + strings.TrimSuffix(strings.Repeat("1, ", n), ", ") + "]" }
+		body := `{"trace_id":"t1","origin_function":"` + over + `","status":"ok","memory_query":"` + at + `",` +
+			`"method_params":{"list":` + strings.ReplaceAll(items(21), " ", "") + `,"deep":{"s":"` + over + `"}},` +
+			`"method_return_value":` + strings.ReplaceAll(items(20), " ", "") + `}`
+		r := h.Do(t, "POST", base+"/traces", body)
+		cut := strings.Repeat("b", 997) + "..."
+		want := `{"trace_id": "t1", "origin_function": "` + cut + `", "status": "ok", "memory_query": "` + at +
+			`", "memory_context": "", "method_params": {"list": ` + items(20) + `, "deep": {"s": "` + cut + `"}}, "method_return_value": ` + items(20) +
+			`, "error_message": "", "session_feedback": ""}`
+		if r.Status != 201 || strings.TrimSpace(r.Body) != want {
+			t.Fatalf("trace: %d\n %.300s\nwant\n %.300s", r.Status, r.Body, want)
+		}
+		if got := lrange(t, c, keys.Traces); len(got) != 1 || got[0] != want {
+			t.Fatalf("Redis holds %q", got)
+		}
+	})
+}
