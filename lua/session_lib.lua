@@ -285,12 +285,16 @@ local function locate(qa_id)
   return nil
 end
 
--- trim keeps the newest MAX_ENTRIES of list key (0 = unbounded) and returns
--- the removed elements. llen is the list's length when the caller knows it.
+-- trim keeps about the newest MAX_ENTRIES of list key (0 = unbounded) in
+-- batches: a list longer than 1.25 x MAX_ENTRIES is cut back to the newest
+-- MAX_ENTRIES, so the positions of the elements shift once per quarter of
+-- MAX_ENTRIES appends, not on every append (Cognee updates an entry with
+-- LSET at the position it read). Returns the removed elements. llen is the
+-- list's length when the caller knows it.
 local function trim(key, llen)
   if MAX_ENTRIES <= 0 then return {} end
   llen = llen or redis.call('LLEN', key)
-  if llen <= MAX_ENTRIES then return {} end
+  if llen * 4 <= MAX_ENTRIES * 5 then return {} end
   local k = llen - MAX_ENTRIES
   local removed = redis.call('LRANGE', key, 0, k - 1)
   redis.call('LTRIM', key, k, -1)

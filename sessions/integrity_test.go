@@ -2,10 +2,12 @@ package sessions_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/agentsidecar/agentsidecar/envconf"
 	"github.com/agentsidecar/agentsidecar/redisstore/redisstoretest"
 	"github.com/agentsidecar/agentsidecar/sessions"
 	"github.com/agentsidecar/agentsidecar/sessionstore"
@@ -111,6 +113,62 @@ func TestTracesAreStoredWithCogneesLimits(t *testing.T) {
 		}
 		if got := lrange(t, c, keys.Traces); len(got) != 1 || got[0] != want {
 			t.Fatalf("Redis holds %q", got)
+		}
+	})
+}
+
+// SESSION_MAX_ENTRIES trims in batches: a list is cut back to N newest only
+// once it passes 1.25 N, so positions shift once per N/4 appends; the qa_id
+// index keeps up with every cut.
+func TestMaxEntriesTrimsInBatches(t *testing.T) {
+	redisstoretest.Each(t, func(t *testing.T, srv *redisstoretest.Server) {
+		keys := srv.Layout().Session("u1", "s1")
+		h := start(t, srv, envconf.Env{"SESSION_MAX_ENTRIES": "4"})
+		c := srv.Client(t)
+		ids := func(list []string) string {
+			var out []string
+			for _, e := range list {
+				var v struct {
+					QAID string `json:"qa_id"`
+					ID   string `json:"trace_id"`
+				}
+				_ = json.Unmarshal([]byte(e), &v)
+				out = append(out, v.QAID+v.ID)
+			}
+			return strings.Join(out, ",")
+		}
+		wantAfter := map[int]string{
+			5: "e0,e1,e2,e3,e4", // 5 = 1.25 N: not past it
+			6: "e2,e3,e4,e5",    // past it: back to N
+			7: "e2,e3,e4,e5,e6", // growing again
+			8: "e4,e5,e6,e7",    // the next cut
+			9: "e4,e5,e6,e7,e8", // ...
+		}
+		for i := range 9 {
+			h.Do(t, "POST", base+"/entries", fmt.Sprintf(`{"question":"q","answer":"a","qa_id":"e%d"}`, i))
+			h.Do(t, "POST", base+"/traces", fmt.Sprintf(`{"origin_function":"f","status":"ok","trace_id":"e%d"}`, i))
+			if want, ok := wantAfter[i+1]; ok {
+				if got := ids(lrange(t, c, keys.Entries)); got != want {
+					t.Fatalf("after %d appends the list holds %s, want %s", i+1, got, want)
+				}
+				if got := ids(lrange(t, c, keys.Traces)); got != want {
+					t.Fatalf("after %d appends the traces are %s, want %s", i+1, got, want)
+				}
+			}
+		}
+		// The index knows exactly the kept entries, and finds each.
+		if n, _ := c.Do(t.Context(), c.B().Hlen().Key(keys.Index).Build()).AsInt64(); n != 5+3 {
+			t.Fatalf("index holds %d fields, want 5 ids + #head, #len, #last", n)
+		}
+		for i := range 9 {
+			want := 404
+			if i >= 4 {
+				want = 200
+			}
+			if r := h.Do(t, "PUT", base+fmt.Sprintf("/entries/e%d/feedback", i), `{"feedback_score":3}`); r.Status != want ||
+				(want == 200 && !strings.Contains(r.Body, fmt.Sprintf(`"qa_id": "e%d"`, i))) {
+				t.Fatalf("feedback on e%d: %d %s, want %d", i, r.Status, r.Body, want)
+			}
 		}
 	})
 }

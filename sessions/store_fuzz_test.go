@@ -71,6 +71,9 @@ func FuzzStoreOperations(f *testing.F) {
 					}
 					if pos < 0 {
 						model = append(model, modelEntry{id: id})
+						if len(model)*4 > fuzzMax*5 { // past 1.25 N: back to the newest N
+							model = model[len(model)-fuzzMax:]
+						}
 					}
 				case 1: // feedback
 					n++
@@ -126,9 +129,6 @@ func FuzzStoreOperations(f *testing.F) {
 					if (err == nil) != (pos >= 0) || (pos >= 0 && !json.Valid(got)) {
 						t.Fatalf("%s: get %s %v", step, got, err)
 					}
-				}
-				if len(model) > fuzzMax && op == 0 {
-					model = model[len(model)-fuzzMax:] // the store keeps the newest
 				}
 				compare(t, step, b.raw, keys.Entries, model)
 			}
