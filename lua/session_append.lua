@@ -40,5 +40,5 @@ if #removed > 0 then
   redis.call('HSET', K_INDEX, '#head', tostring(head + #removed), '#len', tostring(newlen - #removed))
 end
 
-local _, started = finish_write(false, newlen == 1, newlen - #removed)
+local _, started = finish_write(false, newlen == 1, newlen - #removed, newlen == 1)
 return { stored_flag(started) }

@@ -12,6 +12,11 @@ if not session_exists() then return 0 end
 local status = redis.call('HGET', K_RECORD, 'status')
 if status == want then return 2 end
 if status == 'completed' or status == 'failed' then return { 3, status } end
-redis.call('HSET', K_RECORD, 'status', want, 'ended_at', string.format('%d', now_us()))
+local now = now_us()
+if status then
+  redis.call('HSET', K_RECORD, 'status', want, 'ended_at', string.format('%d', now))
+else -- a session only Cognee wrote: it started with its first entry
+  redis.call('HSET', K_RECORD, 'status', want, 'ended_at', string.format('%d', now), 'started_at', started_at_of(now))
+end
 finish_write(true)
 return 1

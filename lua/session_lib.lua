@@ -370,6 +370,46 @@ local function session_exists()
   return redis.call('EXISTS', K_ENTRIES, K_TRACES, K_CONTEXT, K_RECORD) > 0
 end
 
+-- entry_time_us reads the "time" of a stored Q&A entry (Python isoformat:
+-- with or without fraction and offset; no offset is UTC, as Cognee writes
+-- utcnow()) as µs since the epoch, or nil.
+local function entry_time_us(el)
+  local at = string.find(el, '"time"', 1, true)
+  if not at then return nil end
+  local y, mo, d, h, mi, sec, rest = string.match(el,
+    '^%s*:%s*"(%d%d%d%d)%-(%d%d)%-(%d%d)[T ](%d%d):(%d%d):(%d%d)([^"]*)"', at + 6)
+  if not y then return nil end
+  local frac, off = string.match(rest, '^%.(%d+)(.*)$')
+  if not frac then frac, off = '', rest end
+  local offset = 0
+  if off ~= '' and off ~= 'Z' then
+    local sign, oh, om = string.match(off, '^([+-])(%d%d):?(%d%d)$')
+    if not sign then return nil end
+    offset = (tonumber(oh) * 60 + tonumber(om)) * 60
+    if sign == '-' then offset = -offset end
+  end
+  y, mo = tonumber(y), tonumber(mo)
+  if mo <= 2 then y = y - 1 end -- days from the civil date (March-based years)
+  local era = math.floor(y / 400)
+  local yoe = y - era * 400
+  local doy = math.floor((153 * ((mo + 9) % 12) + 2) / 5) + tonumber(d) - 1
+  local days = era * 146097 + yoe * 365 + math.floor(yoe / 4) - math.floor(yoe / 100) + doy - 719468
+  local secs = days * 86400 + tonumber(h) * 3600 + tonumber(mi) * 60 + tonumber(sec) - offset
+  return secs * 1000000 + tonumber(string.sub(frac .. '000000', 1, 6))
+end
+
+-- started_at_of is a new record's started_at (µs, as a string): the time
+-- of the session's first entry when another writer (Cognee) made the list
+-- before this first write of ours, else now. One LINDEX, never a scan.
+local function started_at_of(now, own_first)
+  if not own_first then
+    local first = redis.call('LINDEX', K_ENTRIES, 0)
+    local t = first and entry_time_us(first)
+    if t and t < now then return string.format('%d', t) end
+  end
+  return string.format('%d', now)
+end
+
 -- SLIDE_EVERY_MAX bounds how stale a TTL may get between two slides (s).
 local SLIDE_EVERY_MAX = 60
 
@@ -386,8 +426,10 @@ local SLIDE_EVERY_MAX = 60
 --   moved: the write changed the status (ended the session)
 --   force: the write created a key of the session, or changed its TTL
 --   count: the entries list's length, when the caller knows it
+--   own_first: the entries list's first element is this write's (a new
+--     record then starts now, not at the first entry's time)
 -- Returns the status and whether this write started the session.
-local function finish_write(moved, force, count)
+local function finish_write(moved, force, count, own_first)
   local now = now_us()
   local n = string.format('%d', now) -- tostring would round to 14 digits
   local rec = redis.call('HMGET', K_RECORD, 'status', 'ttl_seconds', 'slid_at')
@@ -404,7 +446,7 @@ local function finish_write(moved, force, count)
   if not status then
     status, started = 'running', true
     fields[#fields + 1], fields[#fields + 2] = 'status', status
-    fields[#fields + 1], fields[#fields + 2] = 'started_at', n
+    fields[#fields + 1], fields[#fields + 2] = 'started_at', started_at_of(now, own_first)
   end
   if due then
     fields[#fields + 1], fields[#fields + 2] = 'slid_at', n

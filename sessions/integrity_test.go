@@ -6,11 +6,16 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/agentsidecar/agentsidecar/client"
+	"github.com/agentsidecar/agentsidecar/cognee"
 	"github.com/agentsidecar/agentsidecar/envconf"
 	"github.com/agentsidecar/agentsidecar/redisstore/redisstoretest"
 	"github.com/agentsidecar/agentsidecar/sessions"
 	"github.com/agentsidecar/agentsidecar/sessionstore"
+	"github.com/agentsidecar/agentsidecar/sidecar/sidecartest"
+	"github.com/agentsidecar/agentsidecar/usage"
 )
 
 // A body that names a key twice (at any depth) is a 400 naming it, and the
@@ -169,6 +174,57 @@ func TestMaxEntriesTrimsInBatches(t *testing.T) {
 				(want == 200 && !strings.Contains(r.Body, fmt.Sprintf(`"qa_id": "e%d"`, i))) {
 				t.Fatalf("feedback on e%d: %d %s, want %d", i, r.Status, r.Body, want)
 			}
+		}
+	})
+}
+
+// A session only Cognee wrote starts at its first entry's time: on reads,
+// when it is ended through the sidecar, and when a sidecar write makes its
+// record.
+func TestCogneeOnlySessionStartsAtItsFirstEntry(t *testing.T) {
+	redisstoretest.Each(t, func(t *testing.T, srv *redisstoretest.Server) {
+		h := sidecartest.Start(t, srv, nil, sessions.Factory, usage.Factory)
+		c := srv.Client(t)
+		layout := srv.Layout()
+		old := fixture(t, "cognee_qa_entry_old.json") // "time": "2026-01-02T03:04:05" (naive: UTC)
+		oldAt := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+		offset := strings.Replace(old, "2026-01-02T03:04:05", "2026-03-04T05:06:07.25+02:00", 1)
+		offsetAt := time.Date(2026, 3, 4, 3, 6, 7, 250000000, time.UTC)
+		recent, _ := cognee.NewQAEntry(cognee.QAFields{Question: json.RawMessage(`"q"`), Answer: json.RawMessage(`"a"`)}, "c2", time.Now())
+		rpush(t, c, layout.Session("u1", "ended").Entries, old, string(recent))
+		rpush(t, c, layout.Session("u1", "fed").Entries, offset, string(recent))
+
+		startedAt := func(s string) (time.Time, string) {
+			t.Helper()
+			var rec client.SessionRecord
+			r := h.Do(t, "GET", "/v1/users/u1/sessions/"+s, "")
+			r.JSON(t, &rec)
+			if r.Status != 200 || rec.StartedAt == nil {
+				t.Fatalf("record of %s: %d %s", s, r.Status, r.Body)
+			}
+			stored, _ := c.Do(t.Context(), c.B().Hget().Key(layout.Session("u1", s).Record).Field("started_at").Build()).ToString()
+			return *rec.StartedAt, stored
+		}
+		if got, _ := startedAt("ended"); !got.Equal(oldAt) {
+			t.Fatalf("read of a Cognee-only session: started_at %v, want %v", got, oldAt)
+		}
+		if r := h.Do(t, "POST", "/v1/users/u1/sessions/ended/complete", ""); r.Status != 200 {
+			t.Fatalf("complete: %d %s", r.Status, r.Body)
+		}
+		if got, stored := startedAt("ended"); !got.Equal(oldAt) || stored != fmt.Sprint(oldAt.UnixMicro()) {
+			t.Fatalf("ended Cognee-only session: started_at %v (stored %q), want %v", got, stored, oldAt)
+		}
+		if r := h.Do(t, "PUT", "/v1/users/u1/sessions/fed/entries/c2/feedback", `{"feedback_score":4}`); r.Status != 200 {
+			t.Fatalf("feedback: %d %s", r.Status, r.Body)
+		}
+		if got, stored := startedAt("fed"); !got.Equal(offsetAt) || stored != fmt.Sprint(offsetAt.UnixMicro()) {
+			t.Fatalf("record made by feedback: started_at %v (stored %q), want %v", got, stored, offsetAt)
+		}
+		// A session the sidecar starts starts now, whatever its entry says.
+		before := time.Now().Add(-time.Second)
+		h.Do(t, "POST", "/v1/users/u1/sessions/own/entries", `{"question":"q","answer":"a"}`)
+		if got, _ := startedAt("own"); got.Before(before) || got.After(time.Now().Add(time.Second)) {
+			t.Fatalf("own session started_at %v", got)
 		}
 	})
 }
