@@ -9,6 +9,8 @@
 -- returns {1} when stored ({2} when this started the session);
 --   {0, stored_entry} when the session already held qa_id (a retried
 --   append): nothing is written then.
+local refused = guard('keep', { K_ENTRIES, 'list' }, { K_INDEX, 'hash' })
+if refused then return refused end
 local qa_id, entry = ARGV[5], ARGV[6]
 
 local llen = redis.call('LLEN', K_ENTRIES)

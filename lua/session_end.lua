@@ -7,6 +7,8 @@
 -- returns 1 when ended now; 2 when it had already ended with this status
 --   (nothing written); {3, status} when it had ended with the other one
 --   (nothing written); 0 when there is no such session (nothing created).
+local refused = guard('move')
+if refused then return refused end
 local want = ARGV[5]
 if not session_exists() then return 0 end
 local status = redis.call('HGET', K_RECORD, 'status')

@@ -9,6 +9,8 @@
 -- ARGV[7], ARGV[8], ... pairs of field name and new raw JSON value
 -- returns the updated entry, or nil when the session holds no such entry
 --   (nothing is written then, and no key is created).
+local refused = guard('keep', { K_ENTRIES, 'list' }, { K_INDEX, 'hash' })
+if refused then return refused end
 local qa_id, memify = ARGV[5], ARGV[6]
 local pos, el = locate(qa_id)
 if not pos then return false end

@@ -318,6 +318,47 @@ local function remove_at(key, pos)
   redis.call('LREM', key, 1, TOMBSTONE)
 end
 
+-- Key types ----------------------------------------------------------------
+
+-- guard returns an error reply naming the first key the script would write
+-- that exists with another type (another program wrote it), or nil. Every
+-- writing script calls it before its first write, so a wrong type is a
+-- clear refusal ("KEYTYPE <key> <type> <wanted type>", which the Go side
+-- maps to 409 key_wrong_type) and never a half-done write. mode says which
+-- of the bookkeeping keys the script may write:
+--   'keep'    the record, and the status sets of the session's stored
+--             status (all of them for a session without a record yet,
+--             which finish_write files as new) and the expiry set;
+--   'move'    the record and every status set (the write ends the session);
+--   'indexes' every status set, not the record (session delete).
+-- ... are the script's own {key, type} pairs.
+local function guard(mode, ...)
+  local checks = { ... }
+  local status
+  if mode ~= 'indexes' then
+    status = redis.pcall('HGET', K_RECORD, 'status')
+    if type(status) == 'table' then
+      checks[#checks + 1] = { K_RECORD, 'hash' }
+      status = nil
+    end
+  end
+  if mode == 'keep' and status and K_USER[status] then
+    checks[#checks + 1] = { K_USER[status], 'zset' }
+    checks[#checks + 1] = { K_GLOBAL[status], 'zset' }
+    checks[#checks + 1] = { K_EXPIRY, 'zset' }
+  else
+    for i = 7, 13 do checks[#checks + 1] = { KEYS[i], 'zset' } end
+  end
+  for _, c in ipairs(checks) do
+    local got = redis.call('TYPE', c[1])
+    if type(got) == 'table' then got = got.ok end
+    if got ~= 'none' and got ~= c[2] then
+      return redis.error_reply('KEYTYPE ' .. c[1] .. ' ' .. got .. ' ' .. c[2])
+    end
+  end
+  return nil
+end
+
 -- Session bookkeeping ------------------------------------------------------
 
 local STATUSES = { 'running', 'completed', 'failed' }

@@ -11,10 +11,12 @@ import (
 	"github.com/agentsidecar/agentsidecar/client"
 	"github.com/agentsidecar/agentsidecar/cognee"
 	"github.com/agentsidecar/agentsidecar/envconf"
+	"github.com/agentsidecar/agentsidecar/redisstore"
 	"github.com/agentsidecar/agentsidecar/redisstore/redisstoretest"
 	"github.com/agentsidecar/agentsidecar/sessions"
 	"github.com/agentsidecar/agentsidecar/sessionstore"
 	"github.com/agentsidecar/agentsidecar/sidecar/sidecartest"
+	"github.com/agentsidecar/agentsidecar/ttl"
 	"github.com/agentsidecar/agentsidecar/usage"
 )
 
@@ -225,6 +227,96 @@ func TestCogneeOnlySessionStartsAtItsFirstEntry(t *testing.T) {
 		h.Do(t, "POST", "/v1/users/u1/sessions/own/entries", `{"question":"q","answer":"a"}`)
 		if got, _ := startedAt("own"); got.Before(before) || got.After(time.Now().Add(time.Second)) {
 			t.Fatalf("own session started_at %v", got)
+		}
+	})
+}
+
+// A key of the session that another program set to a value of the wrong
+// type makes every write a 409 key_wrong_type naming it, and nothing is
+// written: no half-done write, no 500.
+func TestWrongTypeKeysAreRefusedBeforeAnyWrite(t *testing.T) {
+	redisstoretest.Each(t, func(t *testing.T, srv *redisstoretest.Server) {
+		h := sidecartest.Start(t, srv, nil, sessions.Factory, usage.Factory, ttl.Factory)
+		c := srv.Client(t)
+		snapshot := func(k redisstore.SessionKeys) []string {
+			var out []string
+			for _, key := range k.List() {
+				typ, _ := c.Do(t.Context(), c.B().Type().Key(key).Build()).ToString()
+				var v any
+				switch typ {
+				case "list":
+					v, _ = c.Do(t.Context(), c.B().Lrange().Key(key).Start(0).Stop(-1).Build()).AsStrSlice()
+				case "hash":
+					v, _ = c.Do(t.Context(), c.B().Hgetall().Key(key).Build()).AsStrMap()
+				case "zset":
+					v, _ = c.Do(t.Context(), c.B().Zrange().Key(key).Min("0").Max("-1").Withscores().Build()).ToAny()
+				case "string":
+					v, _ = c.Do(t.Context(), c.B().Get().Key(key).Build()).ToString()
+				}
+				out = append(out, fmt.Sprintf("%s %s %v", key, typ, v))
+			}
+			return out
+		}
+		for n, tc := range []struct {
+			key  func(k redisstore.SessionKeys) string
+			only []int // the writes below that touch it (nil: all)
+		}{
+			{key: func(k redisstore.SessionKeys) string { return k.Record }},
+			{key: func(k redisstore.SessionKeys) string { return k.GlobalIndex[0] }},
+			{key: func(k redisstore.SessionKeys) string { return k.UserIndex[1] }, only: []int{9}}, // only ending a running session writes the completed set
+			{key: func(k redisstore.SessionKeys) string { return k.Expiry }},
+			{key: func(k redisstore.SessionKeys) string { return k.Entries }, only: []int{0, 1, 2, 3}},
+			{key: func(k redisstore.SessionKeys) string { return k.Index }, only: []int{0, 1, 2, 3}},
+			{key: func(k redisstore.SessionKeys) string { return k.Traces }, only: []int{4}},
+			{key: func(k redisstore.SessionKeys) string { return k.Context }, only: []int{5, 6, 7}},
+		} {
+			user := fmt.Sprintf("u%d", n)
+			k := srv.Layout().Session(user, "s1")
+			b := "/v1/users/" + user + "/sessions/s1"
+			h.Do(t, "POST", b+"/entries", `{"question":"q","answer":"a","qa_id":"q1"}`)
+			h.Do(t, "POST", b+"/context", `{"id":"c1"}`)
+			key := tc.key(k)
+			c.Do(t.Context(), c.B().Del().Key(key).Build())
+			c.Do(t.Context(), c.B().Set().Key(key).Value("someone else's").Build())
+			before := snapshot(k)
+			for i, w := range []struct{ method, path, body string }{
+				{"POST", b + "/entries", `{"question":"q","answer":"a","qa_id":"q2"}`},
+				{"PUT", b + "/entries/q1/feedback", `{"feedback_score":3}`},
+				{"PATCH", b + "/entries/q1", `{"answer":"b"}`},
+				{"DELETE", b + "/entries/q1", ``},
+				{"POST", b + "/traces", `{"origin_function":"f","status":"ok"}`},
+				{"POST", b + "/context", `{"id":"c2"}`},
+				{"PATCH", b + "/context/c1", `{"x":1}`},
+				{"DELETE", b + "/context/c1", ``},
+				{"PUT", b + "/ttl", `{"ttl_seconds":100}`},
+				{"POST", b + "/complete", ``},
+			} {
+				if tc.only != nil && !slices.Contains(tc.only, i) {
+					continue
+				}
+				r := h.Do(t, w.method, w.path, w.body)
+				if r.Status != 409 || r.Code() != "key_wrong_type" || !strings.Contains(r.Body, key) {
+					t.Errorf("%s %s with %s a string: %d %s, want 409 key_wrong_type naming it", w.method, w.path, key, r.Status, r.Body)
+				}
+				if after := snapshot(k); !slices.Equal(after, before) {
+					t.Fatalf("%s %s with %s a string changed Redis:\n%q\nwas\n%q", w.method, w.path, key, after, before)
+				}
+			}
+			c.Do(t.Context(), c.B().Del().Key(key).Build())
+		}
+		// Deleting the session still works with a wrong-typed record (it is
+		// the way out), but not with a wrong-typed index set.
+		k := srv.Layout().Session("u1", "s1")
+		h.Do(t, "POST", base+"/entries", `{"question":"q","answer":"a","qa_id":"q9"}`)
+		c.Do(t.Context(), c.B().Set().Key(k.GlobalIndex[2]).Value("x").Build())
+		if r := h.Do(t, "DELETE", base, ""); r.Status != 409 || r.Code() != "key_wrong_type" {
+			t.Fatalf("delete with a wrong-typed index set: %d %s", r.Status, r.Body)
+		}
+		c.Do(t.Context(), c.B().Del().Key(k.GlobalIndex[2]).Build())
+		c.Do(t.Context(), c.B().Del().Key(k.Record).Build())
+		c.Do(t.Context(), c.B().Set().Key(k.Record).Value("x").Build())
+		if r := h.Do(t, "DELETE", base, ""); r.Status != 204 {
+			t.Fatalf("delete with a wrong-typed record: %d %s", r.Status, r.Body)
 		}
 	})
 }
