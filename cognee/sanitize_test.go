@@ -148,3 +148,33 @@ func withinLimits(v any) bool {
 	}
 	return true
 }
+
+func TestCheckQAEntryAsCogneesModel(t *testing.T) {
+	golden := readFixture(t, "sidecar_qa_entry.golden")
+	if err := cognee.CheckQAEntry([]byte(golden)); err != nil {
+		t.Fatalf("the sidecar's golden entry: %v", err)
+	}
+	if err := cognee.CheckQAEntry([]byte(readFixture(t, "cognee_qa_entry_old.json"))); err != nil {
+		t.Fatalf("an older Cognee's entry: %v", err)
+	}
+	for _, tc := range []struct{ from, to, field string }{
+		{`"memify_metadata": {"feedback_weights_applied": false, "d\u00e9tail": true}`, `"memify_metadata": {"x": {"applied": []}}`, "memify_metadata"},
+		{`"memify_metadata": {"feedback_weights_applied": false, "d\u00e9tail": true}`, `"memify_metadata": {"x": truefalse}`, ""},
+		{`"feedback_score": 4`, `"feedback_score": 6`, "feedback_score"},
+		{`"feedback_score": 4`, `"feedback_score": 4.0`, "feedback_score"},
+		{`"question": "Qu'est`, `"question": 5, "x": "`, "question"},
+		{`"time": "2026-11-21T23:15:37.123456+00:00"`, `"time": "yesterday"`, "time"},
+		{`"edge_ids": []`, `"chunk_ids": []`, "used_graph_element_ids"},
+		{`"used_session_context_ids": null`, `"used_session_context_ids": [1]`, "used_session_context_ids"},
+	} {
+		bad := strings.Replace(golden, tc.from, tc.to, 1)
+		if bad == golden {
+			t.Fatalf("fixture lacks %s", tc.from)
+		}
+		err := cognee.CheckQAEntry([]byte(bad))
+		var fe *cognee.FieldError
+		if err == nil || !asField(err, &fe) || fe.Field != tc.field {
+			t.Errorf("%s: %v, want an error on %q", tc.to, err, tc.field)
+		}
+	}
+}

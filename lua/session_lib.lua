@@ -165,25 +165,27 @@ end
 -- set_fields returns s with the top-level fields in updates (an array of
 -- {key, raw_json}) replaced in place, or appended before the closing brace
 -- when absent. Untouched fields keep their exact bytes. A key named twice in
--- updates is set once, to its last value (two splices into one span would
--- write invalid JSON).
+-- updates is set once, to its last value, where Python's json.loads would
+-- put it (two splices into one span would write invalid JSON).
 local function set_fields(s, updates)
   local fields, close = object_fields(s)
-  local by_key, last = {}, {}
+  local by_key, last, done = {}, {}, {}
   for _, f in ipairs(fields) do
     if by_key[f.key] == nil then by_key[f.key] = f end
   end
-  for i, u in ipairs(updates) do last[u[1]] = i end
+  for _, u in ipairs(updates) do last[u[1]] = u[2] end
   local spans, extra = {}, {}
-  for i, u in ipairs(updates) do
-    local f = by_key[u[1]]
-    if last[u[1]] ~= i then
-      -- an earlier value of a key named again: the last one wins
+  for _, u in ipairs(updates) do
+    local k = u[1]
+    local f = by_key[k]
+    if done[k] then
+      -- named again: set once, to the last value
     elseif f then
-      spans[#spans + 1] = { f.vs, f.ve, u[2] }
+      spans[#spans + 1] = { f.vs, f.ve, last[k] }
     else
-      extra[#extra + 1] = '"' .. u[1] .. '": ' .. u[2]
+      extra[#extra + 1] = '"' .. k .. '": ' .. last[k]
     end
+    done[k] = true
   end
   table.sort(spans, function(a, b) return a[1] < b[1] end)
   local out, pos = {}, 1
@@ -202,11 +204,11 @@ local function set_fields(s, updates)
 end
 
 -- merge_object merges the fields of JSON object text patch into JSON object
--- text base (or null/absent), key-wise, keeping base's bytes for the keys
--- patch does not name. Returns the merged object text.
+-- text base (or null/absent: then into {}), key-wise, keeping base's bytes
+-- for the keys patch does not name. Returns the merged object text.
 local function merge_object(base, patch)
   local pfields = object_fields(patch)
-  if base == nil or string.byte(base, 1) ~= 123 then return patch end
+  if base == nil or string.byte(base, 1) ~= 123 then base = '{}' end
   local updates = {}
   for _, f in ipairs(pfields) do
     updates[#updates + 1] = { f.key, string.sub(patch, f.vs, f.ve - 1) }

@@ -77,6 +77,13 @@ func TestScriptsSetARepeatedFieldOnce(t *testing.T) {
 		if string(got) != want || lrange(t, c, keys.Entries)[0] != want {
 			t.Fatalf("stored\n %s\nwant\n %s", lrange(t, c, keys.Entries)[0], want)
 		}
+		// Into a null memify_metadata too: first place, last value, as
+		// Python's json.loads reads a repeated key.
+		h.Do(t, "POST", base+"/entries", `{"question":"q","answer":"a","qa_id":"q2"}`)
+		got, err = st.UpdateEntry(t.Context(), "u1", "s1", "q2", nil, []byte(`{"a": true, "b": true, "a": false}`))
+		if err != nil || !strings.Contains(string(got), `"memify_metadata": {"a": false, "b": true}`) || lrange(t, c, keys.Entries)[1] != string(got) {
+			t.Fatalf("memify merged into null: %s (%v)", got, err)
+		}
 		ctx, err := st.UpdateContext(t.Context(), "u1", "s1", "c1", []byte(`{"x": "a", "x": "b", "y": 1, "y": 2}`))
 		if err != nil {
 			t.Fatal(err)
