@@ -327,3 +327,28 @@ func TestWrongTypeKeysAreRefusedBeforeAnyWrite(t *testing.T) {
 		}
 	})
 }
+
+// An element another program stored that is not a JSON object cannot be
+// edited: 409 stored_value_invalid, nothing written, never a 500.
+func TestEditOfAnUnreadableElementIsRefused(t *testing.T) {
+	redisstoretest.Each(t, func(t *testing.T, srv *redisstoretest.Server) {
+		keys := srv.Layout().Session("u1", "s1")
+		h := start(t, srv, nil)
+		c := srv.Client(t)
+		h.Do(t, "POST", base+"/entries", `{"question":"q","answer":"a","qa_id":"q1"}`)
+		rpush(t, c, keys.Entries, `{"qa_id": "bad", "answer" "x"}`)
+		entries := lrange(t, c, keys.Entries)
+		for _, w := range []struct{ method, path, body string }{
+			{"PATCH", base + "/entries/bad", `{"answer":"y"}`},
+			{"PATCH", base + "/entries/bad", `{"memify_metadata":{"a":true}}`},
+			{"PUT", base + "/entries/bad/feedback", `{"feedback_score":2}`},
+		} {
+			if r := h.Do(t, w.method, w.path, w.body); r.Status != 409 || r.Code() != "stored_value_invalid" || !strings.Contains(r.Body, "bad") {
+				t.Errorf("%s %s: %d %s, want 409 stored_value_invalid", w.method, w.path, r.Status, r.Body)
+			}
+		}
+		if !slices.Equal(lrange(t, c, keys.Entries), entries) {
+			t.Fatal("a refused edit changed the list")
+		}
+	})
+}
