@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/redis/rueidis"
 
@@ -64,7 +65,7 @@ func FuzzStoreOperations(f *testing.F) {
 			ctx := context.Background()
 			b.raw.Do(ctx, b.raw.B().Flushall().Build())
 			var model []modelEntry
-			n := 0
+			n, traces := 0, 0
 			for i := 0; i+1 < len(ops); i += 2 {
 				op, id := ops[i]%8, fmt.Sprintf("e%d", ops[i+1]%8)
 				pos := slices.IndexFunc(model, func(m modelEntry) bool { return m.id == id })
@@ -150,13 +151,28 @@ func FuzzStoreOperations(f *testing.F) {
 					entry, _ := cognee.NewQAEntry(cognee.QAFields{Question: json.RawMessage(`"c"`), Answer: json.RawMessage(`"c"`)}, id, time.Now())
 					b.raw.Do(ctx, b.raw.B().Rpush().Key(keys.Entries).Element(string(entry)).Build())
 					model = append(model, modelEntry{id: id})
-				case 6: // read one entry
+				case 6: // read one entry, then append a trace step of a size the bytes pick
 					got, err := b.store.Entry(ctx, "fz", "s", id)
 					if (err == nil) != (pos >= 0) || (pos >= 0 && !json.Valid(got)) {
 						t.Fatalf("%s: get %s %v", step, got, err)
 					}
+					size := 990 + int(ops[i+1])%20 // around the 1000-character cut
+					items := 15 + int(ops[i])%10   // around the 20-item cut
+					params, _ := json.Marshal(map[string]any{"s": strings.Repeat("é", size), "l": make([]int, items)})
+					trace, err := cognee.NewTrace(cognee.TraceFields{OriginFunction: &id, Status: &id, MethodParams: params,
+						MethodReturnValue: json.RawMessage(`"` + strings.Repeat("x", size) + `"`)}, "t")
+					if err != nil {
+						t.Fatalf("%s: trace %v", step, err)
+					}
+					if err := b.store.AppendTrace(ctx, "fz", "s", trace); err != nil {
+						t.Fatalf("%s: trace append %v", step, err)
+					}
+					if traces++; traces*4 > fuzzMax*5 {
+						traces = fuzzMax
+					}
 				}
 				compare(t, step, b.raw, keys.Entries, model)
+				compareTraces(t, step, b.raw, keys.Traces, traces)
 			}
 		}
 	})
@@ -250,5 +266,44 @@ func repeatedKey(s string) string {
 			top.keys[k] = true
 		}
 		top.n++
+	}
+}
+
+// compareTraces checks the trace list's length against the model (batch
+// trim) and every step against Cognee's limits: text at most 1000
+// characters, lists and objects at most 20 items, at every depth.
+func compareTraces(t *testing.T, step string, c rueidis.Client, key string, want int) {
+	t.Helper()
+	all, err := c.Do(context.Background(), c.B().Lrange().Key(key).Start(0).Stop(-1).Build()).AsStrSlice()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) != want {
+		t.Fatalf("%s: %d trace steps stored, model has %d", step, len(all), want)
+	}
+	var within func(v any) bool
+	within = func(v any) bool {
+		switch v := v.(type) {
+		case string:
+			return utf8.RuneCountInString(v) <= cognee.MaxTraceText
+		case []any:
+			return len(v) <= cognee.MaxTraceItems && !slices.ContainsFunc(v, func(e any) bool { return !within(e) })
+		case map[string]any:
+			if len(v) > cognee.MaxTraceItems {
+				return false
+			}
+			for k, e := range v {
+				if !within(k) || !within(e) {
+					return false
+				}
+			}
+		}
+		return true
+	}
+	for i, raw := range all {
+		var v any
+		if err := json.Unmarshal([]byte(raw), &v); err != nil || !within(v) || repeatedKey(raw) != "" {
+			t.Fatalf("%s: trace %d is over Cognee's limits or not JSON (%v): %.200s", step, i, err, raw)
+		}
 	}
 }
