@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
+	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -48,8 +50,9 @@ func traceText(s string) string { return TruncateText(pyStrip(s), MaxTraceText) 
 // sanitize_value: strings cut to MaxTraceText, lists and objects to their
 // first MaxTraceItems items (objects in their order), recursively; object
 // keys cut to MaxTraceText, a key that then equals an earlier one getting
-// the first free "_2", "_3", ... suffix; numbers, booleans and null as they
-// are.
+// the first free "_2", "_3", ... suffix; booleans and null as they are;
+// numbers as json.dumps writes what json.loads made of them
+// (appendPythonNumber), so the bytes are the ones Cognee would store.
 func SanitizeValue(raw []byte) ([]byte, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
@@ -95,7 +98,7 @@ func appendSanitized(b []byte, dec *json.Decoder) ([]byte, error) {
 	case string:
 		return AppendString(b, TruncateText(v, MaxTraceText)), nil
 	case json.Number:
-		return append(b, v...), nil
+		return appendPythonNumber(b, string(v)), nil
 	case bool:
 		if v {
 			return append(b, "true"...), nil
@@ -170,4 +173,44 @@ func uniqueKeys(names []string) []string {
 func skip(dec *json.Decoder) error {
 	var raw json.RawMessage
 	return dec.Decode(&raw)
+}
+
+// appendPythonNumber appends the JSON number literal lit as json.dumps
+// writes the value json.loads reads from it: an integer as Python's int
+// (exact, "-0" is 0); any other number as Python's float repr (the
+// shortest digits that round-trip; fixed notation with at least one
+// decimal for exponents -4..15, else d.ddde±XX), and one too large for a
+// float as Infinity or -Infinity, as Cognee's Redis adapter stores it.
+func appendPythonNumber(b []byte, lit string) []byte {
+	if !strings.ContainsAny(lit, ".eE") {
+		if lit == "-0" {
+			return append(b, '0')
+		}
+		return append(b, lit...)
+	}
+	f, err := strconv.ParseFloat(lit, 64)
+	switch {
+	case math.IsInf(f, 1):
+		return append(b, "Infinity"...)
+	case math.IsInf(f, -1):
+		return append(b, "-Infinity"...)
+	case err != nil:
+		return append(b, lit...)
+	case f == 0:
+		if math.Signbit(f) {
+			return append(b, "-0.0"...)
+		}
+		return append(b, "0.0"...)
+	}
+	e := strconv.FormatFloat(f, 'e', -1, 64)
+	exp, _ := strconv.Atoi(e[strings.IndexByte(e, 'e')+1:])
+	if exp < -4 || exp >= 16 {
+		return append(b, e...)
+	}
+	fixed := strconv.FormatFloat(f, 'f', -1, 64)
+	b = append(b, fixed...)
+	if !strings.Contains(fixed, ".") {
+		b = append(b, '.', '0')
+	}
+	return b
 }

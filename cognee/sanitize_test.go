@@ -3,6 +3,10 @@ package cognee_test
 import (
 	"encoding/json"
 	"fmt"
+	"math"
+	"math/rand/v2"
+	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -62,7 +66,10 @@ func TestSanitizeValueAsCognee(t *testing.T) {
 		{`{"a":[{"b":"` + long + `","c":` + list(25) + `}]}`, `{"a": [{"b": "` + cut + `", "c": ` + dumpList(20) + `}]}`},
 		// keys are cut too; a cut key equal to an earlier one gets a suffix
 		{`{"` + long + `":1,"` + cut + `":2,"` + strings.Repeat("x", 1002) + `":3}`, `{"` + cut + `": 1, "` + cut + `_2": 2, "` + cut + `_3": 3}`},
-		{`[1.50,-0,1e5,true,false,null,"\u00e9/"]`, `[1.50, -0, 1e5, true, false, null, "\u00e9/"]`},
+		{`[true,false,null,"\u00e9/"]`, `[true, false, null, "\u00e9/"]`},
+		// numbers as json.dumps writes what json.loads read
+		{`[1.50,-0,0,-0.0,1e5,1E+2,12345678901234567890123,1e16,1e15,0.0001,0.00001,1.5e-7,123.456e2,1e400,-1e400,0.1]`,
+			`[1.5, 0, 0, -0.0, 100000.0, 100.0, 12345678901234567890123, 1e+16, 1000000000000000.0, 0.0001, 1e-05, 1.5e-07, 12345.6, Infinity, -Infinity, 0.1]`},
 		{list(20)[:len(list(20))-1] + `,{"x":` + list(30) + `}]`, dumpList(20)},
 	} {
 		got, err := cognee.SanitizeValue([]byte(tc.in))
@@ -100,8 +107,9 @@ func TestNewTraceAppliesCogneesLimits(t *testing.T) {
 	}
 }
 
-// Whatever valid JSON comes in, the sanitised value is valid JSON within
-// Cognee's limits at every depth.
+// Whatever valid JSON comes in, the sanitised value is JSON (Python's, with
+// Infinity for a number too large for a float) within Cognee's limits at
+// every depth.
 func FuzzSanitizeValue(f *testing.F) {
 	for _, s := range []string{`{"a":[1,2,{"b":"c"}]}`, `"x"`, `[` + strings.Repeat(`"é",`, 30) + `1]`, `{"` + strings.Repeat("k", 1005) + `":null}`, `1e400`} {
 		f.Add(s)
@@ -111,7 +119,10 @@ func FuzzSanitizeValue(f *testing.F) {
 			return
 		}
 		got, err := cognee.SanitizeValue([]byte(in))
-		if err != nil || !json.Valid(got) {
+		if err == nil {
+			got, err = cognee.Strict(got) // json.dumps's Infinity, as readers get it
+		}
+		if err != nil {
 			t.Fatalf("SanitizeValue(%q) = %q, %v", in, got, err)
 		}
 		var v any
@@ -175,6 +186,44 @@ func TestCheckQAEntryAsCogneesModel(t *testing.T) {
 		var fe *cognee.FieldError
 		if err == nil || !asField(err, &fe) || fe.Field != tc.field {
 			t.Errorf("%s: %v, want an error on %q", tc.to, err, tc.field)
+		}
+	}
+}
+
+// Numbers in a trace are stored as Python's json.dumps(json.loads(x))
+// writes them: checked against Python itself on random literals.
+func TestSanitizedNumbersAsPython(t *testing.T) {
+	py, err := exec.LookPath("/usr/bin/python3")
+	if err != nil {
+		t.Skip("no /usr/bin/python3")
+	}
+	rnd := rand.New(rand.NewPCG(1, 2))
+	var lits []string
+	for range 3000 {
+		var lit string
+		switch rnd.IntN(4) {
+		case 0:
+			lit = strconv.FormatFloat(rnd.NormFloat64()*math.Pow(10, float64(rnd.IntN(40)-20)), 'g', -1, 64)
+		case 1:
+			lit = fmt.Sprintf("%d.%de%d", rnd.IntN(1000)-500, rnd.IntN(1000), rnd.IntN(700)-350)
+		case 2:
+			lit = strconv.FormatFloat(float64(rnd.IntN(1<<20))/float64(1+rnd.IntN(1000)), 'f', rnd.IntN(12), 64)
+		default:
+			lit = fmt.Sprintf("%d", rnd.Int64()-rnd.Int64())
+		}
+		lits = append(lits, lit)
+	}
+	cmd := exec.Command(py, "-c", "import json,sys\nfor l in sys.stdin: print(json.dumps(json.loads(l)))")
+	cmd.Stdin = strings.NewReader(strings.Join(lits, "\n") + "\n")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := strings.Split(strings.TrimSpace(string(out)), "\n")
+	for i, lit := range lits {
+		got, err := cognee.SanitizeValue([]byte(lit))
+		if err != nil || string(got) != want[i] {
+			t.Errorf("%s: got %s (%v), Python writes %s", lit, got, err, want[i])
 		}
 	}
 }

@@ -128,6 +128,13 @@ func TestTracesAreStoredWithCogneesLimits(t *testing.T) {
 		if got := lrange(t, c, keys.Traces); len(got) != 1 || got[0] != want {
 			t.Fatalf("Redis holds %q", got)
 		}
+		// Numbers as Cognee's json.dumps writes what json.loads read; one too
+		// large for a float is Infinity in Redis and null for clients.
+		r = h.Do(t, "POST", base+"/traces", `{"trace_id":"t2","origin_function":"f","status":"ok","method_params":{"a":1.50,"b":1e5,"c":-0},"method_return_value":1e400}`)
+		stored := `{"trace_id": "t2", "origin_function": "f", "status": "ok", "memory_query": "", "memory_context": "", "method_params": {"a": 1.5, "b": 100000.0, "c": 0}, "method_return_value": Infinity, "error_message": "", "session_feedback": ""}`
+		if r.Status != 201 || strings.TrimSpace(r.Body) != strings.Replace(stored, "Infinity", "null", 1) || lrange(t, c, keys.Traces)[1] != stored {
+			t.Fatalf("trace with numbers: %d %s, Redis %q", r.Status, r.Body, lrange(t, c, keys.Traces))
+		}
 	})
 }
 
