@@ -32,7 +32,7 @@ func TestNewQAEntryMatchesGolden(t *testing.T) {
 		Answer:                json.RawMessage(`"Deux €"`),
 		FeedbackScore:         json.RawMessage(`4`),
 		UsedGraphElementIDs:   json.RawMessage(`{"edge_ids": [], "node_ids": ["n-1","n-2"]}`),
-		MemifyMetadata:        json.RawMessage(`{"feedback_weights_applied":false,"detail":{"b":1.5,"a":[],"c":"é"}}`),
+		MemifyMetadata:        json.RawMessage(`{"feedback_weights_applied":false,"d\u00e9tail":true}`),
 		UsedSessionContextIDs: json.RawMessage(`[]`),
 	}
 	got, err := cognee.NewQAEntry(f, "q-1", now)
@@ -62,7 +62,7 @@ assert e["feedback_score"] is None or (type(e["feedback_score"]) is int and 1 <=
 g = e["used_graph_element_ids"]
 assert g is None or (set(g) <= {"node_ids","edge_ids"} and all(isinstance(x, str) for v in g.values() for x in v))
 m = e["memify_metadata"]
-assert m is None or all(isinstance(v, (bool, dict)) for v in m.values())
+assert m is None or all(isinstance(v, bool) for v in m.values())
 assert json.dumps(e) == raw, "json.dumps does not give back the stored bytes"
 from datetime import datetime
 datetime.fromisoformat(e["time"])
@@ -175,7 +175,9 @@ func TestQAValidationAsCogneesModel(t *testing.T) {
 		{"memify string value", ok(cognee.QAFields{MemifyMetadata: json.RawMessage(`{"x":"yes"}`)}), "memify_metadata"},
 		{"memify number value", ok(cognee.QAFields{MemifyMetadata: json.RawMessage(`{"x":1}`)}), "memify_metadata"},
 		{"memify list", ok(cognee.QAFields{MemifyMetadata: json.RawMessage(`[true]`)}), "memify_metadata"},
-		{"memify detail object", ok(cognee.QAFields{MemifyMetadata: json.RawMessage(`{"d":{"applied":[]}}`)}), ""},
+		{"memify detail object", ok(cognee.QAFields{MemifyMetadata: json.RawMessage(`{"session_persistence":{"applied":["n1"]}}`)}), "memify_metadata"},
+		{"memify null value", ok(cognee.QAFields{MemifyMetadata: json.RawMessage(`{"x":null}`)}), "memify_metadata"},
+		{"memify booleans", ok(cognee.QAFields{MemifyMetadata: json.RawMessage(`{"x":true,"y":false}`)}), ""},
 		{"context ids number", ok(cognee.QAFields{UsedSessionContextIDs: json.RawMessage(`[1]`)}), "used_session_context_ids"},
 		{"context ids object", ok(cognee.QAFields{UsedSessionContextIDs: json.RawMessage(`{}`)}), "used_session_context_ids"},
 		{"context ids null element", ok(cognee.QAFields{UsedSessionContextIDs: json.RawMessage(`["a",null]`)}), "used_session_context_ids"},

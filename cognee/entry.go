@@ -327,9 +327,11 @@ func appendStrings(b []byte, ss []string) []byte {
 	return append(b, ']')
 }
 
-// memifyMetadata validates memify_metadata as Cognee's model does: string
-// keys whose values are booleans or per-pipeline detail objects. Key order
-// is kept; {} is stored as null.
+// memifyMetadata validates memify_metadata as Cognee's model does
+// (Optional[Dict[str, bool]]): string keys whose values are booleans. A
+// detail object would make Cognee's reads of the whole session fail, so it is
+// refused; values Cognee itself stored are never rewritten. Key order is
+// kept; {} is stored as null.
 func memifyMetadata(raw json.RawMessage) ([]byte, error) {
 	if isNull(raw) {
 		return null, nil
@@ -345,11 +347,8 @@ func memifyMetadata(raw json.RawMessage) ([]byte, error) {
 		return null, nil
 	}
 	for k, v := range m {
-		switch t := bytes.TrimSpace(v); {
-		case bytes.Equal(t, []byte("true")), bytes.Equal(t, []byte("false")):
-		case len(t) > 0 && t[0] == '{':
-		default:
-			return nil, fieldErr("memify_metadata", "value of %q must be a boolean (or a detail object), not %s", k, describe(v))
+		if t := bytes.TrimSpace(v); !bytes.Equal(t, []byte("true")) && !bytes.Equal(t, []byte("false")) {
+			return nil, fieldErr("memify_metadata", "value of %q must be true or false (Cognee reads memify_metadata as a map of booleans), not %s", k, describe(t))
 		}
 	}
 	return Transcode(raw)

@@ -86,7 +86,8 @@ func FuzzStrict(f *testing.F) {
 
 // Whatever a client posts, NewQAEntry either refuses it with a FieldError
 // or writes an entry with Cognee's ten fields in order that Python's
-// json.loads would read (strict JSON, ASCII).
+// json.loads would read (strict JSON, ASCII) and Cognee's model accepts
+// (CheckQAEntry).
 func FuzzNewQAEntry(f *testing.F) {
 	for _, s := range []string{
 		`{"question":"q","answer":"a"}`,
@@ -127,6 +128,9 @@ func FuzzNewQAEntry(f *testing.F) {
 		}
 		if bytes.ContainsFunc(out, func(r rune) bool { return r > 0x7e }) {
 			t.Fatalf("non-ASCII output %q", out)
+		}
+		if err := cognee.CheckQAEntry(out); err != nil {
+			t.Fatalf("entry %s is one Cognee's model refuses: %v", out, err)
 		}
 	})
 }

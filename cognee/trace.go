@@ -3,7 +3,6 @@ package cognee
 import (
 	"bytes"
 	"encoding/json"
-	"strings"
 )
 
 // TraceFields is an agent trace step as it arrives in a request (Cognee's
@@ -23,7 +22,9 @@ type TraceFields struct {
 // NewTrace validates a trace step and encodes it as Cognee's
 // append_agent_trace_step stores it: the nine fields in model order,
 // trace_id/origin_function/status non-empty and stripped, the text fields
-// stripped (default ""), method_params an object (default {}).
+// stripped (default ""), every text field cut to MaxTraceText characters,
+// method_params an object (default {}), method_params and
+// method_return_value sanitised as Cognee does (SanitizeValue).
 func NewTrace(f TraceFields, traceID string) ([]byte, error) {
 	if f.TraceID != nil {
 		traceID = *f.TraceID
@@ -34,10 +35,10 @@ func NewTrace(f TraceFields, traceID string) ([]byte, error) {
 	}{{"trace_id", &traceID}, {"origin_function", f.OriginFunction}, {"status", f.Status}}
 	vals := map[string][]byte{}
 	for _, r := range required {
-		if r.val == nil || strings.TrimSpace(*r.val) == "" {
+		if r.val == nil || pyStrip(*r.val) == "" {
 			return nil, fieldErr(r.name, "must be a non-empty string")
 		}
-		vals[r.name] = AppendString(nil, strings.TrimSpace(*r.val))
+		vals[r.name] = AppendString(nil, traceText(*r.val))
 	}
 	for _, o := range []struct {
 		name string
@@ -45,7 +46,7 @@ func NewTrace(f TraceFields, traceID string) ([]byte, error) {
 	}{{"memory_query", f.MemoryQuery}, {"memory_context", f.MemoryContext}, {"error_message", f.ErrorMessage}, {"session_feedback", f.SessionFeedback}} {
 		s := ""
 		if o.val != nil {
-			s = strings.TrimSpace(*o.val)
+			s = traceText(*o.val)
 		}
 		vals[o.name] = AppendString(nil, s)
 	}
@@ -54,7 +55,7 @@ func NewTrace(f TraceFields, traceID string) ([]byte, error) {
 		if t := bytes.TrimSpace(f.MethodParams); len(t) == 0 || t[0] != '{' {
 			return nil, fieldErr("method_params", "must be an object, not %s", describe(f.MethodParams))
 		}
-		p, err := Transcode(f.MethodParams)
+		p, err := SanitizeValue(f.MethodParams)
 		if err != nil {
 			return nil, fieldErr("method_params", "is not valid JSON")
 		}
@@ -63,7 +64,7 @@ func NewTrace(f TraceFields, traceID string) ([]byte, error) {
 	vals["method_params"] = params
 	ret := null
 	if f.MethodReturnValue != nil {
-		r, err := Transcode(f.MethodReturnValue)
+		r, err := SanitizeValue(f.MethodReturnValue)
 		if err != nil {
 			return nil, fieldErr("method_return_value", "is not valid JSON")
 		}

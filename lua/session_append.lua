@@ -9,6 +9,8 @@
 -- returns {1} when stored ({2} when this started the session);
 --   {0, stored_entry} when the session already held qa_id (a retried
 --   append): nothing is written then.
+local refused = guard('keep', { K_ENTRIES, 'list' }, { K_INDEX, 'hash' })
+if refused then return refused end
 local qa_id, entry = ARGV[5], ARGV[6]
 
 local llen = redis.call('LLEN', K_ENTRIES)
@@ -40,5 +42,5 @@ if #removed > 0 then
   redis.call('HSET', K_INDEX, '#head', tostring(head + #removed), '#len', tostring(newlen - #removed))
 end
 
-local _, started = finish_write(false, newlen == 1, newlen - #removed)
+local _, started = finish_write(false, newlen == 1, newlen - #removed, newlen == 1)
 return { stored_flag(started) }

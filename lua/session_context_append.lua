@@ -8,6 +8,8 @@
 -- returns {1} when stored ({2} when this started the
 --   session); {0, stored_entry} when an entry with that id exists (nothing
 --   is written then).
+local refused = guard('keep', { K_CONTEXT, 'list' })
+if refused then return refused end
 local pos, existing = find_by_id(K_CONTEXT, 'id', ARGV[5])
 if pos then return { 0, existing } end
 local created = redis.call('RPUSH', K_CONTEXT, ARGV[6]) == 1

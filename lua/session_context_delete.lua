@@ -4,6 +4,8 @@
 -- ARGV[1..4] TTL, max entries, user_id, session_id (session_lib.lua)
 -- ARGV[5] the entry's id
 -- returns 1 when removed, 0 when there is no such entry.
+local refused = guard('keep', { K_CONTEXT, 'list' })
+if refused then return refused end
 local pos = find_by_id(K_CONTEXT, 'id', ARGV[5])
 if not pos then return 0 end
 remove_at(K_CONTEXT, pos)

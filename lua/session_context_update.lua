@@ -7,6 +7,8 @@
 -- ARGV[5] the entry's id
 -- ARGV[6] the fields to merge (a JSON object)
 -- returns the updated entry, or nil when there is no such entry.
+local refused = guard('keep', { K_CONTEXT, 'list' })
+if refused then return refused end
 local pos, el = find_by_id(K_CONTEXT, 'id', ARGV[5])
 if not pos then return false end
 local updated = merge_object(el, ARGV[6])

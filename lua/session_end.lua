@@ -10,7 +10,10 @@
 --   (nothing written); {3, status} when it had ended with the other one
 --   (nothing written); 0 when there is no such session (nothing created);
 --   {-1, 'wrong_type', message} when a key it would write holds the wrong
---   type (nothing written: every check comes before the first write).
+--   type, or the KEYTYPE error of guard (nothing written: every check comes
+--   before the first write).
+local refused = guard('move')
+if refused then return refused end
 local want = ARGV[5]
 if not session_exists() then return 0 end
 local bad = check_finish(nil, true)
@@ -18,7 +21,12 @@ if bad then return { -1, 'wrong_type', bad } end
 local status = redis.call('HGET', K_RECORD, 'status')
 if status == want then return 2 end
 if status == 'completed' or status == 'failed' then return { 3, status } end
-redis.call('HSET', K_RECORD, 'status', want, 'ended_at', string.format('%d', now_us()), 'end_reason', want)
+local now = now_us()
+if status then
+  redis.call('HSET', K_RECORD, 'status', want, 'ended_at', string.format('%d', now), 'end_reason', want)
+else -- a session only Cognee wrote: it started with its first entry
+  redis.call('HSET', K_RECORD, 'status', want, 'ended_at', string.format('%d', now), 'end_reason', want, 'started_at', started_at_of(now))
+end
 if ARGV[6] == '1' then
   redis.call('HSET', K_RECORD, 'summary', ARGV[7], 'summary_auto_generated', '0')
 end

@@ -5,6 +5,8 @@
 -- ARGV[5] qa_id
 -- returns 1 when removed, 0 when the session holds no such entry (nothing
 --   is written then).
+local refused = guard('keep', { K_ENTRIES, 'list' }, { K_INDEX, 'hash' })
+if refused then return refused end
 local pos = locate(ARGV[5])
 if not pos then return 0 end
 remove_at(K_ENTRIES, pos)

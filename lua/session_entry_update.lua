@@ -8,17 +8,25 @@
 -- ARGV[6] memify_metadata patch (a JSON object) or '' for none
 -- ARGV[7], ARGV[8], ... pairs of field name and new raw JSON value
 -- returns the updated entry, or nil when the session holds no such entry
---   (nothing is written then, and no key is created).
+--   (nothing is written then, and no key is created); a BADVALUE error when
+--   the stored entry is not a JSON object (nothing is written).
+local refused = guard('keep', { K_ENTRIES, 'list' }, { K_INDEX, 'hash' })
+if refused then return refused end
 local qa_id, memify = ARGV[5], ARGV[6]
 local pos, el = locate(qa_id)
 if not pos then return false end
 
-local updates = {}
-for i = 7, #ARGV, 2 do updates[#updates + 1] = { ARGV[i], ARGV[i + 1] } end
-if memify ~= '' then
-  updates[#updates + 1] = { 'memify_metadata', merge_object(field_raw(el, 'memify_metadata'), memify) }
+local ok, updated = pcall(function()
+  local updates = {}
+  for i = 7, #ARGV, 2 do updates[#updates + 1] = { ARGV[i], ARGV[i + 1] } end
+  if memify ~= '' then
+    updates[#updates + 1] = { 'memify_metadata', merge_object(field_raw(el, 'memify_metadata'), memify) }
+  end
+  return set_fields(el, updates)
+end)
+if not ok then -- another writer stored an element that is not a JSON object
+  return redis.error_reply('BADVALUE ' .. K_ENTRIES .. ' ' .. qa_id)
 end
-local updated = set_fields(el, updates)
 redis.call('LSET', K_ENTRIES, pos, updated)
 
 finish_write()

@@ -164,21 +164,28 @@ end
 
 -- set_fields returns s with the top-level fields in updates (an array of
 -- {key, raw_json}) replaced in place, or appended before the closing brace
--- when absent. Untouched fields keep their exact bytes.
+-- when absent. Untouched fields keep their exact bytes. A key named twice in
+-- updates is set once, to its last value, where Python's json.loads would
+-- put it (two splices into one span would write invalid JSON).
 local function set_fields(s, updates)
   local fields, close = object_fields(s)
-  local by_key = {}
+  local by_key, last, done = {}, {}, {}
   for _, f in ipairs(fields) do
     if by_key[f.key] == nil then by_key[f.key] = f end
   end
+  for _, u in ipairs(updates) do last[u[1]] = u[2] end
   local spans, extra = {}, {}
   for _, u in ipairs(updates) do
-    local f = by_key[u[1]]
-    if f then
-      spans[#spans + 1] = { f.vs, f.ve, u[2] }
+    local k = u[1]
+    local f = by_key[k]
+    if done[k] then
+      -- named again: set once, to the last value
+    elseif f then
+      spans[#spans + 1] = { f.vs, f.ve, last[k] }
     else
-      extra[#extra + 1] = '"' .. u[1] .. '": ' .. u[2]
+      extra[#extra + 1] = '"' .. k .. '": ' .. last[k]
     end
+    done[k] = true
   end
   table.sort(spans, function(a, b) return a[1] < b[1] end)
   local out, pos = {}, 1
@@ -197,11 +204,11 @@ local function set_fields(s, updates)
 end
 
 -- merge_object merges the fields of JSON object text patch into JSON object
--- text base (or null/absent), key-wise, keeping base's bytes for the keys
--- patch does not name. Returns the merged object text.
+-- text base (or null/absent: then into {}), key-wise, keeping base's bytes
+-- for the keys patch does not name. Returns the merged object text.
 local function merge_object(base, patch)
   local pfields = object_fields(patch)
-  if base == nil or string.byte(base, 1) ~= 123 then return patch end
+  if base == nil or string.byte(base, 1) ~= 123 then base = '{}' end
   local updates = {}
   for _, f in ipairs(pfields) do
     updates[#updates + 1] = { f.key, string.sub(patch, f.vs, f.ve - 1) }
@@ -280,12 +287,16 @@ local function locate(qa_id)
   return nil
 end
 
--- trim keeps the newest MAX_ENTRIES of list key (0 = unbounded) and returns
--- the removed elements. llen is the list's length when the caller knows it.
+-- trim keeps about the newest MAX_ENTRIES of list key (0 = unbounded) in
+-- batches: a list longer than 1.25 x MAX_ENTRIES is cut back to the newest
+-- MAX_ENTRIES, so the positions of the elements shift once per quarter of
+-- MAX_ENTRIES appends, not on every append (Cognee updates an entry with
+-- LSET at the position it read). Returns the removed elements. llen is the
+-- list's length when the caller knows it.
 local function trim(key, llen)
   if MAX_ENTRIES <= 0 then return {} end
   llen = llen or redis.call('LLEN', key)
-  if llen <= MAX_ENTRIES then return {} end
+  if llen * 4 <= MAX_ENTRIES * 5 then return {} end
   local k = llen - MAX_ENTRIES
   local removed = redis.call('LRANGE', key, 0, k - 1)
   redis.call('LTRIM', key, k, -1)
@@ -307,6 +318,47 @@ end
 local function remove_at(key, pos)
   redis.call('LSET', key, pos, TOMBSTONE)
   redis.call('LREM', key, 1, TOMBSTONE)
+end
+
+-- Key types ----------------------------------------------------------------
+
+-- guard returns an error reply naming the first key the script would write
+-- that exists with another type (another program wrote it), or nil. Every
+-- writing script calls it before its first write, so a wrong type is a
+-- clear refusal ("KEYTYPE <key> <type> <wanted type>", which the Go side
+-- maps to 409 key_wrong_type) and never a half-done write. mode says which
+-- of the bookkeeping keys the script may write:
+--   'keep'    the record, and the status sets of the session's stored
+--             status (all of them for a session without a record yet,
+--             which finish_write files as new) and the expiry set;
+--   'move'    the record and every status set (the write ends the session);
+--   'indexes' every status set, not the record (session delete).
+-- ... are the script's own {key, type} pairs.
+local function guard(mode, ...)
+  local checks = { ... }
+  local status
+  if mode ~= 'indexes' then
+    status = redis.pcall('HGET', K_RECORD, 'status')
+    if type(status) == 'table' then
+      checks[#checks + 1] = { K_RECORD, 'hash' }
+      status = nil
+    end
+  end
+  if mode == 'keep' and status and K_USER[status] then
+    checks[#checks + 1] = { K_USER[status], 'zset' }
+    checks[#checks + 1] = { K_GLOBAL[status], 'zset' }
+    checks[#checks + 1] = { K_EXPIRY, 'zset' }
+  else
+    for i = 7, 13 do checks[#checks + 1] = { KEYS[i], 'zset' } end
+  end
+  for _, c in ipairs(checks) do
+    local got = redis.call('TYPE', c[1])
+    if type(got) == 'table' then got = got.ok end
+    if got ~= 'none' and got ~= c[2] then
+      return redis.error_reply('KEYTYPE ' .. c[1] .. ' ' .. got .. ' ' .. c[2])
+    end
+  end
+  return nil
 end
 
 -- Session bookkeeping ------------------------------------------------------
@@ -422,6 +474,46 @@ local function session_exists()
   return redis.call('EXISTS', K_ENTRIES, K_TRACES, K_CONTEXT, K_RECORD) > 0
 end
 
+-- entry_time_us reads the "time" of a stored Q&A entry (Python isoformat:
+-- with or without fraction and offset; no offset is UTC, as Cognee writes
+-- utcnow()) as µs since the epoch, or nil.
+local function entry_time_us(el)
+  local at = string.find(el, '"time"', 1, true)
+  if not at then return nil end
+  local y, mo, d, h, mi, sec, rest = string.match(el,
+    '^%s*:%s*"(%d%d%d%d)%-(%d%d)%-(%d%d)[T ](%d%d):(%d%d):(%d%d)([^"]*)"', at + 6)
+  if not y then return nil end
+  local frac, off = string.match(rest, '^%.(%d+)(.*)$')
+  if not frac then frac, off = '', rest end
+  local offset = 0
+  if off ~= '' and off ~= 'Z' then
+    local sign, oh, om = string.match(off, '^([+-])(%d%d):?(%d%d)$')
+    if not sign then return nil end
+    offset = (tonumber(oh) * 60 + tonumber(om)) * 60
+    if sign == '-' then offset = -offset end
+  end
+  y, mo = tonumber(y), tonumber(mo)
+  if mo <= 2 then y = y - 1 end -- days from the civil date (March-based years)
+  local era = math.floor(y / 400)
+  local yoe = y - era * 400
+  local doy = math.floor((153 * ((mo + 9) % 12) + 2) / 5) + tonumber(d) - 1
+  local days = era * 146097 + yoe * 365 + math.floor(yoe / 4) - math.floor(yoe / 100) + doy - 719468
+  local secs = days * 86400 + tonumber(h) * 3600 + tonumber(mi) * 60 + tonumber(sec) - offset
+  return secs * 1000000 + tonumber(string.sub(frac .. '000000', 1, 6))
+end
+
+-- started_at_of is a new record's started_at (µs, as a string): the time
+-- of the session's first entry when another writer (Cognee) made the list
+-- before this first write of ours, else now. One LINDEX, never a scan.
+local function started_at_of(now, own_first)
+  if not own_first then
+    local first = redis.call('LINDEX', K_ENTRIES, 0)
+    local t = first and entry_time_us(first)
+    if t and t < now then return string.format('%d', t) end
+  end
+  return string.format('%d', now)
+end
+
 -- SLIDE_EVERY_MAX bounds how stale a TTL may get between two slides (s).
 local SLIDE_EVERY_MAX = 60
 
@@ -438,8 +530,10 @@ local SLIDE_EVERY_MAX = 60
 --   moved: the write changed the status (ended the session)
 --   force: the write created a key of the session, or changed its TTL
 --   count: the entries list's length, when the caller knows it
+--   own_first: the entries list's first element is this write's (a new
+--     record then starts now, not at the first entry's time)
 -- Returns the status and whether this write started the session.
-local function finish_write(moved, force, count)
+local function finish_write(moved, force, count, own_first)
   local now = now_us()
   local n = string.format('%d', now) -- tostring would round to 14 digits
   local rec = redis.call('HMGET', K_RECORD, 'status', 'ttl_seconds', 'slid_at', 'metadata')
@@ -456,7 +550,7 @@ local function finish_write(moved, force, count)
   if not status then
     status, started = 'running', true
     fields[#fields + 1], fields[#fields + 2] = 'status', status
-    fields[#fields + 1], fields[#fields + 2] = 'started_at', n
+    fields[#fields + 1], fields[#fields + 2] = 'started_at', started_at_of(now, own_first)
   end
   if due then
     fields[#fields + 1], fields[#fields + 2] = 'slid_at', n

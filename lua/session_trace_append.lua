@@ -5,6 +5,8 @@
 -- ARGV[1..4] TTL, max entries, user_id, session_id (session_lib.lua)
 -- ARGV[5] the trace step, as Cognee's json.dumps writes it
 -- returns 1, or 2 when this started the session.
+local refused = guard('keep', { K_TRACES, 'list' })
+if refused then return refused end
 local created = redis.call('RPUSH', K_TRACES, ARGV[5]) == 1
 trim(K_TRACES)
 local _, started = finish_write(false, created)

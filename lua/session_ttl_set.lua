@@ -6,6 +6,8 @@
 -- ARGV[1..4] TTL, max entries, user_id, session_id (session_lib.lua)
 -- ARGV[5] the TTL in seconds; 0 = no expiry (persist)
 -- returns 1, or 0 when the session does not exist (nothing is created).
+local refused = guard('keep')
+if refused then return refused end
 if not session_exists() then return 0 end
 redis.call('HSET', K_RECORD, 'ttl_seconds', ARGV[5])
 finish_write(false, true)

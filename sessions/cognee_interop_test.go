@@ -102,3 +102,36 @@ func TestCogneeAndSidecarShareASession(t *testing.T) {
 		t.Fatalf("Cognee reads the sidecar's feedback as %v", seen[0]["feedback_score"])
 	}
 }
+
+// memify_metadata takes booleans only (Cognee's Dict[str, bool]): a detail
+// object is a 400 naming the field and nothing is stored, so Cognee's
+// model-validating read of the whole session keeps working.
+func TestMemifyDetailObjectsAreRefused(t *testing.T) {
+	srv := redisstoretest.NewReal(t)
+	cognee := cogneePython(t, srv)
+	h := start(t, srv, nil)
+	cognee("create", map[string]string{"question": "q", "answer": "a", "qa_id": "c1"})
+	h.Do(t, "POST", base+"/entries", `{"question":"q","answer":"a","qa_id":"s1","memify_metadata":{"feedback_weights_applied":true}}`)
+	before := lrange(t, srv.Client(t), keys.Entries)
+	for _, tc := range []struct{ method, path, body string }{
+		{"POST", base + "/entries", `{"question":"q","answer":"a","qa_id":"s2","memify_metadata":{"session_persistence":{"applied":["n1"]}}}`},
+		{"PATCH", base + "/entries/s1", `{"memify_metadata":{"session_persistence":{"applied":["n1"]}}}`},
+		{"PATCH", base + "/entries/c1", `{"memify_metadata":{"x":"true"}}`},
+		{"PATCH", base + "/entries/c1", `{"memify_metadata":{"x":1}}`},
+	} {
+		r := h.Do(t, tc.method, tc.path, tc.body)
+		if r.Status != 400 || r.Code() != "invalid_field" || !strings.Contains(r.Body, "memify_metadata") {
+			t.Errorf("%s %s %s: %d %s, want 400 naming memify_metadata", tc.method, tc.path, tc.body, r.Status, r.Body)
+		}
+	}
+	if got := lrange(t, srv.Client(t), keys.Entries); strings.Join(got, "\n") != strings.Join(before, "\n") {
+		t.Fatalf("refused calls changed the list:\n%q\nwas\n%q", got, before)
+	}
+	if r := h.Do(t, "PATCH", base+"/entries/c1", `{"memify_metadata":{"session_persisted":true}}`); r.Status != 200 {
+		t.Fatalf("boolean memify on Cognee's entry: %d %s", r.Status, r.Body)
+	}
+	var seen []map[string]any
+	if err := json.Unmarshal([]byte(cognee("all", nil)), &seen); err != nil || len(seen) != 2 {
+		t.Fatalf("Cognee reads %v (%v)", seen, err)
+	}
+}

@@ -321,8 +321,7 @@ func (m *Module) appendTrace(w http.ResponseWriter, r *http.Request) error {
 	if err := m.store.AppendTrace(r.Context(), p[0], p[1], trace); err != nil {
 		return err
 	}
-	writeOwn(w, http.StatusCreated, trace)
-	return nil
+	return writeStored(w, http.StatusCreated, trace) // a number too large for a float is stored as Infinity, as Cognee does
 }
 
 func (m *Module) appendContext(w http.ResponseWriter, r *http.Request) error {

@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/redis/rueidis"
 
@@ -29,12 +31,18 @@ const fuzzMax = 5 // SESSION_MAX_ENTRIES in the fuzzed store
 // FuzzStoreOperations drives the session store through random sequences of
 // appends, feedback, memify merges, deletes and Cognee's own writes (RPUSH,
 // and its delete as DEL + re-RPUSH), checking the list in Redis against an
-// in-memory model after every step, on miniredis and on a real Redis.
+// in-memory model after every step, on miniredis and on a real Redis. After
+// every step every element is one Cognee's model accepts
+// (cognee.CheckQAEntry: valid JSON, each field's type, memify values
+// booleans) with no key twice; a field or memify key named twice in one
+// update is set once, to its last value; the list is trimmed in batches
+// (past 1.25 N, back to N) exactly as the model says.
 func FuzzStoreOperations(f *testing.F) {
 	f.Add([]byte{0, 1, 0, 2, 1, 1, 2, 1, 3, 1, 6, 0})
 	f.Add([]byte{5, 3, 0, 3, 4, 0, 1, 3, 2, 3, 6, 3})
 	f.Add([]byte{0, 0, 0, 1, 0, 2, 0, 3, 0, 4, 0, 5, 0, 6, 1, 6, 6, 0})
 	f.Add([]byte{0, 1, 4, 0, 0, 1, 3, 1, 0, 2, 2, 2, 6, 2, 4, 0})
+	f.Add([]byte{0, 1, 2, 9, 7, 1, 2, 1, 7, 17, 0, 2, 0, 3, 0, 4, 0, 5, 0, 6, 0, 7, 2, 7, 7, 7})
 	type backend struct {
 		name  string
 		store *sessions.Store
@@ -57,9 +65,9 @@ func FuzzStoreOperations(f *testing.F) {
 			ctx := context.Background()
 			b.raw.Do(ctx, b.raw.B().Flushall().Build())
 			var model []modelEntry
-			n := 0
+			n, traces := 0, 0
 			for i := 0; i+1 < len(ops); i += 2 {
-				op, id := ops[i]%7, fmt.Sprintf("e%d", ops[i+1]%8)
+				op, id := ops[i]%8, fmt.Sprintf("e%d", ops[i+1]%8)
 				pos := slices.IndexFunc(model, func(m modelEntry) bool { return m.id == id })
 				step := fmt.Sprintf("%s step %d: op %d on %s", b.name, i/2, op, id)
 				switch op {
@@ -71,6 +79,9 @@ func FuzzStoreOperations(f *testing.F) {
 					}
 					if pos < 0 {
 						model = append(model, modelEntry{id: id})
+						if len(model)*4 > fuzzMax*5 { // past 1.25 N: back to the newest N
+							model = model[len(model)-fuzzMax:]
+						}
 					}
 				case 1: // feedback
 					n++
@@ -82,9 +93,15 @@ func FuzzStoreOperations(f *testing.F) {
 					if pos >= 0 {
 						model[pos].score = score
 					}
-				case 2: // memify merge
+				case 2: // memify merge, a key sometimes named twice (the last wins)
 					k := fmt.Sprintf("k%d", i%3)
-					_, err := b.store.UpdateEntry(ctx, "fz", "s", id, nil, []byte(fmt.Sprintf(`{%q: true}`, k)))
+					v, last := ops[i]&8 == 0, ops[i]&16 == 0
+					patch := fmt.Sprintf(`{%q: %v}`, k, v)
+					if ops[i+1]&8 != 0 {
+						patch = fmt.Sprintf(`{%q: %v, "k9": true, %q: %v}`, k, v, k, last)
+						v = last
+					}
+					_, err := b.store.UpdateEntry(ctx, "fz", "s", id, nil, []byte(patch))
 					if (err == nil) != (pos >= 0) {
 						t.Fatalf("%s: err %v", step, err)
 					}
@@ -92,7 +109,20 @@ func FuzzStoreOperations(f *testing.F) {
 						if model[pos].memify == nil {
 							model[pos].memify = map[string]bool{}
 						}
-						model[pos].memify[k] = true
+						model[pos].memify[k] = v
+						if ops[i+1]&8 != 0 {
+							model[pos].memify["k9"] = true
+						}
+					}
+				case 7: // one field named twice in one update: set once, to the last value
+					first, second := int(ops[i+1])%5+1, int(ops[i]>>3)%5+1
+					_, err := b.store.UpdateEntry(ctx, "fz", "s", id,
+						[][2]string{{"feedback_score", fmt.Sprint(first)}, {"feedback_text", `"t"`}, {"feedback_score", fmt.Sprint(second)}}, nil)
+					if (err == nil) != (pos >= 0) {
+						t.Fatalf("%s: err %v", step, err)
+					}
+					if pos >= 0 {
+						model[pos].score = second
 					}
 				case 3: // delete through the store
 					err := b.store.DeleteEntry(ctx, "fz", "s", id)
@@ -121,16 +151,28 @@ func FuzzStoreOperations(f *testing.F) {
 					entry, _ := cognee.NewQAEntry(cognee.QAFields{Question: json.RawMessage(`"c"`), Answer: json.RawMessage(`"c"`)}, id, time.Now())
 					b.raw.Do(ctx, b.raw.B().Rpush().Key(keys.Entries).Element(string(entry)).Build())
 					model = append(model, modelEntry{id: id})
-				case 6: // read one entry
+				case 6: // read one entry, then append a trace step of a size the bytes pick
 					got, err := b.store.Entry(ctx, "fz", "s", id)
 					if (err == nil) != (pos >= 0) || (pos >= 0 && !json.Valid(got)) {
 						t.Fatalf("%s: get %s %v", step, got, err)
 					}
-				}
-				if len(model) > fuzzMax && op == 0 {
-					model = model[len(model)-fuzzMax:] // the store keeps the newest
+					size := 990 + int(ops[i+1])%20 // around the 1000-character cut
+					items := 15 + int(ops[i])%10   // around the 20-item cut
+					params, _ := json.Marshal(map[string]any{"s": strings.Repeat("é", size), "l": make([]int, items)})
+					trace, err := cognee.NewTrace(cognee.TraceFields{OriginFunction: &id, Status: &id, MethodParams: params,
+						MethodReturnValue: json.RawMessage(`"` + strings.Repeat("x", size) + `"`)}, "t")
+					if err != nil {
+						t.Fatalf("%s: trace %v", step, err)
+					}
+					if err := b.store.AppendTrace(ctx, "fz", "s", trace); err != nil {
+						t.Fatalf("%s: trace append %v", step, err)
+					}
+					if traces++; traces*4 > fuzzMax*5 {
+						traces = fuzzMax
+					}
 				}
 				compare(t, step, b.raw, keys.Entries, model)
+				compareTraces(t, step, b.raw, keys.Traces, traces)
 			}
 		}
 	})
@@ -156,6 +198,12 @@ func compare(t *testing.T, step string, c rueidis.Client, key string, model []mo
 		t.Fatalf("%s: %d entries stored, model has %d", step, len(all), len(model))
 	}
 	for i, raw := range all {
+		if err := cognee.CheckQAEntry([]byte(raw)); err != nil {
+			t.Fatalf("%s: entry %d is one Cognee's model refuses (%v): %s", step, i, err, raw)
+		}
+		if k := repeatedKey(raw); k != "" {
+			t.Fatalf("%s: entry %d holds key %q twice: %s", step, i, k, raw)
+		}
 		var e struct {
 			QAID          string          `json:"qa_id"`
 			FeedbackScore *int            `json:"feedback_score"`
@@ -172,10 +220,90 @@ func compare(t *testing.T, step string, c rueidis.Client, key string, model []mo
 		if e.QAID != m.id || score != m.score || len(e.Memify) != len(m.memify) {
 			t.Fatalf("%s: entry %d is %s, model %+v", step, i, raw, m)
 		}
-		for k := range m.memify {
-			if !e.Memify[k] {
-				t.Fatalf("%s: entry %d lost memify key %s", step, i, k)
+		for k, v := range m.memify {
+			if got, ok := e.Memify[k]; !ok || got != v {
+				t.Fatalf("%s: entry %d has memify %s = %v (present %v), model %v: %s", step, i, k, got, ok, v, raw)
 			}
+		}
+	}
+}
+
+// repeatedKey returns a key that one object of the JSON text s holds twice
+// (at any depth), or "".
+func repeatedKey(s string) string {
+	dec := json.NewDecoder(strings.NewReader(s))
+	type frame struct {
+		object bool
+		n      int
+		keys   map[string]bool
+	}
+	var stack []*frame
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return ""
+		}
+		if d, ok := tok.(json.Delim); ok {
+			if d == '{' || d == '[' {
+				if len(stack) > 0 {
+					stack[len(stack)-1].n++
+				}
+				stack = append(stack, &frame{object: d == '{', keys: map[string]bool{}})
+			} else {
+				stack = stack[:len(stack)-1]
+			}
+			continue
+		}
+		if len(stack) == 0 {
+			continue
+		}
+		top := stack[len(stack)-1]
+		if top.object && top.n%2 == 0 {
+			k := tok.(string)
+			if top.keys[k] {
+				return k
+			}
+			top.keys[k] = true
+		}
+		top.n++
+	}
+}
+
+// compareTraces checks the trace list's length against the model (batch
+// trim) and every step against Cognee's limits: text at most 1000
+// characters, lists and objects at most 20 items, at every depth.
+func compareTraces(t *testing.T, step string, c rueidis.Client, key string, want int) {
+	t.Helper()
+	all, err := c.Do(context.Background(), c.B().Lrange().Key(key).Start(0).Stop(-1).Build()).AsStrSlice()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) != want {
+		t.Fatalf("%s: %d trace steps stored, model has %d", step, len(all), want)
+	}
+	var within func(v any) bool
+	within = func(v any) bool {
+		switch v := v.(type) {
+		case string:
+			return utf8.RuneCountInString(v) <= cognee.MaxTraceText
+		case []any:
+			return len(v) <= cognee.MaxTraceItems && !slices.ContainsFunc(v, func(e any) bool { return !within(e) })
+		case map[string]any:
+			if len(v) > cognee.MaxTraceItems {
+				return false
+			}
+			for k, e := range v {
+				if !within(k) || !within(e) {
+					return false
+				}
+			}
+		}
+		return true
+	}
+	for i, raw := range all {
+		var v any
+		if err := json.Unmarshal([]byte(raw), &v); err != nil || !within(v) || repeatedKey(raw) != "" {
+			t.Fatalf("%s: trace %d is over Cognee's limits or not JSON (%v): %.200s", step, i, err, raw)
 		}
 	}
 }

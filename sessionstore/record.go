@@ -128,8 +128,8 @@ type SessionState struct {
 }
 
 // Get reads a session's record. A session only Cognee wrote (its list but
-// no record) reads as running, with entry count and last activity taken
-// from the list. ErrNotFound when none of its keys exists.
+// no record) reads as running, with entry count, start and last activity
+// taken from the list (its first and last entries' times). ErrNotFound when none of its keys exists.
 func (s *Store) Get(ctx context.Context, user, session string) (SessionState, error) {
 	client, err := s.conn.Client()
 	if err != nil {
@@ -144,6 +144,7 @@ func (s *Store) Get(ctx context.Context, user, session string) (SessionState, er
 		client.B().Lindex().Key(k.Entries).Index(-1).Build(),
 		client.B().Ttl().Key(k.Entries).Build(),
 		client.B().Exists().Key(k.Traces, k.Context).Build(),
+		client.B().Lindex().Key(k.Entries).Index(0).Build(),
 	)
 	for _, r := range res {
 		if err := r.Error(); err != nil && !rueidis.IsRedisNil(err) {
@@ -159,6 +160,9 @@ func (s *Store) Get(ctx context.Context, user, session string) (SessionState, er
 	if len(h) > 0 {
 		st.Record = parseRecord(user, session, h)
 		st.TTLSeconds, _ = res[2].AsInt64()
+		if st.StartedAt == 0 { // a record made before started_at was kept for Cognee's sessions
+			st.StartedAt = firstEntryTime(res[7])
+		}
 		return st, nil
 	}
 	llen, _ := res[3].AsInt64()
@@ -170,8 +174,18 @@ func (s *Store) Get(ctx context.Context, user, session string) (SessionState, er
 	if last, err := res[4].ToString(); err == nil {
 		st.LastActivityAt = entryTime(last)
 	}
+	st.StartedAt = firstEntryTime(res[7])
 	st.TTLSeconds, _ = res[5].AsInt64()
 	return st, nil
+}
+
+// firstEntryTime is the time of the session's first entry (LINDEX 0), or 0.
+func firstEntryTime(res rueidis.RedisResult) int64 {
+	first, err := res.ToString()
+	if err != nil {
+		return 0
+	}
+	return entryTime(first)
 }
 
 // entryTime reads the "time" of a stored entry (µs), or 0.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/rueidis"
@@ -88,9 +89,43 @@ func (s *Store) Exec(ctx context.Context, script *lua.Script, user, session stri
 		return msg, redisstore.ErrNotFound
 	}
 	if err != nil {
+		if ref := wrongType(err); ref != nil {
+			return msg, ref
+		}
 		return msg, redisstore.Wrap(script.Name, err)
 	}
 	return msg, nil
+}
+
+// wrongType turns a script's refusal of a key of the wrong type (the
+// "KEYTYPE <key> <type> <wanted>" reply of session_lib.lua's guard, or
+// Redis's own WRONGTYPE from a read that came first) into a 409
+// key_wrong_type, and its refusal to edit an element that is not a JSON
+// object ("BADVALUE <key> <id>") into a 409 stored_value_invalid; nil for
+// any other error. The script wrote nothing.
+func wrongType(err error) error {
+	var re *rueidis.RedisError
+	if !errors.As(err, &re) {
+		return nil
+	}
+	msg := re.Error()
+	if _, rest, ok := strings.Cut(msg, "KEYTYPE "); ok {
+		if f := strings.Fields(rest); len(f) >= 3 {
+			return redisstore.Refuse(redisstore.ErrConflict, "key_wrong_type",
+				"Redis key %s holds a %s where the sidecar keeps a %s (another program wrote it); nothing was changed: delete or rename that key", f[0], f[1], f[2])
+		}
+	}
+	if _, rest, ok := strings.Cut(msg, "BADVALUE "); ok {
+		if f := strings.Fields(rest); len(f) >= 2 {
+			return redisstore.Refuse(redisstore.ErrConflict, "stored_value_invalid",
+				"the element %s of Redis list %s is not a JSON object (another program wrote it); nothing was changed", f[1], f[0])
+		}
+	}
+	if strings.Contains(msg, "WRONGTYPE") {
+		return redisstore.Refuse(redisstore.ErrConflict, "key_wrong_type",
+			"a Redis key of this session holds another type of value than the sidecar keeps there (another program wrote it); nothing was changed")
+	}
+	return nil
 }
 
 // ExecFound runs a script that answers 1 (done) or 0 (no such thing: then

@@ -69,7 +69,8 @@ func QueryInt(r *http.Request, name string, def, lo, hi int) (int, error) {
 }
 
 // DecodeJSON reads the request body into v strictly: the body must be one
-// JSON value, unknown fields and wrong types are 400s naming the field, a body
+// JSON value, unknown fields, wrong types and a key repeated in one object
+// (at any depth) are 400s naming the field, a body
 // over the size limit is 413 and a non-JSON Content-Type is 415. A missing
 // Content-Type is taken as JSON.
 func DecodeJSON(r *http.Request, v any) error {
@@ -109,7 +110,82 @@ func DecodeJSONBytes(body []byte, v any) error {
 	if _, err := dec.Token(); err != io.EOF {
 		return BadRequest("invalid_json", "unexpected data after the JSON value")
 	}
+	if path := duplicateKey(body); path != "" {
+		return BadRequest("duplicate_field", "field %q appears twice in one object; send each field once", path)
+	}
 	return nil
+}
+
+// duplicateKey returns the dotted path of the first key that appears twice
+// in one object of body (valid JSON), or "". Go's decoder keeps the last of
+// two equal keys, but the raw bytes a handler passes on keep both, and
+// Python's json.loads and Redis scripts would each pick a different one.
+func duplicateKey(body []byte) string {
+	type frame struct {
+		object bool
+		key    string
+		keys   []string
+		seen   map[string]bool // once an object has many keys
+	}
+	var stack []*frame
+	expectKey := false
+	for i := 0; i < len(body); i++ {
+		switch body[i] {
+		case '{':
+			stack = append(stack, &frame{object: true})
+			expectKey = true
+		case '[':
+			stack = append(stack, &frame{})
+		case '}', ']':
+			stack = stack[:len(stack)-1]
+			expectKey = false
+		case ',':
+			expectKey = stack[len(stack)-1].object
+		case '"':
+			j := i + 1
+			for body[j] != '"' {
+				if body[j] == '\\' {
+					j++
+				}
+				j++
+			}
+			if expectKey {
+				key := string(body[i+1 : j])
+				if bytes.IndexByte(body[i+1:j], '\\') >= 0 {
+					_ = json.Unmarshal(body[i:j+1], &key)
+				}
+				top := stack[len(stack)-1]
+				if top.seen == nil && len(top.keys) >= 16 {
+					top.seen = make(map[string]bool, 32)
+					for _, k := range top.keys {
+						top.seen[k] = true
+					}
+				}
+				dup := top.seen[key]
+				if top.seen == nil {
+					for _, k := range top.keys {
+						dup = dup || k == key
+					}
+					top.keys = append(top.keys, key)
+				} else {
+					top.seen[key] = true
+				}
+				top.key = key
+				if dup {
+					var path []string
+					for _, f := range stack {
+						if f.object {
+							path = append(path, f.key)
+						}
+					}
+					return strings.Join(path, ".")
+				}
+				expectKey = false
+			}
+			i = j
+		}
+	}
+	return ""
 }
 
 func jsonError(err error) error {

@@ -13,7 +13,7 @@ import (
 // Whatever the body, strict decoding either succeeds or answers a client
 // error (4xx) with a code: never a panic, never a 5xx.
 func FuzzDecodeJSON(f *testing.F) {
-	for _, s := range []string{`{"value":"x"}`, `{"value":5}`, `{"vaule":"x"}`, `{`, `[]`, ``, `{"value":"x"} {}`, "\xff", `{"value":"x","ttl_seconds":1e99}`} {
+	for _, s := range []string{`{"value":"x"}`, `{"value":5}`, `{"vaule":"x"}`, `{`, `[]`, ``, `{"value":"x"} {}`, "\xff", `{"value":"x","ttl_seconds":1e99}`, `{"value":"x","value":"y"}`, `{"value":"\u0076","ttl_seconds":1,"ttl_s\u0065conds":2}`} {
 		f.Add(s, "application/json")
 	}
 	f.Add(`{"value":"x"}`, "text/plain")
@@ -28,6 +28,9 @@ func FuzzDecodeJSON(f *testing.F) {
 		if err == nil {
 			if !json.Valid([]byte(body)) {
 				t.Fatalf("accepted invalid JSON %q", body)
+			}
+			if hasDuplicateKey(body) {
+				t.Fatalf("accepted a repeated key in %q", body)
 			}
 			return
 		}

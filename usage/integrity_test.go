@@ -243,8 +243,8 @@ func TestUsageWrongTypeWritesNothing(t *testing.T) {
 				}
 				for _, call := range calls {
 					r := h.Do(t, "POST", call.path, call.body, "Idempotency-Key", "wrong-type")
-					if r.Status != 500 || r.Code() != "redis_wrong_type" || !strings.Contains(r.Body, tc.want) {
-						t.Fatalf("POST %s: %d %s, want 500 redis_wrong_type naming %s", call.path, r.Status, r.Body, tc.want)
+					if r.Status != 409 || r.Code() != "key_wrong_type" || !strings.Contains(r.Body, tc.want) {
+						t.Fatalf("POST %s: %d %s, want 409 key_wrong_type naming %s", call.path, r.Status, r.Body, tc.want)
 					}
 				}
 				if after := snapshot(t, srv, usageKeys(t, srv, "u1", "s")); !maps.Equal(before, after) {

@@ -2,7 +2,6 @@ package usage
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -69,11 +68,6 @@ type Usage struct {
 	Result []byte
 }
 
-// ErrWrongType is a key or field the usage scripts would write holding the
-// wrong type (someone wrote it by hand): the script refused before writing
-// anything. The handler answers it 500 with the code redis_wrong_type.
-var ErrWrongType = errors.New("redis key of the wrong type")
-
 // refusal decodes a script's {-1, code, message} refusal (nothing
 // written); nil for any other reply.
 func refusal(msg rueidis.RedisMessage) error {
@@ -90,8 +84,9 @@ func refusal(msg rueidis.RedisMessage) error {
 	case "overflow":
 		return redisstore.Refuse(redisstore.ErrConflict, "usage_overflow",
 			"usage not counted: %s; nothing was written", text)
-	case "wrong_type":
-		return fmt.Errorf("%w: %s; nothing was written", ErrWrongType, text)
+	case "wrong_type": // the same answer as every session script's (sessionstore)
+		return redisstore.Refuse(redisstore.ErrConflict, "key_wrong_type",
+			"%s (another program wrote it); nothing was written: fix or delete that key", text)
 	}
 	return fmt.Errorf("script refused (%s): %s", code, text)
 }
@@ -100,8 +95,8 @@ func refusal(msg rueidis.RedisMessage) error {
 // per-model breakdown, the all-time totals and the day's per-model totals,
 // in one script. For a repeated idempotency key it counts nothing and
 // returns the first result with Created == false. A sum that would pass
-// 9e18 is a usage_overflow conflict, a hand-written key of the wrong type
-// ErrWrongType; both write nothing.
+// 9e18 is a usage_overflow conflict, a hand-written key of the wrong type a
+// key_wrong_type conflict; both write nothing.
 func (s *Store) AddUsage(ctx context.Context, user, session string, u Usage) (sessionstore.Stored, error) {
 	failed := "0"
 	if u.Failed {

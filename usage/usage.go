@@ -263,7 +263,7 @@ func (m *Module) addUsage(w http.ResponseWriter, r *http.Request) error {
 		IdempotencyKey: key, Result: body,
 	})
 	if err != nil {
-		return m.wrongType(err)
+		return err
 	}
 	status := http.StatusOK
 	if st.Created {
@@ -275,17 +275,6 @@ func (m *Module) addUsage(w http.ResponseWriter, r *http.Request) error {
 	}
 	sidecar.WriteBody(w, status, st.Value)
 	return nil
-}
-
-// wrongType answers a script's refusal to write over a hand-written key of
-// the wrong type as a 500 that says so (not the client's mistake, and not
-// an opaque "internal" either); other errors pass through.
-func (m *Module) wrongType(err error) error {
-	if !errors.Is(err, ErrWrongType) {
-		return err
-	}
-	m.logger.Error("usage write refused: fix or delete the key", "err", err)
-	return sidecar.Errorf(http.StatusInternalServerError, "redis_wrong_type", "%s", err.Error())
 }
 
 // tokens returns the explicit count, else the estimate from text (and how
@@ -316,7 +305,7 @@ func (m *Module) end(status string) sidecar.HandlerFunc {
 		}
 		ended, err := m.store.End(r.Context(), user, session, status, summary)
 		if err != nil {
-			return m.wrongType(err)
+			return err
 		}
 		st, err := m.store.Get(r.Context(), user, session)
 		if err != nil {

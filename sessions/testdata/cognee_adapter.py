@@ -44,7 +44,7 @@ def validate(e):
             if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
                 raise ValueError("used_graph_element_ids lists")
     m = e.get("memify_metadata")
-    if m is not None and (not isinstance(m, dict) or not all(isinstance(v, (bool, dict)) for v in m.values())):
+    if m is not None and (not isinstance(m, dict) or not all(isinstance(v, bool) for v in m.values())):
         raise ValueError(f"memify_metadata {m!r}")
     c = e.get("used_session_context_ids")
     if c is not None and (not isinstance(c, list) or not all(isinstance(x, str) for x in c)):
