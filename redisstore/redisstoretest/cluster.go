@@ -51,7 +51,7 @@ func requireCluster(t testing.TB) {
 		if RequireReal() {
 			t.Fatal("REQUIRE_REAL_REDIS=1 but redis-server or redis-cli is not on PATH (apt-get install redis-server redis-tools)")
 		}
-		t.Skip("redis-server or redis-cli not on PATH")
+		skip(t, "redis-server or redis-cli not on PATH (apt-get install redis-server redis-tools)")
 	}
 }
 
@@ -425,13 +425,15 @@ var shared struct {
 	tried bool
 }
 
-// Main runs the package's tests (from TestMain: os.Exit(Main(m))) and then
+// Main runs the package's tests (from TestMain: os.Exit(Main(m))), prints
+// one notice line naming the tests that skipped for want of redis-server, and
 // stops the shared cluster if a test started it.
 func Main(m *testing.M) int {
 	shared.mu.Lock()
 	shared.main = true
 	shared.mu.Unlock()
 	code := m.Run()
+	printSkipNotice()
 	shared.mu.Lock()
 	defer shared.mu.Unlock()
 	if shared.c != nil {
