@@ -149,3 +149,19 @@ func TestAgentLoopCurl(t *testing.T) {
 	}
 	lockFree(t, h, "notes-alice")
 }
+
+// agent-loop.md's warning: a guessed field name is 400, and the answer lists
+// the names to use.
+func TestUsageFieldNames(t *testing.T) {
+	h := start(t)
+	for _, guess := range []string{"text_in", "prompt"} {
+		r := h.Do(t, "POST", "/v1/users/alice/sessions/s/usage", `{"model":"gpt-4o-mini","`+guess+`":"Where is the dog?"}`)
+		want := `unknown field \"` + guess + `\"; accepted fields: model, tokens_in, tokens_out, cost_usd, input_text, output_text`
+		if r.Status != 400 || r.Code() != "unknown_field" || !strings.Contains(r.Body, want) {
+			t.Fatalf("usage with %s: %d %s, want 400 with %s", guess, r.Status, r.Body, want)
+		}
+		if readme, err := os.ReadFile("../README.md"); err != nil || (guess == "prompt" && !strings.Contains(string(readme), "\n"+strings.TrimSpace(r.Body)+"\n")) {
+			t.Fatalf("README.md does not show the answer %s (%v)", r.Body, err)
+		}
+	}
+}
