@@ -1,5 +1,5 @@
-// Package docs_test runs what the users' pages show: agent-loop.md's Python
-// and curl loops against a real sidecar with every module.
+// Package docs_test runs what the users' pages show, against a real sidecar:
+// README's run line, agent-loop.md's loops, client.md's install, metrics.md's opening.
 package docs_test
 
 import (
@@ -23,7 +23,7 @@ func block(t *testing.T, file, heading, lang string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	doc := string(b)
+	doc := "\n" + string(b)
 	i := strings.Index(doc, "\n"+heading+"\n")
 	if i < 0 {
 		t.Fatalf("%s has no heading %q", file, heading)
