@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# sessions_load.sh: the session module's load targets (issue 3), measured in
+# sessions_load.sh: the session module's load targets, measured in
 # one run on loopback. Results and how to read them: BENCHMARKS.md, "Sessions".
 #
 #   bench/sessions_load.sh            # each phase PHASE_SECONDS (default 5) long

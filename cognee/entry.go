@@ -52,12 +52,22 @@ var null = []byte("null")
 // NewQAEntry validates an append and encodes the stored entry exactly as
 // Cognee's create_qa_entry would: all ten fields in model order, nulls
 // included, empty containers as null. question and answer are required;
-// context defaults to "".
+// context defaults to "". The error is the first problem in field order.
 func NewQAEntry(f QAFields, qaID string, now time.Time) ([]byte, error) {
 	if f.Question == nil {
 		return nil, fieldErr("question", "is required")
 	}
 	if f.Answer == nil {
+		for _, s := range []struct {
+			name string
+			raw  json.RawMessage
+		}{{"question", f.Question}, {"context", f.Context}} {
+			if s.raw != nil {
+				if _, err := requiredString(s.name, s.raw); err != nil {
+					return nil, err
+				}
+			}
+		}
 		return nil, fieldErr("answer", "is required")
 	}
 	if f.Context == nil {

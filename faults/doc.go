@@ -1,5 +1,5 @@
 // Package faults holds the sidecar's fault-injection and linearizability
-// tests (issue 8). It has no product code: every test starts real
+// tests. It has no product code: every test starts real
 // redis-server processes (redisstoretest.NewReal) and a real host with the
 // product's modules (sidecartest), then kills, restarts, slows or pauses
 // Redis, or hangs up mid-request, and checks what the API promised against

@@ -112,7 +112,7 @@ type lockState struct {
 	Last   int64
 }
 
-// lockModel is CONTRACT §6 for one name with wait_ms 0: an acquire
+// lockModel is docs/locks.md for one name with wait_ms 0: an acquire
 // succeeds iff the lock is free, with a fencing token above every earlier
 // grant; release by the holder frees it, by anyone else is 409 not_owner
 // (404 not_held when free) and changes nothing; refresh succeeds only for

@@ -21,7 +21,7 @@ const FenceTTL = 2 * MaxTTL
 // MaxWaitLimit is the largest AGENTIC_LOCK_TIMEOUT.
 const MaxWaitLimit = 24 * time.Hour
 
-// Config is the module's configuration (CONTRACT §1), Cognee's names.
+// Config is the module's configuration (README.md "Configuration", Cognee's names).
 type Config struct {
 	// ExpireSeconds is the lock TTL when a caller gives no ttl_ms.
 	ExpireSeconds int `env:"AGENTIC_LOCK_EXPIRE" envDefault:"240"`

@@ -1,4 +1,4 @@
-// Package locks is the sidecar's lock module (CONTRACT §6): named locks for
+// Package locks is the sidecar's lock module (docs/locks.md): named locks for
 // processes that take turns on shared work, interoperable with redis-py's
 // Lock, with fencing tokens, refresh, and blocking waits woken by Pub/Sub.
 //
@@ -79,7 +79,7 @@ func New(_ context.Context, deps sidecar.Deps) (sidecar.Module, error) {
 // Name is "locks".
 func (m *Module) Name() string { return "locks" }
 
-// Routes are CONTRACT §6's four calls.
+// Routes are the four calls of docs/locks.md and openapi/openapi.json.
 func (m *Module) Routes() []sidecar.Route {
 	return []sidecar.Route{
 		{Pattern: "POST /v1/locks/{name}", Handler: m.acquire, Timeout: m.cfg.MaxWait() + routeMargin},

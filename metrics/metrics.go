@@ -1,4 +1,4 @@
-// Package metrics is the metrics module (CONTRACT §7): gauges computed from
+// Package metrics is the metrics module (docs/metrics.md): gauges computed from
 // Redis at scrape time, which are global (the same in every pod). The
 // per-process counters live with the code that counts them (host, sessions
 // store, usage, locks, scripts); all of them are served on /metrics.

@@ -1,6 +1,6 @@
 package sessions_test
 
-// Benchmarks for the session module's performance targets (issue 3; results
+// Benchmarks for the session module's performance targets (results
 // and commands in BENCHMARKS.md, section "Sessions"). They run only with
 // -bench, e.g.
 //

@@ -1,4 +1,4 @@
-// Package sessions is the sessions module (CONTRACT §3): Q&A entries with
+// Package sessions is the sessions module (docs/sessions.md): Q&A entries with
 // feedback, agent traces and session context, stored exactly as Cognee's
 // Redis adapter stores them, every write one atomic Lua script.
 package sessions

@@ -13,7 +13,7 @@ import (
 	"github.com/agentsidecar/agentsidecar/redisstore"
 )
 
-// Config is the host's configuration (CONTRACT §1). Each module parses its
+// Config is the host's configuration (README.md "Configuration"). Each module parses its
 // own variables itself (SESSION_TTL_SECONDS and the like) from Deps.Env.
 type Config struct {
 	Redis redisstore.Options

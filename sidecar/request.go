@@ -102,7 +102,7 @@ func DecodeJSONBytes(body []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return jsonError(err)
+		return jsonError(err, v)
 	}
 	if dec.More() {
 		return BadRequest("invalid_json", "request body holds more than one JSON value")
@@ -188,7 +188,7 @@ func duplicateKey(body []byte) string {
 	return ""
 }
 
-func jsonError(err error) error {
+func jsonError(err error, v any) error {
 	var syntax *json.SyntaxError
 	var typ *json.UnmarshalTypeError
 	switch {
@@ -203,6 +203,9 @@ func jsonError(err error) error {
 		return BadRequest("invalid_json", "malformed JSON: unexpected end of body")
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
 		field := strings.TrimPrefix(err.Error(), "json: unknown field ")
+		if accepted := acceptedFields(reflect.TypeOf(v)); accepted != nil {
+			return BadRequest("unknown_field", "unknown field %s; accepted fields: %s", field, strings.Join(accepted, ", "))
+		}
 		return BadRequest("unknown_field", "unknown field %s", field)
 	}
 	var apiErr *Error
@@ -211,6 +214,47 @@ func jsonError(err error) error {
 	}
 	return BadRequest("invalid_json", "%v", err)
 }
+
+// acceptedFields lists the JSON names of t's fields in declaration order
+// (embedded structs' fields in place), or nil when t is not a struct or
+// holds a nested struct, whose unknown field the list would not cover.
+func acceptedFields(t reflect.Type) []string {
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == nil || t.Kind() != reflect.Struct {
+		return nil
+	}
+	var names []string
+	for f := range t.Fields() {
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "-" || (!f.IsExported() && !f.Anonymous) {
+			continue
+		}
+		ft := f.Type
+		for ft.Kind() == reflect.Pointer || ft.Kind() == reflect.Slice || ft.Kind() == reflect.Array || ft.Kind() == reflect.Map {
+			ft = ft.Elem()
+		}
+		if f.Anonymous && name == "" && ft.Kind() == reflect.Struct {
+			inner := acceptedFields(ft)
+			if inner == nil {
+				return nil
+			}
+			names = append(names, inner...)
+			continue
+		}
+		if ft.Kind() == reflect.Struct && !ft.Implements(unmarshaler) && !reflect.PointerTo(ft).Implements(unmarshaler) {
+			return nil
+		}
+		if name == "" {
+			name = f.Name
+		}
+		names = append(names, name)
+	}
+	return names
+}
+
+var unmarshaler = reflect.TypeFor[json.Unmarshaler]()
 
 func kindName(t reflect.Type) string {
 	for t.Kind() == reflect.Pointer {

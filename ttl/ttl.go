@@ -1,4 +1,4 @@
-// Package ttl is the ttl module (CONTRACT §5): read a session's remaining
+// Package ttl is the ttl module (docs/sessions.md, "TTL"): read a session's remaining
 // TTL and give it its own, applied to every key of the session at once.
 package ttl
 

@@ -5,7 +5,7 @@
 // percentiles, the ratio sidecar/direct and the latency the sidecar adds.
 // With -spawn it starts its own redis-server and sidecar on free loopback
 // ports and also reports the sidecar's RSS, CPU per request and startup
-// time. Results and how to read them: BENCHMARKS.md, "Load tool (issue 8)".
+// time. Results and how to read them: BENCHMARKS.md, "Load tool".
 //
 //	go run ./cmd/sidecar-bench -spawn -d 5s                  # closed loop, max throughput
 //	go run ./cmd/sidecar-bench -spawn -rate 1000 -d 5s       # open loop at 1000 req/s

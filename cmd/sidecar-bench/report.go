@@ -83,7 +83,7 @@ func printComparison(w io.Writer, direct, side *phaseResult) {
 
 func signedMs(ns int64) string { return fmt.Sprintf("%+.3fms", float64(ns)/1e6) }
 
-// Targets of issue 8.
+// The load tool's targets (BENCHMARKS.md, "Load tool").
 const (
 	targetAddedP99   = 500 * time.Microsecond
 	targetAppendPush = 0.30
@@ -112,7 +112,7 @@ func (e *env) printSpawned(w io.Writer, cfg *config, direct, side *phaseResult, 
 		fmt.Fprintf(w, "startup to ready: %d starts, min %s, median %s, max %s (exec to /readyz 200, Redis already up)\n",
 			len(e.startups), ms(minOf(e.startups).Nanoseconds()), ms(median(e.startups).Nanoseconds()), ms(maxOf(e.startups).Nanoseconds()))
 	}
-	fmt.Fprintln(w, "\ntargets (issue 8):")
+	fmt.Fprintln(w, "\ntargets:")
 	if direct != nil && side != nil {
 		added := time.Duration(side.all.ValueAtQuantile(99) - direct.all.ValueAtQuantile(99))
 		note := ""

@@ -162,6 +162,10 @@ func TestEmbeddedStartServesAndStopsOnSIGTERM(t *testing.T) {
 			if code := p.wait(t, 15*time.Second); code != 0 {
 				t.Fatalf("exit code %d after %s, want 0", code, sig)
 			}
+			lines := strings.Split(strings.TrimRight(p.log(), "\n"), "\n")
+			if last := lines[len(lines)-1]; !strings.Contains(last, `"msg":"stopped"`) {
+				t.Fatalf("last log line %q, want the \"stopped\" line", last)
+			}
 		})
 	}
 }

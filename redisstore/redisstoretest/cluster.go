@@ -50,7 +50,7 @@ func requireCluster(t testing.TB) {
 		if RequireReal() {
 			t.Fatal("REQUIRE_REAL_REDIS=1 but redis-server or redis-cli is not on PATH (apt-get install redis-server redis-tools)")
 		}
-		t.Skip("redis-server or redis-cli not on PATH")
+		skip(t, "redis-server or redis-cli not on PATH (apt-get install redis-server redis-tools)")
 	}
 }
 

@@ -136,7 +136,7 @@ func requireBinary(t testing.TB) {
 		if RequireReal() {
 			t.Fatal("REQUIRE_REAL_REDIS=1 but redis-server is not on PATH")
 		}
-		t.Skip("redis-server not on PATH")
+		skip(t, "redis-server not on PATH (apt-get install redis-server)")
 	}
 }
 

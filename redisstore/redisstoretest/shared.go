@@ -19,13 +19,15 @@ var shared struct {
 	tried bool
 }
 
-// Main runs the package's tests (from TestMain: os.Exit(Main(m))) and then
+// Main runs the package's tests (from TestMain: os.Exit(Main(m))), prints
+// one notice line naming the tests that skipped for want of redis-server, and
 // stops the shared cluster if a test started it.
 func Main(m *testing.M) int {
 	shared.mu.Lock()
 	shared.main = true
 	shared.mu.Unlock()
 	code := m.Run()
+	printSkipNotice()
 	shared.mu.Lock()
 	defer shared.mu.Unlock()
 	if shared.c != nil {

@@ -1,0 +1,95 @@
+package redisstoretest
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// A passing package prints only "ok" under `go test ./...`, so a test that
+// skips for want of redis-server would go unnoticed. Every skip of the rig
+// is recorded, and the package gets one notice line naming the skipped tests
+// and why: at the end of the run when its TestMain calls Main, else at its
+// first skip. The line goes to the terminal (/dev/tty) unless the run is
+// verbose, where stderr is shown anyway; without a terminal, to stderr.
+
+// maxNamed is how many skipped tests the notice names before "and N more".
+const maxNamed = 6
+
+var skips struct {
+	mu      sync.Mutex
+	reasons []string            // in order of first appearance
+	tests   map[string][]string // reason → skipped test names
+	printed bool
+}
+
+// skip records t's skip for reason, prints the notice when no Main will,
+// and skips t.
+func skip(t testing.TB, reason string) {
+	t.Helper()
+	shared.mu.Lock()
+	viaMain := shared.main
+	shared.mu.Unlock()
+	skips.mu.Lock()
+	if skips.tests == nil {
+		skips.tests = map[string][]string{}
+	}
+	if _, ok := skips.tests[reason]; !ok {
+		skips.reasons = append(skips.reasons, reason)
+	}
+	skips.tests[reason] = append(skips.tests[reason], t.Name())
+	if !viaMain && !skips.printed {
+		skips.printed = true
+		writeNotice(fmt.Sprintf("%s: tests skip: %s (the first: %s); `go test -v` lists them; REQUIRE_REAL_REDIS=1 makes them fail instead",
+			packageName(), reason, t.Name()))
+	}
+	skips.mu.Unlock()
+	t.Skip(reason)
+}
+
+// printSkipNotice prints the package's one notice line, if anything skipped.
+func printSkipNotice() {
+	skips.mu.Lock()
+	defer skips.mu.Unlock()
+	if skips.printed || len(skips.reasons) == 0 {
+		return
+	}
+	skips.printed = true
+	n := 0
+	parts := make([]string, 0, len(skips.reasons))
+	for _, reason := range skips.reasons {
+		names := skips.tests[reason]
+		n += len(names)
+		listed := strings.Join(names[:min(len(names), maxNamed)], ", ")
+		if more := len(names) - maxNamed; more > 0 {
+			listed += fmt.Sprintf(" and %d more", more)
+		}
+		parts = append(parts, fmt.Sprintf("%s: %s", reason, listed))
+	}
+	plural := "s"
+	if n == 1 {
+		plural = ""
+	}
+	writeNotice(fmt.Sprintf("%s: %d test%s skipped (%s); `go test -v` lists them; REQUIRE_REAL_REDIS=1 makes them fail instead",
+		packageName(), n, plural, strings.Join(parts, "; ")))
+}
+
+func writeNotice(line string) {
+	var w io.Writer = os.Stderr
+	if !testing.Verbose() {
+		if tty, err := os.OpenFile("/dev/tty", os.O_WRONLY, 0); err == nil {
+			defer tty.Close()
+			w = tty
+		}
+	}
+	fmt.Fprintln(w, line)
+}
+
+// packageName is the test binary's package, from its name (sessions.test).
+func packageName() string {
+	return strings.TrimSuffix(filepath.Base(os.Args[0]), ".test")
+}
