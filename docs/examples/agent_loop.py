@@ -92,7 +92,7 @@ def main():
     lock = call("POST", "/v1/locks/notes-" + USER, {"owner": SESSION, "ttl_ms": 30000, "wait_ms": 5000})
     try:
         call("POST", S + "/context", {"id": "summary", "text": "asked %d questions" % len(history)})
-        print("lock notes-%s: held with fencing token %d" % (USER, lock["fencing_token"]))
+        print("lock notes-%s: held by %s (pass lock[\"fencing_token\"] to what the lock guards)" % (USER, lock["owner"]))
     finally:
         call("DELETE", "/v1/locks/notes-" + USER, {"token": lock["token"]})
 
