@@ -230,6 +230,9 @@ end
 local function rebuild_index()
   local all = redis.call('LRANGE', K_ENTRIES, 0, -1)
   redis.call('DEL', K_INDEX)
+  -- An empty list needs no index: writing one would leave a key the TTL
+  -- slide does not reach once the list is gone (it expires with nothing).
+  if #all == 0 then return all end
   local last = ''
   if #all > 0 then last = id_of(all[#all], 'qa_id') or '' end
   local args = { '#head', '0', '#len', tostring(#all), '#last', last }

@@ -314,8 +314,7 @@ var Families = []Family{
 	},
 	{
 		Name: "qa index", Pattern: "agent_session_qa_index:*:*", ClusterPattern: "agent_session_qa_index:{b*}:*:*",
-		Kind: KindHash, Owner: "sessions", TTL: TemporaryException,
-		Reason:      "slides with the session's TTL, but deleting a session's last entry leaves it rebuilt empty without one",
+		Kind: KindHash, Owner: "sessions", TTL: SessionTTL,
 		Description: "`qa_id` → position in the entries list, so reading, updating or deleting one entry is O(1)",
 	},
 	{

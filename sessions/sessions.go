@@ -15,6 +15,8 @@ import (
 	"unicode"
 
 	"github.com/agentsidecar/agentsidecar/cognee"
+	"github.com/agentsidecar/agentsidecar/envconf"
+	"github.com/agentsidecar/agentsidecar/redisstore"
 	"github.com/agentsidecar/agentsidecar/sessionstore"
 	"github.com/agentsidecar/agentsidecar/sidecar"
 )
@@ -31,9 +33,11 @@ const (
 
 // Module serves the session routes.
 type Module struct {
-	store  *Store
-	logger *slog.Logger
-	now    func() time.Time
+	store     *Store
+	logger    *slog.Logger
+	now       func() time.Time
+	maxAnswer int           // SIDECAR_MAX_ANSWER_BYTES
+	reads     chan struct{} // ConcurrentReads slots
 }
 
 // New builds the module over the host's shared session store.
@@ -42,7 +46,12 @@ func New(_ context.Context, deps sidecar.Deps) (sidecar.Module, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Module{store: NewStore(s), logger: deps.Logger, now: time.Now}, nil
+	rc, err := envconf.Load[ReadConfig](deps.Env)
+	if err != nil {
+		return nil, err
+	}
+	return &Module{store: NewStore(s), logger: deps.Logger, now: time.Now,
+		maxAnswer: rc.MaxAnswerBytes, reads: make(chan struct{}, ConcurrentReads)}, nil
 }
 
 // Name implements sidecar.Module.
@@ -54,7 +63,7 @@ const base = "/v1/users/{user_id}/sessions/{session_id}"
 func (m *Module) Routes() []sidecar.Route {
 	return []sidecar.Route{
 		{Pattern: "POST " + base + "/entries", Handler: m.appendEntry},
-		{Pattern: "GET " + base + "/entries", Handler: m.listLast(m.store.LastEntries)},
+		{Pattern: "GET " + base + "/entries", Handler: m.listLast(func(k redisstore.SessionKeys) string { return k.Entries })},
 		{Pattern: "GET " + base + "/entries/{qa_id}", Handler: m.getEntry},
 		{Pattern: "PATCH " + base + "/entries/{qa_id}", Handler: m.patchEntry},
 		{Pattern: "DELETE " + base + "/entries/{qa_id}", Handler: m.deleteEntry},
@@ -63,7 +72,7 @@ func (m *Module) Routes() []sidecar.Route {
 		{Pattern: "GET " + base + "/search", Handler: m.search},
 		{Pattern: "DELETE " + base, Handler: m.deleteSession},
 		{Pattern: "POST " + base + "/traces", Handler: m.appendTrace},
-		{Pattern: "GET " + base + "/traces", Handler: m.listLast(m.store.LastTraces)},
+		{Pattern: "GET " + base + "/traces", Handler: m.listLast(func(k redisstore.SessionKeys) string { return k.Traces })},
 		{Pattern: "POST " + base + "/context", Handler: m.appendContext},
 		{Pattern: "GET " + base + "/context", Handler: m.listContext},
 		{Pattern: "PATCH " + base + "/context/{id}", Handler: m.patchContext},
@@ -144,8 +153,9 @@ func (m *Module) appendEntry(w http.ResponseWriter, r *http.Request) error {
 }
 
 // listLast answers the newest last_n elements (default 10) of one of the
-// session's lists, oldest first; [] for an unknown session.
-func (m *Module) listLast(fetch func(ctx context.Context, user, session string, n int) ([]string, error)) sidecar.HandlerFunc {
+// session's lists (list picks it), oldest first, within the answer's byte
+// cap; [] for an unknown session.
+func (m *Module) listLast(list func(redisstore.SessionKeys) string) sidecar.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
 		p, err := sidecar.PathIDs(r, "user_id", "session_id")
 		if err != nil {
@@ -155,12 +165,10 @@ func (m *Module) listLast(fetch func(ctx context.Context, user, session string, 
 		if err != nil {
 			return err
 		}
-		elems, err := fetch(r.Context(), p[0], p[1], n)
-		if err != nil {
-			return err
-		}
-		m.writeStoredList(w, elems)
-		return nil
+		key := list(m.store.Keys(p[0], p[1]))
+		return m.pageOf(w, r, func(ctx context.Context) (page, error) {
+			return m.store.readLast(ctx, key, n, m.maxAnswer)
+		})
 	}
 }
 
@@ -258,7 +266,8 @@ func (m *Module) deleteSession(w http.ResponseWriter, r *http.Request) error {
 }
 
 // search matches every word of q (case-insensitive) against each entry's
-// question, answer and context; newest first.
+// question, answer and context; newest first, examining at most
+// SearchMaxExamined entries (the newest).
 func (m *Module) search(w http.ResponseWriter, r *http.Request) error {
 	p, err := sidecar.PathIDs(r, "user_id", "session_id")
 	if err != nil {
@@ -274,18 +283,11 @@ func (m *Module) search(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	all, err := m.store.AllEntries(r.Context(), p[0], p[1])
-	if err != nil {
-		return err
-	}
-	var hits []string
-	for i := len(all) - 1; i >= 0 && len(hits) < limit; i-- {
-		if matches(all[i], words) {
-			hits = append(hits, all[i])
-		}
-	}
-	m.writeStoredList(w, hits)
-	return nil
+	key := m.store.Keys(p[0], p[1]).Entries
+	return m.pageOf(w, r, func(ctx context.Context) (page, error) {
+		hits, _, err := m.store.searchNewest(ctx, key, limit, m.maxAnswer, func(e string) bool { return matches(e, words) })
+		return hits, err
+	})
 }
 
 func matches(stored string, words []string) bool {
@@ -356,12 +358,10 @@ func (m *Module) listContext(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	entries, err := m.store.Contexts(r.Context(), p[0], p[1])
-	if err != nil {
-		return err
-	}
-	m.writeStoredList(w, entries)
-	return nil
+	key := m.store.Keys(p[0], p[1]).Context
+	return m.pageOf(w, r, func(ctx context.Context) (page, error) {
+		return m.store.readAll(ctx, key, m.maxAnswer)
+	})
 }
 
 func (m *Module) patchContext(w http.ResponseWriter, r *http.Request) error {

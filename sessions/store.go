@@ -111,19 +111,9 @@ func (s *Store) LastEntries(ctx context.Context, user, session string, n int) ([
 	return s.lrange(ctx, s.Keys(user, session).Entries, int64(-n), -1)
 }
 
-// AllEntries returns every entry, oldest first.
-func (s *Store) AllEntries(ctx context.Context, user, session string) ([]string, error) {
-	return s.lrange(ctx, s.Keys(user, session).Entries, 0, -1)
-}
-
 // LastTraces returns the newest n trace steps (n <= 0: all), oldest first.
 func (s *Store) LastTraces(ctx context.Context, user, session string, n int) ([]string, error) {
 	return s.lrange(ctx, s.Keys(user, session).Traces, int64(-n), -1)
-}
-
-// Contexts returns every session-context entry, oldest first.
-func (s *Store) Contexts(ctx context.Context, user, session string) ([]string, error) {
-	return s.lrange(ctx, s.Keys(user, session).Context, 0, -1)
 }
 
 func (s *Store) lrange(ctx context.Context, key string, start, stop int64) ([]string, error) {

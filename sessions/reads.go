@@ -1,0 +1,195 @@
+package sessions
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+
+	"github.com/agentsidecar/agentsidecar/envconf"
+	"github.com/agentsidecar/agentsidecar/redisstore"
+)
+
+// Reads are bounded whatever a session holds: a list is read from Redis in
+// pages of ReadPage elements (one LRANGE each: bounded work for the shared
+// Redis), an answer stops at SIDECAR_MAX_ANSWER_BYTES (fewer elements and
+// the header Sidecar-Truncated: true, never a silent cut), a search examines
+// at most SearchMaxExamined entries, and at most ConcurrentReads list
+// answers are built at once.
+const (
+	// ReadPage is how many elements one LRANGE of a read asks for.
+	ReadPage = 16
+	// SearchMaxExamined bounds the entries one search reads, newest first.
+	SearchMaxExamined = 2000
+	// ConcurrentReads bounds the list answers being built at once; more
+	// wait their turn (within the request's deadline).
+	ConcurrentReads = 4
+	// TruncatedHeader says an answer holds fewer elements than asked for
+	// because it reached SIDECAR_MAX_ANSWER_BYTES.
+	TruncatedHeader = "Sidecar-Truncated"
+)
+
+// ReadConfig is the module's bound on answers.
+type ReadConfig struct {
+	MaxAnswerBytes int `env:"SIDECAR_MAX_ANSWER_BYTES" envDefault:"4194304"`
+}
+
+// Validate refuses caps too small for one element.
+func (c ReadConfig) Validate() error {
+	if c.MaxAnswerBytes < 4096 {
+		return envconf.Invalid("SIDECAR_MAX_ANSWER_BYTES", "must be at least 4096, not %d", c.MaxAnswerBytes)
+	}
+	return nil
+}
+
+// page is a bounded read of a list: elements in list order, whether the cap
+// cut it, and whether more elements remain past it in the read direction.
+type page struct {
+	elems     []string
+	truncated bool
+}
+
+// readLast reads the newest n elements of key (oldest first), newest page
+// first, stopping before the answer would pass maxBytes. Redis does at most
+// ceil(n / ReadPage) bounded LRANGEs; the sidecar holds at most maxBytes
+// plus one page.
+func (s *Store) readLast(ctx context.Context, key string, n, maxBytes int) (page, error) {
+	client, err := s.Conn().Client()
+	if err != nil {
+		return page{}, err
+	}
+	var newestFirst []string
+	size := 2 // the brackets
+	for len(newestFirst) < n {
+		if err := ctx.Err(); err != nil {
+			return page{}, err
+		}
+		want := min(ReadPage, n-len(newestFirst))
+		stop := -int64(len(newestFirst)) - 1
+		start := stop - int64(want) + 1
+		vals, err := client.Do(ctx, client.B().Lrange().Key(key).Start(start).Stop(stop).Build()).AsStrSlice()
+		if err != nil {
+			return page{}, redisstore.Wrap("lrange", err)
+		}
+		for i := len(vals) - 1; i >= 0; i-- {
+			size += len(vals[i]) + 1
+			if size > maxBytes {
+				slices.Reverse(newestFirst)
+				return page{elems: newestFirst, truncated: true}, nil
+			}
+			newestFirst = append(newestFirst, vals[i])
+		}
+		if len(vals) < want {
+			break // the list holds fewer
+		}
+	}
+	slices.Reverse(newestFirst)
+	return page{elems: newestFirst}, nil
+}
+
+// readAll reads key from its oldest element, stopping before the answer
+// would pass maxBytes.
+func (s *Store) readAll(ctx context.Context, key string, maxBytes int) (page, error) {
+	client, err := s.Conn().Client()
+	if err != nil {
+		return page{}, err
+	}
+	var out []string
+	size := 2
+	for {
+		if err := ctx.Err(); err != nil {
+			return page{}, err
+		}
+		start := int64(len(out))
+		vals, err := client.Do(ctx, client.B().Lrange().Key(key).Start(start).Stop(start+ReadPage-1).Build()).AsStrSlice()
+		if err != nil {
+			return page{}, redisstore.Wrap("lrange", err)
+		}
+		for _, v := range vals {
+			size += len(v) + 1
+			if size > maxBytes {
+				return page{elems: out, truncated: true}, nil
+			}
+			out = append(out, v)
+		}
+		if len(vals) < ReadPage {
+			return page{elems: out}, nil
+		}
+	}
+}
+
+// searchNewest reads entries newest first, a page at a time, and keeps those
+// match accepts until it has limit of them, has examined SearchMaxExamined
+// entries, or the answer would pass maxBytes. examined tells how many it
+// read.
+func (s *Store) searchNewest(ctx context.Context, key string, limit, maxBytes int, match func(string) bool) (p page, examined int, err error) {
+	client, err := s.Conn().Client()
+	if err != nil {
+		return page{}, 0, err
+	}
+	size := 2
+	for examined < SearchMaxExamined && len(p.elems) < limit {
+		if err := ctx.Err(); err != nil {
+			return page{}, examined, err
+		}
+		want := min(ReadPage*4, SearchMaxExamined-examined)
+		stop := -int64(examined) - 1
+		start := stop - int64(want) + 1
+		vals, err := client.Do(ctx, client.B().Lrange().Key(key).Start(start).Stop(stop).Build()).AsStrSlice()
+		if err != nil {
+			return page{}, examined, redisstore.Wrap("lrange", err)
+		}
+		for i := len(vals) - 1; i >= 0 && len(p.elems) < limit; i-- {
+			examined++
+			if !match(vals[i]) {
+				continue
+			}
+			size += len(vals[i]) + 1
+			if size > maxBytes {
+				p.truncated = true
+				return p, examined, nil
+			}
+			p.elems = append(p.elems, vals[i])
+		}
+		if len(vals) < want {
+			break
+		}
+	}
+	return p, examined, nil
+}
+
+// acquireRead takes one of the ConcurrentReads slots, or gives up with the
+// request's deadline.
+func (m *Module) acquireRead(ctx context.Context) (release func(), err error) {
+	select {
+	case m.reads <- struct{}{}:
+		return func() { <-m.reads }, nil
+	case <-ctx.Done():
+		return nil, fmt.Errorf("waiting for a read slot: %w", ctx.Err())
+	}
+}
+
+// writePage answers a bounded read as one JSON array (strict for clients),
+// with Sidecar-Truncated: true when the byte cap cut it.
+func (m *Module) writePage(w http.ResponseWriter, p page) {
+	if p.truncated {
+		w.Header().Set(TruncatedHeader, "true")
+	}
+	m.writeStoredList(w, p.elems)
+}
+
+// pageOf writes the answer of a bounded read, holding a read slot while it
+// is built.
+func (m *Module) pageOf(w http.ResponseWriter, r *http.Request, read func(ctx context.Context) (page, error)) error {
+	release, err := m.acquireRead(r.Context())
+	if err != nil {
+		return err
+	}
+	defer release()
+	p, err := read(r.Context())
+	if err != nil {
+		return err
+	}
+	m.writePage(w, p)
+	return nil
+}
