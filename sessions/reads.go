@@ -11,14 +11,18 @@ import (
 )
 
 // Reads are bounded whatever a session holds: a list is read from Redis in
-// pages of ReadPage elements (one LRANGE each: bounded work for the shared
-// Redis), an answer stops at SIDECAR_MAX_ANSWER_BYTES (fewer elements and
+// pages of at most ReadPage elements and about PageBytes (one LRANGE each:
+// bounded work for the shared Redis), an answer stops at SIDECAR_MAX_ANSWER_BYTES (fewer elements and
 // the header Sidecar-Truncated: true, never a silent cut), a search examines
 // at most SearchMaxExamined entries, and at most ConcurrentReads list
 // answers are built at once.
 const (
-	// ReadPage is how many elements one LRANGE of a read asks for.
-	ReadPage = 16
+	// ReadPage is the most elements one LRANGE of a read asks for; fewer
+	// when the elements read so far are big (pageSize), so one page holds
+	// about PageBytes.
+	ReadPage = 64
+	// PageBytes is what one LRANGE aims to bring back at most.
+	PageBytes = 1 << 20
 	// SearchMaxExamined bounds the entries one search reads, newest first.
 	SearchMaxExamined = 2000
 	// ConcurrentReads bounds the list answers being built at once; more
@@ -40,6 +44,18 @@ func (c ReadConfig) Validate() error {
 		return envconf.Invalid("SIDECAR_MAX_ANSWER_BYTES", "must be at least 4096, not %d", c.MaxAnswerBytes)
 	}
 	return nil
+}
+
+// pageSize is how many elements the next LRANGE asks for: as many as fit in
+// PageBytes (and in the budget left) at the average size read so far, 4 to
+// start with, at least 1 and at most ReadPage and want.
+func pageSize(read, readBytes, budget, want int) int {
+	n := 4
+	if read > 0 {
+		avg := max(1, readBytes/read)
+		n = min(PageBytes, max(budget, avg)) / avg
+	}
+	return max(1, min(n, ReadPage, want))
 }
 
 // page is a bounded read of a list: elements in list order, whether the cap
@@ -64,7 +80,7 @@ func (s *Store) readLast(ctx context.Context, key string, n, maxBytes int) (page
 		if err := ctx.Err(); err != nil {
 			return page{}, err
 		}
-		want := min(ReadPage, n-len(newestFirst))
+		want := pageSize(len(newestFirst), size, maxBytes-size, n-len(newestFirst))
 		stop := -int64(len(newestFirst)) - 1
 		start := stop - int64(want) + 1
 		vals, err := client.Do(ctx, client.B().Lrange().Key(key).Start(start).Stop(stop).Build()).AsStrSlice()
@@ -101,7 +117,8 @@ func (s *Store) readAll(ctx context.Context, key string, maxBytes int) (page, er
 			return page{}, err
 		}
 		start := int64(len(out))
-		vals, err := client.Do(ctx, client.B().Lrange().Key(key).Start(start).Stop(start+ReadPage-1).Build()).AsStrSlice()
+		want := pageSize(len(out), size, maxBytes-size, ReadPage)
+		vals, err := client.Do(ctx, client.B().Lrange().Key(key).Start(start).Stop(start+int64(want)-1).Build()).AsStrSlice()
 		if err != nil {
 			return page{}, redisstore.Wrap("lrange", err)
 		}
@@ -112,7 +129,7 @@ func (s *Store) readAll(ctx context.Context, key string, maxBytes int) (page, er
 			}
 			out = append(out, v)
 		}
-		if len(vals) < ReadPage {
+		if len(vals) < want {
 			return page{elems: out}, nil
 		}
 	}
@@ -127,12 +144,12 @@ func (s *Store) searchNewest(ctx context.Context, key string, limit, maxBytes in
 	if err != nil {
 		return page{}, 0, err
 	}
-	size := 2
+	size, readBytes := 2, 0
 	for examined < SearchMaxExamined && len(p.elems) < limit {
 		if err := ctx.Err(); err != nil {
 			return page{}, examined, err
 		}
-		want := min(ReadPage*4, SearchMaxExamined-examined)
+		want := pageSize(examined, readBytes, PageBytes, SearchMaxExamined-examined)
 		stop := -int64(examined) - 1
 		start := stop - int64(want) + 1
 		vals, err := client.Do(ctx, client.B().Lrange().Key(key).Start(start).Stop(stop).Build()).AsStrSlice()
@@ -141,6 +158,7 @@ func (s *Store) searchNewest(ctx context.Context, key string, limit, maxBytes in
 		}
 		for i := len(vals) - 1; i >= 0 && len(p.elems) < limit; i-- {
 			examined++
+			readBytes += len(vals[i])
 			if !match(vals[i]) {
 				continue
 			}
