@@ -16,7 +16,7 @@ local qa_id, entry = ARGV[5], ARGV[6]
 local llen = redis.call('LLEN', K_ENTRIES)
 local meta = redis.call('HMGET', K_INDEX, '#len', '#last', '#head', qa_id)
 if not index_fresh(llen, meta[1], meta[2]) then
-  rebuild_index()
+  repair_index(llen)
   meta = redis.call('HMGET', K_INDEX, '#len', '#last', '#head', qa_id)
 end
 if meta[4] then

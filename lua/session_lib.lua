@@ -266,8 +266,43 @@ local function index_fresh(llen, len, last)
   return (el and id_of(el, 'qa_id') or '') == (last or '')
 end
 
+-- REPAIR_TAIL_MAX bounds the tail repair_index indexes in one script.
+local REPAIR_TAIL_MAX = 1000
+
+-- repair_index brings a stale index up to date. When another writer only
+-- appended since the index last described the list (Cognee's RPUSH: the
+-- element at the index's last position is still the one it saw last), it
+-- indexes just the new tail: O(appended), at most REPAIR_TAIL_MAX elements,
+-- and returns nil. Anything else (a delete, a rewrite, a longer tail) is a
+-- full rebuild, whose elements it returns.
+local function repair_index(llen)
+  local meta = redis.call('HMGET', K_INDEX, '#len', '#last', '#head')
+  local len = tonumber(meta[1] or '')
+  if len and len > 0 and llen > len and llen - len <= REPAIR_TAIL_MAX then
+    local el = redis.call('LINDEX', K_ENTRIES, len - 1)
+    if el and (id_of(el, 'qa_id') or '') == (meta[2] or '') then
+      local head = tonumber(meta[3] or '0')
+      local tail = redis.call('LRANGE', K_ENTRIES, len, llen - 1)
+      local args = {}
+      for i, e in ipairs(tail) do
+        local id = id_of(e, 'qa_id')
+        if id then
+          args[#args + 1] = id
+          args[#args + 1] = string.format('%d', head + len + i - 1)
+        end
+      end
+      args[#args + 1], args[#args + 2] = '#len', tostring(llen)
+      args[#args + 1], args[#args + 2] = '#last', id_of(tail[#tail], 'qa_id') or ''
+      hset_chunks(K_INDEX, args)
+      return nil
+    end
+  end
+  return rebuild_index()
+end
+
 -- locate finds the entry with qa_id: returns its position (0-based) and
--- bytes, or nil. O(1) through the index; one scan when the index is stale.
+-- bytes, or nil. O(1) through the index; when the index is stale, O(appended) after
+-- another writer only appended, else one scan.
 local function locate(qa_id)
   local llen = redis.call('LLEN', K_ENTRIES)
   if llen == 0 then return nil end
@@ -282,6 +317,20 @@ local function locate(qa_id)
     end
   elseif fresh then
     return nil -- the index knows every entry: absent
+  else
+    local all = repair_index(llen)
+    if not all then -- the tail is indexed: the index knows every entry now
+      seq = redis.call('HGET', K_INDEX, qa_id)
+      if not seq then return nil end
+      local pos = tonumber(seq) - tonumber(redis.call('HGET', K_INDEX, '#head') or '0')
+      local el = redis.call('LINDEX', K_ENTRIES, pos)
+      if el and id_of(el, 'qa_id') == qa_id then return pos, el end
+    else
+      for i, el in ipairs(all) do
+        if id_of(el, 'qa_id') == qa_id then return i - 1, el end
+      end
+      return nil
+    end
   end
   local all = rebuild_index()
   for i, el in ipairs(all) do
