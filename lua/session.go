@@ -18,4 +18,5 @@ var (
 	SessionUsage         = load("session_usage")
 	SessionEnd           = load("session_end")
 	SessionSweep         = load("session_sweep")
+	SessionRead          = load("session_read")
 )

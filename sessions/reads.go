@@ -4,18 +4,20 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"slices"
+	"strconv"
 
 	"github.com/agentsidecar/agentsidecar/envconf"
+	"github.com/agentsidecar/agentsidecar/lua"
 	"github.com/agentsidecar/agentsidecar/redisstore"
 )
 
-// Reads are bounded whatever a session holds: a list is read from Redis in
-// pages of at most ReadPage elements and about PageBytes (one LRANGE each:
-// bounded work for the shared Redis), an answer stops at SIDECAR_MAX_ANSWER_BYTES (fewer elements and
-// the header Sidecar-Truncated: true, never a silent cut), a search examines
-// at most SearchMaxExamined entries, and at most ConcurrentReads list
-// answers are built at once.
+// Reads are bounded whatever a session holds: a list answer is one script
+// (lua/session_read.lua) reading at most n elements a page at a time and
+// stopping at SIDECAR_MAX_ANSWER_BYTES (fewer elements and the header
+// Sidecar-Truncated: true, never a silent cut), so it is atomic and its work
+// bounded; a search reads pages of at most ReadPage elements and about
+// PageBytes, newest first, and examines at most SearchMaxExamined entries;
+// at most ConcurrentReads list answers are built at once.
 const (
 	// ReadPage is the most elements one LRANGE of a read asks for; fewer
 	// when the elements read so far are big (pageSize), so one page holds
@@ -23,6 +25,11 @@ const (
 	ReadPage = 64
 	// PageBytes is what one LRANGE aims to bring back at most.
 	PageBytes = 1 << 20
+	// ScriptPage is the elements per LRANGE inside the read script.
+	ScriptPage = 8
+	// MaxListElements bounds a whole-list answer (the context list): more
+	// is a cut, as the byte cap is.
+	MaxListElements = 10000
 	// SearchMaxExamined bounds the entries one search reads, newest first.
 	SearchMaxExamined = 2000
 	// ConcurrentReads bounds the list answers being built at once; more
@@ -65,74 +72,43 @@ type page struct {
 	truncated bool
 }
 
-// readLast reads the newest n elements of key (oldest first), newest page
-// first, stopping before the answer would pass maxBytes. Redis does at most
-// ceil(n / ReadPage) bounded LRANGEs; the sidecar holds at most maxBytes
-// plus one page.
+// readLast reads the newest n elements of key (oldest first), stopping
+// before the answer would pass maxBytes: one script (lua/session_read.lua),
+// so the answer is the list as it was at one moment, and bounded work
+// whatever the list holds.
 func (s *Store) readLast(ctx context.Context, key string, n, maxBytes int) (page, error) {
-	client, err := s.Conn().Client()
-	if err != nil {
-		return page{}, err
-	}
-	var newestFirst []string
-	size := 2 // the brackets
-	for len(newestFirst) < n {
-		if err := ctx.Err(); err != nil {
-			return page{}, err
-		}
-		want := pageSize(len(newestFirst), size, maxBytes-size, n-len(newestFirst))
-		stop := -int64(len(newestFirst)) - 1
-		start := stop - int64(want) + 1
-		vals, err := client.Do(ctx, client.B().Lrange().Key(key).Start(start).Stop(stop).Build()).AsStrSlice()
-		if err != nil {
-			return page{}, redisstore.Wrap("lrange", err)
-		}
-		for i := len(vals) - 1; i >= 0; i-- {
-			size += len(vals[i]) + 1
-			if size > maxBytes {
-				slices.Reverse(newestFirst)
-				return page{elems: newestFirst, truncated: true}, nil
-			}
-			newestFirst = append(newestFirst, vals[i])
-		}
-		if len(vals) < want {
-			break // the list holds fewer
-		}
-	}
-	slices.Reverse(newestFirst)
-	return page{elems: newestFirst}, nil
+	return s.read(ctx, key, "last", n, maxBytes)
 }
 
-// readAll reads key from its oldest element, stopping before the answer
-// would pass maxBytes.
+// readAll reads key from its oldest element, at most MaxListElements,
+// stopping before the answer would pass maxBytes (one script).
 func (s *Store) readAll(ctx context.Context, key string, maxBytes int) (page, error) {
+	return s.read(ctx, key, "first", MaxListElements, maxBytes)
+}
+
+func (s *Store) read(ctx context.Context, key, from string, n, maxBytes int) (page, error) {
 	client, err := s.Conn().Client()
 	if err != nil {
 		return page{}, err
 	}
-	var out []string
-	size := 2
-	for {
-		if err := ctx.Err(); err != nil {
-			return page{}, err
-		}
-		start := int64(len(out))
-		want := pageSize(len(out), size, maxBytes-size, ReadPage)
-		vals, err := client.Do(ctx, client.B().Lrange().Key(key).Start(start).Stop(start+int64(want)-1).Build()).AsStrSlice()
-		if err != nil {
-			return page{}, redisstore.Wrap("lrange", err)
-		}
-		for _, v := range vals {
-			size += len(v) + 1
-			if size > maxBytes {
-				return page{elems: out, truncated: true}, nil
-			}
-			out = append(out, v)
-		}
-		if len(vals) < want {
-			return page{elems: out}, nil
-		}
+	vals, err := lua.SessionRead.Exec(ctx, client, []string{key},
+		[]string{strconv.Itoa(n), strconv.Itoa(maxBytes), from, strconv.Itoa(ScriptPage)}).ToArray()
+	if err != nil {
+		return page{}, redisstore.Wrap(lua.SessionRead.Name, err)
 	}
+	if len(vals) == 0 {
+		return page{}, fmt.Errorf("%s: empty reply", lua.SessionRead.Name)
+	}
+	cut, _ := vals[0].AsInt64()
+	p := page{truncated: cut == 1, elems: make([]string, 0, len(vals)-1)}
+	for _, v := range vals[1:] {
+		e, err := v.ToString()
+		if err != nil {
+			return page{}, redisstore.Wrap(lua.SessionRead.Name, err)
+		}
+		p.elems = append(p.elems, e)
+	}
+	return p, nil
 }
 
 // searchNewest reads entries newest first, a page at a time, and keeps those
@@ -144,14 +120,22 @@ func (s *Store) searchNewest(ctx context.Context, key string, limit, maxBytes in
 	if err != nil {
 		return page{}, 0, err
 	}
+	// Pages are taken at positions counted from the length read first, so
+	// entries appended meanwhile shift nothing; a search beside writes may
+	// miss what they add (it reads the list as it was, page by page).
+	llen, err := client.Do(ctx, client.B().Llen().Key(key).Build()).AsInt64()
+	if err != nil {
+		return page{}, 0, redisstore.Wrap("llen", err)
+	}
+	seen := map[string]bool{}
 	size, readBytes := 2, 0
-	for examined < SearchMaxExamined && len(p.elems) < limit {
+	for examined < SearchMaxExamined && len(p.elems) < limit && int64(examined) < llen {
 		if err := ctx.Err(); err != nil {
 			return page{}, examined, err
 		}
 		want := pageSize(examined, readBytes, PageBytes, SearchMaxExamined-examined)
-		stop := -int64(examined) - 1
-		start := stop - int64(want) + 1
+		stop := llen - int64(examined) - 1
+		start := max(0, stop-int64(want)+1)
 		vals, err := client.Do(ctx, client.B().Lrange().Key(key).Start(start).Stop(stop).Build()).AsStrSlice()
 		if err != nil {
 			return page{}, examined, redisstore.Wrap("lrange", err)
@@ -159,9 +143,10 @@ func (s *Store) searchNewest(ctx context.Context, key string, limit, maxBytes in
 		for i := len(vals) - 1; i >= 0 && len(p.elems) < limit; i-- {
 			examined++
 			readBytes += len(vals[i])
-			if !match(vals[i]) {
-				continue
+			if seen[vals[i]] || !match(vals[i]) {
+				continue // a left trim or delete meanwhile may show an element twice
 			}
+			seen[vals[i]] = true
 			size += len(vals[i]) + 1
 			if size > maxBytes {
 				p.truncated = true
