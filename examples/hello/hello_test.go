@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentsidecar/agentsidecar/cmd/sidecar/modules"
 	"github.com/agentsidecar/agentsidecar/envconf"
@@ -74,7 +75,15 @@ func TestHello(t *testing.T) {
 			t.Errorf("%s grew by %v, want 3", scriptRuns, runs)
 		}
 
-		if r := sidecartest.Do(t, "GET", h.Ops+"/readyz", ""); r.Status != 200 {
+		// Readiness loads every script (here on a loaded machine, under -race,
+		// miniredis compiles each one): ask until it answers, for 10 s at most.
+		var r sidecartest.Reply
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+			if r = sidecartest.Do(t, "GET", h.Ops+"/readyz", ""); r.Status == 200 || time.Now().After(deadline) {
+				break
+			}
+		}
+		if r.Status != 200 {
 			t.Fatalf("readyz: %d %s", r.Status, r.Body)
 		}
 		script := helloScript(t)
