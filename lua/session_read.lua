@@ -8,14 +8,19 @@
 -- ARGV[2] max_bytes: the answer's cap (each element counts its length + 1)
 -- ARGV[3] 'last': the newest n (read from the right), or 'first': the
 --   oldest n (read from the left)
--- ARGV[4] page: elements per LRANGE
+-- ARGV[4] page: the most elements per LRANGE; fewer once the elements read
+--   so far are big (about 1 MiB per LRANGE), 16 to start with
 -- returns {truncated (0 or 1), element...} with the elements in list order;
 --   truncated is 1 when the byte cap cut the answer, or ('first') when more
 --   than n elements remain
 local key, n, max_bytes, from, page = KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4])
 local got, size, truncated = {}, 2, 0
+local per = 16
 while #got < n and truncated == 0 do
-  local want = math.min(page, n - #got)
+  if #got > 0 then
+    per = math.floor(1048576 / math.max(1, math.floor(size / #got)))
+  end
+  local want = math.max(1, math.min(page, per, n - #got))
   local vals
   if from == 'last' then
     vals = redis.call('LRANGE', key, -#got - want, -#got - 1)

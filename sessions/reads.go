@@ -25,8 +25,9 @@ const (
 	ReadPage = 64
 	// PageBytes is what one LRANGE aims to bring back at most.
 	PageBytes = 1 << 20
-	// ScriptPage is the elements per LRANGE inside the read script.
-	ScriptPage = 8
+	// ScriptPage is the most elements per LRANGE inside the read script
+	// (fewer for big elements: about 1 MiB per LRANGE).
+	ScriptPage = 64
 	// MaxListElements bounds a whole-list answer (the context list): more
 	// is a cut, as the byte cap is.
 	MaxListElements = 10000
