@@ -482,15 +482,19 @@ local function meta_keys(k, v)
     'agent_session_meta_global:' .. META_TAG .. k .. '=' .. v
 end
 
--- meta_expire gives a metadata index at least ttl seconds to live (0 =
--- persist): it lives as long as the longest-lived session it holds.
-local function meta_expire(key, ttl)
+-- meta_expire gives key at least ttl seconds to live (0 = persist): a
+-- metadata index lives as long as the longest-lived session it holds. p is
+-- the key's PTTL before this write added to it (-2: the write created it).
+-- A key without expiry keeps none: a session without expiry (PUT .../ttl
+-- 0) holds it, and a TTL set now would expire it under that session. (Once
+-- that session gets a TTL again the key stays without one until its
+-- members are gone: bounded by them, like the status indexes.)
+local function meta_expire(key, ttl, p)
   if ttl == 0 then
     redis.call('PERSIST', key)
-    return
+  elseif p == -2 or (p >= 0 and p < ttl * 1000) then
+    redis.call('EXPIRE', key, ttl)
   end
-  local p = redis.call('PTTL', key)
-  if p < ttl * 1000 then redis.call('EXPIRE', key, ttl) end
 end
 
 -- meta_index files the session under every pair of meta (JSON text, or
@@ -499,11 +503,13 @@ local function meta_index(meta, score, ttl)
   if not meta or meta == '' or meta == '{}' then return end
   for k, v in pairs(cjson.decode(meta)) do
     local uk, gk = meta_keys(k, v)
+    local pu, pg
+    if ttl then pu, pg = redis.call('PTTL', uk), redis.call('PTTL', gk) end
     redis.call('ZADD', uk, score, SID)
     redis.call('ZADD', gk, score, GID)
     if ttl then
-      meta_expire(uk, ttl)
-      meta_expire(gk, ttl)
+      meta_expire(uk, ttl, pu)
+      meta_expire(gk, ttl, pg)
     end
   end
 end

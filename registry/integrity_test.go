@@ -1,0 +1,58 @@
+package registry_test
+
+import (
+	"testing"
+
+	"github.com/agentsidecar/agentsidecar/redisstore/redisstoretest"
+	"github.com/agentsidecar/agentsidecar/registry"
+	"github.com/agentsidecar/agentsidecar/sessions"
+	"github.com/agentsidecar/agentsidecar/sidecar/sidecartest"
+	"github.com/agentsidecar/agentsidecar/ttl"
+	"github.com/agentsidecar/agentsidecar/usage"
+)
+
+// pttl is the PTTL of key (-1 no expiry, -2 no key).
+func pttl(t *testing.T, srv *redisstoretest.Server, key string) int64 {
+	t.Helper()
+	c := srv.Client(t)
+	n, err := c.Do(t.Context(), c.B().Pttl().Key(key).Build()).AsInt64()
+	if err != nil {
+		t.Fatalf("pttl %s: %v", key, err)
+	}
+	return n
+}
+
+// A metadata index lives as long as the longest-lived session it holds: a
+// session with no expiry (PUT .../ttl 0) keeps its indexes without one,
+// whatever sessions with a TTL later join them. Otherwise the index expires
+// under the persisted session, which the filter then never finds again.
+func TestMetadataIndexOfAPersistedSessionDoesNotExpire(t *testing.T) {
+	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
+		h := sidecartest.Start(t, srv, nil, sessions.Factory, usage.Factory, ttl.Factory, registry.Factory)
+		l := srv.Layout()
+		user, global := l.MetaIndex("alice", "pr", "42"), l.MetaGlobal(l.Bucket("alice"), "pr", "42")
+		want(t, h.Do(t, "POST", "/v1/users/alice/sessions", `{"session_id":"kept","metadata":{"pr":"42"}}`), 201)
+		if rep := h.Do(t, "PUT", "/v1/users/alice/sessions/kept/ttl", `{"ttl_seconds":0}`); rep.Status != 200 {
+			t.Fatalf("ttl: %d %s", rep.Status, rep.Body)
+		}
+		for _, k := range []string{user, global} {
+			if got := pttl(t, srv, k); got != -1 {
+				t.Fatalf("PTTL of %s after the persist: %d, want -1", k, got)
+			}
+		}
+		// Sessions with the default TTL join the same indexes: by creation,
+		// by a metadata PATCH, by start-or-reuse, by any later write.
+		want(t, h.Do(t, "POST", "/v1/users/alice/sessions", `{"session_id":"other","metadata":{"pr":"42"}}`), 201)
+		want(t, h.Do(t, "POST", "/v1/users/alice/sessions", `{"session_id":"late"}`), 201)
+		want(t, h.Do(t, "PATCH", "/v1/users/alice/sessions/late", `{"metadata":{"pr":"42"}}`), 200)
+		activeSession(t, h, "alice", `{"match":{"pr":"42"}}`, 200)
+		if rep := h.Do(t, "POST", "/v1/users/alice/sessions/other/entries", `{"question":"q","answer":"a"}`); rep.Status != 201 {
+			t.Fatalf("append: %d %s", rep.Status, rep.Body)
+		}
+		for _, k := range []string{user, global} {
+			if got := pttl(t, srv, k); got != -1 {
+				t.Errorf("PTTL of %s: %d, want -1: the index would expire under session kept, which never does", k, got)
+			}
+		}
+	})
+}
