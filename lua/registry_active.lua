@@ -14,8 +14,6 @@
 -- returns {session_id, 1 created / 0 reused, {closed session ids...}}
 local match = nil
 if ARGV[9] ~= '' then match = cjson.decode(ARGV[9]) end
--- the user's state (agent_user_state) slides with the user's activity
-if DEFAULT_TTL > 0 then redis.call('EXPIRE', 'agent_user_state:' .. META_TAG .. ARGV[3], DEFAULT_TTL) end
 local new_sid = SID
 local cutoff = now_us() - tonumber(ARGV[5])
 local found = candidates(match, AUTO_CLOSE_MAX, cutoff)

@@ -476,6 +476,9 @@ local META_TAG = string.sub(K_RECORD, #'agent_session_record:' + 1, #K_RECORD - 
 -- is one of the session's own keys: slid, persisted and deleted with them.
 local K_STATE = 'agent_session_state:' .. META_TAG .. GID
 SESSION_KEYS[#SESSION_KEYS + 1] = K_STATE
+-- The user's state object (registry module), a user-level key in the
+-- user's slot: every slide of any of the user's sessions extends it.
+local K_USER_STATE = 'agent_user_state:' .. META_TAG .. ARGV[3]
 
 local function meta_keys(k, v)
   return 'agent_session_meta:' .. META_TAG .. ARGV[3] .. ':' .. k .. '=' .. v,
@@ -616,7 +619,11 @@ local function finish_write(moved, force, count, own_first)
   redis.call('HSET', K_RECORD, unpack(fields))
   index(status, now, started or moved)
   meta_index(rec[4], now, due and ttl or nil)
-  if due then slide(ttl, now) end
+  if due then
+    slide(ttl, now)
+    -- the user's state lives as long as the user's sessions are written
+    meta_expire(K_USER_STATE, ttl, redis.call('PTTL', K_USER_STATE))
+  end
   return status, started
 end
 

@@ -3,6 +3,7 @@ package registry_test
 import (
 	"testing"
 
+	"github.com/agentsidecar/agentsidecar/envconf"
 	"github.com/agentsidecar/agentsidecar/redisstore/redisstoretest"
 	"github.com/agentsidecar/agentsidecar/registry"
 	"github.com/agentsidecar/agentsidecar/sessions"
@@ -52,6 +53,36 @@ func TestMetadataIndexOfAPersistedSessionDoesNotExpire(t *testing.T) {
 		for _, k := range []string{user, global} {
 			if got := pttl(t, srv, k); got != -1 {
 				t.Errorf("PTTL of %s: %d, want -1: the index would expire under session kept, which never does", k, got)
+			}
+		}
+	})
+}
+
+// The user's state is a user-level key: it slides with any write of the
+// user, so it cannot expire while the user's sessions are being written.
+func TestUserStateSlidesWithTheUsersWrites(t *testing.T) {
+	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
+		h := start(t, srv, envconf.Env{"SESSION_TTL_SECONDS": "1000"})
+		l := srv.Layout()
+		key := l.UserState("alice")
+		if rep := h.Do(t, "PATCH", "/v1/users/alice/state", `{"plan":"pro"}`); rep.Status != 200 {
+			t.Fatalf("user state: %d %s", rep.Status, rep.Body)
+		}
+		c := srv.Client(t)
+		for i, w := range []struct{ method, path, body string }{
+			{"POST", "/v1/users/alice/sessions/s1/entries", `{"question":"q","answer":"a"}`},
+			{"POST", "/v1/users/alice/sessions/s2/usage", `{"model":"gpt-4o","tokens_in":1}`},
+			{"POST", "/v1/users/alice/sessions", `{"session_id":"s3"}`},
+		} {
+			// As if most of the TTL had passed since the state was written.
+			if err := c.Do(t.Context(), c.B().Pexpire().Key(key).Milliseconds(5000).Build()).Error(); err != nil {
+				t.Fatal(err)
+			}
+			if rep := h.Do(t, w.method, w.path, w.body); rep.Status != 201 {
+				t.Fatalf("%s %s: %d %s", w.method, w.path, rep.Status, rep.Body)
+			}
+			if got := pttl(t, srv, key); got <= 5000 || got > 1000*1000 {
+				t.Errorf("write %d (%s %s): the user state's PTTL is %d ms, want the session TTL (1000 s) again", i, w.method, w.path, got)
 			}
 		}
 	})
