@@ -99,27 +99,41 @@ local function end_session(reason, summary, auto)
   finish_write(true)
 end
 
+-- key_name is the name a raw JSON object key (the text between its quotes)
+-- stands for: "\u0061" and "a" are one key. Keys without an escape are
+-- their own name (no decode).
+local function key_name(raw)
+  if not string.find(raw, '\\', 1, true) then return raw end
+  local ok, name = pcall(cjson.decode, '"' .. raw .. '"')
+  if ok then return name end
+  return raw
+end
+
 -- merge_patch applies the JSON merge patch text patch (RFC 7396) to the
 -- JSON text target (nil: none) and returns the result text. Objects are
 -- merged key by key (a null removes the key), anything else replaces; the
 -- bytes of every value the patch does not touch are kept as they are (no
--- decode/encode: numbers and empty arrays survive). Keys compare as their
--- raw JSON text. O(size of target + patch).
+-- decode/encode: numbers and empty arrays survive). Keys compare by the
+-- names they stand for, however escaped (a key keeps the spelling it was
+-- first stored with), so the result never holds one key twice.
+-- O(size of target + patch).
 local function merge_patch(target, patch)
   if string.byte(patch, skip_ws(patch, 1)) ~= 123 then return patch end
   local keys, vals, at = {}, {}, {}
   if target and string.byte(target, skip_ws(target, 1)) == 123 then
     for _, f in ipairs(object_fields(target)) do
-      if not at[f.key] then
+      local name = key_name(f.key)
+      if not at[name] then
         keys[#keys + 1] = f.key
         vals[#keys] = string.sub(target, f.vs, f.ve - 1)
-        at[f.key] = #keys
+        at[name] = #keys
       end
     end
   end
   for _, f in ipairs(object_fields(patch)) do
     local v = string.sub(patch, f.vs, f.ve - 1)
-    local j = at[f.key]
+    local name = key_name(f.key)
+    local j = at[name]
     if v == 'null' then
       if j then vals[j] = false end
     elseif j then
@@ -127,7 +141,7 @@ local function merge_patch(target, patch)
     else
       keys[#keys + 1] = f.key
       vals[#keys] = merge_patch(nil, v)
-      at[f.key] = #keys
+      at[name] = #keys
     end
   end
   local parts = {}

@@ -1,6 +1,7 @@
 package registry_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/agentsidecar/agentsidecar/envconf"
@@ -83,6 +84,36 @@ func TestUserStateSlidesWithTheUsersWrites(t *testing.T) {
 			}
 			if got := pttl(t, srv, key); got <= 5000 || got > 1000*1000 {
 				t.Errorf("write %d (%s %s): the user state's PTTL is %d ms, want the session TTL (1000 s) again", i, w.method, w.path, got)
+			}
+		}
+	})
+}
+
+// A merge patch names keys as JSON does: "\u0061" is the key "a". The
+// stored state never holds one key twice (JSON the sidecar itself refuses
+// with 400 duplicate_field), and null removes the key however it is spelt.
+func TestStateMergePatchMatchesKeysByValue(t *testing.T) {
+	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
+		h := start(t, srv, nil)
+		want(t, h.Do(t, "POST", "/v1/users/alice/sessions", `{"session_id":"s1","state":{"a":1,"b":{"c":1}}}`), 201)
+		if rep := h.Do(t, "PATCH", "/v1/users/alice/state", `{"a":1,"b":{"c":1}}`); rep.Status != 200 {
+			t.Fatalf("user state: %d %s", rep.Status, rep.Body)
+		}
+		for _, path := range []string{"/v1/users/alice/sessions/s1/state", "/v1/users/alice/state"} {
+			for _, s := range []struct{ patch, want string }{
+				{`{"\u0061":2}`, `{"a":2,"b":{"c":1}}`},
+				{`{"b":{"\u0063":null,"d":2}}`, `{"a":2,"b":{"d":2}}`},
+				{`{"\u0061":null}`, `{"b":{"d":2}}`},
+			} {
+				rep := h.Do(t, "PATCH", path, s.patch)
+				if rep.Status != 200 || strings.TrimSpace(rep.Body) != s.want {
+					t.Fatalf("PATCH %s %s: %d %s, want %s", path, s.patch, rep.Status, rep.Body, s.want)
+				}
+			}
+			// What GET answers can be sent back as it is.
+			got := strings.TrimSpace(h.Do(t, "GET", path, "").Body)
+			if rep := h.Do(t, "POST", "/v1/users/alice/sessions", `{"state":`+got+`}`); rep.Status != 201 {
+				t.Errorf("the stored state %s sent back: %d %s", got, rep.Status, rep.Body)
 			}
 		}
 	})
