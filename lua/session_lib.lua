@@ -385,15 +385,19 @@ end
 --             which finish_write files as new) and the expiry set;
 --   'move'    the record and every status set (the write ends the session);
 --   'indexes' every status set, not the record (session delete).
--- ... are the script's own {key, type} pairs.
+-- ... are the script's own {key, type} pairs. The metadata indexes of the
+-- record's pairs (which finish_write scores) are checked too.
+local meta_checks -- (meta) -> {key, 'zset'} pairs: defined with meta_keys below
 local function guard(mode, ...)
   local checks = { ... }
   local status
   if mode ~= 'indexes' then
-    status = redis.pcall('HGET', K_RECORD, 'status')
-    if type(status) == 'table' then
+    local rec = redis.pcall('HMGET', K_RECORD, 'status', 'metadata')
+    if rec.err then
       checks[#checks + 1] = { K_RECORD, 'hash' }
-      status = nil
+    else
+      status = rec[1]
+      for _, c in ipairs(meta_checks(rec[2])) do checks[#checks + 1] = c end
     end
   end
   if mode == 'keep' and status and K_USER[status] then
@@ -483,6 +487,24 @@ local K_USER_STATE = 'agent_user_state:' .. META_TAG .. ARGV[3]
 local function meta_keys(k, v)
   return 'agent_session_meta:' .. META_TAG .. ARGV[3] .. ':' .. k .. '=' .. v,
     'agent_session_meta_global:' .. META_TAG .. k .. '=' .. v
+end
+
+-- meta_checks returns the {key, 'zset'} pairs of guard for the metadata
+-- indexes of the pairs of meta (JSON text, or nil/false: none; text that is
+-- no flat string map, written by hand, has no index either).
+meta_checks = function(meta)
+  local out = {}
+  if not meta or meta == '' or meta == '{}' then return out end
+  local ok, m = pcall(cjson.decode, meta)
+  if not ok or type(m) ~= 'table' then return out end
+  for k, v in pairs(m) do
+    if type(k) == 'string' and type(v) == 'string' then
+      local uk, gk = meta_keys(k, v)
+      out[#out + 1] = { uk, 'zset' }
+      out[#out + 1] = { gk, 'zset' }
+    end
+  end
+  return out
 end
 
 -- meta_expire gives key at least ttl seconds to live (0 = persist): a

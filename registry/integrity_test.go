@@ -1,6 +1,8 @@
 package registry_test
 
 import (
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -115,6 +117,73 @@ func TestStateMergePatchMatchesKeysByValue(t *testing.T) {
 			if rep := h.Do(t, "POST", "/v1/users/alice/sessions", `{"state":`+got+`}`); rep.Status != 201 {
 				t.Errorf("the stored state %s sent back: %d %s", got, rep.Status, rep.Body)
 			}
+		}
+	})
+}
+
+// A registry write that meets a key of the wrong type (another program
+// wrote it) is a 409 key_wrong_type naming it, and writes nothing: every
+// check comes before the first write (Redis does not roll back).
+func TestRegistryWritesRefuseWrongTypedKeysBeforeAnyWrite(t *testing.T) {
+	redisstoretest.Each(t, func(t *testing.T, srv *redisstoretest.Server) {
+		h := start(t, srv, nil)
+		l := srv.Layout()
+		c := srv.Client(t)
+		dump := func() []string {
+			keys, err := c.Do(t.Context(), c.B().Keys().Pattern("*").Build()).AsStrSlice()
+			if err != nil {
+				t.Fatal(err)
+			}
+			slices.Sort(keys)
+			var out []string
+			for _, k := range keys {
+				typ, _ := c.Do(t.Context(), c.B().Type().Key(k).Build()).ToString()
+				var v any
+				switch typ {
+				case "hash":
+					v, _ = c.Do(t.Context(), c.B().Hgetall().Key(k).Build()).AsStrMap()
+				case "zset":
+					v, _ = c.Do(t.Context(), c.B().Zrange().Key(k).Min("0").Max("-1").Withscores().Build()).ToAny()
+				case "string":
+					v, _ = c.Do(t.Context(), c.B().Get().Key(k).Build()).ToString()
+				}
+				out = append(out, fmt.Sprintf("%s %s %v", k, typ, v))
+			}
+			return out
+		}
+		want(t, h.Do(t, "POST", "/v1/users/alice/sessions", `{"session_id":"s1","title":"t","metadata":{"pr":"1"},"state":{"a":1}}`), 201)
+		for _, tc := range []struct {
+			name, key string
+			only      []int // the writes below that write it (nil: all)
+		}{
+			{"the user's running index", l.UserIndex("alice")[0], nil},
+			{"the bucket's running index", l.Session("alice", "s1").GlobalIndex[0], nil},
+			{"the expiry set", l.Session("alice", "s1").Expiry, nil},
+			{"a metadata index", l.MetaIndex("alice", "pr", "2"), []int{0, 1, 3}},
+		} {
+			c.Do(t.Context(), c.B().Del().Key(tc.key).Build())
+			if err := c.Do(t.Context(), c.B().Set().Key(tc.key).Value("someone else's").Build()).Error(); err != nil {
+				t.Fatal(err)
+			}
+			before := dump()
+			for i, w := range []struct{ method, path, body string }{
+				{"POST", "/v1/users/alice/sessions", `{"session_id":"s2","metadata":{"pr":"2"},"state":{"a":1}}`},
+				{"PATCH", "/v1/users/alice/sessions/s1", `{"title":"new","metadata":{"pr":"2"}}`},
+				{"PATCH", "/v1/users/alice/sessions/s1/state", `{"a":2}`},
+				{"POST", "/v1/users/alice/active-session", `{"match":{"pr":"2"}}`},
+			} {
+				if tc.only != nil && !slices.Contains(tc.only, i) {
+					continue
+				}
+				r := h.Do(t, w.method, w.path, w.body)
+				if r.Status != 409 || r.Code() != "key_wrong_type" {
+					t.Errorf("%s %s with %s a string: %d %s, want 409 key_wrong_type", w.method, w.path, tc.name, r.Status, r.Body)
+				}
+				if after := dump(); !slices.Equal(after, before) {
+					t.Errorf("%s %s with %s a string changed Redis:\n%q\nwas\n%q", w.method, w.path, tc.name, after, before)
+				}
+			}
+			c.Do(t.Context(), c.B().Del().Key(tc.key).Build())
 		}
 	})
 }
