@@ -27,14 +27,24 @@ end
 -- every pair of match (a table, or nil for all), most recently active
 -- first, as {sid=, last=} (last activity, µs): at most want of them, and
 -- only the first when it is active at or after cutoff (µs; nil: no such
--- stop). It reads the running index newest first, 32 at a time, examining
--- at most ACTIVE_SCAN members. Members whose record is gone (expired) or no
--- longer running are skipped.
+-- stop). It reads newest first, 32 at a time, examining at most
+-- ACTIVE_SCAN members, the user's sessions holding match's first pair (by
+-- key name: its metadata index, scored by last activity too), or without a
+-- match the running index; so sessions of the user's other agents do not
+-- use up the scan. Members whose record is gone (expired), no longer
+-- running or not holding every pair are skipped.
 local function candidates(match, want, cutoff)
   local out = {}
   local own = SID
+  local from_key = K_USER.running
+  if match then
+    local names = {}
+    for k in pairs(match) do names[#names + 1] = k end
+    table.sort(names)
+    if #names > 0 then from_key = meta_keys(names[1], match[names[1]]) end
+  end
   for from = 0, ACTIVE_SCAN - 1, 32 do
-    local members = redis.call('ZREVRANGE', K_USER.running, from, math.min(from + 31, ACTIVE_SCAN - 1))
+    local members = redis.call('ZREVRANGE', from_key, from, math.min(from + 31, ACTIVE_SCAN - 1))
     for _, sid in ipairs(members) do
       retarget(sid)
       local r = redis.call('HMGET', K_RECORD, 'status', 'last_activity_at', 'metadata')

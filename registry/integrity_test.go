@@ -187,3 +187,20 @@ func TestRegistryWritesRefuseWrongTypedKeysBeforeAnyWrite(t *testing.T) {
 		}
 	})
 }
+
+// Start-or-reuse with a match finds the user's matching session however
+// many sessions of other agents of the user were active since: a user
+// whose other agents ran 300 sessions after this agent's still gets this
+// agent's session back, not a second one.
+func TestActiveSessionFindsItsMatchAmongManyOthers(t *testing.T) {
+	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
+		h := start(t, srv, nil)
+		first := activeSession(t, h, "alice", `{"match":{"agent":"x"}}`, 201)
+		for i := range 300 {
+			want(t, h.Do(t, "POST", "/v1/users/alice/sessions", fmt.Sprintf(`{"session_id":"o%d","metadata":{"agent":"o%d"}}`, i, i)), 201)
+		}
+		if again := activeSession(t, h, "alice", `{"match":{"agent":"x"}}`, 200); again.SessionID != first.SessionID {
+			t.Fatalf("start-or-reuse gave %s, want the running session %s", again.SessionID, first.SessionID)
+		}
+	})
+}
