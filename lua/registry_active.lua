@@ -23,7 +23,7 @@ local new_sid = SID
 local refused = guard('keep', unpack(meta_checks(ARGV[8])))
 if refused then return refused end
 local cutoff = now_us() - tonumber(ARGV[5])
-local found = candidates(match, AUTO_CLOSE_MAX, cutoff)
+local found, gone = candidates(match, AUTO_CLOSE_MAX, cutoff)
 local reuse = #found > 0 and found[1].last >= cutoff
 for _, c in ipairs(found) do
   retarget(c.sid)
@@ -36,6 +36,7 @@ for _, c in ipairs(found) do
   if reuse then break end
 end
 retarget(new_sid)
+drop_expired(gone)
 if reuse then
   retarget(found[1].sid)
   finish_write(false, false)

@@ -32,23 +32,31 @@ end
 -- key name: its metadata index, scored by last activity too), or without a
 -- match the running index; so sessions of the user's other agents do not
 -- use up the scan. Members whose record is gone (expired), no longer
--- running or not holding every pair are skipped.
+-- running or not holding every pair are skipped. The second result lists
+-- what it read of an expired session in a metadata index, for
+-- drop_expired: the expiry sweep cleans the status indexes, not these.
 local function candidates(match, want, cutoff)
   local out = {}
   local own = SID
   local from_key = K_USER.running
+  local gone = {}
   if match then
     local names = {}
     for k in pairs(match) do names[#names + 1] = k end
     table.sort(names)
-    if #names > 0 then from_key = meta_keys(names[1], match[names[1]]) end
+    if #names > 0 then
+      local uk, gk = meta_keys(names[1], match[names[1]])
+      from_key, gone.user, gone.global = uk, uk, gk
+    end
   end
   for from = 0, ACTIVE_SCAN - 1, 32 do
     local members = redis.call('ZREVRANGE', from_key, from, math.min(from + 31, ACTIVE_SCAN - 1))
     for _, sid in ipairs(members) do
       retarget(sid)
       local r = redis.call('HMGET', K_RECORD, 'status', 'last_activity_at', 'metadata')
-      if r[1] == 'running' then
+      if not r[1] and gone.user then
+        gone[#gone + 1] = sid -- no record: expired (a delete unindexes)
+      elseif r[1] == 'running' then
         local ok = true
         if match then
           local meta = {}
@@ -61,7 +69,7 @@ local function candidates(match, want, cutoff)
           out[#out + 1] = { sid = sid, last = tonumber(r[2]) }
           if #out >= want or (cutoff and #out == 1 and out[1].last >= cutoff) then
             retarget(own)
-            return out
+            return out, gone
           end
         end
       end
@@ -69,7 +77,19 @@ local function candidates(match, want, cutoff)
     if #members < 32 then break end
   end
   retarget(own)
-  return out
+  return out, gone
+end
+
+-- drop_expired removes from the metadata index candidates read (user's and
+-- bucket's) the expired sessions it met there, so an index that only
+-- start-or-reuse reads does not grow with every session that ever held
+-- the pair. A write: call it after every check.
+local function drop_expired(gone)
+  if not gone.user then return end
+  for _, sid in ipairs(gone) do
+    redis.call('ZREM', gone.user, sid)
+    redis.call('ZREM', gone.global, ARGV[3] .. ':' .. sid)
+  end
 end
 
 -- utf8_prefix returns the first n code points of s.

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/redis/rueidis"
+
 	"github.com/agentsidecar/agentsidecar/envconf"
 	"github.com/agentsidecar/agentsidecar/redisstore/redisstoretest"
 	"github.com/agentsidecar/agentsidecar/registry"
@@ -201,6 +203,40 @@ func TestActiveSessionFindsItsMatchAmongManyOthers(t *testing.T) {
 		}
 		if again := activeSession(t, h, "alice", `{"match":{"agent":"x"}}`, 200); again.SessionID != first.SessionID {
 			t.Fatalf("start-or-reuse gave %s, want the running session %s", again.SessionID, first.SessionID)
+		}
+	})
+}
+
+// Start-or-reuse drops the expired sessions it meets in the match's
+// metadata index (user's and bucket's): the expiry sweep cleans only the
+// status indexes, so an index that no filtered listing reads would
+// otherwise keep every session that ever held the pair.
+func TestActiveSessionDropsExpiredMembersItMeets(t *testing.T) {
+	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
+		h := start(t, srv, nil)
+		l := srv.Layout()
+		user, global := l.MetaIndex("alice", "agent", "x"), l.MetaGlobal(l.Bucket("alice"), "agent", "x")
+		first := activeSession(t, h, "alice", `{"match":{"agent":"x"}}`, 201)
+		c := srv.Client(t)
+		for i := range 5 { // sessions that expired after their last activity, newer than first's
+			dead := fmt.Sprintf("dead%d", i)
+			for _, cmd := range []rueidis.Completed{
+				c.B().Zadd().Key(user).ScoreMember().ScoreMember(9e15, dead).Build(),
+				c.B().Zadd().Key(global).ScoreMember().ScoreMember(9e15, "alice:"+dead).Build(),
+			} {
+				if err := c.Do(t.Context(), cmd).Error(); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		if again := activeSession(t, h, "alice", `{"match":{"agent":"x"}}`, 200); again.SessionID != first.SessionID {
+			t.Fatalf("reused %s, want %s", again.SessionID, first.SessionID)
+		}
+		if got := members(t, srv, user); !slices.Equal(got, []string{first.SessionID}) {
+			t.Errorf("user index after start-or-reuse: %v, want only %s", got, first.SessionID)
+		}
+		if got := members(t, srv, global); !slices.Equal(got, []string{"alice:" + first.SessionID}) {
+			t.Errorf("bucket index after start-or-reuse: %v, want only alice:%s", got, first.SessionID)
 		}
 	})
 }
