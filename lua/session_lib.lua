@@ -681,7 +681,8 @@ end
 
 -- check_finish: finish_write (and unindex) cannot fail on these keys.
 --   rec: {status=, ttl_seconds=, slid_at=} of the record when the caller has
---     read them (from a hash it checked), else nil: then read here
+--     read them (from a hash it checked), else nil: then read here (with
+--     metadata=, whose indexes finish_write scores: read here when absent)
 --   moved: the write changes the status (all three index sets are written)
 --   entries_read: the caller has read the entries list (its type is right)
 local function check_finish(rec, moved, entries_read)
@@ -689,8 +690,14 @@ local function check_finish(rec, moved, entries_read)
   if not rec then
     bad = check_type(K_RECORD, 'hash')
     if bad then return bad end
-    local v = redis.call('HMGET', K_RECORD, 'status', 'ttl_seconds', 'slid_at')
-    rec = { status = v[1], ttl_seconds = v[2], slid_at = v[3] }
+    local v = redis.call('HMGET', K_RECORD, 'status', 'ttl_seconds', 'slid_at', 'metadata')
+    rec = { status = v[1], ttl_seconds = v[2], slid_at = v[3], metadata = v[4] }
+  end
+  local meta = rec.metadata
+  if meta == nil then meta = redis.call('HGET', K_RECORD, 'metadata') end
+  for _, c in ipairs(meta_checks(meta)) do
+    bad = check_type(c[1], c[2])
+    if bad then return bad end
   end
   for _, f in ipairs({ 'ttl_seconds', 'slid_at' }) do
     if rec[f] and not string.match(rec[f], '^%-?%d+$') then

@@ -2,6 +2,7 @@ package registry_test
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -237,6 +238,38 @@ func TestActiveSessionDropsExpiredMembersItMeets(t *testing.T) {
 		}
 		if got := members(t, srv, global); !slices.Equal(got, []string{"alice:" + first.SessionID}) {
 			t.Errorf("bucket index after start-or-reuse: %v, want only alice:%s", got, first.SessionID)
+		}
+	})
+}
+
+// The writes of other modules to a session with metadata check its
+// metadata indexes before their first write too: a usage post, an append
+// and a complete meet the wrong-typed index as a 409, with nothing written.
+func TestSessionWritesCheckTheMetadataIndexesFirst(t *testing.T) {
+	redisstoretest.Each(t, func(t *testing.T, srv *redisstoretest.Server) {
+		h := start(t, srv, nil)
+		l := srv.Layout()
+		c := srv.Client(t)
+		want(t, h.Do(t, "POST", "/v1/users/alice/sessions", `{"session_id":"s1","metadata":{"team":"a"}}`), 201)
+		key := l.MetaIndex("alice", "team", "a")
+		c.Do(t.Context(), c.B().Del().Key(key).Build())
+		if err := c.Do(t.Context(), c.B().Set().Key(key).Value("someone else's").Build()).Error(); err != nil {
+			t.Fatal(err)
+		}
+		record := func() map[string]string { return hash(t, srv, l.Session("alice", "s1").Record) }
+		before := record()
+		for _, w := range []struct{ path, body string }{
+			{"/usage", `{"model":"gpt-4o","tokens_in":10}`},
+			{"/entries", `{"question":"q","answer":"a"}`},
+			{"/complete", ``},
+		} {
+			r := h.Do(t, "POST", "/v1/users/alice/sessions/s1"+w.path, w.body)
+			if r.Status != 409 || r.Code() != "key_wrong_type" {
+				t.Errorf("POST %s with the metadata index a string: %d %s, want 409 key_wrong_type", w.path, r.Status, r.Body)
+			}
+			if after := record(); !maps.Equal(after, before) {
+				t.Errorf("POST %s changed the record:\n%v\nwas\n%v", w.path, after, before)
+			}
 		}
 	})
 }
