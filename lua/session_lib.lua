@@ -24,7 +24,11 @@
 -- carries its user's bucket tag after the prefix (agent_sessions:{b7}:<u>:<s>,
 -- agent_sessions_global:{b7}:running, agent_usage_totals:{b7}, ...), so all 15
 -- keys of a call share one hash slot and KEYS[10..15] are the bucket's shard
--- of the data across users. Scripts only touch KEYS.
+-- of the data across users. Besides KEYS, scripts touch only keys derived
+-- from them in the same slot (the same tag): the session's state, the
+-- user's state and metadata indexes (below), the day's model totals
+-- (session_usage.lua) and, in the registry scripts, the user's other
+-- sessions (registry_lib.lua).
 --
 -- JSON is never decoded and re-encoded here (Lua cjson turns [] into {},
 -- re-encodes numbers and escapes '/', and Cognee's json.dumps writes bare
