@@ -345,7 +345,7 @@ var Families = []Family{
 	{
 		Name: "user state", Pattern: "agent_user_state:*", ClusterPattern: "agent_user_state:{b*}:*",
 		Kind: KindString, Owner: "registry", TTL: RetentionTTL,
-		Reason:      "`SESSION_TTL_SECONDS` from its last write or the user's last start-or-reuse",
+		Reason:      "at least `SESSION_TTL_SECONDS` from its last write, and at least the TTL of each of the user's sessions from its last write (none while one of them has none)",
 		Description: "the user's state object (JSON, at most 64 KiB), changed by JSON merge patch",
 	},
 	{

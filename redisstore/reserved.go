@@ -13,10 +13,11 @@ var reserved = func() map[string]bool {
 	var names []string
 	for _, l := range []Layout{{}, {Cluster: true}} {
 		names = append(names, l.Session("u", "s").List()...)
+		names = append(names, l.MetaIndex("u", "k", "v"), l.UserState("u"), l.SessionState("u", "s"))
 		for b := range l.Buckets() {
 			g := l.Global(b)
 			names = append(names, g.Index[:]...)
-			names = append(names, g.Expiry, g.Totals, g.ByModel, g.RecordPrefix, g.UserIndexPrefix)
+			names = append(names, g.Expiry, g.Totals, g.ByModel, g.RecordPrefix, g.UserIndexPrefix, l.MetaGlobal(b, "k", "v"))
 		}
 	}
 	names = append(names, LockReleaseChannel)

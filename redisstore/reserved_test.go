@@ -16,11 +16,12 @@ func layoutKeys() []string {
 		for i := range 20 {
 			user := "user-" + strconv.Itoa(i)
 			out = append(out, l.Session(user, "session.1").List()...)
+			out = append(out, l.MetaIndex(user, "k", "v"), l.UserState(user), l.SessionState(user, "session.1"))
 		}
 		for b := range l.Buckets() {
 			g := l.Global(b)
 			out = append(out, g.Index[:]...)
-			out = append(out, g.Expiry, g.Totals, g.ByModel, g.RecordPrefix, g.UserIndexPrefix)
+			out = append(out, g.Expiry, g.Totals, g.ByModel, g.RecordPrefix, g.UserIndexPrefix, l.MetaGlobal(b, "k", "v"))
 		}
 	}
 	return append(out, redisstore.LockReleaseChannel)
@@ -36,9 +37,10 @@ func TestReservedCoversTheLayout(t *testing.T) {
 		}
 	}
 	want := []string{
-		"agent_session_qa_index", "agent_session_record", "agent_session_usage_ids",
+		"agent_session_meta", "agent_session_meta_global",
+		"agent_session_qa_index", "agent_session_record", "agent_session_state", "agent_session_usage_ids",
 		"agent_sessions", "agent_sessions_by_user", "agent_sessions_global",
-		"agent_traces", "agent_usage_by_model", "agent_usage_totals",
+		"agent_traces", "agent_usage_by_model", "agent_usage_totals", "agent_user_state",
 		"session_context", "sidecar",
 	}
 	if got := redisstore.ReservedNames(); !slices.Equal(got, want) {
