@@ -477,6 +477,16 @@ local META_TAG = string.sub(K_RECORD, #'agent_session_record:' + 1, #K_RECORD - 
 local K_STATE = 'agent_session_state:' .. META_TAG .. GID
 SESSION_KEYS[#SESSION_KEYS + 1] = K_STATE
 
+-- The session's context blocks (a hash label -> block), its frozen system
+-- prompt (a hash) and its memory of tool calls (a hash), of the blocks
+-- module, are the session's own keys too (redisstore/keys_blocks.go).
+local K_BLOCKS = 'agent_session_blocks:' .. META_TAG .. GID
+local K_PROMPT = 'agent_session_prompt:' .. META_TAG .. GID
+local K_TOOL_CALLS = 'agent_session_tool_calls:' .. META_TAG .. GID
+SESSION_KEYS[#SESSION_KEYS + 1] = K_BLOCKS
+SESSION_KEYS[#SESSION_KEYS + 1] = K_PROMPT
+SESSION_KEYS[#SESSION_KEYS + 1] = K_TOOL_CALLS
+
 local function meta_keys(k, v)
   return 'agent_session_meta:' .. META_TAG .. ARGV[3] .. ':' .. k .. '=' .. v,
     'agent_session_meta_global:' .. META_TAG .. k .. '=' .. v

@@ -13,6 +13,7 @@ var reserved = func() map[string]bool {
 	var names []string
 	for _, l := range []Layout{{}, {Cluster: true}} {
 		names = append(names, l.Session("u", "s").List()...)
+		names = append(names, l.blockKeys("u", "s")...)
 		for b := range l.Buckets() {
 			g := l.Global(b)
 			names = append(names, g.Index[:]...)
