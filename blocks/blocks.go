@@ -21,7 +21,9 @@ import (
 // Factory registers the module with the host.
 var Factory = sidecar.Factory{Name: "blocks", New: New}
 
-// Config is the module's settings: the bounds on blocks.
+// Config is the module's settings: the bounds on blocks. A scope's blocks
+// hold at most MaxPer* × MaxContentBytes (1 MiB by default, 32 MiB at
+// most): what one read of them, or a frozen prompt, may cost Redis.
 type Config struct {
 	// MaxPerUser is the most blocks a user may have.
 	MaxPerUser int `env:"BLOCKS_MAX_PER_USER" envDefault:"32"`
@@ -37,9 +39,9 @@ func (c Config) Validate() error {
 		name      string
 		v, lo, hi int
 	}{
-		{"BLOCKS_MAX_PER_USER", c.MaxPerUser, 1, 256},
-		{"BLOCKS_MAX_PER_SESSION", c.MaxPerSession, 1, 256},
-		{"BLOCKS_MAX_CONTENT_BYTES", c.MaxContentBytes, 1, 1 << 20},
+		{"BLOCKS_MAX_PER_USER", c.MaxPerUser, 1, 128},
+		{"BLOCKS_MAX_PER_SESSION", c.MaxPerSession, 1, 128},
+		{"BLOCKS_MAX_CONTENT_BYTES", c.MaxContentBytes, 1, 256 << 10},
 	} {
 		if r.v < r.lo || r.v > r.hi {
 			return envconf.Invalid(r.name, "must be from %d to %d, not %d", r.lo, r.hi, r.v)

@@ -239,3 +239,46 @@ func TestConfig(t *testing.T) {
 		t.Errorf("defaults %+v %v", c, err)
 	}
 }
+
+// A key of the module holding another type (another program wrote it) is
+// a 409 key_wrong_type on every route that touches it, reads included,
+// and nothing is written.
+func TestWrongTypedKeys(t *testing.T) {
+	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
+		h := start(t, srv, nil)
+		l := srv.Layout()
+		c := srv.Client(t)
+		for _, key := range []string{l.UserBlocks("alice"), l.SessionBlocks("alice", "s1"), l.SessionPrompt("alice", "s1")} {
+			if err := c.Do(t.Context(), c.B().Set().Key(key).Value("x").Build()).Error(); err != nil {
+				t.Fatal(err)
+			}
+			routes := []struct{ method, path, body string }{
+				{"GET", "/v1/users/alice/sessions/s1/system-prompt?frozen=true", ""},
+				{"POST", "/v1/users/alice/sessions/s1/system-prompt/refresh", ""},
+			}
+			if key != l.SessionPrompt("alice", "s1") { // the block routes do not touch the prompt
+				routes = append(routes,
+					struct{ method, path, body string }{"PUT", "/v1/users/alice/sessions/s1/blocks/m", `{"content":"x"}`},
+					struct{ method, path, body string }{"GET", "/v1/users/alice/sessions/s1/blocks", ""},
+					struct{ method, path, body string }{"GET", "/v1/users/alice/sessions/s1/blocks/m", ""},
+					struct{ method, path, body string }{"GET", "/v1/users/alice/sessions/s1/tools", ""},
+					struct{ method, path, body string }{"POST", "/v1/users/alice/sessions/s1/blocks/m/append", `{"content":"x"}`},
+					struct{ method, path, body string }{"POST", "/v1/users/alice/sessions/s1/tools/set_context", `{"arguments":{"label":"m","content":"x"}}`},
+				)
+			}
+			for _, r := range routes {
+				rep := h.Do(t, r.method, r.path, r.body)
+				if rep.Status != 409 || rep.Code() != "key_wrong_type" {
+					t.Errorf("%s a string: %s %s: %d %s, want 409 key_wrong_type", key, r.method, r.path, rep.Status, rep.Body)
+				}
+			}
+			if v, _ := c.Do(t.Context(), c.B().Get().Key(key).Build()).ToString(); v != "x" {
+				t.Errorf("%s: %q after the refused calls", key, v)
+			}
+			if n, _ := c.Do(t.Context(), c.B().Exists().Key(l.Session("alice", "s1").Record).Build()).AsInt64(); n != 0 {
+				t.Errorf("%s a string: a session record was written", key)
+			}
+			c.Do(t.Context(), c.B().Del().Key(key).Build())
+		}
+	})
+}

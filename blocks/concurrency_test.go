@@ -89,3 +89,90 @@ func TestAppendTokensMatchEstimate(t *testing.T) {
 		}
 	})
 }
+
+// Many first calls of ?frozen=true at once, from two sidecars, freeze one
+// prompt: every answer is that prompt with the same frozen_at.
+func TestConcurrentFreeze(t *testing.T) {
+	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
+		hosts := []*sidecartest.Host{start(t, srv, nil), start(t, srv, nil)}
+		wantBlock(t, hosts[0].Do(t, "PUT", "/v1/users/alice/sessions/s1/blocks/m", `{"content":"x"}`), 201)
+		const callers = 16
+		got := make([]string, callers)
+		var wg sync.WaitGroup
+		for i := range callers {
+			wg.Go(func() {
+				rep := sidecartest.NewClient(t, hosts[i%2].API).Send(t.Context(), "GET", "/v1/users/alice/sessions/s1/system-prompt?frozen=true&format=json", "")
+				got[i] = fmt.Sprintf("%d %s", rep.Status, rep.Body)
+			})
+		}
+		wg.Wait()
+		for i := range got {
+			if got[i] != got[0] || !strings.HasPrefix(got[0], "200 ") || !strings.Contains(got[0], `"frozen_at":"`) {
+				t.Fatalf("answer %d: %s; answer 0: %s", i, got[i], got[0])
+			}
+		}
+	})
+}
+
+// A refresh never stores a rendering older than one a refresh already
+// stored: one writer puts v1, v2, ... in order while four refreshers run,
+// and a reader of the frozen prompt never sees the version go back.
+func TestRefreshNeverGoesBack(t *testing.T) {
+	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
+		hosts := []*sidecartest.Host{start(t, srv, nil), start(t, srv, nil)}
+		const path = "/v1/users/alice/sessions/s1"
+		wantBlock(t, hosts[0].Do(t, "PUT", path+"/blocks/v", `{"content":"v0"}`), 201)
+		version := func(prompt string) int {
+			var n int
+			fmt.Sscanf(prompt[strings.LastIndex(prompt, "\n")+1:], "v%d", &n)
+			return n
+		}
+		done := make(chan struct{})
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			defer close(done)
+			c := sidecartest.NewClient(t, hosts[0].API)
+			for i := 1; i <= 60; i++ {
+				if rep := c.Send(t.Context(), "PUT", path+"/blocks/v", fmt.Sprintf(`{"content":"v%d"}`, i)); rep.Status != 200 {
+					t.Errorf("put v%d: %d %s", i, rep.Status, rep.Body)
+					return
+				}
+			}
+		})
+		for r := range 4 {
+			wg.Go(func() {
+				c := sidecartest.NewClient(t, hosts[r%2].API)
+				for {
+					select {
+					case <-done:
+						return
+					default:
+					}
+					if rep := c.Send(t.Context(), "POST", path+"/system-prompt/refresh", ""); rep.Status != 200 && rep.Code() != "blocks_busy" {
+						t.Errorf("refresh: %d %s", rep.Status, rep.Body)
+						return
+					}
+				}
+			})
+		}
+		wg.Go(func() {
+			c := sidecartest.NewClient(t, hosts[1].API)
+			last := -1
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				rep := c.Send(t.Context(), "GET", path+"/system-prompt?frozen=true", "")
+				if v := version(rep.Body); rep.Status != 200 || v < last {
+					t.Errorf("frozen prompt went from v%d to v%d (%d)", last, v, rep.Status)
+					return
+				} else {
+					last = v
+				}
+			}
+		})
+		wg.Wait()
+	})
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/redis/rueidis"
 
@@ -228,9 +229,13 @@ func (s *Store) Get(ctx context.Context, user, session, label string) (Block, er
 		return Block{}, err
 	}
 	l := s.layout()
-	cmds := rueidis.Commands{client.B().Hget().Key(l.UserBlocks(user)).Field(label).Build()}
+	keys := []string{l.UserBlocks(user)}
 	if session != "" {
-		cmds = append(cmds, client.B().Hget().Key(l.SessionBlocks(user, session)).Field(label).Build())
+		keys = append(keys, l.SessionBlocks(user, session))
+	}
+	cmds := make(rueidis.Commands, len(keys))
+	for i, k := range keys {
+		cmds[i] = client.B().Hget().Key(k).Field(label).Build()
 	}
 	res := client.DoMulti(ctx, cmds...)
 	for i := len(res) - 1; i >= 0; i-- {
@@ -239,7 +244,7 @@ func (s *Store) Get(ctx context.Context, user, session, label string) (Block, er
 			continue
 		}
 		if err != nil {
-			return Block{}, redisstore.Wrap("get block", err)
+			return Block{}, readErr("get block", keys[i], err)
 		}
 		scope := scopeUser
 		if i == 1 {
@@ -255,6 +260,17 @@ func (s *Store) Get(ctx context.Context, user, session, label string) (Block, er
 	return Block{}, redisstore.NotFound("no block %q", label)
 }
 
+// readErr is the error of a read of key: a key of another type (another
+// program wrote it) is the 409 key_wrong_type every script answers, any
+// other error Redis's.
+func readErr(op, key string, err error) error {
+	if re, ok := rueidis.IsRedisErr(err); ok && strings.HasPrefix(re.Error(), "WRONGTYPE") {
+		return redisstore.Refuse(redisstore.ErrConflict, "key_wrong_type",
+			"Redis key %s holds another type of value than the hash the sidecar keeps there (another program wrote it); nothing was changed: delete or rename that key", key)
+	}
+	return redisstore.Wrap(op, err)
+}
+
 // frozen is a session's frozen system prompt.
 type frozen struct {
 	prompt string
@@ -268,9 +284,10 @@ func (s *Store) Frozen(ctx context.Context, user, session string) (f frozen, ok 
 	if err != nil {
 		return frozen{}, false, err
 	}
-	v, err := client.Do(ctx, client.B().Hmget().Key(s.layout().SessionPrompt(user, session)).Field("prompt", "tokens", "frozen_at").Build()).ToArray()
+	key := s.layout().SessionPrompt(user, session)
+	v, err := client.Do(ctx, client.B().Hmget().Key(key).Field("prompt", "tokens", "frozen_at").Build()).ToArray()
 	if err != nil {
-		return frozen{}, false, redisstore.Wrap("frozen prompt", err)
+		return frozen{}, false, readErr("frozen prompt", key, err)
 	}
 	return parseFrozen(v)
 }
