@@ -261,7 +261,7 @@ func (m *Module) list(scope string) sidecar.HandlerFunc {
 		if err != nil {
 			return err
 		}
-		v, err := m.store.Read(r.Context(), user, session)
+		v, err := m.store.Read(r.Context(), user, session, false)
 		if err != nil {
 			return err
 		}

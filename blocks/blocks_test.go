@@ -14,7 +14,7 @@ import (
 	"github.com/agentsidecar/agentsidecar/usage"
 )
 
-func start(t *testing.T, srv *redisstoretest.Server, env envconf.Env) *sidecartest.Host {
+func start(t testing.TB, srv *redisstoretest.Server, env envconf.Env) *sidecartest.Host {
 	t.Helper()
 	return sidecartest.Start(t, srv, env, sessions.Factory, usage.Factory, ttl.Factory, blocks.Factory)
 }
@@ -279,6 +279,36 @@ func TestWrongTypedKeys(t *testing.T) {
 				t.Errorf("%s a string: a session record was written", key)
 			}
 			c.Do(t.Context(), c.B().Del().Key(key).Build())
+		}
+	})
+}
+
+// Appends find the stored content by its place in the JSON the sidecar
+// writes, not by scanning it: text that looks like the fields around it
+// stays text, and a block in another field order (written by hand) is
+// still appended to, by the full scan.
+func TestAppendKeepsJSONIntact(t *testing.T) {
+	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
+		h := start(t, srv, nil)
+		const path = "/v1/users/alice/blocks/tricky"
+		tricky := `a","max_tokens":1,"x":"\"content\":\"\"` + "\\"
+		body, _ := json.Marshal(map[string]any{"content": tricky, "description": `"content":"`, "max_tokens": 500})
+		wantBlock(t, h.Do(t, "PUT", path, string(body)), 201)
+		piece, _ := json.Marshal(map[string]string{"content": `","max_tokens":2}` + "\\"})
+		got := wantBlock(t, h.Do(t, "POST", path+"/append", string(piece)), 200)
+		if want := tricky + `","max_tokens":2}` + "\\"; got.Content != want || *got.MaxTokens != 500 || *got.Description != `"content":"` {
+			t.Fatalf("after the append: %+v, want content %q", got, want)
+		}
+
+		l := srv.Layout()
+		c := srv.Client(t)
+		hand := `{"counts": "3,3,1,1,1", "content": "abc", "writable": true, "position": 0, "label": "hand", "tokens": 1, "max_tokens": null, "description": null, "created_at": 1, "updated_at": 1}`
+		if err := c.Do(t.Context(), c.B().Hset().Key(l.UserBlocks("alice")).FieldValue().FieldValue("hand", hand).Build()).Error(); err != nil {
+			t.Fatal(err)
+		}
+		got = wantBlock(t, h.Do(t, "POST", "/v1/users/alice/blocks/hand/append", `{"content":" def"}`), 200)
+		if got.Content != "abc def" || got.Tokens != 3 {
+			t.Errorf("hand-written block after an append: %+v", got)
 		}
 	})
 }

@@ -84,7 +84,7 @@ func (m *Module) systemPrompt(w http.ResponseWriter, r *http.Request) error {
 		return sidecar.BadRequest("invalid_query", "frozen must be true or false")
 	}
 	if !wantFrozen {
-		v, err := m.store.Read(r.Context(), user, session)
+		v, err := m.store.Read(r.Context(), user, session, false)
 		if err != nil {
 			return err
 		}
@@ -126,7 +126,7 @@ func (m *Module) refreshPrompt(w http.ResponseWriter, r *http.Request) error {
 // "refresh"), again while the blocks change between the read and the store.
 func (m *Module) freeze(r *http.Request, user, session, mode string) (frozen, error) {
 	for range freezeTries {
-		v, err := m.store.Read(r.Context(), user, session)
+		v, err := m.store.Read(r.Context(), user, session, true)
 		if err != nil {
 			return frozen{}, err
 		}

@@ -181,16 +181,20 @@ func (s *Store) Delete(ctx context.Context, user, session, scope, label string) 
 // view is the blocks a prompt is rendered from, read at one instant.
 type view struct {
 	blocks []Block // merged (a session block overrides the user's), in prompt order
-	digest string  // of the stored blocks, for blocks_freeze
+	digest string  // of the stored blocks, for blocks_freeze (when asked for)
 }
 
-// Read reads the user's blocks and, with a session, the session's, merged.
-func (s *Store) Read(ctx context.Context, user, session string) (view, error) {
-	withSession := "0"
+// Read reads the user's blocks and, with a session, the session's, merged;
+// withDigest adds their digest (for Freeze).
+func (s *Store) Read(ctx context.Context, user, session string, withDigest bool) (view, error) {
+	withSession, digest := "0", "0"
 	if session != "" {
 		withSession = "1"
 	}
-	msg, err := s.Exec(ctx, lua.BlocksRead, user, sessionArg(session), withSession)
+	if withDigest {
+		digest = "1"
+	}
+	msg, err := s.Exec(ctx, lua.BlocksRead, user, sessionArg(session), withSession, digest)
 	if err != nil {
 		return view{}, err
 	}

@@ -79,7 +79,7 @@ func (m *Module) listTools(w http.ResponseWriter, r *http.Request) error {
 	default:
 		return sidecar.BadRequest("invalid_query", "format must be openai or anthropic")
 	}
-	v, err := m.store.Read(r.Context(), user, session)
+	v, err := m.store.Read(r.Context(), user, session, false)
 	if err != nil {
 		return err
 	}
@@ -292,7 +292,7 @@ func outcomeText(outcome string) string {
 }
 
 func (m *Module) writableList(r *http.Request, c toolCall) (string, error) {
-	v, err := m.store.Read(r.Context(), c.user, c.session)
+	v, err := m.store.Read(r.Context(), c.user, c.session, false)
 	if err != nil {
 		return "", err
 	}
@@ -363,7 +363,7 @@ func callSearchContext(m *Module, r *http.Request, c toolCall) (toolResult, erro
 		return failed("search_context needs \"query\": the words to find."), nil
 	}
 	words := strings.Fields(strings.ToLower(*a.Query))
-	v, err := m.store.Read(r.Context(), c.user, c.session)
+	v, err := m.store.Read(r.Context(), c.user, c.session, false)
 	if err != nil {
 		return toolResult{}, err
 	}

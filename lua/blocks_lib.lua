@@ -57,22 +57,54 @@ local function counts_tokens(c)
   return math.max(math.floor((c.chars + 3) / 4), math.floor((c.words * 13 + 9) / 10))
 end
 
+-- split_block cuts stored block b into head, content (the raw JSON
+-- string of "content") and tail, so a script scans only the small fields,
+-- never the content byte by byte: a block the sidecar wrote holds
+-- "content":"..." followed by ,"max_tokens": (Go's field order), and
+-- neither sequence can occur inside a JSON string (a quote there is
+-- escaped). nil for another layout.
+local function split_block(b)
+  local at = string.find(b, '"content":"', 1, true)
+  if not at then return nil end
+  local vs = at + 10
+  local ve = string.find(b, '","max_tokens":', vs, true)
+  if not ve then return nil end
+  return string.sub(b, 1, vs - 1), string.sub(b, vs, ve), string.sub(b, ve + 1)
+end
+
 -- block_fields reads the fields of stored block b the scripts need: the
 -- raw content (a JSON string), counts, max_tokens (a number or nil),
--- writable, created_at (raw). Returns nil for a value that is not such a
--- block (another program wrote it).
+-- writable, created_at (raw), and small: b with its content replaced by
+-- "" (block_with writes from it). Returns nil for a value that is not such
+-- a block (another program wrote it).
 local function block_fields(b)
-  local ok, fields = pcall(object_fields, b)
+  local head, content, tail = split_block(b)
+  local small = b
+  if head then small = head .. '""' .. tail end
+  local ok, fields = pcall(object_fields, small)
   if not ok then return nil end
   local f = {}
   for _, x in ipairs(fields) do
-    if f[x.key] == nil then f[x.key] = string.sub(b, x.vs, x.ve - 1) end
+    if f[x.key] == nil then f[x.key] = string.sub(small, x.vs, x.ve - 1) end
   end
+  if head then f.content = content end
   if not f.content or string.byte(f.content, 1) ~= 34 or not f.counts then return nil end
   local counts = parse_counts(string.sub(f.counts, 2, -2))
   if not counts then return nil end
   return { content = f.content, counts = counts, max = tonumber(f.max_tokens or ''),
-    writable = f.writable ~= 'false', created_at = f.created_at }
+    writable = f.writable ~= 'false', created_at = f.created_at, small = head and small }
+end
+
+-- block_with is the block of fields f (block_fields) with content (a raw
+-- JSON string) and the fields of updates ({key, raw JSON} pairs) set.
+local function block_with(b, f, content, updates)
+  if not f.small then
+    updates[#updates + 1] = { 'content', content }
+    return set_fields(b, updates)
+  end
+  local small = set_fields(f.small, updates)
+  local at = string.find(small, '"content":""', 1, true)
+  return string.sub(small, 1, at + 9) .. content .. string.sub(small, at + 12)
 end
 
 -- find_block returns the key, stored value and scope ('session' or 'user')
@@ -88,26 +120,32 @@ local function find_block(mode, label)
   return nil
 end
 
--- digest is the SHA1 of the fields and values of the user's blocks and,
--- with session, the session's, in field order: a rendering made from a
--- read with this digest is current while the digest stays the same. The
--- hashes hold at most the configured number of blocks each.
-local function digest(session)
+-- digest_of is the SHA1 of the fields and values of the user's blocks and
+-- the session's (HGETALL replies), each hash in field order: a rendering
+-- made from a read with this digest is current while the digest stays
+-- the same.
+local function digest_of(user_flat, session_flat)
   local parts = {}
-  local keys = { K_UBLOCKS }
-  if session then keys[2] = K_BLOCKS end
-  for i, k in ipairs(keys) do
-    local flat = redis.call('HGETALL', k)
-    local pairs_ = {}
-    for j = 1, #flat, 2 do pairs_[#pairs_ + 1] = { flat[j], flat[j + 1] } end
-    table.sort(pairs_, function(a, b) return a[1] < b[1] end)
+  for i, flat in ipairs({ user_flat, session_flat }) do
+    local fields = {}
+    for j = 1, #flat, 2 do fields[#fields + 1] = { flat[j], flat[j + 1] } end
+    table.sort(fields, function(a, b) return a[1] < b[1] end)
     parts[#parts + 1] = tostring(i)
-    for _, p in ipairs(pairs_) do
+    for _, p in ipairs(fields) do
       parts[#parts + 1] = p[1]
       parts[#parts + 1] = p[2]
     end
   end
   return redis.sha1hex(table.concat(parts, '\0'))
+end
+
+-- digest reads the user's blocks and, with session, the session's, and
+-- returns their digest. The hashes hold at most the configured number of
+-- blocks each.
+local function digest(session)
+  local session_flat = {}
+  if session then session_flat = redis.call('HGETALL', K_BLOCKS) end
+  return digest_of(redis.call('HGETALL', K_UBLOCKS), session_flat)
 end
 
 -- MAX_TOOL_CALLS is how many tool_call_ids a session remembers (the newest).

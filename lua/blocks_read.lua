@@ -6,9 +6,13 @@
 -- KEYS[1..15] the session's keys, indexes and totals (session_lib.lua)
 -- ARGV[1..4] TTL, max entries, user_id, session_id (session_lib.lua)
 -- ARGV[5] '1': the session's blocks too, else '0'
--- returns {user blocks (field, value, ...), session blocks (idem), digest}
+-- ARGV[6] '1': their digest too (for a freeze), else '0'
+-- returns {user blocks (field, value, ...), session blocks (idem), digest
+--   or ''}
 local session = ARGV[5] == '1'
 local user_blocks = redis.call('HGETALL', K_UBLOCKS)
 local session_blocks = {}
 if session then session_blocks = redis.call('HGETALL', K_BLOCKS) end
-return { user_blocks, session_blocks, digest(session) }
+local d = ''
+if ARGV[6] == '1' then d = digest_of(user_blocks, session_blocks) end
+return { user_blocks, session_blocks, d }

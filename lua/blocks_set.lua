@@ -46,8 +46,7 @@ end
 local tokens = counts_tokens(counts)
 if f.max and tokens > f.max then return { -1, tokens, f.max } end
 if counts.bytes > tonumber(ARGV[12]) then return { -3, counts.bytes, tonumber(ARGV[12]) } end
-local block = set_fields(old, {
-  { 'content', content }, { 'tokens', string.format('%d', tokens) },
+local block = block_with(old, f, content, { { 'tokens', string.format('%d', tokens) },
   { 'counts', '"' .. format_counts(counts) .. '"' }, { 'updated_at', string.format('%d', now_us()) } })
 local outcome = table.concat({ label, action, scope, string.format('%d', tokens), f.max and string.format('%d', f.max) or '' }, '\t')
 local new_key = tool_id ~= '' and redis.call('EXISTS', K_TOOL_CALLS) == 0
