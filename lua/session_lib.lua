@@ -585,9 +585,9 @@ local SLIDE_EVERY_MAX = 60
 -- session to the session's TTL: its own (set with PUT .../ttl, 0 = persist)
 -- when it has one, else SESSION_TTL_SECONDS.
 --
--- A slide costs a call per key of the session (and one ZADD), so a write within min(60 s, TTL/1000) of the
--- last slide skips it: a 7-day TTL is then at most a minute short of
--- exact, never half-applied. A write that created a key (force), started
+-- A slide costs a call per key of the session (and one ZADD), so a write
+-- within min(60 s, TTL/1000) of the last slide skips it: a 7-day TTL is
+-- then at most a minute short of exact, never half-applied. A write that created a key (force), started
 -- the session or changed its status always slides.
 --   moved: the write changed the status (ended the session)
 --   force: the write created a key of the session, or changed its TTL
