@@ -158,6 +158,8 @@ var schemaTypes = map[string]any{
 	"CreateSessionRequest": CreateSessionRequest{}, "UpdateSessionRequest": UpdateSessionRequest{}, "EndSessionRequest": EndSessionRequest{},
 	"StartSessionRequest": StartSessionRequest{}, "SessionStart": SessionStart{}, "SessionContext": SessionContext{},
 	"EndActiveSessionRequest": EndActiveSessionRequest{},
+	"Block":                   Block{}, "PutBlockRequest": PutBlockRequest{}, "AppendBlockRequest": AppendBlockRequest{}, "BlockList": BlockList{},
+	"SystemPrompt": SystemPrompt{}, "ToolList": ToolList{}, "ToolCallRequest": ToolCallRequest{}, "ToolResult": ToolResult{},
 }
 
 var notStructs = []string{"Error", "Id", "MemifyMetadata", "SessionStatus", "ContextEntry", "AppendContextRequest", "UpdateContextRequest", "Metadata", "State", "StatePatch"}

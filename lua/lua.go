@@ -177,18 +177,38 @@ func (s *Script) ExecMulti(ctx context.Context, c rueidis.Client, calls ...Call)
 	return res
 }
 
-// Load sends every script to every node with SCRIPT LOAD, proving Redis
-// accepts them (readiness) and saving the first EVAL after a restart.
+// Load makes sure every node holds every script, proving Redis accepts
+// them (readiness) and saving the first EVAL after a restart: one SCRIPT
+// EXISTS per node, then SCRIPT LOAD of only the scripts a node lacks (all
+// of them after a restart or a SCRIPT FLUSH). Readiness runs it on every
+// check, so a check does not recompile what a node already holds.
 func Load(ctx context.Context, c rueidis.Client) error {
+	scripts := All()
+	shas := make([]string, len(scripts))
+	for i, s := range scripts {
+		shas[i] = s.sha1
+	}
 	for addr, node := range c.Nodes() {
-		scripts := All()
-		cmds := make(rueidis.Commands, 0, len(scripts))
-		for _, s := range scripts {
+		held, err := node.Do(ctx, node.B().ScriptExists().Sha1(shas...).Build()).AsIntSlice()
+		if err != nil {
+			return fmt.Errorf("script exists on %s: %w", addr, err)
+		}
+		var missing []*Script
+		for i, s := range scripts {
+			if i >= len(held) || held[i] != 1 {
+				missing = append(missing, s)
+			}
+		}
+		if len(missing) == 0 {
+			continue
+		}
+		cmds := make(rueidis.Commands, 0, len(missing))
+		for _, s := range missing {
 			cmds = append(cmds, node.B().ScriptLoad().Script(s.Source).Build())
 		}
 		for i, res := range node.DoMulti(ctx, cmds...) {
 			if err := res.Error(); err != nil {
-				return fmt.Errorf("script load %s on %s: %w", scripts[i].Name, addr, err)
+				return fmt.Errorf("script load %s on %s: %w", missing[i].Name, addr, err)
 			}
 		}
 	}

@@ -488,6 +488,16 @@ SESSION_KEYS[#SESSION_KEYS + 1] = K_STATE
 -- user's slot: every slide of any of the user's sessions extends it.
 local K_USER_STATE = 'agent_user_state:' .. META_TAG .. ARGV[3]
 
+-- The session's context blocks (a hash label -> block), its frozen system
+-- prompt (a hash) and its memory of tool calls (a hash), of the blocks
+-- module, are the session's own keys too (redisstore/keys_blocks.go).
+local K_BLOCKS = 'agent_session_blocks:' .. META_TAG .. GID
+local K_PROMPT = 'agent_session_prompt:' .. META_TAG .. GID
+local K_TOOL_CALLS = 'agent_session_tool_calls:' .. META_TAG .. GID
+SESSION_KEYS[#SESSION_KEYS + 1] = K_BLOCKS
+SESSION_KEYS[#SESSION_KEYS + 1] = K_PROMPT
+SESSION_KEYS[#SESSION_KEYS + 1] = K_TOOL_CALLS
+
 local function meta_keys(k, v)
   return 'agent_session_meta:' .. META_TAG .. ARGV[3] .. ':' .. k .. '=' .. v,
     'agent_session_meta_global:' .. META_TAG .. k .. '=' .. v
@@ -610,9 +620,9 @@ local SLIDE_EVERY_MAX = 60
 -- session to the session's TTL: its own (set with PUT .../ttl, 0 = persist)
 -- when it has one, else SESSION_TTL_SECONDS.
 --
--- A slide costs eight calls, so a write within min(60 s, TTL/1000) of the
--- last slide skips it: a 7-day TTL is then at most a minute short of
--- exact, never half-applied. A write that created a key (force), started
+-- A slide costs a call per key of the session (and one ZADD), so a write
+-- within min(60 s, TTL/1000) of the last slide skips it: a 7-day TTL is
+-- then at most a minute short of exact, never half-applied. A write that created a key (force), started
 -- the session or changed its status always slides.
 --   moved: the write changed the status (ended the session)
 --   force: the write created a key of the session, or changed its TTL

@@ -17,6 +17,7 @@ func layoutKeys() []string {
 			user := "user-" + strconv.Itoa(i)
 			out = append(out, l.Session(user, "session.1").List()...)
 			out = append(out, l.MetaIndex(user, "k", "v"), l.UserState(user), l.SessionState(user, "session.1"))
+			out = append(out, l.SessionBlocks(user, "session.1"), l.SessionPrompt(user, "session.1"), l.SessionToolCalls(user, "session.1"), l.UserBlocks(user))
 		}
 		for b := range l.Buckets() {
 			g := l.Global(b)
@@ -37,10 +38,10 @@ func TestReservedCoversTheLayout(t *testing.T) {
 		}
 	}
 	want := []string{
-		"agent_session_meta", "agent_session_meta_global",
-		"agent_session_qa_index", "agent_session_record", "agent_session_state", "agent_session_usage_ids",
-		"agent_sessions", "agent_sessions_by_user", "agent_sessions_global",
-		"agent_traces", "agent_usage_by_model", "agent_usage_totals", "agent_user_state",
+		"agent_session_blocks", "agent_session_meta", "agent_session_meta_global", "agent_session_prompt",
+		"agent_session_qa_index", "agent_session_record", "agent_session_state", "agent_session_tool_calls",
+		"agent_session_usage_ids", "agent_sessions", "agent_sessions_by_user", "agent_sessions_global",
+		"agent_traces", "agent_usage_by_model", "agent_usage_totals", "agent_user_blocks", "agent_user_state",
 		"session_context", "sidecar",
 	}
 	if got := redisstore.ReservedNames(); !slices.Equal(got, want) {

@@ -198,6 +198,24 @@ func driveEveryRoute(t *testing.T, h *sidecartest.Host) {
 		{"startSession", 201, dana, func() string { return `{"title":"hello","metadata":{"agent":"a1"}}` }},
 		{"startSession", 200, dana, func() string { return `{"title":"hello","metadata":{"agent":"a1"}}` }},
 		{"endActiveSession", 200, dana, func() string { return `{"summary":"done"}` }},
+		// blocks: every key family of the module (the user's, the session's,
+		// the frozen prompt, the tool call ids) left in place
+		{"putUserBlock", 201, nil, nil},
+		{"appendUserBlock", 200, nil, nil},
+		{"getUserBlock", 200, nil, nil},
+		{"listUserBlocks", 200, nil, nil},
+		{"putSessionBlock", 201, reg1, nil},
+		{"appendSessionBlock", 200, reg1, nil},
+		{"getSessionBlock", 200, reg1, nil},
+		{"listSessionBlocks", 200, reg1, nil},
+		{"getSystemPrompt", 200, reg1, nil},
+		{"refreshSystemPrompt", 200, reg1, nil},
+		{"listTools", 200, reg1, nil},
+		{"callTool", 200, reg1, nil},
+		{"deleteSessionBlock", 204, reg1, nil},
+		{"deleteUserBlock", 204, nil, nil},
+		{"putSessionBlock", 201, reg1, nil},
+		{"putUserBlock", 201, nil, nil},
 	}
 	for _, s := range steps {
 		o, ok := d.Op(s.id)

@@ -6,6 +6,7 @@
 package modules
 
 import (
+	"github.com/agentsidecar/agentsidecar/blocks"
 	"github.com/agentsidecar/agentsidecar/locks"
 	"github.com/agentsidecar/agentsidecar/metrics"
 	"github.com/agentsidecar/agentsidecar/registry"
@@ -23,6 +24,7 @@ func All() []sidecar.Factory {
 		ttl.Factory,
 		usage.Factory,
 		registry.Factory,
+		blocks.Factory,
 		locks.Factory,
 		metrics.Factory,
 	}
