@@ -36,8 +36,3 @@ func (l Layout) SessionToolCalls(user, session string) string {
 func (l Layout) UserBlocks(user string) string {
 	return "agent_user_blocks:" + l.tag(l.Bucket(user)) + user
 }
-
-// blockKeys are the blocks module's keys of one session, for Reserved.
-func (l Layout) blockKeys(user, session string) []string {
-	return []string{l.SessionBlocks(user, session), l.SessionPrompt(user, session), l.SessionToolCalls(user, session), l.UserBlocks(user)}
-}
