@@ -11,6 +11,8 @@
 -- ARGV[6] '1' when ARGV[7] is the new session's title, else '0'
 -- ARGV[8] the new session's metadata (match pairs included), JSON or ''
 -- ARGV[9] match: a flat JSON string map, or '' (every running session)
+-- emits status {status: reused} into a reused session, {status: started}
+-- into a new one, and each auto-closed session's status event.
 -- returns {session_id, 1 created / 0 reused, {closed session ids...}}
 local match = nil
 if ARGV[9] ~= '' then match = cjson.decode(ARGV[9]) end
@@ -21,6 +23,7 @@ local cutoff = now_us() - tonumber(ARGV[5])
 local found = candidates(match, AUTO_CLOSE_MAX, cutoff)
 if #found > 0 and found[1].last >= cutoff then
   retarget(found[1].sid)
+  emit('status', 'state', nil, '{"status":"reused"}')
   finish_write(false, false)
   return { found[1].sid, 0, {} }
 end
@@ -35,5 +38,6 @@ local f = {}
 if ARGV[6] == '1' then f[#f + 1], f[#f + 2] = 'title', ARGV[7] end
 if ARGV[8] ~= '' then f[#f + 1], f[#f + 2] = 'metadata', ARGV[8] end
 if #f > 0 then redis.call('HSET', K_RECORD, unpack(f)) end
+emit('status', 'state', nil, '{"status":"started"}')
 finish_write(false, true)
 return { new_sid, 1, closed }

@@ -6,6 +6,7 @@
 -- ARGV[1..4] TTL, max entries, user_id, session_id (session_lib.lua)
 -- ARGV[5] the patch: a JSON object (validated by the sidecar)
 -- ARGV[6] the largest state in bytes
+-- emits state_changed (the new state).
 -- returns {1, new state} ({2, ...} when this started the session's record,
 --   for a session only Cognee wrote); 0 no such session (nothing created); -1 the
 --   state would exceed ARGV[6] bytes (nothing written).
@@ -14,6 +15,7 @@ local old = redis.call('GET', K_STATE)
 local state = merge_patch(old or nil, ARGV[5])
 if #state > tonumber(ARGV[6]) then return -1 end
 redis.call('SET', K_STATE, state, 'KEEPTTL')
+emit('state_changed', 'state', nil, state)
 -- a new key gets the session's TTL at once
 local _, started = finish_write(false, not old)
 return { stored_flag(started), state }

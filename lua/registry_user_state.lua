@@ -8,6 +8,7 @@
 -- ARGV[1..4] TTL, max entries, user_id, that session_id (session_lib.lua)
 -- ARGV[5] the patch: a JSON object (validated by the sidecar)
 -- ARGV[6] the largest state in bytes
+-- emits user_state_changed (the new state) on the user's stream.
 -- returns the new state, or -1 when it would exceed ARGV[6] bytes (nothing
 --   written).
 local key = 'agent_user_state:' .. META_TAG .. ARGV[3]
@@ -18,4 +19,5 @@ if DEFAULT_TTL > 0 then
 else
   redis.call('SET', key, state)
 end
+emit_user('user_state_changed', 'state', nil, state)
 return state

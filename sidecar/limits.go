@@ -152,6 +152,12 @@ func (h *Host) shedOverload(next http.Handler) http.Handler {
 			WriteError(w, Errorf(http.StatusServiceUnavailable, "overloaded", "the sidecar is at its memory limit; retry shortly"))
 			return
 		}
+		if h.isStream(r) {
+			// A stream is not a request in flight: the module caps its
+			// streams itself.
+			next.ServeHTTP(w, r)
+			return
+		}
 		select {
 		case inflight <- struct{}{}:
 			defer func() { <-inflight }()
@@ -162,6 +168,12 @@ func (h *Host) shedOverload(next http.Handler) http.Handler {
 				"the sidecar is serving %d requests already (SIDECAR_MAX_INFLIGHT); retry shortly", h.cfg.MaxInflight))
 		}
 	})
+}
+
+// isStream reports whether r is for a Stream route.
+func (h *Host) isStream(r *http.Request) bool {
+	_, pattern := h.streamRoutes.Handler(r)
+	return pattern != ""
 }
 
 // memoryFull reports whether the Go heap holds more than 95% of the memory
