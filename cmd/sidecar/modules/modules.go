@@ -6,6 +6,7 @@
 package modules
 
 import (
+	"github.com/agentsidecar/agentsidecar/events"
 	"github.com/agentsidecar/agentsidecar/locks"
 	"github.com/agentsidecar/agentsidecar/metrics"
 	"github.com/agentsidecar/agentsidecar/registry"
@@ -25,5 +26,6 @@ func All() []sidecar.Factory {
 		registry.Factory,
 		locks.Factory,
 		metrics.Factory,
+		events.Factory,
 	}
 }
