@@ -296,6 +296,7 @@ func TestEveryOperation(t *testing.T) {
 		t.Fatalf("GetUserState: %s", got)
 	}
 	mustNil(t, c.DeleteSession(ctx, u, st.SessionID))
+	everyEventsOperation(t, c, u)
 
 	// Deletes.
 	mustNil(t, c.DeleteEntry(ctx, u, s, "q1"))

@@ -158,6 +158,7 @@ var schemaTypes = map[string]any{
 	"CreateSessionRequest": CreateSessionRequest{}, "UpdateSessionRequest": UpdateSessionRequest{}, "EndSessionRequest": EndSessionRequest{},
 	"StartSessionRequest": StartSessionRequest{}, "SessionStart": SessionStart{}, "SessionContext": SessionContext{},
 	"EndActiveSessionRequest": EndActiveSessionRequest{},
+	"CustomEvent":             CustomEvent{}, "EventID": EventID{}, "AbortRequest": AbortRequest{},
 }
 
 var notStructs = []string{"Error", "Id", "MemifyMetadata", "SessionStatus", "ContextEntry", "AppendContextRequest", "UpdateContextRequest", "Metadata", "State", "StatePatch"}
