@@ -39,12 +39,40 @@ type watch struct {
 	subs map[*sub]struct{}
 }
 
-// sub is one subscriber: its buffer of live events, and lagged, closed when
-// it fell MaxLag events behind and was dropped.
+// sub is one subscriber: its buffer of live events (at most MaxLag, grown
+// as needed: an idle subscriber holds none), ready signalled when events
+// wait, and lagged, closed when it fell MaxLag events behind and was
+// dropped.
 type sub struct {
 	w      *watch
-	ch     chan Event
+	mu     sync.Mutex
+	buf    []Event
+	ready  chan struct{} // one pending signal
 	lagged chan struct{}
+}
+
+// push queues ev; false when MaxLag events wait already.
+func (s *sub) push(ev Event) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.buf) >= MaxLag {
+		return false
+	}
+	s.buf = append(s.buf, ev)
+	select {
+	case s.ready <- struct{}{}:
+	default:
+	}
+	return true
+}
+
+// take returns the events waiting, oldest first.
+func (s *sub) take() []Event {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	evs := s.buf
+	s.buf = nil
+	return evs
 }
 
 func newHub(redis *redisstore.Conn, logger *slog.Logger, m *metrics, heartbeat time.Duration) *hub {
@@ -77,7 +105,7 @@ func (h *hub) join(ctx context.Context, key string) (*sub, ID, error) {
 		w = &watch{key: key, last: last, subs: map[*sub]struct{}{}}
 		h.streams[key] = w
 	}
-	s := &sub{w: w, ch: make(chan Event, MaxLag), lagged: make(chan struct{})}
+	s := &sub{w: w, ready: make(chan struct{}, 1), lagged: make(chan struct{})}
 	w.subs[s] = struct{}{}
 	return s, w.last, nil
 }
@@ -228,9 +256,7 @@ func (h *hub) deliver(key string, evs []Event) {
 		}
 		w.last = ev.ID
 		for s := range w.subs {
-			select {
-			case s.ch <- ev:
-			default:
+			if !s.push(ev) {
 				delete(w.subs, s)
 				close(s.lagged)
 				h.m.dropped.Inc()

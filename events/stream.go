@@ -169,16 +169,18 @@ func (m *Module) serve(w http.ResponseWriter, r *http.Request, t streamTarget) e
 			if out.write([]byte(": keepalive\n\n")) != nil {
 				return nil
 			}
-		case ev := <-s.ch:
-			if !sent.Less(ev.ID) {
-				continue
-			}
-			if err := out.event(ev); err != nil {
-				return nil
-			}
-			sent = ev.ID
-			if t.session && ev.Type == "deleted" {
-				return nil
+		case <-s.ready:
+			for _, ev := range s.take() {
+				if !sent.Less(ev.ID) {
+					continue
+				}
+				if err := out.event(ev); err != nil {
+					return nil
+				}
+				sent = ev.ID
+				if t.session && ev.Type == "deleted" {
+					return nil
+				}
 			}
 		}
 	}
