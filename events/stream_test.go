@@ -1,15 +1,20 @@
 package events_test
 
 import (
+	"context"
 	"fmt"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
 	"github.com/agentsidecar/agentsidecar/envconf"
 	"github.com/agentsidecar/agentsidecar/redisstore/redisstoretest"
+	"github.com/agentsidecar/agentsidecar/sidecar/sidecartest"
 )
 
 // TestStreamLive: retry first, then each write's event, keepalives while
@@ -287,4 +292,86 @@ func TestAbort(t *testing.T) {
 			t.Fatalf("events %v: want one abort", got)
 		}
 	})
+}
+
+// TestRedisOutageMidStream: Redis dies under an open stream and comes back
+// (with its append-only file): the stream stays open through the outage
+// and delivers what is written after it, and a reconnect replays it too.
+func TestRedisOutageMidStream(t *testing.T) {
+	srv := redisstoretest.NewReal(t, "--appendonly", "yes", "--appendfsync", "always")
+	h := start(t, srv, nil)
+	h.Do(t, "POST", base+"/entries", `{"question":"q","answer":"a","qa_id":"q1"}`)
+	s := open(t, h.API, base+"/events", "")
+	<-s.frames
+	h.Do(t, "POST", base+"/events", `{"event":"x-a","data":1}`)
+	first := s.next(t, 5*time.Second)
+	if first.Event != "x-a" {
+		t.Fatalf("got %+v", first)
+	}
+	srv.Kill()
+	if r := h.Do(t, "POST", base+"/events", `{"event":"x-lost","data":1}`); r.Status != 503 {
+		t.Fatalf("publish during the outage: %d %s, want 503", r.Status, r.Body)
+	}
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var r sidecartest.Reply
+	for range 200 { // the sidecar's health check notices the return
+		if r = h.Do(t, "POST", base+"/events", `{"event":"x-b","data":2}`); r.Status == 201 {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if r.Status != 201 {
+		t.Fatalf("publish after the outage: %d %s", r.Status, r.Body)
+	}
+	if f := s.next(t, 10*time.Second); f.Event != "x-b" {
+		t.Fatalf("after the outage: %+v, want x-b", f)
+	}
+	re := open(t, h.API, base+"/events", first.ID)
+	<-re.frames
+	if got := types(re.events(t, 2)); !slices.Equal(got, []string{"reconnected", "x-b"}) {
+		t.Fatalf("replay after the outage: %v", got)
+	}
+}
+
+// TestNoLeaks: 100 clients come and go (half of them cut while events
+// flow), the host stops, and no goroutine is left.
+func TestNoLeaks(t *testing.T) {
+	leaksBefore := goleak.IgnoreCurrent()
+	srv := redisstoretest.NewReal(t)
+	h := start(t, srv, nil)
+	h.Do(t, "POST", base+"/entries", `{"question":"q","answer":"a"}`)
+	tr := &http.Transport{}
+	hc := &http.Client{Transport: tr}
+	var wg sync.WaitGroup
+	for i := range 100 {
+		wg.Go(func() {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			req, _ := http.NewRequestWithContext(ctx, "GET", h.API+base+"/events?after=0", nil)
+			resp, err := hc.Do(req)
+			if err != nil {
+				t.Errorf("subscriber %d: %v", i, err)
+				return
+			}
+			defer resp.Body.Close()
+			buf := make([]byte, 256)
+			_, _ = resp.Body.Read(buf) // the stream began
+			if i%2 == 0 {
+				h.Do(t, "POST", base+"/events", `{"event":"x-n","data":1}`)
+			}
+		})
+	}
+	wg.Wait()
+	if err := h.Stop(); err != nil {
+		t.Fatalf("stop host: %v", err)
+	}
+	h.Conn.Close()
+	tr.CloseIdleConnections()
+	http.DefaultTransport.(*http.Transport).CloseIdleConnections()
+	goleak.VerifyNone(t, leaksBefore,
+		// redisstoretest's watcher of the redis-server process.
+		goleak.IgnoreAnyFunction("github.com/agentsidecar/agentsidecar/redisstore/redisstoretest.(*Server).Start.func1"),
+		goleak.IgnoreAnyFunction("os/exec.(*Cmd).Start.func2"))
 }
