@@ -243,10 +243,10 @@ func TestShutdownEndsStreams(t *testing.T) {
 }
 
 // TestStreamCap: SIDECAR_SSE_MAX_STREAMS streams, then 503 too_many_streams;
-// the streams hold no SIDECAR_MAX_INFLIGHT slot.
+// the streams hold no SIDECAR_MAX_INFLIGHT slot and no API connection slot.
 func TestStreamCap(t *testing.T) {
 	redisstoretest.Each(t, func(t *testing.T, srv *redisstoretest.Server) {
-		h := start(t, srv, envconf.Env{"SIDECAR_SSE_MAX_STREAMS": "3", "SIDECAR_MAX_INFLIGHT": "2"})
+		h := start(t, srv, envconf.Env{"SIDECAR_SSE_MAX_STREAMS": "3", "SIDECAR_MAX_INFLIGHT": "2", "SIDECAR_MAX_CONNECTIONS": "2"})
 		h.Do(t, "POST", base+"/entries", `{"question":"q","answer":"a"}`)
 		for range 3 {
 			s := open(t, h.API, base+"/events", "")
@@ -255,8 +255,15 @@ func TestStreamCap(t *testing.T) {
 		if r := h.Do(t, "GET", base+"/events", ""); r.Status != 503 || r.Code() != "too_many_streams" {
 			t.Fatalf("4th stream: %d %s", r.Status, r.Body)
 		}
-		if r := h.Do(t, "GET", base+"/entries", ""); r.Status != 200 {
-			t.Fatalf("a request beside 3 streams with 2 in-flight slots: %d %s", r.Status, r.Body)
+		// Two clients of their own: two API connections beside 3 streams.
+		for range 2 {
+			c := sidecartest.NewClient(t, h.API)
+			ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+			r := c.Send(ctx, "GET", base+"/entries", "")
+			cancel()
+			if r.Status != 200 {
+				t.Fatalf("a request beside 3 streams with 2 in-flight and 2 connection slots: %s", r)
+			}
 		}
 	})
 }

@@ -170,7 +170,7 @@ func (h *Host) Run(ctx context.Context) error {
 	errLog := slog.NewLogLogger(h.logger.Handler(), slog.LevelWarn)
 	headerTimeout := min(10*time.Second, h.cfg.ReadTimeout)
 	apiSrv := &http.Server{Handler: h.api, ReadHeaderTimeout: headerTimeout, ReadTimeout: h.cfg.ReadTimeout, WriteTimeout: h.cfg.WriteTimeout,
-		IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10, ErrorLog: errLog, ConnState: limited.connState}
+		IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10, ErrorLog: errLog, ConnState: limited.connState, ConnContext: withConn}
 	opsSrv := &http.Server{Handler: h.ops, ReadHeaderTimeout: headerTimeout, ReadTimeout: h.cfg.ReadTimeout, WriteTimeout: h.cfg.WriteTimeout,
 		IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10, ErrorLog: errLog}
 	serveErr := make(chan error, 2)

@@ -66,8 +66,11 @@ func (h *Host) route(rt Route, logger *slog.Logger) http.Handler {
 }
 
 // serveStream runs a Stream route: no deadlines (the handler sets its
-// own), its in-flight slot given back, its context ended by shutdown.
+// own), no in-flight slot (shedOverload) and no API connection slot (the
+// connection closes after the stream), its context ended by shutdown.
 func (h *Host) serveStream(w http.ResponseWriter, r *http.Request, rt Route, logger *slog.Logger) {
+	leaveConnCap(r.Context())
+	w.Header().Set("Connection", "close")
 	rc := http.NewResponseController(w)
 	_ = rc.SetReadDeadline(time.Time{})
 	_ = rc.SetWriteDeadline(time.Time{})
