@@ -523,11 +523,15 @@ local function event_data(kind, id, data)
   return '{"id":' .. idj .. ',"kind":"' .. kind .. '","truncated":true}'
 end
 
--- xadd appends one event to stream key and wakes the readers; returns its id.
+-- xadd appends one event to stream key and wakes the readers; returns its
+-- id and whether the stream is new. NOMKSTREAM first: a stream that exists
+-- (the usual case) costs one XADD, a new one a second.
 local function xadd(key, typ, data)
-  local id = redis.call('XADD', key, 'MAXLEN', '~', EVENTS_MAXLEN, '*', 't', typ, 'd', data)
+  local id = redis.call('XADD', key, 'NOMKSTREAM', 'MAXLEN', '~', EVENTS_MAXLEN, '*', 't', typ, 'd', data)
+  local fresh = not id
+  if fresh then id = redis.call('XADD', key, 'MAXLEN', '~', EVENTS_MAXLEN, '*', 't', typ, 'd', data) end
   redis.call('PUBLISH', EVENTS_CHANNEL, key)
-  return id
+  return id, fresh
 end
 
 -- session_ttl is the TTL the session's keys slide to: its own, else
@@ -542,8 +546,7 @@ end
 -- A stream it creates gets the session's TTL at once (a write that does not
 -- slide would leave it without one until the next slide).
 local function emit(typ, kind, id, data)
-  local fresh = redis.call('EXISTS', K_EVENTS) == 0
-  local eid = xadd(K_EVENTS, typ, event_data(kind, id, data))
+  local eid, fresh = xadd(K_EVENTS, typ, event_data(kind, id, data))
   if fresh then
     local ttl = session_ttl()
     if ttl > 0 then redis.call('EXPIRE', K_EVENTS, ttl) end
