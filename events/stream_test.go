@@ -382,3 +382,31 @@ func TestNoLeaks(t *testing.T) {
 		goleak.IgnoreAnyFunction("github.com/agentsidecar/agentsidecar/redisstore/redisstoretest.(*Server).Start.func1"),
 		goleak.IgnoreAnyFunction("os/exec.(*Cmd).Start.func2"))
 }
+
+// TestReplayAfterRestart: a sidecar stops (its stream ends at once), a new
+// one starts on the same Redis, and the client resumes there with its last
+// id: what was written meanwhile comes once, in order.
+func TestReplayAfterRestart(t *testing.T) {
+	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
+		a := start(t, srv, nil)
+		a.Do(t, "POST", base+"/entries", `{"question":"q","answer":"a","qa_id":"q1"}`)
+		s := open(t, a.API, base+"/events", "")
+		<-s.frames
+		a.Do(t, "POST", base+"/events", `{"event":"x-n","data":1}`)
+		last := s.next(t, 5*time.Second)
+		if err := a.Stop(); err != nil {
+			t.Fatal(err)
+		}
+		s.ended(t, 5*time.Second)
+		b := start(t, srv, nil)
+		for i := 2; i <= 4; i++ {
+			b.Do(t, "POST", base+"/events", fmt.Sprintf(`{"event":"x-n","data":%d}`, i))
+		}
+		r := open(t, b.API, base+"/events", last.ID)
+		<-r.frames
+		got := r.events(t, 4)
+		if got[0].Event != "reconnected" || got[1].Data != "2" || got[2].Data != "3" || got[3].Data != "4" {
+			t.Fatalf("after the restart: %+v", got)
+		}
+	})
+}
