@@ -409,3 +409,33 @@ func TestReplayAfterRestart(t *testing.T) {
 		}
 	})
 }
+
+// TestWokenByPubSub: with the heartbeat at its longest (2 min), an event
+// still arrives, so the write's PUBLISH woke the other host's reader (on a
+// Cluster too, where the two hosts' connections may be on other nodes than
+// the session's).
+func TestWokenByPubSub(t *testing.T) {
+	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
+		env := envconf.Env{"SIDECAR_SSE_HEARTBEAT": "2m"}
+		a, b := start(t, srv, env), start(t, srv, env)
+		a.Do(t, "POST", base+"/entries", `{"question":"q","answer":"a"}`)
+		s := open(t, b.API, base+"/events", "")
+		<-s.frames
+		// The subscription may still be on its way: publish until one lands
+		// (each is a new event; any of them proves the wake-up).
+		for i := 0; ; i++ {
+			a.Do(t, "POST", base+"/events", `{"event":"x-n","data":1}`)
+			select {
+			case f := <-s.frames:
+				if f.Event != "x-n" {
+					t.Fatalf("got %+v", f)
+				}
+				return
+			case <-time.After(time.Second):
+				if i == 30 {
+					t.Fatal("no event within 30 s with a 2 min heartbeat: Pub/Sub did not wake the reader")
+				}
+			}
+		}
+	})
+}
