@@ -95,8 +95,12 @@ func (m *Module) sessionEvents(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	_, resume, err := after(r)
+	if err != nil {
+		return err
+	}
 	ctx, cancel := context.WithTimeout(r.Context(), m.requestTimeout)
-	ok, err := m.store.SessionExists(ctx, user, session)
+	ok, err := m.store.SessionExists(ctx, user, session, resume)
 	cancel()
 	if err != nil {
 		return err

@@ -97,15 +97,20 @@ func (s *Store) Abort(ctx context.Context, user, session string, set bool) (int6
 	return us, flag == 1, nil
 }
 
-// SessionExists reports whether any key of the session, or its event
-// stream (a deleted session's tombstone), exists.
-func (s *Store) SessionExists(ctx context.Context, user, session string) (bool, error) {
+// SessionExists reports whether any key of the session exists, or, with
+// tombstone, its event stream (a deleted session's tombstone, which a
+// resuming reader still gets its deleted event from).
+func (s *Store) SessionExists(ctx context.Context, user, session string, tombstone bool) (bool, error) {
 	client, err := s.Conn().Client()
 	if err != nil {
 		return false, err
 	}
 	k := s.Keys(user, session)
-	n, err := client.Do(ctx, client.B().Exists().Key(k.Record, k.Entries, k.Traces, k.Context, s.SessionKey(user, session)).Build()).AsInt64()
+	keys := []string{k.Record, k.Entries, k.Traces, k.Context}
+	if tombstone {
+		keys = append(keys, s.SessionKey(user, session))
+	}
+	n, err := client.Do(ctx, client.B().Exists().Key(keys...).Build()).AsInt64()
 	if err != nil {
 		return false, redisstore.Wrap("exists", err)
 	}

@@ -56,6 +56,16 @@ func TestStreamLive(t *testing.T) {
 			t.Fatalf("got %+v, want deleted", f)
 		}
 		s.ended(t, 5*time.Second)
+		// Afterwards: a new stream is 404; a resuming one gets deleted.
+		if r := h.Do(t, "GET", base+"/events", ""); r.Status != 404 {
+			t.Fatalf("a new stream of a deleted session: %d %s", r.Status, r.Body)
+		}
+		re := open(t, h.API, base+"/events", got[1].ID)
+		<-re.frames
+		if fs := types(re.events(t, 2)); !slices.Equal(fs, []string{"reconnected", "deleted"}) {
+			t.Fatalf("resuming a deleted session: %v", fs)
+		}
+		re.ended(t, 5*time.Second)
 	})
 }
 
