@@ -4,7 +4,9 @@ variants of it (the same prelude) against a private redis-server on a free
 loopback port, and prints Redis's own time per EVALSHA from INFO
 commandstats, with the time of the redis.call()s inside it.
 
-  /usr/bin/python3 bench/sessions_lua_cost.py [appends]   # default 20000
+  /usr/bin/python3 bench/sessions_lua_cost.py [appends] [subscribers]
+  # default 20000 appends; subscribers: connections SUBSCRIBEd to
+  # sidecar:events (one per sidecar pod), 0 by default
 
 Calls are pipelined from one connection so the client's speed does not
 matter: only Redis-side time is reported. 1000 appends per session, unique
@@ -44,6 +46,11 @@ def variants():
         out["append without finish_write()"] = lib + "\n" + app.replace(tail, "local started = false")
     else:
         print(f"(session_append.lua no longer has {tail!r}: variant skipped)")
+    emit = "emit('entry_appended', 'entry', qa_id, entry)"
+    if emit in app:
+        out["append without its event (emit)"] = lib + "\n" + app.replace(emit, "")
+    else:
+        print(f"(session_append.lua no longer has {emit!r}: variant skipped)")
     out["finish_write() alone"] = lib + "\nlocal _, s = finish_write()\nreturn {1, ARGV[6]}"
     out["prelude + return {1, entry}"] = lib + "\nreturn {1, ARGV[6]}"
     out["return 1 (no prelude)"] = "return 1"
@@ -52,6 +59,7 @@ def variants():
 
 def main():
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 20000
+    subscribers = int(sys.argv[2]) if len(sys.argv) > 2 else 0
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
     port = s.getsockname()[1]
@@ -68,6 +76,11 @@ def main():
                     break
                 except redis.ConnectionError:
                     time.sleep(0.05)
+            subs = []
+            for _ in range(subscribers):
+                ps = redis.Redis(host="127.0.0.1", port=port).pubsub()
+                ps.subscribe("sidecar:events")
+                subs.append(ps)
             skip = {"cmdstat_evalsha", "cmdstat_config|resetstat", "cmdstat_script|load", "cmdstat_flushall"}
             vs = list(variants().items())
             for name, src in [("(warm-up, not shown)", vs[0][1])] + vs:
@@ -89,6 +102,11 @@ def main():
                 print(f"{name:34s} EVALSHA {ev['usec_per_call']:6.2f} us/call, of which "
                       f"{sum(v['calls'] for v in inner) / n:4.1f} redis.call()s {sum(v['usec'] for v in inner) / n:5.2f} us"
                       f"{'  FAILED ' + str(ev.get('failed_calls')) if ev.get('failed_calls') else ''}")
+                if os.environ.get("BREAKDOWN") and inner:
+                    print("    " + ", ".join(f"{k[8:]} {v['calls'] / n:.1f}x {v['usec_per_call']:.2f}us"
+                                             for k, v in sorted(st.items()) if k not in skip))
+            for ps in subs:
+                ps.close()
         finally:
             srv.terminate()
             srv.wait(timeout=10)

@@ -19,6 +19,9 @@
 // ErrLost, ErrNotHeld, ErrNotOwner) and ErrSessionEnded. Nothing is retried
 // for you.
 //
+// GetSessionEvents and GetUserEvents stream live events as an iterator that
+// reconnects by itself with Last-Event-ID.
+//
 // Acquire takes a lock and returns a Lease that refreshes it until Release
 // and reports its loss on Done, Err and Context:
 //

@@ -297,6 +297,7 @@ func TestEveryOperation(t *testing.T) {
 	}
 	mustNil(t, c.DeleteSession(ctx, u, st.SessionID))
 	everyBlocksOperation(t, c, u)
+	everyEventsOperation(t, c, u)
 
 	// Deletes.
 	mustNil(t, c.DeleteEntry(ctx, u, s, "q1"))

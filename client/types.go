@@ -217,6 +217,9 @@ type SessionRecord struct {
 	// EndReason: completed, failed, split or auto_closed; nil while running.
 	EndReason    *string `json:"end_reason"`
 	MessageCount int64   `json:"message_count"`
+	// AbortRequestedAt is when an abort was requested (RequestAbort), nil
+	// when none is pending.
+	AbortRequestedAt *string `json:"abort_requested_at"`
 	// Created is true when CreateSession created the session now (false:
 	// a retry with the same Idempotency-Key).
 	Created bool `json:"-"`

@@ -138,6 +138,28 @@ func (s *Script) Exec(ctx context.Context, c rueidis.Client, keys, args []string
 	return res
 }
 
+// ExecThen runs the script as Exec does and, in the same round trip,
+// then: a command on the same slot (a read of what the script wrote, say),
+// which Redis runs right after the script. Both results are returned; on
+// NOSCRIPT the script is sent again with EVAL, then after it (then builds
+// the command: rueidis recycles a command once sent).
+func (s *Script) ExecThen(ctx context.Context, c rueidis.Client, keys, args []string, then func() rueidis.Completed) (rueidis.RedisResult, rueidis.RedisResult) {
+	start := time.Now()
+	res := c.DoMulti(ctx,
+		c.B().Evalsha().Sha1(s.sha1).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build(),
+		then())
+	script, after := res[0], res[1]
+	if err, ok := rueidis.IsRedisErr(script.Error()); ok && err.IsNoScript() {
+		script = c.Do(ctx, c.B().Eval().Script(s.Source).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build())
+		after = c.Do(ctx, then())
+	}
+	s.duration.Observe(time.Since(start).Seconds())
+	if err := script.Error(); err != nil && !rueidis.IsRedisNil(err) {
+		s.errors.Inc()
+	}
+	return script, after
+}
+
 // Call is one run of a script in ExecMulti.
 type Call struct {
 	Keys, Args []string

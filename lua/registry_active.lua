@@ -11,6 +11,8 @@
 -- ARGV[6] '1' when ARGV[7] is the new session's title, else '0'
 -- ARGV[8] the new session's metadata (match pairs included), JSON or ''
 -- ARGV[9] match: a flat JSON string map, or '' (every running session)
+-- emits status {status: reused} into a reused session, {status: started}
+-- into a new one, and each auto-closed session's status event.
 -- returns {session_id, 1 created / 0 reused, {closed session ids...}}; the
 --   KEYTYPE error of guard (nothing written) when a key it would write
 --   holds another type.
@@ -39,6 +41,7 @@ retarget(new_sid)
 drop_expired(gone)
 if reuse then
   retarget(found[1].sid)
+  emit('status', 'state', nil, '{"status":"reused"}')
   finish_write(false, false)
   return { found[1].sid, 0, {} }
 end
@@ -53,5 +56,6 @@ local f = {}
 if ARGV[6] == '1' then f[#f + 1], f[#f + 2] = 'title', ARGV[7] end
 if ARGV[8] ~= '' then f[#f + 1], f[#f + 2] = 'metadata', ARGV[8] end
 if #f > 0 then redis.call('HSET', K_RECORD, unpack(f)) end
+emit('status', 'state', nil, '{"status":"started"}')
 finish_write(false, true)
 return { new_sid, 1, closed }

@@ -8,6 +8,7 @@
 -- ARGV[8] the Idempotency-Key, or '' for none
 -- ARGV[9] the initial state: a JSON object, or '' for none (its key is
 --   agent_session_state:<u>:<s>, slid by finish_write)
+-- emits status {status: started} when it creates the session.
 -- returns 1 created; 2 a repeat of ARGV[8] (the session exists and was
 --   created with that key: nothing written); 0 the session exists; the
 --   KEYTYPE error of guard (nothing written) when a key it would write
@@ -25,5 +26,6 @@ if ARGV[7] ~= '' then f[#f + 1], f[#f + 2] = 'metadata', ARGV[7] end
 if ARGV[8] ~= '' then f[#f + 1], f[#f + 2] = 'create_key', ARGV[8] end
 if ARGV[9] ~= '' then redis.call('SET', K_STATE, ARGV[9]) end
 if #f > 0 then redis.call('HSET', K_RECORD, unpack(f)) end
+emit('status', 'state', nil, '{"status":"started"}')
 finish_write(false, true)
 return 1

@@ -23,7 +23,8 @@ local function retarget(sid)
   K_BLOCKS = 'agent_session_blocks:' .. META_TAG .. GID
   K_PROMPT = 'agent_session_prompt:' .. META_TAG .. GID
   K_TOOL_CALLS = 'agent_session_tool_calls:' .. META_TAG .. GID
-  SESSION_KEYS = { K_ENTRIES, K_TRACES, K_CONTEXT, K_RECORD, K_INDEX, K_USAGE, K_STATE, K_BLOCKS, K_PROMPT, K_TOOL_CALLS }
+  K_EVENTS = 'agent_session_events:' .. META_TAG .. GID
+  SESSION_KEYS = { K_ENTRIES, K_TRACES, K_CONTEXT, K_RECORD, K_INDEX, K_USAGE, K_STATE, K_BLOCKS, K_PROMPT, K_TOOL_CALLS, K_EVENTS }
 end
 
 -- candidates returns the user's running sessions whose metadata holds
@@ -121,14 +122,18 @@ local function auto_summary()
 end
 
 -- end_session ends the current session as completed with reason, summary
--- (or nil) and whether it was generated; slides it and moves its indexes.
+-- (or nil) and whether it was generated; clears a pending abort, emits its
+-- status event, slides it and moves its indexes.
 local function end_session(reason, summary, auto)
-  local f = { 'status', 'completed', 'ended_at', string.format('%d', now_us()), 'end_reason', reason }
+  local now = now_us()
+  local f = { 'status', 'completed', 'ended_at', string.format('%d', now), 'end_reason', reason }
   if summary then
     f[#f + 1], f[#f + 2] = 'summary', summary
     f[#f + 1], f[#f + 2] = 'summary_auto_generated', auto and '1' or '0'
   end
   redis.call('HSET', K_RECORD, unpack(f))
+  clear_abort()
+  emit('status', 'state', nil, '{"status":"completed","end_reason":"' .. reason .. '","ended_at":"' .. iso_time(now) .. '"}')
   finish_write(true)
 end
 

@@ -6,6 +6,7 @@
 -- ARGV[1..4] TTL, max entries, user_id, session_id (session_lib.lua)
 -- ARGV[5] the patch: a JSON object (validated by the sidecar)
 -- ARGV[6] the largest state in bytes
+-- emits state_changed (the new state).
 -- returns {1, new state} ({2, ...} when this started the session's record,
 --   for a session only Cognee wrote); 0 no such session (nothing created); -1 the
 --   state would exceed ARGV[6] bytes (nothing written); the KEYTYPE error
@@ -18,6 +19,7 @@ if #state > tonumber(ARGV[6]) then return -1 end
 local refused = guard('keep')
 if refused then return refused end
 redis.call('SET', K_STATE, state, 'KEEPTTL')
+emit('state_changed', 'state', nil, state)
 -- a new key gets the session's TTL at once
 local _, started = finish_write(false, not old)
 return { stored_flag(started), state }

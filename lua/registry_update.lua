@@ -9,6 +9,7 @@
 --   object of the keys to set (string values)
 -- ARGV[8] the most metadata keys a session may hold
 -- ARGV[9..] metadata keys to remove (the patch's nulls)
+-- emits session_updated {title, metadata} (both as they are now).
 -- returns 1 updated (2: and this started the session's record, for a
 --   session only Cognee wrote); 0 no such session (nothing created); -1 the patch
 --   would leave more than ARGV[8] keys (nothing written); the KEYTYPE
@@ -48,6 +49,8 @@ if ARGV[5] == 'set' then
 elseif ARGV[5] == 'null' then
   redis.call('HDEL', K_RECORD, 'title')
 end
+local t = redis.call('HMGET', K_RECORD, 'title', 'metadata')
+emit('session_updated', 'state', nil, '{"title":' .. (t[1] and json_str(t[1]) or 'null') .. ',"metadata":' .. (t[2] or '{}') .. '}')
 -- a metadata change slides, so new indexes get their TTL at once
 local _, started = finish_write(false, patched)
 return stored_flag(started)

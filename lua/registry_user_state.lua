@@ -9,6 +9,7 @@
 -- ARGV[1..4] TTL, max entries, user_id, that session_id (session_lib.lua)
 -- ARGV[5] the patch: a JSON object (validated by the sidecar)
 -- ARGV[6] the largest state in bytes
+-- emits user_state_changed (the new state) on the user's stream.
 -- returns the new state, or -1 when it would exceed ARGV[6] bytes (nothing
 --   written).
 local key = K_USER_STATE
@@ -17,4 +18,5 @@ if #state > tonumber(ARGV[6]) then return -1 end
 local p = redis.call('PTTL', key)
 redis.call('SET', key, state, 'KEEPTTL')
 meta_expire(key, DEFAULT_TTL, p)
+emit_user('user_state_changed', 'state', nil, state)
 return state

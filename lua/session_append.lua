@@ -6,6 +6,7 @@
 -- ARGV[1..4] TTL, max entries, user_id, session_id (session_lib.lua)
 -- ARGV[5] qa_id
 -- ARGV[6] the entry, as Cognee's json.dumps writes it
+-- emits entry_appended (the entry).
 -- returns {1} when stored ({2} when this started the session);
 --   {0, stored_entry} when the session already held qa_id (a retried
 --   append): nothing is written then.
@@ -42,5 +43,6 @@ if #removed > 0 then
   redis.call('HSET', K_INDEX, '#head', tostring(head + #removed), '#len', tostring(newlen - #removed))
 end
 
+emit('entry_appended', 'entry', qa_id, entry)
 local _, started = finish_write(false, newlen == 1, newlen - #removed, newlen == 1)
 return { stored_flag(started) }

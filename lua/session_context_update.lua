@@ -6,6 +6,7 @@
 -- ARGV[1..4] TTL, max entries, user_id, session_id (session_lib.lua)
 -- ARGV[5] the entry's id
 -- ARGV[6] the fields to merge (a JSON object)
+-- emits context_changed (the updated entry).
 -- returns the updated entry, or nil when there is no such entry.
 local refused = guard('keep', { K_CONTEXT, 'list' })
 if refused then return refused end
@@ -13,5 +14,6 @@ local pos, el = find_by_id(K_CONTEXT, 'id', ARGV[5])
 if not pos then return false end
 local updated = merge_object(el, ARGV[6])
 redis.call('LSET', K_CONTEXT, pos, updated)
+emit('context_changed', 'context', ARGV[5], updated)
 finish_write()
 return updated

@@ -6,6 +6,8 @@
 -- counters).
 -- KEYS[1..15] the session's keys, indexes and totals (session_lib.lua)
 -- ARGV[1..4] TTL, max entries, user_id, session_id (session_lib.lua)
+-- The event stream is emptied but for the `deleted` event it gets, kept
+-- 300 s (EVENTS_TOMBSTONE_SECONDS) so every pod's readers see it.
 -- returns the number of the session's own keys removed (0: no such session).
 -- Every read before the first write: a record of the wrong type (or with
 -- metadata that is not a JSON object of strings, written by hand) has no
@@ -28,4 +30,16 @@ else
 end
 unindex()
 meta_unindex(meta)
-return redis.call('DEL', unpack(SESSION_KEYS))
+local own = {}
+for _, k in ipairs(SESSION_KEYS) do
+  if k ~= K_EVENTS then own[#own + 1] = k end
+end
+local n = redis.call('DEL', unpack(own))
+if n > 0 then
+  -- The stream keeps only its `deleted` event, a tombstone for readers on
+  -- every pod, for EVENTS_TOMBSTONE_SECONDS.
+  xadd(K_EVENTS, 'deleted', '{"user_id":' .. json_str(ARGV[3]) .. ',"session_id":' .. json_str(ARGV[4]) .. '}')
+  redis.call('XTRIM', K_EVENTS, 'MAXLEN', 1)
+  redis.call('EXPIRE', K_EVENTS, EVENTS_TOMBSTONE_SECONDS)
+end
+return n

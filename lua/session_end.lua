@@ -6,6 +6,8 @@
 -- ARGV[5] 'completed' or 'failed' (also the end_reason)
 -- ARGV[6] '1' when ARGV[7] is a summary to store (a human one:
 --   summary_auto_generated false), else '0'
+-- A pending abort request is cleared. Emits status {status, end_reason,
+--   ended_at}.
 -- returns 1 when ended now; 2 when it had already ended with this status
 --   (nothing written); {3, status} when it had ended with the other one
 --   (nothing written); 0 when there is no such session (nothing created);
@@ -30,5 +32,7 @@ end
 if ARGV[6] == '1' then
   redis.call('HSET', K_RECORD, 'summary', ARGV[7], 'summary_auto_generated', '0')
 end
+clear_abort()
+emit('status', 'state', nil, '{"status":"' .. want .. '","end_reason":"' .. want .. '","ended_at":"' .. iso_time(now) .. '"}')
 finish_write(true)
 return 1

@@ -3,6 +3,7 @@
 -- KEYS[1..15] the session's keys, indexes and totals (session_lib.lua)
 -- ARGV[1..4] TTL, max entries, user_id, session_id (session_lib.lua)
 -- ARGV[5] qa_id
+-- emits entry_deleted {qa_id}.
 -- returns 1 when removed, 0 when the session holds no such entry (nothing
 --   is written then).
 local refused = guard('keep', { K_ENTRIES, 'list' }, { K_INDEX, 'hash' })
@@ -11,5 +12,6 @@ local pos = locate(ARGV[5])
 if not pos then return 0 end
 remove_at(K_ENTRIES, pos)
 rebuild_index() -- later entries moved up by one
+emit('entry_deleted', 'entry', ARGV[5], '{"qa_id":' .. json_str(ARGV[5]) .. '}')
 finish_write()
 return 1

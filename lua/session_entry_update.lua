@@ -7,6 +7,8 @@
 -- ARGV[5] qa_id
 -- ARGV[6] memify_metadata patch (a JSON object) or '' for none
 -- ARGV[7], ARGV[8], ... pairs of field name and new raw JSON value
+-- emits feedback (a feedback_* field set or cleared) or entry_updated: the
+--   updated entry.
 -- returns the updated entry, or nil when the session holds no such entry
 --   (nothing is written then, and no key is created); a BADVALUE error when
 --   the stored entry is not a JSON object (nothing is written).
@@ -28,6 +30,11 @@ if not ok then -- another writer stored an element that is not a JSON object
   return redis.error_reply('BADVALUE ' .. K_ENTRIES .. ' ' .. qa_id)
 end
 redis.call('LSET', K_ENTRIES, pos, updated)
+local typ = 'entry_updated'
+for i = 7, #ARGV, 2 do
+  if string.sub(ARGV[i], 1, 9) == 'feedback_' then typ = 'feedback' end
+end
+emit(typ, 'entry', qa_id, updated)
 
 finish_write()
 return updated

@@ -15,7 +15,8 @@
 --   KEYS[15] by-model hash agent_usage_by_model
 -- and the same first ARGVs:
 --   ARGV[1] SESSION_TTL_SECONDS (0 = no expiry)
---   ARGV[2] SESSION_MAX_ENTRIES (0 = unbounded)
+--   ARGV[2] SESSION_MAX_ENTRIES (0 = unbounded), optionally followed by
+--           ':' and SESSION_EVENTS_MAXLEN ("0:1000"; 1000 when absent)
 --   ARGV[3] user_id
 --   ARGV[4] session_id
 -- Script-specific ARGVs start at ARGV[5].
@@ -45,6 +46,28 @@
 --
 -- The session record's status decides which index sets hold the session;
 -- "abandoned" is never stored: it is a score range of the running set.
+--
+-- Events. Every write of a session, in the same script as the write, calls
+--   emit(type, kind, id, data_json)
+-- once it has made all its checks (so a refused or repeated write emits
+-- nothing): it XADDs {t = type, d = data} to the session's event stream
+-- agent_session_events:<tag><u>:<s> (K_EVENTS, one of the session's own
+-- keys: slid, persisted and deleted with them) with MAXLEN ~
+-- SESSION_EVENTS_MAXLEN, and PUBLISHes the stream's name on sidecar:events
+-- so the events module's readers on every pod wake up. data_json is the
+-- stored object's JSON; past 8 KiB the event carries
+-- {"id": id, "kind": kind, "truncated": true} instead (kind: entry, message,
+-- trace, context, block, state, custom; id: the object's id or nil). It
+-- returns the event id ("<ms>-<seq>", the SSE id). Types: entry_appended,
+-- entry_updated, entry_deleted, feedback, message_appended, message_updated,
+-- message_deleted, trace_appended, context_changed, usage, status,
+-- block_changed, state_changed, session_updated, ttl_changed, compaction,
+-- compaction_suggested, abort, abort_cleared, deleted, and x-<name> custom
+-- events. emit_user(type, kind, id, data_json) does the same on the user's
+-- stream agent_user_events:<tag><u> (user-level changes such as user
+-- blocks), which lives SESSION_TTL_SECONDS from its last event.
+-- clear_abort() removes the record's abort_requested_at (a status change,
+-- the next user message): call it before finish_write.
 
 if redis.replicate_commands then redis.replicate_commands() end
 
@@ -54,10 +77,13 @@ local K_USER = { running = KEYS[7], completed = KEYS[8], failed = KEYS[9] }
 local K_GLOBAL = { running = KEYS[10], completed = KEYS[11], failed = KEYS[12] }
 local K_EXPIRY, K_TOTALS, K_BY_MODEL = KEYS[13], KEYS[14], KEYS[15]
 local DEFAULT_TTL = tonumber(ARGV[1])
-local MAX_ENTRIES = tonumber(ARGV[2])
+local MAX_ENTRIES = tonumber(string.match(ARGV[2], '^%-?%d+'))
+local EVENTS_MAXLEN = tonumber(string.match(ARGV[2], ':(%d+)$') or '1000')
 local SID = ARGV[4]                -- member of the user's index sets
 local GID = ARGV[3] .. ':' .. ARGV[4] -- member of the global index sets
 local TOMBSTONE = '\0sidecar:deleted'
+-- the session's event stream (see Events above; tag as the record's)
+local K_EVENTS = 'agent_session_events:' .. string.sub(K_RECORD, #'agent_session_record:' + 1, #K_RECORD - #GID) .. GID
 
 -- now_us is the Redis server's clock in microseconds, so pods with skewed
 -- clocks agree on activity times.
@@ -411,6 +437,7 @@ local function guard(mode, ...)
   else
     for i = 7, 13 do checks[#checks + 1] = { KEYS[i], 'zset' } end
   end
+  checks[#checks + 1] = { K_EVENTS, 'stream' }
   for _, c in ipairs(checks) do
     local got = redis.call('TYPE', c[1])
     if type(got) == 'table' then got = got.ok end
@@ -497,6 +524,93 @@ local K_TOOL_CALLS = 'agent_session_tool_calls:' .. META_TAG .. GID
 SESSION_KEYS[#SESSION_KEYS + 1] = K_BLOCKS
 SESSION_KEYS[#SESSION_KEYS + 1] = K_PROMPT
 SESSION_KEYS[#SESSION_KEYS + 1] = K_TOOL_CALLS
+
+-- Session events (see the header): the stream is one of the session's own
+-- keys; the user's stream is the user's alone.
+SESSION_KEYS[#SESSION_KEYS + 1] = K_EVENTS
+local K_USER_EVENTS = 'agent_user_events:' .. META_TAG .. ARGV[3]
+local EVENTS_CHANNEL = 'sidecar:events'
+-- EVENT_DATA_MAX: an event's data past it is {id, kind, truncated: true}.
+local EVENT_DATA_MAX = 8192
+-- EVENTS_TOMBSTONE_SECONDS: how long a deleted session's stream keeps its
+-- `deleted` event, so readers on every pod see it.
+local EVENTS_TOMBSTONE_SECONDS = 300
+
+-- event_data is data_json, or its stand-in past EVENT_DATA_MAX.
+local function event_data(kind, id, data)
+  if #data <= EVENT_DATA_MAX then return data end
+  local idj = 'null'
+  if id and id ~= '' then idj = cjson.encode(id) end
+  return '{"id":' .. idj .. ',"kind":"' .. kind .. '","truncated":true}'
+end
+
+-- xadd appends one event to stream key and wakes the readers; returns its
+-- id and whether the stream is new. NOMKSTREAM first: a stream that exists
+-- (the usual case) costs one XADD, a new one a second.
+local function xadd(key, typ, data)
+  local id = redis.call('XADD', key, 'NOMKSTREAM', 'MAXLEN', '~', EVENTS_MAXLEN, '*', 't', typ, 'd', data)
+  local fresh = not id
+  if fresh then id = redis.call('XADD', key, 'MAXLEN', '~', EVENTS_MAXLEN, '*', 't', typ, 'd', data) end
+  redis.call('PUBLISH', EVENTS_CHANNEL, key)
+  return id, fresh
+end
+
+-- session_ttl is the TTL the session's keys slide to: its own, else
+-- SESSION_TTL_SECONDS (0 = no expiry).
+local function session_ttl()
+  local own = redis.pcall('HGET', K_RECORD, 'ttl_seconds')
+  if type(own) == 'string' and string.match(own, '^%d+$') then return tonumber(own) end
+  return DEFAULT_TTL
+end
+
+-- emit appends the write's event to the session's stream (see the header).
+-- A stream it creates gets the session's TTL at once (a write that does not
+-- slide would leave it without one until the next slide).
+local function emit(typ, kind, id, data)
+  local eid, fresh = xadd(K_EVENTS, typ, event_data(kind, id, data))
+  if fresh then
+    local ttl = session_ttl()
+    if ttl > 0 then redis.call('EXPIRE', K_EVENTS, ttl) end
+  end
+  return eid
+end
+
+-- emit_user appends an event to the user's stream, which lives
+-- SESSION_TTL_SECONDS from its last event (none when 0).
+local function emit_user(typ, kind, id, data)
+  local eid = xadd(K_USER_EVENTS, typ, event_data(kind, id, data))
+  if DEFAULT_TTL > 0 then redis.call('EXPIRE', K_USER_EVENTS, DEFAULT_TTL) end
+  return eid
+end
+
+-- json_str is s as a JSON string.
+local function json_str(s)
+  return cjson.encode(s)
+end
+
+-- iso_time formats µs since the epoch as RFC 3339 UTC with µs.
+local function iso_time(us)
+  local sec = math.floor(us / 1000000)
+  local z = math.floor(sec / 86400) + 719468
+  local era = math.floor(z / 146097)
+  local doe = z - era * 146097
+  local yoe = math.floor((doe - math.floor(doe / 1460) + math.floor(doe / 36524) - math.floor(doe / 146096)) / 365)
+  local doy = doe - (365 * yoe + math.floor(yoe / 4) - math.floor(yoe / 100))
+  local mp = math.floor((5 * doy + 2) / 153)
+  local d = doy - math.floor((153 * mp + 2) / 5) + 1
+  local m = mp < 10 and mp + 3 or mp - 9
+  local y = yoe + era * 400
+  if m <= 2 then y = y + 1 end
+  local rem = sec % 86400
+  return string.format('%04d-%02d-%02dT%02d:%02d:%02d.%06dZ', y, m, d,
+    math.floor(rem / 3600), math.floor(rem % 3600 / 60), rem % 60, us % 1000000)
+end
+
+-- clear_abort removes a pending abort request (a status change, the next
+-- user message); returns whether one was set.
+local function clear_abort()
+  return redis.call('HDEL', K_RECORD, 'abort_requested_at') == 1
+end
 
 local function meta_keys(k, v)
   return 'agent_session_meta:' .. META_TAG .. ARGV[3] .. ':' .. k .. '=' .. v,
@@ -722,6 +836,7 @@ local function check_finish(rec, moved, entries_read)
     return string.format('field status of Redis key %s is not a status', K_RECORD)
   end
   bad = (not entries_read and check_type(K_ENTRIES, 'list')) or check_type(K_EXPIRY, 'zset')
+    or check_type(K_EVENTS, 'stream')
   if bad then return bad end
   -- A session that keeps its status is only scored in that status's sets.
   local statuses = STATUSES

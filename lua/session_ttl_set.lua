@@ -5,10 +5,12 @@
 -- KEYS[1..15] the session's keys, indexes and totals (session_lib.lua)
 -- ARGV[1..4] TTL, max entries, user_id, session_id (session_lib.lua)
 -- ARGV[5] the TTL in seconds; 0 = no expiry (persist)
+-- emits ttl_changed {ttl_seconds}.
 -- returns 1, or 0 when the session does not exist (nothing is created).
 local refused = guard('keep')
 if refused then return refused end
 if not session_exists() then return 0 end
 redis.call('HSET', K_RECORD, 'ttl_seconds', ARGV[5])
+emit('ttl_changed', 'state', nil, '{"ttl_seconds":' .. string.format('%d', tonumber(ARGV[5])) .. '}')
 finish_write(false, true)
 return 1

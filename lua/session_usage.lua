@@ -16,6 +16,7 @@
 -- ARGV[12] most distinct models of a session; later new names count as 'other'
 -- ARGV[13] most distinct models of a day's hash; later new names count as 'other'
 -- ARGV[14] TTL in seconds of a day's hash (set on every write to it)
+-- emits usage (ARGV[11], the answer).
 -- returns {1} when counted ({2} when this started the session);
 --   {0, first_result} for a key already seen in this session; and, with
 --   nothing written, {-1, 'wrong_type', message} when a key or field it
@@ -159,5 +160,6 @@ if key ~= '' then
   redis.call('HSET', K_USAGE, key, result, slot, key, ' n', string.format('%d', kept + 1))
 end
 
+emit('usage', 'state', nil, result)
 local _, started = finish_write(false, usage_created, count)
 return { stored_flag(started) }

@@ -370,6 +370,17 @@ var Families = []Family{
 		Description: "a user's context blocks, applying to every session of the user: label → the block (a JSON object)",
 	},
 	{
+		Name: "session events", Pattern: "agent_session_events:*", ClusterPattern: "agent_session_events:{b*}:*",
+		Kind: KindStream, Owner: "shared", TTL: SessionTTL,
+		Description: "the session's live events (`id` = stream id, fields `t` type and `d` JSON data), `XADD MAXLEN ~ SESSION_EVENTS_MAXLEN` by every write's script; after a delete only the `deleted` event, for 300 s",
+	},
+	{
+		Name: "user events", Pattern: "agent_user_events:*", ClusterPattern: "agent_user_events:{b*}:*",
+		Kind: KindStream, Owner: "shared", TTL: RetentionTTL,
+		Reason:      "`SESSION_TTL_SECONDS` from its last event; `MAXLEN ~ SESSION_EVENTS_MAXLEN`",
+		Description: "the user's live events (user state and user-block changes), read by `GET /v1/users/{u}/events`",
+	},
+	{
 		Name: "global index", Pattern: "agent_sessions_global:[rcf]*", ClusterPattern: "agent_sessions_global:{b*}:[rcf]*",
 		Kind: KindZSet, Owner: "shared", TTL: Permanent, Reason: indexBound,
 		Description: "every user's sessions (`<user_id>:<session_id>`) by last activity (µs), one set per stored status: `running`, `completed`, `failed`",
@@ -406,6 +417,12 @@ var Families = []Family{
 		Name: "lock meta", Pattern: "{*}:meta", ClusterPattern: "{*}:meta",
 		Kind: KindHash, Owner: "locks", TTL: LockTTL,
 		Description: "token, owner, fence and TTL of a sidecar holder (none for a redis-py holder)",
+	},
+	{
+		Name: "events", Pattern: EventsChannel, ClusterPattern: EventsChannel,
+		Kind: KindChannel, Owner: "shared", TTL: Permanent,
+		Reason:      "a Pub/Sub channel, not a key: it holds nothing",
+		Description: "the name of every event stream a write appended to; each sidecar subscribes once and wakes its readers of that stream",
 	},
 	{
 		Name: "lock releases", Pattern: LockReleaseChannel, ClusterPattern: LockReleaseChannel,

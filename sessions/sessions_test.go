@@ -168,8 +168,18 @@ func TestEntryLifecycle(t *testing.T) {
 		if r := h.Do(t, "DELETE", base, ""); r.Status != 204 {
 			t.Fatalf("delete session: %d", r.Status)
 		}
-		if n := srv.DBSize(t); n != 0 {
-			t.Fatalf("%d keys left after deleting the session", n)
+		// Only the event stream's tombstone is left: its one `deleted`
+		// event, expiring within 300 s.
+		if n := srv.DBSize(t); n != 1 {
+			t.Fatalf("%d keys left after deleting the session, want 1 (the events tombstone)", n)
+		}
+		rc := srv.Client(t)
+		ev := srv.Layout().SessionEvents("u1", "s1")
+		if got, err := rc.Do(t.Context(), rc.B().Xlen().Key(ev).Build()).AsInt64(); err != nil || got != 1 {
+			t.Fatalf("XLEN %s = %d, %v; want 1", ev, got, err)
+		}
+		if ttl, err := rc.Do(t.Context(), rc.B().Ttl().Key(ev).Build()).AsInt64(); err != nil || ttl <= 0 || ttl > 300 {
+			t.Fatalf("TTL %s = %d, %v; want 1..300", ev, ttl, err)
 		}
 		if r := h.Do(t, "DELETE", base, ""); r.Status != 404 {
 			t.Fatalf("delete missing session: %d", r.Status)

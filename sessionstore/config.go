@@ -16,7 +16,17 @@ type Config struct {
 	// AbandonAfterSeconds: a running session idle longer than this reads
 	// as abandoned.
 	AbandonAfterSeconds int `env:"SESSION_ABANDON_AFTER_SECONDS" envDefault:"1800"`
+	// EventsMaxLen keeps about the N newest events of a session's (and a
+	// user's) event stream (XADD MAXLEN ~).
+	EventsMaxLen int `env:"SESSION_EVENTS_MAXLEN" envDefault:"1000"`
 }
+
+// MaxEventsMaxLen bounds SESSION_EVENTS_MAXLEN: a reader's replay and the
+// stream's memory grow with it.
+const MaxEventsMaxLen = 100000
+
+// DefaultEventsMaxLen is SESSION_EVENTS_MAXLEN's default.
+const DefaultEventsMaxLen = 1000
 
 // LoadConfig parses and validates the session settings from env.
 func LoadConfig(env envconf.Env) (Config, error) { return envconf.Load[Config](env) }
@@ -31,6 +41,9 @@ func (c Config) Validate() error {
 	}
 	if c.AbandonAfterSeconds < 1 {
 		return envconf.Invalid("SESSION_ABANDON_AFTER_SECONDS", "must be at least 1, not %d", c.AbandonAfterSeconds)
+	}
+	if c.EventsMaxLen < 1 || c.EventsMaxLen > MaxEventsMaxLen {
+		return envconf.Invalid("SESSION_EVENTS_MAXLEN", "must be 1 to %d, not %d", MaxEventsMaxLen, c.EventsMaxLen)
 	}
 	return nil
 }

@@ -6,7 +6,11 @@
 //
 // What lives here is what every such module needs alike:
 //   - Config: the session settings (SESSION_TTL_SECONDS, SESSION_MAX_ENTRIES,
-//     SESSION_ABANDON_AFTER_SECONDS), parsed once per host (FromDeps);
+//     SESSION_ABANDON_AFTER_SECONDS, SESSION_EVENTS_MAXLEN), parsed once per
+//     host (FromDeps);
+//   - Store.Exec also reads the record's abort_requested_at in the script's
+//     round trip and sets Sidecar-Abort-Requested on the answer
+//     (sidecar.SetAnswerHeader) while an abort is pending;
 //   - Store.Exec: the runner of a session script (lua/session_*.lua with the
 //     session_lib.lua prelude), with the session's keys and common arguments,
 //     so the write, the record, the indexes and the TTL move together;

@@ -28,12 +28,16 @@ type Store struct {
 	ended  *prometheus.CounterVec
 }
 
-// New returns the runner over conn with the session settings cfg.
+// New returns the runner over conn with the session settings cfg (an
+// EventsMaxLen of 0 is the default, 1000).
 func New(conn *redisstore.Conn, cfg Config) *Store {
+	if cfg.EventsMaxLen <= 0 {
+		cfg.EventsMaxLen = DefaultEventsMaxLen
+	}
 	return &Store{
 		conn:   conn,
 		cfg:    cfg,
-		common: []string{strconv.Itoa(cfg.TTLSeconds), strconv.Itoa(cfg.MaxEntries)},
+		common: []string{strconv.Itoa(cfg.TTLSeconds), strconv.Itoa(cfg.MaxEntries) + ":" + strconv.Itoa(cfg.EventsMaxLen)},
 	}
 }
 
@@ -84,7 +88,21 @@ func (s *Store) Exec(ctx context.Context, script *lua.Script, user, session stri
 	argv := make([]string, 0, len(s.common)+2+len(args))
 	argv = append(append(argv, s.common...), user, session)
 	argv = append(argv, args...)
-	msg, err := script.Exec(ctx, client, s.Keys(user, session).List(), argv).ToMessage()
+	keys := s.Keys(user, session)
+	var msg rueidis.RedisMessage
+	if script == lua.SessionEntryGet {
+		msg, err = script.Exec(ctx, client, keys.List(), argv).ToMessage()
+	} else {
+		// A write answer carries the session's pending abort request: read
+		// in the same round trip, right after the script.
+		res, abort := script.ExecThen(ctx, client, keys.List(), argv, func() rueidis.Completed {
+			return client.B().Hget().Key(keys.Record).Field(AbortField).Build()
+		})
+		if at, err := abort.AsInt64(); err == nil && at > 0 {
+			sidecar.SetAnswerHeader(ctx, AbortHeader, *isoTime(at))
+		}
+		msg, err = res.ToMessage()
+	}
 	if rueidis.IsRedisNil(err) {
 		return msg, redisstore.ErrNotFound
 	}
@@ -96,6 +114,14 @@ func (s *Store) Exec(ctx context.Context, script *lua.Script, user, session stri
 	}
 	return msg, nil
 }
+
+// AbortField is the record field holding a pending abort request (Redis
+// TIME, µs); AbortHeader the answer header that shows it on every write
+// answer of the session while it is set.
+const (
+	AbortField  = "abort_requested_at"
+	AbortHeader = "Sidecar-Abort-Requested"
+)
 
 // wrongType turns a script's refusal of a key of the wrong type (the
 // "KEYTYPE <key> <type> <wanted>" reply of session_lib.lua's guard, or

@@ -27,7 +27,10 @@
 // refusals (redisstore.ErrNotFound, ErrConflict, ErrPrecondition, or a
 // *redisstore.Refusal with its code) as 404, 409 and 412, a Redis outage
 // as 503 with Retry-After, anything else as a logged 500 whose detail never
-// reaches the client.
+// reaches the client. A Route.Stream (Server-Sent Events) skips the
+// in-flight and connection caps and every deadline, and its context ends
+// when shutdown begins; a store may add an answer header through the
+// request's context (SetAnswerHeader).
 //
 // # What a module may and may not do
 //

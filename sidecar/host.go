@@ -28,8 +28,15 @@ type Host struct {
 	shared   *sharedValues
 	metrics  *httpMetrics
 	paths    *http.ServeMux // every route's path, any method: labels 405s
-	api      http.Handler
-	ops      *http.ServeMux
+	// streamRoutes holds the Stream routes' patterns: no in-flight slot
+	streamRoutes *http.ServeMux
+	api          http.Handler
+	ops          *http.ServeMux
+
+	// streams is cancelled when shutdown begins: it ends every Stream
+	// route at once, before the API drains.
+	streams    context.Context
+	endStreams context.CancelFunc
 
 	mu     sync.Mutex
 	apiLn  net.Listener
@@ -48,6 +55,7 @@ func NewHost(ctx context.Context, cfg Config, env envconf.Env, redis *redisstore
 		shared:   &sharedValues{m: map[string]any{}},
 		served:   make(chan struct{}),
 	}
+	h.streams, h.endStreams = context.WithCancel(context.WithoutCancel(ctx))
 	h.metrics = newHTTPMetrics(h.registry)
 	h.registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "sidecar_redis_up",
@@ -60,6 +68,7 @@ func NewHost(ctx context.Context, cfg Config, env envconf.Env, redis *redisstore
 	}))
 	mux := http.NewServeMux()
 	h.paths = http.NewServeMux()
+	h.streamRoutes = http.NewServeMux()
 	for _, f := range factories {
 		m, err := h.build(ctx, f, env, mux)
 		if m != nil {
@@ -96,6 +105,9 @@ func (h *Host) build(ctx context.Context, f Factory, env envconf.Env, mux *http.
 	for _, rt := range m.Routes() {
 		if err := handle(mux, rt.Pattern, h.route(rt, logger)); err != nil {
 			return m, fmt.Errorf("module %s: route %q: %w", f.Name, rt.Pattern, err)
+		}
+		if rt.Stream {
+			_ = handle(h.streamRoutes, rt.Pattern, http.NotFoundHandler())
 		}
 		h.metrics.known(rt.Pattern)
 		h.knownPath(rt.Pattern)
@@ -158,7 +170,7 @@ func (h *Host) Run(ctx context.Context) error {
 	errLog := slog.NewLogLogger(h.logger.Handler(), slog.LevelWarn)
 	headerTimeout := min(10*time.Second, h.cfg.ReadTimeout)
 	apiSrv := &http.Server{Handler: h.api, ReadHeaderTimeout: headerTimeout, ReadTimeout: h.cfg.ReadTimeout, WriteTimeout: h.cfg.WriteTimeout,
-		IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10, ErrorLog: errLog, ConnState: limited.connState}
+		IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10, ErrorLog: errLog, ConnState: limited.connState, ConnContext: withConn}
 	opsSrv := &http.Server{Handler: h.ops, ReadHeaderTimeout: headerTimeout, ReadTimeout: h.cfg.ReadTimeout, WriteTimeout: h.cfg.WriteTimeout,
 		IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10, ErrorLog: errLog}
 	serveErr := make(chan error, 2)
@@ -184,6 +196,7 @@ func (h *Host) Run(ctx context.Context) error {
 	}
 
 	h.logger.Info("shutting down", "grace", ShutdownGrace.String())
+	h.endStreams() // streams end now; Shutdown then waits for their handlers
 	shutCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ShutdownGrace)
 	defer cancel()
 	var wg sync.WaitGroup

@@ -1,6 +1,7 @@
 package sidecar
 
 import (
+	"context"
 	"io"
 	"log/slog"
 	"net"
@@ -128,17 +129,47 @@ func (l *limitListener) connState(c net.Conn, s http.ConnState) {
 
 type limitConn struct {
 	net.Conn
-	l      *limitListener
-	closed atomic.Bool
+	l        *limitListener
+	closed   atomic.Bool
+	uncapped atomic.Bool // its slot was given back (a stream); closed after it
 }
 
 func (c *limitConn) Close() error {
 	err := c.Conn.Close()
 	if c.closed.CompareAndSwap(false, true) {
 		c.l.setIdle(c, false)
-		<-c.l.sem
+		if !c.uncapped.Swap(true) {
+			<-c.l.sem
+		}
 	}
 	return err
+}
+
+// leaveCap gives the connection's slot back: a stream (its own cap,
+// SIDECAR_SSE_MAX_STREAMS) does not count as an API connection. The
+// connection is closed after the stream (Connection: close).
+func (c *limitConn) leaveCap() {
+	if !c.uncapped.Swap(true) {
+		<-c.l.sem
+	}
+}
+
+// connKey holds a request's *limitConn in its context (http.Server's
+// ConnContext).
+type connKey struct{}
+
+func withConn(ctx context.Context, c net.Conn) context.Context {
+	if lc, ok := c.(*limitConn); ok {
+		return context.WithValue(ctx, connKey{}, lc)
+	}
+	return ctx
+}
+
+// leaveConnCap takes the request's connection out of the connection cap.
+func leaveConnCap(ctx context.Context) {
+	if lc, ok := ctx.Value(connKey{}).(*limitConn); ok {
+		lc.leaveCap()
+	}
 }
 
 // shedOverload answers 503 overloaded, before any work, when MaxInflight
@@ -152,6 +183,12 @@ func (h *Host) shedOverload(next http.Handler) http.Handler {
 			WriteError(w, Errorf(http.StatusServiceUnavailable, "overloaded", "the sidecar is at its memory limit; retry shortly"))
 			return
 		}
+		if h.isStream(r) {
+			// A stream is not a request in flight: the module caps its
+			// streams itself.
+			next.ServeHTTP(w, r)
+			return
+		}
 		select {
 		case inflight <- struct{}{}:
 			defer func() { <-inflight }()
@@ -162,6 +199,12 @@ func (h *Host) shedOverload(next http.Handler) http.Handler {
 				"the sidecar is serving %d requests already (SIDECAR_MAX_INFLIGHT); retry shortly", h.cfg.MaxInflight))
 		}
 	})
+}
+
+// isStream reports whether r is for a Stream route.
+func (h *Host) isStream(r *http.Request) bool {
+	_, pattern := h.streamRoutes.Handler(r)
+	return pattern != ""
 }
 
 // memoryFull reports whether the Go heap holds more than 95% of the memory

@@ -39,6 +39,10 @@ func (h *Host) route(rt Route, logger *slog.Logger) http.Handler {
 			drain(body)
 			return
 		}
+		if rt.Stream {
+			h.serveStream(w, r, rt, logger)
+			return
+		}
 		if rt.Timeout > 0 {
 			// A route that waits on purpose gets its wait on top of the
 			// server's read and write deadlines.
@@ -49,6 +53,7 @@ func (h *Host) route(rt Route, logger *slog.Logger) http.Handler {
 		r.Body = http.MaxBytesReader(w, r.Body, limit)
 		ctx, cancel := context.WithTimeout(r.Context(), timeout)
 		defer cancel()
+		ctx = withAnswerHeaders(ctx, w.Header())
 		r = r.WithContext(ctx)
 		if err := rt.Handler(w, r); err != nil {
 			e := errorFor(ctx, logger, h.redis, rt.Pattern, err)
@@ -58,6 +63,25 @@ func (h *Host) route(rt Route, logger *slog.Logger) http.Handler {
 			}
 		}
 	})
+}
+
+// serveStream runs a Stream route: no deadlines (the handler sets its
+// own), no in-flight slot (shedOverload) and no API connection slot (the
+// connection closes after the stream), its context ended by shutdown.
+func (h *Host) serveStream(w http.ResponseWriter, r *http.Request, rt Route, logger *slog.Logger) {
+	leaveConnCap(r.Context())
+	w.Header().Set("Connection", "close")
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Time{})
+	_ = rc.SetWriteDeadline(time.Time{})
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	stop := context.AfterFunc(h.streams, cancel)
+	defer stop()
+	r = r.WithContext(withAnswerHeaders(ctx, w.Header()))
+	if err := rt.Handler(w, r); err != nil {
+		WriteError(w, errorFor(ctx, logger, h.redis, rt.Pattern, err))
+	}
 }
 
 // gate answers 503 while the first connection to Redis is still being made,

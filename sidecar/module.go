@@ -36,6 +36,15 @@ type Route struct {
 	// for routes that may legitimately wait longer, such as a blocking lock
 	// acquire; zero keeps the default.
 	Timeout time.Duration
+	// Stream marks a long-lived answer (Server-Sent Events): no request
+	// deadline and no server read or write deadline (the handler sets a
+	// write deadline before each write with http.ResponseController), no
+	// SIDECAR_MAX_INFLIGHT slot and no SIDECAR_MAX_CONNECTIONS slot (the
+	// module caps its own streams; the connection closes after the
+	// stream), and its context is cancelled as soon as the host begins to
+	// shut down, before the API drains. Its connection is active, so
+	// idle-connection shedding never closes it.
+	Stream bool
 }
 
 // HandlerFunc is an HTTP handler that returns its error instead of writing

@@ -152,6 +152,12 @@ func TestOpenAPIExamples(t *testing.T) {
 		{"callTool", 200, nil},
 		{"deleteSessionBlock", 204, nil},
 		{"deleteUserBlock", 204, nil},
+		{"getUserEvents", 200, nil},
+		{"publishSessionEvent", 201, nil},
+		{"getSessionEvents", 200, nil},
+		{"requestAbort", 202, nil},
+		{"requestAbort", 202, nil}, // a repeat
+		{"clearAbort", 204, nil},
 		{"completeSession", 200, nil},
 		{"recordUsage", 201, func(c *call) { c.path = map[string]string{"session_id": "chat-2"} }},
 		{"failSession", 200, func(c *call) { c.path = map[string]string{"session_id": "chat-2"} }},
@@ -276,7 +282,41 @@ func doRaw(t *testing.T, d *openapitest.Doc, h *sidecartest.Host, c call, header
 		}
 		body = string(b)
 	}
+	if isStream(t, d, c.op) {
+		// An event stream: read up to its reconnected marker and the
+		// first event after it (the examples resume with after=0).
+		return h.Stream(t, path, func(b string) bool {
+			_, rest, ok := strings.Cut(b, "event: reconnected\n")
+			return ok && strings.Contains(rest, "\n\nid: ") && strings.HasSuffix(rest, "\n\n")
+		}, header...)
+	}
 	return h.Do(t, c.op.Method, path, body, header...)
+}
+
+// isStream reports whether o answers Server-Sent Events.
+func isStream(t *testing.T, d *openapitest.Doc, o openapitest.Operation) bool {
+	r, ok, err := d.Response(o, 200)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ok && openapitest.EventStreamMedia(r) != nil
+}
+
+// checkStream checks an event stream: its content type, retry first, and
+// every data line one JSON value.
+func checkStream(t *testing.T, o openapitest.Operation, rep sidecartest.Reply) {
+	t.Helper()
+	if ct := rep.Header.Get("Content-Type"); ct != "text/event-stream" {
+		t.Errorf("%s: Content-Type %q, want text/event-stream", o.ID, ct)
+	}
+	if !strings.HasPrefix(rep.Body, "retry: 3000\n\n") {
+		t.Errorf("%s: the stream does not open with retry: 3000: %q", o.ID, rep.Body)
+	}
+	for _, line := range strings.Split(rep.Body, "\n") {
+		if data, ok := strings.CutPrefix(line, "data: "); ok && !json.Valid([]byte(data)) {
+			t.Errorf("%s: data line is not JSON: %q", o.ID, data)
+		}
+	}
 }
 
 // checkDocumented fails unless the answer's status is documented for the
@@ -291,6 +331,10 @@ func checkDocumented(t *testing.T, d *openapitest.Doc, o openapitest.Operation, 
 	r, ok, err := d.Response(o, rep.Status)
 	if err != nil || !ok {
 		t.Errorf("%s: status %d is not documented (%v)", o.ID, rep.Status, err)
+		return
+	}
+	if openapitest.EventStreamMedia(r) != nil {
+		checkStream(t, o, rep)
 		return
 	}
 	media := openapitest.JSONMedia(r)

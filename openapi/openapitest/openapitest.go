@@ -180,6 +180,14 @@ func JSONMedia(obj map[string]any) map[string]any {
 	return m
 }
 
+// EventStreamMedia returns the text/event-stream media of a response
+// (Server-Sent Events), or nil.
+func EventStreamMedia(obj map[string]any) map[string]any {
+	content, _ := obj["content"].(map[string]any)
+	m, _ := content["text/event-stream"].(map[string]any)
+	return m
+}
+
 // annotations are keywords that do not constrain a value.
 var annotations = map[string]bool{"description": true, "example": true, "examples": true, "default": true,
 	"format": true, "title": true, "summary": true}

@@ -7,6 +7,7 @@ package modules
 
 import (
 	"github.com/agentsidecar/agentsidecar/blocks"
+	"github.com/agentsidecar/agentsidecar/events"
 	"github.com/agentsidecar/agentsidecar/locks"
 	"github.com/agentsidecar/agentsidecar/metrics"
 	"github.com/agentsidecar/agentsidecar/registry"
@@ -27,5 +28,6 @@ func All() []sidecar.Factory {
 		blocks.Factory,
 		locks.Factory,
 		metrics.Factory,
+		events.Factory,
 	}
 }

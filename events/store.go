@@ -1,0 +1,185 @@
+package events
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/redis/rueidis"
+
+	"github.com/agentsidecar/agentsidecar/lua"
+	"github.com/agentsidecar/agentsidecar/redisstore"
+	"github.com/agentsidecar/agentsidecar/sessionstore"
+)
+
+// Event is one event of a stream.
+type Event struct {
+	ID   ID
+	Type string
+	Data string // JSON
+}
+
+// Store is the module's writes (over the shared session runner) and reads
+// of event streams.
+type Store struct{ *sessionstore.Store }
+
+func (s *Store) layout() redisstore.Layout { return redisstore.Layout{Cluster: s.Conn().Cluster()} }
+
+// SessionKey and UserKey are the stream keys.
+func (s *Store) SessionKey(user, session string) string {
+	return s.layout().SessionEvents(user, session)
+}
+
+// UserKey is the user's stream key.
+func (s *Store) UserKey(user string) string { return s.layout().UserEvents(user) }
+
+// refusal turns a {-1, 'wrong_type', message} reply into a 409.
+func refusal(msg rueidis.RedisMessage) error {
+	arr, err := msg.ToArray()
+	if err != nil || len(arr) != 3 {
+		return nil
+	}
+	if n, _ := arr[0].AsInt64(); n != -1 {
+		return nil
+	}
+	text, _ := arr[2].ToString()
+	return redisstore.Refuse(redisstore.ErrConflict, "key_wrong_type", "%s (another program wrote it); nothing was changed", text)
+}
+
+// Publish appends a custom event to the session's stream and returns its id.
+func (s *Store) Publish(ctx context.Context, user, session, typ, data string) (string, error) {
+	msg, err := s.Exec(ctx, lua.EventsCustom, user, session, typ, data)
+	if err != nil {
+		return "", err
+	}
+	if err := refusal(msg); err != nil {
+		return "", err
+	}
+	if n, err := msg.AsInt64(); err == nil && n == 0 {
+		return "", redisstore.NotFound("no session %s/%s", user, session)
+	}
+	id, err := msg.ToString()
+	if err != nil {
+		return "", redisstore.Wrap(lua.EventsCustom.Name, err)
+	}
+	return id, nil
+}
+
+// Abort sets (set true) or clears the session's abort request. It returns
+// the request's time (µs; 0 when cleared) and whether this call changed it.
+func (s *Store) Abort(ctx context.Context, user, session string, set bool) (int64, bool, error) {
+	op := "clear"
+	if set {
+		op = "set"
+	}
+	msg, err := s.Exec(ctx, lua.EventsAbort, user, session, op)
+	if err != nil {
+		return 0, false, err
+	}
+	if err := refusal(msg); err != nil {
+		return 0, false, err
+	}
+	if n, err := msg.AsInt64(); err == nil && n == 0 {
+		return 0, false, redisstore.NotFound("no session %s/%s", user, session)
+	}
+	arr, err := msg.ToArray()
+	if err != nil || len(arr) != 2 {
+		return 0, false, redisstore.Wrap(lua.EventsAbort.Name, errors.Join(err, errors.New("unexpected reply")))
+	}
+	flag, _ := arr[0].AsInt64()
+	at, _ := arr[1].ToString()
+	var us int64
+	if at != "" {
+		if _, err := fmt.Sscan(at, &us); err != nil {
+			return 0, false, redisstore.Wrap(lua.EventsAbort.Name, err)
+		}
+	}
+	return us, flag == 1, nil
+}
+
+// SessionExists reports whether any key of the session exists, or, with
+// tombstone, its event stream (a deleted session's tombstone, which a
+// resuming reader still gets its deleted event from).
+func (s *Store) SessionExists(ctx context.Context, user, session string, tombstone bool) (bool, error) {
+	client, err := s.Conn().Client()
+	if err != nil {
+		return false, err
+	}
+	k := s.Keys(user, session)
+	keys := []string{k.Record, k.Entries, k.Traces, k.Context}
+	if tombstone {
+		keys = append(keys, s.SessionKey(user, session))
+	}
+	n, err := client.Do(ctx, client.B().Exists().Key(keys...).Build()).AsInt64()
+	if err != nil {
+		return false, redisstore.Wrap("exists", err)
+	}
+	return n > 0, nil
+}
+
+// parseEntries decodes XRANGE/XREAD entries.
+func parseEntries(entries []rueidis.XRangeEntry) []Event {
+	out := make([]Event, 0, len(entries))
+	for _, e := range entries {
+		id, ok := ParseID(e.ID)
+		if !ok {
+			continue
+		}
+		out = append(out, Event{ID: id, Type: e.FieldValues["t"], Data: e.FieldValues["d"]})
+	}
+	return out
+}
+
+// readAfter reads up to n events of stream key after id.
+func readAfter(ctx context.Context, c rueidis.Client, key string, after ID, n int64) ([]Event, error) {
+	entries, err := c.Do(ctx, c.B().Xrange().Key(key).Start("("+after.String()).End("+").Count(n).Build()).AsXRange()
+	if err != nil {
+		if rueidis.IsRedisNil(err) {
+			return nil, nil
+		}
+		return nil, redisstore.Wrap("xrange", err)
+	}
+	return parseEntries(entries), nil
+}
+
+// lastID is the id of the stream's newest event (zero for none).
+func lastID(ctx context.Context, c rueidis.Client, key string) (ID, error) {
+	entries, err := c.Do(ctx, c.B().Xrevrange().Key(key).End("+").Start("-").Count(1).Build()).AsXRange()
+	if err != nil && !rueidis.IsRedisNil(err) {
+		return ID{}, redisstore.Wrap("xrevrange", err)
+	}
+	if len(entries) == 0 {
+		return ID{}, nil
+	}
+	id, _ := ParseID(entries[0].ID)
+	return id, nil
+}
+
+// gapAfter tells a reconnecting reader whether events after its id were
+// trimmed, and the oldest id kept (zero: none). Trimming removes the
+// oldest events, so nothing after `after` is lost while the oldest kept
+// event is at or before it; past it, events were lost unless the stream
+// never trimmed any (Redis 7's entries-added equals its length).
+func gapAfter(ctx context.Context, c rueidis.Client, key string, after ID) (bool, ID, error) {
+	entries, err := c.Do(ctx, c.B().Xrange().Key(key).Start("-").End("+").Count(1).Build()).AsXRange()
+	if err != nil && !rueidis.IsRedisNil(err) {
+		return false, ID{}, redisstore.Wrap("xrange", err)
+	}
+	if len(entries) == 0 {
+		return false, ID{}, nil
+	}
+	oldest, _ := ParseID(entries[0].ID)
+	if !after.Less(oldest) {
+		return false, oldest, nil
+	}
+	info, err := c.Do(ctx, c.B().XinfoStream().Key(key).Build()).AsMap()
+	if err == nil {
+		a, l := info["entries-added"], info["length"]
+		added, err1 := a.AsInt64()
+		length, err2 := l.AsInt64()
+		if err1 == nil && err2 == nil && added == length {
+			return false, oldest, nil
+		}
+	}
+	return true, oldest, nil
+}

@@ -1,0 +1,8 @@
+package lua
+
+// Events scripts (events module): session scripts over the same KEYS and
+// first ARGVs as session_*.lua (session_lib.lua's prelude).
+var (
+	EventsCustom = load("events_custom")
+	EventsAbort  = load("events_abort")
+)

@@ -1,0 +1,27 @@
+package redisstore
+
+// Keys of live events. Every session script appends its event to the
+// session's stream (lua/session_lib.lua derives the names from the record
+// key's tag, as these builders do) and publishes the stream's name on
+// EventsChannel; the events module reads them.
+
+// EventsChannel is the Pub/Sub channel on which every script that appends
+// an event publishes the name of the stream it appended to. Each sidecar
+// subscribes once and wakes the readers of that stream; readers also
+// re-read on their own, so a lost message only delays an event.
+const EventsChannel = "sidecar:events"
+
+// SessionEvents is the session's event stream:
+// agent_session_events:<tag><u>:<s>, one of the session's own keys (slid,
+// persisted with them). Deleting the session empties it but for its
+// `deleted` event, kept a short while as a tombstone.
+func (l Layout) SessionEvents(user, session string) string {
+	return "agent_session_events:" + l.tag(l.Bucket(user)) + user + ":" + session
+}
+
+// UserEvents is the user's event stream (user-level changes):
+// agent_user_events:<tag><u>, living SESSION_TTL_SECONDS from its last
+// event.
+func (l Layout) UserEvents(user string) string {
+	return "agent_user_events:" + l.tag(l.Bucket(user)) + user
+}

@@ -1,0 +1,36 @@
+package sidecar
+
+import (
+	"context"
+	"net/http"
+	"sync"
+)
+
+// answerHeaders is the header of the answer a request will get, reachable
+// from code deep in a call (a store) through the request's context.
+type answerHeaders struct {
+	mu sync.Mutex
+	h  http.Header
+}
+
+type answerHeadersKey struct{}
+
+func withAnswerHeaders(ctx context.Context, h http.Header) context.Context {
+	return context.WithValue(ctx, answerHeadersKey{}, &answerHeaders{h: h})
+}
+
+// SetAnswerHeader sets header key of the answer to the request whose
+// context ctx is (a route handler's r.Context() or one derived from it),
+// when called before the answer is written: a store shared by several
+// modules can so add a header to every answer it takes part in (the
+// session's Sidecar-Abort-Requested). Outside a request it does nothing.
+// Safe from several goroutines of one request.
+func SetAnswerHeader(ctx context.Context, key, value string) {
+	a, ok := ctx.Value(answerHeadersKey{}).(*answerHeaders)
+	if !ok {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.h.Set(key, value)
+}
