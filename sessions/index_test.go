@@ -1,7 +1,9 @@
 package sessions_test
 
 import (
+	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/agentsidecar/agentsidecar/redisstore/redisstoretest"
@@ -45,11 +47,68 @@ func TestCogneeAppendsAreIndexedByTheirTail(t *testing.T) {
 		if idx["marker"] != "99" {
 			t.Fatalf("the index was rebuilt whole (marker gone): %v", idx)
 		}
-		want := map[string]string{"s0": "0", "s1": "1", "s2": "2", "c0": "3", "c1": "4", "c2": "5", "s3": "6", "#len": "7", "#last": "s3"}
+		want := map[string]string{"s0": "0", "s1": "1", "s2": "2", "c0": "3", "c1": "4", "c2": "5", "s3": "6", "#len": "7"}
 		for k, v := range want {
 			if idx[k] != v {
 				t.Fatalf("index[%s] = %q, want %q (index %v)", k, idx[k], v, idx)
 			}
+		}
+		// The fingerprints of the first and last covered elements: qa_id and time.
+		if !strings.HasPrefix(idx["#first"], "s0 2") || !strings.HasPrefix(idx["#last"], "s3 2") {
+			t.Fatalf("index fingerprints #first %q, #last %q, want s0's and s3's qa_id and time", idx["#first"], idx["#last"])
+		}
+	})
+}
+
+// cogneeEntryAt is an entry as Cognee's create writes it at time at (its
+// utcnow().isoformat(): no offset).
+func cogneeEntryAt(qa, at string) string {
+	return fmt.Sprintf(`{"time": %q, "question": "q %s", "context": "", "answer": "a", "qa_id": %q, "feedback_text": null, "feedback_score": null, "used_graph_element_ids": null, "memify_metadata": null, "used_session_context_ids": null}`,
+		at, qa, qa)
+}
+
+// Entries a, b, c by the sidecar; Cognee deletes a and c (two rewrites)
+// and creates y and c again: [b, y, c] has the index's length and last
+// qa_id, yet y is new. A miss is as trustworthy as a hit: y is found, and
+// a retried append of y stores nothing.
+func TestIndexMissAfterCogneeDeletesAndRecreates(t *testing.T) {
+	redisstoretest.Each(t, func(t *testing.T, srv *redisstoretest.Server) {
+		keys := srv.Layout().Session("u1", "s1")
+		h := start(t, srv, nil)
+		c := srv.Client(t)
+		for _, id := range []string{"a", "b", "c"} {
+			if r := h.Do(t, "POST", base+"/entries", fmt.Sprintf(`{"qa_id":%q,"question":"q","answer":"a"}`, id)); r.Status != 201 {
+				t.Fatalf("append %s: %d %s", id, r.Status, r.Body)
+			}
+		}
+		cogneeDelete(t, c, keys.Entries, 0)
+		cogneeDelete(t, c, keys.Entries, 1)
+		rpush(t, c, keys.Entries, cogneeEntryAt("y", "2026-11-24T10:00:00.000001"), cogneeEntryAt("c", "2026-11-24T10:00:00.000002"))
+
+		if r := h.Do(t, "GET", base+"/entries/y", ""); r.Status != 200 {
+			t.Fatalf("GET y: %d %s, want 200", r.Status, r.Body)
+		}
+		if r := h.Do(t, "PUT", base+"/entries/y/feedback", `{"feedback_score":4}`); r.Status != 200 {
+			t.Fatalf("feedback on y: %d %s, want 200", r.Status, r.Body)
+		}
+		if r := h.Do(t, "POST", base+"/entries", `{"qa_id":"y","question":"retry","answer":"retry"}`); r.Status != 200 {
+			t.Fatalf("retried append of y: %d %s, want 200 (already there)", r.Status, r.Body)
+		}
+		if r := h.Do(t, "GET", base+"/entries/a", ""); r.Status != 404 {
+			t.Fatalf("GET a (deleted by Cognee): %d, want 404", r.Status)
+		}
+		var ids []string
+		for _, el := range lrange(t, c, keys.Entries) {
+			var e struct {
+				QAID string `json:"qa_id"`
+			}
+			if err := json.Unmarshal([]byte(el), &e); err != nil {
+				t.Fatal(err)
+			}
+			ids = append(ids, e.QAID)
+		}
+		if got := strings.Join(ids, ","); got != "b,y,c" {
+			t.Fatalf("list holds %s, want b,y,c", got)
 		}
 	})
 }
