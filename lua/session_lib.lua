@@ -371,7 +371,11 @@ end
 local function locate(which, id, llen)
   local list, index, idkey = index_keys(which)
   llen = llen or redis.call('LLEN', list)
-  if llen == 0 then return nil end
+  if llen == 0 then
+    -- another writer emptied the list: no index outlives it
+    if redis.call('EXISTS', index) == 1 then redis.call('DEL', index) end
+    return nil
+  end
   local complete = index_sync(which, llen)
   local m = redis.call('HMGET', index, id, '#head', '#len')
   local pos = m[1] and tonumber(m[1]) - tonumber(m[2] or '0')

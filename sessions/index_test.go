@@ -3,10 +3,14 @@ package sessions_test
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/agentsidecar/agentsidecar/redisstore/redisstoretest"
+	"github.com/agentsidecar/agentsidecar/sidecar/sidecartest"
 )
 
 // After Cognee only appended (RPUSH), the sidecar indexes just the new tail
@@ -109,6 +113,77 @@ func TestIndexMissAfterCogneeDeletesAndRecreates(t *testing.T) {
 		}
 		if got := strings.Join(ids, ","); got != "b,y,c" {
 			t.Fatalf("list holds %s, want b,y,c", got)
+		}
+	})
+}
+
+// Two sidecars and Cognee on one Cognee-written session of 3 000 entries,
+// right after Cognee rewrote it: 16 callers read, append and retry at once
+// while Cognee appends. Each index step is one script, so callers that
+// build the index together build it right: every Cognee entry is found,
+// the deleted one is not, every new qa_id is stored exactly once.
+func TestConcurrentCallersBuildOneIndex(t *testing.T) {
+	redisstoretest.Each(t, func(t *testing.T, srv *redisstoretest.Server) {
+		keys := srv.Layout().Session("u1", "s1")
+		hosts := []*sidecartest.Host{start(t, srv, nil), start(t, srv, nil)}
+		c := srv.Client(t)
+		g := &cogneeList{t: t, c: c, key: keys.Entries, clock: time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)}
+		const n = 3000
+		els := make([]string, n)
+		for i := range n {
+			els[i] = g.entry("k"+strconv.Itoa(i), "plain")
+		}
+		g.push(els...)
+		g.rewrite(hasID("qa_id", "k1"))
+
+		var wg sync.WaitGroup
+		errs := make(chan error, 1000)
+		for w := range 16 {
+			cl := sidecartest.NewClient(t, hosts[w%2].API)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range 10 {
+					for _, c := range []struct {
+						method, path, body string
+						want               int
+					}{
+						{"GET", fmt.Sprintf("/entries/k%d", (w*131+i*17)%n+2), "", 200},
+						{"GET", "/entries/k1", "", 404},
+						{"POST", "/entries", fmt.Sprintf(`{"qa_id":"w%d-%d","question":"q","answer":"a"}`, w, i), 201},
+						{"POST", "/entries", fmt.Sprintf(`{"qa_id":"w%d-%d","question":"q","answer":"a"}`, w, i), 200},
+						{"POST", "/entries", fmt.Sprintf(`{"qa_id":"k%d","question":"q","answer":"a"}`, (w+i)%n+2), 200},
+					} {
+						if r := cl.Send(t.Context(), c.method, base+c.path, c.body); r.Status != c.want {
+							errs <- fmt.Errorf("%s %s: %d %s, want %d", c.method, c.path, r.Status, r.Body, c.want)
+						}
+					}
+				}
+			}()
+		}
+		cogneeIDs := []string{}
+		for i := range 20 { // Cognee appends meanwhile
+			id := "c" + strconv.Itoa(i)
+			cogneeIDs = append(cogneeIDs, id)
+			g.push(g.entry(id, "plain"))
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Error(err)
+		}
+		ids := listIDs(t, lrange(t, c, keys.Entries), "qa_id")
+		seen := map[string]int{}
+		for _, id := range ids {
+			seen[id]++
+		}
+		if len(ids) != n-1+16*10+20 || len(seen) != len(ids) || seen["k1"] != 0 {
+			t.Fatalf("the list holds %d entries, %d distinct (k1 %d times), want %d distinct, no k1", len(ids), len(seen), seen["k1"], n-1+16*10+20)
+		}
+		for _, id := range cogneeIDs {
+			if r := hosts[0].Do(t, "GET", base+"/entries/"+id, ""); r.Status != 200 {
+				t.Fatalf("Cognee's %s: %d", id, r.Status)
+			}
 		}
 	})
 }
