@@ -144,9 +144,10 @@ end
 -- id_of returns the string value of top-level field key ('qa_id', 'id'),
 -- or nil. For qa_id a pattern finds it without scanning the whole entry: it
 -- cannot match inside a string value (quotes there are escaped), and in a
--- Q&A entry qa_id comes before the only fields that could nest one. Other
--- keys ('id' of free-form context objects, which may nest an "id") and ids
--- with escapes take the full top-level scan.
+-- Q&A entry qa_id comes before the only fields that could nest one. An
+-- 'id' that is the object's first field is read in place too. Other
+-- cases ('id' later in free-form context objects, which may nest an "id")
+-- and ids with escapes take the full top-level scan.
 local function id_of(s, key)
   if key == 'qa_id' then
     -- plain find (no pattern backtracking over the whole entry), then an
@@ -154,6 +155,11 @@ local function id_of(s, key)
     local at = string.find(s, '"qa_id"', 1, true)
     if not at then return nil end
     local id = string.match(s, '^%s*:%s*"([^"\\]*)"', at + 7)
+    if id then return id end
+  elseif key == 'id' then
+    -- a context entry's id is usually its first field (the sidecar puts it
+    -- there): read it without scanning the object
+    local id = string.match(s, '^%s*{%s*"id"%s*:%s*"([^"\\]*)"')
     if id then return id end
   end
   if not string.find(s, '"' .. key .. '"', 1, true) then return nil end
