@@ -337,7 +337,7 @@ local function index_sync(which, llen)
   local m = redis.call('HMGET', index, '#len', '#last', '#first', '#head')
   local covered, head = tonumber(m[1] or ''), tonumber(m[4] or '0')
   if not covered or covered < 1 or covered > llen or not head
-      or fingerprint(which, redis.call('LINDEX', list, covered - 1)) ~= m[2]
+      or fingerprint(which, redis.call('LINDEX', list, covered == llen and -1 or covered - 1)) ~= m[2]
       or fingerprint(which, redis.call('LINDEX', list, 0)) ~= m[3] then
     -- not the prefix it describes (or none): made again from position 0;
     -- UNLINK frees a big hash off Redis's main thread
