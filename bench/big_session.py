@@ -16,6 +16,10 @@ sidecar's calls: appends, retried appends, GET, feedback, PATCH, DELETE,
 last_n, search, context append, update and delete. The SLOWLOG is reset
 before each API call and read after it (Cognee's own commands are not
 counted); the sidecar's VmHWM (peak RSS) is read from /proc at the end.
+Last, with the sidecar stopped, the entries index is made again by
+session_index_build alone, to show one step's cost without the noise of
+other processes (SLOWLOG durations are wall-clock: on a loaded machine
+they include time Redis was not scheduled).
 Results: BENCHMARKS.md, "Big Cognee sessions".
 """
 import json
@@ -79,6 +83,26 @@ def vmhwm_mb(pid):
         if line.startswith("VmHWM:"):
             return int(line.split()[1]) / 1024
     return 0.0
+
+
+def index_steps(r):
+    """Makes the entries index again with session_index_build alone (the
+    shipped prelude and script, EVALSHA from one client, nothing else
+    running): every step's SLOWLOG duration, in µs."""
+    lua = os.path.join(ROOT, "lua")
+    src = open(os.path.join(lua, "session_lib.lua")).read() + "\n" + open(os.path.join(lua, "session_index_build.lua")).read()
+    sha = r.script_load(src)
+    sid = f"{U}:{S}"
+    keys = ([f"agent_sessions:{sid}", f"agent_traces:{sid}", f"session_context:{sid}", f"agent_session_record:{sid}",
+             f"agent_session_qa_index:{sid}", f"agent_session_usage_ids:{sid}"]
+            + [f"agent_sessions_by_user:{U}:{x}" for x in ("running", "completed", "failed")]
+            + [f"agent_sessions_global:{x}" for x in ("running", "completed", "failed")]
+            + ["agent_sessions_global:expiry", "agent_usage_totals", "agent_usage_by_model"])
+    r.rpush(ENTRIES, r.lpop(ENTRIES))  # a rewrite: the index no longer describes the list
+    r.slowlog_reset()
+    while r.evalsha(sha, len(keys), *keys, 604800, 0, U, S, "qa") != 1:
+        pass
+    return [e["duration"] for e in r.slowlog_get(100000) if str(e["command"]).startswith(("EVALSHA", "b'EVALSHA"))]
 
 
 def run(n, binary):
@@ -163,6 +187,10 @@ def run(n, binary):
             rewrite(r, CONTEXT, lambda e: e["id"] == f"x{rnd}")
             call("context append after a Cognee rewrite", "POST", "/context", json.dumps({"id": f"xm{rnd}", "text": "m"}))
         rss = vmhwm_mb(sidecar.pid)
+        sidecar.terminate()
+        sidecar.wait()
+        sidecar = None
+        steps = index_steps(r)
         mem = r.info("memory")["used_memory"] / 1e6
         print(f"\n{n} entries and {n} context entries ({mem:.0f} MB in Redis); sidecar peak RSS {rss:.1f} MB")
         print(f"{'call':45} {'largest SLOWLOG entry':>22} {'commands':>9} {'wall ms':>8}")
@@ -174,6 +202,10 @@ def run(n, binary):
         print(f"largest of all: {top[0] / 1000:.2f} ms ({top[1]}); of the {len(durations)} commands "
               f"p50 {p(0.5):.2f} ms, p99 {p(0.99):.2f} ms, p99.9 {p(0.999):.2f} ms")
         print(f"load average during the run: {os.getloadavg()[0]:.1f} (Redis's durations include time it was not scheduled)")
+        steps.sort()
+        print(f"session_index_build alone, the whole entries index made again ({len(steps)} steps, no other client): "
+              f"median {steps[len(steps) // 2] / 1000:.2f} ms, p99 {steps[int(0.99 * len(steps))] / 1000:.2f} ms, "
+              f"max {steps[-1] / 1000:.2f} ms")
     finally:
         if sidecar:
             sidecar.terminate()
