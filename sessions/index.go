@@ -7,6 +7,7 @@ import (
 
 	"github.com/agentsidecar/agentsidecar/lua"
 	"github.com/agentsidecar/agentsidecar/redisstore"
+	"github.com/agentsidecar/agentsidecar/sessionstore"
 )
 
 // The id indexes (the entries list by qa_id, the context list by id) are
@@ -72,14 +73,7 @@ func (s *Store) execFound(ctx context.Context, script *lua.Script, user, session
 	if err != nil {
 		return err
 	}
-	n, err := msg.AsInt64()
-	if err != nil {
-		return redisstore.Wrap(script.Name, err)
-	}
-	if n == 0 {
-		return redisstore.ErrNotFound
-	}
-	return nil
+	return sessionstore.FoundReply(script, msg)
 }
 
 // buildIndex runs session_index_build until the index which covers its
