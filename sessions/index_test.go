@@ -187,3 +187,37 @@ func TestConcurrentCallersBuildOneIndex(t *testing.T) {
 		}
 	})
 }
+
+// The context index trusts a miss on the same terms: context entries a, b,
+// c by the sidecar; another program deletes a and c and adds y, then c
+// again byte for byte. Same length, same last element, but a new first
+// one: y is found, and appending y again stores nothing.
+func TestContextIndexMissAfterDeleteAndRecreate(t *testing.T) {
+	redisstoretest.Each(t, func(t *testing.T, srv *redisstoretest.Server) {
+		keys := srv.Layout().Session("u1", "s1")
+		h := start(t, srv, nil)
+		c := srv.Client(t)
+		for _, id := range []string{"a", "b", "c"} {
+			if r := h.Do(t, "POST", base+"/context", fmt.Sprintf(`{"id":%q,"text":"t"}`, id)); r.Status != 201 {
+				t.Fatalf("context append %s: %d %s", id, r.Status, r.Body)
+			}
+		}
+		old := lrange(t, c, keys.Context)
+		cogneeDelete(t, c, keys.Context, 2)
+		cogneeDelete(t, c, keys.Context, 0)
+		rpush(t, c, keys.Context, `{"id": "y", "text": "new"}`, old[2])
+
+		if r := h.Do(t, "PATCH", base+"/context/y", `{"text":"seen"}`); r.Status != 200 {
+			t.Fatalf("PATCH y: %d %s, want 200", r.Status, r.Body)
+		}
+		if r := h.Do(t, "POST", base+"/context", `{"id":"y","text":"retry"}`); r.Status != 200 {
+			t.Fatalf("append of y again: %d %s, want 200 (already there)", r.Status, r.Body)
+		}
+		if r := h.Do(t, "DELETE", base+"/context/a", ""); r.Status != 404 {
+			t.Fatalf("DELETE a (deleted by the other program): %d, want 404", r.Status)
+		}
+		if got := strings.Join(listIDs(t, lrange(t, c, keys.Context), "id"), ","); got != "b,y,c" {
+			t.Fatalf("context list holds %s, want b,y,c", got)
+		}
+	})
+}
