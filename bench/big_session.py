@@ -181,6 +181,7 @@ def run(n, binary):
             call("DELETE of the newest", "DELETE", f"/entries/t{rnd}", want=(204, 404))
             call("last_n=1000", "GET", "/entries?last_n=1000")
             call("search", "GET", "/search?q=needle")
+            call("context list", "GET", "/context")
             call("context append", "POST", "/context", json.dumps({"id": f"xn{rnd}", "text": "new"}))
             call("context update", "PATCH", f"/context/x{n - 1 - rnd}", '{"text":"changed"}')
             call("context delete", "DELETE", f"/context/x{n // 3 + rnd}")

@@ -231,6 +231,14 @@ func TestBigCogneeSessionBoundedWork(t *testing.T) {
 	cx.push(`{"id": "x0", "text": "back"}`)
 	ctxIDs = append(ctxIDs, "x0")
 	call("POST", "/context", `{"id":"x0","text":"retry"}`, 200)
+	r, _ = call("GET", "/context", "", 200)
+	var listed []struct {
+		ID string `json:"id"`
+	}
+	if err := json.Unmarshal([]byte(r.Body), &listed); err != nil || len(listed) != sessions.MaxListElements ||
+		listed[0].ID != ctxIDs[0] || r.Header.Get(sessions.TruncatedHeader) != "true" {
+		t.Fatalf("GET /context: %d elements (%v), first %+v, %s %q; want the oldest %d, cut", len(listed), err, listed[:min(1, len(listed))], sessions.TruncatedHeader, r.Header.Get(sessions.TruncatedHeader), sessions.MaxListElements)
+	}
 
 	// What Redis holds is what the calls said.
 	if got := listIDs(t, lrange(t, c, keys.Entries), "qa_id"); !slices.Equal(got, ids) {
