@@ -99,8 +99,10 @@ func checkSession(t *testing.T, rc rueidis.Client, c *sidecartest.Client, user, 
 		if got := index["#len"]; got != strconv.Itoa(len(entries)) {
 			t.Errorf("%s: index #len %q, list length %d", name, got, len(entries))
 		}
-		if len(entries) > 0 && index["#last"] != entries[len(entries)-1].QAID {
-			t.Errorf("%s: index #last %q, last qa_id %q", name, index["#last"], entries[len(entries)-1].QAID)
+		// #first and #last are the fingerprints (qa_id and time) of the
+		// first and last elements.
+		if n := len(entries); n > 0 && (index["#last"] != fingerprint(entries[n-1]) || index["#first"] != fingerprint(entries[0])) {
+			t.Errorf("%s: index #first %q, #last %q, want the fingerprints of %s and %s", name, index["#first"], index["#last"], entries[0].QAID, entries[n-1].QAID)
 		}
 		for id, seq := range index {
 			if strings.HasPrefix(id, "#") {
@@ -183,3 +185,11 @@ func (l latencies) max() time.Duration {
 
 // jsonInto decodes body into v and reports whether that worked.
 func jsonInto(body string, v any) bool { return json.Unmarshal([]byte(body), v) == nil }
+
+// fingerprint is what the qa_id index keeps of an entry to recognise it:
+// its qa_id and its time (lua/session_lib.lua).
+func fingerprint(e storedEntry) string {
+	var at string
+	_ = json.Unmarshal(e.Fields["time"], &at)
+	return e.QAID + " " + at
+}

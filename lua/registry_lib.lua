@@ -18,13 +18,14 @@ local function retarget(sid)
   local function key(k) return string.sub(k, 1, #k - #SID) .. sid end
   K_ENTRIES, K_TRACES, K_CONTEXT = key(K_ENTRIES), key(K_TRACES), key(K_CONTEXT)
   K_RECORD, K_INDEX, K_USAGE = string.sub(K_RECORD, 1, cut) .. sid, key(K_INDEX), key(K_USAGE)
+  K_CTX_INDEX = key(K_CTX_INDEX)
   SID, GID = sid, ARGV[3] .. ':' .. sid
   K_STATE = 'agent_session_state:' .. META_TAG .. GID
   K_BLOCKS = 'agent_session_blocks:' .. META_TAG .. GID
   K_PROMPT = 'agent_session_prompt:' .. META_TAG .. GID
   K_TOOL_CALLS = 'agent_session_tool_calls:' .. META_TAG .. GID
   K_EVENTS = 'agent_session_events:' .. META_TAG .. GID
-  SESSION_KEYS = { K_ENTRIES, K_TRACES, K_CONTEXT, K_RECORD, K_INDEX, K_USAGE, K_STATE, K_BLOCKS, K_PROMPT, K_TOOL_CALLS, K_EVENTS }
+  SESSION_KEYS = { K_ENTRIES, K_TRACES, K_CONTEXT, K_RECORD, K_INDEX, K_USAGE, K_CTX_INDEX, K_STATE, K_BLOCKS, K_PROMPT, K_TOOL_CALLS, K_EVENTS }
 end
 
 -- candidates returns the user's running sessions whose metadata holds

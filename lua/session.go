@@ -19,4 +19,5 @@ var (
 	SessionEnd           = load("session_end")
 	SessionSweep         = load("session_sweep")
 	SessionRead          = load("session_read")
+	SessionIndexBuild    = load("session_index_build")
 )

@@ -1,6 +1,7 @@
 --! prelude: session_lib
 -- session_context_append: append one session-context entry, idempotently by
--- its "id", and trim the context list to SESSION_MAX_ENTRIES.
+-- its "id" (through the context index), and trim the context list to
+-- SESSION_MAX_ENTRIES.
 -- KEYS[1..15] the session's keys, indexes and totals (session_lib.lua)
 -- ARGV[1..4] TTL, max entries, user_id, session_id (session_lib.lua)
 -- ARGV[5] the entry's id
@@ -8,13 +9,18 @@
 -- emits context_changed (the entry).
 -- returns {1} when stored ({2} when this started the
 --   session); {0, stored_entry} when an entry with that id exists (nothing
---   is written then).
-local refused = guard('keep', { K_CONTEXT, 'list' })
+--   is written then); {'index_build', 'context'} when telling needs more
+--   index steps (nothing written but one step: run session_index_build,
+--   then this again).
+local refused = guard('keep', { K_CONTEXT, 'list' }, { K_CTX_INDEX, 'hash' })
 if refused then return refused end
-local pos, existing = find_by_id(K_CONTEXT, 'id', ARGV[5])
+local id, entry = ARGV[5], ARGV[6]
+local pos, existing = locate('context', id)
+if type(pos) == 'table' then return pos end
 if pos then return { 0, existing } end
-local created = redis.call('RPUSH', K_CONTEXT, ARGV[6]) == 1
-trim(K_CONTEXT)
-emit('context_changed', 'context', ARGV[5], ARGV[6])
-local _, started = finish_write(false, created)
+local newlen = redis.call('RPUSH', K_CONTEXT, entry)
+index_append('context', id, entry, newlen)
+trim(K_CONTEXT, newlen, 'context')
+emit('context_changed', 'context', id, entry)
+local _, started = finish_write(false, newlen == 1)
 return { stored_flag(started) }

@@ -4,12 +4,16 @@
 -- ARGV[1..4] TTL, max entries, user_id, session_id (session_lib.lua)
 -- ARGV[5] the entry's id
 -- emits context_changed {id, deleted: true}.
--- returns 1 when removed, 0 when there is no such entry.
-local refused = guard('keep', { K_CONTEXT, 'list' })
+-- returns 1 when removed, 0 when there is no such entry;
+--   {'index_build', 'context'} when finding it needs more index steps
+--   (session_index_build, then this again).
+local refused = guard('keep', { K_CONTEXT, 'list' }, { K_CTX_INDEX, 'hash' })
 if refused then return refused end
-local pos = find_by_id(K_CONTEXT, 'id', ARGV[5])
+local llen = redis.call('LLEN', K_CONTEXT)
+local pos, el = locate('context', ARGV[5], llen)
+if type(pos) == 'table' then return pos end
 if not pos then return 0 end
-remove_at(K_CONTEXT, pos)
+remove_at('context', pos, el, llen)
 emit('context_changed', 'context', ARGV[5], '{"id":' .. json_str(ARGV[5]) .. ',"deleted":true}')
 finish_write()
 return 1

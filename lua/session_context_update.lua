@@ -7,13 +7,17 @@
 -- ARGV[5] the entry's id
 -- ARGV[6] the fields to merge (a JSON object)
 -- emits context_changed (the updated entry).
--- returns the updated entry, or nil when there is no such entry.
-local refused = guard('keep', { K_CONTEXT, 'list' })
+-- returns the updated entry; nil when there is no such entry;
+--   {'index_build', 'context'} when finding it needs more index steps
+--   (session_index_build, then this again).
+local refused = guard('keep', { K_CONTEXT, 'list' }, { K_CTX_INDEX, 'hash' })
 if refused then return refused end
-local pos, el = find_by_id(K_CONTEXT, 'id', ARGV[5])
+local pos, el = locate('context', ARGV[5])
+if type(pos) == 'table' then return pos end
 if not pos then return false end
 local updated = merge_object(el, ARGV[6])
 redis.call('LSET', K_CONTEXT, pos, updated)
+index_touch('context', pos, updated)
 emit('context_changed', 'context', ARGV[5], updated)
 finish_write()
 return updated

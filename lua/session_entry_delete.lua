@@ -5,13 +5,15 @@
 -- ARGV[5] qa_id
 -- emits entry_deleted {qa_id}.
 -- returns 1 when removed, 0 when the session holds no such entry (nothing
---   is written then).
+--   is written then); {'index_build', 'qa'} when finding it needs more
+--   index steps (session_index_build, then this again).
 local refused = guard('keep', { K_ENTRIES, 'list' }, { K_INDEX, 'hash' })
 if refused then return refused end
-local pos = locate(ARGV[5])
+local llen = redis.call('LLEN', K_ENTRIES)
+local pos, el = locate('qa', ARGV[5], llen)
+if type(pos) == 'table' then return pos end
 if not pos then return 0 end
-remove_at(K_ENTRIES, pos)
-rebuild_index() -- later entries moved up by one
+remove_at('qa', pos, el, llen)
 emit('entry_deleted', 'entry', ARGV[5], '{"qa_id":' .. json_str(ARGV[5]) .. '}')
-finish_write()
+finish_write(false, false, llen - 1)
 return 1

@@ -11,11 +11,14 @@
 --   updated entry.
 -- returns the updated entry, or nil when the session holds no such entry
 --   (nothing is written then, and no key is created); a BADVALUE error when
---   the stored entry is not a JSON object (nothing is written).
+--   the stored entry is not a JSON object (nothing is written);
+--   {'index_build', 'qa'} when finding it needs more index steps (nothing
+--   written but one step: run session_index_build, then this again).
 local refused = guard('keep', { K_ENTRIES, 'list' }, { K_INDEX, 'hash' })
 if refused then return refused end
 local qa_id, memify = ARGV[5], ARGV[6]
-local pos, el = locate(qa_id)
+local pos, el = locate('qa', qa_id)
+if type(pos) == 'table' then return pos end
 if not pos then return false end
 
 local ok, updated = pcall(function()

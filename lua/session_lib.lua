@@ -174,9 +174,10 @@ end
 -- id_of returns the string value of top-level field key ('qa_id', 'id'),
 -- or nil. For qa_id a pattern finds it without scanning the whole entry: it
 -- cannot match inside a string value (quotes there are escaped), and in a
--- Q&A entry qa_id comes before the only fields that could nest one. Other
--- keys ('id' of free-form context objects, which may nest an "id") and ids
--- with escapes take the full top-level scan.
+-- Q&A entry qa_id comes before the only fields that could nest one. An
+-- 'id' that is the object's first field is read in place too. Other
+-- cases ('id' later in free-form context objects, which may nest an "id")
+-- and ids with escapes take the full top-level scan.
 local function id_of(s, key)
   if key == 'qa_id' then
     -- plain find (no pattern backtracking over the whole entry), then an
@@ -184,6 +185,11 @@ local function id_of(s, key)
     local at = string.find(s, '"qa_id"', 1, true)
     if not at then return nil end
     local id = string.match(s, '^%s*:%s*"([^"\\]*)"', at + 7)
+    if id then return id end
+  elseif key == 'id' then
+    -- a context entry's id is usually its first field (the sidecar puts it
+    -- there): read it without scanning the object
+    local id = string.match(s, '^%s*{%s*"id"%s*:%s*"([^"\\]*)"')
     if id then return id end
   end
   if not string.find(s, '"' .. key .. '"', 1, true) then return nil end
@@ -246,7 +252,88 @@ local function merge_object(base, patch)
   return set_fields(base, updates)
 end
 
--- The qa_id index ----------------------------------------------------------
+-- The id indexes -------------------------------------------------------------
+-- Two lists have an id index, a hash the scripts that write them keep:
+--   'qa'      the entries list (KEYS[1]) by qa_id: K_INDEX
+--   'context' the context list (KEYS[3]) by "id": K_CTX_INDEX,
+--             agent_session_context_index:<tag><u>:<s>, derived from K_INDEX
+-- An index maps id -> absolute sequence number (position + '#head', the
+-- number of elements trimmed from the left since the index was made) and
+-- describes a prefix of the list: '#len' = L, the positions [0, L) it
+-- covers, and '#first' and '#last' the fingerprints of the elements at 0
+-- and L-1. It is valid while the list still starts with that prefix (at
+-- least L long, the same fingerprints at 0 and L-1), and complete when L
+-- is the list's length: then an id it lacks is absent from the list.
+--
+-- Why a valid index can be trusted: another writer (Cognee) appends
+-- (RPUSH), updates an element in place (LSET, same entry, same position)
+-- and deletes by rewriting the list (DEL, then RPUSH of the survivors).
+-- Deleting an element of the prefix makes the list shorter than L or puts
+-- a later element, or a new one, at L-1; a Q&A entry's fingerprint is its
+-- qa_id and its "time", and every entry Cognee creates has a new time, so
+-- the fingerprint at L-1 changes. A context entry has no time: its
+-- fingerprint is its bytes, so an update in place of the first or last
+-- one by another writer also reads as a rewrite (a rebuild, never a wrong
+-- answer); only a writer that deletes entries and then re-creates the
+-- last one byte for byte, and the first unchanged, goes unseen.
+--
+-- When the list grew past L (another writer appended), the index is
+-- extended over the new elements; when it is not valid (a rewrite), it is
+-- dropped and made again from position 0. Either way one script indexes at
+-- most INDEX_STEP elements and about INDEX_STEP_BYTES, so no script does
+-- work that grows with the list: a script that needs the index complete
+-- and finds it is not answers {'index_build', which} before its first
+-- write, and the caller runs session_index_build.lua (one bounded step
+-- each) until the index is complete, then runs the script again. A hit is
+-- always checked against the element it points at, so a partial index
+-- answers every id it holds.
+
+local K_CTX_INDEX = 'agent_session_context_index:' .. string.sub(K_INDEX, #'agent_session_qa_index:' + 1)
+SESSION_KEYS[#SESSION_KEYS + 1] = K_CTX_INDEX
+
+-- INDEX_STEP bounds the elements one script indexes or renumbers, and
+-- INDEX_STEP_BYTES (about) the bytes it reads for that; INDEX_PAGE is the
+-- first LRANGE's size, later ones sized to about 256 KiB.
+local INDEX_STEP, INDEX_STEP_BYTES, INDEX_PAGE = 256, 1048576, 16
+
+-- index_keys returns the list, index and id field of index which.
+local function index_keys(which)
+  if which == 'qa' then return K_ENTRIES, K_INDEX, 'qa_id' end
+  return K_CONTEXT, K_CTX_INDEX, 'id'
+end
+
+-- fingerprint is what identifies element el (nil: '') of list which: a Q&A
+-- entry's qa_id and time (neither changes on update), a context entry's
+-- bytes (a long one by its length, head and tail).
+local function fingerprint(which, el)
+  if not el then return '' end
+  if which == 'qa' then
+    local t, at = '', string.find(el, '"time"', 1, true)
+    if at then t = string.match(el, '^%s*:%s*"([^"]*)"', at + 6) or '' end
+    return (id_of(el, 'qa_id') or '') .. ' ' .. t
+  end
+  if #el > 8192 then el = #el .. string.sub(el, 1, 4096) .. string.sub(el, -4096) end
+  return redis.sha1hex(el)
+end
+
+-- read_range reads elements [from, to] of list, a page at a time, until it
+-- holds INDEX_STEP elements or about INDEX_STEP_BYTES: the elements read
+-- (fewer than asked when the budget ran out).
+local function read_range(list, from, to)
+  local out, bytes, per = {}, 0, INDEX_PAGE
+  while from <= to and #out < INDEX_STEP and bytes < INDEX_STEP_BYTES do
+    if #out > 0 then per = math.floor(262144 / math.max(1, math.floor(bytes / #out))) end
+    local want = math.max(1, math.min(per, INDEX_STEP - #out, to - from + 1))
+    local page = redis.call('LRANGE', list, from, from + want - 1)
+    for _, el in ipairs(page) do
+      out[#out + 1] = el
+      bytes = bytes + #el
+    end
+    if #page < want then break end
+    from = from + want
+  end
+  return out
+end
 
 local function hset_chunks(key, args)
   for i = 1, #args, 1000 do
@@ -256,150 +343,203 @@ local function hset_chunks(key, args)
   end
 end
 
--- rebuild_index rescans the entries list (O(n)); returns all its elements.
-local function rebuild_index()
-  local all = redis.call('LRANGE', K_ENTRIES, 0, -1)
-  redis.call('DEL', K_INDEX)
-  -- An empty list needs no index: writing one would leave a key the TTL
-  -- slide does not reach once the list is gone (it expires with nothing).
-  if #all == 0 then return all end
-  local last = ''
-  if #all > 0 then last = id_of(all[#all], 'qa_id') or '' end
-  local args = { '#head', '0', '#len', tostring(#all), '#last', last }
-  for i, el in ipairs(all) do
-    local id = id_of(el, 'qa_id')
+-- index_put maps the ids of els, the elements from position pos on, to
+-- their sequence numbers (base + position).
+local function index_put(which, els, pos, base)
+  local _, index, idkey = index_keys(which)
+  local args = {}
+  for i, el in ipairs(els) do
+    local id = id_of(el, idkey)
     if id then
       args[#args + 1] = id
-      args[#args + 1] = tostring(i - 1)
+      args[#args + 1] = string.format('%d', base + pos + i - 1)
     end
   end
-  hset_chunks(K_INDEX, args)
-  -- A rebuild on a read path must not leave an index that outlives its list.
-  local pttl = redis.call('PTTL', K_ENTRIES)
-  if pttl > 0 then redis.call('PEXPIRE', K_INDEX, pttl) end
-  return all
+  if #args > 0 then hset_chunks(index, args) end
 end
 
--- index_fresh reports whether the index describes the list as it is. Every
--- write of ours keeps '#len' equal to the list length and '#last' equal to
--- the qa_id of the last element, so another writer that appended, removed,
--- or removed and appended (Cognee's delete then create) shows as a mismatch.
--- len and last are the index's '#len' and '#last' when the caller has them.
-local function index_fresh(llen, len, last)
-  if len == nil then
-    local meta = redis.call('HMGET', K_INDEX, '#len', '#last')
-    len, last = meta[1], meta[2]
+-- index_sync makes one bounded step towards an index of list which that
+-- covers its llen (> 0) elements: checks it is valid (else drops it), then
+-- indexes at most one step of the elements it does not cover. Returns
+-- whether the index is complete now.
+local function index_sync(which, llen)
+  local list, index = index_keys(which)
+  local m = redis.call('HMGET', index, '#len', '#last', '#first', '#head')
+  local covered, head = tonumber(m[1] or ''), tonumber(m[4] or '0')
+  if not covered or covered < 1 or covered > llen or not head
+      or fingerprint(which, redis.call('LINDEX', list, covered == llen and -1 or covered - 1)) ~= m[2]
+      or fingerprint(which, redis.call('LINDEX', list, 0)) ~= m[3] then
+    -- not the prefix it describes (or none): made again from position 0;
+    -- UNLINK frees a big hash off Redis's main thread
+    if redis.call('EXISTS', index) == 1 then redis.call('UNLINK', index) end
+    covered, head = 0, 0
   end
-  if not len or tonumber(len) ~= llen then return false end
-  if llen == 0 then return true end
-  local el = redis.call('LINDEX', K_ENTRIES, -1)
-  return (el and id_of(el, 'qa_id') or '') == (last or '')
+  if covered == llen then return true end
+  local els = read_range(list, covered, llen - 1)
+  index_put(which, els, covered, head)
+  local n = covered + #els
+  local meta = { '#len', tostring(n), '#last', fingerprint(which, els[#els]) }
+  if covered == 0 then
+    meta[#meta + 1], meta[#meta + 2] = '#first', fingerprint(which, els[1])
+    meta[#meta + 1], meta[#meta + 2] = '#head', '0'
+  end
+  redis.call('HSET', index, unpack(meta))
+  if covered == 0 then
+    -- a new index must not outlive its list, whether or not this script
+    -- slides the session's TTLs
+    local pttl = redis.call('PTTL', list)
+    if pttl > 0 then redis.call('PEXPIRE', index, pttl) end
+  end
+  return n == llen
 end
 
--- REPAIR_TAIL_MAX bounds the tail repair_index indexes in one script.
-local REPAIR_TAIL_MAX = 1000
+-- needs_build is the answer of a script that needs index which complete
+-- and could not make it so in one step; it has written nothing but index
+-- steps.
+local function needs_build(which)
+  return { 'index_build', which }
+end
 
--- repair_index brings a stale index up to date. When another writer only
--- appended since the index last described the list (Cognee's RPUSH: the
--- element at the index's last position is still the one it saw last), it
--- indexes just the new tail: O(appended), at most REPAIR_TAIL_MAX elements,
--- and returns nil. Anything else (a delete, a rewrite, a longer tail) is a
--- full rebuild, whose elements it returns.
-local function repair_index(llen)
-  local meta = redis.call('HMGET', K_INDEX, '#len', '#last', '#head')
-  local len = tonumber(meta[1] or '')
-  if len and len > 0 and llen > len and llen - len <= REPAIR_TAIL_MAX then
-    local el = redis.call('LINDEX', K_ENTRIES, len - 1)
-    if el and (id_of(el, 'qa_id') or '') == (meta[2] or '') then
-      local head = tonumber(meta[3] or '0')
-      local tail = redis.call('LRANGE', K_ENTRIES, len, llen - 1)
-      local args = {}
-      for i, e in ipairs(tail) do
-        local id = id_of(e, 'qa_id')
-        if id then
-          args[#args + 1] = id
-          args[#args + 1] = string.format('%d', head + len + i - 1)
-        end
-      end
-      args[#args + 1], args[#args + 2] = '#len', tostring(llen)
-      args[#args + 1], args[#args + 2] = '#last', id_of(tail[#tail], 'qa_id') or ''
-      hset_chunks(K_INDEX, args)
-      return nil
+-- locate finds the element whose id is id in list which: returns its
+-- position (0-based) and bytes; nil when the list holds no such element;
+-- or needs_build(which) when that cannot be told within one step. llen is
+-- the list's length when the caller has it.
+local function locate(which, id, llen)
+  local list, index, idkey = index_keys(which)
+  llen = llen or redis.call('LLEN', list)
+  if llen == 0 then
+    -- another writer emptied the list: no index outlives it
+    if redis.call('EXISTS', index) == 1 then redis.call('DEL', index) end
+    return nil
+  end
+  local complete = index_sync(which, llen)
+  local m = redis.call('HMGET', index, id, '#head', '#len')
+  local pos = m[1] and tonumber(m[1]) - tonumber(m[2] or '0')
+  if pos and pos >= 0 and pos < tonumber(m[3] or '0') then
+    local el = redis.call('LINDEX', list, pos)
+    if el and id_of(el, idkey) == id then return pos, el end
+    if complete then
+      -- a complete, valid index pointing at another element: another
+      -- writer's update landed on a shifted position; made again
+      redis.call('UNLINK', index)
+      return needs_build(which)
     end
   end
-  return rebuild_index()
+  if complete then return nil end
+  return needs_build(which)
 end
 
--- locate finds the entry with qa_id: returns its position (0-based) and
--- bytes, or nil. O(1) through the index; when the index is stale, O(appended) after
--- another writer only appended, else one scan.
-local function locate(qa_id)
-  local llen = redis.call('LLEN', K_ENTRIES)
-  if llen == 0 then return nil end
-  local fresh = index_fresh(llen)
-  local seq = redis.call('HGET', K_INDEX, qa_id)
-  if seq then
-    local head = tonumber(redis.call('HGET', K_INDEX, '#head') or '0')
-    local pos = tonumber(seq) - head
-    if pos >= 0 and pos < llen then
-      local el = redis.call('LINDEX', K_ENTRIES, pos)
-      if el and id_of(el, 'qa_id') == qa_id then return pos, el end
-    end
-  elseif fresh then
-    return nil -- the index knows every entry: absent
+-- index_append records that the element el with id id was just pushed as
+-- the list's element newlen (1-based), after locate found the index
+-- complete (or the list empty: then the index is made anew).
+local function index_append(which, id, el, newlen)
+  local _, index = index_keys(which)
+  local head = 0
+  if newlen == 1 then
+    redis.call('DEL', index)
   else
-    local all = repair_index(llen)
-    if not all then -- the tail is indexed: the index knows every entry now
-      seq = redis.call('HGET', K_INDEX, qa_id)
-      if not seq then return nil end
-      local pos = tonumber(seq) - tonumber(redis.call('HGET', K_INDEX, '#head') or '0')
-      local el = redis.call('LINDEX', K_ENTRIES, pos)
-      if el and id_of(el, 'qa_id') == qa_id then return pos, el end
-    else
-      for i, el in ipairs(all) do
-        if id_of(el, 'qa_id') == qa_id then return i - 1, el end
-      end
-      return nil
-    end
+    head = tonumber(redis.call('HGET', index, '#head') or '0')
   end
-  local all = rebuild_index()
-  for i, el in ipairs(all) do
-    if id_of(el, 'qa_id') == qa_id then return i - 1, el end
+  local fp = fingerprint(which, el)
+  local args = { id, string.format('%d', head + newlen - 1), '#len', tostring(newlen), '#last', fp }
+  if newlen == 1 then
+    args[#args + 1], args[#args + 2] = '#first', fp
+    args[#args + 1], args[#args + 2] = '#head', '0'
   end
-  return nil
+  redis.call('HSET', index, unpack(args))
+end
+
+-- index_touch keeps the fingerprints current after the element at pos of
+-- list which was replaced by el (LSET); llen is the list's length.
+local function index_touch(which, pos, el, llen)
+  local _, index = index_keys(which)
+  local covered = tonumber(redis.call('HGET', index, '#len') or '')
+  if not covered then return end
+  if pos == 0 then redis.call('HSET', index, '#first', fingerprint(which, el)) end
+  if pos == covered - 1 then redis.call('HSET', index, '#last', fingerprint(which, el)) end
 end
 
 -- trim keeps about the newest MAX_ENTRIES of list key (0 = unbounded) in
 -- batches: a list longer than 1.25 x MAX_ENTRIES is cut back to the newest
 -- MAX_ENTRIES, so the positions of the elements shift once per quarter of
 -- MAX_ENTRIES appends, not on every append (Cognee updates an entry with
--- LSET at the position it read). Returns the removed elements. llen is the
--- list's length when the caller knows it.
-local function trim(key, llen)
-  if MAX_ENTRIES <= 0 then return {} end
+-- LSET at the position it read). which names the list's index, if it has
+-- one: the trimmed ids leave it when they fit in one step, else the index
+-- is dropped (later calls make it again, a step at a time). llen is the
+-- list's length when the caller knows it. Returns the number removed.
+local function trim(key, llen, which)
+  if MAX_ENTRIES <= 0 then return 0 end
   llen = llen or redis.call('LLEN', key)
-  if llen * 4 <= MAX_ENTRIES * 5 then return {} end
+  if llen * 4 <= MAX_ENTRIES * 5 then return 0 end
   local k = llen - MAX_ENTRIES
-  local removed = redis.call('LRANGE', key, 0, k - 1)
-  redis.call('LTRIM', key, k, -1)
-  return removed
-end
-
--- find_by_id scans list key for the element whose top-level field idkey is
--- id; returns its position (0-based) and bytes, or nil. For the short
--- context list.
-local function find_by_id(key, idkey, id)
-  local all = redis.call('LRANGE', key, 0, -1)
-  for i, el in ipairs(all) do
-    if id_of(el, idkey) == id then return i - 1, el end
+  if which then
+    local _, index, idkey = index_keys(which)
+    local m = redis.call('HMGET', index, '#len', '#head')
+    local covered, head = tonumber(m[1] or ''), tonumber(m[2] or '0')
+    local removed = covered and covered > k and read_range(key, 0, k - 1) or {}
+    if #removed == k then
+      local ids = {}
+      for _, el in ipairs(removed) do
+        local id = id_of(el, idkey)
+        if id then ids[#ids + 1] = id end
+      end
+      for i = 1, #ids, 1000 do
+        redis.call('HDEL', index, unpack(ids, i, math.min(i + 999, #ids)))
+      end
+      redis.call('LTRIM', key, k, -1)
+      redis.call('HSET', index, '#head', string.format('%d', head + k), '#len', tostring(covered - k),
+        '#first', fingerprint(which, redis.call('LINDEX', key, 0)))
+      return k
+    end
+    redis.call('UNLINK', index)
   end
-  return nil
+  redis.call('LTRIM', key, k, -1)
+  return k
 end
 
--- remove_at deletes the element at pos of list key.
-local function remove_at(key, pos)
-  redis.call('LSET', key, pos, TOMBSTONE)
-  redis.call('LREM', key, 1, TOMBSTONE)
+-- remove_at deletes the element el at pos of list which (llen elements
+-- long), found there by locate, and keeps its index: the elements on the shorter
+-- side of pos within the covered prefix are renumbered when they fit in
+-- one step, else the index is dropped (later calls make it again, a step
+-- at a time). LREM scans from the nearer end.
+local function remove_at(which, pos, el, llen)
+  local list, index, idkey = index_keys(which)
+  local m = redis.call('HMGET', index, '#len', '#head')
+  local covered, head = tonumber(m[1] or ''), tonumber(m[2] or '0')
+  local renumber, from, to = nil, 0, -1
+  if covered and pos < covered and pos > 0 and pos < covered - 1 then
+    if covered - 1 - pos <= pos then
+      from, to = pos + 1, covered - 1 -- these move up by one
+    else
+      from, to = 0, pos - 1 -- these keep their place; the head moves
+    end
+    renumber = read_range(list, from, to)
+    if #renumber ~= to - from + 1 then renumber = nil end
+  end
+  redis.call('LSET', list, pos, TOMBSTONE)
+  redis.call('LREM', list, (pos * 2 < llen) and 1 or -1, TOMBSTONE)
+  if not covered or pos >= covered then return end -- no index, or nothing moved in its prefix
+  if llen == 1 or covered == 1 then -- it covered the removed element alone
+    redis.call('UNLINK', index)
+    return
+  end
+  local id = id_of(el, idkey)
+  if id and tonumber(redis.call('HGET', index, id) or '') == head + pos then redis.call('HDEL', index, id) end
+  if pos == 0 then
+    redis.call('HSET', index, '#head', string.format('%d', head + 1), '#len', tostring(covered - 1),
+      '#first', fingerprint(which, redis.call('LINDEX', list, 0)))
+  elseif pos == covered - 1 then
+    redis.call('HSET', index, '#len', tostring(covered - 1),
+      '#last', fingerprint(which, redis.call('LINDEX', list, covered - 2)))
+  elseif not renumber then
+    redis.call('UNLINK', index)
+  elseif from > 0 then
+    index_put(which, renumber, pos, head)
+    redis.call('HSET', index, '#len', tostring(covered - 1))
+  else
+    index_put(which, renumber, 0, head + 1)
+    redis.call('HSET', index, '#head', string.format('%d', head + 1), '#len', tostring(covered - 1))
+  end
 end
 
 -- Key types ----------------------------------------------------------------

@@ -44,6 +44,10 @@ type SessionKeys struct {
 	Record  string // agent_session_record:<u>:<s>: status, activity, usage, TTL (hash)
 	Index   string // agent_session_qa_index:<u>:<s>: qa_id -> position (hash)
 	Usage   string // agent_session_usage_ids:<u>:<s>: Idempotency-Key -> first result (hash)
+	// ContextIndex is agent_session_context_index:<u>:<s>: context entry
+	// id -> position (hash). The scripts derive it from Index (it is not
+	// one of their KEYS); it slides and is deleted with the session.
+	ContextIndex string
 
 	// Sorted sets of the user's sessions scored by last activity (µs), one
 	// per stored status: running, completed, failed. "abandoned" is a score
@@ -111,17 +115,18 @@ func (l Layout) Session(user, session string) SessionKeys {
 	id := tag + user + ":" + session
 	g := l.Global(b)
 	return SessionKeys{
-		Entries:     "agent_sessions:" + id,
-		Traces:      "agent_traces:" + id,
-		Context:     "session_context:" + id,
-		Record:      "agent_session_record:" + id,
-		Index:       "agent_session_qa_index:" + id,
-		Usage:       "agent_session_usage_ids:" + id,
-		UserIndex:   l.UserIndex(user),
-		GlobalIndex: g.Index,
-		Expiry:      g.Expiry,
-		Totals:      g.Totals,
-		ByModel:     g.ByModel,
+		Entries:      "agent_sessions:" + id,
+		Traces:       "agent_traces:" + id,
+		Context:      "session_context:" + id,
+		Record:       "agent_session_record:" + id,
+		Index:        "agent_session_qa_index:" + id,
+		Usage:        "agent_session_usage_ids:" + id,
+		ContextIndex: "agent_session_context_index:" + id,
+		UserIndex:    l.UserIndex(user),
+		GlobalIndex:  g.Index,
+		Expiry:       g.Expiry,
+		Totals:       g.Totals,
+		ByModel:      g.ByModel,
 	}
 }
 
@@ -316,6 +321,11 @@ var Families = []Family{
 		Name: "qa index", Pattern: "agent_session_qa_index:*:*", ClusterPattern: "agent_session_qa_index:{b*}:*:*",
 		Kind: KindHash, Owner: "sessions", TTL: SessionTTL,
 		Description: "`qa_id` → position in the entries list, so reading, updating or deleting one entry is O(1)",
+	},
+	{
+		Name: "context index", Pattern: "agent_session_context_index:*:*", ClusterPattern: "agent_session_context_index:{b*}:*:*",
+		Kind: KindHash, Owner: "sessions", TTL: SessionTTL,
+		Description: "context entry `id` → position in the context list, so appending, updating or deleting one context entry is O(1)",
 	},
 	{
 		Name: "usage ids", Pattern: "agent_session_usage_ids:*:*", ClusterPattern: "agent_session_usage_ids:{b*}:*:*",

@@ -178,8 +178,8 @@ func TestMaxEntriesTrimsInBatches(t *testing.T) {
 			}
 		}
 		// The index knows exactly the kept entries, and finds each.
-		if n, _ := c.Do(t.Context(), c.B().Hlen().Key(keys.Index).Build()).AsInt64(); n != 5+3 {
-			t.Fatalf("index holds %d fields, want 5 ids + #head, #len, #last", n)
+		if n, _ := c.Do(t.Context(), c.B().Hlen().Key(keys.Index).Build()).AsInt64(); n != 5+4 {
+			t.Fatalf("index holds %d fields, want 5 ids + #head, #len, #first, #last", n)
 		}
 		for i := range 9 {
 			want := 404

@@ -16,14 +16,22 @@ var (
 		Name: "sidecar_session_feedback_total",
 		Help: "Feedback scores set on entries, by score (1-5).",
 	}, []string{"score"})
+	indexSteps = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "sidecar_session_index_steps_total",
+		Help: "Bounded steps of building a session's id index after another writer (Cognee) rewrote or grew the list, by index (qa, context).",
+	}, []string{"index"})
 )
 
-// Collectors implements sidecar.Collector: the counters, every score at zero.
+// Collectors implements sidecar.Collector: the counters, every score and
+// index at zero.
 func (m *Module) Collectors() []prometheus.Collector {
 	for _, s := range []string{"1", "2", "3", "4", "5"} {
 		feedback.WithLabelValues(s)
 	}
-	return []prometheus.Collector{entriesAppended, feedback}
+	for _, i := range []string{"qa", "context"} {
+		indexSteps.WithLabelValues(i)
+	}
+	return []prometheus.Collector{entriesAppended, feedback, indexSteps}
 }
 
 // countFeedback counts a feedback_score set by an entry update.

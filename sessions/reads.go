@@ -28,9 +28,10 @@ const (
 	// ScriptPage is the most elements per LRANGE inside the read script
 	// (fewer for big elements: about 1 MiB per LRANGE).
 	ScriptPage = 64
-	// MaxListElements bounds a whole-list answer (the context list): more
-	// is a cut, as the byte cap is.
-	MaxListElements = 10000
+	// MaxListElements bounds a whole-list answer (the context list, its
+	// oldest elements): more is a cut, as the byte cap is. As many as the
+	// longest last_n, so one read script stays as short.
+	MaxListElements = MaxLastN
 	// SearchMaxExamined bounds the entries one search reads, newest first.
 	SearchMaxExamined = 2000
 	// ConcurrentReads bounds the list answers being built at once; more

@@ -470,8 +470,8 @@ func TestMaxEntriesKeepsTheNewest(t *testing.T) {
 		}
 		// The index forgot the trimmed ids.
 		n, _ := c.Do(t.Context(), c.B().Hlen().Key(keys.Index).Build()).AsInt64()
-		if n != 3+3 { // three ids + #head, #len, #last
-			t.Fatalf("index holds %d fields, want 6", n)
+		if n != 3+4 { // three ids + #head, #len, #first, #last
+			t.Fatalf("index holds %d fields, want 7", n)
 		}
 	})
 }

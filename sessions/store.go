@@ -22,7 +22,7 @@ func NewStore(s *sessionstore.Store) *Store { return &Store{s} }
 // session already holds qaID it stores nothing and returns the stored entry
 // with Created == false.
 func (s *Store) Append(ctx context.Context, user, session, qaID string, entry []byte) (sessionstore.Stored, error) {
-	msg, err := s.Exec(ctx, lua.SessionAppend, user, session, qaID, string(entry))
+	msg, err := s.exec(ctx, lua.SessionAppend, user, session, qaID, string(entry))
 	if err != nil {
 		return sessionstore.Stored{}, err
 	}
@@ -42,7 +42,7 @@ func (s *Store) UpdateEntry(ctx context.Context, user, session, qaID string, fie
 	for _, f := range fields {
 		args = append(args, f[0], f[1])
 	}
-	msg, err := s.Exec(ctx, lua.SessionEntryUpdate, user, session, args...)
+	msg, err := s.exec(ctx, lua.SessionEntryUpdate, user, session, args...)
 	if err != nil {
 		return nil, noEntry(err, user, session, qaID)
 	}
@@ -55,7 +55,7 @@ func (s *Store) UpdateEntry(ctx context.Context, user, session, qaID string, fie
 
 // Entry returns entry qaID, or a not-found refusal.
 func (s *Store) Entry(ctx context.Context, user, session, qaID string) ([]byte, error) {
-	msg, err := s.Exec(ctx, lua.SessionEntryGet, user, session, qaID)
+	msg, err := s.exec(ctx, lua.SessionEntryGet, user, session, qaID)
 	if err != nil {
 		return nil, noEntry(err, user, session, qaID)
 	}
@@ -65,7 +65,7 @@ func (s *Store) Entry(ctx context.Context, user, session, qaID string) ([]byte, 
 
 // DeleteEntry removes entry qaID, or returns a not-found refusal.
 func (s *Store) DeleteEntry(ctx context.Context, user, session, qaID string) error {
-	return noEntry(s.ExecFound(ctx, lua.SessionEntryDelete, user, session, qaID), user, session, qaID)
+	return noEntry(s.execFound(ctx, lua.SessionEntryDelete, user, session, qaID), user, session, qaID)
 }
 
 // AppendTrace stores one trace step (encoded by cognee.NewTrace).
@@ -83,7 +83,7 @@ func (s *Store) AppendTrace(ctx context.Context, user, session string, trace []b
 // AppendContext stores a session-context entry with id, unless one with that
 // id exists: then it returns the stored one with Created == false.
 func (s *Store) AppendContext(ctx context.Context, user, session, id string, entry []byte) (sessionstore.Stored, error) {
-	msg, err := s.Exec(ctx, lua.SessionContextAppend, user, session, id, string(entry))
+	msg, err := s.exec(ctx, lua.SessionContextAppend, user, session, id, string(entry))
 	if err != nil {
 		return sessionstore.Stored{}, err
 	}
@@ -92,7 +92,7 @@ func (s *Store) AppendContext(ctx context.Context, user, session, id string, ent
 
 // UpdateContext merges patch (a JSON object) into context entry id.
 func (s *Store) UpdateContext(ctx context.Context, user, session, id string, patch []byte) ([]byte, error) {
-	msg, err := s.Exec(ctx, lua.SessionContextUpdate, user, session, id, string(patch))
+	msg, err := s.exec(ctx, lua.SessionContextUpdate, user, session, id, string(patch))
 	if err != nil {
 		return nil, noContext(err, user, session, id)
 	}
@@ -102,7 +102,7 @@ func (s *Store) UpdateContext(ctx context.Context, user, session, id string, pat
 
 // DeleteContext removes context entry id, or returns a not-found refusal.
 func (s *Store) DeleteContext(ctx context.Context, user, session, id string) error {
-	return noContext(s.ExecFound(ctx, lua.SessionContextDelete, user, session, id), user, session, id)
+	return noContext(s.execFound(ctx, lua.SessionContextDelete, user, session, id), user, session, id)
 }
 
 // LastEntries returns the newest n entries, oldest first: LRANGE -n -1, so

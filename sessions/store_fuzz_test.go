@@ -36,13 +36,21 @@ const fuzzMax = 5 // SESSION_MAX_ENTRIES in the fuzzed store
 // (cognee.CheckQAEntry: valid JSON, each field's type, memify values
 // booleans) with no key twice; a field or memify key named twice in one
 // update is set once, to its last value; the list is trimmed in batches
-// (past 1.25 N, back to N) exactly as the model says.
+// (past 1.25 N, back to N) exactly as the model says. The context list is
+// driven and checked the same way. Cognee's bulk appends (300 entries)
+// make the id index take several steps and the next trim drop it, and its
+// delete-then-recreate keeps the list's length and last qa_id. After every
+// step every key of the session has a TTL (the session has one), and after
+// every call of the sidecar on a list its id index, when there is one,
+// describes a prefix of the list exactly (checkIndex).
 func FuzzStoreOperations(f *testing.F) {
 	f.Add([]byte{0, 1, 0, 2, 1, 1, 2, 1, 3, 1, 6, 0})
 	f.Add([]byte{5, 3, 0, 3, 4, 0, 1, 3, 2, 3, 6, 3})
 	f.Add([]byte{0, 0, 0, 1, 0, 2, 0, 3, 0, 4, 0, 5, 0, 6, 1, 6, 6, 0})
 	f.Add([]byte{0, 1, 4, 0, 0, 1, 3, 1, 0, 2, 2, 2, 6, 2, 4, 0})
 	f.Add([]byte{0, 1, 2, 9, 7, 1, 2, 1, 7, 17, 0, 2, 0, 3, 0, 4, 0, 5, 0, 6, 0, 7, 2, 7, 7, 7})
+	f.Add([]byte{0, 1, 0, 2, 8, 0, 1, 3, 0, 4, 6, 2, 9, 5, 6, 5, 0, 5, 3, 1, 10, 1, 10, 2, 10, 17, 11, 1, 11, 9, 10, 3})
+	f.Add([]byte{0, 1, 0, 2, 0, 3, 9, 4, 6, 4, 0, 4, 8, 1, 1, 1, 3, 2, 10, 1, 10, 2, 10, 3, 10, 4, 10, 5, 10, 6, 10, 7, 11, 3, 11, 10, 10, 19})
 	type backend struct {
 		name  string
 		store *sessions.Store
@@ -65,9 +73,10 @@ func FuzzStoreOperations(f *testing.F) {
 			ctx := context.Background()
 			b.raw.Do(ctx, b.raw.B().Flushall().Build())
 			var model []modelEntry
+			var ctxModel []string
 			n, traces := 0, 0
 			for i := 0; i+1 < len(ops); i += 2 {
-				op, id := ops[i]%8, fmt.Sprintf("e%d", ops[i+1]%8)
+				op, id := ops[i]%12, fmt.Sprintf("e%d", ops[i+1]%8)
 				pos := slices.IndexFunc(model, func(m modelEntry) bool { return m.id == id })
 				step := fmt.Sprintf("%s step %d: op %d on %s", b.name, i/2, op, id)
 				switch op {
@@ -141,7 +150,7 @@ func FuzzStoreOperations(f *testing.F) {
 					all = slices.Delete(all, at, at+1)
 					b.raw.Do(ctx, b.raw.B().Del().Key(keys.Entries).Build())
 					if len(all) > 0 {
-						b.raw.Do(ctx, b.raw.B().Rpush().Key(keys.Entries).Element(all...).Build())
+						cogneePush(ctx, b.raw, keys.Entries, all...)
 					}
 					model = slices.Delete(model, at, at+1)
 				case 5: // Cognee appends directly
@@ -149,7 +158,7 @@ func FuzzStoreOperations(f *testing.F) {
 						continue
 					}
 					entry, _ := cognee.NewQAEntry(cognee.QAFields{Question: json.RawMessage(`"c"`), Answer: json.RawMessage(`"c"`)}, id, time.Now())
-					b.raw.Do(ctx, b.raw.B().Rpush().Key(keys.Entries).Element(string(entry)).Build())
+					cogneePush(ctx, b.raw, keys.Entries, string(entry))
 					model = append(model, modelEntry{id: id})
 				case 6: // read one entry, then append a trace step of a size the bytes pick
 					got, err := b.store.Entry(ctx, "fz", "s", id)
@@ -170,7 +179,24 @@ func FuzzStoreOperations(f *testing.F) {
 					if traces++; traces*4 > fuzzMax*5 {
 						traces = fuzzMax
 					}
+				case 8: // Cognee appends 300 entries at once
+					model = append(model, cogneeBulk(ctx, b.raw, keys.Entries, i, 300)...)
+				case 9: // Cognee deletes its last entry and an older one, creates id, then the last again
+					model = cogneeRecreate(ctx, b.raw, keys.Entries, model, id)
+				case 10, 11: // context: append, delete, Cognee's delete
+					var err error
+					if ctxModel, err = contextOp(ctx, b.store, b.raw, keys.Context, ctxModel, op, ops[i+1]); err != nil {
+						t.Fatalf("%s: %v", step, err)
+					}
 				}
+				if op <= 3 || op == 6 || op == 7 {
+					checkIndex(t, step, b.raw, "qa", keys.Entries, keys.Index)
+				}
+				if op == 10 || (op == 11 && ops[i+1]&8 == 0) {
+					checkIndex(t, step, b.raw, "context", keys.Context, keys.ContextIndex)
+				}
+				checkTTLs(t, step, b.raw, keys)
+				compareIDs(t, step, b.raw, keys.Context, "id", ctxModel)
 				compare(t, step, b.raw, keys.Entries, model)
 				compareTraces(t, step, b.raw, keys.Traces, traces)
 			}

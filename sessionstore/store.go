@@ -161,6 +161,12 @@ func (s *Store) ExecFound(ctx context.Context, script *lua.Script, user, session
 	if err != nil {
 		return err
 	}
+	return FoundReply(script, msg)
+}
+
+// FoundReply decodes the reply of script that answers 1 (done) or 0 (no
+// such thing: redisstore.ErrNotFound).
+func FoundReply(script *lua.Script, msg rueidis.RedisMessage) error {
 	n, err := msg.AsInt64()
 	if err != nil {
 		return redisstore.Wrap(script.Name, err)

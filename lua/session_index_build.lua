@@ -1,0 +1,22 @@
+--! prelude: session_lib
+-- session_index_build: one bounded step of making the id index of one of
+-- the session's lists cover the whole list (session_lib.lua, "The id
+-- indexes"): check the index still describes a prefix of the list (else
+-- start it again from position 0), then index at most one step of the
+-- elements it does not cover. A script that needs the index complete
+-- answers {'index_build', which}; its caller runs this until it answers 1,
+-- then that script again. It writes nothing but the index and slides no
+-- TTL.
+-- KEYS[1..15] the session's keys, indexes and totals (session_lib.lua)
+-- ARGV[1..4] TTL, max entries, user_id, session_id (session_lib.lua)
+-- ARGV[5] 'qa' (the entries list by qa_id) or 'context' (the context
+--   list by id)
+-- returns 1 when the index covers the list, 0 when more steps are needed.
+local which = ARGV[5]
+if which ~= 'qa' and which ~= 'context' then
+  return redis.error_reply('ERR session_index_build: unknown index ' .. which)
+end
+local list = index_keys(which)
+local llen = redis.call('LLEN', list)
+if llen == 0 or index_sync(which, llen) then return 1 end
+return 0

@@ -1,0 +1,117 @@
+package sessions
+
+import (
+	"context"
+
+	"github.com/redis/rueidis"
+
+	"github.com/agentsidecar/agentsidecar/lua"
+	"github.com/agentsidecar/agentsidecar/redisstore"
+	"github.com/agentsidecar/agentsidecar/sessionstore"
+)
+
+// The id indexes (the entries list by qa_id, the context list by id) are
+// kept by the scripts that write the lists; another writer (Cognee) does
+// not keep them. When it appended, a script indexes the new elements; when
+// it rewrote a list, the index is made again from the start. One script
+// indexes at most one step (lua/session_lib.lua: 256 elements, about
+// 1 MiB), so no script's work grows with the list: a script that needs the
+// whole index and finds it short answers {"index_build", which} before its
+// first write, and exec runs session_index_build one step at a time until
+// the index covers the list, then the script again.
+const (
+	// MaxIndexSteps bounds the index steps one call runs (65 536 steps of
+	// 256 elements index lists of 16 million); a list another program
+	// keeps rewriting faster than the steps go is a conflict, not a loop.
+	MaxIndexSteps = 1 << 16
+	// MaxIndexRounds bounds how often one call finds the index short again
+	// after it was built (another writer rewrote the list meanwhile).
+	MaxIndexRounds = 8
+)
+
+// errIndexUnsettled is the refusal when another writer kept rewriting a
+// list while the sidecar indexed it.
+func errIndexUnsettled(user, session, which string) error {
+	return redisstore.Refuse(redisstore.ErrConflict, "index_unsettled",
+		"the %s list of session %s/%s kept changing while the sidecar indexed it (another program rewrites it); nothing was changed: retry", listName(which), user, session)
+}
+
+func listName(which string) string {
+	if which == "qa" {
+		return "entries"
+	}
+	return which
+}
+
+// exec runs a session script that finds an element through an id index,
+// building the index first, a step at a time, whenever the script asks
+// for it. Each step is one short script; the loop honours ctx.
+func (s *Store) exec(ctx context.Context, script *lua.Script, user, session string, args ...string) (rueidis.RedisMessage, error) {
+	steps := 0
+	for round := 0; ; round++ {
+		msg, err := s.Exec(ctx, script, user, session, args...)
+		if err != nil {
+			return msg, err
+		}
+		which, ok := indexBuild(msg)
+		if !ok {
+			return msg, nil
+		}
+		if round == MaxIndexRounds {
+			return rueidis.RedisMessage{}, errIndexUnsettled(user, session, which)
+		}
+		if err := s.buildIndex(ctx, user, session, which, &steps); err != nil {
+			return rueidis.RedisMessage{}, err
+		}
+	}
+}
+
+// execFound is exec for a script that answers 1 (done) or 0 (no such
+// element: redisstore.ErrNotFound).
+func (s *Store) execFound(ctx context.Context, script *lua.Script, user, session string, args ...string) error {
+	msg, err := s.exec(ctx, script, user, session, args...)
+	if err != nil {
+		return err
+	}
+	return sessionstore.FoundReply(script, msg)
+}
+
+// buildIndex runs session_index_build until the index which covers its
+// list, counting the steps in *steps.
+func (s *Store) buildIndex(ctx context.Context, user, session, which string, steps *int) error {
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if *steps == MaxIndexSteps {
+			return errIndexUnsettled(user, session, which)
+		}
+		*steps++
+		msg, err := s.Exec(ctx, lua.SessionIndexBuild, user, session, which)
+		if err != nil {
+			return err
+		}
+		indexSteps.WithLabelValues(which).Inc()
+		if done, err := msg.AsInt64(); err != nil {
+			return redisstore.Wrap(lua.SessionIndexBuild.Name, err)
+		} else if done == 1 {
+			return nil
+		}
+	}
+}
+
+// indexBuild reports whether msg is a script's {"index_build", which}.
+func indexBuild(msg rueidis.RedisMessage) (string, bool) {
+	if !msg.IsArray() {
+		return "", false
+	}
+	arr, err := msg.ToArray()
+	if err != nil || len(arr) != 2 || !arr[0].IsString() {
+		return "", false
+	}
+	if tag, _ := arr[0].ToString(); tag != "index_build" {
+		return "", false
+	}
+	which, err := arr[1].ToString()
+	return which, err == nil
+}
