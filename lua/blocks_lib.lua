@@ -16,8 +16,9 @@
 -- The user's blocks, agent_user_blocks:<tag><u>, live in the user's slot
 -- and expire SESSION_TTL_SECONDS after the user's last block write.
 --
--- Events: each write script ends at one marked place where the
--- block_changed event of the write will be emitted.
+-- Events: each write emits one block_changed (block_changed below): a
+-- session block's on the session's stream, a user block's on the user's
+-- stream only (no copy into each of the user's sessions).
 
 local K_UBLOCKS = 'agent_user_blocks:' .. META_TAG .. ARGV[3]
 
@@ -168,4 +169,31 @@ end
 local function tool_call_remember(id, outcome, ring)
   if ring.evict then redis.call('HDEL', K_TOOL_CALLS, ring.evict) end
   redis.call('HSET', K_TOOL_CALLS, id, outcome, ring.slot, id, ' n', string.format('%d', ring.kept + 1))
+end
+
+-- block_changed emits the write's block_changed event for block label of
+-- scope ('session' or 'user'): block is the stored block, nil when it was
+-- deleted. The event's data is the block as clients read it (scope added,
+-- times in RFC 3339, the internal counts left out); past the event size
+-- emit sends {id, kind, truncated} anyway, so a big block is not rebuilt.
+local function block_changed(scope, label, block)
+  local data
+  if not block then
+    data = '{"label":' .. json_str(label) .. ',"scope":"' .. scope .. '","deleted":true}'
+  elseif #block > 8192 then
+    data = block
+  else
+    local out = { '"label":' .. json_str(label), '"scope":"' .. scope .. '"' }
+    for _, x in ipairs(object_fields(block)) do
+      local raw = string.sub(block, x.vs, x.ve - 1)
+      if x.key == 'created_at' or x.key == 'updated_at' then
+        out[#out + 1] = '"' .. x.key .. '":' .. json_str(iso_time(tonumber(raw)))
+      elseif x.key ~= 'counts' and x.key ~= 'label' then
+        out[#out + 1] = '"' .. x.key .. '":' .. raw
+      end
+    end
+    data = '{' .. table.concat(out, ',') .. '}'
+  end
+  if scope == 'session' then return emit('block_changed', 'block', label, data) end
+  return emit_user('block_changed', 'block', label, data)
 end

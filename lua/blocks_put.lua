@@ -9,12 +9,13 @@
 -- ARGV[7] the block: a JSON object without created_at and updated_at
 --   (added here); its tokens already checked against its max_tokens
 -- ARGV[8] the most blocks the user (or the session) may have
+-- emits block_changed (the session's stream, or the user's for a user block).
 -- returns {1, block, started} created, {0, block, started} replaced
 --   (started: 1 when this started the session), {-1} the scope has
 --   ARGV[8] blocks already (nothing written), or guard's KEYTYPE error.
 local session = ARGV[5] == 'session'
 local key = session and K_BLOCKS or K_UBLOCKS
-local refused = guard('keep', { K_BLOCKS, 'hash' }, { K_UBLOCKS, 'hash' })
+local refused = guard('keep', { K_BLOCKS, 'hash' }, { K_UBLOCKS, 'hash' }, { K_USER_EVENTS, 'stream' })
 if refused then return refused end
 local old = redis.call('HGET', key, ARGV[6])
 if not old and redis.call('HLEN', key) >= tonumber(ARGV[8]) then return { -1 } end
@@ -33,5 +34,5 @@ if session then
   started = st
 end
 slide_user_blocks()
--- event: block_changed (label ARGV[6], scope ARGV[5])
+block_changed(ARGV[5], ARGV[6], block)
 return { old and 0 or 1, block, started and 1 or 0 }

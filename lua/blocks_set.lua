@@ -16,6 +16,7 @@
 -- ARGV[11] the tool call's id ('' for none): a repeat answers the first
 --   outcome and writes nothing
 -- ARGV[12] the largest content in bytes
+-- emits block_changed on the stream of the block's scope when written.
 -- returns {1, block, scope, started, outcome} written (outcome:
 --   "<label>\t<action>\t<scope>\t<tokens>\t<max_tokens or ''>");
 --   {2, outcome} a repeated tool call id (nothing written);
@@ -24,7 +25,7 @@
 --   stored block is not one the sidecar wrote (nothing written for all).
 local mode, label, action, piece = ARGV[5], ARGV[6], ARGV[7], ARGV[8]
 local tool_id = ARGV[11]
-local refused = guard('keep', { K_BLOCKS, 'hash' }, { K_UBLOCKS, 'hash' }, { K_TOOL_CALLS, 'hash' })
+local refused = guard('keep', { K_BLOCKS, 'hash' }, { K_UBLOCKS, 'hash' }, { K_TOOL_CALLS, 'hash' }, { K_USER_EVENTS, 'stream' })
 if refused then return refused end
 local ring
 if tool_id ~= '' then
@@ -58,5 +59,5 @@ if key == K_BLOCKS or tool_id ~= '' then
   started = st
 end
 slide_user_blocks()
--- event: block_changed (label, scope)
+block_changed(scope, label, block)
 return { 1, block, scope, started and 1 or 0, outcome }

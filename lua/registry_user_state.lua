@@ -11,7 +11,10 @@
 -- ARGV[6] the largest state in bytes
 -- emits user_state_changed (the new state) on the user's stream.
 -- returns the new state, or -1 when it would exceed ARGV[6] bytes (nothing
---   written).
+--   written); guard's KEYTYPE error when the user's event stream holds
+--   another type (nothing written).
+local refused = user_events_refused()
+if refused then return refused end
 local key = K_USER_STATE
 local state = merge_patch(redis.call('GET', key) or nil, ARGV[5])
 if #state > tonumber(ARGV[6]) then return -1 end

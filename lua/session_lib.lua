@@ -723,6 +723,18 @@ local function emit_user(typ, kind, id, data)
   return eid
 end
 
+-- user_events_refused is guard's refusal when the user's event stream
+-- holds another type, else nil: a script that calls emit_user checks it
+-- before its first write.
+local function user_events_refused()
+  local got = redis.call('TYPE', K_USER_EVENTS)
+  if type(got) == 'table' then got = got.ok end
+  if got ~= 'none' and got ~= 'stream' then
+    return redis.error_reply('KEYTYPE ' .. K_USER_EVENTS .. ' ' .. got .. ' stream')
+  end
+  return nil
+end
+
 -- json_str is s as a JSON string.
 local function json_str(s)
   return cjson.encode(s)

@@ -122,6 +122,24 @@ func TestUserState(t *testing.T) {
 	})
 }
 
+// A user event stream of another type refuses a user state patch before
+// anything is written (the patch's event could not be added).
+func TestUserStateRefusedByWrongTypedUserStream(t *testing.T) {
+	redisstoretest.Each(t, func(t *testing.T, srv *redisstoretest.Server) {
+		h := start(t, srv, nil)
+		c := srv.Client(t)
+		if err := c.Do(t.Context(), c.B().Set().Key(srv.Layout().UserEvents("alice")).Value("x").Build()).Error(); err != nil {
+			t.Fatal(err)
+		}
+		if rep := h.Do(t, "PATCH", "/v1/users/alice/state", `{"a":1}`); rep.Status != 409 || rep.Code() != "key_wrong_type" {
+			t.Errorf("PATCH: %d %s, want 409 key_wrong_type", rep.Status, rep.Body)
+		}
+		if n, _ := c.Do(t.Context(), c.B().Exists().Key(srv.Layout().UserState("alice")).Build()).AsInt64(); n != 0 {
+			t.Error("the state was written before the refusal")
+		}
+	})
+}
+
 // The examples of RFC 7396, appendix A, whose target and patch are objects.
 func TestStateRFC7396Examples(t *testing.T) {
 	redisstoretest.Each(t, func(t *testing.T, srv *redisstoretest.Server) {
