@@ -89,6 +89,9 @@ class Transport:
                 return
         conn.close()
 
+    def __del__(self) -> None:
+        self.close()
+
     def close(self) -> None:
         with self._lock:
             idle, self._idle = self._idle, []
