@@ -115,7 +115,9 @@ func freePort(tb testing.TB) int {
 
 // suiteEnv is what the Python and TypeScript suites read.
 func suiteEnv() []string {
+	py, _ := filepath.Abs("python") // as if installed: the examples run from elsewhere
 	return append(os.Environ(),
+		"PYTHONPATH="+py,
 		"SIDECAR_URL="+open.API,
 		"SIDECAR_OPS_URL="+open.Ops,
 		"SIDECAR_TOKEN_URL="+guarded.API,

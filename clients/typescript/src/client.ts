@@ -389,7 +389,7 @@ export class Sidecar {
     ids(userId, sessionId);
     const q = new URLSearchParams();
     for (const [k, v] of Object.entries(query)) if (v !== undefined) q.set(k, String(v));
-    const qs = q.size ? `?${q}` : "";
+    const qs = q.toString() ? `?${q}` : "";
     return this.raw<{ messages: Record<string, unknown>[]; next_cursor?: string | null; total: number }>(
       true,
       "GET",
