@@ -90,7 +90,8 @@ class Transport:
         conn.close()
 
     def __del__(self) -> None:
-        self.close()
+        if hasattr(self, "_lock"):
+            self.close()
 
     def close(self) -> None:
         with self._lock:

@@ -5,6 +5,8 @@ named after its operationId in snake_case (``appendEntry`` →
 import uuid
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple
 
+from ._blocks import BlocksAPI
+from ._messages import MessagesAPI
 from ._transport import Transport, path
 from .events import Event, events
 from .lock import Lock
@@ -50,7 +52,7 @@ def _query(**kw: Any) -> List[Tuple[str, str]]:
     return out
 
 
-class Sidecar:
+class Sidecar(MessagesAPI, BlocksAPI):
     """A client of one sidecar, e.g. ``Sidecar("http://127.0.0.1:7480")``.
 
     ``token`` is the sidecar's SIDECAR_API_TOKEN (sent as a bearer token;
@@ -440,33 +442,3 @@ class Sidecar:
         """Publish a custom event (``x-<name>``) on the session's stream; ``{"id"}``."""
         p = path("users", user_id, "sessions", session_id, "events")
         return self._t.call("POST", p, body={"event": event, "data": data}).body
-
-    # -- messages -------------------------------------------------------------
-
-    def append_messages(self, user_id: str, session_id: str, messages: List[Mapping[str, Any]]) -> List[Dict[str, Any]]:
-        """Append messages chained in order, all or nothing. Each gets a
-        client id (a UUID) unless it has one, so a retry stores them once.
-        Returns the stored messages."""
-        batch = [dict(m) for m in messages]
-        for m in batch:
-            m.setdefault("id", str(uuid.uuid4()))
-        p = path("users", user_id, "sessions", session_id, "messages")
-        body = self._t.call("POST", p, body={"messages": batch}, safe=True).body
-        return body["messages"] if isinstance(body, dict) and "messages" in body else [body]
-
-    def list_messages(self, user_id: str, session_id: str, **query: Any) -> Dict[str, Any]:
-        """One page of the path to the latest leaf: ``{messages, total,
-        total_tokens, next_cursor, compaction_suggested}``; keywords
-        ``leaf``, ``limit``, ``order``, ``before``, ``after``, ``offset``,
-        ``compacted``."""
-        p = path("users", user_id, "sessions", session_id, "messages")
-        return self._t.call("GET", p, _query(**query), safe=True).body
-
-    def pop_message(self, user_id: str, session_id: str) -> Dict[str, Any]:
-        """Remove the latest leaf and return it; NotFound when there are no messages."""
-        return self._t.call("POST", path("users", user_id, "sessions", session_id, "messages", "pop")).body
-
-    def clear_messages(self, user_id: str, session_id: str) -> None:
-        """Remove every message and compaction of the session (keeps the
-        record, usage and Q&A entries)."""
-        self._t.call("DELETE", path("users", user_id, "sessions", session_id, "messages"), safe=True)

@@ -6,7 +6,6 @@ import { randomUUID } from "node:crypto";
 import createClient, { type Client } from "openapi-fetch";
 
 import { BadID, SidecarError, errorFrom } from "./errors.js";
-import { type SidecarEvent, eventStream } from "./events.js";
 import { type LockOptions, Lock } from "./lock.js";
 import type { paths } from "./schema.js";
 import type * as T from "./types.js";
@@ -26,7 +25,7 @@ export interface SidecarOptions {
 type Answer = { data?: unknown; error?: unknown; response: Response };
 
 /** Throws BadID for ids no URL path can carry. */
-function ids(...xs: string[]): void {
+export function ids(...xs: string[]): void {
   for (const x of xs) {
     if (typeof x !== "string" || x === "" || x === "." || x === "..") {
       throw new BadID(`id ${JSON.stringify(x)} cannot be sent in a URL path`);
@@ -34,7 +33,7 @@ function ids(...xs: string[]): void {
   }
 }
 
-function stored<V extends object>(data: unknown, response: Response): T.Stored<V> {
+export function stored<V extends object>(data: unknown, response: Response): T.Stored<V> {
   return Object.defineProperty(data as V, "created", { value: response.status === 201, enumerable: false }) as T.Stored<V>;
 }
 
@@ -47,8 +46,8 @@ function listQuery(o: T.ListSessionsOptions = {}) {
   return q as { status?: T.SessionStatus; limit?: number; cursor?: string };
 }
 
-/** A client of one sidecar, e.g. `new Sidecar("http://127.0.0.1:7480")`. */
-export class Sidecar {
+/** The calls of the operations whose types are generated (src/schema.ts); Sidecar adds the rest. */
+export class SidecarCore {
   /** The openapi-fetch client, for calls the wrapper does not cover. */
   readonly api: Client<paths>;
   readonly baseUrl: string;
@@ -66,7 +65,7 @@ export class Sidecar {
   }
 
   /** Sends f (again, when safe) and returns its 2xx answer; else throws SidecarError. */
-  private async send<V>(safe: boolean, f: () => Promise<Answer>): Promise<{ data: V; response: Response }> {
+  protected async send<V>(safe: boolean, f: () => Promise<Answer>): Promise<{ data: V; response: Response }> {
     for (let attempt = 0; ; attempt++) {
       let a: Answer;
       try {
@@ -83,7 +82,7 @@ export class Sidecar {
     }
   }
 
-  private async data<V>(safe: boolean, f: () => Promise<Answer>): Promise<V> {
+  protected async data<V>(safe: boolean, f: () => Promise<Answer>): Promise<V> {
     return (await this.send<V>(safe, f)).data;
   }
 
@@ -360,57 +359,14 @@ export class Sidecar {
     return Lock.acquire(this, name, options);
   }
 
-  // -- events and messages (raw: typed once their routes are in the document) --------
-
-  /**
-   * The session's event stream, reconnecting with Last-Event-ID; ends after
-   * `deleted` or when signal aborts.
-   */
-  events(userId: string, sessionId: string, opts: { lastEventId?: string; signal?: AbortSignal } = {}): AsyncGenerator<SidecarEvent> {
-    ids(userId, sessionId);
-    return eventStream(this, `/v1/users/${enc(userId)}/sessions/${enc(sessionId)}/events`, opts);
-  }
-  /** Publishes a custom event (`x-<name>`) on the session's stream. */
-  publishEvent(userId: string, sessionId: string, event: string, data: unknown): Promise<{ id: string }> {
-    ids(userId, sessionId);
-    return this.raw(false, "POST", `/v1/users/${enc(userId)}/sessions/${enc(sessionId)}/events`, { event, data });
-  }
-  /** Appends messages chained in order, all or nothing; each gets a client id unless it has one. */
-  async appendMessages(userId: string, sessionId: string, messages: Record<string, unknown>[]): Promise<Record<string, unknown>[]> {
-    ids(userId, sessionId);
-    const batch = messages.map((m) => ({ ...m, id: (m.id as string | undefined) || randomUUID() }));
-    const out = await this.raw<{ messages?: Record<string, unknown>[] }>(true, "POST", `/v1/users/${enc(userId)}/sessions/${enc(sessionId)}/messages`, {
-      messages: batch,
-    });
-    return out.messages ?? [out as Record<string, unknown>];
-  }
-  /** One page of the path to the latest leaf: {messages, total, total_tokens, next_cursor, compaction_suggested}. */
-  listMessages(userId: string, sessionId: string, query: Record<string, string | number | boolean | undefined> = {}) {
-    ids(userId, sessionId);
-    const q = new URLSearchParams();
-    for (const [k, v] of Object.entries(query)) if (v !== undefined) q.set(k, String(v));
-    const qs = q.toString() ? `?${q}` : "";
-    return this.raw<{ messages: Record<string, unknown>[]; next_cursor?: string | null; total: number }>(
-      true,
-      "GET",
-      `/v1/users/${enc(userId)}/sessions/${enc(sessionId)}/messages${qs}`,
-    );
-  }
-  /** Removes the latest leaf and returns it; 404 not_found when there are none. */
-  popMessage(userId: string, sessionId: string): Promise<Record<string, unknown>> {
-    ids(userId, sessionId);
-    return this.raw(false, "POST", `/v1/users/${enc(userId)}/sessions/${enc(sessionId)}/messages/pop`);
-  }
-  /** Removes every message and compaction of the session. */
-  async clearMessages(userId: string, sessionId: string): Promise<void> {
-    ids(userId, sessionId);
-    await this.raw(true, "DELETE", `/v1/users/${enc(userId)}/sessions/${enc(sessionId)}/messages`);
-  }
-
   /** One call with fetch, for routes the generated types do not know yet. */
-  async raw<V>(safe: boolean, method: string, path: string, body?: unknown): Promise<V> {
-    return this.data<V>(safe, async () => {
-      const headers: Record<string, string> = { ...this.headers };
+  async raw<V>(safe: boolean, method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<V> {
+    return (await this.rawSend<V>(safe, method, path, body, headers)).data;
+  }
+
+  protected rawSend<V>(safe: boolean, method: string, path: string, body?: unknown, extra: Record<string, string> = {}) {
+    return this.send<V>(safe, async () => {
+      const headers: Record<string, string> = { ...this.headers, ...extra };
       if (body !== undefined) headers["Content-Type"] = "application/json";
       const response = await this.fetchFn(
         new Request(this.baseUrl + path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) }),
@@ -430,10 +386,6 @@ export class Sidecar {
   fetch(request: Request): Promise<Response> {
     return this.fetchFn(request);
   }
-}
-
-function enc(s: string): string {
-  return encodeURIComponent(s);
 }
 
 function backoff(attempt: number): number {

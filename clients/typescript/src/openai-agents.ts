@@ -8,7 +8,7 @@
  */
 import type { AgentInputItem, Session } from "@openai/agents-core";
 
-import type { Sidecar } from "./client.js";
+import type { Sidecar } from "./sidecar.js";
 import { SidecarError } from "./errors.js";
 
 export const FORMAT = "openai.responses";
