@@ -416,9 +416,9 @@ class Sidecar(MessagesAPI, BlocksAPI):
         protected resource."""
         return Lock(self, name, ttl, wait, owner)
 
-    # -- events ---------------------------------------------------------------
+    # -- events and abort ------------------------------------------------------
 
-    def events(
+    def get_session_events(
         self,
         user_id: str,
         session_id: str,
@@ -427,18 +427,29 @@ class Sidecar(MessagesAPI, BlocksAPI):
         reconnect: bool = True,
         read_timeout: float = 60.0,
     ) -> Iterator[Event]:
-        """The session's event stream: Event(id, event, data) in id order,
-        reconnecting with Last-Event-ID after a dropped connection (the
-        stream's ``retry`` delay apart); ends after ``deleted``. Break out
-        of the loop to stop."""
+        """The session's event stream (getSessionEvents): Event(id, event,
+        data) in id order, reconnecting with Last-Event-ID after a dropped
+        connection (the stream's ``retry`` delay apart); ends after
+        ``deleted``. Break out of the loop to stop. Also ``sc.events``."""
         p = path("users", user_id, "sessions", session_id, "events")
         return events(self._t, p, last_event_id, reconnect, read_timeout)
 
-    def user_events(self, user_id: str, *, last_event_id: Optional[str] = None, reconnect: bool = True) -> Iterator[Event]:
-        """The user's event stream (user-block changes), as ``events``."""
+    events = get_session_events
+
+    def get_user_events(self, user_id: str, *, last_event_id: Optional[str] = None, reconnect: bool = True) -> Iterator[Event]:
+        """The user's event stream (user-level changes), as get_session_events (getUserEvents)."""
         return events(self._t, path("users", user_id, "events"), last_event_id, reconnect, 60.0)
 
-    def publish_event(self, user_id: str, session_id: str, event: str, data: Any) -> Dict[str, Any]:
-        """Publish a custom event (``x-<name>``) on the session's stream; ``{"id"}``."""
+    def publish_session_event(self, user_id: str, session_id: str, event: str, data: Any) -> Dict[str, Any]:
+        """Publish a custom event (``x-<name>``) on the session's stream: ``{"id"}`` (publishSessionEvent)."""
         p = path("users", user_id, "sessions", session_id, "events")
         return self._t.call("POST", p, body={"event": event, "data": data}).body
+
+    def request_abort(self, user_id: str, session_id: str) -> Dict[str, Any]:
+        """Ask the agent of the session to stop (requestAbort): every write
+        answer carries Sidecar-Abort-Requested until it is cleared."""
+        return self._t.call("POST", path("users", user_id, "sessions", session_id, "abort"), safe=True).body
+
+    def clear_abort(self, user_id: str, session_id: str) -> None:
+        """Withdraw the abort request (clearAbort)."""
+        self._t.call("DELETE", path("users", user_id, "sessions", session_id, "abort"), safe=True)

@@ -7,7 +7,7 @@ import unittest
 
 from agentsidecar import Sidecar
 
-from .support import URL, has_route, unique
+from .support import URL, has_route, operations, recording, template_regex, unique
 
 EVENTS = "/v1/users/{user_id}/sessions/{session_id}/events"
 
@@ -70,25 +70,44 @@ class Iterator(unittest.TestCase):
 
 @unittest.skipUnless(URL and has_route("GET", EVENTS), "the sidecar serves no %s yet" % EVENTS)
 class Live(unittest.TestCase):
-    def test_live_stream_and_resume(self):
+    def test_live_stream_resume_abort_user_events(self):
         sc = Sidecar(URL)
         self.addCleanup(sc.close)
+        sent = recording(sc)
         u, s = unique("py-events"), "s1"
         sc.append_entry(u, s, "q", "a", qa_id="q1")
-        it = sc.events(u, s, last_event_id="0")
-        first = next(it)
-        while first.event == "reconnected":
-            first = next(it)
+        it = sc.get_session_events(u, s, last_event_id="0")
+        first = next(e for e in it if e.event != "reconnected")
         self.assertEqual((first.event, first.data.get("qa_id")), ("entry_appended", "q1"))
         it.close()
+
+        # Resume after first: the events written meanwhile, once, in order.
         sc.append_entry(u, s, "q", "a", qa_id="q2")
-        sc.append_entry(u, s, "q", "a", qa_id="q3")
+        pub = sc.publish_session_event(u, s, "x-delta", {"text": "Hel"})
+        self.assertIn("id", pub)
+        sc.request_abort(u, s)
+        sc.clear_abort(u, s)
         it = sc.events(u, s, last_event_id=first.id)
         rec = next(it)
         self.assertEqual(rec.event, "reconnected")
         self.assertFalse(rec.data["gap"])
-        got = [next(it), next(it)]
-        self.assertEqual([(e.event, e.data.get("qa_id")) for e in got], [("entry_appended", "q2"), ("entry_appended", "q3")])
+        got = [next(it) for _ in range(4)]
+        self.assertEqual([e.event for e in got], ["entry_appended", "x-delta", "abort", "abort_cleared"])
+        self.assertEqual((got[0].data["qa_id"], got[1].data, got[1].id), ("q2", {"text": "Hel"}, pub["id"]))
         sc.delete_session(u, s)
         rest = list(it)
-        self.assertEqual(rest[-1].event, "deleted")
+        self.assertEqual(rest[-1].event, "deleted", "the iterator ends after deleted")
+
+        # The user's stream: a user-level write.
+        ut = sc.get_user_events(u, last_event_id="0")
+        sc.patch_user_state(u, {"lang": "fr"})
+        ev = next(e for e in ut if e.event != "reconnected")
+        self.assertIn("state_changed", ev.event)
+        ut.close()
+        # The streams' GETs go on their own connections (read above); the
+        # other calls of the family went through the recorded transport.
+        for op_id, method, template in operations():
+            if (template.endswith("/events") or template.endswith("/abort")) and method != "GET":
+                rx = template_regex(template)
+                self.assertTrue(any(m == method and rx.match(p) for m, p, _ in sent),
+                                "%s (%s %s) was not called" % (op_id, method, template))

@@ -51,19 +51,31 @@ export class Sidecar extends SidecarCore {
     return [`/v1/users/${enc(u)}`, ...more.map(enc)].join("/");
   }
 
-  // -- events ------------------------------------------------------------------
+  // -- events and abort --------------------------------------------------------
 
-  /** The session's event stream, reconnecting with Last-Event-ID; ends after `deleted` or when signal aborts. */
-  events(userId: string, sessionId: string, opts: { lastEventId?: string; signal?: AbortSignal } = {}): AsyncGenerator<SidecarEvent> {
+  /** getSessionEvents: the session's event stream, reconnecting with Last-Event-ID; ends after `deleted` or when signal aborts. */
+  getSessionEvents(userId: string, sessionId: string, opts: { lastEventId?: string; signal?: AbortSignal } = {}): AsyncGenerator<SidecarEvent> {
     return eventStream(this, this.sessionPath(userId, sessionId, "events"), opts);
   }
-  /** The user's event stream (user-block changes). */
-  userEvents(userId: string, opts: { lastEventId?: string; signal?: AbortSignal } = {}): AsyncGenerator<SidecarEvent> {
+  /** getSessionEvents, by its short name. */
+  events(userId: string, sessionId: string, opts: { lastEventId?: string; signal?: AbortSignal } = {}): AsyncGenerator<SidecarEvent> {
+    return this.getSessionEvents(userId, sessionId, opts);
+  }
+  /** getUserEvents: the user's event stream (user-level changes). */
+  getUserEvents(userId: string, opts: { lastEventId?: string; signal?: AbortSignal } = {}): AsyncGenerator<SidecarEvent> {
     return eventStream(this, this.userPath(userId, "events"), opts);
   }
-  /** Publishes a custom event (`x-<name>`) on the session's stream. */
-  publishEvent(userId: string, sessionId: string, event: string, data: unknown): Promise<{ id: string }> {
+  /** publishSessionEvent: a custom event (`x-<name>`) on the session's stream. */
+  publishSessionEvent(userId: string, sessionId: string, event: string, data: unknown): Promise<{ id: string }> {
     return this.raw(false, "POST", this.sessionPath(userId, sessionId, "events"), { event, data });
+  }
+  /** requestAbort: every write answer of the session carries Sidecar-Abort-Requested until it is cleared. */
+  requestAbort(userId: string, sessionId: string): Promise<Obj> {
+    return this.raw(true, "POST", this.sessionPath(userId, sessionId, "abort"));
+  }
+  /** clearAbort: withdraws the abort request. */
+  async clearAbort(userId: string, sessionId: string): Promise<void> {
+    await this.raw(true, "DELETE", this.sessionPath(userId, sessionId, "abort"));
   }
 
   // -- messages ------------------------------------------------------------------

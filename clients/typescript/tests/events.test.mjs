@@ -5,7 +5,7 @@ import { createServer } from "node:http";
 import { test } from "node:test";
 
 import { Sidecar } from "../dist/index.js";
-import { URL_, hasRoute, skip, unique } from "./support.mjs";
+import { URL_, hasRoute, operations, recorder, skip, templateRegex, unique } from "./support.mjs";
 
 const EVENTS = "/v1/users/{user_id}/sessions/{session_id}/events";
 
@@ -41,27 +41,56 @@ test("reconnects with Last-Event-ID, sends the token, ends after deleted", async
   }
 });
 
-test("live stream and resume", { skip: skip || (!(await hasRoute("GET", EVENTS)) && `the sidecar serves no ${EVENTS} yet`) }, async () => {
-  const sc = new Sidecar(URL_);
+test("live stream, resume, abort, user events", { skip: skip || (!(await hasRoute("GET", EVENTS)) && `the sidecar serves no ${EVENTS} yet`) }, async () => {
+  const rec = recorder();
+  const sc = new Sidecar(URL_, { fetch: rec.fetch });
   const u = unique("ts-events");
   await sc.appendEntry(u, "s1", { qa_id: "q1", question: "q", answer: "a" });
-  const ac = new AbortController();
   let first;
-  for await (const e of sc.events(u, "s1", { lastEventId: "0", signal: ac.signal })) {
+  for await (const e of sc.getSessionEvents(u, "s1", { lastEventId: "0" })) {
     if (e.event === "reconnected") continue;
     first = e;
-    break;
+    break; // ends the generator: the connection is closed
   }
   assert.deepEqual([first.event, first.data.qa_id], ["entry_appended", "q1"]);
+
+  // Resume after first: the events written meanwhile, once, in order.
   await sc.appendEntry(u, "s1", { qa_id: "q2", question: "q", answer: "a" });
-  await sc.appendEntry(u, "s1", { qa_id: "q3", question: "q", answer: "a" });
+  const pub = await sc.publishSessionEvent(u, "s1", "x-delta", { text: "Hel" });
+  await sc.requestAbort(u, "s1");
+  await sc.clearAbort(u, "s1");
   const got = [];
   const it = sc.events(u, "s1", { lastEventId: first.id });
   for await (const e of it) {
     got.push(e);
-    if (got.length === 3) break;
+    if (got.length === 5) break;
   }
-  assert.equal(got[0].event, "reconnected");
+  assert.deepEqual(got.map((e) => e.event), ["reconnected", "entry_appended", "x-delta", "abort", "abort_cleared"]);
   assert.equal(got[0].data.gap, false);
-  assert.deepEqual(got.slice(1).map((e) => [e.event, e.data.qa_id]), [["entry_appended", "q2"], ["entry_appended", "q3"]]);
+  assert.deepEqual([got[1].data.qa_id, got[2].data, got[2].id], ["q2", { text: "Hel" }, pub.id]);
+
+  // Deleting the session ends the stream.
+  const rest = [];
+  const tail = (async () => {
+    for await (const e of sc.events(u, "s1", { lastEventId: got[4].id })) rest.push(e.event);
+  })();
+  await sc.deleteSession(u, "s1");
+  await tail;
+  assert.equal(rest.at(-1), "deleted");
+
+  // The user's stream: a user-level write.
+  const ac = new AbortController();
+  const user = sc.getUserEvents(u, { lastEventId: "0", signal: ac.signal });
+  await sc.patchUserState(u, { lang: "fr" });
+  for await (const e of user) {
+    if (e.event === "reconnected") continue;
+    assert.match(e.event, /state_changed/);
+    break;
+  }
+  // The streams' GETs were read above; the other calls of the family went through the recorder.
+  for (const [id, m, p] of await operations()) {
+    if (m === "GET" || !(p.endsWith("/events") || p.endsWith("/abort"))) continue;
+    const rx = templateRegex(p);
+    assert.ok(rec.sent.some(([sm, sp]) => sm === m && rx.test(sp)), `${id} (${m} ${p}) was not called`);
+  }
 });
