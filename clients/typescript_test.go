@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 )
 
@@ -19,11 +20,24 @@ func needNode(t *testing.T) {
 	need(t, err == nil, "clients/typescript/node_modules missing (npm ci --prefix clients/typescript)")
 }
 
-// buildTS compiles the client (tsc) into clients/typescript/dist.
+var tsBuilt sync.Once
+
+// buildTS compiles the client (tsc) into clients/typescript/dist, once per
+// test run.
 func buildTS(t *testing.T) {
 	t.Helper()
-	runIn(t, tsDir, "node", "node_modules/typescript/bin/tsc", "-p", "tsconfig.json")
+	ok := false
+	tsBuilt.Do(func() {
+		runIn(t, tsDir, "node", "node_modules/typescript/bin/tsc", "-p", "tsconfig.json")
+		ok = true
+	})
+	if !ok && !built {
+		t.Fatal("tsc failed in an earlier test")
+	}
+	built = built || ok
 }
+
+var built bool
 
 // TestTypeScript compiles the client, which type-checks SidecarSession
 // against @openai/agents-core's Session, and runs its suite with node --test.

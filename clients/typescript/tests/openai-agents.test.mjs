@@ -19,21 +19,36 @@ test("shape", async () => {
 
 const absent = skip || (!((await hasRoute("POST", MESSAGES)) && (await hasRoute("POST", MESSAGES + "/pop"))) && `the sidecar serves no ${MESSAGES} yet`);
 
-test("round trip", { skip: absent }, async () => {
-  const session = new SidecarSession(new Sidecar(URL_), unique("ts-agents"), "chat-1");
+// The same calls on the SDK's own MemorySession and on SidecarSession must
+// answer the same, step by step.
+test("behaves as the SDK's MemorySession", { skip: absent }, async () => {
+  const { MemorySession } = await import("@openai/agents-core");
+  const ref = new MemorySession();
+  const ours = new SidecarSession(new Sidecar(URL_), unique("ts-agents"), "chat-1");
   const items = [
     { role: "user", content: "Where is the dog? 🐕" },
     { type: "function_call", callId: "c1", name: "look", arguments: '{"where": "garden"}' },
     { type: "function_call_result", callId: "c1", name: "look", status: "completed", output: { type: "text", text: "in the garden" } },
     { role: "assistant", status: "completed", content: [{ type: "output_text", text: "In the garden." }] },
   ];
-  await session.addItems(items.slice(0, 2));
-  await session.addItems(items.slice(2));
-  assert.deepEqual(await session.getItems(), items);
-  assert.deepEqual(await session.getItems(2), items.slice(2));
-  assert.deepEqual(await session.popItem(), items[3]);
-  assert.deepEqual(await session.getItems(), items.slice(0, 3));
-  await session.clearSession();
-  assert.deepEqual(await session.getItems(), []);
-  assert.equal(await session.popItem(), undefined);
+  const steps = [
+    (s) => s.getItems(),
+    (s) => s.popItem(),
+    (s) => s.addItems(items.slice(0, 2)),
+    (s) => s.addItems([]),
+    (s) => s.addItems(items.slice(2)),
+    (s) => s.getItems(),
+    (s) => s.getItems(2),
+    (s) => s.getItems(10),
+    (s) => s.popItem(),
+    (s) => s.getItems(),
+    (s) => s.clearSession(),
+    (s) => s.getItems(),
+    (s) => s.popItem(),
+    (s) => s.addItems(items.slice(0, 1)),
+    (s) => s.getItems(1),
+  ];
+  for (const [i, step] of steps.entries()) {
+    assert.deepEqual(await step(ours), await step(ref), `step ${i}: ${step}`);
+  }
 });
