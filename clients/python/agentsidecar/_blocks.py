@@ -2,14 +2,8 @@
 
 from typing import Any, Dict, Optional, Union
 
-from ._transport import Transport, path
-from .types import Stored
+from ._transport import Transport, path, stored
 
-
-def _stored(answer: Any) -> Stored:
-    s = Stored(answer.body or {})
-    s.created = answer.status == 201
-    return s
 
 
 class BlocksAPI:
@@ -27,7 +21,7 @@ class BlocksAPI:
     def put_user_block(self, user_id: str, label: str, content: str, **fields: Any) -> Dict[str, Any]:
         """Create or replace a user block (putUserBlock); ``fields``:
         ``description``, ``max_tokens``, ``writable``, ``position``."""
-        return _stored(self._t.call("PUT", path("users", user_id, "blocks", label), body=dict(fields, content=content), safe=True))
+        return stored(self._t.call("PUT", path("users", user_id, "blocks", label), body=dict(fields, content=content), safe=True))
 
     def delete_user_block(self, user_id: str, label: str) -> None:
         self._t.call("DELETE", path("users", user_id, "blocks", label))
@@ -48,7 +42,7 @@ class BlocksAPI:
     def put_session_block(self, user_id: str, session_id: str, label: str, content: str, **fields: Any) -> Dict[str, Any]:
         """Create or replace a session block (putSessionBlock)."""
         p = path("users", user_id, "sessions", session_id, "blocks", label)
-        return _stored(self._t.call("PUT", p, body=dict(fields, content=content), safe=True))
+        return stored(self._t.call("PUT", p, body=dict(fields, content=content), safe=True))
 
     def delete_session_block(self, user_id: str, session_id: str, label: str) -> None:
         self._t.call("DELETE", path("users", user_id, "sessions", session_id, "blocks", label))

@@ -3,14 +3,8 @@
 import uuid
 from typing import Any, Dict, List, Mapping, Optional
 
-from ._transport import Transport, path
-from .types import Stored
+from ._transport import Transport, path, stored
 
-
-def _stored(answer: Any) -> Stored:
-    s = Stored(answer.body or {})
-    s.created = answer.status == 201
-    return s
 
 
 def _q(**kw: Any) -> List[Any]:
@@ -53,7 +47,7 @@ class MessagesAPI:
             body["content"] = content
         body.setdefault("id", str(uuid.uuid4()))
         p = path("users", user_id, "sessions", session_id, "messages")
-        return _stored(self._t.call("POST", p, body=body, safe=True))
+        return stored(self._t.call("POST", p, body=body, safe=True))
 
     def list_messages(
         self,
@@ -82,7 +76,7 @@ class MessagesAPI:
         """Create the message with that id, or replace its content fields in
         place (putMessage); ``created`` tells which."""
         p = path("users", user_id, "sessions", session_id, "messages", message_id)
-        return _stored(self._t.call("PUT", p, body=dict(fields, role=role), safe=True))
+        return stored(self._t.call("PUT", p, body=dict(fields, role=role), safe=True))
 
     def patch_message(self, user_id: str, session_id: str, message_id: str, **fields: Any) -> Dict[str, Any]:
         """Replace ``content``, ``parts``, ``item`` or ``metadata`` (patchMessage)."""

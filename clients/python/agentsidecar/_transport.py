@@ -46,6 +46,16 @@ class Answer:
         self.body = body
 
 
+def stored(answer: "Answer") -> Any:
+    """The answer's JSON object as a types.Stored: ``created`` is True for
+    a 201 (stored now), False for a 200 (a safe repeat)."""
+    from .types import Stored
+
+    s = Stored(answer.body or {})
+    s.created = answer.status == 201
+    return s
+
+
 class Transport:
     def __init__(
         self,
@@ -190,4 +200,4 @@ class Transport:
         time.sleep(delay + random.uniform(0, delay / 4))
 
 
-__all__ = ["Transport", "Answer", "path", "SidecarError"]
+__all__ = ["Transport", "Answer", "path", "stored", "SidecarError"]

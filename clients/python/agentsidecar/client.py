@@ -7,7 +7,7 @@ from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple
 
 from ._blocks import BlocksAPI
 from ._messages import MessagesAPI
-from ._transport import Transport, path
+from ._transport import Transport, path, stored
 from .events import Event, events
 from .lock import Lock
 from .types import (
@@ -22,18 +22,12 @@ from .types import (
     SessionRecord,
     SessionStart,
     SessionStats,
-    Stored,
     UsageResult,
 )
 
 DEFAULT_USER_AGENT = "agentsidecar-python-client"
 _UNSET: Any = object()
 
-
-def _stored(answer) -> Stored:
-    s = Stored(answer.body or {})
-    s.created = answer.status == 201
-    return s
 
 
 def _fields(**kw: Any) -> Dict[str, Any]:
@@ -115,7 +109,7 @@ class Sidecar(MessagesAPI, BlocksAPI):
             if v is not None:
                 body[k] = v
         p = path("users", user_id, "sessions", session_id, "entries")
-        return _stored(self._t.call("POST", p, body=body, safe=True))  # type: ignore[return-value]
+        return stored(self._t.call("POST", p, body=body, safe=True))  # type: ignore[return-value]
 
     def list_entries(self, user_id: str, session_id: str, last_n: Optional[int] = None) -> List[SessionQAEntry]:
         """The newest ``last_n`` entries (default 10), oldest first (listEntries)."""
@@ -184,7 +178,7 @@ class Sidecar(MessagesAPI, BlocksAPI):
         body = dict(entry)
         body.setdefault("id", str(uuid.uuid4()))
         p = path("users", user_id, "sessions", session_id, "context")
-        return _stored(self._t.call("POST", p, body=body, safe=True))
+        return stored(self._t.call("POST", p, body=body, safe=True))
 
     def list_context(self, user_id: str, session_id: str) -> List[ContextEntry]:
         """The session's context entries, oldest first (listContext)."""
@@ -244,7 +238,7 @@ class Sidecar(MessagesAPI, BlocksAPI):
             body["error"] = True
         key = idempotency_key or str(uuid.uuid4())
         p = path("users", user_id, "sessions", session_id, "usage")
-        return _stored(self._t.call("POST", p, body=body, headers={"Idempotency-Key": key}, safe=True))  # type: ignore[return-value]
+        return stored(self._t.call("POST", p, body=body, headers={"Idempotency-Key": key}, safe=True))  # type: ignore[return-value]
 
     def get_session(self, user_id: str, session_id: str) -> SessionRecord:
         """The session's record with its derived status and TTL (getSession)."""
@@ -336,7 +330,7 @@ class Sidecar(MessagesAPI, BlocksAPI):
                 body[k] = v
         key = idempotency_key or str(uuid.uuid4())
         p = path("users", user_id, "sessions")
-        return _stored(self._t.call("POST", p, body=body, headers={"Idempotency-Key": key}, safe=True))  # type: ignore[return-value]
+        return stored(self._t.call("POST", p, body=body, headers={"Idempotency-Key": key}, safe=True))  # type: ignore[return-value]
 
     def update_session(self, user_id: str, session_id: str, **fields: Any) -> SessionRecord:
         """Set ``title`` (None removes it) and merge-patch ``metadata`` (a
@@ -353,7 +347,7 @@ class Sidecar(MessagesAPI, BlocksAPI):
     ) -> SessionStart:
         """Start or reuse the user's active session (startSession): ``is_new`` says which."""
         body = {k: v for k, v in (("title", title), ("metadata", metadata), ("match", match)) if v is not None}
-        return _stored(self._t.call("POST", path("users", user_id, "active-session"), body=body, safe=True))  # type: ignore[return-value]
+        return stored(self._t.call("POST", path("users", user_id, "active-session"), body=body, safe=True))  # type: ignore[return-value]
 
     def end_active_session(
         self, user_id: str, *, summary: Optional[str] = None, match: Optional[Mapping[str, str]] = None
