@@ -103,3 +103,60 @@ class MessagesAPI:
         """Remove every message and compaction, keeping the record, usage
         and Q&A entries (clearMessages)."""
         self._t.call("DELETE", path("users", user_id, "sessions", session_id, "messages"), safe=True)
+
+    # -- compactions, fork, split ---------------------------------------------------
+
+    def create_compaction(self, user_id: str, session_id: str, summary: str, from_id: str, to_id: str) -> Dict[str, Any]:
+        """Summarise the path from ``from_id`` to ``to_id``: reads then show
+        one ``compaction:<id>`` message for the range (createCompaction).
+        Never retried (a repeat would supersede the first)."""
+        p = path("users", user_id, "sessions", session_id, "compactions")
+        return self._t.call("POST", p, body={"summary": summary, "from_id": from_id, "to_id": to_id}).body
+
+    def list_compactions(self, user_id: str, session_id: str) -> Dict[str, Any]:
+        """``{compactions}`` in force, oldest first (listCompactions)."""
+        return self._t.call("GET", path("users", user_id, "sessions", session_id, "compactions"), safe=True).body
+
+    def fork_session(
+        self,
+        user_id: str,
+        session_id: str,
+        at: str,
+        *,
+        new_session_id: Optional[str] = None,
+        title: Optional[str] = None,
+        idempotency_key: Optional[str] = None,
+    ) -> Dict[str, Any]:
+        """A new session holding the path root..``at`` (forkSession): its
+        record, ``parent_session_id`` = session_id. Carries an
+        Idempotency-Key (a UUID unless given), so a retry forks once."""
+        body: Dict[str, Any] = {"at": at}
+        if new_session_id is not None:
+            body["session_id"] = new_session_id
+        if title is not None:
+            body["title"] = title
+        headers = {"Idempotency-Key": idempotency_key or str(uuid.uuid4())}
+        p = path("users", user_id, "sessions", session_id, "fork")
+        return stored(self._t.call("POST", p, body=body, headers=headers, safe=True))
+
+    def split_session(
+        self,
+        user_id: str,
+        session_id: str,
+        summary: str,
+        *,
+        new_session_id: Optional[str] = None,
+        title: Optional[str] = None,
+        idempotency_key: Optional[str] = None,
+    ) -> Dict[str, Any]:
+        """End this session (``end_reason: split``) and start its
+        continuation with a system message holding ``summary``
+        (splitSession): the continuation's record. Retry-safe like fork."""
+        body: Dict[str, Any] = {"summary": summary}
+        if new_session_id is not None:
+            body["session_id"] = new_session_id
+        if title is not None:
+            body["title"] = title
+        headers = {"Idempotency-Key": idempotency_key or str(uuid.uuid4())}
+        p = path("users", user_id, "sessions", session_id, "split")
+        return stored(self._t.call("POST", p, body=body, headers=headers, safe=True))

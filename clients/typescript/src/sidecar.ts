@@ -7,7 +7,7 @@ import { randomUUID } from "node:crypto";
 
 import { SidecarCore, ids, stored } from "./client.js";
 import { type SidecarEvent, eventStream } from "./events.js";
-import type { Stored } from "./types.js";
+import type { SessionRecord, Stored } from "./types.js";
 
 type Obj = Record<string, unknown>;
 /** A stored message: {id, role, content?, parts?, item?, format?, parent_id, created_at, tokens, ...}. */
@@ -28,6 +28,8 @@ export interface ListMessagesOptions {
   offset?: number;
   compacted?: boolean;
 }
+/** A compaction: {id, summary, from_id, to_id, created_at}. */
+export type Compaction = { id: string; summary: string; from_id: string; to_id: string; created_at: string };
 /** A context block: {label, description?, content, max_tokens?, writable, position, tokens, scope?}. */
 export type Block = Obj & { label: string; content: string };
 
@@ -121,6 +123,36 @@ export class Sidecar extends SidecarCore {
   /** clearMessages: every message and compaction; the record, usage and Q&A entries stay. */
   async clearMessages(userId: string, sessionId: string): Promise<void> {
     await this.raw(true, "DELETE", this.sessionPath(userId, sessionId, "messages"));
+  }
+
+  /** createCompaction: reads then show one `compaction:<id>` message for the range. Never retried. */
+  createCompaction(userId: string, sessionId: string, body: { summary: string; from_id: string; to_id: string }): Promise<Compaction> {
+    return this.raw(false, "POST", this.sessionPath(userId, sessionId, "compactions"), body);
+  }
+  listCompactions(userId: string, sessionId: string): Promise<{ compactions: Compaction[] }> {
+    return this.raw(true, "GET", this.sessionPath(userId, sessionId, "compactions"));
+  }
+  /** forkSession: a new session holding the path root..at; carries an Idempotency-Key (a UUID unless given). */
+  async forkSession(
+    userId: string,
+    sessionId: string,
+    body: { at: string; session_id?: string; title?: string },
+    opts: { idempotencyKey?: string } = {},
+  ): Promise<Stored<SessionRecord>> {
+    const headers = { "Idempotency-Key": opts.idempotencyKey || randomUUID() };
+    const { data, response } = await this.rawSend<SessionRecord>(true, "POST", this.sessionPath(userId, sessionId, "fork"), body, headers);
+    return stored(data, response);
+  }
+  /** splitSession: ends this session (end_reason split) and answers its continuation's record; retry-safe like fork. */
+  async splitSession(
+    userId: string,
+    sessionId: string,
+    body: { summary: string; session_id?: string; title?: string },
+    opts: { idempotencyKey?: string } = {},
+  ): Promise<Stored<SessionRecord>> {
+    const headers = { "Idempotency-Key": opts.idempotencyKey || randomUUID() };
+    const { data, response } = await this.rawSend<SessionRecord>(true, "POST", this.sessionPath(userId, sessionId, "split"), body, headers);
+    return stored(data, response);
   }
 
   // -- blocks, system prompt, tools ------------------------------------------------

@@ -39,6 +39,17 @@ test("every messages operation", { skip: noMessages }, async () => {
   assert.equal(page.total, 3);
   assert.deepEqual((await sc.listMessages(u, s, { order: "desc", limit: 1 })).messages.map((m) => m.id), [batch[1].id]);
   assert.equal((await sc.getMessage(u, s, "m1")).content, "Where is the dog?");
+  const comp = await sc.createCompaction(u, s, { summary: "Asked where the dog is.", from_id: "m1", to_id: batch[0].id });
+  assert.deepEqual((await sc.listCompactions(u, s)).compactions.map((c) => c.id), [comp.id]);
+  assert.deepEqual((await sc.listMessages(u, s)).messages.map((m) => m.id), [`compaction:${comp.id}`, batch[1].id]);
+  assert.equal((await sc.listMessages(u, s, { compacted: false })).messages.length, 3);
+  const fork = await sc.forkSession(u, s, { at: batch[0].id, session_id: "s1-fork" }, { idempotencyKey: "f1" });
+  assert.deepEqual([fork.created, fork.session_id, fork.parent_session_id], [true, "s1-fork", s]);
+  assert.equal((await sc.forkSession(u, s, { at: batch[0].id, session_id: "s1-fork" }, { idempotencyKey: "f1" })).created, false);
+  const cont = await sc.splitSession(u, "s1-fork", { summary: "Dog in the garden.", session_id: "s1-cont" });
+  assert.deepEqual([cont.session_id, cont.parent_session_id], ["s1-cont", "s1-fork"]);
+  assert.equal((await sc.getSession(u, "s1-fork")).end_reason, "split");
+  assert.deepEqual((await sc.listMessages(u, "s1-cont")).messages.map((m) => m.role), ["system"]);
   const branch = await sc.putMessage(u, s, "m2b", { role: "assistant", content: "Under the tree", parent_id: "m1" });
   assert.equal(branch.created, true);
   assert.deepEqual((await sc.listChildren(u, s, "m1")).messages.map((m) => m.id), [batch[0].id, "m2b"]);
@@ -51,7 +62,7 @@ test("every messages operation", { skip: noMessages }, async () => {
   await sc.clearMessages(u, s);
   assert.deepEqual((await sc.listMessages(u, s)).messages, []);
   await rejects(sc.popMessage(u, s), 404, "not_found");
-  await familyCalled(rec.sent, ["/messages"]);
+  await familyCalled(rec.sent, ["/messages", "/compactions", "/fork", "/split"]);
 });
 
 test("every blocks operation", { skip: noBlocks }, async () => {
