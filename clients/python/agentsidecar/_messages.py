@@ -28,13 +28,16 @@ class MessagesAPI:
         if_leaf: Optional[str] = None,
     ) -> List[Dict[str, Any]]:
         """Append messages chained in order, all or nothing (appendMessages).
-        Each gets a client id (a UUID) unless it has one, so a retry stores
-        them once. ``if_leaf``: 412 ``leaf_moved`` unless the latest leaf is
-        that message. Returns the stored messages."""
+        Each gets a client id (a UUID) unless it has one, and the call an
+        Idempotency-Key, so a retry stores them once. ``if_leaf``: 412
+        ``leaf_moved`` unless the latest leaf is that message. Returns the
+        stored messages."""
         batch = [dict(m) for m in messages]
         for m in batch:
             m.setdefault("id", str(uuid.uuid4()))
-        headers = {"If-Match": '"%s"' % if_leaf} if if_leaf else None
+        headers = {"Idempotency-Key": str(uuid.uuid4())}
+        if if_leaf:
+            headers["If-Match"] = '"%s"' % if_leaf
         p = path("users", user_id, "sessions", session_id, "messages")
         body = self._t.call("POST", p, body={"messages": batch}, headers=headers, safe=True).body
         return body["messages"] if isinstance(body, dict) and "messages" in body else [body]
@@ -47,7 +50,8 @@ class MessagesAPI:
             body["content"] = content
         body.setdefault("id", str(uuid.uuid4()))
         p = path("users", user_id, "sessions", session_id, "messages")
-        return stored(self._t.call("POST", p, body=body, safe=True))
+        headers = {"Idempotency-Key": str(uuid.uuid4())}
+        return stored(self._t.call("POST", p, body=body, headers=headers, safe=True))
 
     def list_messages(
         self,

@@ -13,6 +13,27 @@ from .support import URL, has_route, unique
 MESSAGES = "/v1/users/{user_id}/sessions/{session_id}/messages"
 
 
+class ListSession:
+    """The SDK's session semantics (its SQLiteSession: get_items(limit)
+    answers the newest ``limit`` items oldest first, pop_item the newest or
+    None), over a list: the reference SidecarSession is compared with."""
+
+    def __init__(self):
+        self.items = []
+
+    async def get_items(self, limit=None):
+        return list(self.items) if limit is None else (self.items[-limit:] if limit > 0 else [])
+
+    async def add_items(self, items):
+        self.items.extend(items)
+
+    async def pop_item(self):
+        return self.items.pop() if self.items else None
+
+    async def clear_session(self):
+        self.items.clear()
+
+
 class Protocol(unittest.TestCase):
     def test_shape(self):
         """The protocol of agents.memory.Session: session_id and four
@@ -52,5 +73,32 @@ class Live(unittest.TestCase):
             await session.clear_session()
             self.assertEqual(await session.get_items(), [])
             self.assertIsNone(await session.pop_item())
+
+        asyncio.run(run())
+
+    def test_same_answers_as_the_reference(self):
+        sc = Sidecar(URL)
+        self.addCleanup(sc.close)
+        ours, ref = SidecarSession(sc, unique("py-agents"), "chat-1"), ListSession()
+        items = [{"role": "user", "content": "q%d" % i} for i in range(5)]
+        steps = [
+            lambda s: s.get_items(),
+            lambda s: s.pop_item(),
+            lambda s: s.add_items(items[:3]),
+            lambda s: s.add_items([]),
+            lambda s: s.get_items(2),
+            lambda s: s.get_items(10),
+            lambda s: s.pop_item(),
+            lambda s: s.add_items(items[3:]),
+            lambda s: s.get_items(),
+            lambda s: s.get_items(0),
+            lambda s: s.clear_session(),
+            lambda s: s.get_items(),
+            lambda s: s.pop_item(),
+        ]
+
+        async def run():
+            for i, step in enumerate(steps):
+                self.assertEqual(await step(ours), await step(ref), "step %d" % i)
 
         asyncio.run(run())

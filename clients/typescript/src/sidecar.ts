@@ -85,14 +85,17 @@ export class Sidecar extends SidecarCore {
   /** appendMessages: chained in order, all or nothing; each gets a client id unless it has one, so a retry stores them once. */
   async appendMessages(userId: string, sessionId: string, messages: Obj[], opts: { ifLeaf?: string } = {}): Promise<Message[]> {
     const batch = messages.map((m) => ({ ...m, id: (m.id as string | undefined) || randomUUID() }));
-    const headers: Record<string, string> = opts.ifLeaf ? { "If-Match": `"${opts.ifLeaf}"` } : {};
+    const headers: Record<string, string> = { "Idempotency-Key": randomUUID() };
+    if (opts.ifLeaf) headers["If-Match"] = `"${opts.ifLeaf}"`;
     const out = await this.raw<{ messages?: Message[] }>(true, "POST", this.sessionPath(userId, sessionId, "messages"), { messages: batch }, headers);
     return out.messages ?? [out as Message];
   }
   /** appendMessages with one message; `created` is false when its id was already stored with the same fields. */
   async appendMessage(userId: string, sessionId: string, message: Obj): Promise<Stored<Message>> {
     const body = { ...message, id: (message.id as string | undefined) || randomUUID() };
-    const { data, response } = await this.rawSend<Message>(true, "POST", this.sessionPath(userId, sessionId, "messages"), body);
+    const { data, response } = await this.rawSend<Message>(true, "POST", this.sessionPath(userId, sessionId, "messages"), body, {
+      "Idempotency-Key": randomUUID(),
+    });
     return stored(data, response);
   }
   listMessages(userId: string, sessionId: string, opts: ListMessagesOptions = {}): Promise<MessagePage> {
