@@ -25,11 +25,26 @@ var skips struct {
 	reasons []string            // in order of first appearance
 	tests   map[string][]string // reason → skipped test names
 	printed bool
+	rig     bool // a skip of the rig's own, which REQUIRE_REAL_REDIS=1 turns into a failure
+}
+
+// Skip skips t for reason (a missing tool, say: "node not on PATH") and
+// records it in the package's one notice line, as the rig does for
+// redis-server. The reason should say how to get the tool, and what makes
+// the test fail instead of skipping.
+func Skip(t testing.TB, reason string) {
+	t.Helper()
+	record(t, reason, false)
 }
 
 // skip records t's skip for reason, prints the notice when no Main will,
 // and skips t.
 func skip(t testing.TB, reason string) {
+	t.Helper()
+	record(t, reason, true)
+}
+
+func record(t testing.TB, reason string, rig bool) {
 	t.Helper()
 	shared.mu.Lock()
 	viaMain := shared.main
@@ -42,10 +57,11 @@ func skip(t testing.TB, reason string) {
 		skips.reasons = append(skips.reasons, reason)
 	}
 	skips.tests[reason] = append(skips.tests[reason], t.Name())
+	skips.rig = skips.rig || rig
 	if !viaMain && !skips.printed {
 		skips.printed = true
-		writeNotice(fmt.Sprintf("%s: tests skip: %s (the first: %s); `go test -v` lists them; REQUIRE_REAL_REDIS=1 makes them fail instead",
-			packageName(), reason, t.Name()))
+		writeNotice(fmt.Sprintf("%s: tests skip: %s (the first: %s); `go test -v` lists them%s",
+			packageName(), reason, t.Name(), failInstead(rig)))
 	}
 	skips.mu.Unlock()
 	t.Skip(reason)
@@ -74,8 +90,16 @@ func printSkipNotice() {
 	if n == 1 {
 		plural = ""
 	}
-	writeNotice(fmt.Sprintf("%s: %d test%s skipped (%s); `go test -v` lists them; REQUIRE_REAL_REDIS=1 makes them fail instead",
-		packageName(), n, plural, strings.Join(parts, "; ")))
+	writeNotice(fmt.Sprintf("%s: %d test%s skipped (%s); `go test -v` lists them%s",
+		packageName(), n, plural, strings.Join(parts, "; "), failInstead(skips.rig)))
+}
+
+// failInstead is the notice's last words for the rig's own skips.
+func failInstead(rig bool) string {
+	if rig {
+		return "; REQUIRE_REAL_REDIS=1 makes them fail instead"
+	}
+	return ""
 }
 
 func writeNotice(line string) {

@@ -1,0 +1,102 @@
+"""The OpenAI Agents SDK's ``Session`` protocol over the sidecar's messages.
+
+``SidecarSession(sidecar, user_id, session_id)`` has the protocol's
+``session_id`` and its four coroutines, so ``Runner.run(agent, input,
+session=SidecarSession(...))`` keeps the conversation in the sidecar,
+shared by every process and pod of the agent. The SDK is not a dependency:
+the class matches the protocol by shape (duck typing). Each item is stored
+as one message holding it unchanged (``item`` with ``format:
+"openai.responses"``), so it comes back byte for byte; each method is one
+call of the API, so two processes never interleave a read and a write.
+"""
+
+import asyncio
+import functools
+from typing import Any, Dict, List, Optional
+
+from .errors import NotFound
+
+FORMAT = "openai.responses"
+_PAGE = 1000  # the largest page the messages API serves
+
+
+def _role(item: Dict[str, Any]) -> str:
+    role = item.get("role")
+    if isinstance(role, str) and role:
+        return role
+    if item.get("type") in ("function_call_output", "computer_call_output", "local_shell_call_output"):
+        return "tool"
+    return "assistant"
+
+
+def _item(message: Dict[str, Any]) -> Dict[str, Any]:
+    """The SDK item a message holds: its own item when an adapter stored
+    one, else one built from its role and text (a compaction's summary,
+    messages written by other clients)."""
+    item = message.get("item")
+    if isinstance(item, dict):
+        return item
+    return {"role": message.get("role", "assistant"), "content": message.get("content") or ""}
+
+
+class SidecarSession:
+    """An OpenAI Agents SDK session stored in the sidecar session
+    ``(user_id, session_id)``."""
+
+    session_settings = None  # the SDK's optional per-session settings: none
+
+    def __init__(self, sidecar: Any, user_id: str, session_id: str):
+        self.sidecar = sidecar
+        self.user_id = user_id
+        self.session_id = session_id
+
+    async def _run(self, fn: Any, *args: Any, **kw: Any) -> Any:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(None, functools.partial(fn, *args, **kw))
+
+    async def get_items(self, limit: Optional[int] = None) -> List[Dict[str, Any]]:
+        """The conversation's items, oldest first; with ``limit`` the newest
+        ``limit`` of them, still oldest first."""
+        return await self._run(self._get_items, limit)
+
+    def _get_items(self, limit: Optional[int]) -> List[Dict[str, Any]]:
+        sc, u, s = self.sidecar, self.user_id, self.session_id
+        if limit is not None:
+            if limit <= 0:
+                return []
+            page = sc.list_messages(u, s, order="desc", limit=min(limit, _PAGE))
+            return [_item(m) for m in reversed(page["messages"])]
+        items: List[Dict[str, Any]] = []
+        after = None
+        while True:
+            page = sc.list_messages(u, s, order="asc", limit=_PAGE, after=after)
+            items.extend(_item(m) for m in page["messages"])
+            after = page.get("next_cursor")
+            if not after or not page["messages"]:
+                return items
+
+    async def add_items(self, items: List[Dict[str, Any]]) -> None:
+        """Append the items, in order, in one call (all or nothing)."""
+        if not items:
+            return
+        messages = [{"role": _role(dict(i)), "item": i, "format": FORMAT} for i in items]
+        await self._run(self.sidecar.append_messages, self.user_id, self.session_id, messages)
+
+    async def pop_item(self) -> Optional[Dict[str, Any]]:
+        """Remove the newest item and return it (None when there is none):
+        one atomic call, so concurrent pops never return the same item."""
+        try:
+            message = await self._run(self.sidecar.pop_message, self.user_id, self.session_id)
+        except NotFound:
+            return None
+        return _item(message)
+
+    async def clear_session(self) -> None:
+        """Remove every item (the session's record, usage and Q&A entries stay)."""
+        try:
+            await self._run(self.sidecar.clear_messages, self.user_id, self.session_id)
+        except NotFound:
+            pass
+
+
+__all__ = ["SidecarSession", "FORMAT"]

@@ -1,0 +1,211 @@
+/**
+ * Sidecar: SidecarCore plus the messages, blocks and events calls. These go
+ * through `raw` (plain fetch, same errors and retries) until their routes
+ * are in the generated types.
+ */
+import { randomUUID } from "node:crypto";
+
+import { SidecarCore, ids, stored } from "./client.js";
+import { type SidecarEvent, eventStream } from "./events.js";
+import type { SessionRecord, Stored } from "./types.js";
+
+type Obj = Record<string, unknown>;
+/** A stored message: {id, role, content?, parts?, item?, format?, parent_id, created_at, tokens, ...}. */
+export type Message = Obj & { id: string; role: string };
+export interface MessagePage {
+  messages: Message[];
+  total: number;
+  total_tokens: number;
+  next_cursor: string | null;
+  compaction_suggested: boolean;
+}
+export interface ListMessagesOptions {
+  leaf?: string;
+  order?: "asc" | "desc";
+  limit?: number;
+  after?: string;
+  before?: string;
+  offset?: number;
+  compacted?: boolean;
+}
+/** A compaction: {id, summary, from_id, to_id, created_at}. */
+export type Compaction = { id: string; summary: string; from_id: string; to_id: string; created_at: string };
+/** A context block: {label, description?, content, max_tokens?, writable, position, tokens, scope?}. */
+export type Block = Obj & { label: string; content: string };
+
+const enc = encodeURIComponent;
+
+function qs(query: Record<string, string | number | boolean | undefined>): string {
+  const q = new URLSearchParams();
+  for (const [k, v] of Object.entries(query)) if (v !== undefined) q.set(k, String(v));
+  const s = q.toString();
+  return s ? `?${s}` : "";
+}
+
+/** A client of one sidecar, e.g. `new Sidecar("http://127.0.0.1:7480")`. */
+export class Sidecar extends SidecarCore {
+  private sessionPath(u: string, s: string, ...more: string[]): string {
+    ids(u, s, ...more);
+    return [`/v1/users/${enc(u)}/sessions/${enc(s)}`, ...more.map(enc)].join("/");
+  }
+  private userPath(u: string, ...more: string[]): string {
+    ids(u, ...more);
+    return [`/v1/users/${enc(u)}`, ...more.map(enc)].join("/");
+  }
+
+  // -- events and abort --------------------------------------------------------
+
+  /** getSessionEvents: the session's event stream, reconnecting with Last-Event-ID; ends after `deleted` or when signal aborts. */
+  getSessionEvents(userId: string, sessionId: string, opts: { lastEventId?: string; signal?: AbortSignal } = {}): AsyncGenerator<SidecarEvent> {
+    return eventStream(this, this.sessionPath(userId, sessionId, "events"), opts);
+  }
+  /** getSessionEvents, by its short name. */
+  events(userId: string, sessionId: string, opts: { lastEventId?: string; signal?: AbortSignal } = {}): AsyncGenerator<SidecarEvent> {
+    return this.getSessionEvents(userId, sessionId, opts);
+  }
+  /** getUserEvents: the user's event stream (user-level changes). */
+  getUserEvents(userId: string, opts: { lastEventId?: string; signal?: AbortSignal } = {}): AsyncGenerator<SidecarEvent> {
+    return eventStream(this, this.userPath(userId, "events"), opts);
+  }
+  /** publishSessionEvent: a custom event (`x-<name>`) on the session's stream. */
+  publishSessionEvent(userId: string, sessionId: string, event: string, data: unknown): Promise<{ id: string }> {
+    return this.raw(false, "POST", this.sessionPath(userId, sessionId, "events"), { event, data });
+  }
+  /** requestAbort: every write answer of the session carries Sidecar-Abort-Requested until it is cleared. */
+  requestAbort(userId: string, sessionId: string): Promise<Obj> {
+    return this.raw(true, "POST", this.sessionPath(userId, sessionId, "abort"));
+  }
+  /** clearAbort: withdraws the abort request. */
+  async clearAbort(userId: string, sessionId: string): Promise<void> {
+    await this.raw(true, "DELETE", this.sessionPath(userId, sessionId, "abort"));
+  }
+
+  // -- messages ------------------------------------------------------------------
+
+  /** appendMessages: chained in order, all or nothing; each gets a client id unless it has one, so a retry stores them once. */
+  async appendMessages(userId: string, sessionId: string, messages: Obj[], opts: { ifLeaf?: string } = {}): Promise<Message[]> {
+    const batch = messages.map((m) => ({ ...m, id: (m.id as string | undefined) || randomUUID() }));
+    const headers: Record<string, string> = { "Idempotency-Key": randomUUID() };
+    if (opts.ifLeaf) headers["If-Match"] = `"${opts.ifLeaf}"`;
+    const out = await this.raw<{ messages?: Message[] }>(true, "POST", this.sessionPath(userId, sessionId, "messages"), { messages: batch }, headers);
+    return out.messages ?? [out as Message];
+  }
+  /** appendMessages with one message; `created` is false when its id was already stored with the same fields. */
+  async appendMessage(userId: string, sessionId: string, message: Obj): Promise<Stored<Message>> {
+    const body = { ...message, id: (message.id as string | undefined) || randomUUID() };
+    const { data, response } = await this.rawSend<Message>(true, "POST", this.sessionPath(userId, sessionId, "messages"), body, {
+      "Idempotency-Key": randomUUID(),
+    });
+    return stored(data, response);
+  }
+  listMessages(userId: string, sessionId: string, opts: ListMessagesOptions = {}): Promise<MessagePage> {
+    return this.raw(true, "GET", this.sessionPath(userId, sessionId, "messages") + qs({ ...opts }));
+  }
+  getMessage(userId: string, sessionId: string, messageId: string): Promise<Message> {
+    return this.raw(true, "GET", this.sessionPath(userId, sessionId, "messages", messageId));
+  }
+  /** putMessage: create with that id, or replace its content fields in place; `created` tells which. */
+  async putMessage(userId: string, sessionId: string, messageId: string, message: Obj): Promise<Stored<Message>> {
+    const { data, response } = await this.rawSend<Message>(true, "PUT", this.sessionPath(userId, sessionId, "messages", messageId), message);
+    return stored(data, response);
+  }
+  patchMessage(userId: string, sessionId: string, messageId: string, patch: Obj): Promise<Message> {
+    return this.raw(true, "PATCH", this.sessionPath(userId, sessionId, "messages", messageId), patch);
+  }
+  /** deleteMessage: a leaf, or with subtree the message and its descendants (else 409 has_children). */
+  async deleteMessage(userId: string, sessionId: string, messageId: string, opts: { subtree?: boolean } = {}): Promise<void> {
+    await this.raw(false, "DELETE", this.sessionPath(userId, sessionId, "messages", messageId) + qs({ subtree: opts.subtree || undefined }));
+  }
+  listChildren(userId: string, sessionId: string, messageId: string, limit?: number): Promise<{ messages: Message[] }> {
+    return this.raw(true, "GET", this.sessionPath(userId, sessionId, "messages", messageId, "children") + qs({ limit }));
+  }
+  /** popMessage: removes the latest leaf and returns it (404 when none). Never retried. */
+  popMessage(userId: string, sessionId: string): Promise<Message> {
+    return this.raw(false, "POST", this.sessionPath(userId, sessionId, "messages", "pop"));
+  }
+  /** clearMessages: every message and compaction; the record, usage and Q&A entries stay. */
+  async clearMessages(userId: string, sessionId: string): Promise<void> {
+    await this.raw(true, "DELETE", this.sessionPath(userId, sessionId, "messages"));
+  }
+
+  /** createCompaction: reads then show one `compaction:<id>` message for the range. Never retried. */
+  createCompaction(userId: string, sessionId: string, body: { summary: string; from_id: string; to_id: string }): Promise<Compaction> {
+    return this.raw(false, "POST", this.sessionPath(userId, sessionId, "compactions"), body);
+  }
+  listCompactions(userId: string, sessionId: string): Promise<{ compactions: Compaction[] }> {
+    return this.raw(true, "GET", this.sessionPath(userId, sessionId, "compactions"));
+  }
+  /** forkSession: a new session holding the path root..at; carries an Idempotency-Key (a UUID unless given). */
+  async forkSession(
+    userId: string,
+    sessionId: string,
+    body: { at: string; session_id?: string; title?: string },
+    opts: { idempotencyKey?: string } = {},
+  ): Promise<Stored<SessionRecord>> {
+    const headers = { "Idempotency-Key": opts.idempotencyKey || randomUUID() };
+    const { data, response } = await this.rawSend<SessionRecord>(true, "POST", this.sessionPath(userId, sessionId, "fork"), body, headers);
+    return stored(data, response);
+  }
+  /** splitSession: ends this session (end_reason split) and answers its continuation's record; retry-safe like fork. */
+  async splitSession(
+    userId: string,
+    sessionId: string,
+    body: { summary: string; session_id?: string; title?: string },
+    opts: { idempotencyKey?: string } = {},
+  ): Promise<Stored<SessionRecord>> {
+    const headers = { "Idempotency-Key": opts.idempotencyKey || randomUUID() };
+    const { data, response } = await this.rawSend<SessionRecord>(true, "POST", this.sessionPath(userId, sessionId, "split"), body, headers);
+    return stored(data, response);
+  }
+
+  // -- blocks, system prompt, tools ------------------------------------------------
+
+  listUserBlocks(userId: string): Promise<{ blocks: Block[] }> {
+    return this.raw(true, "GET", this.userPath(userId, "blocks"));
+  }
+  getUserBlock(userId: string, label: string): Promise<Block> {
+    return this.raw(true, "GET", this.userPath(userId, "blocks", label));
+  }
+  async putUserBlock(userId: string, label: string, block: Obj & { content: string }): Promise<Stored<Block>> {
+    const { data, response } = await this.rawSend<Block>(true, "PUT", this.userPath(userId, "blocks", label), block);
+    return stored(data, response);
+  }
+  async deleteUserBlock(userId: string, label: string): Promise<void> {
+    await this.raw(false, "DELETE", this.userPath(userId, "blocks", label));
+  }
+  /** appendUserBlock: never retried (a repeat would append twice). */
+  appendUserBlock(userId: string, label: string, content: string): Promise<Block> {
+    return this.raw(false, "POST", this.userPath(userId, "blocks", label, "append"), { content });
+  }
+  listSessionBlocks(userId: string, sessionId: string): Promise<{ blocks: Block[] }> {
+    return this.raw(true, "GET", this.sessionPath(userId, sessionId, "blocks"));
+  }
+  getSessionBlock(userId: string, sessionId: string, label: string): Promise<Block> {
+    return this.raw(true, "GET", this.sessionPath(userId, sessionId, "blocks", label));
+  }
+  async putSessionBlock(userId: string, sessionId: string, label: string, block: Obj & { content: string }): Promise<Stored<Block>> {
+    const { data, response } = await this.rawSend<Block>(true, "PUT", this.sessionPath(userId, sessionId, "blocks", label), block);
+    return stored(data, response);
+  }
+  async deleteSessionBlock(userId: string, sessionId: string, label: string): Promise<void> {
+    await this.raw(false, "DELETE", this.sessionPath(userId, sessionId, "blocks", label));
+  }
+  appendSessionBlock(userId: string, sessionId: string, label: string, content: string): Promise<Block> {
+    return this.raw(false, "POST", this.sessionPath(userId, sessionId, "blocks", label, "append"), { content });
+  }
+  /** getSystemPrompt: {prompt, tokens, frozen_at}; frozen keeps the one frozen at the first such call. */
+  getSystemPrompt(userId: string, sessionId: string, opts: { frozen?: boolean } = {}): Promise<{ prompt: string; tokens: number; frozen_at: string | null }> {
+    return this.raw(true, "GET", this.sessionPath(userId, sessionId, "system-prompt") + qs({ format: "json", frozen: opts.frozen || undefined }));
+  }
+  refreshSystemPrompt(userId: string, sessionId: string): Promise<{ prompt: string; tokens: number; frozen_at: string | null }> {
+    return this.raw(true, "POST", this.sessionPath(userId, sessionId, "system-prompt", "refresh") + qs({ format: "json" }));
+  }
+  listTools(userId: string, sessionId: string, format?: "openai" | "anthropic"): Promise<{ tools: Obj[] }> {
+    return this.raw(true, "GET", this.sessionPath(userId, sessionId, "tools") + qs({ format }));
+  }
+  /** callTool: {result, is_error}; retried only with a toolCallId (a repeat answers the first result). */
+  callTool(userId: string, sessionId: string, name: string, args: Obj | string, toolCallId?: string): Promise<{ result: string; is_error: boolean }> {
+    const body = toolCallId ? { arguments: args, tool_call_id: toolCallId } : { arguments: args };
+    return this.raw(Boolean(toolCallId), "POST", this.sessionPath(userId, sessionId, "tools", name), body);
+  }
+}
