@@ -248,7 +248,7 @@ export interface paths {
         };
         /**
          * The session-context entries
-         * @description All of the session's context entries, oldest first; `[]` for an unknown session.
+         * @description The session's context entries, oldest first: at most 1000 (more, or more than `SIDECAR_MAX_ANSWER_BYTES`, and the answer holds the oldest that fit with the header `Sidecar-Truncated: true`); `[]` for an unknown session.
          */
         get: operations["listContext"];
         put?: never;
@@ -527,7 +527,7 @@ export interface paths {
             header?: never;
             path: {
                 /**
-                 * @description The lock name: also its Redis key, as with redis-py. The sidecar's own key names are reserved (400 `invalid_id`): `agent_session_qa_index`, `agent_session_record`, `agent_session_usage_ids`, `agent_sessions`, `agent_sessions_by_user`, `agent_sessions_global`, `agent_traces`, `agent_usage_by_model`, `agent_usage_totals`, `session_context` and `sidecar`.
+                 * @description The lock name: also its Redis key, as with redis-py. The sidecar's own key names are reserved (400 `invalid_id`): `agent_session_blocks`, `agent_session_context_index`, `agent_session_events`, `agent_session_meta`, `agent_session_meta_global`, `agent_session_prompt`, `agent_session_qa_index`, `agent_session_record`, `agent_session_state`, `agent_session_tool_calls`, `agent_session_usage_ids`, `agent_sessions`, `agent_sessions_by_user`, `agent_sessions_global`, `agent_traces`, `agent_usage_by_model`, `agent_usage_totals`, `agent_user_blocks`, `agent_user_events`, `agent_user_state`, `session_context` and `sidecar`.
                  * @example graph_writes
                  */
                 name: components["parameters"]["LockName"];
@@ -561,7 +561,7 @@ export interface paths {
             header?: never;
             path: {
                 /**
-                 * @description The lock name: also its Redis key, as with redis-py. The sidecar's own key names are reserved (400 `invalid_id`): `agent_session_qa_index`, `agent_session_record`, `agent_session_usage_ids`, `agent_sessions`, `agent_sessions_by_user`, `agent_sessions_global`, `agent_traces`, `agent_usage_by_model`, `agent_usage_totals`, `session_context` and `sidecar`.
+                 * @description The lock name: also its Redis key, as with redis-py. The sidecar's own key names are reserved (400 `invalid_id`): `agent_session_blocks`, `agent_session_context_index`, `agent_session_events`, `agent_session_meta`, `agent_session_meta_global`, `agent_session_prompt`, `agent_session_qa_index`, `agent_session_record`, `agent_session_state`, `agent_session_tool_calls`, `agent_session_usage_ids`, `agent_sessions`, `agent_sessions_by_user`, `agent_sessions_global`, `agent_traces`, `agent_usage_by_model`, `agent_usage_totals`, `agent_user_blocks`, `agent_user_events`, `agent_user_state`, `session_context` and `sidecar`.
                  * @example graph_writes
                  */
                 name: components["parameters"]["LockName"];
@@ -598,7 +598,7 @@ export interface paths {
         put?: never;
         /**
          * Start or reuse the user's active session
-         * @description One atomic script: among the user's `running` sessions whose metadata holds every `match` pair, the most recently active is reused when it is not abandoned (`SESSION_ABANDON_AFTER_SECONDS`); the reuse counts as activity. Otherwise up to 16 abandoned candidates, most recent first, are completed with `end_reason` `auto_closed`, `summary_auto_generated` true and the summary `"Auto-summary: "` + the first 80 characters of each of the session's newest 20 questions, oldest first, joined by `"; "` (at most 1000 characters), and a new session is created with `title` and `metadata` (the `match` pairs included). Any number of concurrent calls for one user and one `match`, from any pods, yield one session. At most 256 running sessions of the user are examined per call.
+         * @description One atomic script: among the user's `running` sessions whose metadata holds every `match` pair, the most recently active is reused when it is not abandoned (`SESSION_ABANDON_AFTER_SECONDS`); the reuse counts as activity. Otherwise up to 16 abandoned candidates, most recent first, are completed with `end_reason` `auto_closed`, `summary_auto_generated` true and the summary `"Auto-summary: "` + the first 80 characters of each of the session's newest 20 questions, oldest first, joined by `"; "` (at most 1000 characters), and a new session is created with `title` and `metadata` (the `match` pairs included). Any number of concurrent calls for one user and one `match`, from any pods, yield one session. At most 256 sessions of the user are examined per call, newest first: with `match`, those holding its first pair (by key name); without, the running ones.
          */
         post: operations["startSession"];
         delete?: never;
@@ -698,6 +698,438 @@ export interface paths {
         patch: operations["patchUserState"];
         trace?: never;
     };
+    "/v1/users/{user_id}/blocks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The user (Cognee's user id).
+                 * @example alice
+                 */
+                user_id: components["parameters"]["UserId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * The user's blocks
+         * @description The user's blocks in prompt order (position, then creation), each with `scope: user`.
+         */
+        get: operations["listUserBlocks"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/users/{user_id}/blocks/{label}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The user (Cognee's user id).
+                 * @example alice
+                 */
+                user_id: components["parameters"]["UserId"];
+                /**
+                 * @description The block's label: an id, stored lower-case (`Memory` and `memory` name one block).
+                 * @example memory
+                 */
+                label: components["parameters"]["Label"];
+            };
+            cookie?: never;
+        };
+        /**
+         * One block of the user
+         * @description The user's block of that label.
+         */
+        get: operations["getUserBlock"];
+        /**
+         * Create or replace a user block
+         * @description A user block applies to every session of the user (a session block of the same label overrides it). 201 when created, 200 when replaced (its `created_at` is kept). The user's blocks expire `SESSION_TTL_SECONDS` after the user's last block write.
+         */
+        put: operations["putUserBlock"];
+        post?: never;
+        /**
+         * Delete a user block
+         * @description Removes the user's block of that label.
+         */
+        delete: operations["deleteUserBlock"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/users/{user_id}/blocks/{label}/append": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The user (Cognee's user id).
+                 * @example alice
+                 */
+                user_id: components["parameters"]["UserId"];
+                /**
+                 * @description The block's label: an id, stored lower-case (`Memory` and `memory` name one block).
+                 * @example memory
+                 */
+                label: components["parameters"]["Label"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Append to a user block
+         * @description Adds `content` at the end of the user's block in one script: concurrent appends all land, none lost. Past the block's `max_tokens`: 409 `block_full`, nothing written.
+         */
+        post: operations["appendUserBlock"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/users/{user_id}/sessions/{session_id}/blocks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The user (Cognee's user id).
+                 * @example alice
+                 */
+                user_id: components["parameters"]["UserId"];
+                /**
+                 * @description The session of that user (Cognee's `session_id`, e.g. `default_session`).
+                 * @example chat-1
+                 */
+                session_id: components["parameters"]["SessionId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * The blocks of a session
+         * @description The user's blocks and the session's, merged (a session block overrides the user block of its label), in prompt order, each with its `scope`.
+         */
+        get: operations["listSessionBlocks"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/users/{user_id}/sessions/{session_id}/blocks/{label}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The user (Cognee's user id).
+                 * @example alice
+                 */
+                user_id: components["parameters"]["UserId"];
+                /**
+                 * @description The session of that user (Cognee's `session_id`, e.g. `default_session`).
+                 * @example chat-1
+                 */
+                session_id: components["parameters"]["SessionId"];
+                /**
+                 * @description The block's label: an id, stored lower-case (`Memory` and `memory` name one block).
+                 * @example memory
+                 */
+                label: components["parameters"]["Label"];
+            };
+            cookie?: never;
+        };
+        /**
+         * One block of a session
+         * @description The session's block of that label, else the user's.
+         */
+        get: operations["getSessionBlock"];
+        /**
+         * Create or replace a session block
+         * @description The session's own block (one of the session's keys: same TTL, deleted with it). It counts as the session's activity and starts the session when it has no record. 201 when created, 200 when replaced.
+         */
+        put: operations["putSessionBlock"];
+        post?: never;
+        /**
+         * Delete a session block
+         * @description Removes the session's block of that label; a user block of the label applies again.
+         */
+        delete: operations["deleteSessionBlock"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/users/{user_id}/sessions/{session_id}/blocks/{label}/append": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The user (Cognee's user id).
+                 * @example alice
+                 */
+                user_id: components["parameters"]["UserId"];
+                /**
+                 * @description The session of that user (Cognee's `session_id`, e.g. `default_session`).
+                 * @example chat-1
+                 */
+                session_id: components["parameters"]["SessionId"];
+                /**
+                 * @description The block's label: an id, stored lower-case (`Memory` and `memory` name one block).
+                 * @example memory
+                 */
+                label: components["parameters"]["Label"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Append to a block of a session
+         * @description Appends to the session's block of that label, else to the user's; 404 when neither exists.
+         */
+        post: operations["appendSessionBlock"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/users/{user_id}/sessions/{session_id}/system-prompt": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The user (Cognee's user id).
+                 * @example alice
+                 */
+                user_id: components["parameters"]["UserId"];
+                /**
+                 * @description The session of that user (Cognee's `session_id`, e.g. `default_session`).
+                 * @example chat-1
+                 */
+                session_id: components["parameters"]["SessionId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * The system prompt rendered from the session's blocks
+         * @description The blocks (the user's and the session's, merged) rendered as Cloudflare's agents render context blocks, in (position, creation) order, blocks with empty content left out: per block a line of 46 `═`, the label upper-cased with ` (description)` when it has one, ` [<pct>% — <tokens>/<max> tokens]` when it has `max_tokens` (pct rounded half up), ` [readonly]` when not writable, a line of 46 `═`, then the content; blocks joined by one `\n`, no newline at the end. With `frozen=true` the first such call stores the prompt with the session (it counts as the session's activity) and every later one answers it unchanged until `POST .../system-prompt/refresh`, so a provider's prompt cache keeps hitting.
+         */
+        get: operations["getSystemPrompt"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/users/{user_id}/sessions/{session_id}/system-prompt/refresh": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The user (Cognee's user id).
+                 * @example alice
+                 */
+                user_id: components["parameters"]["UserId"];
+                /**
+                 * @description The session of that user (Cognee's `session_id`, e.g. `default_session`).
+                 * @example chat-1
+                 */
+                session_id: components["parameters"]["SessionId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Render the system prompt again and freeze it
+         * @description Renders the blocks as they are now and stores the result as the session's frozen prompt (what `?frozen=true` answers from now on).
+         */
+        post: operations["refreshSystemPrompt"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/users/{user_id}/sessions/{session_id}/tools": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The user (Cognee's user id).
+                 * @example alice
+                 */
+                user_id: components["parameters"]["UserId"];
+                /**
+                 * @description The session of that user (Cognee's `session_id`, e.g. `default_session`).
+                 * @example chat-1
+                 */
+                session_id: components["parameters"]["SessionId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Tool definitions for the model
+         * @description The tools of the session's blocks in the provider's shape, to send with the model request: `set_context` (`{label, content, action}`: `label` an enum of the writable blocks, `action` `replace` (default) or `append`) and `search_context` (`{query, label?}`: lines of the blocks holding every word).
+         */
+        get: operations["listTools"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/users/{user_id}/sessions/{session_id}/tools/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The user (Cognee's user id).
+                 * @example alice
+                 */
+                user_id: components["parameters"]["UserId"];
+                /**
+                 * @description The session of that user (Cognee's `session_id`, e.g. `default_session`).
+                 * @example chat-1
+                 */
+                session_id: components["parameters"]["SessionId"];
+                /**
+                 * @description The tool: `set_context` or `search_context`.
+                 * @example set_context
+                 */
+                name: components["parameters"]["ToolName"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Run a tool call the model made
+         * @description Runs the call and answers the text to give back to the model. The model's mistakes (arguments that are not valid JSON or miss a field, an unknown, read-only or full block) are a 200 with `is_error: true` and a text saying why, nothing written; a 400 is only for a malformed request (no `arguments`). `set_context` writes the session's block of the label, else the user's.
+         */
+        post: operations["callTool"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/users/{user_id}/sessions/{session_id}/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The user (Cognee's user id).
+                 * @example alice
+                 */
+                user_id: components["parameters"]["UserId"];
+                /**
+                 * @description The session of that user (Cognee's `session_id`, e.g. `default_session`).
+                 * @example chat-1
+                 */
+                session_id: components["parameters"]["SessionId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * The session's live events (Server-Sent Events)
+         * @description A `text/event-stream` of every write to the session, as the write's own script recorded it in the session's Redis Stream: `entry_appended`, `entry_updated`, `entry_deleted`, `feedback`, `trace_appended`, `context_changed`, `usage`, `status`, `state_changed`, `session_updated`, `ttl_changed`, `abort`, `abort_cleared`, `deleted`, and callers' `x-<name>` events. `data` is the stored object when it is at most 8 KiB, else `{id, kind, truncated: true}`. Without `Last-Event-ID`/`after` the stream starts with the next write; with one it first answers `reconnected` and every later event still kept. Each event once per connection, in id order; the stream ends after `deleted`, when the sidecar shuts down, or when the client falls more than 1 000 events behind (reconnect with `Last-Event-ID`). Writes through any sidecar reach subscribers of every sidecar.
+         */
+        get: operations["getSessionEvents"];
+        put?: never;
+        /**
+         * Publish a custom event
+         * @description Appends the caller's own event (`x-<name>`, e.g. `x-delta` token chunks) to the session's stream, so every subscriber on every sidecar gets it and a reconnecting UI can resume it. Counts as activity of the session.
+         */
+        post: operations["publishSessionEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/users/{user_id}/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The user (Cognee's user id).
+                 * @example alice
+                 */
+                user_id: components["parameters"]["UserId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * The user's live events (Server-Sent Events)
+         * @description The same stream as a session's, of user-level changes: `user_state_changed` (and user-block changes). It never ends by itself; the user's stream lives `SESSION_TTL_SECONDS` from its last event.
+         */
+        get: operations["getUserEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/users/{user_id}/sessions/{session_id}/abort": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The user (Cognee's user id).
+                 * @example alice
+                 */
+                user_id: components["parameters"]["UserId"];
+                /**
+                 * @description The session of that user (Cognee's `session_id`, e.g. `default_session`).
+                 * @example chat-1
+                 */
+                session_id: components["parameters"]["SessionId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Ask the session's agent to stop
+         * @description Records `abort_requested_at` on the session's record and emits `abort`; a repeat while it is set answers 202 with the first time and emits nothing. Until it is cleared (`DELETE .../abort`, a status change, the next `user` message) every write answer of the session carries `Sidecar-Abort-Requested: <time>`, so the agent sees it on its next write through any sidecar.
+         */
+        post: operations["requestAbort"];
+        /**
+         * Withdraw the abort request
+         * @description Clears `abort_requested_at` and emits `abort_cleared` (nothing when none was set).
+         */
+        delete: operations["clearAbort"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -713,7 +1145,7 @@ export interface components {
          */
         Error: {
             error: {
-                /** @description Stable snake_case code: invalid_id, invalid_json, invalid_field, unknown_field, duplicate_field, invalid_query, invalid_body (the body could not be read), unauthorized, not_found, not_held, method_not_allowed, lock_held, lock_lost, not_owner, lock_key_conflict, key_wrong_type, stored_value_invalid, session_ended, session_exists, usage_overflow, request_timeout, body_too_large, unsupported_media_type, redis_unavailable, timeout, overloaded, redis_oom, redis_readonly, redis_masterdown, redis_loading, redis_busy, redis_clusterdown, redis_tryagain, redis_noreplicas, internal. Match on it, never on the message. */
+                /** @description Stable snake_case code: invalid_id, invalid_json, invalid_field, unknown_field, duplicate_field, invalid_query, invalid_body (the body could not be read), unauthorized, not_found, not_held, method_not_allowed, lock_held, lock_lost, not_owner, lock_key_conflict, key_wrong_type, stored_value_invalid, session_ended, session_exists, block_full, block_too_large, too_many_blocks, blocks_busy, usage_overflow, index_unsettled, request_timeout, body_too_large, unsupported_media_type, redis_unavailable, timeout, overloaded, redis_oom, redis_readonly, redis_masterdown, redis_loading, redis_busy, redis_clusterdown, redis_tryagain, redis_noreplicas, internal. Match on it, never on the message. */
                 code: string;
                 /** @description Human text; may change between versions. */
                 message: string;
@@ -911,6 +1343,11 @@ export interface components {
             end_reason: "completed" | "failed" | "split" | "auto_closed" | null;
             /** @description Every stored message of the session, all branches. */
             message_count: number;
+            /**
+             * Format: date-time
+             * @description When an abort of the session's work was requested (POST .../abort), until DELETE .../abort, a status change or the next user message; null when none.
+             */
+            abort_requested_at: string | null;
         };
         SessionList: {
             sessions: components["schemas"]["SessionRecord"][];
@@ -1092,6 +1529,113 @@ export interface components {
         State: Record<string, never>;
         /** @description A JSON merge patch (RFC 7396): a key set to null is removed, objects merge key by key, anything else replaces. At most 64 KiB, nested at most 32 levels; the state after it at most 64 KiB. */
         StatePatch: Record<string, never>;
+        /**
+         * @description A context block. Its content goes into the system prompt under a header of its label; `tokens` is the estimate of the content (`ceil(max(code points / 4, words × 1.3))`).
+         * @example {
+         *       "label": "memory",
+         *       "scope": "user",
+         *       "description": "Learned facts",
+         *       "content": "User likes tea.",
+         *       "max_tokens": 1100,
+         *       "writable": true,
+         *       "position": 0,
+         *       "tokens": 4,
+         *       "created_at": "2026-11-24T10:00:00.123456Z",
+         *       "updated_at": "2026-11-24T10:00:00.123456Z"
+         *     }
+         */
+        Block: {
+            /** @description lower-case id */
+            label: string;
+            /**
+             * @description `user`: applies to every session of the user; `session`: this session's, overriding a user block of the same label
+             * @enum {string}
+             */
+            scope: "user" | "session";
+            /** @description shown in the header after the label */
+            description: string | null;
+            content: string;
+            /** @description the most tokens the content may hold; null: no limit */
+            max_tokens: number | null;
+            /** @description false: the set_context tool refuses to write it (the API still may) */
+            writable: boolean;
+            /** @description order in the prompt: by position, then creation */
+            position: number;
+            tokens: number;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            updated_at: string;
+        };
+        /** @description A block to create or replace (every field replaced; created_at kept). */
+        PutBlockRequest: {
+            /** @description at most `BLOCKS_MAX_CONTENT_BYTES` bytes (32 KiB by default); may be empty (the block is then left out of the prompt) */
+            content: string;
+            description?: string | null;
+            max_tokens?: number | null;
+            /** @default true */
+            writable?: boolean;
+            /** @default 0 */
+            position?: number;
+        };
+        AppendBlockRequest: {
+            /** @description the text to add at the end of the block's content, as it is (start it with a newline for a new line) */
+            content: string;
+        };
+        BlockList: {
+            /** @description in prompt order: by position, then creation */
+            blocks: components["schemas"]["Block"][];
+        };
+        SystemPrompt: {
+            /** @description the rendered prompt, byte for byte as the text answer */
+            prompt: string;
+            /** @description the estimate of the prompt */
+            tokens: number;
+            /**
+             * Format: date-time
+             * @description when this prompt was frozen; null for a live rendering
+             */
+            frozen_at: string | null;
+        };
+        ToolList: {
+            /** @description Tool definitions to pass to the model as they are: OpenAI's `{type: "function", function: {name, description, parameters}}` or Anthropic's `{name, description, input_schema}`, parameters as JSON Schema. `set_context` is listed when a writable block exists (its `label` an enum of them), `search_context` when a block has content. */
+            tools: Record<string, never>[];
+        };
+        ToolCallRequest: {
+            /** @description the tool call's arguments: an object (Anthropic's `input`) or the JSON string the model produced (OpenAI's `function.arguments`) */
+            arguments: Record<string, never> | string;
+            /** @description the model's id of the call (printable ASCII, no spaces): a repeat of a call that wrote answers its first result and writes nothing (the 1 000 newest ids of the session are kept) */
+            tool_call_id?: string;
+        };
+        ToolResult: {
+            /** @description the text to give the model as the tool's result */
+            result: string;
+            /** @description true when the call did nothing because of its arguments or the block (unknown, read-only, full): the text says why, for the model to act on */
+            is_error: boolean;
+        };
+        /** @description A caller's own event. */
+        CustomEvent: {
+            /** @description The event's type: `x-` and a name. */
+            event: string;
+            /** @description Any JSON value of at most 8 KiB (compacted to one line). */
+            data: unknown;
+        };
+        /** @description A published event. */
+        EventID: {
+            /**
+             * @description The event's id (its SSE `id`).
+             * @example 1764000000000-0
+             */
+            id: string;
+        };
+        /** @description A pending abort request. */
+        AbortRequest: {
+            /**
+             * Format: date-time
+             * @description When the abort was first requested (Redis time).
+             */
+            abort_requested_at: string;
+        };
     };
     responses: {
         /** @description `unauthorized`: `SIDECAR_API_TOKEN` is set and the call lacks `Authorization: Bearer <token>` or has another token. */
@@ -1189,7 +1733,7 @@ export interface components {
          */
         ContextId: components["schemas"]["Id"];
         /**
-         * @description The lock name: also its Redis key, as with redis-py. The sidecar's own key names are reserved (400 `invalid_id`): `agent_session_qa_index`, `agent_session_record`, `agent_session_usage_ids`, `agent_sessions`, `agent_sessions_by_user`, `agent_sessions_global`, `agent_traces`, `agent_usage_by_model`, `agent_usage_totals`, `session_context` and `sidecar`.
+         * @description The lock name: also its Redis key, as with redis-py. The sidecar's own key names are reserved (400 `invalid_id`): `agent_session_blocks`, `agent_session_context_index`, `agent_session_events`, `agent_session_meta`, `agent_session_meta_global`, `agent_session_prompt`, `agent_session_qa_index`, `agent_session_record`, `agent_session_state`, `agent_session_tool_calls`, `agent_session_usage_ids`, `agent_sessions`, `agent_sessions_by_user`, `agent_sessions_global`, `agent_traces`, `agent_usage_by_model`, `agent_usage_totals`, `agent_user_blocks`, `agent_user_events`, `agent_user_state`, `session_context` and `sidecar`.
          * @example graph_writes
          */
         LockName: components["schemas"]["Id"];
@@ -1218,6 +1762,31 @@ export interface components {
          * @example create-7f3c
          */
         CreateIdempotencyKey: string;
+        /**
+         * @description The block's label: an id, stored lower-case (`Memory` and `memory` name one block).
+         * @example memory
+         */
+        Label: components["schemas"]["Id"];
+        /**
+         * @description The tool: `set_context` or `search_context`.
+         * @example set_context
+         */
+        ToolName: components["schemas"]["Id"];
+        /**
+         * @description `text` (default): the prompt itself as `text/plain; charset=utf-8`; `json`: `{prompt, tokens, frozen_at}`.
+         * @example json
+         */
+        PromptFormat: "text" | "json";
+        /**
+         * @description `true`: the prompt frozen at the first such call (stored with the session), until `POST .../system-prompt/refresh`; `false` (default): rendered from the blocks as they are.
+         * @example true
+         */
+        Frozen: "true" | "false";
+        /**
+         * @description The provider's tool shape: `openai` (default; Chat Completions function tools) or `anthropic` (Messages API tools).
+         * @example openai
+         */
+        ToolFormat: "openai" | "anthropic";
     };
     requestBodies: never;
     headers: never;
@@ -3054,7 +3623,7 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description The lock name: also its Redis key, as with redis-py. The sidecar's own key names are reserved (400 `invalid_id`): `agent_session_qa_index`, `agent_session_record`, `agent_session_usage_ids`, `agent_sessions`, `agent_sessions_by_user`, `agent_sessions_global`, `agent_traces`, `agent_usage_by_model`, `agent_usage_totals`, `session_context` and `sidecar`.
+                 * @description The lock name: also its Redis key, as with redis-py. The sidecar's own key names are reserved (400 `invalid_id`): `agent_session_blocks`, `agent_session_context_index`, `agent_session_events`, `agent_session_meta`, `agent_session_meta_global`, `agent_session_prompt`, `agent_session_qa_index`, `agent_session_record`, `agent_session_state`, `agent_session_tool_calls`, `agent_session_usage_ids`, `agent_sessions`, `agent_sessions_by_user`, `agent_sessions_global`, `agent_traces`, `agent_usage_by_model`, `agent_usage_totals`, `agent_user_blocks`, `agent_user_events`, `agent_user_state`, `session_context` and `sidecar`.
                  * @example graph_writes
                  */
                 name: components["parameters"]["LockName"];
@@ -3104,7 +3673,7 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description The lock name: also its Redis key, as with redis-py. The sidecar's own key names are reserved (400 `invalid_id`): `agent_session_qa_index`, `agent_session_record`, `agent_session_usage_ids`, `agent_sessions`, `agent_sessions_by_user`, `agent_sessions_global`, `agent_traces`, `agent_usage_by_model`, `agent_usage_totals`, `session_context` and `sidecar`.
+                 * @description The lock name: also its Redis key, as with redis-py. The sidecar's own key names are reserved (400 `invalid_id`): `agent_session_blocks`, `agent_session_context_index`, `agent_session_events`, `agent_session_meta`, `agent_session_meta_global`, `agent_session_prompt`, `agent_session_qa_index`, `agent_session_record`, `agent_session_state`, `agent_session_tool_calls`, `agent_session_usage_ids`, `agent_sessions`, `agent_sessions_by_user`, `agent_sessions_global`, `agent_traces`, `agent_usage_by_model`, `agent_usage_totals`, `agent_user_blocks`, `agent_user_events`, `agent_user_state`, `session_context` and `sidecar`.
                  * @example graph_writes
                  */
                 name: components["parameters"]["LockName"];
@@ -3185,7 +3754,7 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description The lock name: also its Redis key, as with redis-py. The sidecar's own key names are reserved (400 `invalid_id`): `agent_session_qa_index`, `agent_session_record`, `agent_session_usage_ids`, `agent_sessions`, `agent_sessions_by_user`, `agent_sessions_global`, `agent_traces`, `agent_usage_by_model`, `agent_usage_totals`, `session_context` and `sidecar`.
+                 * @description The lock name: also its Redis key, as with redis-py. The sidecar's own key names are reserved (400 `invalid_id`): `agent_session_blocks`, `agent_session_context_index`, `agent_session_events`, `agent_session_meta`, `agent_session_meta_global`, `agent_session_prompt`, `agent_session_qa_index`, `agent_session_record`, `agent_session_state`, `agent_session_tool_calls`, `agent_session_usage_ids`, `agent_sessions`, `agent_sessions_by_user`, `agent_sessions_global`, `agent_traces`, `agent_usage_by_model`, `agent_usage_totals`, `agent_user_blocks`, `agent_user_events`, `agent_user_state`, `session_context` and `sidecar`.
                  * @example graph_writes
                  */
                 name: components["parameters"]["LockName"];
@@ -3272,7 +3841,7 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description The lock name: also its Redis key, as with redis-py. The sidecar's own key names are reserved (400 `invalid_id`): `agent_session_qa_index`, `agent_session_record`, `agent_session_usage_ids`, `agent_sessions`, `agent_sessions_by_user`, `agent_sessions_global`, `agent_traces`, `agent_usage_by_model`, `agent_usage_totals`, `session_context` and `sidecar`.
+                 * @description The lock name: also its Redis key, as with redis-py. The sidecar's own key names are reserved (400 `invalid_id`): `agent_session_blocks`, `agent_session_context_index`, `agent_session_events`, `agent_session_meta`, `agent_session_meta_global`, `agent_session_prompt`, `agent_session_qa_index`, `agent_session_record`, `agent_session_state`, `agent_session_tool_calls`, `agent_session_usage_ids`, `agent_sessions`, `agent_sessions_by_user`, `agent_sessions_global`, `agent_traces`, `agent_usage_by_model`, `agent_usage_totals`, `agent_user_blocks`, `agent_user_events`, `agent_user_state`, `session_context` and `sidecar`.
                  * @example graph_writes
                  */
                 name: components["parameters"]["LockName"];
@@ -3708,6 +4277,1546 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             413: components["responses"]["BodyTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["RedisUnavailable"];
+        };
+    };
+    listUserBlocks: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The user (Cognee's user id).
+                 * @example alice
+                 */
+                user_id: components["parameters"]["UserId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The blocks. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BlockList"];
+                };
+            };
+            /**
+             * @description Bad input; nothing was changed.
+             *
+             *     - `invalid_id`: a path id is not 1-128 characters of `[A-Za-z0-9_.@-]`
+             */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            /**
+             * @description Conflict; nothing was changed.
+             *
+             *     - `key_wrong_type`: a Redis key of the user or session holds another type of value (another program wrote it)
+             *     - `stored_value_invalid`: a stored block is not one the sidecar wrote
+             */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            500: components["responses"]["Internal"];
+            503: components["responses"]["RedisUnavailable"];
+        };
+    };
+    getUserBlock: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The user (Cognee's user id).
+                 * @example alice
+                 */
+                user_id: components["parameters"]["UserId"];
+                /**
+                 * @description The block's label: an id, stored lower-case (`Memory` and `memory` name one block).
+                 * @example memory
+                 */
+                label: components["parameters"]["Label"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The block. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Block"];
+                };
+            };
+            /**
+             * @description Bad input; nothing was changed.
+             *
+             *     - `invalid_id`: a path id is not 1-128 characters of `[A-Za-z0-9_.@-]`
+             */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            /**
+             * @description Not found.
+             *
+             *     - `not_found`: no such block
+             */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Conflict; nothing was changed.
+             *
+             *     - `stored_value_invalid`: a stored block is not one the sidecar wrote
+             */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            500: components["responses"]["Internal"];
+            503: components["responses"]["RedisUnavailable"];
+        };
+    };
+    putUserBlock: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The user (Cognee's user id).
+                 * @example alice
+                 */
+                user_id: components["parameters"]["UserId"];
+                /**
+                 * @description The block's label: an id, stored lower-case (`Memory` and `memory` name one block).
+                 * @example memory
+                 */
+                label: components["parameters"]["Label"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "content": "User likes tea.",
+                 *       "description": "Learned facts",
+                 *       "max_tokens": 1100
+                 *     }
+                 */
+                "application/json": components["schemas"]["PutBlockRequest"];
+            };
+        };
+        responses: {
+            /** @description Replaced: the block. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Block"];
+                };
+            };
+            /** @description Created: the block. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Block"];
+                };
+            };
+            /**
+             * @description Bad input; nothing was changed.
+             *
+             *     - `invalid_id`: a path id is not 1-128 characters of `[A-Za-z0-9_.@-]`
+             *     - `invalid_json`: the body is not one JSON value of the right kind (malformed, empty, several values)
+             *     - `invalid_field`: `content` missing or over `BLOCKS_MAX_CONTENT_BYTES`, `description` over 1 024 characters, `max_tokens` not 1-10 000 000, `position` out of range
+             *     - `unknown_field`: the body names a field the call does not take
+             *     - `duplicate_field`: a field appears twice in one object
+             */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            /**
+             * @description Conflict; nothing was changed.
+             *
+             *     - `block_full`: the content would pass the block's `max_tokens`
+             *     - `too_many_blocks`: a new block past `BLOCKS_MAX_PER_USER` / `BLOCKS_MAX_PER_SESSION`
+             *     - `key_wrong_type`: a Redis key of the user or session holds another type of value (another program wrote it)
+             */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            413: components["responses"]["BodyTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["RedisUnavailable"];
+        };
+    };
+    deleteUserBlock: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The user (Cognee's user id).
+                 * @example alice
+                 */
+                user_id: components["parameters"]["UserId"];
+                /**
+                 * @description The block's label: an id, stored lower-case (`Memory` and `memory` name one block).
+                 * @example memory
+                 */
+                label: components["parameters"]["Label"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /**
+             * @description Bad input; nothing was changed.
+             *
+             *     - `invalid_id`: a path id is not 1-128 characters of `[A-Za-z0-9_.@-]`
+             */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            /**
+             * @description Not found.
+             *
+             *     - `not_found`: no such block
+             */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Conflict; nothing was changed.
+             *
+             *     - `key_wrong_type`: a Redis key of the user or session holds another type of value (another program wrote it)
+             */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            500: components["responses"]["Internal"];
+            503: components["responses"]["RedisUnavailable"];
+        };
+    };
+    appendUserBlock: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The user (Cognee's user id).
+                 * @example alice
+                 */
+                user_id: components["parameters"]["UserId"];
+                /**
+                 * @description The block's label: an id, stored lower-case (`Memory` and `memory` name one block).
+                 * @example memory
+                 */
+                label: components["parameters"]["Label"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "content": "\nUser prefers green tea."
+                 *     }
+                 */
+                "application/json": components["schemas"]["AppendBlockRequest"];
+            };
+        };
+        responses: {
+            /** @description The block after the append. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Block"];
+                };
+            };
+            /**
+             * @description Bad input; nothing was changed.
+             *
+             *     - `invalid_id`: a path id is not 1-128 characters of `[A-Za-z0-9_.@-]`
+             *     - `invalid_json`: the body is not one JSON value of the right kind (malformed, empty, several values)
+             *     - `invalid_field`: `content` missing or over `BLOCKS_MAX_CONTENT_BYTES`
+             *     - `unknown_field`: the body names a field the call does not take
+             *     - `duplicate_field`: a field appears twice in one object
+             */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            /**
+             * @description Not found.
+             *
+             *     - `not_found`: no such block
+             */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Conflict; nothing was changed.
+             *
+             *     - `block_full`: the content would pass the block's `max_tokens`
+             *     - `block_too_large`: the appended content would pass `BLOCKS_MAX_CONTENT_BYTES`
+             *     - `key_wrong_type`: a Redis key of the user or session holds another type of value (another program wrote it)
+             *     - `stored_value_invalid`: a stored block is not one the sidecar wrote
+             */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            413: components["responses"]["BodyTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["RedisUnavailable"];
+        };
+    };
+    listSessionBlocks: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The user (Cognee's user id).
+                 * @example alice
+                 */
+                user_id: components["parameters"]["UserId"];
+                /**
+                 * @description The session of that user (Cognee's `session_id`, e.g. `default_session`).
+                 * @example chat-1
+                 */
+                session_id: components["parameters"]["SessionId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The blocks. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BlockList"];
+                };
+            };
+            /**
+             * @description Bad input; nothing was changed.
+             *
+             *     - `invalid_id`: a path id is not 1-128 characters of `[A-Za-z0-9_.@-]`
+             */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            /**
+             * @description Conflict; nothing was changed.
+             *
+             *     - `key_wrong_type`: a Redis key of the user or session holds another type of value (another program wrote it)
+             *     - `stored_value_invalid`: a stored block is not one the sidecar wrote
+             */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            500: components["responses"]["Internal"];
+            503: components["responses"]["RedisUnavailable"];
+        };
+    };
+    getSessionBlock: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The user (Cognee's user id).
+                 * @example alice
+                 */
+                user_id: components["parameters"]["UserId"];
+                /**
+                 * @description The session of that user (Cognee's `session_id`, e.g. `default_session`).
+                 * @example chat-1
+                 */
+                session_id: components["parameters"]["SessionId"];
+                /**
+                 * @description The block's label: an id, stored lower-case (`Memory` and `memory` name one block).
+                 * @example memory
+                 */
+                label: components["parameters"]["Label"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The block. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Block"];
+                };
+            };
+            /**
+             * @description Bad input; nothing was changed.
+             *
+             *     - `invalid_id`: a path id is not 1-128 characters of `[A-Za-z0-9_.@-]`
+             */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            /**
+             * @description Not found.
+             *
+             *     - `not_found`: no such block
+             */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Conflict; nothing was changed.
+             *
+             *     - `stored_value_invalid`: a stored block is not one the sidecar wrote
+             */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            500: components["responses"]["Internal"];
+            503: components["responses"]["RedisUnavailable"];
+        };
+    };
+    putSessionBlock: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The user (Cognee's user id).
+                 * @example alice
+                 */
+                user_id: components["parameters"]["UserId"];
+                /**
+                 * @description The session of that user (Cognee's `session_id`, e.g. `default_session`).
+                 * @example chat-1
+                 */
+                session_id: components["parameters"]["SessionId"];
+                /**
+                 * @description The block's label: an id, stored lower-case (`Memory` and `memory` name one block).
+                 * @example memory
+                 */
+                label: components["parameters"]["Label"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "content": "Working on PR #42.",
+                 *       "position": 1
+                 *     }
+                 */
+                "application/json": components["schemas"]["PutBlockRequest"];
+            };
+        };
+        responses: {
+            /** @description Replaced: the block. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Block"];
+                };
+            };
+            /** @description Created: the block. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Block"];
+                };
+            };
+            /**
+             * @description Bad input; nothing was changed.
+             *
+             *     - `invalid_id`: a path id is not 1-128 characters of `[A-Za-z0-9_.@-]`
+             *     - `invalid_json`: the body is not one JSON value of the right kind (malformed, empty, several values)
+             *     - `invalid_field`: `content` missing or over `BLOCKS_MAX_CONTENT_BYTES`, `description` over 1 024 characters, `max_tokens` not 1-10 000 000, `position` out of range
+             *     - `unknown_field`: the body names a field the call does not take
+             *     - `duplicate_field`: a field appears twice in one object
+             */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            /**
+             * @description Conflict; nothing was changed.
+             *
+             *     - `block_full`: the content would pass the block's `max_tokens`
+             *     - `too_many_blocks`: a new block past `BLOCKS_MAX_PER_USER` / `BLOCKS_MAX_PER_SESSION`
+             *     - `key_wrong_type`: a Redis key of the user or session holds another type of value (another program wrote it)
+             */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            413: components["responses"]["BodyTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["RedisUnavailable"];
+        };
+    };
+    deleteSessionBlock: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The user (Cognee's user id).
+                 * @example alice
+                 */
+                user_id: components["parameters"]["UserId"];
+                /**
+                 * @description The session of that user (Cognee's `session_id`, e.g. `default_session`).
+                 * @example chat-1
+                 */
+                session_id: components["parameters"]["SessionId"];
+                /**
+                 * @description The block's label: an id, stored lower-case (`Memory` and `memory` name one block).
+                 * @example memory
+                 */
+                label: components["parameters"]["Label"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /**
+             * @description Bad input; nothing was changed.
+             *
+             *     - `invalid_id`: a path id is not 1-128 characters of `[A-Za-z0-9_.@-]`
+             */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            /**
+             * @description Not found.
+             *
+             *     - `not_found`: no such block
+             */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Conflict; nothing was changed.
+             *
+             *     - `key_wrong_type`: a Redis key of the user or session holds another type of value (another program wrote it)
+             */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            500: components["responses"]["Internal"];
+            503: components["responses"]["RedisUnavailable"];
+        };
+    };
+    appendSessionBlock: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The user (Cognee's user id).
+                 * @example alice
+                 */
+                user_id: components["parameters"]["UserId"];
+                /**
+                 * @description The session of that user (Cognee's `session_id`, e.g. `default_session`).
+                 * @example chat-1
+                 */
+                session_id: components["parameters"]["SessionId"];
+                /**
+                 * @description The block's label: an id, stored lower-case (`Memory` and `memory` name one block).
+                 * @example memory
+                 */
+                label: components["parameters"]["Label"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "content": " Tests pass."
+                 *     }
+                 */
+                "application/json": components["schemas"]["AppendBlockRequest"];
+            };
+        };
+        responses: {
+            /** @description The block after the append. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Block"];
+                };
+            };
+            /**
+             * @description Bad input; nothing was changed.
+             *
+             *     - `invalid_id`: a path id is not 1-128 characters of `[A-Za-z0-9_.@-]`
+             *     - `invalid_json`: the body is not one JSON value of the right kind (malformed, empty, several values)
+             *     - `invalid_field`: `content` missing or over `BLOCKS_MAX_CONTENT_BYTES`
+             *     - `unknown_field`: the body names a field the call does not take
+             *     - `duplicate_field`: a field appears twice in one object
+             */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            /**
+             * @description Not found.
+             *
+             *     - `not_found`: no such block
+             */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Conflict; nothing was changed.
+             *
+             *     - `block_full`: the content would pass the block's `max_tokens`
+             *     - `block_too_large`: the appended content would pass `BLOCKS_MAX_CONTENT_BYTES`
+             *     - `key_wrong_type`: a Redis key of the user or session holds another type of value (another program wrote it)
+             *     - `stored_value_invalid`: a stored block is not one the sidecar wrote
+             */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            413: components["responses"]["BodyTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["RedisUnavailable"];
+        };
+    };
+    getSystemPrompt: {
+        parameters: {
+            query?: {
+                /**
+                 * @description `text` (default): the prompt itself as `text/plain; charset=utf-8`; `json`: `{prompt, tokens, frozen_at}`.
+                 * @example json
+                 */
+                format?: components["parameters"]["PromptFormat"];
+                /**
+                 * @description `true`: the prompt frozen at the first such call (stored with the session), until `POST .../system-prompt/refresh`; `false` (default): rendered from the blocks as they are.
+                 * @example true
+                 */
+                frozen?: components["parameters"]["Frozen"];
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description The user (Cognee's user id).
+                 * @example alice
+                 */
+                user_id: components["parameters"]["UserId"];
+                /**
+                 * @description The session of that user (Cognee's `session_id`, e.g. `default_session`).
+                 * @example chat-1
+                 */
+                session_id: components["parameters"]["SessionId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The prompt: its text, or with `format=json` `{prompt, tokens, frozen_at}`. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example ══════════════════════════════════════════════
+                     *     MEMORY (Learned facts) [0% — 4/1100 tokens]
+                     *     ══════════════════════════════════════════════
+                     *     User likes tea.
+                     */
+                    "text/plain": string;
+                    "application/json": components["schemas"]["SystemPrompt"];
+                };
+            };
+            /**
+             * @description Bad input; nothing was changed.
+             *
+             *     - `invalid_id`: a path id is not 1-128 characters of `[A-Za-z0-9_.@-]`
+             *     - `invalid_query`: `format` or `frozen` is not one of its values
+             */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            /**
+             * @description Conflict; nothing was changed.
+             *
+             *     - `key_wrong_type`: a Redis key of the user or session holds another type of value (another program wrote it)
+             *     - `stored_value_invalid`: a stored block is not one the sidecar wrote
+             *     - `blocks_busy`: the blocks changed during each of 8 renderings (retry)
+             */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            500: components["responses"]["Internal"];
+            503: components["responses"]["RedisUnavailable"];
+        };
+    };
+    refreshSystemPrompt: {
+        parameters: {
+            query?: {
+                /**
+                 * @description `text` (default): the prompt itself as `text/plain; charset=utf-8`; `json`: `{prompt, tokens, frozen_at}`.
+                 * @example json
+                 */
+                format?: components["parameters"]["PromptFormat"];
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description The user (Cognee's user id).
+                 * @example alice
+                 */
+                user_id: components["parameters"]["UserId"];
+                /**
+                 * @description The session of that user (Cognee's `session_id`, e.g. `default_session`).
+                 * @example chat-1
+                 */
+                session_id: components["parameters"]["SessionId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The new frozen prompt. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example ══════════════════════════════════════════════
+                     *     MEMORY (Learned facts) [0% — 4/1100 tokens]
+                     *     ══════════════════════════════════════════════
+                     *     User likes tea.
+                     */
+                    "text/plain": string;
+                    "application/json": components["schemas"]["SystemPrompt"];
+                };
+            };
+            /**
+             * @description Bad input; nothing was changed.
+             *
+             *     - `invalid_id`: a path id is not 1-128 characters of `[A-Za-z0-9_.@-]`
+             *     - `invalid_query`: `format` is not `text` or `json`
+             */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            /**
+             * @description Conflict; nothing was changed.
+             *
+             *     - `key_wrong_type`: a Redis key of the user or session holds another type of value (another program wrote it)
+             *     - `stored_value_invalid`: a stored block is not one the sidecar wrote
+             *     - `blocks_busy`: the blocks changed during each of 8 renderings (retry)
+             */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            500: components["responses"]["Internal"];
+            503: components["responses"]["RedisUnavailable"];
+        };
+    };
+    listTools: {
+        parameters: {
+            query?: {
+                /**
+                 * @description The provider's tool shape: `openai` (default; Chat Completions function tools) or `anthropic` (Messages API tools).
+                 * @example openai
+                 */
+                format?: components["parameters"]["ToolFormat"];
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description The user (Cognee's user id).
+                 * @example alice
+                 */
+                user_id: components["parameters"]["UserId"];
+                /**
+                 * @description The session of that user (Cognee's `session_id`, e.g. `default_session`).
+                 * @example chat-1
+                 */
+                session_id: components["parameters"]["SessionId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The definitions. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ToolList"];
+                };
+            };
+            /**
+             * @description Bad input; nothing was changed.
+             *
+             *     - `invalid_id`: a path id is not 1-128 characters of `[A-Za-z0-9_.@-]`
+             *     - `invalid_query`: `format` is not `openai` or `anthropic`
+             */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            /**
+             * @description Conflict; nothing was changed.
+             *
+             *     - `key_wrong_type`: a Redis key of the user or session holds another type of value (another program wrote it)
+             *     - `stored_value_invalid`: a stored block is not one the sidecar wrote
+             */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            500: components["responses"]["Internal"];
+            503: components["responses"]["RedisUnavailable"];
+        };
+    };
+    callTool: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The user (Cognee's user id).
+                 * @example alice
+                 */
+                user_id: components["parameters"]["UserId"];
+                /**
+                 * @description The session of that user (Cognee's `session_id`, e.g. `default_session`).
+                 * @example chat-1
+                 */
+                session_id: components["parameters"]["SessionId"];
+                /**
+                 * @description The tool: `set_context` or `search_context`.
+                 * @example set_context
+                 */
+                name: components["parameters"]["ToolName"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "arguments": "{\"label\":\"memory\",\"content\":\"\\nUser is vegetarian.\",\"action\":\"append\"}",
+                 *       "tool_call_id": "call_8f2a"
+                 *     }
+                 */
+                "application/json": components["schemas"]["ToolCallRequest"];
+            };
+        };
+        responses: {
+            /** @description The tool's result. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "result": "Appended to block \"memory\" (session block); it now holds 12 tokens.",
+                     *       "is_error": false
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ToolResult"];
+                };
+            };
+            /**
+             * @description Bad input; nothing was changed.
+             *
+             *     - `invalid_id`: a path id is not 1-128 characters of `[A-Za-z0-9_.@-]`
+             *     - `invalid_json`: the body is not one JSON value of the right kind (malformed, empty, several values)
+             *     - `invalid_field`: `arguments` missing or neither an object nor a string, or a bad `tool_call_id`
+             *     - `unknown_field`: the body names a field the call does not take
+             *     - `duplicate_field`: a field appears twice in one object
+             */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            /**
+             * @description Not found.
+             *
+             *     - `not_found`: no tool of that name
+             */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Conflict; nothing was changed.
+             *
+             *     - `key_wrong_type`: a Redis key of the user or session holds another type of value (another program wrote it)
+             */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            413: components["responses"]["BodyTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["RedisUnavailable"];
+        };
+    };
+    getSessionEvents: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Resume after this event id (`<ms>-<seq>`; `0` for every event kept), as `Last-Event-ID` does; the header wins when both are sent.
+                 * @example 0
+                 */
+                after?: string;
+            };
+            header?: {
+                /** @description The id of the last event the client saw (browsers' EventSource sends it on reconnecting). */
+                "Last-Event-ID"?: string;
+            };
+            path: {
+                /**
+                 * @description The user (Cognee's user id).
+                 * @example alice
+                 */
+                user_id: components["parameters"]["UserId"];
+                /**
+                 * @description The session of that user (Cognee's `session_id`, e.g. `default_session`).
+                 * @example chat-1
+                 */
+                session_id: components["parameters"]["SessionId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The event stream. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example retry: 3000
+                     *
+                     *     event: reconnected
+                     *     data: {"gap":false,"oldest_id":"1764000000000-0"}
+                     *
+                     *     id: 1764000000000-0
+                     *     event: entry_appended
+                     *     data: {"time": "2026-11-24T15:00:00", "question": "Where is the dog?", "context": "", "answer": "In the garden", "qa_id": "q-1", "feedback_text": null, "feedback_score": null, "used_graph_element_ids": null, "memify_metadata": null}
+                     *
+                     *     id: 1764000000123-0
+                     *     event: feedback
+                     *     data: {"...": "the updated entry"}
+                     *
+                     *     : keepalive
+                     */
+                    "text/event-stream": string;
+                };
+            };
+            /**
+             * @description Bad input.
+             *
+             *     - `invalid_id`: a path id is not 1-128 characters of `[A-Za-z0-9_.@-]`
+             *     - `invalid_field`: `Last-Event-ID` or `after` is not an event id
+             */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            /**
+             * @description Not found.
+             *
+             *     - `not_found`: no key of this session exists
+             */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            500: components["responses"]["Internal"];
+            /**
+             * @description Every event stream slot is taken, or Redis is unreachable; retry after the `Retry-After` seconds.
+             *
+             *     - `too_many_streams`: `SIDECAR_SSE_MAX_STREAMS` streams are open on this sidecar
+             *     - `redis_unavailable`: Redis cannot be reached
+             */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    publishSessionEvent: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The user (Cognee's user id).
+                 * @example alice
+                 */
+                user_id: components["parameters"]["UserId"];
+                /**
+                 * @description The session of that user (Cognee's `session_id`, e.g. `default_session`).
+                 * @example chat-1
+                 */
+                session_id: components["parameters"]["SessionId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "event": "x-delta",
+                 *       "data": {
+                 *         "text": "Hel"
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["CustomEvent"];
+            };
+        };
+        responses: {
+            /** @description Published. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EventID"];
+                };
+            };
+            /**
+             * @description Bad input; nothing was changed.
+             *
+             *     - `invalid_id`: a path id is not 1-128 characters of `[A-Za-z0-9_.@-]`
+             *     - `invalid_json`: the body is not one JSON object
+             *     - `unknown_field`: the body names a field the schema does not have
+             *     - `invalid_field`: `event` is not `x-` and 1-64 characters of `[a-z0-9_.-]`, or `data` is missing
+             */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            /**
+             * @description Not found.
+             *
+             *     - `not_found`: no key of this session exists
+             */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Conflict; nothing was changed.
+             *
+             *     - `key_wrong_type`: a Redis key of the session holds another type (another program wrote it)
+             */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Too large; nothing was changed.
+             *
+             *     - `body_too_large`: the body is larger than `SIDECAR_MAX_BODY_BYTES`
+             *     - `event_too_large`: `data` is more than 8 KiB of JSON
+             */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["RedisUnavailable"];
+        };
+    };
+    getUserEvents: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Resume after this event id (`<ms>-<seq>`; `0` for every event kept), as `Last-Event-ID` does; the header wins when both are sent.
+                 * @example 0
+                 */
+                after?: string;
+            };
+            header?: {
+                /** @description The id of the last event the client saw (browsers' EventSource sends it on reconnecting). */
+                "Last-Event-ID"?: string;
+            };
+            path: {
+                /**
+                 * @description The user (Cognee's user id).
+                 * @example alice
+                 */
+                user_id: components["parameters"]["UserId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The event stream. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example retry: 3000
+                     *
+                     *     event: reconnected
+                     *     data: {"gap":false,"oldest_id":"1764000000000-0"}
+                     *
+                     *     id: 1764000000000-0
+                     *     event: entry_appended
+                     *     data: {"time": "2026-11-24T15:00:00", "question": "Where is the dog?", "context": "", "answer": "In the garden", "qa_id": "q-1", "feedback_text": null, "feedback_score": null, "used_graph_element_ids": null, "memify_metadata": null}
+                     *
+                     *     id: 1764000000123-0
+                     *     event: feedback
+                     *     data: {"...": "the updated entry"}
+                     *
+                     *     : keepalive
+                     */
+                    "text/event-stream": string;
+                };
+            };
+            /**
+             * @description Bad input.
+             *
+             *     - `invalid_id`: a path id is not 1-128 characters of `[A-Za-z0-9_.@-]`
+             *     - `invalid_field`: `Last-Event-ID` or `after` is not an event id
+             */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["Internal"];
+            /**
+             * @description Every event stream slot is taken, or Redis is unreachable; retry after the `Retry-After` seconds.
+             *
+             *     - `too_many_streams`: `SIDECAR_SSE_MAX_STREAMS` streams are open on this sidecar
+             *     - `redis_unavailable`: Redis cannot be reached
+             */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    requestAbort: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The user (Cognee's user id).
+                 * @example alice
+                 */
+                user_id: components["parameters"]["UserId"];
+                /**
+                 * @description The session of that user (Cognee's `session_id`, e.g. `default_session`).
+                 * @example chat-1
+                 */
+                session_id: components["parameters"]["SessionId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Recorded (or already recorded). */
+            202: {
+                headers: {
+                    /** @description When the abort was requested (RFC 3339). */
+                    "Sidecar-Abort-Requested"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AbortRequest"];
+                };
+            };
+            /**
+             * @description Bad input.
+             *
+             *     - `invalid_id`: a path id is not 1-128 characters of `[A-Za-z0-9_.@-]`
+             */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            /**
+             * @description Not found.
+             *
+             *     - `not_found`: no key of this session exists
+             */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Conflict; nothing was changed.
+             *
+             *     - `key_wrong_type`: a Redis key of the session holds another type (another program wrote it)
+             */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            500: components["responses"]["Internal"];
+            503: components["responses"]["RedisUnavailable"];
+        };
+    };
+    clearAbort: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The user (Cognee's user id).
+                 * @example alice
+                 */
+                user_id: components["parameters"]["UserId"];
+                /**
+                 * @description The session of that user (Cognee's `session_id`, e.g. `default_session`).
+                 * @example chat-1
+                 */
+                session_id: components["parameters"]["SessionId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Cleared (or none was set). */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /**
+             * @description Bad input.
+             *
+             *     - `invalid_id`: a path id is not 1-128 characters of `[A-Za-z0-9_.@-]`
+             */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            /**
+             * @description Not found.
+             *
+             *     - `not_found`: no key of this session exists
+             */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Conflict; nothing was changed.
+             *
+             *     - `key_wrong_type`: a Redis key of the session holds another type (another program wrote it)
+             */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             500: components["responses"]["Internal"];
             503: components["responses"]["RedisUnavailable"];
         };
