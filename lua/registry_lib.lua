@@ -19,8 +19,7 @@ local function retarget(sid)
   K_ENTRIES, K_TRACES, K_CONTEXT = key(K_ENTRIES), key(K_TRACES), key(K_CONTEXT)
   K_RECORD, K_INDEX, K_USAGE = string.sub(K_RECORD, 1, cut) .. sid, key(K_INDEX), key(K_USAGE)
   SID, GID = sid, ARGV[3] .. ':' .. sid
-  K_STATE = 'agent_session_state:' .. META_TAG .. GID
-  SESSION_KEYS = { K_ENTRIES, K_TRACES, K_CONTEXT, K_RECORD, K_INDEX, K_USAGE, K_STATE }
+  own_keys()
 end
 
 -- candidates returns the user's running sessions whose metadata holds

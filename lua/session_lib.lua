@@ -473,9 +473,32 @@ end
 local META_TAG = string.sub(K_RECORD, #'agent_session_record:' + 1, #K_RECORD - #GID)
 
 -- The session's state object (registry module), a string beside the record,
--- is one of the session's own keys: slid, persisted and deleted with them.
-local K_STATE = 'agent_session_state:' .. META_TAG .. GID
-SESSION_KEYS[#SESSION_KEYS + 1] = K_STATE
+-- and the keys of its messages (messages module) are of the session's own
+-- keys: slid, persisted and deleted with them. Their names follow the
+-- record's tag, so they share the session's slot on Cluster.
+--   K_STATE   agent_session_state:<tag><u>:<s>        string
+--   K_MSGS    agent_session_msgs:<tag><u>:<s>         hash id -> message JSON
+--   K_MTREE   agent_session_msg_tree:<tag><u>:<s>     hash id -> tree node
+--   K_MKIDS   agent_session_msg_children:<tag><u>:<s> zset, lex: children
+--   K_MORDER  agent_session_msg_order:<tag><u>:<s>    zset id -> append seq
+--   K_MKEYS   agent_session_msg_keys:<tag><u>:<s>     hash Idempotency-Key ring
+local K_STATE, K_MSGS, K_MTREE, K_MKIDS, K_MORDER, K_MKEYS
+
+-- own_keys derives the session's keys that are not in KEYS from the
+-- current GID and lists every own key in SESSION_KEYS (again after a
+-- retarget to another session of the user).
+local function own_keys()
+  local id = META_TAG .. GID
+  K_STATE = 'agent_session_state:' .. id
+  K_MSGS = 'agent_session_msgs:' .. id
+  K_MTREE = 'agent_session_msg_tree:' .. id
+  K_MKIDS = 'agent_session_msg_children:' .. id
+  K_MORDER = 'agent_session_msg_order:' .. id
+  K_MKEYS = 'agent_session_msg_keys:' .. id
+  SESSION_KEYS = { K_ENTRIES, K_TRACES, K_CONTEXT, K_RECORD, K_INDEX, K_USAGE,
+    K_STATE, K_MSGS, K_MTREE, K_MKIDS, K_MORDER, K_MKEYS }
+end
+own_keys()
 
 local function meta_keys(k, v)
   return 'agent_session_meta:' .. META_TAG .. ARGV[3] .. ':' .. k .. '=' .. v,

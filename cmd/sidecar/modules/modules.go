@@ -7,6 +7,7 @@ package modules
 
 import (
 	"github.com/agentsidecar/agentsidecar/locks"
+	"github.com/agentsidecar/agentsidecar/messages"
 	"github.com/agentsidecar/agentsidecar/metrics"
 	"github.com/agentsidecar/agentsidecar/registry"
 	"github.com/agentsidecar/agentsidecar/sessions"
@@ -23,6 +24,7 @@ func All() []sidecar.Factory {
 		ttl.Factory,
 		usage.Factory,
 		registry.Factory,
+		messages.Factory,
 		locks.Factory,
 		metrics.Factory,
 	}

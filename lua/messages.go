@@ -1,0 +1,9 @@
+package lua
+
+// Messages scripts (messages module): session scripts over the same KEYS
+// and first ARGVs as session_*.lua, with messages_lib.lua's prelude (the
+// tree helpers, itself on session_lib.lua).
+var (
+	MessagesAppend = load("messages_append")
+	MessagesRead   = load("messages_read")
+)
