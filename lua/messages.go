@@ -7,3 +7,11 @@ var (
 	MessagesAppend = load("messages_append")
 	MessagesRead   = load("messages_read")
 )
+
+// Writes on the tree.
+var (
+	MessagesPut    = load("messages_put")
+	MessagesDelete = load("messages_delete")
+	MessagesPop    = load("messages_pop")
+	MessagesClear  = load("messages_clear")
+)

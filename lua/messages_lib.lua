@@ -288,3 +288,24 @@ local function append_messages(batch, mode, pid, if_match, max, key)
   out[1] = stored_flag(started)
   return out
 end
+
+-- write_checks makes the checks of every messages write before its first
+-- write: nil, or the reply refusing it.
+local function write_checks()
+  local refused = check_keys()
+  if refused then return refused end
+  local bad = check_finish(nil, false, false)
+  if bad then return { -1, 'wrong_type', bad } end
+  return nil
+end
+
+-- add_tokens adds delta to the path tokens of n's descendants (O(subtree),
+-- at most the session's messages).
+local function add_tokens(n, delta)
+  local all = subtree(n, redis.call('ZCARD', K_MORDER))
+  for i = 2, #all do
+    local d = all[i]
+    d.cum = d.cum + delta
+    redis.call('HSET', K_MTREE, d.id, node_text(d))
+  end
+end

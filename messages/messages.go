@@ -71,6 +71,11 @@ func (m *Module) Routes() []sidecar.Route {
 		{Pattern: "GET " + base, Handler: m.listMessages},
 		{Pattern: "GET " + base + "/{message_id}", Handler: m.getMessage},
 		{Pattern: "GET " + base + "/{message_id}/children", Handler: m.children},
+		{Pattern: "PUT " + base + "/{message_id}", Handler: m.putMessage},
+		{Pattern: "PATCH " + base + "/{message_id}", Handler: m.patchMessage},
+		{Pattern: "DELETE " + base + "/{message_id}", Handler: m.deleteMessage},
+		{Pattern: "POST " + base + "/pop", Handler: m.pop},
+		{Pattern: "DELETE " + base, Handler: m.clear},
 	}
 }
 

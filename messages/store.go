@@ -66,7 +66,7 @@ func (s *Store) storedReply(op string, msg rueidis.RedisMessage, user, session s
 	if flag == 2 {
 		sessionstore.CountStarted()
 	}
-	out := Stored{Created: flag > 0}
+	out := Stored{Created: flag == 1 || flag == 2} // 3: replaced
 	for _, m := range arr[1:] {
 		if v, err := m.ToString(); err == nil {
 			out.Messages = append(out.Messages, []byte(v))
@@ -99,7 +99,12 @@ func (s *Store) refusal(arr []rueidis.RedisMessage, user, session string) error 
 	case "session_full":
 		return redisstore.Refuse(redisstore.ErrConflict, "session_full", "session %s/%s holds %s messages and may hold at most %d (SESSION_MAX_MESSAGES); nothing was written", user, session, detail, s.cfg.MaxMessages)
 	case "not_found":
+		if detail == "" {
+			return redisstore.ErrNotFound
+		}
 		return redisstore.NotFound("session %s/%s has no message %s", user, session, detail)
+	case "changed":
+		return errChanged
 	case "has_children":
 		return redisstore.Refuse(redisstore.ErrConflict, "has_children", "message %s has children: delete them first, or pass ?subtree=true to delete it with every descendant", detail)
 	case "invalid_cursor":
@@ -107,6 +112,10 @@ func (s *Store) refusal(arr []rueidis.RedisMessage, user, session string) error 
 	}
 	return redisstore.Wrap("messages", errors.New("unexpected refusal "+code))
 }
+
+// errChanged: the message a PATCH read changed before its write (retried).
+var errChanged = redisstore.Refuse(redisstore.ErrConflict, "concurrent_update",
+	"the message kept changing while this PATCH applied; nothing was written: retry")
 
 // Page is a page of a path.
 type Page struct {
@@ -189,4 +198,78 @@ func (s *Store) Children(ctx context.Context, user, session, id string, limit in
 	}
 	st, err := s.storedReply(lua.MessagesRead.Name, msg, user, session)
 	return st.Messages, err
+}
+
+// Put stores m by id: a new message as an append under parent, a held one
+// in place. expect is the stored message a PATCH was made from ("" none);
+// patch refuses a missing id instead of creating it.
+func (s *Store) Put(ctx context.Context, user, session string, m message, parent parentRef, expect []byte, patch bool) (Stored, error) {
+	mode := "put"
+	if patch {
+		mode = "patch"
+	}
+	msg, err := s.Exec(ctx, lua.MessagesPut, user, session, m.ID, m.FP, strconv.FormatInt(m.Tokens, 10), string(m.Body),
+		string(expect), mode, parent.Mode, parent.ID, strconv.Itoa(s.cfg.MaxMessages))
+	if err != nil {
+		return Stored{}, err
+	}
+	return s.storedReply(lua.MessagesPut.Name, msg, user, session)
+}
+
+// Delete deletes message id (with its descendants when subtree); it
+// returns how many messages went.
+func (s *Store) Delete(ctx context.Context, user, session, id string, subtree bool) (int64, error) {
+	flag := "0"
+	if subtree {
+		flag = "1"
+	}
+	return s.count(ctx, lua.MessagesDelete, user, session, id, flag)
+}
+
+// Clear removes every message of the session; it returns how many went.
+func (s *Store) Clear(ctx context.Context, user, session string) (int64, error) {
+	n, err := s.count(ctx, lua.MessagesClear, user, session)
+	if errors.Is(err, redisstore.ErrNotFound) {
+		return 0, redisstore.NotFound("no session %s/%s", user, session)
+	}
+	return n, err
+}
+
+// count runs a script answering {1, n} or a refusal.
+func (s *Store) count(ctx context.Context, script *lua.Script, user, session string, args ...string) (int64, error) {
+	msg, err := s.Exec(ctx, script, user, session, args...)
+	if err != nil {
+		return 0, err
+	}
+	arr, err := msg.ToArray()
+	if err != nil || len(arr) < 2 {
+		return 0, redisstore.Wrap(script.Name, errors.Join(err, errors.New("unexpected reply")))
+	}
+	if flag, _ := arr[0].AsInt64(); flag < 0 {
+		return 0, s.refusal(arr[1:], user, session)
+	}
+	n, err := arr[1].AsInt64()
+	if err != nil {
+		return 0, redisstore.Wrap(script.Name, err)
+	}
+	return n, nil
+}
+
+// Pop removes the latest leaf and returns it.
+func (s *Store) Pop(ctx context.Context, user, session string) ([]byte, error) {
+	msg, err := s.Exec(ctx, lua.MessagesPop, user, session)
+	if err != nil {
+		return nil, err
+	}
+	st, err := s.storedReply(lua.MessagesPop.Name, msg, user, session)
+	if errors.Is(err, redisstore.ErrNotFound) {
+		return nil, redisstore.NotFound("session %s/%s has no messages", user, session)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if len(st.Messages) != 1 {
+		return nil, redisstore.Wrap(lua.MessagesPop.Name, errors.New("unexpected reply"))
+	}
+	return st.Messages[0], nil
 }
