@@ -184,7 +184,7 @@ local function messages_exist()
 end
 
 -- keyed returns the stored messages of an append made with Idempotency-Key
--- key, or nil when the ring does not hold the key.
+-- key, or nil when the ring does not hold the key (or they are all gone).
 local function keyed(key)
   if key == '' then return nil end
   local ids = redis.call('HGET', K_MKEYS, key)
@@ -194,6 +194,9 @@ local function keyed(key)
     local m = redis.call('HGET', K_MSGS, id)
     if m then out[#out + 1] = m end
   end
+  -- every message of that append is gone since: the key is stale, and the
+  -- append is made again (its slot in the ring is taken anew)
+  if #out == 0 then return nil end
   return out
 end
 

@@ -343,6 +343,31 @@ var Families = []Family{
 		Description: "the session's state object (JSON, at most 64 KiB), changed by JSON merge patch",
 	},
 	{
+		Name: "messages", Pattern: "agent_session_msgs:*:*", ClusterPattern: "agent_session_msgs:{b*}:*:*",
+		Kind: KindHash, Owner: "messages", TTL: SessionTTL,
+		Description: "a session's messages, every branch: message id → the message's JSON as answered (`item` as sent); at most `SESSION_MAX_MESSAGES`",
+	},
+	{
+		Name: "message tree", Pattern: "agent_session_msg_tree:*:*", ClusterPattern: "agent_session_msg_tree:{b*}:*:*",
+		Kind: KindHash, Owner: "messages", TTL: SessionTTL,
+		Description: "message id → its parent, jump pointer, depth, path tokens, append number, tokens and fingerprint, so a page of a path costs O(limit + log n)",
+	},
+	{
+		Name: "message children", Pattern: "agent_session_msg_children:*:*", ClusterPattern: "agent_session_msg_children:{b*}:*:*",
+		Kind: KindZSet, Owner: "messages", TTL: SessionTTL,
+		Description: "one member `<parent>\\0<append number>\\0<id>` per message (score 0, read by lex range): a message's branches, oldest first",
+	},
+	{
+		Name: "message order", Pattern: "agent_session_msg_order:*:*", ClusterPattern: "agent_session_msg_order:{b*}:*:*",
+		Kind: KindZSet, Owner: "messages", TTL: SessionTTL,
+		Description: "message id → append number: the message count and the newest message left",
+	},
+	{
+		Name: "message keys", Pattern: "agent_session_msg_keys:*:*", ClusterPattern: "agent_session_msg_keys:{b*}:*:*",
+		Kind: KindHash, Owner: "messages", TTL: SessionTTL,
+		Description: "`Idempotency-Key` → the ids an append stored, the 1 000 newest keys, so a retried append stores nothing",
+	},
+	{
 		Name: "user state", Pattern: "agent_user_state:*", ClusterPattern: "agent_user_state:{b*}:*",
 		Kind: KindString, Owner: "registry", TTL: RetentionTTL,
 		Reason:      "`SESSION_TTL_SECONDS` from its last write or the user's last start-or-reuse",

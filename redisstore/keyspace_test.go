@@ -66,6 +66,9 @@ func TestMatchBuilders(t *testing.T) {
 				k.Record: "record", k.Index: "qa index", k.Usage: "usage ids",
 				k.Expiry: "expiry", k.Totals: "usage totals",
 			}
+			m := l.Messages("alice", "chat-1")
+			want[m.Messages], want[m.Tree], want[m.Children] = "messages", "message tree", "message children"
+			want[m.Order], want[m.Keys] = "message order", "message keys"
 			day := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
 			for i := range redisstore.IndexStatuses {
 				want[k.UserIndex[i]] = "user index"

@@ -148,6 +148,17 @@ func TestOpenAPIExamples(t *testing.T) {
 		{"inspectLock", 200, nil},
 		{"refreshLock", 200, func(c *call) { c.body = `{"token":"` + lockToken + `","ttl_ms":30000}` }},
 		{"releaseLock", 200, func(c *call) { c.body = `{"token":"` + lockToken + `"}` }},
+		{"appendMessages", 201, nil},
+		{"appendMessages", 200, nil}, // same Idempotency-Key
+		{"putMessage", 201, func(c *call) { c.path = map[string]string{"message_id": "m2"} }},
+		{"putMessage", 200, func(c *call) { c.path = map[string]string{"message_id": "m2"} }},
+		{"listMessages", 200, nil},
+		{"getMessage", 200, nil},
+		{"listChildren", 200, nil},
+		{"patchMessage", 200, nil},
+		{"popMessage", 200, nil}, // m2
+		{"deleteMessage", 204, nil},
+		{"clearMessages", 204, nil},
 		{"deleteContext", 204, nil},
 		{"deleteEntry", 204, nil},
 		{"deleteSession", 204, nil},
