@@ -297,6 +297,8 @@ func TestEveryOperation(t *testing.T) {
 	}
 	mustNil(t, c.DeleteSession(ctx, u, st.SessionID))
 
+	everyMessageOperation(t, ctx, c, u)
+
 	// Deletes.
 	mustNil(t, c.DeleteEntry(ctx, u, s, "q1"))
 	wantErr(t, c.DeleteEntry(ctx, u, s, "q1"), 404, "not_found")

@@ -1,0 +1,151 @@
+package client
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"strconv"
+)
+
+// Messages (module messages).
+
+// MessageOption configures one append by setting request headers
+// (WithIdempotencyKey, IfLeaf).
+type MessageOption = UsageOption
+
+// IfLeaf sends If-Match: the append is refused (412 leaf_moved) unless id
+// is still the session's latest leaf.
+func IfLeaf(id string) MessageOption {
+	return func(h http.Header) { h.Set("If-Match", strconv.Quote(id)) }
+}
+
+// AppendMessages appends msgs chained in order, all or nothing
+// (appendMessages): one message is sent as itself, several as a batch.
+// Each answer's Created is false for a retry (the same ids and fields, or
+// the same WithIdempotencyKey).
+func (c *Client) AppendMessages(ctx context.Context, user, session string, msgs []MessageInput, opts ...MessageOption) ([]Message, error) {
+	p, err := sessionPath(user, session, "messages")
+	r := request{method: http.MethodPost, path: p, header: http.Header{}}
+	for _, o := range opts {
+		o(r.header)
+	}
+	if len(msgs) == 1 {
+		r.body = msgs[0]
+		m, status, err := call[Message](ctx, c, r, err)
+		if err != nil {
+			return nil, err
+		}
+		m.Created = status == http.StatusCreated
+		return []Message{*m}, nil
+	}
+	r.body = MessageBatch{Messages: msgs}
+	l, status, err := call[MessageList](ctx, c, r, err)
+	if err != nil {
+		return nil, err
+	}
+	for i := range l.Messages {
+		l.Messages[i].Created = status == http.StatusCreated
+	}
+	return l.Messages, nil
+}
+
+// AppendMessage appends one message (appendMessages with one).
+func (c *Client) AppendMessage(ctx context.Context, user, session string, m MessageInput, opts ...MessageOption) (*Message, error) {
+	out, err := c.AppendMessages(ctx, user, session, []MessageInput{m}, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &out[0], nil
+}
+
+// ListMessages reads a page of the path root..leaf (listMessages); an
+// unknown session has an empty path. A page cut at the sidecar's answer
+// cap holds fewer messages; NextCursor continues it.
+func (c *Client) ListMessages(ctx context.Context, user, session string, o PathOptions) (*MessagePage, error) {
+	p, err := sessionPath(user, session, "messages")
+	q := url.Values{}
+	if o.Leaf != "" {
+		q.Set("leaf", o.Leaf)
+	}
+	if o.Desc {
+		q.Set("order", "desc")
+	}
+	if o.Limit != 0 {
+		q.Set("limit", strconv.Itoa(o.Limit))
+	}
+	if o.After != "" {
+		q.Set("after", o.After)
+	}
+	if o.Before != "" {
+		q.Set("before", o.Before)
+	}
+	if o.Offset != 0 {
+		q.Set("offset", strconv.Itoa(o.Offset))
+	}
+	if o.Raw {
+		q.Set("compacted", "false")
+	}
+	page, _, err := call[MessagePage](ctx, c, request{method: http.MethodGet, path: p, query: q}, err)
+	return page, err
+}
+
+// GetMessage reads one message (getMessage); IsNotFound when there is none.
+func (c *Client) GetMessage(ctx context.Context, user, session, id string) (*Message, error) {
+	p, err := sessionPath(user, session, "messages", id)
+	return answer[Message](ctx, c, http.MethodGet, p, nil, err)
+}
+
+// ListChildren reads the branches from message id, oldest first
+// (listChildren).
+func (c *Client) ListChildren(ctx context.Context, user, session, id string) ([]Message, error) {
+	p, err := sessionPath(user, session, "messages", id, "children")
+	l, err := answer[MessageList](ctx, c, http.MethodGet, p, nil, err)
+	if err != nil {
+		return nil, err
+	}
+	return l.Messages, nil
+}
+
+// PutMessage stores m under id (putMessage): a new id is appended, a
+// stored one replaced in place; Created tells which.
+func (c *Client) PutMessage(ctx context.Context, user, session, id string, m MessageInput) (*Message, error) {
+	p, err := sessionPath(user, session, "messages", id)
+	out, status, err := call[Message](ctx, c, request{method: http.MethodPut, path: p, body: m}, err)
+	if err != nil {
+		return nil, err
+	}
+	out.Created = status == http.StatusCreated
+	return out, nil
+}
+
+// PatchMessage replaces the fields patch sets (patchMessage).
+func (c *Client) PatchMessage(ctx context.Context, user, session, id string, patch MessagePatch) (*Message, error) {
+	p, err := sessionPath(user, session, "messages", id)
+	return answer[Message](ctx, c, http.MethodPatch, p, patch, err)
+}
+
+// DeleteMessage deletes a message without children, or with subtree its
+// descendants too (deleteMessage); 409 has_children otherwise.
+func (c *Client) DeleteMessage(ctx context.Context, user, session, id string, subtree bool) error {
+	p, err := sessionPath(user, session, "messages", id)
+	r := request{method: http.MethodDelete, path: p}
+	if subtree {
+		r.query = url.Values{"subtree": {"true"}}
+	}
+	_, _, err = call[struct{}](ctx, c, r, err)
+	return err
+}
+
+// PopMessage removes the latest leaf and returns it (popMessage);
+// IsNotFound when the session has no messages.
+func (c *Client) PopMessage(ctx context.Context, user, session string) (*Message, error) {
+	p, err := sessionPath(user, session, "messages", "pop")
+	return answer[Message](ctx, c, http.MethodPost, p, nil, err)
+}
+
+// ClearMessages removes every message of the session, keeping the rest
+// (clearMessages).
+func (c *Client) ClearMessages(ctx context.Context, user, session string) error {
+	p, err := sessionPath(user, session, "messages")
+	return c.delete(ctx, p, err)
+}
