@@ -12,6 +12,7 @@ import (
 	"github.com/agentsidecar/agentsidecar/redisstore/redisstoretest"
 	"github.com/agentsidecar/agentsidecar/registry"
 	"github.com/agentsidecar/agentsidecar/sessions"
+	"github.com/agentsidecar/agentsidecar/sidecar"
 	"github.com/agentsidecar/agentsidecar/sidecar/sidecartest"
 	"github.com/agentsidecar/agentsidecar/ttl"
 	"github.com/agentsidecar/agentsidecar/usage"
@@ -25,7 +26,11 @@ const msgs = "/v1/users/alice/sessions/s1/messages"
 
 func start(t *testing.T, srv *redisstoretest.Server, env envconf.Env) *sidecartest.Host {
 	t.Helper()
-	return sidecartest.Start(t, srv, env, sessions.Factory, ttl.Factory, usage.Factory, registry.Factory, messages.Factory)
+	return sidecartest.Start(t, srv, env, messagesModules()...)
+}
+
+func messagesModules() []sidecar.Factory {
+	return []sidecar.Factory{sessions.Factory, ttl.Factory, usage.Factory, registry.Factory, messages.Factory}
 }
 
 // msg is a stored message as clients read it.
