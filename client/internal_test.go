@@ -160,6 +160,7 @@ var schemaTypes = map[string]any{
 	"EndActiveSessionRequest": EndActiveSessionRequest{},
 	"Message":                 Message{}, "MessageInput": MessageInput{}, "MessageBatch": MessageBatch{}, "MessageList": MessageList{},
 	"MessagePage": MessagePage{}, "MessagePatch": MessagePatch{},
+	"ForkSessionRequest": ForkSessionRequest{}, "SplitSessionRequest": SplitSessionRequest{},
 }
 
 var notStructs = []string{"Error", "Id", "MemifyMetadata", "SessionStatus", "ContextEntry", "AppendContextRequest", "UpdateContextRequest", "Metadata", "State", "StatePatch",

@@ -149,3 +149,31 @@ func (c *Client) ClearMessages(ctx context.Context, user, session string) error 
 	p, err := sessionPath(user, session, "messages")
 	return c.delete(ctx, p, err)
 }
+
+// ForkSession creates a new session of user holding the path root..At of
+// session (forkSession) and returns its record; Created is false for a
+// retry with the same WithIdempotencyKey.
+func (c *Client) ForkSession(ctx context.Context, user, session string, req ForkSessionRequest, opts ...MessageOption) (*SessionRecord, error) {
+	return c.newSession(ctx, user, session, "fork", req, opts)
+}
+
+// SplitSession ends session as completed (end_reason split) with the
+// summary and starts its continuation, whose record it returns
+// (splitSession).
+func (c *Client) SplitSession(ctx context.Context, user, session string, req SplitSessionRequest, opts ...MessageOption) (*SessionRecord, error) {
+	return c.newSession(ctx, user, session, "split", req, opts)
+}
+
+func (c *Client) newSession(ctx context.Context, user, session, verb string, body any, opts []MessageOption) (*SessionRecord, error) {
+	p, err := sessionPath(user, session, verb)
+	r := request{method: http.MethodPost, path: p, body: body, header: http.Header{}}
+	for _, o := range opts {
+		o(r.header)
+	}
+	res, status, err := call[SessionRecord](ctx, c, r, err)
+	if err != nil {
+		return nil, err
+	}
+	res.Created = status == http.StatusCreated
+	return res, nil
+}

@@ -55,6 +55,19 @@ func everyMessageOperation(t *testing.T, ctx context.Context, c *client.Client, 
 	if pop := must(c.PopMessage(ctx, u, s)).ok(t); pop.ID != "m2b" {
 		t.Fatalf("PopMessage: %+v", pop)
 	}
+	f := must(c.ForkSession(ctx, u, s, client.ForkSessionRequest{At: "m2", Title: new("fork")}, client.WithIdempotencyKey("f1"))).ok(t)
+	if !f.Created || *f.ParentSessionID != s || f.MessageCount != 2 {
+		t.Fatalf("ForkSession: %+v", f)
+	}
+	if again := must(c.ForkSession(ctx, u, s, client.ForkSessionRequest{At: "m2"}, client.WithIdempotencyKey("f1"))).ok(t); again.Created || again.SessionID != f.SessionID {
+		t.Fatalf("retried ForkSession: %+v", again)
+	}
+	sp := must(c.SplitSession(ctx, u, f.SessionID, client.SplitSessionRequest{Summary: "dog found", SessionID: f.SessionID + "-2"})).ok(t)
+	if !sp.Created || *sp.ParentSessionID != f.SessionID || sp.MessageCount != 1 {
+		t.Fatalf("SplitSession: %+v", sp)
+	}
+	mustNil(t, c.DeleteSession(ctx, u, f.SessionID))
+	mustNil(t, c.DeleteSession(ctx, u, sp.SessionID))
 	wantErr(t, c.DeleteMessage(ctx, u, s, "m1", false), 409, "has_children")
 	mustNil(t, c.DeleteMessage(ctx, u, s, "m2", true))
 	mustNil(t, c.ClearMessages(ctx, u, s))

@@ -92,3 +92,19 @@ type PathOptions struct {
 	Offset int
 	Raw    bool // compacted=false
 }
+
+// ForkSessionRequest forks a session at a message (schema
+// ForkSessionRequest). SessionID "" lets the sidecar choose.
+type ForkSessionRequest struct {
+	At        string  `json:"at"`
+	SessionID string  `json:"session_id,omitempty"`
+	Title     *string `json:"title,omitempty"`
+}
+
+// SplitSessionRequest ends a session with a summary and starts its
+// continuation (schema SplitSessionRequest).
+type SplitSessionRequest struct {
+	Summary   string  `json:"summary"`
+	SessionID string  `json:"session_id,omitempty"`
+	Title     *string `json:"title,omitempty"`
+}

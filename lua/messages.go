@@ -15,3 +15,9 @@ var (
 	MessagesPop    = load("messages_pop")
 	MessagesClear  = load("messages_clear")
 )
+
+// Sessions made from a session.
+var (
+	MessagesFork  = load("messages_fork")
+	MessagesSplit = load("messages_split")
+)

@@ -1,7 +1,8 @@
---! prelude: session_lib
+--! prelude: registry_lib
 -- messages_lib.lua: helpers of the messages scripts (a session's messages as
--- a tree). They run with the KEYS and first ARGVs of every session script
--- (session_lib.lua) and keep a session's messages in five keys of its own,
+-- a tree), on registry_lib.lua (retarget: fork and split write another
+-- session of the user). They run with the KEYS and first ARGVs of every
+-- session script (session_lib.lua) and keep a session's messages in five keys of its own,
 -- whatever the number of messages (session_lib.lua derives their names):
 --   K_MSGS    hash id -> the message as answered (JSON; `item` as sent)
 --   K_MTREE   hash id -> its node: "parent \t jump \t depth \t cum \t seq \t
@@ -311,4 +312,62 @@ local function add_tokens(n, delta)
     d.cum = d.cum + delta
     redis.call('HSET', K_MTREE, d.id, node_text(d))
   end
+end
+
+-- zadd_chunks runs ZADD key with args (score, member pairs), 1 000 pairs a call.
+local function zadd_chunks(key, args)
+  for i = 1, #args, 2000 do
+    redis.call('ZADD', key, unpack(args, i, math.min(i + 1999, #args)))
+  end
+end
+
+-- path_nodes returns the nodes of the path root..n, root first (O(depth)).
+local function path_nodes(n)
+  local up = {}
+  while n do
+    up[#up + 1] = n
+    n = node(n.parent)
+  end
+  local out = {}
+  for i = #up, 1, -1 do out[#out + 1] = up[i] end
+  return out
+end
+
+-- copy_path writes nodes (a path, root first) and their messages (msgs,
+-- in the same order) into the current session's keys.
+local function copy_path(nodes, msgs)
+  local tree, bodies, kids, order = {}, {}, {}, {}
+  for i, n in ipairs(nodes) do
+    tree[#tree + 1], tree[#tree + 2] = n.id, node_text(n)
+    bodies[#bodies + 1], bodies[#bodies + 2] = n.id, msgs[i]
+    kids[#kids + 1], kids[#kids + 2] = 0, kid_member(n)
+    order[#order + 1], order[#order + 2] = n.seq, n.id
+  end
+  hset_chunks(K_MTREE, tree)
+  hset_chunks(K_MSGS, bodies)
+  zadd_chunks(K_MKIDS, kids)
+  zadd_chunks(K_MORDER, order)
+end
+
+-- hmget_chunks returns HMGET key ids, 1 000 fields a call.
+local function hmget_chunks(key, ids)
+  local out = {}
+  for i = 1, #ids, 1000 do
+    local part = redis.call('HMGET', key, unpack(ids, i, math.min(i + 999, #ids)))
+    for _, v in ipairs(part) do out[#out + 1] = v end
+  end
+  return out
+end
+
+-- new_session_checks retargets to session sid and checks it can be created
+-- there with key (an Idempotency-Key, or ''): nil when it can; 'again'
+-- when it was created by that key (a retry); else the refusal. It leaves
+-- the script retargeted to sid.
+local function new_session_checks(sid, key)
+  retarget(sid)
+  if session_exists() then
+    if key ~= '' and redis.call('HGET', K_RECORD, 'create_key') == key then return 'again' end
+    return { -1, 'session_exists', sid }
+  end
+  return write_checks()
 end

@@ -296,6 +296,13 @@ func (m *messageIn) encode(id string, tok int64) []byte {
 	return b.Bytes()
 }
 
+// jsonString is s as a JSON string without HTML escaping.
+func jsonString(s string) json.RawMessage {
+	var b bytes.Buffer
+	writeString(&b, s)
+	return b.Bytes()
+}
+
 // writeString writes s as a JSON string without HTML escaping.
 func writeString(b *bytes.Buffer, s string) {
 	enc := json.NewEncoder(b)

@@ -76,6 +76,8 @@ func (m *Module) Routes() []sidecar.Route {
 		{Pattern: "DELETE " + base + "/{message_id}", Handler: m.deleteMessage},
 		{Pattern: "POST " + base + "/pop", Handler: m.pop},
 		{Pattern: "DELETE " + base, Handler: m.clear},
+		{Pattern: "POST /v1/users/{user_id}/sessions/{session_id}/fork", Handler: m.fork},
+		{Pattern: "POST /v1/users/{user_id}/sessions/{session_id}/split", Handler: m.split},
 	}
 }
 

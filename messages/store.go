@@ -107,6 +107,10 @@ func (s *Store) refusal(arr []rueidis.RedisMessage, user, session string) error 
 		return errChanged
 	case "has_children":
 		return redisstore.Refuse(redisstore.ErrConflict, "has_children", "message %s has children: delete them first, or pass ?subtree=true to delete it with every descendant", detail)
+	case "session_exists":
+		return redisstore.Refuse(redisstore.ErrConflict, "session_exists", "session %s/%s already exists; nothing was written", user, detail)
+	case "session_ended":
+		return redisstore.Refuse(redisstore.ErrConflict, "session_ended", "session %s/%s already ended (%s)", user, session, detail)
 	case "invalid_cursor":
 		return sidecar.BadRequest("invalid_cursor", "message %s is not on the path read (before/after must name a message of that path)", detail)
 	}

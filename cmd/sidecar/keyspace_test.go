@@ -204,6 +204,8 @@ func driveEveryRoute(t *testing.T, h *sidecartest.Host) {
 		{"appendMessages", 201, msg1, nil},
 		{"putMessage", 201, msg1m2, nil},
 		{"listMessages", 200, msg1, nil},
+		{"forkSession", 201, msg1, nil},
+		{"splitSession", 201, map[string]string{"session_id": "chat-1-fork"}, nil},
 		{"getMessage", 200, msg1, nil},
 		{"listChildren", 200, msg1, nil},
 		{"patchMessage", 200, msg1, nil},
