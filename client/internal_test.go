@@ -161,6 +161,7 @@ var schemaTypes = map[string]any{
 	"Message":                 Message{}, "MessageInput": MessageInput{}, "MessageBatch": MessageBatch{}, "MessageList": MessageList{},
 	"MessagePage": MessagePage{}, "MessagePatch": MessagePatch{},
 	"ForkSessionRequest": ForkSessionRequest{}, "SplitSessionRequest": SplitSessionRequest{},
+	"Compaction": Compaction{}, "CompactionRequest": CompactionRequest{}, "CompactionList": CompactionList{},
 }
 
 var notStructs = []string{"Error", "Id", "MemifyMetadata", "SessionStatus", "ContextEntry", "AppendContextRequest", "UpdateContextRequest", "Metadata", "State", "StatePatch",

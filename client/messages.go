@@ -177,3 +177,21 @@ func (c *Client) newSession(ctx context.Context, user, session, verb string, bod
 	res.Created = status == http.StatusCreated
 	return res, nil
 }
+
+// CreateCompaction stores a compaction overlay of req's range
+// (createCompaction).
+func (c *Client) CreateCompaction(ctx context.Context, user, session string, req CompactionRequest) (*Compaction, error) {
+	p, err := sessionPath(user, session, "compactions")
+	return answer[Compaction](ctx, c, http.MethodPost, p, req, err)
+}
+
+// ListCompactions returns the compactions in force, oldest first
+// (listCompactions).
+func (c *Client) ListCompactions(ctx context.Context, user, session string) ([]Compaction, error) {
+	p, err := sessionPath(user, session, "compactions")
+	l, err := answer[CompactionList](ctx, c, http.MethodGet, p, nil, err)
+	if err != nil {
+		return nil, err
+	}
+	return l.Compactions, nil
+}

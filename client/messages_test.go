@@ -55,6 +55,16 @@ func everyMessageOperation(t *testing.T, ctx context.Context, c *client.Client, 
 	if pop := must(c.PopMessage(ctx, u, s)).ok(t); pop.ID != "m2b" {
 		t.Fatalf("PopMessage: %+v", pop)
 	}
+	cp := must(c.CreateCompaction(ctx, u, s, client.CompactionRequest{Summary: "asked and answered", FromID: "m1", ToID: "m2"})).ok(t)
+	if l := must(c.ListCompactions(ctx, u, s)).ok(t); len(l) != 1 || l[0].ID != cp.ID || l[0].FromID != "m1" {
+		t.Fatalf("ListCompactions: %+v", l)
+	}
+	if p := must(c.ListMessages(ctx, u, s, client.PathOptions{Leaf: "m3"})).ok(t); len(p.Messages) != 2 || p.Messages[0].Compaction.ID != cp.ID || p.Messages[1].ID != "m3" {
+		t.Fatalf("ListMessages with the overlay: %+v", p)
+	}
+	if p := must(c.ListMessages(ctx, u, s, client.PathOptions{Leaf: "m3", Raw: true})).ok(t); len(p.Messages) != 3 {
+		t.Fatalf("ListMessages raw: %+v", p)
+	}
 	f := must(c.ForkSession(ctx, u, s, client.ForkSessionRequest{At: "m2", Title: new("fork")}, client.WithIdempotencyKey("f1"))).ok(t)
 	if !f.Created || *f.ParentSessionID != s || f.MessageCount != 2 {
 		t.Fatalf("ForkSession: %+v", f)

@@ -22,6 +22,9 @@ type Message struct {
 	ParentID   *string         `json:"parent_id"` // nil for a root
 	CreatedAt  string          `json:"created_at"`
 	Tokens     int64           `json:"tokens"`
+	// Compaction is set only on the synthetic message ("compaction:<id>")
+	// that stands for a compacted range on a path.
+	Compaction CompactionRef `json:"compaction,omitzero"`
 
 	Created bool `json:"-"`
 }
@@ -107,4 +110,33 @@ type SplitSessionRequest struct {
 	Summary   string  `json:"summary"`
 	SessionID string  `json:"session_id,omitempty"`
 	Title     *string `json:"title,omitempty"`
+}
+
+// CompactionRef names a compaction and its range.
+type CompactionRef struct {
+	ID     string `json:"id"`
+	FromID string `json:"from_id"`
+	ToID   string `json:"to_id"`
+}
+
+// Compaction is a compaction in force (schema Compaction).
+type Compaction struct {
+	ID        string `json:"id"`
+	Summary   string `json:"summary"`
+	FromID    string `json:"from_id"`
+	ToID      string `json:"to_id"`
+	CreatedAt string `json:"created_at"`
+}
+
+// CompactionRequest compacts FromID..ToID into Summary (schema
+// CompactionRequest).
+type CompactionRequest struct {
+	Summary string `json:"summary"`
+	FromID  string `json:"from_id"`
+	ToID    string `json:"to_id"`
+}
+
+// CompactionList is {compactions} (schema CompactionList).
+type CompactionList struct {
+	Compactions []Compaction `json:"compactions"`
 }

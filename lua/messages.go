@@ -21,3 +21,6 @@ var (
 	MessagesFork  = load("messages_fork")
 	MessagesSplit = load("messages_split")
 )
+
+// MessagesCompact stores a compaction overlay.
+var MessagesCompact = load("messages_compact")

@@ -1,6 +1,6 @@
 --! prelude: messages_lib
--- messages_clear: remove every message of the session (its four message
--- keys: O(1) commands, Redis frees them; the Idempotency-Key ring stays, so
+-- messages_clear: remove every message and compaction of the session (its
+-- message keys: O(1) commands, Redis frees them; the Idempotency-Key ring stays, so
 -- a late retry of an earlier append is still answered, not stored again),
 -- keeping the record, usage and Q&A entries.
 -- KEYS[1..15] the session's keys, indexes and totals (session_lib.lua)
@@ -11,7 +11,7 @@ local refused = write_checks()
 if refused then return refused end
 if not session_exists() then return { -1, 'not_found', '' } end
 local count = redis.call('ZCARD', K_MORDER)
-redis.call('UNLINK', K_MSGS, K_MTREE, K_MKIDS, K_MORDER)
+redis.call('UNLINK', K_MSGS, K_MTREE, K_MKIDS, K_MORDER, K_MCOMP)
 redis.call('HSET', K_RECORD, 'message_count', 0)
 redis.call('HDEL', K_RECORD, 'msg_leaf')
 finish_write(false, false)

@@ -3,6 +3,7 @@
 -- ARGV[6] = '1' it and every descendant (O(subtree): at most the session's
 -- messages, SESSION_MAX_MESSAGES). When the latest leaf goes, the deleted
 -- message's parent becomes the latest leaf (else the newest message left).
+-- A compaction with an endpoint deleted is deleted too.
 -- KEYS[1..15] the session's keys, indexes and totals (session_lib.lua)
 -- ARGV[1..4] TTL, max entries, user_id, session_id (session_lib.lua)
 -- ARGV[5] the message id
@@ -19,10 +20,15 @@ local gone = { n }
 if whole then gone = subtree(n, redis.call('ZCARD', K_MORDER)) end
 
 local leaf = rec_msgs()
-local leaf_gone = false
+local leaf_gone, ids = false, {}
 for _, d in ipairs(gone) do
   if d.id == leaf then leaf_gone = true end
-  remove_node(d)
+  ids[d.id] = true
+end
+local comps = compactions()
+for _, d in ipairs(gone) do remove_node(d) end
+for _, c in ipairs(comps) do
+  if ids[c.from] or ids[c.to] then redis.call('HDEL', K_MCOMP, c.id, '#' .. c.id) end
 end
 if leaf_gone then
   if n.parent ~= '' then set_leaf(n.parent) else set_leaf(nil) end

@@ -1,8 +1,8 @@
 --! prelude: messages_lib
 -- messages_fork: a new session of the same user (same slot on Cluster)
 -- holding the path root..at of this one: the same ids, contents, tree nodes
--- and append numbers; its record's parent_session_id is this session and at
--- is its latest leaf. O(depth of at), at most SESSION_MAX_MESSAGES. This
+-- and append numbers, and the compactions wholly inside the path; its
+-- record's parent_session_id is this session and at is its latest leaf. O(depth of at), at most SESSION_MAX_MESSAGES. This
 -- session is not written.
 -- KEYS[1..15] the session's keys, indexes and totals (session_lib.lua)
 -- ARGV[1..4] TTL, max entries, user_id, session_id (session_lib.lua)
@@ -25,11 +25,26 @@ local ids = {}
 for i, p in ipairs(nodes) do ids[i] = p.id end
 local msgs = hmget_chunks(K_MSGS, ids)
 local _, seq = rec_msgs()
+-- the compactions wholly inside the path
+local comps = {}
+for _, c in ipairs(compactions()) do
+  if on_path(c, n) then
+    comps[#comps + 1] = c.id
+    comps[#comps + 1] = c.json
+    comps[#comps + 1] = '#' .. c.id
+    comps[#comps + 1] = table.concat({ c.from, c.to, fmt_int(c.seq), fmt_int(c.stokens) }, '\t')
+  end
+end
+local cseq = redis.call('HGET', K_MCOMP, ' seq')
 local refused = new_session_checks(sid, key)
 if refused == 'again' then return { 0 } end
 if refused then return refused end
 
 copy_path(nodes, msgs)
+if #comps > 0 then
+  comps[#comps + 1], comps[#comps + 2] = ' seq', cseq or '0'
+  redis.call('HSET', K_MCOMP, unpack(comps))
+end
 local f = { 'msg_leaf', at, 'msg_seq', fmt_int(seq), 'message_count', #nodes, 'parent_session_id', source }
 if ARGV[7] == '1' then f[#f + 1], f[#f + 2] = 'title', ARGV[8] end
 if key ~= '' then f[#f + 1], f[#f + 2] = 'create_key', key end

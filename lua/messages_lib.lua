@@ -13,6 +13,9 @@
 --             lex range): a message's children oldest first ('' for roots)
 --   K_MORDER  zset id -> seq: append order (the newest remaining message)
 --   K_MKEYS   hash: the 1 000 newest Idempotency-Keys of appends -> ids
+--   K_MCOMP   hash: the compactions in force, '<cid>' -> the compaction's
+--             JSON, '#<cid>' -> "from \t to \t seq \t summary tokens",
+--             ' seq' -> compactions made so far
 -- and in the record: msg_leaf (the latest leaf), msg_seq (appends so far),
 -- message_count.
 --
@@ -176,7 +179,7 @@ end
 -- check_keys is guard('keep') over the messages keys: nil, or the refusal.
 local function check_keys()
   return guard('keep', { K_MSGS, 'hash' }, { K_MTREE, 'hash' }, { K_MKIDS, 'zset' },
-    { K_MORDER, 'zset' }, { K_MKEYS, 'hash' })
+    { K_MORDER, 'zset' }, { K_MKEYS, 'hash' }, { K_MCOMP, 'hash' })
 end
 
 -- messages_exist reports whether the session has a message.
@@ -370,4 +373,75 @@ local function new_session_checks(sid, key)
     return { -1, 'session_exists', sid }
   end
   return write_checks()
+end
+
+-- Compactions ------------------------------------------------------------------
+
+-- compactions returns the compactions in force, oldest first: {id, from,
+-- to, seq, stokens (the summary's tokens), json}. Their number is at most
+-- the cap of messages_compact.lua, so one HGETALL is bounded.
+local function compactions()
+  if redis.call('EXISTS', K_MCOMP) == 0 then return {} end
+  local all = redis.call('HGETALL', K_MCOMP)
+  local by, out = {}, {}
+  for i = 1, #all, 2 do
+    local f, v = all[i], all[i + 1]
+    local b = string.byte(f, 1)
+    if b == 35 then -- '#': the meta of compaction f[2..]
+      local from, to, seq, st = string.match(v, '^([^\t]*)\t([^\t]*)\t(%d+)\t(%d+)$')
+      local c = by[string.sub(f, 2)] or {}
+      c.id, c.from, c.to, c.seq, c.stokens = string.sub(f, 2), from, to, tonumber(seq), tonumber(st)
+      by[c.id] = c
+    elseif b ~= 32 then -- not ' seq'
+      local c = by[f] or {}
+      c.json = v
+      by[f] = c
+    end
+  end
+  for _, c in pairs(by) do
+    if c.from and c.json then out[#out + 1] = c end
+  end
+  table.sort(out, function(a, b) return a.seq < b.seq end)
+  return out
+end
+
+-- on_path returns the nodes (from, to) of compaction c when its range lies
+-- on the path root..leaf, else nil.
+local function on_path(c, leaf)
+  local to = node(c.to)
+  if not to or to.depth > leaf.depth or ancestor(leaf, to.depth).id ~= to.id then return nil end
+  local from = node(c.from)
+  if not from or from.depth > to.depth then return nil end
+  return from, to
+end
+
+-- overlays returns the compactions on the path root..leaf, shallowest
+-- first, each {c=, fd=, td= (depths), tokens= (of the range)}.
+local function overlays(leaf)
+  local out = {}
+  for _, c in ipairs(compactions()) do
+    local from, to = on_path(c, leaf)
+    if from then
+      out[#out + 1] = { c = c, fd = from.depth, td = to.depth, tokens = to.cum - from.cum + from.tokens }
+    end
+  end
+  table.sort(out, function(a, b) return a.fd < b.fd end)
+  return out
+end
+
+-- synthetic is the message that stands for overlay o on a path.
+local function synthetic(o)
+  local c = o.c
+  return '{"id":"compaction:' .. c.id .. '","role":"system","content":' .. field_raw(c.json, 'summary') ..
+    ',"compaction":{"id":"' .. c.id .. '","from_id":"' .. c.from .. '","to_id":"' .. c.to .. '"},"tokens":' ..
+    fmt_int(c.stokens) .. '}'
+end
+
+-- drop_compactions deletes the compactions with an endpoint in gone (a set
+-- of message ids).
+local function drop_compactions(gone)
+  if redis.call('EXISTS', K_MCOMP) == 0 then return end
+  for _, c in ipairs(compactions()) do
+    if gone[c.from] or gone[c.to] then redis.call('HDEL', K_MCOMP, c.id, '#' .. c.id) end
+  end
 end

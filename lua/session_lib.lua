@@ -482,7 +482,8 @@ local META_TAG = string.sub(K_RECORD, #'agent_session_record:' + 1, #K_RECORD - 
 --   K_MKIDS   agent_session_msg_children:<tag><u>:<s> zset, lex: children
 --   K_MORDER  agent_session_msg_order:<tag><u>:<s>    zset id -> append seq
 --   K_MKEYS   agent_session_msg_keys:<tag><u>:<s>     hash Idempotency-Key ring
-local K_STATE, K_MSGS, K_MTREE, K_MKIDS, K_MORDER, K_MKEYS
+--   K_MCOMP   agent_session_compactions:<tag><u>:<s>  hash: compactions in force
+local K_STATE, K_MSGS, K_MTREE, K_MKIDS, K_MORDER, K_MKEYS, K_MCOMP
 
 -- own_keys derives the session's keys that are not in KEYS from the
 -- current GID and lists every own key in SESSION_KEYS (again after a
@@ -495,8 +496,9 @@ local function own_keys()
   K_MKIDS = 'agent_session_msg_children:' .. id
   K_MORDER = 'agent_session_msg_order:' .. id
   K_MKEYS = 'agent_session_msg_keys:' .. id
+  K_MCOMP = 'agent_session_compactions:' .. id
   SESSION_KEYS = { K_ENTRIES, K_TRACES, K_CONTEXT, K_RECORD, K_INDEX, K_USAGE,
-    K_STATE, K_MSGS, K_MTREE, K_MKIDS, K_MORDER, K_MKEYS }
+    K_STATE, K_MSGS, K_MTREE, K_MKIDS, K_MORDER, K_MKEYS, K_MCOMP }
 end
 own_keys()
 

@@ -30,10 +30,11 @@ const TruncatedHeader = "Sidecar-Truncated"
 
 // Module serves the messages routes.
 type Module struct {
-	store    *Store
-	cfg      Config
-	logger   *slog.Logger
-	appended prometheus.Counter
+	store       *Store
+	cfg         Config
+	logger      *slog.Logger
+	appended    prometheus.Counter
+	compactions prometheus.Counter
 }
 
 // New builds the module over the host's shared session store.
@@ -50,10 +51,16 @@ func New(_ context.Context, deps sidecar.Deps) (sidecar.Module, error) {
 		appended: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "sidecar_messages_appended_total",
 			Help: "Messages stored by appends and upserts (retries not counted).",
+		}),
+		compactions: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "sidecar_messages_compactions_total",
+			Help: "Compactions stored.",
 		})}
 	if deps.Registerer != nil {
-		if err := deps.Registerer.Register(m.appended); err != nil {
-			return nil, err
+		for _, c := range []prometheus.Collector{m.appended, m.compactions} {
+			if err := deps.Registerer.Register(c); err != nil {
+				return nil, err
+			}
 		}
 	}
 	return m, nil
@@ -76,6 +83,8 @@ func (m *Module) Routes() []sidecar.Route {
 		{Pattern: "DELETE " + base + "/{message_id}", Handler: m.deleteMessage},
 		{Pattern: "POST " + base + "/pop", Handler: m.pop},
 		{Pattern: "DELETE " + base, Handler: m.clear},
+		{Pattern: "POST /v1/users/{user_id}/sessions/{session_id}/compactions", Handler: m.compact},
+		{Pattern: "GET /v1/users/{user_id}/sessions/{session_id}/compactions", Handler: m.listCompactions},
 		{Pattern: "POST /v1/users/{user_id}/sessions/{session_id}/fork", Handler: m.fork},
 		{Pattern: "POST /v1/users/{user_id}/sessions/{session_id}/split", Handler: m.split},
 	}
@@ -216,6 +225,9 @@ func messagesObject(msgs [][]byte) []byte {
 }
 
 func (m *Module) getMessage(w http.ResponseWriter, r *http.Request) error {
+	if strings.HasPrefix(r.PathValue("message_id"), compactionPrefix) {
+		return sidecar.NotFound("a compaction's synthetic message is never stored; read GET .../compactions")
+	}
 	ids, err := sidecar.PathIDs(r, "user_id", "session_id", "message_id")
 	if err != nil {
 		return err
@@ -277,11 +289,13 @@ func (m *Module) listMessages(w http.ResponseWriter, r *http.Request) error {
 	case after != "":
 		pq.Cursor, pq.At = "after", after
 	}
-	if pq.Cursor != "" && !sidecar.ValidID(pq.At) {
+	if pq.Cursor != "" && !validCursor(pq.At) {
 		return sidecar.BadRequest("invalid_query", "%s must be a message id", pq.Cursor)
 	}
 	switch q.Get("compacted") {
-	case "", "true", "false":
+	case "", "true":
+	case "false":
+		pq.Raw = true
 	default:
 		return sidecar.BadRequest("invalid_query", "compacted must be true or false")
 	}

@@ -111,6 +111,14 @@ func (s *Store) refusal(arr []rueidis.RedisMessage, user, session string) error 
 		return redisstore.Refuse(redisstore.ErrConflict, "session_exists", "session %s/%s already exists; nothing was written", user, detail)
 	case "session_ended":
 		return redisstore.Refuse(redisstore.ErrConflict, "session_ended", "session %s/%s already ended (%s)", user, session, detail)
+	case "invalid_range":
+		return sidecar.BadRequest("invalid_range", "from_id..to_id: %s", detail)
+	case "compaction_overlap":
+		return redisstore.Refuse(redisstore.ErrConflict, "compaction_overlap", "the range partly overlaps compaction %s in force (a compaction may cover earlier ones whole, never in part); nothing was written", detail)
+	case "splits_tool_call":
+		return sidecar.BadRequest("splits_tool_call", "the range splits tool call %s from its result: take both or neither", detail)
+	case "too_many_compactions":
+		return redisstore.Refuse(redisstore.ErrConflict, "too_many_compactions", "the session holds %s compactions in force, the most it may; cover some with a wider one", detail)
 	case "invalid_cursor":
 		return sidecar.BadRequest("invalid_cursor", "message %s is not on the path read (before/after must name a message of that path)", detail)
 	}
@@ -139,16 +147,20 @@ type PageQuery struct {
 	Cursor string // "", "before" or "after"
 	At     string // the cursor's message id
 	Offset int
+	Raw    bool // compaction overlays not applied
 }
 
 // Path reads a page of the path root..leaf.
 func (s *Store) Path(ctx context.Context, user, session string, q PageQuery) (Page, error) {
-	order := "asc"
+	order, raw := "asc", "0"
 	if q.Desc {
 		order = "desc"
 	}
+	if q.Raw {
+		raw = "1"
+	}
 	msg, err := s.Exec(ctx, lua.MessagesRead, user, session, "path", q.Leaf, order, strconv.Itoa(q.Limit),
-		q.Cursor, q.At, strconv.Itoa(q.Offset), strconv.Itoa(s.cfg.MaxAnswerBytes))
+		q.Cursor, q.At, strconv.Itoa(q.Offset), strconv.Itoa(s.cfg.MaxAnswerBytes), raw)
 	if err != nil {
 		return Page{}, err
 	}

@@ -368,6 +368,11 @@ var Families = []Family{
 		Description: "`Idempotency-Key` → the ids an append stored, the 1 000 newest keys, so a retried append stores nothing",
 	},
 	{
+		Name: "compactions", Pattern: "agent_session_compactions:*:*", ClusterPattern: "agent_session_compactions:{b*}:*:*",
+		Kind: KindHash, Owner: "messages", TTL: SessionTTL,
+		Description: "a session's compactions in force (at most 100): id → `{id, summary, from_id, to_id, created_at}`, `#<id>` → its range and summary tokens",
+	},
+	{
 		Name: "user state", Pattern: "agent_user_state:*", ClusterPattern: "agent_user_state:{b*}:*",
 		Kind: KindString, Owner: "registry", TTL: RetentionTTL,
 		Reason:      "`SESSION_TTL_SECONDS` from its last write or the user's last start-or-reuse",

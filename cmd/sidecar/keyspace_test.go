@@ -212,6 +212,8 @@ func driveEveryRoute(t *testing.T, h *sidecartest.Host) {
 		{"popMessage", 200, msg1, nil},
 		{"deleteMessage", 204, msg1, nil},
 		{"appendMessages", 201, msg1, nil}, // the key's messages are gone: stored again
+		{"createCompaction", 201, msg1, nil},
+		{"listCompactions", 200, msg1, nil},
 		{"appendMessages", 201, msg2, nil},
 		{"clearMessages", 204, msg2, nil},
 	}

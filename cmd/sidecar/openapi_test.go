@@ -153,6 +153,8 @@ func TestOpenAPIExamples(t *testing.T) {
 		{"putMessage", 201, func(c *call) { c.path = map[string]string{"message_id": "m2"} }},
 		{"putMessage", 200, func(c *call) { c.path = map[string]string{"message_id": "m2"} }},
 		{"listMessages", 200, nil},
+		{"createCompaction", 201, nil},
+		{"listCompactions", 200, nil},
 		{"forkSession", 201, nil},
 		{"splitSession", 201, func(c *call) { c.path = map[string]string{"session_id": "chat-1-fork"} }},
 		{"getMessage", 200, nil},
