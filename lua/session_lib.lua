@@ -551,14 +551,12 @@ local function session_exists()
   return redis.call('EXISTS', K_ENTRIES, K_TRACES, K_CONTEXT, K_RECORD) > 0
 end
 
--- entry_time_us reads the "time" of a stored Q&A entry (Python isoformat:
--- with or without fraction and offset; no offset is UTC, as Cognee writes
--- utcnow()) as µs since the epoch, or nil.
-local function entry_time_us(el)
-  local at = string.find(el, '"time"', 1, true)
-  if not at then return nil end
-  local y, mo, d, h, mi, sec, rest = string.match(el,
-    '^%s*:%s*"(%d%d%d%d)%-(%d%d)%-(%d%d)[T ](%d%d):(%d%d):(%d%d)([^"]*)"', at + 6)
+-- iso_time_us reads an ISO 8601 time (Python isoformat: with or without
+-- fraction and offset; no offset is UTC, as Cognee writes utcnow()) as µs
+-- since the epoch, or nil; entry_time_us the "time" of a stored Q&A entry.
+local function iso_time_us(text)
+  local y, mo, d, h, mi, sec, rest = string.match(text,
+    '^(%d%d%d%d)%-(%d%d)%-(%d%d)[T ](%d%d):(%d%d):(%d%d)(.*)$')
   if not y then return nil end
   local frac, off = string.match(rest, '^%.(%d+)(.*)$')
   if not frac then frac, off = '', rest end
@@ -577,6 +575,13 @@ local function entry_time_us(el)
   local days = era * 146097 + yoe * 365 + math.floor(yoe / 4) - math.floor(yoe / 100) + doy - 719468
   local secs = days * 86400 + tonumber(h) * 3600 + tonumber(mi) * 60 + tonumber(sec) - offset
   return secs * 1000000 + tonumber(string.sub(frac .. '000000', 1, 6))
+end
+
+local function entry_time_us(el)
+  local at = string.find(el, '"time"', 1, true)
+  if not at then return nil end
+  local text = string.match(el, '^%s*:%s*"([^"]*)"', at + 6)
+  return text and iso_time_us(text)
 end
 
 -- started_at_of is a new record's started_at (µs, as a string): the time
