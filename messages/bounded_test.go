@@ -132,3 +132,48 @@ func BenchmarkPathPage(b *testing.B) {
 		})
 	}
 }
+
+// usecPerCall is Redis's own time per call of cmd since the last CONFIG
+// RESETSTAT (INFO commandstats).
+func usecPerCall(t testing.TB, c rueidis.Client, cmd string) float64 {
+	t.Helper()
+	info, err := c.Do(t.Context(), c.B().Info().Section("commandstats").Build()).ToString()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`cmdstat_` + cmd + `:calls=\d+,usec=\d+,usec_per_call=([0-9.]+)`).FindStringSubmatch(info)
+	if m == nil {
+		return 0
+	}
+	f, _ := strconv.ParseFloat(m[1], 64)
+	return f
+}
+
+// BenchmarkAppend appends one message per call over HTTP (real host, real
+// redis-server), to a session that grows, beside a Q&A entry append for
+// comparison; it reports Redis's own µs per script call.
+func BenchmarkAppend(b *testing.B) {
+	for _, kind := range []string{"message", "entry"} {
+		b.Run(kind, func(b *testing.B) {
+			srv := redisstoretest.NewReal(b)
+			h := sidecartest.Start(b, srv, nil, messagesModules()...)
+			c := srv.Client(b)
+			cl := sidecartest.NewClient(b, h.API)
+			resetStats(b, c)
+			i := 0
+			for b.Loop() {
+				var rep sidecartest.Reply
+				if kind == "message" {
+					rep = cl.Send(b.Context(), "POST", "/v1/users/alice/sessions/bench/messages", fmt.Sprintf(`{"id":"m%d","role":"user","content":"How do I reset my password on the staging cluster?"}`, i))
+				} else {
+					rep = cl.Send(b.Context(), "POST", "/v1/users/alice/sessions/bench/entries", fmt.Sprintf(`{"qa_id":"q%d","question":"How do I reset my password on the staging cluster?","answer":"a","context":""}`, i))
+				}
+				if rep.Status != 201 {
+					b.Fatal(rep)
+				}
+				i++
+			}
+			b.ReportMetric(usecPerCall(b, c, "evalsha"), "redis-µs/append")
+		})
+	}
+}
