@@ -295,3 +295,57 @@ func countSubtree(t *testing.T, h *sidecartest.Host, id string) int {
 	}
 	return n
 }
+
+// Eight poppers drain a chain of 200 messages at once: every message comes
+// back exactly once, deepest first per popper, then 404.
+func TestConcurrentPops(t *testing.T) {
+	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
+		h := start(t, srv, nil)
+		chain(t, h, "s1", 200)
+		c := sidecartest.NewClient(t, h.API)
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		popped := map[string]int{}
+		errs := make(chan string, 8*40)
+		for range 8 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				last := 1 << 30
+				for range 40 {
+					rep := c.Send(t.Context(), "POST", msgs+"/pop", "")
+					if rep.Status == 404 {
+						return
+					}
+					var m struct{ ID string }
+					if rep.Status != 200 || json.Unmarshal([]byte(rep.Body), &m) != nil {
+						errs <- rep.String()
+						return
+					}
+					var n int
+					fmt.Sscanf(m.ID, "c%d", &n)
+					if n >= last {
+						errs <- fmt.Sprintf("popped %s after c%d: not deepest first", m.ID, last)
+					}
+					last = n
+					mu.Lock()
+					popped[m.ID]++
+					mu.Unlock()
+				}
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for e := range errs {
+			t.Error(e)
+		}
+		if len(popped) != 200 {
+			t.Fatalf("popped %d distinct messages, want 200", len(popped))
+		}
+		for id, n := range popped {
+			if n != 1 {
+				t.Errorf("%s popped %d times", id, n)
+			}
+		}
+	})
+}
