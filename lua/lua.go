@@ -177,18 +177,36 @@ func (s *Script) ExecMulti(ctx context.Context, c rueidis.Client, calls ...Call)
 	return res
 }
 
-// Load sends every script to every node with SCRIPT LOAD, proving Redis
-// accepts them (readiness) and saving the first EVAL after a restart.
+// Load makes sure every node holds every script: one SCRIPT EXISTS of all
+// their SHA1s, then SCRIPT LOAD of those a node lacks (after a restart or
+// failover, or the first time), proving Redis accepts them (readiness) and
+// saving the first EVAL. A readiness probe on a node that has them all is
+// one command, whatever the number of scripts.
 func Load(ctx context.Context, c rueidis.Client) error {
+	scripts := All()
+	shas := make([]string, len(scripts))
+	for i, s := range scripts {
+		shas[i] = s.sha1
+	}
 	for addr, node := range c.Nodes() {
-		scripts := All()
+		have, err := node.Do(ctx, node.B().ScriptExists().Sha1(shas...).Build()).AsIntSlice()
+		if err != nil {
+			return fmt.Errorf("script exists on %s: %w", addr, err)
+		}
+		var missing []*Script
 		cmds := make(rueidis.Commands, 0, len(scripts))
-		for _, s := range scripts {
-			cmds = append(cmds, node.B().ScriptLoad().Script(s.Source).Build())
+		for i, s := range scripts {
+			if i >= len(have) || have[i] != 1 {
+				missing = append(missing, s)
+				cmds = append(cmds, node.B().ScriptLoad().Script(s.Source).Build())
+			}
+		}
+		if len(cmds) == 0 {
+			continue
 		}
 		for i, res := range node.DoMulti(ctx, cmds...) {
 			if err := res.Error(); err != nil {
-				return fmt.Errorf("script load %s on %s: %w", scripts[i].Name, addr, err)
+				return fmt.Errorf("script load %s on %s: %w", missing[i].Name, addr, err)
 			}
 		}
 	}

@@ -1,8 +1,8 @@
---! prelude: registry_lib
+--! prelude: session_lib
 -- messages_lib.lua: helpers of the messages scripts (a session's messages as
--- a tree), on registry_lib.lua (retarget: fork and split write another
--- session of the user). They run with the KEYS and first ARGVs of every
--- session script (session_lib.lua) and keep a session's messages in five keys of its own,
+-- a tree). They run with the KEYS and first ARGVs of every session script
+-- (session_lib.lua; its retarget lets fork and split write another session
+-- of the user) and keep a session's messages in five keys of its own,
 -- whatever the number of messages (session_lib.lua derives their names):
 --   K_MSGS    hash id -> the message as answered (JSON; `item` as sent)
 --   K_MTREE   hash id -> its node: "parent \t jump \t depth \t cum \t seq \t

@@ -33,10 +33,14 @@ if refused == 'again' then return { 0 } end
 if refused then return refused end
 
 retarget(own)
+local now = now_us()
+local ended = { 'status', 'completed', 'ended_at', fmt_int(now), 'end_reason', 'split',
+  'summary', ARGV[8], 'summary_auto_generated', '0' }
 if not status then -- a session only Cognee wrote: it started with its first entry
-  redis.call('HSET', K_RECORD, 'started_at', started_at_of(now_us()))
+  ended[#ended + 1], ended[#ended + 2] = 'started_at', started_at_of(now)
 end
-end_session('split', ARGV[8], false)
+redis.call('HSET', K_RECORD, unpack(ended))
+finish_write(true)
 retarget(sid)
 local f = { 'parent_session_id', own }
 if ARGV[6] == '1' then f[#f + 1], f[#f + 2] = 'title', ARGV[7] end

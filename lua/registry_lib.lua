@@ -13,14 +13,6 @@ local ACTIVE_SCAN = 256
 -- AUTO_CLOSE_MAX bounds the abandoned sessions one start closes.
 local AUTO_CLOSE_MAX = 16
 
-local function retarget(sid)
-  local cut = #K_RECORD - #SID
-  local function key(k) return string.sub(k, 1, #k - #SID) .. sid end
-  K_ENTRIES, K_TRACES, K_CONTEXT = key(K_ENTRIES), key(K_TRACES), key(K_CONTEXT)
-  K_RECORD, K_INDEX, K_USAGE = string.sub(K_RECORD, 1, cut) .. sid, key(K_INDEX), key(K_USAGE)
-  SID, GID = sid, ARGV[3] .. ':' .. sid
-  own_keys()
-end
 
 -- candidates returns the user's running sessions whose metadata holds
 -- every pair of match (a table, or nil for all), most recently active

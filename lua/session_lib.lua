@@ -502,6 +502,19 @@ local function own_keys()
 end
 own_keys()
 
+-- retarget points the session variables at session sid of the same user:
+-- every session key ends in "<u>:<s>", and the user's indexes, the bucket's
+-- shards and the tag are the same for all of them, so every key stays in
+-- the user's slot on Redis Cluster (start-or-reuse, fork, split).
+local function retarget(sid)
+  local cut = #K_RECORD - #SID
+  local function key(k) return string.sub(k, 1, #k - #SID) .. sid end
+  K_ENTRIES, K_TRACES, K_CONTEXT = key(K_ENTRIES), key(K_TRACES), key(K_CONTEXT)
+  K_RECORD, K_INDEX, K_USAGE = string.sub(K_RECORD, 1, cut) .. sid, key(K_INDEX), key(K_USAGE)
+  SID, GID = sid, ARGV[3] .. ':' .. sid
+  own_keys()
+end
+
 local function meta_keys(k, v)
   return 'agent_session_meta:' .. META_TAG .. ARGV[3] .. ':' .. k .. '=' .. v,
     'agent_session_meta_global:' .. META_TAG .. k .. '=' .. v
