@@ -162,6 +162,7 @@ var schemaTypes = map[string]any{
 	"MessagePage": MessagePage{}, "MessagePatch": MessagePatch{},
 	"ForkSessionRequest": ForkSessionRequest{}, "SplitSessionRequest": SplitSessionRequest{},
 	"Compaction": Compaction{}, "CompactionRequest": CompactionRequest{}, "CompactionList": CompactionList{},
+	"SearchResult": SearchResult{}, "SearchResults": SearchResults{},
 }
 
 var notStructs = []string{"Error", "Id", "MemifyMetadata", "SessionStatus", "ContextEntry", "AppendContextRequest", "UpdateContextRequest", "Metadata", "State", "StatePatch",

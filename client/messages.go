@@ -195,3 +195,28 @@ func (c *Client) ListCompactions(ctx context.Context, user, session string) ([]C
 	}
 	return l.Compactions, nil
 }
+
+// SearchUser ranks the user's messages across all of their sessions for q
+// (BM25, best first, at most limit: 1-50, 0 = 10) (searchUser).
+func (c *Client) SearchUser(ctx context.Context, user, q string, limit int) ([]SearchResult, error) {
+	p, err := apiPath("users", user, "search")
+	return c.search(ctx, p, url.Values{"q": {q}}, limit, err)
+}
+
+// SearchRelevant ranks the session's messages for q (searchEntries with
+// rank=relevance; 1-100, 0 = 10).
+func (c *Client) SearchRelevant(ctx context.Context, user, session, q string, limit int) ([]SearchResult, error) {
+	p, err := sessionPath(user, session, "search")
+	return c.search(ctx, p, url.Values{"q": {q}, "rank": {"relevance"}}, limit, err)
+}
+
+func (c *Client) search(ctx context.Context, p string, q url.Values, limit int, pathErr error) ([]SearchResult, error) {
+	if limit != 0 {
+		q.Set("limit", strconv.Itoa(limit))
+	}
+	res, _, err := call[SearchResults](ctx, c, request{method: http.MethodGet, path: p, query: q}, pathErr)
+	if err != nil {
+		return nil, err
+	}
+	return res.Results, nil
+}

@@ -65,6 +65,12 @@ func everyMessageOperation(t *testing.T, ctx context.Context, c *client.Client, 
 	if p := must(c.ListMessages(ctx, u, s, client.PathOptions{Leaf: "m3", Raw: true})).ok(t); len(p.Messages) != 3 {
 		t.Fatalf("ListMessages raw: %+v", p)
 	}
+	if hits := must(c.SearchUser(ctx, u, "dogs", 0)).ok(t); len(hits) != 1 || hits[0].ID != "m1" || hits[0].SessionID != s {
+		t.Fatalf("SearchUser: %+v", hits)
+	}
+	if hits := must(c.SearchRelevant(ctx, u, s, "garden", 5)).ok(t); len(hits) != 1 || hits[0].ID != "m2" {
+		t.Fatalf("SearchRelevant: %+v", hits)
+	}
 	f := must(c.ForkSession(ctx, u, s, client.ForkSessionRequest{At: "m2", Title: new("fork")}, client.WithIdempotencyKey("f1"))).ok(t)
 	if !f.Created || *f.ParentSessionID != s || f.MessageCount != 2 {
 		t.Fatalf("ForkSession: %+v", f)

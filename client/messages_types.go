@@ -140,3 +140,19 @@ type CompactionRequest struct {
 type CompactionList struct {
 	Compactions []Compaction `json:"compactions"`
 }
+
+// SearchResult is one document found (schema SearchResult). SessionID is
+// set by a user search.
+type SearchResult struct {
+	SessionID string  `json:"session_id,omitempty"`
+	Kind      string  `json:"kind"`
+	ID        string  `json:"id"`
+	Snippet   string  `json:"snippet"`
+	Score     float64 `json:"score"`
+	Time      string  `json:"time"`
+}
+
+// SearchResults is {results} (schema SearchResults).
+type SearchResults struct {
+	Results []SearchResult `json:"results"`
+}

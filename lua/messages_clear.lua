@@ -12,6 +12,7 @@ if refused then return refused end
 if not session_exists() then return { -1, 'not_found', '' } end
 local count = redis.call('ZCARD', K_MORDER)
 redis.call('UNLINK', K_MSGS, K_MTREE, K_MKIDS, K_MORDER, K_MCOMP)
+unindex_all()
 redis.call('HSET', K_RECORD, 'message_count', 0)
 redis.call('HDEL', K_RECORD, 'msg_leaf')
 finish_write(false, false)

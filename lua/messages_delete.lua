@@ -26,7 +26,10 @@ for _, d in ipairs(gone) do
   ids[d.id] = true
 end
 local comps = compactions()
-for _, d in ipairs(gone) do remove_node(d) end
+for _, d in ipairs(gone) do
+  remove_node(d)
+  unindex_doc(d.id)
+end
 for _, c in ipairs(comps) do
   if ids[c.from] or ids[c.to] then redis.call('HDEL', K_MCOMP, c.id, '#' .. c.id) end
 end

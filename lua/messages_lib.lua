@@ -13,6 +13,13 @@
 --             lex range): a message's children oldest first ('' for roots)
 --   K_MORDER  zset id -> seq: append order (the newest remaining message)
 --   K_MKEYS   hash: the 1 000 newest Idempotency-Keys of appends -> ids
+--   K_SDOCS   hash: the search index's documents of the session, 'message
+--             \t <id>' -> "ver \t length \t time \t preview", ' v' (the
+--             last ver), ' n' and ' len' (documents and their length)
+-- and, per user: agent_search:<tag><u>:<term> (postings, a zset of
+-- "<s> \t message \t <id> \t ver \t tf \t length" by time, lazily
+-- cleaned: a posting whose ver is not its document's is stale) and
+-- agent_search_stats:<tag><u> (n, len: for BM25).
 --   K_MCOMP   hash: the compactions in force, '<cid>' -> the compaction's
 --             JSON, '#<cid>' -> "from \t to \t seq \t summary tokens",
 --             ' seq' -> compactions made so far
@@ -25,6 +32,9 @@
 -- reads away, so a page of a path costs O(limit + log n).
 
 local MAX_KEYS = 1000 -- Idempotency-Keys remembered per session
+
+local SEARCH_PREFIX = 'agent_search:' .. META_TAG .. ARGV[3] .. ':'
+local K_SSTATS = 'agent_search_stats:' .. META_TAG .. ARGV[3]
 
 local NODES = {} -- the nodes read or written by this script, by id
 
@@ -179,12 +189,74 @@ end
 -- check_keys is guard('keep') over the messages keys: nil, or the refusal.
 local function check_keys()
   return guard('keep', { K_MSGS, 'hash' }, { K_MTREE, 'hash' }, { K_MKIDS, 'zset' },
-    { K_MORDER, 'zset' }, { K_MKEYS, 'hash' }, { K_MCOMP, 'hash' })
+    { K_MORDER, 'zset' }, { K_MKEYS, 'hash' }, { K_MCOMP, 'hash' }, { K_SDOCS, 'hash' }, { K_SSTATS, 'hash' })
 end
 
 -- messages_exist reports whether the session has a message.
 local function messages_exist()
   return redis.call('EXISTS', K_MORDER) == 1
+end
+
+-- Search index --------------------------------------------------------------
+
+-- session_ttl is the TTL the session's keys slide to (0 = none).
+local function session_ttl()
+  local t = redis.call('HGET', K_RECORD, 'ttl_seconds')
+  if t then return tonumber(t) end
+  return DEFAULT_TTL
+end
+
+-- stats_drop takes n documents of length len out of the user's search
+-- statistics, when they still exist (never creating a key without a TTL).
+local function stats_drop(n, len)
+  if redis.call('EXISTS', K_SSTATS) == 1 then
+    redis.call('HINCRBY', K_SSTATS, 'n', -n)
+    redis.call('HINCRBY', K_SSTATS, 'len', -len)
+  end
+end
+
+-- unindex_doc takes message id out of the search index (its postings go
+-- stale and are dropped when a query meets them).
+local function unindex_doc(id)
+  local doc = 'message\t' .. id
+  local old = redis.call('HGET', K_SDOCS, doc)
+  if not old then return end
+  local len = tonumber(string.match(old, '^%d+\t(%d+)') or '0')
+  redis.call('HDEL', K_SDOCS, doc)
+  redis.call('HINCRBY', K_SDOCS, ' n', -1)
+  redis.call('HINCRBY', K_SDOCS, ' len', -len)
+  stats_drop(1, len)
+end
+
+-- index_doc puts message id in the search index: spec "term tf term tf
+-- ...", its length and preview (from the sidecar's analyser), at time now
+-- (µs). O(terms), at most 256.
+local function index_doc(id, spec, len, preview, now)
+  if spec == '' then return end
+  unindex_doc(id)
+  local ver = redis.call('HINCRBY', K_SDOCS, ' v', 1)
+  local doc = 'message\t' .. id
+  redis.call('HSET', K_SDOCS, doc, fmt_int(ver) .. '\t' .. len .. '\t' .. fmt_int(now) .. '\t' .. preview)
+  redis.call('HINCRBY', K_SDOCS, ' n', 1)
+  redis.call('HINCRBY', K_SDOCS, ' len', len)
+  redis.call('HINCRBY', K_SSTATS, 'n', 1)
+  redis.call('HINCRBY', K_SSTATS, 'len', len)
+  local ttl = session_ttl()
+  local member = SID .. '\t' .. doc .. '\t' .. fmt_int(ver) .. '\t'
+  for t, tf in string.gmatch(spec, '(%S+) (%d+)') do
+    local key = SEARCH_PREFIX .. t
+    redis.call('ZADD', key, now, member .. tf .. '\t' .. len)
+    meta_expire(key, ttl)
+  end
+  meta_expire(K_SSTATS, ttl)
+end
+
+-- unindex_all takes every message of the session out of the search index.
+local function unindex_all()
+  local agg = redis.call('HMGET', K_SDOCS, ' n', ' len')
+  local n, len = tonumber(agg[1] or '0') or 0, tonumber(agg[2] or '0') or 0
+  if n ~= 0 or len ~= 0 then stats_drop(n, len) end
+  redis.call('UNLINK', K_SDOCS)
 end
 
 -- keyed returns the stored messages of an append made with Idempotency-Key
@@ -273,7 +345,8 @@ local function append_messages(batch, mode, pid, if_match, max, key)
   if count + #batch > max then return { -1, 'session_full', fmt_int(count) } end
 
   -- the writes
-  local created_at = '"' .. iso_us(now_us()) .. '"'
+  local now = now_us()
+  local created_at = '"' .. iso_us(now) .. '"'
   local out, ids = { 1 }, {}
   for _, m in ipairs(batch) do
     seq = seq + 1
@@ -284,6 +357,7 @@ local function append_messages(batch, mode, pid, if_match, max, key)
     redis.call('HSET', K_MSGS, m.id, json)
     redis.call('ZADD', K_MKIDS, 0, kid_member(n))
     redis.call('ZADD', K_MORDER, seq, m.id)
+    if m.spec then index_doc(m.id, m.spec, m.len, m.preview, now) end
     out[#out + 1] = json
     ids[#ids + 1] = m.id
     parent = n
@@ -445,3 +519,4 @@ local function drop_compactions(gone)
     if gone[c.from] or gone[c.to] then redis.call('HDEL', K_MCOMP, c.id, '#' .. c.id) end
   end
 end
+

@@ -13,6 +13,8 @@
 -- ARGV[11] the parent for a new message: 'latest', 'root' or 'id'
 --   (ARGV[12]); for a held one, 'root' or 'id' must name its parent
 -- ARGV[13] SESSION_MAX_MESSAGES
+-- ARGV[14..16] for the search index: terms ("term tf ...", '' = none),
+--   length, preview
 -- returns {1, message} created ({2, ...} when this started the session),
 --   {3, message} replaced; with nothing written, {-1, code, detail}: the
 --   codes of messages_append, 'not_found' (patch: no such message) and
@@ -22,7 +24,8 @@ local pmode, pid = ARGV[11], ARGV[12]
 local n = node(id)
 if not n then
   if mode == 'patch' then return { -1, 'not_found', id } end
-  local reply = append_messages({ { id = id, fp = fp, tokens = tokens, body = body } }, pmode, pid, nil, tonumber(ARGV[13]), '')
+  local reply = append_messages({ { id = id, fp = fp, tokens = tokens, body = body, spec = ARGV[14],
+    len = tonumber(ARGV[15]), preview = ARGV[16] } }, pmode, pid, nil, tonumber(ARGV[13]), '')
   -- events: emit(...) of the created message goes here (reply[1] > 0)
   return reply
 end
@@ -41,6 +44,7 @@ n.tokens, n.cum, n.fp = tokens, n.cum + delta, fp
 redis.call('HSET', K_MSGS, id, json)
 redis.call('HSET', K_MTREE, id, node_text(n))
 if delta ~= 0 then add_tokens(n, delta) end
+if ARGV[14] == '' then unindex_doc(id) else index_doc(id, ARGV[14], tonumber(ARGV[15]), ARGV[16], now_us()) end
 finish_write(false, false)
 -- events: emit(...) of the replaced message goes here
 return { 3, json }

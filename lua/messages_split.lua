@@ -12,6 +12,7 @@
 -- ARGV[10..13] the system message: id, fingerprint, tokens, body (as
 --   messages_append takes them)
 -- ARGV[14] SESSION_MAX_MESSAGES
+-- ARGV[15..17] the system message's search terms, length and preview
 -- returns {1} split; {0} a retry of ARGV[9] (nothing written); with
 --   nothing written, {-1, code, detail}: 'not_found' (no such session),
 --   'session_ended' (detail: its status), 'session_exists', 'wrong_type'.
@@ -46,7 +47,8 @@ local f = { 'parent_session_id', own }
 if ARGV[6] == '1' then f[#f + 1], f[#f + 2] = 'title', ARGV[7] end
 if key ~= '' then f[#f + 1], f[#f + 2] = 'create_key', key end
 redis.call('HSET', K_RECORD, unpack(f))
-local reply = append_messages({ { id = ARGV[10], fp = ARGV[11], tokens = tonumber(ARGV[12]), body = ARGV[13] } },
+local reply = append_messages({ { id = ARGV[10], fp = ARGV[11], tokens = tonumber(ARGV[12]), body = ARGV[13],
+  spec = ARGV[15], len = tonumber(ARGV[16]), preview = ARGV[17] } },
   'root', '', nil, tonumber(ARGV[14]), '')
 if reply[1] ~= 1 and reply[1] ~= 2 then return reply end
 -- events: emit(...) of the split goes here

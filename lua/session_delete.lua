@@ -24,6 +24,16 @@ else
     end
   end
 end
+-- the user's search statistics lose the session's indexed messages (their
+-- postings go stale and are dropped when a query meets them)
+local docs = redis.pcall('HMGET', K_SDOCS, ' n', ' len')
+local stats = 'agent_search_stats:' .. META_TAG .. ARGV[3]
+local st = redis.call('TYPE', stats)
+if type(st) == 'table' then st = st.ok end
 unindex()
 meta_unindex(meta)
+if type(docs) == 'table' and not docs.err and docs[1] and st == 'hash' then
+  redis.call('HINCRBY', stats, 'n', -(tonumber(docs[1]) or 0))
+  redis.call('HINCRBY', stats, 'len', -(tonumber(docs[2]) or 0))
+end
 return redis.call('DEL', unpack(SESSION_KEYS))

@@ -483,7 +483,8 @@ local META_TAG = string.sub(K_RECORD, #'agent_session_record:' + 1, #K_RECORD - 
 --   K_MORDER  agent_session_msg_order:<tag><u>:<s>    zset id -> append seq
 --   K_MKEYS   agent_session_msg_keys:<tag><u>:<s>     hash Idempotency-Key ring
 --   K_MCOMP   agent_session_compactions:<tag><u>:<s>  hash: compactions in force
-local K_STATE, K_MSGS, K_MTREE, K_MKIDS, K_MORDER, K_MKEYS, K_MCOMP
+--   K_SDOCS   agent_search_docs:<tag><u>:<s>          hash: the session's indexed messages
+local K_STATE, K_MSGS, K_MTREE, K_MKIDS, K_MORDER, K_MKEYS, K_MCOMP, K_SDOCS
 
 -- own_keys derives the session's keys that are not in KEYS from the
 -- current GID and lists every own key in SESSION_KEYS (again after a
@@ -497,8 +498,9 @@ local function own_keys()
   K_MORDER = 'agent_session_msg_order:' .. id
   K_MKEYS = 'agent_session_msg_keys:' .. id
   K_MCOMP = 'agent_session_compactions:' .. id
+  K_SDOCS = 'agent_search_docs:' .. id
   SESSION_KEYS = { K_ENTRIES, K_TRACES, K_CONTEXT, K_RECORD, K_INDEX, K_USAGE,
-    K_STATE, K_MSGS, K_MTREE, K_MKIDS, K_MORDER, K_MKEYS, K_MCOMP }
+    K_STATE, K_MSGS, K_MTREE, K_MKIDS, K_MORDER, K_MKEYS, K_MCOMP, K_SDOCS }
 end
 own_keys()
 

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/agentsidecar/agentsidecar/search"
 	"github.com/agentsidecar/agentsidecar/sidecar"
 	"github.com/agentsidecar/agentsidecar/tokens"
 )
@@ -55,6 +56,13 @@ type message struct {
 	Tokens int64
 	Body   []byte // the JSON object stored, without parent_id and created_at
 	Text   []string
+	Search search.Doc // the text analysed for the search index
+}
+
+// searchArgs are the script arguments of m's search document: its terms,
+// length and preview.
+func (m message) searchArgs() []string {
+	return []string{m.Search.Spec(), strconv.Itoa(m.Search.Length), search.Preview(m.Text...)}
 }
 
 // parentRef is what a parent_id says: absent (the latest leaf), null (a new
@@ -168,6 +176,7 @@ func (m *messageIn) check(at string) (message, error) {
 	} else {
 		out.Tokens = int64(tokens.Message(out.Text...))
 	}
+	out.Search = search.Analyze(out.Text...)
 	out.Body = m.encode(out.ID, out.Tokens)
 	out.FP = m.fingerprint()
 	return out, nil

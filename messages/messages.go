@@ -86,6 +86,7 @@ func (m *Module) Routes() []sidecar.Route {
 		{Pattern: "POST /v1/users/{user_id}/sessions/{session_id}/compactions", Handler: m.compact},
 		{Pattern: "GET /v1/users/{user_id}/sessions/{session_id}/compactions", Handler: m.listCompactions},
 		{Pattern: "POST /v1/users/{user_id}/sessions/{session_id}/fork", Handler: m.fork},
+		{Pattern: "GET /v1/users/{user_id}/search", Handler: m.searchUser},
 		{Pattern: "POST /v1/users/{user_id}/sessions/{session_id}/split", Handler: m.split},
 	}
 }

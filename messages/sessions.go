@@ -114,8 +114,9 @@ func (m *Module) split(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	created, err := m.store.newSession(r, lua.MessagesSplit, user, session, sid, title[0], title[1], *in.Summary, key,
-		msg.ID, msg.FP, strconv.FormatInt(msg.Tokens, 10), string(msg.Body), strconv.Itoa(m.cfg.MaxMessages))
+	args := []string{sid, title[0], title[1], *in.Summary, key,
+		msg.ID, msg.FP, strconv.FormatInt(msg.Tokens, 10), string(msg.Body), strconv.Itoa(m.cfg.MaxMessages)}
+	created, err := m.store.newSession(r, lua.MessagesSplit, user, session, append(args, msg.searchArgs()...)...)
 	if err != nil {
 		return err
 	}

@@ -31,7 +31,7 @@ type Stored struct {
 // ifMatch is the latest leaf the caller expects (nil: no check); key the
 // Idempotency-Key or "".
 func (s *Store) Append(ctx context.Context, user, session string, msgs []message, parent parentRef, ifMatch *string, key string) (Stored, error) {
-	args := make([]string, 0, 6+4*len(msgs))
+	args := make([]string, 0, 6+7*len(msgs))
 	if ifMatch != nil {
 		args = append(args, "1", *ifMatch)
 	} else {
@@ -40,6 +40,7 @@ func (s *Store) Append(ctx context.Context, user, session string, msgs []message
 	args = append(args, parent.Mode, parent.ID, strconv.Itoa(s.cfg.MaxMessages), key)
 	for _, m := range msgs {
 		args = append(args, m.ID, m.FP, strconv.FormatInt(m.Tokens, 10), string(m.Body))
+		args = append(args, m.searchArgs()...)
 	}
 	msg, err := s.Exec(ctx, lua.MessagesAppend, user, session, args...)
 	if err != nil {
@@ -224,8 +225,9 @@ func (s *Store) Put(ctx context.Context, user, session string, m message, parent
 	if patch {
 		mode = "patch"
 	}
-	msg, err := s.Exec(ctx, lua.MessagesPut, user, session, m.ID, m.FP, strconv.FormatInt(m.Tokens, 10), string(m.Body),
-		string(expect), mode, parent.Mode, parent.ID, strconv.Itoa(s.cfg.MaxMessages))
+	args := []string{m.ID, m.FP, strconv.FormatInt(m.Tokens, 10), string(m.Body),
+		string(expect), mode, parent.Mode, parent.ID, strconv.Itoa(s.cfg.MaxMessages)}
+	msg, err := s.Exec(ctx, lua.MessagesPut, user, session, append(args, m.searchArgs()...)...)
 	if err != nil {
 		return Stored{}, err
 	}

@@ -185,9 +185,15 @@ func TestTreeWrites(t *testing.T) {
 	})
 }
 
+// allIndexes reports whether keys are only the user's and global indexes:
+// session indexes, and the user's search postings and statistics (stale
+// postings are dropped by queries, and expire).
 func allIndexes(keys []string) bool {
 	for _, k := range keys {
-		if !strings.HasPrefix(k, "agent_sessions_global:") && !strings.HasPrefix(k, "agent_sessions_by_user:") {
+		switch {
+		case strings.HasPrefix(k, "agent_sessions_global:"), strings.HasPrefix(k, "agent_sessions_by_user:"),
+			strings.HasPrefix(k, "agent_search:"), strings.HasPrefix(k, "agent_search_stats:"):
+		default:
 			return false
 		}
 	}

@@ -373,6 +373,21 @@ var Families = []Family{
 		Description: "a session's compactions in force (at most 100): id → `{id, summary, from_id, to_id, created_at}`, `#<id>` → its range and summary tokens",
 	},
 	{
+		Name: "search postings", Pattern: "agent_search:*:*", ClusterPattern: "agent_search:{b*}:*:*",
+		Kind: KindZSet, Owner: "messages", TTL: SessionTTL,
+		Description: "a user's postings of one term (`agent_search:<u>:<stem>`): `<s>\\t<kind>\\t<id>\\t<version>\\t<tf>\\t<length>` by time; lives as long as the longest-lived session it holds; stale postings dropped by the queries that meet them",
+	},
+	{
+		Name: "search documents", Pattern: "agent_search_docs:*:*", ClusterPattern: "agent_search_docs:{b*}:*:*",
+		Kind: KindHash, Owner: "messages", TTL: SessionTTL,
+		Description: "a session's indexed messages: `message\\t<id>` → version, length, time and the first 600 characters of its text (for snippets)",
+	},
+	{
+		Name: "search statistics", Pattern: "agent_search_stats:*", ClusterPattern: "agent_search_stats:{b*}:*",
+		Kind: KindHash, Owner: "messages", TTL: SessionTTL,
+		Description: "a user's indexed documents and their total length, for BM25",
+	},
+	{
 		Name: "user state", Pattern: "agent_user_state:*", ClusterPattern: "agent_user_state:{b*}:*",
 		Kind: KindString, Owner: "registry", TTL: RetentionTTL,
 		Reason:      "`SESSION_TTL_SECONDS` from its last write or the user's last start-or-reuse",

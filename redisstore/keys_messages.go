@@ -31,3 +31,24 @@ func (l Layout) Messages(user, session string) MessageKeys {
 		Compactions: "agent_session_compactions:" + id,
 	}
 }
+
+// Keys of the search index (lua/messages_lib.lua writes them).
+
+// SearchPostings is the user's postings of term: agent_search:<tag><u>:<term>,
+// a sorted set of "<s>\t<kind>\t<id>\t<ver>\t<tf>\t<length>" by time (µs).
+func (l Layout) SearchPostings(user, term string) string {
+	return "agent_search:" + l.tag(l.Bucket(user)) + user + ":" + term
+}
+
+// SearchStats is the user's document count and total length (hash n, len):
+// agent_search_stats:<tag><u>.
+func (l Layout) SearchStats(user string) string {
+	return "agent_search_stats:" + l.tag(l.Bucket(user)) + user
+}
+
+// SearchDocs is a session's indexed documents: agent_search_docs:<tag><u>:<s>,
+// a hash "<kind>\t<id>" -> "<ver>\t<length>\t<time>\t<preview>", one of the
+// session's own keys.
+func (l Layout) SearchDocs(user, session string) string {
+	return "agent_search_docs:" + l.tag(l.Bucket(user)) + user + ":" + session
+}

@@ -214,6 +214,7 @@ func driveEveryRoute(t *testing.T, h *sidecartest.Host) {
 		{"appendMessages", 201, msg1, nil}, // the key's messages are gone: stored again
 		{"createCompaction", 201, msg1, nil},
 		{"listCompactions", 200, msg1, nil},
+		{"searchUser", 200, nil, nil},
 		{"appendMessages", 201, msg2, nil},
 		{"clearMessages", 204, msg2, nil},
 	}

@@ -155,6 +155,7 @@ func TestOpenAPIExamples(t *testing.T) {
 		{"listMessages", 200, nil},
 		{"createCompaction", 201, nil},
 		{"listCompactions", 200, nil},
+		{"searchUser", 200, nil},
 		{"forkSession", 201, nil},
 		{"splitSession", 201, func(c *call) { c.path = map[string]string{"session_id": "chat-1-fork"} }},
 		{"getMessage", 200, nil},
