@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"github.com/agentsidecar/agentsidecar/envconf"
 	"github.com/agentsidecar/agentsidecar/redisstore/redisstoretest"
 	"github.com/agentsidecar/agentsidecar/sidecar/sidecartest"
 )
@@ -153,17 +154,21 @@ func usecPerCall(t testing.TB, c rueidis.Client, cmd string) float64 {
 // redis-server), to a session that grows, beside a Q&A entry append for
 // comparison; it reports Redis's own µs per script call.
 func BenchmarkAppend(b *testing.B) {
-	for _, kind := range []string{"message", "entry"} {
+	for _, kind := range []string{"message", "message-unindexed", "entry"} {
 		b.Run(kind, func(b *testing.B) {
 			srv := redisstoretest.NewReal(b)
-			h := sidecartest.Start(b, srv, nil, messagesModules()...)
+			env := envconf.Env{}
+			if kind == "message-unindexed" {
+				env["SEARCH_INDEX"] = "false"
+			}
+			h := sidecartest.Start(b, srv, env, messagesModules()...)
 			c := srv.Client(b)
 			cl := sidecartest.NewClient(b, h.API)
 			resetStats(b, c)
 			i := 0
 			for b.Loop() {
 				var rep sidecartest.Reply
-				if kind == "message" {
+				if kind != "entry" {
 					rep = cl.Send(b.Context(), "POST", "/v1/users/alice/sessions/bench/messages", fmt.Sprintf(`{"id":"m%d","role":"user","content":"How do I reset my password on the staging cluster?"}`, i))
 				} else {
 					rep = cl.Send(b.Context(), "POST", "/v1/users/alice/sessions/bench/entries", fmt.Sprintf(`{"qa_id":"q%d","question":"How do I reset my password on the staging cluster?","answer":"a","context":""}`, i))

@@ -116,7 +116,7 @@ func (m *Module) split(w http.ResponseWriter, r *http.Request) error {
 	}
 	args := []string{sid, title[0], title[1], *in.Summary, key,
 		msg.ID, msg.FP, strconv.FormatInt(msg.Tokens, 10), string(msg.Body), strconv.Itoa(m.cfg.MaxMessages)}
-	created, err := m.store.newSession(r, lua.MessagesSplit, user, session, append(args, msg.searchArgs()...)...)
+	created, err := m.store.newSession(r, lua.MessagesSplit, user, session, append(args, m.store.searchArgs(msg)...)...)
 	if err != nil {
 		return err
 	}

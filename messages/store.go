@@ -40,7 +40,7 @@ func (s *Store) Append(ctx context.Context, user, session string, msgs []message
 	args = append(args, parent.Mode, parent.ID, strconv.Itoa(s.cfg.MaxMessages), key)
 	for _, m := range msgs {
 		args = append(args, m.ID, m.FP, strconv.FormatInt(m.Tokens, 10), string(m.Body))
-		args = append(args, m.searchArgs()...)
+		args = append(args, s.searchArgs(m)...)
 	}
 	msg, err := s.Exec(ctx, lua.MessagesAppend, user, session, args...)
 	if err != nil {
@@ -227,7 +227,7 @@ func (s *Store) Put(ctx context.Context, user, session string, m message, parent
 	}
 	args := []string{m.ID, m.FP, strconv.FormatInt(m.Tokens, 10), string(m.Body),
 		string(expect), mode, parent.Mode, parent.ID, strconv.Itoa(s.cfg.MaxMessages)}
-	msg, err := s.Exec(ctx, lua.MessagesPut, user, session, append(args, m.searchArgs()...)...)
+	msg, err := s.Exec(ctx, lua.MessagesPut, user, session, append(args, s.searchArgs(m)...)...)
 	if err != nil {
 		return Stored{}, err
 	}
@@ -290,4 +290,13 @@ func (s *Store) Pop(ctx context.Context, user, session string) ([]byte, error) {
 		return nil, redisstore.Wrap(lua.MessagesPop.Name, errors.New("unexpected reply"))
 	}
 	return st.Messages[0], nil
+}
+
+// searchArgs are m's search arguments for a script, or none when
+// SEARCH_INDEX is off.
+func (s *Store) searchArgs(m message) []string {
+	if !s.cfg.SearchIndex {
+		return []string{"", "0", ""}
+	}
+	return m.searchArgs()
 }
