@@ -296,6 +296,7 @@ func TestEveryOperation(t *testing.T) {
 		t.Fatalf("GetUserState: %s", got)
 	}
 	mustNil(t, c.DeleteSession(ctx, u, st.SessionID))
+	everyBlocksOperation(t, c, u)
 
 	everyMessageOperation(t, ctx, c, u)
 

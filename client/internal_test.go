@@ -163,6 +163,8 @@ var schemaTypes = map[string]any{
 	"ForkSessionRequest": ForkSessionRequest{}, "SplitSessionRequest": SplitSessionRequest{},
 	"Compaction": Compaction{}, "CompactionRequest": CompactionRequest{}, "CompactionList": CompactionList{},
 	"SearchResult": SearchResult{}, "SearchResults": SearchResults{},
+	"Block": Block{}, "PutBlockRequest": PutBlockRequest{}, "AppendBlockRequest": AppendBlockRequest{}, "BlockList": BlockList{},
+	"SystemPrompt": SystemPrompt{}, "ToolList": ToolList{}, "ToolCallRequest": ToolCallRequest{}, "ToolResult": ToolResult{},
 }
 
 var notStructs = []string{"Error", "Id", "MemifyMetadata", "SessionStatus", "ContextEntry", "AppendContextRequest", "UpdateContextRequest", "Metadata", "State", "StatePatch",

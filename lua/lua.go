@@ -177,11 +177,11 @@ func (s *Script) ExecMulti(ctx context.Context, c rueidis.Client, calls ...Call)
 	return res
 }
 
-// Load makes sure every node holds every script: one SCRIPT EXISTS of all
-// their SHA1s, then SCRIPT LOAD of those a node lacks (after a restart or
-// failover, or the first time), proving Redis accepts them (readiness) and
-// saving the first EVAL. A readiness probe on a node that has them all is
-// one command, whatever the number of scripts.
+// Load makes sure every node holds every script, proving Redis accepts
+// them (readiness) and saving the first EVAL after a restart: one SCRIPT
+// EXISTS per node, then SCRIPT LOAD of only the scripts a node lacks (all
+// of them after a restart or a SCRIPT FLUSH). Readiness runs it on every
+// check, so a check does not recompile what a node already holds.
 func Load(ctx context.Context, c rueidis.Client) error {
 	scripts := All()
 	shas := make([]string, len(scripts))
@@ -189,20 +189,22 @@ func Load(ctx context.Context, c rueidis.Client) error {
 		shas[i] = s.sha1
 	}
 	for addr, node := range c.Nodes() {
-		have, err := node.Do(ctx, node.B().ScriptExists().Sha1(shas...).Build()).AsIntSlice()
+		held, err := node.Do(ctx, node.B().ScriptExists().Sha1(shas...).Build()).AsIntSlice()
 		if err != nil {
 			return fmt.Errorf("script exists on %s: %w", addr, err)
 		}
 		var missing []*Script
-		cmds := make(rueidis.Commands, 0, len(scripts))
 		for i, s := range scripts {
-			if i >= len(have) || have[i] != 1 {
+			if i >= len(held) || held[i] != 1 {
 				missing = append(missing, s)
-				cmds = append(cmds, node.B().ScriptLoad().Script(s.Source).Build())
 			}
 		}
-		if len(cmds) == 0 {
+		if len(missing) == 0 {
 			continue
+		}
+		cmds := make(rueidis.Commands, 0, len(missing))
+		for _, s := range missing {
+			cmds = append(cmds, node.B().ScriptLoad().Script(s.Source).Build())
 		}
 		for i, res := range node.DoMulti(ctx, cmds...) {
 			if err := res.Error(); err != nil {

@@ -60,11 +60,65 @@ func TestScriptsDocumentKeysArgvReturns(t *testing.T) {
 	}
 }
 
-// Redis and miniredis both accept every script.
+// Redis and miniredis both accept every script. A second Load sends no
+// script a node already holds; after SCRIPT FLUSH it sends them all again.
 func TestScriptsLoad(t *testing.T) {
 	redisstoretest.Each(t, func(t *testing.T, srv *redisstoretest.Server) {
-		if err := lua.Load(t.Context(), srv.Client(t)); err != nil {
+		c := srv.Client(t)
+		held := func() int {
+			t.Helper()
+			shas := make([]string, 0, len(lua.All()))
+			for _, s := range lua.All() {
+				shas = append(shas, s.SHA1())
+			}
+			got, err := c.Do(t.Context(), c.B().ScriptExists().Sha1(shas...).Build()).AsIntSlice()
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := 0
+			for _, v := range got {
+				n += int(v)
+			}
+			return n
+		}
+		for range 2 {
+			if err := lua.Load(t.Context(), c); err != nil {
+				t.Fatal(err)
+			}
+			if got, want := held(), len(lua.All()); got != want {
+				t.Fatalf("%d of %d scripts held after Load", got, want)
+			}
+		}
+		if srv.Mini == nil {
+			loads := func() string {
+				info, _ := c.Do(t.Context(), c.B().Info().Section("commandstats").Build()).ToString()
+				for line := range strings.Lines(info) {
+					if strings.HasPrefix(line, "cmdstat_script|load:") {
+						calls, _, _ := strings.Cut(strings.TrimPrefix(line, "cmdstat_script|load:"), ",")
+						return calls
+					}
+				}
+				return ""
+			}
+			before := loads()
+			if before == "" {
+				t.Fatal("INFO commandstats shows no SCRIPT LOAD")
+			}
+			if err := lua.Load(t.Context(), c); err != nil {
+				t.Fatal(err)
+			}
+			if after := loads(); after != before {
+				t.Errorf("SCRIPT LOAD calls %s -> %s: a Load sent scripts the server held", before, after)
+			}
+		}
+		if err := c.Do(t.Context(), c.B().ScriptFlush().Build()).Error(); err != nil {
 			t.Fatal(err)
+		}
+		if err := lua.Load(t.Context(), c); err != nil {
+			t.Fatal(err)
+		}
+		if got, want := held(), len(lua.All()); got != want {
+			t.Fatalf("%d of %d scripts held after SCRIPT FLUSH and Load", got, want)
 		}
 	})
 }

@@ -11,15 +11,33 @@
 -- ARGV[6] '1' when ARGV[7] is the new session's title, else '0'
 -- ARGV[8] the new session's metadata (match pairs included), JSON or ''
 -- ARGV[9] match: a flat JSON string map, or '' (every running session)
--- returns {session_id, 1 created / 0 reused, {closed session ids...}}
+-- returns {session_id, 1 created / 0 reused, {closed session ids...}}; the
+--   KEYTYPE error of guard (nothing written) when a key it would write
+--   holds another type.
 local match = nil
 if ARGV[9] ~= '' then match = cjson.decode(ARGV[9]) end
--- the user's state (agent_user_state) slides with the user's activity
-if DEFAULT_TTL > 0 then redis.call('EXPIRE', 'agent_user_state:' .. META_TAG .. ARGV[3], DEFAULT_TTL) end
 local new_sid = SID
+-- Every check before the first write (Redis does not roll back): the new
+-- session's keys and indexes, then those of the sessions it would reuse or
+-- close.
+local refused = guard('keep', unpack(meta_checks(ARGV[8])))
+if refused then return refused end
 local cutoff = now_us() - tonumber(ARGV[5])
-local found = candidates(match, AUTO_CLOSE_MAX, cutoff)
-if #found > 0 and found[1].last >= cutoff then
+local found, gone = candidates(match, AUTO_CLOSE_MAX, cutoff)
+local reuse = #found > 0 and found[1].last >= cutoff
+for _, c in ipairs(found) do
+  retarget(c.sid)
+  if reuse then
+    refused = guard('keep')
+  else
+    refused = guard('move', { K_ENTRIES, 'list' })
+  end
+  if refused then return refused end
+  if reuse then break end
+end
+retarget(new_sid)
+drop_expired(gone)
+if reuse then
   retarget(found[1].sid)
   finish_write(false, false)
   return { found[1].sid, 0, {} }

@@ -8,12 +8,21 @@
 -- ARGV[5] SESSION_ABANDON_AFTER_SECONDS in µs
 -- ARGV[6] '1' when ARGV[7] is a human summary, else '0'
 -- ARGV[8] match: a flat JSON string map, or ''
--- returns the ended session's id, or false when there is none.
+-- returns the ended session's id, or false when there is none; the KEYTYPE
+--   error of guard (nothing written) when a key it would write holds
+--   another type.
 local match = nil
 if ARGV[8] ~= '' then match = cjson.decode(ARGV[8]) end
-local found = candidates(match, 1)
-if #found == 0 or found[1].last < now_us() - tonumber(ARGV[5]) then return false end
+local found, gone = candidates(match, 1)
+if #found == 0 or found[1].last < now_us() - tonumber(ARGV[5]) then
+  drop_expired(gone)
+  return false
+end
 retarget(found[1].sid)
+-- every check before the first write (Redis does not roll back)
+local refused = guard('move')
+if refused then return refused end
+drop_expired(gone)
 local summary = nil
 if ARGV[6] == '1' then summary = ARGV[7] end
 end_session('completed', summary, false)

@@ -9,11 +9,16 @@
 -- ARGV[9] the initial state: a JSON object, or '' for none (its key is
 --   agent_session_state:<u>:<s>, slid by finish_write)
 -- returns 1 created; 2 a repeat of ARGV[8] (the session exists and was
---   created with that key: nothing written); 0 the session exists.
+--   created with that key: nothing written); 0 the session exists; the
+--   KEYTYPE error of guard (nothing written) when a key it would write
+--   holds another type.
 if session_exists() then
   if ARGV[8] ~= '' and redis.call('HGET', K_RECORD, 'create_key') == ARGV[8] then return 2 end
   return 0
 end
+-- every check before the first write (Redis does not roll back)
+local refused = guard('keep', unpack(meta_checks(ARGV[7])))
+if refused then return refused end
 local f = {}
 if ARGV[5] == '1' then f[#f + 1], f[#f + 2] = 'title', ARGV[6] end
 if ARGV[7] ~= '' then f[#f + 1], f[#f + 2] = 'metadata', ARGV[7] end

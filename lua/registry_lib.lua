@@ -18,18 +18,36 @@ local AUTO_CLOSE_MAX = 16
 -- every pair of match (a table, or nil for all), most recently active
 -- first, as {sid=, last=} (last activity, µs): at most want of them, and
 -- only the first when it is active at or after cutoff (µs; nil: no such
--- stop). It reads the running index newest first, 32 at a time, examining
--- at most ACTIVE_SCAN members. Members whose record is gone (expired) or no
--- longer running are skipped.
+-- stop). It reads newest first, 32 at a time, examining at most
+-- ACTIVE_SCAN members, the user's sessions holding match's first pair (by
+-- key name: its metadata index, scored by last activity too), or without a
+-- match the running index; so sessions of the user's other agents do not
+-- use up the scan. Members whose record is gone (expired), no longer
+-- running or not holding every pair are skipped. The second result lists
+-- what it read of an expired session in a metadata index, for
+-- drop_expired: the expiry sweep cleans the status indexes, not these.
 local function candidates(match, want, cutoff)
   local out = {}
   local own = SID
+  local from_key = K_USER.running
+  local gone = {}
+  if match then
+    local names = {}
+    for k in pairs(match) do names[#names + 1] = k end
+    table.sort(names)
+    if #names > 0 then
+      local uk, gk = meta_keys(names[1], match[names[1]])
+      from_key, gone.user, gone.global = uk, uk, gk
+    end
+  end
   for from = 0, ACTIVE_SCAN - 1, 32 do
-    local members = redis.call('ZREVRANGE', K_USER.running, from, math.min(from + 31, ACTIVE_SCAN - 1))
+    local members = redis.call('ZREVRANGE', from_key, from, math.min(from + 31, ACTIVE_SCAN - 1))
     for _, sid in ipairs(members) do
       retarget(sid)
       local r = redis.call('HMGET', K_RECORD, 'status', 'last_activity_at', 'metadata')
-      if r[1] == 'running' then
+      if not r[1] and gone.user then
+        gone[#gone + 1] = sid -- no record: expired (a delete unindexes)
+      elseif r[1] == 'running' then
         local ok = true
         if match then
           local meta = {}
@@ -42,7 +60,7 @@ local function candidates(match, want, cutoff)
           out[#out + 1] = { sid = sid, last = tonumber(r[2]) }
           if #out >= want or (cutoff and #out == 1 and out[1].last >= cutoff) then
             retarget(own)
-            return out
+            return out, gone
           end
         end
       end
@@ -50,7 +68,19 @@ local function candidates(match, want, cutoff)
     if #members < 32 then break end
   end
   retarget(own)
-  return out
+  return out, gone
+end
+
+-- drop_expired removes from the metadata index candidates read (user's and
+-- bucket's) the expired sessions it met there, so an index that only
+-- start-or-reuse reads does not grow with every session that ever held
+-- the pair. A write: call it after every check.
+local function drop_expired(gone)
+  if not gone.user then return end
+  for _, sid in ipairs(gone) do
+    redis.call('ZREM', gone.user, sid)
+    redis.call('ZREM', gone.global, ARGV[3] .. ':' .. sid)
+  end
 end
 
 -- utf8_prefix returns the first n code points of s.
@@ -115,27 +145,41 @@ local function end_session(reason, summary, auto)
   finish_write(true)
 end
 
+-- key_name is the name a raw JSON object key (the text between its quotes)
+-- stands for: "\u0061" and "a" are one key. Keys without an escape are
+-- their own name (no decode).
+local function key_name(raw)
+  if not string.find(raw, '\\', 1, true) then return raw end
+  local ok, name = pcall(cjson.decode, '"' .. raw .. '"')
+  if ok then return name end
+  return raw
+end
+
 -- merge_patch applies the JSON merge patch text patch (RFC 7396) to the
 -- JSON text target (nil: none) and returns the result text. Objects are
 -- merged key by key (a null removes the key), anything else replaces; the
 -- bytes of every value the patch does not touch are kept as they are (no
--- decode/encode: numbers and empty arrays survive). Keys compare as their
--- raw JSON text. O(size of target + patch).
+-- decode/encode: numbers and empty arrays survive). Keys compare by the
+-- names they stand for, however escaped (a key keeps the spelling it was
+-- first stored with), so the result never holds one key twice.
+-- O(size of target + patch).
 local function merge_patch(target, patch)
   if string.byte(patch, skip_ws(patch, 1)) ~= 123 then return patch end
   local keys, vals, at = {}, {}, {}
   if target and string.byte(target, skip_ws(target, 1)) == 123 then
     for _, f in ipairs(object_fields(target)) do
-      if not at[f.key] then
+      local name = key_name(f.key)
+      if not at[name] then
         keys[#keys + 1] = f.key
         vals[#keys] = string.sub(target, f.vs, f.ve - 1)
-        at[f.key] = #keys
+        at[name] = #keys
       end
     end
   end
   for _, f in ipairs(object_fields(patch)) do
     local v = string.sub(patch, f.vs, f.ve - 1)
-    local j = at[f.key]
+    local name = key_name(f.key)
+    local j = at[name]
     if v == 'null' then
       if j then vals[j] = false end
     elseif j then
@@ -143,7 +187,7 @@ local function merge_patch(target, patch)
     else
       keys[#keys + 1] = f.key
       vals[#keys] = merge_patch(nil, v)
-      at[f.key] = #keys
+      at[name] = #keys
     end
   end
   local parts = {}

@@ -8,11 +8,15 @@
 -- ARGV[6] the largest state in bytes
 -- returns {1, new state} ({2, ...} when this started the session's record,
 --   for a session only Cognee wrote); 0 no such session (nothing created); -1 the
---   state would exceed ARGV[6] bytes (nothing written).
+--   state would exceed ARGV[6] bytes (nothing written); the KEYTYPE error
+--   of guard (nothing written) when a key it would write holds another type.
 if not session_exists() then return 0 end
 local old = redis.call('GET', K_STATE)
 local state = merge_patch(old or nil, ARGV[5])
 if #state > tonumber(ARGV[6]) then return -1 end
+-- every check before the first write (Redis does not roll back)
+local refused = guard('keep')
+if refused then return refused end
 redis.call('SET', K_STATE, state, 'KEEPTTL')
 -- a new key gets the session's TTL at once
 local _, started = finish_write(false, not old)

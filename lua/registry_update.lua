@@ -11,12 +11,14 @@
 -- ARGV[9..] metadata keys to remove (the patch's nulls)
 -- returns 1 updated (2: and this started the session's record, for a
 --   session only Cognee wrote); 0 no such session (nothing created); -1 the patch
---   would leave more than ARGV[8] keys (nothing written).
+--   would leave more than ARGV[8] keys (nothing written); the KEYTYPE
+--   error of guard (nothing written) when a key it would write holds
+--   another type.
 if not session_exists() then return 0 end
 local old = redis.call('HGET', K_RECORD, 'metadata')
 local patched = ARGV[7] ~= '' or #ARGV > 8
+local merged, encoded = {}, nil
 if patched then
-  local merged = {}
   if old and old ~= '' then merged = cjson.decode(old) end
   if ARGV[7] == 'null' then
     merged = {}
@@ -27,11 +29,18 @@ if patched then
   local n = 0
   for _ in pairs(merged) do n = n + 1 end
   if n > tonumber(ARGV[8]) then return -1 end
+  if n > 0 then encoded = cjson.encode(merged) end
+end
+-- every check before the first write (Redis does not roll back): the
+-- indexes of the old pairs (guard reads them) and of the new ones
+local refused = guard('keep', unpack(meta_checks(encoded)))
+if refused then return refused end
+if patched then
   meta_unindex(old, merged)
-  if n == 0 then
-    redis.call('HDEL', K_RECORD, 'metadata')
+  if encoded then
+    redis.call('HSET', K_RECORD, 'metadata', encoded)
   else
-    redis.call('HSET', K_RECORD, 'metadata', cjson.encode(merged))
+    redis.call('HDEL', K_RECORD, 'metadata')
   end
 end
 if ARGV[5] == 'set' then

@@ -24,7 +24,11 @@
 -- carries its user's bucket tag after the prefix (agent_sessions:{b7}:<u>:<s>,
 -- agent_sessions_global:{b7}:running, agent_usage_totals:{b7}, ...), so all 15
 -- keys of a call share one hash slot and KEYS[10..15] are the bucket's shard
--- of the data across users. Scripts only touch KEYS.
+-- of the data across users. Besides KEYS, scripts touch only keys derived
+-- from them in the same slot (the same tag): the session's state, the
+-- user's state and metadata indexes (below), the day's model totals
+-- (session_usage.lua) and, in the registry scripts, the user's other
+-- sessions (registry_lib.lua).
 --
 -- JSON is never decoded and re-encoded here (Lua cjson turns [] into {},
 -- re-encodes numbers and escapes '/', and Cognee's json.dumps writes bare
@@ -385,15 +389,19 @@ end
 --             which finish_write files as new) and the expiry set;
 --   'move'    the record and every status set (the write ends the session);
 --   'indexes' every status set, not the record (session delete).
--- ... are the script's own {key, type} pairs.
+-- ... are the script's own {key, type} pairs. The metadata indexes of the
+-- record's pairs (which finish_write scores) are checked too.
+local meta_checks -- (meta) -> {key, 'zset'} pairs: defined with meta_keys below
 local function guard(mode, ...)
   local checks = { ... }
   local status
   if mode ~= 'indexes' then
-    status = redis.pcall('HGET', K_RECORD, 'status')
-    if type(status) == 'table' then
+    local rec = redis.pcall('HMGET', K_RECORD, 'status', 'metadata')
+    if rec.err then
       checks[#checks + 1] = { K_RECORD, 'hash' }
-      status = nil
+    else
+      status = rec[1]
+      for _, c in ipairs(meta_checks(rec[2])) do checks[#checks + 1] = c end
     end
   end
   if mode == 'keep' and status and K_USER[status] then
@@ -473,10 +481,16 @@ end
 local META_TAG = string.sub(K_RECORD, #'agent_session_record:' + 1, #K_RECORD - #GID)
 
 -- The session's state object (registry module), a string beside the record,
--- and the keys of its messages (messages module) are of the session's own
--- keys: slid, persisted and deleted with them. Their names follow the
--- record's tag, so they share the session's slot on Cluster.
---   K_STATE   agent_session_state:<tag><u>:<s>        string
+-- is one of the session's own keys: slid, persisted and deleted with them.
+-- The user's state object (registry module), a user-level key in the
+-- user's slot: every slide of any of the user's sessions extends it.
+local K_USER_STATE = 'agent_user_state:' .. META_TAG .. ARGV[3]
+
+-- The session's other own keys, derived from the record's tag (so they
+-- share the session's slot on Cluster): its context blocks (a hash label
+-- -> block), its frozen system prompt (a hash) and its memory of tool calls
+-- (a hash), of the blocks module (redisstore/keys_blocks.go); and its
+-- messages, of the messages module (redisstore/keys_messages.go):
 --   K_MSGS    agent_session_msgs:<tag><u>:<s>         hash id -> message JSON
 --   K_MTREE   agent_session_msg_tree:<tag><u>:<s>     hash id -> tree node
 --   K_MKIDS   agent_session_msg_children:<tag><u>:<s> zset, lex: children
@@ -484,7 +498,8 @@ local META_TAG = string.sub(K_RECORD, #'agent_session_record:' + 1, #K_RECORD - 
 --   K_MKEYS   agent_session_msg_keys:<tag><u>:<s>     hash Idempotency-Key ring
 --   K_MCOMP   agent_session_compactions:<tag><u>:<s>  hash: compactions in force
 --   K_SDOCS   agent_search_docs:<tag><u>:<s>          hash: the session's indexed messages
-local K_STATE, K_MSGS, K_MTREE, K_MKIDS, K_MORDER, K_MKEYS, K_MCOMP, K_SDOCS
+local K_STATE, K_BLOCKS, K_PROMPT, K_TOOL_CALLS
+local K_MSGS, K_MTREE, K_MKIDS, K_MORDER, K_MKEYS, K_MCOMP, K_SDOCS
 
 -- own_keys derives the session's keys that are not in KEYS from the
 -- current GID and lists every own key in SESSION_KEYS (again after a
@@ -492,6 +507,9 @@ local K_STATE, K_MSGS, K_MTREE, K_MKIDS, K_MORDER, K_MKEYS, K_MCOMP, K_SDOCS
 local function own_keys()
   local id = META_TAG .. GID
   K_STATE = 'agent_session_state:' .. id
+  K_BLOCKS = 'agent_session_blocks:' .. id
+  K_PROMPT = 'agent_session_prompt:' .. id
+  K_TOOL_CALLS = 'agent_session_tool_calls:' .. id
   K_MSGS = 'agent_session_msgs:' .. id
   K_MTREE = 'agent_session_msg_tree:' .. id
   K_MKIDS = 'agent_session_msg_children:' .. id
@@ -500,7 +518,8 @@ local function own_keys()
   K_MCOMP = 'agent_session_compactions:' .. id
   K_SDOCS = 'agent_search_docs:' .. id
   SESSION_KEYS = { K_ENTRIES, K_TRACES, K_CONTEXT, K_RECORD, K_INDEX, K_USAGE,
-    K_STATE, K_MSGS, K_MTREE, K_MKIDS, K_MORDER, K_MKEYS, K_MCOMP, K_SDOCS }
+    K_STATE, K_BLOCKS, K_PROMPT, K_TOOL_CALLS,
+    K_MSGS, K_MTREE, K_MKIDS, K_MORDER, K_MKEYS, K_MCOMP, K_SDOCS }
 end
 own_keys()
 
@@ -522,15 +541,37 @@ local function meta_keys(k, v)
     'agent_session_meta_global:' .. META_TAG .. k .. '=' .. v
 end
 
--- meta_expire gives a metadata index at least ttl seconds to live (0 =
--- persist): it lives as long as the longest-lived session it holds.
-local function meta_expire(key, ttl)
+-- meta_checks returns the {key, 'zset'} pairs of guard for the metadata
+-- indexes of the pairs of meta (JSON text, or nil/false: none; text that is
+-- no flat string map, written by hand, has no index either).
+meta_checks = function(meta)
+  local out = {}
+  if not meta or meta == '' or meta == '{}' then return out end
+  local ok, m = pcall(cjson.decode, meta)
+  if not ok or type(m) ~= 'table' then return out end
+  for k, v in pairs(m) do
+    if type(k) == 'string' and type(v) == 'string' then
+      local uk, gk = meta_keys(k, v)
+      out[#out + 1] = { uk, 'zset' }
+      out[#out + 1] = { gk, 'zset' }
+    end
+  end
+  return out
+end
+
+-- meta_expire gives key at least ttl seconds to live (0 = persist): a
+-- metadata index lives as long as the longest-lived session it holds. p is
+-- the key's PTTL before this write added to it (-2: the write created it).
+-- A key without expiry keeps none: a session without expiry (PUT .../ttl
+-- 0) holds it, and a TTL set now would expire it under that session. (Once
+-- that session gets a TTL again the key stays without one until its
+-- members are gone: bounded by them, like the status indexes.)
+local function meta_expire(key, ttl, p)
   if ttl == 0 then
     redis.call('PERSIST', key)
-    return
+  elseif p == -2 or (p >= 0 and p < ttl * 1000) then
+    redis.call('EXPIRE', key, ttl)
   end
-  local p = redis.call('PTTL', key)
-  if p < ttl * 1000 then redis.call('EXPIRE', key, ttl) end
 end
 
 -- meta_index files the session under every pair of meta (JSON text, or
@@ -539,11 +580,13 @@ local function meta_index(meta, score, ttl)
   if not meta or meta == '' or meta == '{}' then return end
   for k, v in pairs(cjson.decode(meta)) do
     local uk, gk = meta_keys(k, v)
+    local pu, pg
+    if ttl then pu, pg = redis.call('PTTL', uk), redis.call('PTTL', gk) end
     redis.call('ZADD', uk, score, SID)
     redis.call('ZADD', gk, score, GID)
     if ttl then
-      meta_expire(uk, ttl)
-      meta_expire(gk, ttl)
+      meta_expire(uk, ttl, pu)
+      meta_expire(gk, ttl, pg)
     end
   end
 end
@@ -620,9 +663,9 @@ local SLIDE_EVERY_MAX = 60
 -- session to the session's TTL: its own (set with PUT .../ttl, 0 = persist)
 -- when it has one, else SESSION_TTL_SECONDS.
 --
--- A slide costs eight calls, so a write within min(60 s, TTL/1000) of the
--- last slide skips it: a 7-day TTL is then at most a minute short of
--- exact, never half-applied. A write that created a key (force), started
+-- A slide costs a call per key of the session (and one ZADD), so a write
+-- within min(60 s, TTL/1000) of the last slide skips it: a 7-day TTL is
+-- then at most a minute short of exact, never half-applied. A write that created a key (force), started
 -- the session or changed its status always slides.
 --   moved: the write changed the status (ended the session)
 --   force: the write created a key of the session, or changed its TTL
@@ -655,7 +698,11 @@ local function finish_write(moved, force, count, own_first)
   redis.call('HSET', K_RECORD, unpack(fields))
   index(status, now, started or moved)
   meta_index(rec[4], now, due and ttl or nil)
-  if due then slide(ttl, now) end
+  if due then
+    slide(ttl, now)
+    -- the user's state lives as long as the user's sessions are written
+    meta_expire(K_USER_STATE, ttl, redis.call('PTTL', K_USER_STATE))
+  end
   return status, started
 end
 
@@ -691,7 +738,8 @@ end
 
 -- check_finish: finish_write (and unindex) cannot fail on these keys.
 --   rec: {status=, ttl_seconds=, slid_at=} of the record when the caller has
---     read them (from a hash it checked), else nil: then read here
+--     read them (from a hash it checked), else nil: then read here (with
+--     metadata=, whose indexes finish_write scores: read here when absent)
 --   moved: the write changes the status (all three index sets are written)
 --   entries_read: the caller has read the entries list (its type is right)
 local function check_finish(rec, moved, entries_read)
@@ -699,8 +747,14 @@ local function check_finish(rec, moved, entries_read)
   if not rec then
     bad = check_type(K_RECORD, 'hash')
     if bad then return bad end
-    local v = redis.call('HMGET', K_RECORD, 'status', 'ttl_seconds', 'slid_at')
-    rec = { status = v[1], ttl_seconds = v[2], slid_at = v[3] }
+    local v = redis.call('HMGET', K_RECORD, 'status', 'ttl_seconds', 'slid_at', 'metadata')
+    rec = { status = v[1], ttl_seconds = v[2], slid_at = v[3], metadata = v[4] }
+  end
+  local meta = rec.metadata
+  if meta == nil then meta = redis.call('HGET', K_RECORD, 'metadata') end
+  for _, c in ipairs(meta_checks(meta)) do
+    bad = check_type(c[1], c[2])
+    if bad then return bad end
   end
   for _, f in ipairs({ 'ttl_seconds', 'slid_at' }) do
     if rec[f] and not string.match(rec[f], '^%-?%d+$') then

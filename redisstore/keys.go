@@ -390,8 +390,29 @@ var Families = []Family{
 	{
 		Name: "user state", Pattern: "agent_user_state:*", ClusterPattern: "agent_user_state:{b*}:*",
 		Kind: KindString, Owner: "registry", TTL: RetentionTTL,
-		Reason:      "`SESSION_TTL_SECONDS` from its last write or the user's last start-or-reuse",
+		Reason:      "at least `SESSION_TTL_SECONDS` from its last write, and at least the TTL of each of the user's sessions from its last write (none while one of them has none)",
 		Description: "the user's state object (JSON, at most 64 KiB), changed by JSON merge patch",
+	},
+	{
+		Name: "session blocks", Pattern: "agent_session_blocks:*", ClusterPattern: "agent_session_blocks:{b*}:*",
+		Kind: KindHash, Owner: "blocks", TTL: SessionTTL,
+		Description: "a session's context blocks: label → the block (a JSON object); nothing else, so a fork copies the key",
+	},
+	{
+		Name: "frozen prompt", Pattern: "agent_session_prompt:*", ClusterPattern: "agent_session_prompt:{b*}:*",
+		Kind: KindHash, Owner: "blocks", TTL: SessionTTL,
+		Description: "a session's frozen system prompt: `prompt`, `tokens`, `frozen_at` (µs), kept until `POST .../system-prompt/refresh`",
+	},
+	{
+		Name: "tool calls", Pattern: "agent_session_tool_calls:*", ClusterPattern: "agent_session_tool_calls:{b*}:*",
+		Kind: KindHash, Owner: "blocks", TTL: SessionTTL,
+		Description: "`tool_call_id` → the first result of a tool call that wrote, the 1 000 newest ids, so a retried call writes once",
+	},
+	{
+		Name: "user blocks", Pattern: "agent_user_blocks:*", ClusterPattern: "agent_user_blocks:{b*}:*",
+		Kind: KindHash, Owner: "blocks", TTL: RetentionTTL,
+		Reason:      "`SESSION_TTL_SECONDS` from the user's last block write (a user or session block, a tool call that wrote, a frozen prompt stored)",
+		Description: "a user's context blocks, applying to every session of the user: label → the block (a JSON object)",
 	},
 	{
 		Name: "global index", Pattern: "agent_sessions_global:[rcf]*", ClusterPattern: "agent_sessions_global:{b*}:[rcf]*",

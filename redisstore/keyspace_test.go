@@ -65,6 +65,8 @@ func TestMatchBuilders(t *testing.T) {
 				k.Entries: "entries", k.Traces: "traces", k.Context: "context",
 				k.Record: "record", k.Index: "qa index", k.Usage: "usage ids",
 				k.Expiry: "expiry", k.Totals: "usage totals",
+				l.SessionBlocks("alice", "chat-1"): "session blocks", l.SessionPrompt("alice", "chat-1"): "frozen prompt",
+				l.SessionToolCalls("alice", "chat-1"): "tool calls", l.UserBlocks("alice"): "user blocks",
 			}
 			m := l.Messages("alice", "chat-1")
 			want[m.Messages], want[m.Tree], want[m.Children] = "messages", "message tree", "message children"

@@ -5,24 +5,17 @@ import (
 	"strings"
 )
 
-// reserved holds the first segment (up to the first ':') of every key name
-// and Pub/Sub channel the sidecar uses, on both layouts. It is derived from
-// the builders above, so a key family a builder starts using is reserved
-// with it.
+// reserved holds the first segment (up to the first ':') of every key
+// family and Pub/Sub channel the sidecar uses, on both layouts, taken from
+// Families: a family added there is reserved with it.
 var reserved = func() map[string]bool {
-	var names []string
-	for _, l := range []Layout{{}, {Cluster: true}} {
-		names = append(names, l.Session("u", "s").List()...)
-		for b := range l.Buckets() {
-			g := l.Global(b)
-			names = append(names, g.Index[:]...)
-			names = append(names, g.Expiry, g.Totals, g.ByModel, g.RecordPrefix, g.UserIndexPrefix)
-		}
-	}
-	names = append(names, LockReleaseChannel)
 	out := map[string]bool{}
-	for _, n := range names {
-		out[family(n)] = true
+	for _, f := range Families {
+		for _, p := range []string{f.Pattern, f.ClusterPattern} {
+			if name := family(p); !strings.ContainsAny(name, "*?[{") {
+				out[name] = true
+			}
+		}
 	}
 	return out
 }()

@@ -10,6 +10,7 @@ import (
 	"github.com/agentsidecar/agentsidecar/redisstore/redisstoretest"
 	"github.com/agentsidecar/agentsidecar/registry"
 	"github.com/agentsidecar/agentsidecar/sessionstore"
+	"github.com/agentsidecar/agentsidecar/sidecar"
 )
 
 // mergePatch is RFC 7396's algorithm, the reference for the Lua one.
@@ -41,8 +42,9 @@ func decodeNumbers(b []byte) (any, error) {
 }
 
 // FuzzStateMergePatch: the user state script's merge equals RFC 7396's
-// algorithm on any pair of JSON objects (canonicalised first: no duplicate
-// keys), numbers compared as written.
+// algorithm on any pair of JSON objects without duplicate keys, passed as
+// the handlers pass them (compacted, escapes kept as the caller wrote
+// them: "\u0061" is the key "a"), numbers compared as written.
 func FuzzStateMergePatch(f *testing.F) {
 	for _, s := range [][2]string{
 		{`{"a":"b"}`, `{"a":"c"}`},
@@ -50,6 +52,7 @@ func FuzzStateMergePatch(f *testing.F) {
 		{`{"e":null}`, `{"a":1}`},
 		{`{}`, `{"a":{"bb":{"ccc":null}}}`},
 		{`{"a":[1,{"x":null}],"n":1.50}`, `{"a":{"y":[]},"n":null,"m":"\u00e9\\\"/"}`},
+		{`{"a":1,"b":{"c":1}}`, `{"\u0061":2,"b":{"\u0063":null}}`},
 	} {
 		f.Add(s[0], s[1])
 	}
@@ -66,27 +69,33 @@ func FuzzStateMergePatch(f *testing.F) {
 		if err1 != nil || err2 != nil || !tObj || !pObj {
 			t.Skip()
 		}
-		tb, _ := json.Marshal(tv)
-		pb, _ := json.Marshal(pv)
+		// As the handlers take them: no duplicate keys, compacted.
+		var raw json.RawMessage
+		if sidecar.DecodeJSONBytes([]byte(target), &raw) != nil || sidecar.DecodeJSONBytes([]byte(patch), &raw) != nil {
+			t.Skip()
+		}
+		var tb, pb bytes.Buffer
+		_ = json.Compact(&tb, []byte(target))
+		_ = json.Compact(&pb, []byte(patch))
 		n++
 		user := fmt.Sprintf("u%d", n)
-		if err := c.Do(t.Context(), c.B().Set().Key(srv.Layout().UserState(user)).Value(string(tb)).Build()).Error(); err != nil {
+		if err := c.Do(t.Context(), c.B().Set().Key(srv.Layout().UserState(user)).Value(tb.String()).Build()).Error(); err != nil {
 			t.Fatal(err)
 		}
-		got, err := store.PatchUserState(t.Context(), user, string(pb))
+		got, err := store.PatchUserState(t.Context(), user, pb.String())
 		if err != nil {
-			if len(tb)+len(pb) > registry.MaxStateBytes/2 {
+			if tb.Len()+pb.Len() > registry.MaxStateBytes/2 {
 				t.Skip() // over the size cap
 			}
-			t.Fatalf("patch %s with %s: %v", tb, pb, err)
+			t.Fatalf("patch %s with %s: %v", tb.String(), pb.String(), err)
 		}
 		gv, err := decodeNumbers([]byte(got))
 		if err != nil {
 			t.Fatalf("result %q is not JSON: %v", got, err)
 		}
-		tv, _ = decodeNumbers(tb) // mergePatch mutates
+		tv, _ = decodeNumbers(tb.Bytes()) // mergePatch mutates
 		if want := mergePatch(tv, pv); !reflect.DeepEqual(gv, want) {
-			t.Fatalf("%s + %s:\n got %s\nwant %v", tb, pb, got, want)
+			t.Fatalf("%s + %s:\n got %s\nwant %v", tb.String(), pb.String(), got, want)
 		}
 	})
 }

@@ -127,7 +127,6 @@ func (s *Store) List(ctx context.Context, q ListQuery) ([]SessionState, string, 
 	if len(hits) == 0 {
 		return nil, next, nil
 	}
-	cmds := make(rueidis.Commands, len(hits))
 	ids := make([][2]string, len(hits))
 	for i, h := range hits {
 		user, session := q.User, h.member
@@ -135,20 +134,40 @@ func (s *Store) List(ctx context.Context, q ListQuery) ([]SessionState, string, 
 			user, session, _ = strings.Cut(h.member, ":")
 		}
 		ids[i] = [2]string{user, session}
-		cmds[i] = client.B().Hgetall().Key(l.Session(user, session).Record).Build()
 	}
-	out := make([]SessionState, 0, len(hits))
-	for i, r := range client.DoMulti(ctx, cmds...) {
-		h, err := r.AsStrMap()
+	out, err := readRecords(ctx, client, l, ids, now)
+	return out, next, err
+}
+
+// readRecords reads the records of the sessions ids ({user, session}),
+// pipelined, skipping those that expired since they were listed. The entry
+// count is the entries list's length, read beside it: Cognee's own writes
+// change the list, not the record.
+func readRecords(ctx context.Context, client rueidis.Client, l redisstore.Layout, ids [][2]string, now int64) ([]SessionState, error) {
+	cmds := make(rueidis.Commands, 0, 2*len(ids))
+	for _, id := range ids {
+		k := l.Session(id[0], id[1])
+		cmds = append(cmds, client.B().Hgetall().Key(k.Record).Build(), client.B().Llen().Key(k.Entries).Build())
+	}
+	res := client.DoMulti(ctx, cmds...)
+	out := make([]SessionState, 0, len(ids))
+	for i, id := range ids {
+		h, err := res[2*i].AsStrMap()
 		if err != nil {
-			return nil, "", redisstore.Wrap("list sessions", err)
+			return nil, redisstore.Wrap("list sessions", err)
+		}
+		n, err := res[2*i+1].AsInt64()
+		if err != nil {
+			return nil, redisstore.Wrap("list sessions", err)
 		}
 		if len(h) == 0 {
-			continue // expired since the sweep
+			continue // expired since
 		}
-		out = append(out, SessionState{Record: parseRecord(ids[i][0], ids[i][1], h), Now: now, TTLSeconds: -2})
+		st := SessionState{Record: parseRecord(id[0], id[1], h), Now: now, TTLSeconds: -2}
+		st.EntryCount = n
+		out = append(out, st)
 	}
-	return out, next, nil
+	return out, nil
 }
 
 // scan is a score range [min, max] of one sorted set.

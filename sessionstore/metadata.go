@@ -150,23 +150,12 @@ func (s *Store) listByMetadata(ctx context.Context, client rueidis.Client, q Lis
 	if len(matched) == 0 {
 		return nil, next, nil
 	}
-	cmds = make(rueidis.Commands, len(matched))
+	found := make([][2]string, len(matched))
 	for j, i := range matched {
-		cmds[j] = client.B().Hgetall().Key(l.Session(ids[i][0], ids[i][1]).Record).Build()
+		found[j] = ids[i]
 	}
-	out := make([]SessionState, 0, len(matched))
-	for j, r := range client.DoMulti(ctx, cmds...) {
-		h, err := r.AsStrMap()
-		if err != nil {
-			return nil, "", redisstore.Wrap("list sessions", err)
-		}
-		if len(h) == 0 {
-			continue // expired since
-		}
-		i := matched[j]
-		out = append(out, SessionState{Record: parseRecord(ids[i][0], ids[i][1], h), Now: now, TTLSeconds: -2})
-	}
-	return out, next, nil
+	out, err := readRecords(ctx, client, l, found, now)
+	return out, next, err
 }
 
 // statusMatches applies a listing's status filter to a stored status and

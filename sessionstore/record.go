@@ -160,6 +160,8 @@ func (s *Store) Get(ctx context.Context, user, session string) (SessionState, er
 	if len(h) > 0 {
 		st.Record = parseRecord(user, session, h)
 		st.TTLSeconds, _ = res[2].AsInt64()
+		// the list's own length: Cognee's writes change it, not the record
+		st.EntryCount, _ = res[3].AsInt64()
 		if st.StartedAt == 0 { // a record made before started_at was kept for Cognee's sessions
 			st.StartedAt = firstEntryTime(res[7])
 		}

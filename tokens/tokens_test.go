@@ -39,3 +39,23 @@ func TestMessageAddsPerMessage(t *testing.T) {
 		t.Errorf("Message() = %d, want 4", got)
 	}
 }
+
+// Counts of a concatenation follow from the parts' counts: Append then
+// Tokens gives Estimate of the joined text, whatever the seam.
+func TestCountsAppend(t *testing.T) {
+	parts := []string{"", " ", "a", "ab ", " cd", "日本語", "x\u00a0y", "\u3000z", "word", "  two  words  ", "\n"}
+	for _, a := range parts {
+		for _, b := range parts {
+			for _, c := range parts {
+				whole := a + b + c
+				got := Count(a).Append(Count(b)).Append(Count(c))
+				if want := Count(whole); got != want {
+					t.Errorf("Count(%q)+Count(%q)+Count(%q) = %+v, want %+v", a, b, c, got, want)
+				}
+				if got.Tokens() != Estimate(whole) {
+					t.Errorf("Tokens of %q = %d, want Estimate %d", whole, got.Tokens(), Estimate(whole))
+				}
+			}
+		}
+	}
+}

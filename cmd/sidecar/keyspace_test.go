@@ -217,6 +217,24 @@ func driveEveryRoute(t *testing.T, h *sidecartest.Host) {
 		{"searchUser", 200, nil, nil},
 		{"appendMessages", 201, msg2, nil},
 		{"clearMessages", 204, msg2, nil},
+		// blocks: every key family of the module (the user's, the session's,
+		// the frozen prompt, the tool call ids) left in place
+		{"putUserBlock", 201, nil, nil},
+		{"appendUserBlock", 200, nil, nil},
+		{"getUserBlock", 200, nil, nil},
+		{"listUserBlocks", 200, nil, nil},
+		{"putSessionBlock", 201, reg1, nil},
+		{"appendSessionBlock", 200, reg1, nil},
+		{"getSessionBlock", 200, reg1, nil},
+		{"listSessionBlocks", 200, reg1, nil},
+		{"getSystemPrompt", 200, reg1, nil},
+		{"refreshSystemPrompt", 200, reg1, nil},
+		{"listTools", 200, reg1, nil},
+		{"callTool", 200, reg1, nil},
+		{"deleteSessionBlock", 204, reg1, nil},
+		{"deleteUserBlock", 204, nil, nil},
+		{"putSessionBlock", 201, reg1, nil},
+		{"putUserBlock", 201, nil, nil},
 	}
 	for _, s := range steps {
 		o, ok := d.Op(s.id)

@@ -6,6 +6,7 @@
 package modules
 
 import (
+	"github.com/agentsidecar/agentsidecar/blocks"
 	"github.com/agentsidecar/agentsidecar/locks"
 	"github.com/agentsidecar/agentsidecar/messages"
 	"github.com/agentsidecar/agentsidecar/metrics"
@@ -25,6 +26,7 @@ func All() []sidecar.Factory {
 		usage.Factory,
 		registry.Factory,
 		messages.Factory,
+		blocks.Factory,
 		locks.Factory,
 		metrics.Factory,
 	}

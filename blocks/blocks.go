@@ -1,0 +1,98 @@
+// Package blocks is the context-blocks module: labelled, size-bounded parts
+// of an agent's system prompt, kept per user (every session of the user)
+// and per session (a session block overrides the user block of the same
+// label); the system prompt rendered from them, optionally frozen so a
+// provider's prompt cache keeps hitting; and tools an LLM calls to update
+// them (set_context) or search them (search_context), defined in OpenAI's
+// and Anthropic's shapes. Every write is one script (lua/blocks_*.lua) over
+// the shared session (sessionstore): a session block is one of the
+// session's keys, slid, persisted and deleted with it.
+package blocks
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/agentsidecar/agentsidecar/envconf"
+	"github.com/agentsidecar/agentsidecar/sessionstore"
+	"github.com/agentsidecar/agentsidecar/sidecar"
+)
+
+// Factory registers the module with the host.
+var Factory = sidecar.Factory{Name: "blocks", New: New}
+
+// Config is the module's settings: the bounds on blocks. A scope's blocks
+// hold at most MaxPer* × MaxContentBytes (1 MiB by default, 32 MiB at
+// most): what one read of them, or a frozen prompt, may cost Redis.
+type Config struct {
+	// MaxPerUser is the most blocks a user may have.
+	MaxPerUser int `env:"BLOCKS_MAX_PER_USER" envDefault:"32"`
+	// MaxPerSession is the most blocks a session may have (beside the user's).
+	MaxPerSession int `env:"BLOCKS_MAX_PER_SESSION" envDefault:"32"`
+	// MaxContentBytes is the largest content of one block, in UTF-8 bytes.
+	MaxContentBytes int `env:"BLOCKS_MAX_CONTENT_BYTES" envDefault:"32768"`
+}
+
+// Validate implements envconf.Validator.
+func (c Config) Validate() error {
+	for _, r := range []struct {
+		name      string
+		v, lo, hi int
+	}{
+		{"BLOCKS_MAX_PER_USER", c.MaxPerUser, 1, 128},
+		{"BLOCKS_MAX_PER_SESSION", c.MaxPerSession, 1, 128},
+		{"BLOCKS_MAX_CONTENT_BYTES", c.MaxContentBytes, 1, 256 << 10},
+	} {
+		if r.v < r.lo || r.v > r.hi {
+			return envconf.Invalid(r.name, "must be from %d to %d, not %d", r.lo, r.hi, r.v)
+		}
+	}
+	return nil
+}
+
+// Module serves the block, system-prompt and tool routes.
+type Module struct {
+	store  *Store
+	cfg    Config
+	logger *slog.Logger
+}
+
+// New reads the module's settings and takes the host's session store.
+func New(_ context.Context, deps sidecar.Deps) (sidecar.Module, error) {
+	s, err := sessionstore.FromDeps(deps)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := envconf.Load[Config](deps.Env)
+	if err != nil {
+		return nil, err
+	}
+	return &Module{store: &Store{Store: s, cfg: cfg}, cfg: cfg, logger: deps.Logger}, nil
+}
+
+// Name implements sidecar.Module.
+func (m *Module) Name() string { return "blocks" }
+
+// Routes implements sidecar.Module.
+func (m *Module) Routes() []sidecar.Route {
+	const user = "/v1/users/{user_id}"
+	const session = user + "/sessions/{session_id}"
+	return []sidecar.Route{
+		{Pattern: "GET " + user + "/blocks", Handler: m.list(scopeUser)},
+		{Pattern: "GET " + user + "/blocks/{label}", Handler: m.get(scopeUser)},
+		{Pattern: "PUT " + user + "/blocks/{label}", Handler: m.put(scopeUser)},
+		{Pattern: "POST " + user + "/blocks/{label}/append", Handler: m.appendTo(scopeUser)},
+		{Pattern: "DELETE " + user + "/blocks/{label}", Handler: m.delete(scopeUser)},
+		{Pattern: "GET " + session + "/blocks", Handler: m.list(scopeSession)},
+		{Pattern: "GET " + session + "/blocks/{label}", Handler: m.get(scopeSession)},
+		{Pattern: "PUT " + session + "/blocks/{label}", Handler: m.put(scopeSession)},
+		{Pattern: "POST " + session + "/blocks/{label}/append", Handler: m.appendTo(scopeSession)},
+		{Pattern: "DELETE " + session + "/blocks/{label}", Handler: m.delete(scopeSession)},
+		{Pattern: "GET " + session + "/system-prompt", Handler: m.systemPrompt},
+		{Pattern: "POST " + session + "/system-prompt/refresh", Handler: m.refreshPrompt},
+		{Pattern: "GET " + session + "/tools", Handler: m.listTools},
+		{Pattern: "POST " + session + "/tools/{name}", Handler: m.callTool},
+	}
+}
+
+var _ sidecar.Module = (*Module)(nil)

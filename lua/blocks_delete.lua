@@ -1,0 +1,17 @@
+--! prelude: blocks_lib
+-- blocks_delete: delete one block of the user or of the session (a
+-- session's blocks hash that empties is gone: Redis drops empty hashes).
+-- KEYS[1..15] the session's keys, indexes and totals (session_lib.lua)
+-- ARGV[1..4] TTL, max entries, user_id, session_id (session_lib.lua)
+-- ARGV[5] 'user' or 'session': whose block
+-- ARGV[6] the label (lower-case)
+-- returns 1 deleted, 0 no such block (nothing written).
+local session = ARGV[5] == 'session'
+local key = session and K_BLOCKS or K_UBLOCKS
+local refused = guard('keep', { key, 'hash' })
+if refused then return refused end
+if redis.call('HDEL', key, ARGV[6]) == 0 then return 0 end
+if session then finish_write(false, false) end
+slide_user_blocks()
+-- event: block_changed (label ARGV[6], scope ARGV[5], deleted)
+return 1

@@ -1,0 +1,171 @@
+--! prelude: session_lib
+-- blocks_lib.lua: helpers of the context-block scripts (blocks_*.lua), which
+-- run with the KEYS and first ARGVs of a session script (session_lib.lua).
+--
+-- A block is a JSON object the sidecar builds:
+--   {"label", "description", "content", "max_tokens", "writable",
+--    "position", "tokens", "counts", "created_at", "updated_at"}
+-- the value of field <label> of the session's blocks hash (K_BLOCKS, one of
+-- the session's own keys) or of the user's (K_UBLOCKS below). "counts" is
+-- "<bytes>,<code points>,<words>,<lead>,<trail>" of the content (Go's
+-- tokens.Counts): an append combines the stored counts with the piece's as
+-- Counts.Append does and estimates as Counts.Tokens, so no script counts a
+-- text. Edits splice fields in place (set_fields): every other byte stays
+-- as the sidecar wrote it. created_at and updated_at are Redis TIME in µs.
+--
+-- The user's blocks, agent_user_blocks:<tag><u>, live in the user's slot
+-- and expire SESSION_TTL_SECONDS after the user's last block write.
+--
+-- Events: each write script ends at one marked place where the
+-- block_changed event of the write will be emitted.
+
+local K_UBLOCKS = 'agent_user_blocks:' .. META_TAG .. ARGV[3]
+
+-- slide_user_blocks gives the user's blocks SESSION_TTL_SECONDS more (0:
+-- no expiry). Every script that writes a block of the user, or a session
+-- key of the blocks module, calls it.
+local function slide_user_blocks()
+  if DEFAULT_TTL > 0 then
+    redis.call('EXPIRE', K_UBLOCKS, DEFAULT_TTL)
+  else
+    redis.call('PERSIST', K_UBLOCKS)
+  end
+end
+
+local function parse_counts(s)
+  local b, c, w, l, t = string.match(s or '', '^(%d+),(%d+),(%d+),([01]),([01])$')
+  if not b then return nil end
+  return { bytes = tonumber(b), chars = tonumber(c), words = tonumber(w), lead = l == '1', trail = t == '1' }
+end
+
+local function format_counts(c)
+  return string.format('%d,%d,%d,%d,%d', c.bytes, c.chars, c.words, c.lead and 1 or 0, c.trail and 1 or 0)
+end
+
+-- counts_append is tokens.Counts.Append: the counts of a .. b.
+local function counts_append(a, b)
+  if a.chars == 0 then return b end
+  if b.chars == 0 then return a end
+  local out = { bytes = a.bytes + b.bytes, chars = a.chars + b.chars, words = a.words + b.words,
+    lead = a.lead, trail = b.trail }
+  if a.trail and b.lead then out.words = out.words - 1 end
+  return out
+end
+
+-- counts_tokens is tokens.Counts.Tokens: ceil(max(chars / 4, words * 1.3)).
+local function counts_tokens(c)
+  return math.max(math.floor((c.chars + 3) / 4), math.floor((c.words * 13 + 9) / 10))
+end
+
+-- split_block cuts stored block b into head, content (the raw JSON
+-- string of "content") and tail, so a script scans only the small fields,
+-- never the content byte by byte: a block the sidecar wrote holds
+-- "content":"..." followed by ,"max_tokens": (Go's field order), and
+-- neither sequence can occur inside a JSON string (a quote there is
+-- escaped). nil for another layout.
+local function split_block(b)
+  local at = string.find(b, '"content":"', 1, true)
+  if not at then return nil end
+  local vs = at + 10
+  local ve = string.find(b, '","max_tokens":', vs, true)
+  if not ve then return nil end
+  return string.sub(b, 1, vs - 1), string.sub(b, vs, ve), string.sub(b, ve + 1)
+end
+
+-- block_fields reads the fields of stored block b the scripts need: the
+-- raw content (a JSON string), counts, max_tokens (a number or nil),
+-- writable, created_at (raw), and small: b with its content replaced by
+-- "" (block_with writes from it). Returns nil for a value that is not such
+-- a block (another program wrote it).
+local function block_fields(b)
+  local head, content, tail = split_block(b)
+  local small = b
+  if head then small = head .. '""' .. tail end
+  local ok, fields = pcall(object_fields, small)
+  if not ok then return nil end
+  local f = {}
+  for _, x in ipairs(fields) do
+    if f[x.key] == nil then f[x.key] = string.sub(small, x.vs, x.ve - 1) end
+  end
+  if head then f.content = content end
+  if not f.content or string.byte(f.content, 1) ~= 34 or not f.counts then return nil end
+  local counts = parse_counts(string.sub(f.counts, 2, -2))
+  if not counts then return nil end
+  return { content = f.content, counts = counts, max = tonumber(f.max_tokens or ''),
+    writable = f.writable ~= 'false', created_at = f.created_at, small = head and small }
+end
+
+-- block_with is the block of fields f (block_fields) with content (a raw
+-- JSON string) and the fields of updates ({key, raw JSON} pairs) set.
+local function block_with(b, f, content, updates)
+  if not f.small then
+    updates[#updates + 1] = { 'content', content }
+    return set_fields(b, updates)
+  end
+  local small = set_fields(f.small, updates)
+  local at = string.find(small, '"content":""', 1, true)
+  return string.sub(small, 1, at + 9) .. content .. string.sub(small, at + 12)
+end
+
+-- find_block returns the key, stored value and scope ('session' or 'user')
+-- of block label: for mode 'session' the session's block, else the
+-- user's; for mode 'user' the user's only. nil when there is none.
+local function find_block(mode, label)
+  if mode == 'session' then
+    local b = redis.call('HGET', K_BLOCKS, label)
+    if b then return K_BLOCKS, b, 'session' end
+  end
+  local b = redis.call('HGET', K_UBLOCKS, label)
+  if b then return K_UBLOCKS, b, 'user' end
+  return nil
+end
+
+-- digest_of is the SHA1 of the fields and values of the user's blocks and
+-- the session's (HGETALL replies), each hash in field order: a rendering
+-- made from a read with this digest is current while the digest stays
+-- the same.
+local function digest_of(user_flat, session_flat)
+  local parts = {}
+  for i, flat in ipairs({ user_flat, session_flat }) do
+    local fields = {}
+    for j = 1, #flat, 2 do fields[#fields + 1] = { flat[j], flat[j + 1] } end
+    table.sort(fields, function(a, b) return a[1] < b[1] end)
+    parts[#parts + 1] = tostring(i)
+    for _, p in ipairs(fields) do
+      parts[#parts + 1] = p[1]
+      parts[#parts + 1] = p[2]
+    end
+  end
+  return redis.sha1hex(table.concat(parts, '\0'))
+end
+
+-- digest reads the user's blocks and, with session, the session's, and
+-- returns their digest. The hashes hold at most the configured number of
+-- blocks each.
+local function digest(session)
+  local session_flat = {}
+  if session then session_flat = redis.call('HGETALL', K_BLOCKS) end
+  return digest_of(redis.call('HGETALL', K_UBLOCKS), session_flat)
+end
+
+-- MAX_TOOL_CALLS is how many tool_call_ids a session remembers (the newest).
+local MAX_TOOL_CALLS = 1000
+
+-- tool_call_seen returns the remembered outcome of tool_call_id id, or nil
+-- and the ring slot the id would take and the id it evicts. The hash keeps
+-- the MAX_TOOL_CALLS newest ids as session_usage.lua keeps its keys: field
+-- ' n' counts the ids stored, field ' <n mod MAX_TOOL_CALLS>' names the id
+-- stored n-th (ids have no spaces).
+local function tool_call_seen(id)
+  local v = redis.call('HMGET', K_TOOL_CALLS, id, ' n')
+  if v[1] then return v[1] end
+  local kept = tonumber(v[2] or '0') or 0
+  local slot = ' ' .. string.format('%d', kept % MAX_TOOL_CALLS)
+  return nil, { kept = kept, slot = slot, evict = redis.call('HGET', K_TOOL_CALLS, slot) }
+end
+
+-- tool_call_remember stores outcome for id in the slot tool_call_seen gave.
+local function tool_call_remember(id, outcome, ring)
+  if ring.evict then redis.call('HDEL', K_TOOL_CALLS, ring.evict) end
+  redis.call('HSET', K_TOOL_CALLS, id, outcome, ring.slot, id, ' n', string.format('%d', ring.kept + 1))
+end

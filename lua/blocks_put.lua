@@ -1,0 +1,37 @@
+--! prelude: blocks_lib
+-- blocks_put: create or replace one block of the user or of the session.
+-- A replaced block keeps its created_at (its place among equal positions).
+-- KEYS[1..15] the session's keys, indexes and totals (session_lib.lua); for
+--   a user block any session of the user (only the tag is used)
+-- ARGV[1..4] TTL, max entries, user_id, session_id (session_lib.lua)
+-- ARGV[5] 'user' or 'session': whose block
+-- ARGV[6] the label (lower-case)
+-- ARGV[7] the block: a JSON object without created_at and updated_at
+--   (added here); its tokens already checked against its max_tokens
+-- ARGV[8] the most blocks the user (or the session) may have
+-- returns {1, block, started} created, {0, block, started} replaced
+--   (started: 1 when this started the session), {-1} the scope has
+--   ARGV[8] blocks already (nothing written), or guard's KEYTYPE error.
+local session = ARGV[5] == 'session'
+local key = session and K_BLOCKS or K_UBLOCKS
+local refused = guard('keep', { K_BLOCKS, 'hash' }, { K_UBLOCKS, 'hash' })
+if refused then return refused end
+local old = redis.call('HGET', key, ARGV[6])
+if not old and redis.call('HLEN', key) >= tonumber(ARGV[8]) then return { -1 } end
+local now = string.format('%d', now_us())
+local created_at = now
+if old then
+  local f = block_fields(old)
+  if f and f.created_at then created_at = f.created_at end
+end
+local block = set_fields(ARGV[7], { { 'created_at', created_at }, { 'updated_at', now } })
+local new_key = redis.call('EXISTS', key) == 0
+redis.call('HSET', key, ARGV[6], block)
+local started = false
+if session then
+  local _, st = finish_write(false, new_key)
+  started = st
+end
+slide_user_blocks()
+-- event: block_changed (label ARGV[6], scope ARGV[5])
+return { old and 0 or 1, block, started and 1 or 0 }

@@ -1,0 +1,18 @@
+--! prelude: blocks_lib
+-- blocks_read: the user's blocks and, for a session, the session's, read
+-- at one instant, with their digest (blocks_lib.lua) for a frozen prompt
+-- made from them. Writes nothing. Each hash holds at most the configured
+-- number of blocks (BLOCKS_MAX_PER_USER, BLOCKS_MAX_PER_SESSION).
+-- KEYS[1..15] the session's keys, indexes and totals (session_lib.lua)
+-- ARGV[1..4] TTL, max entries, user_id, session_id (session_lib.lua)
+-- ARGV[5] '1': the session's blocks too, else '0'
+-- ARGV[6] '1': their digest too (for a freeze), else '0'
+-- returns {user blocks (field, value, ...), session blocks (idem), digest
+--   or ''}
+local session = ARGV[5] == '1'
+local user_blocks = redis.call('HGETALL', K_UBLOCKS)
+local session_blocks = {}
+if session then session_blocks = redis.call('HGETALL', K_BLOCKS) end
+local d = ''
+if ARGV[6] == '1' then d = digest_of(user_blocks, session_blocks) end
+return { user_blocks, session_blocks, d }

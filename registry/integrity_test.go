@@ -1,0 +1,275 @@
+package registry_test
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/redis/rueidis"
+
+	"github.com/agentsidecar/agentsidecar/envconf"
+	"github.com/agentsidecar/agentsidecar/redisstore/redisstoretest"
+	"github.com/agentsidecar/agentsidecar/registry"
+	"github.com/agentsidecar/agentsidecar/sessions"
+	"github.com/agentsidecar/agentsidecar/sidecar/sidecartest"
+	"github.com/agentsidecar/agentsidecar/ttl"
+	"github.com/agentsidecar/agentsidecar/usage"
+)
+
+// pttl is the PTTL of key (-1 no expiry, -2 no key).
+func pttl(t *testing.T, srv *redisstoretest.Server, key string) int64 {
+	t.Helper()
+	c := srv.Client(t)
+	n, err := c.Do(t.Context(), c.B().Pttl().Key(key).Build()).AsInt64()
+	if err != nil {
+		t.Fatalf("pttl %s: %v", key, err)
+	}
+	return n
+}
+
+// A metadata index lives as long as the longest-lived session it holds: a
+// session with no expiry (PUT .../ttl 0) keeps its indexes without one,
+// whatever sessions with a TTL later join them. Otherwise the index expires
+// under the persisted session, which the filter then never finds again.
+func TestMetadataIndexOfAPersistedSessionDoesNotExpire(t *testing.T) {
+	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
+		h := sidecartest.Start(t, srv, nil, sessions.Factory, usage.Factory, ttl.Factory, registry.Factory)
+		l := srv.Layout()
+		user, global := l.MetaIndex("alice", "pr", "42"), l.MetaGlobal(l.Bucket("alice"), "pr", "42")
+		want(t, h.Do(t, "POST", "/v1/users/alice/sessions", `{"session_id":"kept","metadata":{"pr":"42"}}`), 201)
+		if rep := h.Do(t, "PUT", "/v1/users/alice/sessions/kept/ttl", `{"ttl_seconds":0}`); rep.Status != 200 {
+			t.Fatalf("ttl: %d %s", rep.Status, rep.Body)
+		}
+		for _, k := range []string{user, global} {
+			if got := pttl(t, srv, k); got != -1 {
+				t.Fatalf("PTTL of %s after the persist: %d, want -1", k, got)
+			}
+		}
+		// Sessions with the default TTL join the same indexes: by creation,
+		// by a metadata PATCH, by start-or-reuse, by any later write.
+		want(t, h.Do(t, "POST", "/v1/users/alice/sessions", `{"session_id":"other","metadata":{"pr":"42"}}`), 201)
+		want(t, h.Do(t, "POST", "/v1/users/alice/sessions", `{"session_id":"late"}`), 201)
+		want(t, h.Do(t, "PATCH", "/v1/users/alice/sessions/late", `{"metadata":{"pr":"42"}}`), 200)
+		activeSession(t, h, "alice", `{"match":{"pr":"42"}}`, 200)
+		if rep := h.Do(t, "POST", "/v1/users/alice/sessions/other/entries", `{"question":"q","answer":"a"}`); rep.Status != 201 {
+			t.Fatalf("append: %d %s", rep.Status, rep.Body)
+		}
+		for _, k := range []string{user, global} {
+			if got := pttl(t, srv, k); got != -1 {
+				t.Errorf("PTTL of %s: %d, want -1: the index would expire under session kept, which never does", k, got)
+			}
+		}
+	})
+}
+
+// The user's state is a user-level key: it slides with any write of the
+// user, so it cannot expire while the user's sessions are being written.
+func TestUserStateSlidesWithTheUsersWrites(t *testing.T) {
+	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
+		h := start(t, srv, envconf.Env{"SESSION_TTL_SECONDS": "1000"})
+		l := srv.Layout()
+		key := l.UserState("alice")
+		if rep := h.Do(t, "PATCH", "/v1/users/alice/state", `{"plan":"pro"}`); rep.Status != 200 {
+			t.Fatalf("user state: %d %s", rep.Status, rep.Body)
+		}
+		c := srv.Client(t)
+		for i, w := range []struct{ method, path, body string }{
+			{"POST", "/v1/users/alice/sessions/s1/entries", `{"question":"q","answer":"a"}`},
+			{"POST", "/v1/users/alice/sessions/s2/usage", `{"model":"gpt-4o","tokens_in":1}`},
+			{"POST", "/v1/users/alice/sessions", `{"session_id":"s3"}`},
+		} {
+			// As if most of the TTL had passed since the state was written.
+			if err := c.Do(t.Context(), c.B().Pexpire().Key(key).Milliseconds(5000).Build()).Error(); err != nil {
+				t.Fatal(err)
+			}
+			if rep := h.Do(t, w.method, w.path, w.body); rep.Status != 201 {
+				t.Fatalf("%s %s: %d %s", w.method, w.path, rep.Status, rep.Body)
+			}
+			if got := pttl(t, srv, key); got <= 5000 || got > 1000*1000 {
+				t.Errorf("write %d (%s %s): the user state's PTTL is %d ms, want the session TTL (1000 s) again", i, w.method, w.path, got)
+			}
+		}
+	})
+}
+
+// A merge patch names keys as JSON does: "\u0061" is the key "a". The
+// stored state never holds one key twice (JSON the sidecar itself refuses
+// with 400 duplicate_field), and null removes the key however it is spelt.
+func TestStateMergePatchMatchesKeysByValue(t *testing.T) {
+	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
+		h := start(t, srv, nil)
+		want(t, h.Do(t, "POST", "/v1/users/alice/sessions", `{"session_id":"s1","state":{"a":1,"b":{"c":1}}}`), 201)
+		if rep := h.Do(t, "PATCH", "/v1/users/alice/state", `{"a":1,"b":{"c":1}}`); rep.Status != 200 {
+			t.Fatalf("user state: %d %s", rep.Status, rep.Body)
+		}
+		for _, path := range []string{"/v1/users/alice/sessions/s1/state", "/v1/users/alice/state"} {
+			for _, s := range []struct{ patch, want string }{
+				{`{"\u0061":2}`, `{"a":2,"b":{"c":1}}`},
+				{`{"b":{"\u0063":null,"d":2}}`, `{"a":2,"b":{"d":2}}`},
+				{`{"\u0061":null}`, `{"b":{"d":2}}`},
+			} {
+				rep := h.Do(t, "PATCH", path, s.patch)
+				if rep.Status != 200 || strings.TrimSpace(rep.Body) != s.want {
+					t.Fatalf("PATCH %s %s: %d %s, want %s", path, s.patch, rep.Status, rep.Body, s.want)
+				}
+			}
+			// What GET answers can be sent back as it is.
+			got := strings.TrimSpace(h.Do(t, "GET", path, "").Body)
+			if rep := h.Do(t, "POST", "/v1/users/alice/sessions", `{"state":`+got+`}`); rep.Status != 201 {
+				t.Errorf("the stored state %s sent back: %d %s", got, rep.Status, rep.Body)
+			}
+		}
+	})
+}
+
+// A registry write that meets a key of the wrong type (another program
+// wrote it) is a 409 key_wrong_type naming it, and writes nothing: every
+// check comes before the first write (Redis does not roll back).
+func TestRegistryWritesRefuseWrongTypedKeysBeforeAnyWrite(t *testing.T) {
+	redisstoretest.Each(t, func(t *testing.T, srv *redisstoretest.Server) {
+		h := start(t, srv, nil)
+		l := srv.Layout()
+		c := srv.Client(t)
+		dump := func() []string {
+			keys, err := c.Do(t.Context(), c.B().Keys().Pattern("*").Build()).AsStrSlice()
+			if err != nil {
+				t.Fatal(err)
+			}
+			slices.Sort(keys)
+			var out []string
+			for _, k := range keys {
+				typ, _ := c.Do(t.Context(), c.B().Type().Key(k).Build()).ToString()
+				var v any
+				switch typ {
+				case "hash":
+					v, _ = c.Do(t.Context(), c.B().Hgetall().Key(k).Build()).AsStrMap()
+				case "zset":
+					v, _ = c.Do(t.Context(), c.B().Zrange().Key(k).Min("0").Max("-1").Withscores().Build()).ToAny()
+				case "string":
+					v, _ = c.Do(t.Context(), c.B().Get().Key(k).Build()).ToString()
+				}
+				out = append(out, fmt.Sprintf("%s %s %v", k, typ, v))
+			}
+			return out
+		}
+		want(t, h.Do(t, "POST", "/v1/users/alice/sessions", `{"session_id":"s1","title":"t","metadata":{"pr":"1"},"state":{"a":1}}`), 201)
+		for _, tc := range []struct {
+			name, key string
+			only      []int // the writes below that write it (nil: all)
+		}{
+			{"the user's running index", l.UserIndex("alice")[0], nil},
+			{"the bucket's running index", l.Session("alice", "s1").GlobalIndex[0], nil},
+			{"the expiry set", l.Session("alice", "s1").Expiry, nil},
+			{"a metadata index", l.MetaIndex("alice", "pr", "2"), []int{0, 1, 3}},
+		} {
+			c.Do(t.Context(), c.B().Del().Key(tc.key).Build())
+			if err := c.Do(t.Context(), c.B().Set().Key(tc.key).Value("someone else's").Build()).Error(); err != nil {
+				t.Fatal(err)
+			}
+			before := dump()
+			for i, w := range []struct{ method, path, body string }{
+				{"POST", "/v1/users/alice/sessions", `{"session_id":"s2","metadata":{"pr":"2"},"state":{"a":1}}`},
+				{"PATCH", "/v1/users/alice/sessions/s1", `{"title":"new","metadata":{"pr":"2"}}`},
+				{"PATCH", "/v1/users/alice/sessions/s1/state", `{"a":2}`},
+				{"POST", "/v1/users/alice/active-session", `{"match":{"pr":"2"}}`},
+			} {
+				if tc.only != nil && !slices.Contains(tc.only, i) {
+					continue
+				}
+				r := h.Do(t, w.method, w.path, w.body)
+				if r.Status != 409 || r.Code() != "key_wrong_type" {
+					t.Errorf("%s %s with %s a string: %d %s, want 409 key_wrong_type", w.method, w.path, tc.name, r.Status, r.Body)
+				}
+				if after := dump(); !slices.Equal(after, before) {
+					t.Errorf("%s %s with %s a string changed Redis:\n%q\nwas\n%q", w.method, w.path, tc.name, after, before)
+				}
+			}
+			c.Do(t.Context(), c.B().Del().Key(tc.key).Build())
+		}
+	})
+}
+
+// Start-or-reuse with a match finds the user's matching session however
+// many sessions of other agents of the user were active since: a user
+// whose other agents ran 300 sessions after this agent's still gets this
+// agent's session back, not a second one.
+func TestActiveSessionFindsItsMatchAmongManyOthers(t *testing.T) {
+	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
+		h := start(t, srv, nil)
+		first := activeSession(t, h, "alice", `{"match":{"agent":"x"}}`, 201)
+		for i := range 300 {
+			want(t, h.Do(t, "POST", "/v1/users/alice/sessions", fmt.Sprintf(`{"session_id":"o%d","metadata":{"agent":"o%d"}}`, i, i)), 201)
+		}
+		if again := activeSession(t, h, "alice", `{"match":{"agent":"x"}}`, 200); again.SessionID != first.SessionID {
+			t.Fatalf("start-or-reuse gave %s, want the running session %s", again.SessionID, first.SessionID)
+		}
+	})
+}
+
+// Start-or-reuse drops the expired sessions it meets in the match's
+// metadata index (user's and bucket's): the expiry sweep cleans only the
+// status indexes, so an index that no filtered listing reads would
+// otherwise keep every session that ever held the pair.
+func TestActiveSessionDropsExpiredMembersItMeets(t *testing.T) {
+	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
+		h := start(t, srv, nil)
+		l := srv.Layout()
+		user, global := l.MetaIndex("alice", "agent", "x"), l.MetaGlobal(l.Bucket("alice"), "agent", "x")
+		first := activeSession(t, h, "alice", `{"match":{"agent":"x"}}`, 201)
+		c := srv.Client(t)
+		for i := range 5 { // sessions that expired after their last activity, newer than first's
+			dead := fmt.Sprintf("dead%d", i)
+			for _, cmd := range []rueidis.Completed{
+				c.B().Zadd().Key(user).ScoreMember().ScoreMember(9e15, dead).Build(),
+				c.B().Zadd().Key(global).ScoreMember().ScoreMember(9e15, "alice:"+dead).Build(),
+			} {
+				if err := c.Do(t.Context(), cmd).Error(); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		if again := activeSession(t, h, "alice", `{"match":{"agent":"x"}}`, 200); again.SessionID != first.SessionID {
+			t.Fatalf("reused %s, want %s", again.SessionID, first.SessionID)
+		}
+		if got := members(t, srv, user); !slices.Equal(got, []string{first.SessionID}) {
+			t.Errorf("user index after start-or-reuse: %v, want only %s", got, first.SessionID)
+		}
+		if got := members(t, srv, global); !slices.Equal(got, []string{"alice:" + first.SessionID}) {
+			t.Errorf("bucket index after start-or-reuse: %v, want only alice:%s", got, first.SessionID)
+		}
+	})
+}
+
+// The writes of other modules to a session with metadata check its
+// metadata indexes before their first write too: a usage post, an append
+// and a complete meet the wrong-typed index as a 409, with nothing written.
+func TestSessionWritesCheckTheMetadataIndexesFirst(t *testing.T) {
+	redisstoretest.Each(t, func(t *testing.T, srv *redisstoretest.Server) {
+		h := start(t, srv, nil)
+		l := srv.Layout()
+		c := srv.Client(t)
+		want(t, h.Do(t, "POST", "/v1/users/alice/sessions", `{"session_id":"s1","metadata":{"team":"a"}}`), 201)
+		key := l.MetaIndex("alice", "team", "a")
+		c.Do(t.Context(), c.B().Del().Key(key).Build())
+		if err := c.Do(t.Context(), c.B().Set().Key(key).Value("someone else's").Build()).Error(); err != nil {
+			t.Fatal(err)
+		}
+		record := func() map[string]string { return hash(t, srv, l.Session("alice", "s1").Record) }
+		before := record()
+		for _, w := range []struct{ path, body string }{
+			{"/usage", `{"model":"gpt-4o","tokens_in":10}`},
+			{"/entries", `{"question":"q","answer":"a"}`},
+			{"/complete", ``},
+		} {
+			r := h.Do(t, "POST", "/v1/users/alice/sessions/s1"+w.path, w.body)
+			if r.Status != 409 || r.Code() != "key_wrong_type" {
+				t.Errorf("POST %s with the metadata index a string: %d %s, want 409 key_wrong_type", w.path, r.Status, r.Body)
+			}
+			if after := record(); !maps.Equal(after, before) {
+				t.Errorf("POST %s changed the record:\n%v\nwas\n%v", w.path, after, before)
+			}
+		}
+	})
+}
