@@ -1,8 +1,10 @@
 --! prelude: messages_lib
 -- messages_fork: a new session of the same user (same slot on Cluster)
 -- holding the path root..at of this one: the same ids, contents, tree nodes
--- and append numbers, and the compactions wholly inside the path; its
--- record's parent_session_id is this session and at is its latest leaf. O(depth of at), at most SESSION_MAX_MESSAGES. This
+-- and append numbers, the compactions wholly inside the path and the
+-- session's context blocks (not its frozen prompt: the fork renders its
+-- own); its record's parent_session_id is this session and at is its
+-- latest leaf. O(depth of at), at most SESSION_MAX_MESSAGES. This
 -- session is not written.
 -- KEYS[1..15] the session's keys, indexes and totals (session_lib.lua)
 -- ARGV[1..4] TTL, max entries, user_id, session_id (session_lib.lua)
@@ -36,11 +38,18 @@ for _, c in ipairs(compactions()) do
   end
 end
 local cseq = redis.call('HGET', K_MCOMP, ' seq')
+-- the session's context blocks (at most BLOCKS_MAX_PER_SESSION, 128)
+local blocks = {}
+if key_type(K_BLOCKS) == 'hash' then blocks = redis.call('HGETALL', K_BLOCKS) end
 local refused = new_session_checks(sid, key)
 if refused == 'again' then return { 0 } end
 if refused then return refused end
+if #blocks > 0 and key_type(K_BLOCKS) ~= 'none' then
+  return { -1, 'wrong_type', 'Redis key ' .. K_BLOCKS .. ' already exists' }
+end
 
 copy_path(nodes, msgs)
+if #blocks > 0 then redis.call('HSET', K_BLOCKS, unpack(blocks)) end
 if #comps > 0 then
   comps[#comps + 1], comps[#comps + 2] = ' seq', cseq or '0'
   redis.call('HSET', K_MCOMP, unpack(comps))

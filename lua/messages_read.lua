@@ -18,7 +18,8 @@
 --   'children': ARGV[6] the message id, ARGV[7] the most children.
 --   'compactions': the compactions in force.
 -- returns for 'path' {total, total_tokens, next_cursor ('' = none), tokens
---   of the latest path, 1 when the byte cap cut the page else 0,
+--   of the latest path as read plus the frozen system prompt's, 1 when the
+--   byte cap cut the page else 0,
 --   message...} in the page's order; for 'one' the
 --   message, or nil; for 'children' {0, message...} oldest first; for
 --   'compactions' {0, compaction...} oldest first; and
@@ -65,7 +66,8 @@ for _, o in ipairs(ovs) do
   total = total - (o.td - o.fd)
   total_tokens = total_tokens - o.tokens + o.c.stokens
 end
--- the latest path's tokens as read, for compaction_suggested
+-- the latest path's tokens as read, plus the frozen system prompt's (blocks
+-- module), for compaction_suggested
 local latest_tokens = total_tokens
 if latest and latest ~= leaf.id then
   local l = node(latest)
@@ -75,6 +77,8 @@ if latest and latest ~= leaf.id then
     for _, o in ipairs(overlays(l)) do latest_tokens = latest_tokens - o.tokens + o.c.stokens end
   end
 end
+local prompt = redis.pcall('HGET', K_PROMPT, 'tokens')
+if type(prompt) == 'string' then latest_tokens = latest_tokens + (tonumber(prompt) or 0) end
 
 -- at returns what stands at read position pos: a depth (a message of the
 -- path), or an overlay.
