@@ -7,11 +7,13 @@ require (
 	github.com/alicebob/miniredis/v2 v2.40.0
 	github.com/anishathalye/porcupine v1.3.1
 	github.com/caarlos0/env/v11 v11.4.2
+	github.com/kljensen/snowball v0.10.0
 	github.com/prometheus/client_golang v1.25.0
 	github.com/redis/rueidis v1.0.79
 	go.uber.org/goleak v1.3.0
 	go.yaml.in/yaml/v3 v3.0.6
 	golang.org/x/sys v0.48.0
+	golang.org/x/text v0.42.0
 	sigs.k8s.io/kustomize/api v0.21.2
 	sigs.k8s.io/kustomize/kyaml v0.21.2
 )

@@ -299,6 +299,8 @@ func TestEveryOperation(t *testing.T) {
 	everyBlocksOperation(t, c, u)
 	everyEventsOperation(t, c, u)
 
+	everyMessageOperation(t, ctx, c, u)
+
 	// Deletes.
 	mustNil(t, c.DeleteEntry(ctx, u, s, "q1"))
 	wantErr(t, c.DeleteEntry(ctx, u, s, "q1"), 404, "not_found")

@@ -158,12 +158,18 @@ var schemaTypes = map[string]any{
 	"CreateSessionRequest": CreateSessionRequest{}, "UpdateSessionRequest": UpdateSessionRequest{}, "EndSessionRequest": EndSessionRequest{},
 	"StartSessionRequest": StartSessionRequest{}, "SessionStart": SessionStart{}, "SessionContext": SessionContext{},
 	"EndActiveSessionRequest": EndActiveSessionRequest{},
-	"Block":                   Block{}, "PutBlockRequest": PutBlockRequest{}, "AppendBlockRequest": AppendBlockRequest{}, "BlockList": BlockList{},
+	"Message":                 Message{}, "MessageInput": MessageInput{}, "MessageBatch": MessageBatch{}, "MessageList": MessageList{},
+	"MessagePage": MessagePage{}, "MessagePatch": MessagePatch{},
+	"ForkSessionRequest": ForkSessionRequest{}, "SplitSessionRequest": SplitSessionRequest{},
+	"Compaction": Compaction{}, "CompactionRequest": CompactionRequest{}, "CompactionList": CompactionList{},
+	"SearchResult": SearchResult{}, "SearchResults": SearchResults{},
+	"Block": Block{}, "PutBlockRequest": PutBlockRequest{}, "AppendBlockRequest": AppendBlockRequest{}, "BlockList": BlockList{},
 	"SystemPrompt": SystemPrompt{}, "ToolList": ToolList{}, "ToolCallRequest": ToolCallRequest{}, "ToolResult": ToolResult{},
 	"CustomEvent": CustomEvent{}, "EventID": EventID{}, "AbortRequest": AbortRequest{},
 }
 
-var notStructs = []string{"Error", "Id", "MemifyMetadata", "SessionStatus", "ContextEntry", "AppendContextRequest", "UpdateContextRequest", "Metadata", "State", "StatePatch"}
+var notStructs = []string{"Error", "Id", "MemifyMetadata", "SessionStatus", "ContextEntry", "AppendContextRequest", "UpdateContextRequest", "Metadata", "State", "StatePatch",
+	"AppendMessagesRequest", "AppendMessagesResult"}
 
 // TestTypesMatchSchemas: every struct has exactly its schema's properties
 // as JSON names (nested objects included), and every schema has a type.

@@ -13,20 +13,6 @@ local ACTIVE_SCAN = 256
 -- AUTO_CLOSE_MAX bounds the abandoned sessions one start closes.
 local AUTO_CLOSE_MAX = 16
 
-local function retarget(sid)
-  local cut = #K_RECORD - #SID
-  local function key(k) return string.sub(k, 1, #k - #SID) .. sid end
-  K_ENTRIES, K_TRACES, K_CONTEXT = key(K_ENTRIES), key(K_TRACES), key(K_CONTEXT)
-  K_RECORD, K_INDEX, K_USAGE = string.sub(K_RECORD, 1, cut) .. sid, key(K_INDEX), key(K_USAGE)
-  K_CTX_INDEX = key(K_CTX_INDEX)
-  SID, GID = sid, ARGV[3] .. ':' .. sid
-  K_STATE = 'agent_session_state:' .. META_TAG .. GID
-  K_BLOCKS = 'agent_session_blocks:' .. META_TAG .. GID
-  K_PROMPT = 'agent_session_prompt:' .. META_TAG .. GID
-  K_TOOL_CALLS = 'agent_session_tool_calls:' .. META_TAG .. GID
-  K_EVENTS = 'agent_session_events:' .. META_TAG .. GID
-  SESSION_KEYS = { K_ENTRIES, K_TRACES, K_CONTEXT, K_RECORD, K_INDEX, K_USAGE, K_CTX_INDEX, K_STATE, K_BLOCKS, K_PROMPT, K_TOOL_CALLS, K_EVENTS }
-end
 
 -- candidates returns the user's running sessions whose metadata holds
 -- every pair of match (a table, or nil for all), most recently active
@@ -111,14 +97,39 @@ local function utf8_prefix(s, n)
 end
 
 -- auto_summary is the summary of an auto-closed session: "Auto-summary: "
--- and the first 80 code points of each of its newest 20 questions, oldest
--- first, joined by "; ", at most 1000 code points in all.
+-- and the first 80 code points of each of its newest 20 questions or user
+-- messages (their content), oldest first, joined by "; ", at most 1000
+-- code points in all. It reads the 20 newest entries and the 40 newest
+-- messages: bounded whatever the session holds.
 local function auto_summary()
-  local parts = {}
+  local items = {}
   for _, el in ipairs(redis.call('LRANGE', K_ENTRIES, -20, -1)) do
     local ok, q = pcall(id_of, el, 'question')
-    if ok and type(q) == 'string' and q ~= '' then parts[#parts + 1] = utf8_prefix(q, 80) end
+    if ok and type(q) == 'string' and q ~= '' then
+      items[#items + 1] = { t = entry_time_us(el) or 0, n = #items, text = q }
+    end
   end
+  local ids = redis.call('ZREVRANGE', K_MORDER, 0, 39)
+  if #ids > 0 then
+    local msgs = redis.call('HMGET', K_MSGS, unpack(ids))
+    for i = #msgs, 1, -1 do -- oldest first: a batch shares one created_at
+      local m = msgs[i]
+      if m then
+        local ok, role = pcall(id_of, m, 'role')
+        local ok2, content = pcall(id_of, m, 'content')
+        if ok and ok2 and role == 'user' and type(content) == 'string' and content ~= '' then
+          local at = string.match(m, '"created_at":"([^"]*)"}%s*$')
+          items[#items + 1] = { t = (at and iso_time_us(at)) or 0, n = #items, text = content }
+        end
+      end
+    end
+  end
+  table.sort(items, function(a, b)
+    if a.t ~= b.t then return a.t < b.t end
+    return a.n < b.n
+  end)
+  local parts = {}
+  for i = math.max(1, #items - 19), #items do parts[#parts + 1] = utf8_prefix(items[i].text, 80) end
   return utf8_prefix('Auto-summary: ' .. table.concat(parts, '; '), 1000)
 end
 

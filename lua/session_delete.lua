@@ -1,7 +1,8 @@
 --! prelude: session_lib
 -- session_delete: remove the whole session: entries, traces, context, record,
--- qa_id index, usage ids, state, context blocks, frozen prompt, tool calls
--- (SESSION_KEYS), and its place in every index set (status and metadata).
+-- qa_id index, usage ids, state, context blocks, frozen prompt, tool calls,
+-- messages, compactions and their search documents (SESSION_KEYS), and its
+-- place in every index set (status and metadata).
 -- The usage totals across sessions keep what it spent (they are all-time
 -- counters).
 -- KEYS[1..15] the session's keys, indexes and totals (session_lib.lua)
@@ -28,8 +29,18 @@ else
     end
   end
 end
+-- the user's search statistics lose the session's indexed messages (their
+-- postings go stale and are dropped when a query meets them)
+local docs = redis.pcall('HMGET', K_SDOCS, ' n', ' len')
+local stats = 'agent_search_stats:' .. META_TAG .. ARGV[3]
+local st = redis.call('TYPE', stats)
+if type(st) == 'table' then st = st.ok end
 unindex()
 meta_unindex(meta)
+if type(docs) == 'table' and not docs.err and docs[1] and st == 'hash' then
+  redis.call('HINCRBY', stats, 'n', -(tonumber(docs[1]) or 0))
+  redis.call('HINCRBY', stats, 'len', -(tonumber(docs[2]) or 0))
+end
 local own = {}
 for _, k in ipairs(SESSION_KEYS) do
   if k ~= K_EVENTS then own[#own + 1] = k end

@@ -288,8 +288,8 @@ end
 -- always checked against the element it points at, so a partial index
 -- answers every id it holds.
 
+-- the context index, one of the session's own keys (own_keys below)
 local K_CTX_INDEX = 'agent_session_context_index:' .. string.sub(K_INDEX, #'agent_session_qa_index:' + 1)
-SESSION_KEYS[#SESSION_KEYS + 1] = K_CTX_INDEX
 
 -- INDEX_STEP bounds the elements one script indexes or renumbers, and
 -- INDEX_STEP_BYTES (about) the bytes it reads for that; INDEX_PAGE is the
@@ -649,25 +649,64 @@ local META_TAG = string.sub(K_RECORD, #'agent_session_record:' + 1, #K_RECORD - 
 
 -- The session's state object (registry module), a string beside the record,
 -- is one of the session's own keys: slid, persisted and deleted with them.
-local K_STATE = 'agent_session_state:' .. META_TAG .. GID
-SESSION_KEYS[#SESSION_KEYS + 1] = K_STATE
 -- The user's state object (registry module), a user-level key in the
 -- user's slot: every slide of any of the user's sessions extends it.
 local K_USER_STATE = 'agent_user_state:' .. META_TAG .. ARGV[3]
 
--- The session's context blocks (a hash label -> block), its frozen system
--- prompt (a hash) and its memory of tool calls (a hash), of the blocks
--- module, are the session's own keys too (redisstore/keys_blocks.go).
-local K_BLOCKS = 'agent_session_blocks:' .. META_TAG .. GID
-local K_PROMPT = 'agent_session_prompt:' .. META_TAG .. GID
-local K_TOOL_CALLS = 'agent_session_tool_calls:' .. META_TAG .. GID
-SESSION_KEYS[#SESSION_KEYS + 1] = K_BLOCKS
-SESSION_KEYS[#SESSION_KEYS + 1] = K_PROMPT
-SESSION_KEYS[#SESSION_KEYS + 1] = K_TOOL_CALLS
+-- The session's other own keys, derived from the record's tag (so they
+-- share the session's slot on Cluster): its context blocks (a hash label
+-- -> block), its frozen system prompt (a hash) and its memory of tool calls
+-- (a hash), of the blocks module (redisstore/keys_blocks.go); and its
+-- messages, of the messages module (redisstore/keys_messages.go):
+--   K_MSGS    agent_session_msgs:<tag><u>:<s>         hash id -> message JSON
+--   K_MTREE   agent_session_msg_tree:<tag><u>:<s>     hash id -> tree node
+--   K_MKIDS   agent_session_msg_children:<tag><u>:<s> zset, lex: children
+--   K_MORDER  agent_session_msg_order:<tag><u>:<s>    zset id -> append seq
+--   K_MKEYS   agent_session_msg_keys:<tag><u>:<s>     hash Idempotency-Key ring
+--   K_MCOMP   agent_session_compactions:<tag><u>:<s>  hash: compactions in force
+--   K_SDOCS   agent_search_docs:<tag><u>:<s>          hash: the session's indexed messages
+local K_STATE, K_BLOCKS, K_PROMPT, K_TOOL_CALLS
+local K_MSGS, K_MTREE, K_MKIDS, K_MORDER, K_MKEYS, K_MCOMP, K_SDOCS
+
+-- own_keys derives the session's keys that are not in KEYS from the
+-- current GID and lists every own key in SESSION_KEYS (again after a
+-- retarget to another session of the user).
+local function own_keys()
+  local id = META_TAG .. GID
+  K_STATE = 'agent_session_state:' .. id
+  K_BLOCKS = 'agent_session_blocks:' .. id
+  K_PROMPT = 'agent_session_prompt:' .. id
+  K_TOOL_CALLS = 'agent_session_tool_calls:' .. id
+  K_MSGS = 'agent_session_msgs:' .. id
+  K_MTREE = 'agent_session_msg_tree:' .. id
+  K_MKIDS = 'agent_session_msg_children:' .. id
+  K_MORDER = 'agent_session_msg_order:' .. id
+  K_MKEYS = 'agent_session_msg_keys:' .. id
+  K_MCOMP = 'agent_session_compactions:' .. id
+  K_SDOCS = 'agent_search_docs:' .. id
+  K_CTX_INDEX = 'agent_session_context_index:' .. id
+  K_EVENTS = 'agent_session_events:' .. id
+  SESSION_KEYS = { K_ENTRIES, K_TRACES, K_CONTEXT, K_RECORD, K_INDEX, K_USAGE, K_CTX_INDEX,
+    K_STATE, K_BLOCKS, K_PROMPT, K_TOOL_CALLS,
+    K_MSGS, K_MTREE, K_MKIDS, K_MORDER, K_MKEYS, K_MCOMP, K_SDOCS, K_EVENTS }
+end
+own_keys()
+
+-- retarget points the session variables at session sid of the same user:
+-- every session key ends in "<u>:<s>", and the user's indexes, the bucket's
+-- shards and the tag are the same for all of them, so every key stays in
+-- the user's slot on Redis Cluster (start-or-reuse, fork, split).
+local function retarget(sid)
+  local cut = #K_RECORD - #SID
+  local function key(k) return string.sub(k, 1, #k - #SID) .. sid end
+  K_ENTRIES, K_TRACES, K_CONTEXT = key(K_ENTRIES), key(K_TRACES), key(K_CONTEXT)
+  K_RECORD, K_INDEX, K_USAGE = string.sub(K_RECORD, 1, cut) .. sid, key(K_INDEX), key(K_USAGE)
+  SID, GID = sid, ARGV[3] .. ':' .. sid
+  own_keys()
+end
 
 -- Session events (see the header): the stream is one of the session's own
--- keys; the user's stream is the user's alone.
-SESSION_KEYS[#SESSION_KEYS + 1] = K_EVENTS
+-- keys (own_keys); the user's stream is the user's alone.
 local K_USER_EVENTS = 'agent_user_events:' .. META_TAG .. ARGV[3]
 local EVENTS_CHANNEL = 'sidecar:events'
 -- EVENT_DATA_MAX: an event's data past it is {id, kind, truncated: true}.
@@ -837,14 +876,12 @@ local function session_exists()
   return redis.call('EXISTS', K_ENTRIES, K_TRACES, K_CONTEXT, K_RECORD) > 0
 end
 
--- entry_time_us reads the "time" of a stored Q&A entry (Python isoformat:
--- with or without fraction and offset; no offset is UTC, as Cognee writes
--- utcnow()) as µs since the epoch, or nil.
-local function entry_time_us(el)
-  local at = string.find(el, '"time"', 1, true)
-  if not at then return nil end
-  local y, mo, d, h, mi, sec, rest = string.match(el,
-    '^%s*:%s*"(%d%d%d%d)%-(%d%d)%-(%d%d)[T ](%d%d):(%d%d):(%d%d)([^"]*)"', at + 6)
+-- iso_time_us reads an ISO 8601 time (Python isoformat: with or without
+-- fraction and offset; no offset is UTC, as Cognee writes utcnow()) as µs
+-- since the epoch, or nil; entry_time_us the "time" of a stored Q&A entry.
+local function iso_time_us(text)
+  local y, mo, d, h, mi, sec, rest = string.match(text,
+    '^(%d%d%d%d)%-(%d%d)%-(%d%d)[T ](%d%d):(%d%d):(%d%d)(.*)$')
   if not y then return nil end
   local frac, off = string.match(rest, '^%.(%d+)(.*)$')
   if not frac then frac, off = '', rest end
@@ -863,6 +900,13 @@ local function entry_time_us(el)
   local days = era * 146097 + yoe * 365 + math.floor(yoe / 4) - math.floor(yoe / 100) + doy - 719468
   local secs = days * 86400 + tonumber(h) * 3600 + tonumber(mi) * 60 + tonumber(sec) - offset
   return secs * 1000000 + tonumber(string.sub(frac .. '000000', 1, 6))
+end
+
+local function entry_time_us(el)
+  local at = string.find(el, '"time"', 1, true)
+  if not at then return nil end
+  local text = string.match(el, '^%s*:%s*"([^"]*)"', at + 6)
+  return text and iso_time_us(text)
 end
 
 -- started_at_of is a new record's started_at (µs, as a string): the time

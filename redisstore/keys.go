@@ -353,6 +353,51 @@ var Families = []Family{
 		Description: "the session's state object (JSON, at most 64 KiB), changed by JSON merge patch",
 	},
 	{
+		Name: "messages", Pattern: "agent_session_msgs:*:*", ClusterPattern: "agent_session_msgs:{b*}:*:*",
+		Kind: KindHash, Owner: "messages", TTL: SessionTTL,
+		Description: "a session's messages, every branch: message id → the message's JSON as answered (`item` as sent); at most `SESSION_MAX_MESSAGES`",
+	},
+	{
+		Name: "message tree", Pattern: "agent_session_msg_tree:*:*", ClusterPattern: "agent_session_msg_tree:{b*}:*:*",
+		Kind: KindHash, Owner: "messages", TTL: SessionTTL,
+		Description: "message id → its parent, jump pointer, depth, path tokens, append number, tokens and fingerprint, so a page of a path costs O(limit + log n)",
+	},
+	{
+		Name: "message children", Pattern: "agent_session_msg_children:*:*", ClusterPattern: "agent_session_msg_children:{b*}:*:*",
+		Kind: KindZSet, Owner: "messages", TTL: SessionTTL,
+		Description: "one member `<parent>\\0<append number>\\0<id>` per message (score 0, read by lex range): a message's branches, oldest first",
+	},
+	{
+		Name: "message order", Pattern: "agent_session_msg_order:*:*", ClusterPattern: "agent_session_msg_order:{b*}:*:*",
+		Kind: KindZSet, Owner: "messages", TTL: SessionTTL,
+		Description: "message id → append number: the message count and the newest message left",
+	},
+	{
+		Name: "message keys", Pattern: "agent_session_msg_keys:*:*", ClusterPattern: "agent_session_msg_keys:{b*}:*:*",
+		Kind: KindHash, Owner: "messages", TTL: SessionTTL,
+		Description: "`Idempotency-Key` → the ids an append stored, the 1 000 newest keys, so a retried append stores nothing",
+	},
+	{
+		Name: "compactions", Pattern: "agent_session_compactions:*:*", ClusterPattern: "agent_session_compactions:{b*}:*:*",
+		Kind: KindHash, Owner: "messages", TTL: SessionTTL,
+		Description: "a session's compactions in force (at most 100): id → `{id, summary, from_id, to_id, created_at}`, `#<id>` → its range and summary tokens",
+	},
+	{
+		Name: "search postings", Pattern: "agent_search:*:*", ClusterPattern: "agent_search:{b*}:*:*",
+		Kind: KindZSet, Owner: "messages", TTL: SessionTTL,
+		Description: "a user's postings of one term (`agent_search:<u>:<stem>`): `<s>\\t<kind>\\t<id>\\t<version>\\t<tf>\\t<length>` by time; lives as long as the longest-lived session it holds; stale postings dropped by the queries that meet them",
+	},
+	{
+		Name: "search documents", Pattern: "agent_search_docs:*:*", ClusterPattern: "agent_search_docs:{b*}:*:*",
+		Kind: KindHash, Owner: "messages", TTL: SessionTTL,
+		Description: "a session's indexed messages: `message\\t<id>` → version, length, time and the first 600 characters of its text (for snippets)",
+	},
+	{
+		Name: "search statistics", Pattern: "agent_search_stats:*", ClusterPattern: "agent_search_stats:{b*}:*",
+		Kind: KindHash, Owner: "messages", TTL: SessionTTL,
+		Description: "a user's indexed documents and their total length, for BM25",
+	},
+	{
 		Name: "user state", Pattern: "agent_user_state:*", ClusterPattern: "agent_user_state:{b*}:*",
 		Kind: KindString, Owner: "registry", TTL: RetentionTTL,
 		Reason:      "at least `SESSION_TTL_SECONDS` from its last write, and at least the TTL of each of the user's sessions from its last write (none while one of them has none)",

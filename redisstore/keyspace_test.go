@@ -68,6 +68,11 @@ func TestMatchBuilders(t *testing.T) {
 				l.SessionBlocks("alice", "chat-1"): "session blocks", l.SessionPrompt("alice", "chat-1"): "frozen prompt",
 				l.SessionToolCalls("alice", "chat-1"): "tool calls", l.UserBlocks("alice"): "user blocks",
 			}
+			m := l.Messages("alice", "chat-1")
+			want[m.Messages], want[m.Tree], want[m.Children] = "messages", "message tree", "message children"
+			want[m.Order], want[m.Keys], want[m.Compactions] = "message order", "message keys", "compactions"
+			want[l.SearchPostings("alice", "deploy")], want[l.SearchDocs("alice", "chat-1")] = "search postings", "search documents"
+			want[l.SearchStats("alice")] = "search statistics"
 			day := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
 			for i := range redisstore.IndexStatuses {
 				want[k.UserIndex[i]] = "user index"

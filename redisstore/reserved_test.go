@@ -18,6 +18,9 @@ func layoutKeys() []string {
 			out = append(out, l.Session(user, "session.1").List()...)
 			out = append(out, l.MetaIndex(user, "k", "v"), l.UserState(user), l.SessionState(user, "session.1"))
 			out = append(out, l.SessionBlocks(user, "session.1"), l.SessionPrompt(user, "session.1"), l.SessionToolCalls(user, "session.1"), l.UserBlocks(user))
+			m := l.Messages(user, "session.1")
+			out = append(out, m.Messages, m.Tree, m.Children, m.Order, m.Keys, m.Compactions)
+			out = append(out, l.SearchPostings(user, "deploy"), l.SearchDocs(user, "session.1"), l.SearchStats(user))
 		}
 		for b := range l.Buckets() {
 			g := l.Global(b)
@@ -38,8 +41,11 @@ func TestReservedCoversTheLayout(t *testing.T) {
 		}
 	}
 	want := []string{
-		"agent_session_blocks", "agent_session_context_index", "agent_session_events",
-		"agent_session_meta", "agent_session_meta_global", "agent_session_prompt",
+		"agent_search", "agent_search_docs", "agent_search_stats",
+		"agent_session_blocks", "agent_session_compactions", "agent_session_context_index", "agent_session_events",
+		"agent_session_meta", "agent_session_meta_global",
+		"agent_session_msg_children", "agent_session_msg_keys", "agent_session_msg_order", "agent_session_msg_tree",
+		"agent_session_msgs", "agent_session_prompt",
 		"agent_session_qa_index", "agent_session_record", "agent_session_state", "agent_session_tool_calls",
 		"agent_session_usage_ids", "agent_sessions", "agent_sessions_by_user", "agent_sessions_global",
 		"agent_traces", "agent_usage_by_model", "agent_usage_totals", "agent_user_blocks", "agent_user_events",

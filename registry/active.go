@@ -249,9 +249,10 @@ func compareTime(a, b *string) int {
 	return ta.Compare(tb)
 }
 
-// recentItems returns the RecentItems newest Q&A entries of the sessions,
-// newest first, each as {"kind": "entry", "session_id": ..., ...entry}:
-// one LRANGE of at most RecentItems per session.
+// recentItems returns the RecentItems newest Q&A entries and messages of
+// the sessions, newest first, each as {"kind": "entry"|"message",
+// "session_id": ..., ...the item}: one LRANGE of at most RecentItems per
+// session, and the RecentItems newest messages of each (recentMessages).
 func (s *Store) recentItems(ctx context.Context, user string, sessions []string) ([]json.RawMessage, error) {
 	out := []json.RawMessage{}
 	if len(sessions) == 0 {
@@ -299,6 +300,13 @@ func (s *Store) recentItems(ctx context.Context, user string, sessions []string)
 			items = append(items, item{entryTime(t.Time), b.Bytes()})
 		}
 	}
+	msgs, err := s.recentMessages(ctx, client, user, sessions)
+	if err != nil {
+		return nil, err
+	}
+	for _, m := range msgs {
+		items = append(items, item{m.at, m.body})
+	}
 	slices.SortStableFunc(items, func(a, b item) int { return b.at.Compare(a.at) })
 	if len(items) > RecentItems {
 		items = items[:RecentItems]
@@ -317,4 +325,62 @@ func entryTime(v string) time.Time {
 		}
 	}
 	return time.Time{}
+}
+
+// timedItem is a recent item and when it was written.
+type timedItem struct {
+	at   time.Time
+	body json.RawMessage
+}
+
+// recentMessages returns the RecentItems newest messages of each session
+// (by append order), each as {"kind": "message", "session_id": ...,
+// ...message}: one pipelined ZREVRANGE per session, then one HMGET per
+// session that has messages.
+func (s *Store) recentMessages(ctx context.Context, client rueidis.Client, user string, sessions []string) ([]timedItem, error) {
+	l := redisstore.Layout{Cluster: s.Conn().Cluster()}
+	cmds := make(rueidis.Commands, len(sessions))
+	for i, sid := range sessions {
+		cmds[i] = client.B().Zrevrange().Key(l.Messages(user, sid).Order).Start(0).Stop(RecentItems - 1).Build()
+	}
+	var gets rueidis.Commands
+	var of []string
+	for i, r := range client.DoMulti(ctx, cmds...) {
+		ids, err := r.AsStrSlice()
+		if err != nil {
+			return nil, redisstore.Wrap("active session", err)
+		}
+		if len(ids) > 0 {
+			gets = append(gets, client.B().Hmget().Key(l.Messages(user, sessions[i]).Messages).Field(ids...).Build())
+			of = append(of, sessions[i])
+		}
+	}
+	var out []timedItem
+	if len(gets) == 0 {
+		return out, nil
+	}
+	for i, r := range client.DoMulti(ctx, gets...) {
+		vals, err := r.ToArray()
+		if err != nil {
+			return nil, redisstore.Wrap("active session", err)
+		}
+		sid, _ := json.Marshal(of[i])
+		for _, v := range vals {
+			m, err := v.ToString()
+			if err != nil || len(m) < 2 || m[0] != '{' {
+				continue
+			}
+			var t struct {
+				CreatedAt string `json:"created_at"`
+			}
+			_ = json.Unmarshal([]byte(m), &t)
+			var b bytes.Buffer
+			b.WriteString(`{"kind":"message","session_id":`)
+			b.Write(sid)
+			b.WriteByte(',')
+			b.WriteString(m[1:])
+			out = append(out, timedItem{entryTime(t.CreatedAt), b.Bytes()})
+		}
+	}
+	return out, nil
 }

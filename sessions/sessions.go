@@ -17,6 +17,7 @@ import (
 	"github.com/agentsidecar/agentsidecar/cognee"
 	"github.com/agentsidecar/agentsidecar/envconf"
 	"github.com/agentsidecar/agentsidecar/redisstore"
+	"github.com/agentsidecar/agentsidecar/search"
 	"github.com/agentsidecar/agentsidecar/sessionstore"
 	"github.com/agentsidecar/agentsidecar/sidecar"
 )
@@ -273,6 +274,13 @@ func (m *Module) search(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	switch r.URL.Query().Get("rank") {
+	case "", "recent":
+	case "relevance":
+		return m.searchRelevance(w, r, p[0], p[1])
+	default:
+		return sidecar.BadRequest("invalid_query", "rank must be recent or relevance")
+	}
 	words := strings.FieldsFunc(strings.ToLower(r.URL.Query().Get("q")), func(c rune) bool {
 		return !unicode.IsLetter(c) && !unicode.IsNumber(c)
 	})
@@ -397,3 +405,31 @@ func (m *Module) deleteContext(w http.ResponseWriter, r *http.Request) error {
 }
 
 var _ sidecar.Module = (*Module)(nil)
+
+// searchRelevance ranks the session's indexed documents for q by BM25
+// (package search): {results: [{kind, id, snippet, score, time}]}.
+func (m *Module) searchRelevance(w http.ResponseWriter, r *http.Request, user, session string) error {
+	limit, err := sidecar.QueryInt(r, "limit", DefaultLastN, 1, MaxSearch)
+	if err != nil {
+		return err
+	}
+	client, err := m.store.Conn().Client()
+	if err != nil {
+		return err
+	}
+	l := redisstore.Layout{Cluster: m.store.Conn().Cluster()}
+	res, err := search.Find(r.Context(), client, l, user, session, r.URL.Query().Get("q"), limit)
+	if errors.Is(err, search.ErrNoTerms) {
+		return sidecar.BadRequest("invalid_query", "q must hold at least one searchable word (stop words such as \"the\" are not indexed)")
+	}
+	if err != nil {
+		return err
+	}
+	for i := range res {
+		res[i].SessionID = ""
+	}
+	sidecar.WriteJSON(w, http.StatusOK, struct {
+		Results []search.Result `json:"results"`
+	}{res})
+	return nil
+}

@@ -152,6 +152,9 @@ func driveEveryRoute(t *testing.T, h *sidecartest.Host) {
 	held := map[string]string{"name": "held_lock"}
 	reg1 := map[string]string{"session_id": "reg-1"}
 	dana := map[string]string{"user_id": "dana"}
+	msg1 := map[string]string{"session_id": "msg-1"}
+	msg1m2 := map[string]string{"session_id": "msg-1", "message_id": "m2"}
+	msg2 := map[string]string{"session_id": "msg-2"}
 	var lockToken string
 	steps := []struct {
 		id     string
@@ -204,6 +207,22 @@ func driveEveryRoute(t *testing.T, h *sidecartest.Host) {
 		{"startSession", 201, dana, func() string { return `{"title":"hello","metadata":{"agent":"a1"}}` }},
 		{"startSession", 200, dana, func() string { return `{"title":"hello","metadata":{"agent":"a1"}}` }},
 		{"endActiveSession", 200, dana, func() string { return `{"summary":"done"}` }},
+		{"appendMessages", 201, msg1, nil},
+		{"putMessage", 201, msg1m2, nil},
+		{"listMessages", 200, msg1, nil},
+		{"forkSession", 201, msg1, nil},
+		{"splitSession", 201, map[string]string{"session_id": "chat-1-fork"}, nil},
+		{"getMessage", 200, msg1, nil},
+		{"listChildren", 200, msg1, nil},
+		{"patchMessage", 200, msg1, nil},
+		{"popMessage", 200, msg1, nil},
+		{"deleteMessage", 204, msg1, nil},
+		{"appendMessages", 201, msg1, nil}, // the key's messages are gone: stored again
+		{"createCompaction", 201, msg1, nil},
+		{"listCompactions", 200, msg1, nil},
+		{"searchUser", 200, nil, nil},
+		{"appendMessages", 201, msg2, nil},
+		{"clearMessages", 204, msg2, nil},
 		// blocks: every key family of the module (the user's, the session's,
 		// the frozen prompt, the tool call ids) left in place
 		{"putUserBlock", 201, nil, nil},

@@ -9,6 +9,7 @@ import (
 	"github.com/agentsidecar/agentsidecar/blocks"
 	"github.com/agentsidecar/agentsidecar/events"
 	"github.com/agentsidecar/agentsidecar/locks"
+	"github.com/agentsidecar/agentsidecar/messages"
 	"github.com/agentsidecar/agentsidecar/metrics"
 	"github.com/agentsidecar/agentsidecar/registry"
 	"github.com/agentsidecar/agentsidecar/sessions"
@@ -25,6 +26,7 @@ func All() []sidecar.Factory {
 		ttl.Factory,
 		usage.Factory,
 		registry.Factory,
+		messages.Factory,
 		blocks.Factory,
 		locks.Factory,
 		metrics.Factory,

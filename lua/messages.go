@@ -1,0 +1,26 @@
+package lua
+
+// Messages scripts (messages module): session scripts over the same KEYS
+// and first ARGVs as session_*.lua, with messages_lib.lua's prelude (the
+// tree helpers, itself on session_lib.lua).
+var (
+	MessagesAppend = load("messages_append")
+	MessagesRead   = load("messages_read")
+)
+
+// Writes on the tree.
+var (
+	MessagesPut    = load("messages_put")
+	MessagesDelete = load("messages_delete")
+	MessagesPop    = load("messages_pop")
+	MessagesClear  = load("messages_clear")
+)
+
+// Sessions made from a session.
+var (
+	MessagesFork  = load("messages_fork")
+	MessagesSplit = load("messages_split")
+)
+
+// MessagesCompact stores a compaction overlay.
+var MessagesCompact = load("messages_compact")

@@ -1,0 +1,35 @@
+--! prelude: messages_lib
+-- messages_append: append one message, or several chained in order (each
+-- the parent of the next), all or nothing; the latest leaf becomes the
+-- last of them. Counts as activity (finish_write).
+-- KEYS[1..15] the session's keys, indexes and totals (session_lib.lua)
+-- ARGV[1..4] TTL, max entries, user_id, session_id (session_lib.lua)
+-- ARGV[5] '1' when ARGV[6] is the latest leaf the caller expects (If-Match;
+--   '' = none), else '0'
+-- ARGV[7] the first message's parent: 'latest' (the latest leaf, or a new
+--   root when there is none), 'root' (a new root) or 'id' (ARGV[8])
+-- ARGV[8] the parent's id for 'id'
+-- ARGV[9] SESSION_MAX_MESSAGES
+-- ARGV[10] the Idempotency-Key, or '' (the 1 000 newest are kept)
+-- ARGV[11..] per message, seven values: id, fingerprint (of the fields a
+--   retry must repeat), tokens, body (the message's JSON object without
+--   parent_id and created_at, which this script appends), and for the
+--   search index its terms ("term tf ...", '' = not indexed), length and
+--   preview
+-- returns {1, message...} stored ({2, ...} when this started the session);
+--   {0, message...} the stored messages of a retry (the same ids with the
+--   same fields, or the same Idempotency-Key): nothing written; and, with
+--   nothing written, {-1, code, detail}: 'wrong_type' (a key or record
+--   field of the wrong type), 'leaf_moved' (detail: the latest leaf),
+--   'id_conflict' (an id held with other fields), 'unknown_parent',
+--   'session_full' (detail: the message count).
+local batch = {}
+for i = 11, #ARGV, 7 do
+  batch[#batch + 1] = { id = ARGV[i], fp = ARGV[i + 1], tokens = tonumber(ARGV[i + 2]), body = ARGV[i + 3],
+    spec = ARGV[i + 4], len = tonumber(ARGV[i + 5]), preview = ARGV[i + 6] }
+end
+local if_match
+if ARGV[5] == '1' then if_match = ARGV[6] end
+local reply = append_messages(batch, ARGV[7], ARGV[8], if_match, tonumber(ARGV[9]), ARGV[10])
+-- events: emit(...) for each stored message goes here (reply[1] > 0)
+return reply

@@ -1,0 +1,50 @@
+--! prelude: messages_lib
+-- messages_put: store a message by id. A new id is an append (the parent
+-- rules of messages_append); an id the session holds keeps its place in
+-- the tree (parent, created_at) and gets the new fields; a change of its
+-- tokens moves the path tokens of its descendants (O(subtree)). PATCH sends
+-- the stored message it read (ARGV[9]) and is refused when it changed since.
+-- KEYS[1..15] the session's keys, indexes and totals (session_lib.lua)
+-- ARGV[1..4] TTL, max entries, user_id, session_id (session_lib.lua)
+-- ARGV[5] id, ARGV[6] fingerprint, ARGV[7] tokens, ARGV[8] body (the
+--   message's JSON object without parent_id and created_at)
+-- ARGV[9] '' or the stored message the new one was made from (PATCH)
+-- ARGV[10] 'put' (create or replace) or 'patch' (replace only)
+-- ARGV[11] the parent for a new message: 'latest', 'root' or 'id'
+--   (ARGV[12]); for a held one, 'root' or 'id' must name its parent
+-- ARGV[13] SESSION_MAX_MESSAGES
+-- ARGV[14..16] for the search index: terms ("term tf ...", '' = none),
+--   length, preview
+-- returns {1, message} created ({2, ...} when this started the session),
+--   {3, message} replaced; with nothing written, {-1, code, detail}: the
+--   codes of messages_append, 'not_found' (patch: no such message) and
+--   'changed' (patch: the message changed since it was read).
+local id, fp, tokens, body, expect, mode = ARGV[5], ARGV[6], tonumber(ARGV[7]), ARGV[8], ARGV[9], ARGV[10]
+local pmode, pid = ARGV[11], ARGV[12]
+local n = node(id)
+if not n then
+  if mode == 'patch' then return { -1, 'not_found', id } end
+  local reply = append_messages({ { id = id, fp = fp, tokens = tokens, body = body, spec = ARGV[14],
+    len = tonumber(ARGV[15]), preview = ARGV[16] } }, pmode, pid, nil, tonumber(ARGV[13]), '')
+  -- events: emit(...) of the created message goes here (reply[1] > 0)
+  return reply
+end
+local refused = write_checks()
+if refused then return refused end
+local old = redis.call('HGET', K_MSGS, id)
+if expect ~= '' and old ~= expect then return { -1, 'changed', id } end
+if (pmode == 'root' and n.parent ~= '') or (pmode == 'id' and n.parent ~= pid) then
+  return { -1, 'id_conflict', id }
+end
+local created_at = (old and field_raw(old, 'created_at')) or ('"' .. iso_us(now_us()) .. '"')
+
+local json = stored_json(body, n.parent, created_at)
+local delta = tokens - n.tokens
+n.tokens, n.cum, n.fp = tokens, n.cum + delta, fp
+redis.call('HSET', K_MSGS, id, json)
+redis.call('HSET', K_MTREE, id, node_text(n))
+if delta ~= 0 then add_tokens(n, delta) end
+if ARGV[14] == '' then unindex_doc(id) else index_doc(id, ARGV[14], tonumber(ARGV[15]), ARGV[16], now_us()) end
+finish_write(false, false)
+-- events: emit(...) of the replaced message goes here
+return { 3, json }

@@ -1,0 +1,197 @@
+--! prelude: messages_lib
+-- messages_read: the reads of a session's messages, each one atomic step
+-- of bounded work (writes nothing).
+-- KEYS[1..15] the session's keys, indexes and totals (session_lib.lua)
+-- ARGV[1..4] TTL, max entries, user_id, session_id (session_lib.lua)
+-- ARGV[5] what to read:
+--   'path': a page of the path root..leaf. ARGV[6] the leaf ('' = the
+--     latest leaf), ARGV[7] 'asc' or 'desc', ARGV[8] limit, ARGV[9] ''
+--     (no cursor), 'before' or 'after', ARGV[10] the cursor's message id,
+--     ARGV[11] offset, ARGV[12] the answer's byte cap (the page is cut
+--     before its messages pass it, next_cursor continuing it), ARGV[13]
+--     '1' for the raw path ('0': each compaction in force on the path is
+--     read as one synthetic system message, "compaction:<id>"). Cost
+--     O(limit + (compactions + 1) log depth): the page's deepest
+--     message is found through the jump pointers, then the page is walked
+--     up parent by parent.
+--   'one': ARGV[6] the message id.
+--   'children': ARGV[6] the message id, ARGV[7] the most children.
+--   'compactions': the compactions in force.
+-- returns for 'path' {total, total_tokens, next_cursor ('' = none), tokens
+--   of the latest path as read plus the frozen system prompt's, 1 when the
+--   byte cap cut the page else 0,
+--   message...} in the page's order; for 'one' the
+--   message, or nil; for 'children' {0, message...} oldest first; for
+--   'compactions' {0, compaction...} oldest first; and
+--   {-1, code, id} for 'not_found' (no such message: the leaf, or the one
+--   asked for) and 'invalid_cursor' (the cursor is not on the path).
+local what = ARGV[5]
+
+if what == 'one' then
+  return redis.call('HGET', K_MSGS, ARGV[6])
+end
+
+if what == 'children' then
+  if not node(ARGV[6]) then return { -1, 'not_found', ARGV[6] } end
+  local ids = children(ARGV[6], tonumber(ARGV[7]))
+  local out = { 0 }
+  if #ids > 0 then
+    for _, m in ipairs(redis.call('HMGET', K_MSGS, unpack(ids))) do out[#out + 1] = m end
+  end
+  return out
+end
+
+if what == 'compactions' then
+  local out = { 0 }
+  for _, c in ipairs(compactions()) do out[#out + 1] = c.json end
+  return out
+end
+
+-- 'path'
+local latest = rec_msgs()
+local leaf_id, order, limit, kind, cursor, offset = ARGV[6], ARGV[7], tonumber(ARGV[8]), ARGV[9], ARGV[10], tonumber(ARGV[11])
+local max_bytes, raw = tonumber(ARGV[12]), ARGV[13] == '1'
+if leaf_id == '' then leaf_id = latest end
+local leaf = node(leaf_id)
+if not leaf then
+  if ARGV[6] ~= '' then return { -1, 'not_found', ARGV[6] } end
+  return { 0, 0, '', 0, 0 }
+end
+-- The path as read: each compaction in force on it stands for its range
+-- (unless raw). Read positions count a compaction as one message.
+local ovs = {}
+if not raw then ovs = overlays(leaf) end
+local total, total_tokens = leaf.depth + 1, leaf.cum
+for _, o in ipairs(ovs) do
+  total = total - (o.td - o.fd)
+  total_tokens = total_tokens - o.tokens + o.c.stokens
+end
+-- the latest path's tokens as read, plus the frozen system prompt's (blocks
+-- module), for compaction_suggested
+local latest_tokens = total_tokens
+if latest and latest ~= leaf.id then
+  local l = node(latest)
+  latest_tokens = 0
+  if l then
+    latest_tokens = l.cum
+    for _, o in ipairs(overlays(l)) do latest_tokens = latest_tokens - o.tokens + o.c.stokens end
+  end
+end
+local prompt = redis.pcall('HGET', K_PROMPT, 'tokens')
+if type(prompt) == 'string' then latest_tokens = latest_tokens + (tonumber(prompt) or 0) end
+
+-- at returns what stands at read position pos: a depth (a message of the
+-- path), or an overlay.
+local function at(pos)
+  local shift = 0
+  for _, o in ipairs(ovs) do
+    local op = o.fd - shift
+    if pos < op then return pos + shift end
+    if pos == op then return nil, o end
+    shift = shift + (o.td - o.fd)
+  end
+  return pos + shift
+end
+
+-- pos_of returns the read position of cursor id on the path, or nil.
+local function pos_of(id)
+  local cid = string.match(id, '^compaction:(.+)$')
+  local shift = 0
+  if cid then
+    for _, o in ipairs(ovs) do
+      if o.c.id == cid then return o.fd - shift end
+      shift = shift + (o.td - o.fd)
+    end
+    return nil
+  end
+  local c = node(id)
+  if not c or c.depth > leaf.depth or ancestor(leaf, c.depth).id ~= c.id then return nil end
+  for _, o in ipairs(ovs) do
+    if c.depth < o.fd then break end
+    if c.depth <= o.td then return nil end -- inside a compacted range
+    shift = shift + (o.td - o.fd)
+  end
+  return c.depth - shift
+end
+
+local last = total - 1
+local cur
+if kind ~= '' then
+  cur = pos_of(cursor)
+  if not cur then return { -1, 'invalid_cursor', cursor } end
+end
+local lo, hi
+local forward -- the page continues toward the leaf (next_cursor at hi)
+if order == 'asc' then
+  forward = kind ~= 'before'
+else
+  forward = kind == 'before'
+end
+if forward then
+  if kind == '' then lo = offset else lo = cur + 1 + offset end
+  hi = math.min(last, lo + limit - 1)
+else
+  if kind == '' then hi = last - offset else hi = cur - 1 - offset end
+  lo = math.max(0, hi - limit + 1)
+end
+-- items of the page, deepest first: {id=} a message or {o=} an overlay
+local items = {}
+if lo <= hi and hi >= 0 and lo <= last then
+  local v -- the message at the previous position, when it was one
+  for pos = hi, lo, -1 do
+    local d, o = at(pos)
+    if o then
+      items[#items + 1] = { o = o }
+      v = nil
+    else
+      if v and v.depth == d + 1 then v = node(v.parent) else v = ancestor(leaf, d) end
+      items[#items + 1] = { id = v.id }
+    end
+  end
+end
+-- The page is cut before the answer passes max_bytes, on the side away
+-- from where it starts (walk: from lo deeper when forward, else from hi up),
+-- keeping at least one message; next_cursor then continues it.
+local walk = {}
+if forward then
+  for i = #items, 1, -1 do walk[#walk + 1] = items[i] end
+else
+  walk = items
+end
+local size, kept, cut = 0, {}, 0
+for _, it in ipairs(walk) do
+  if it.o then
+    it.json = synthetic(it.o)
+    size = size + #it.json + 1
+  else
+    size = size + redis.call('HSTRLEN', K_MSGS, it.id) + 1
+  end
+  if size > max_bytes and #kept > 0 then
+    cut = 1
+    break
+  end
+  kept[#kept + 1] = it
+end
+local next_cursor = ''
+if #kept > 0 and (cut == 1 or (forward and hi < last) or (not forward and lo > 0)) then
+  local k = kept[#kept]
+  next_cursor = k.id or ('compaction:' .. k.o.c.id)
+end
+local ids = {}
+for _, it in ipairs(kept) do
+  if it.id then ids[#ids + 1] = it.id end
+end
+local bodies = {}
+if #ids > 0 then
+  local got = redis.call('HMGET', K_MSGS, unpack(ids))
+  for i, id in ipairs(ids) do bodies[id] = got[i] end
+end
+local out = { total, total_tokens, next_cursor, latest_tokens, cut }
+-- kept is in walk order: shallow first when forward
+local from, to, step = 1, #kept, 1
+if (order == 'asc') ~= forward then from, to, step = #kept, 1, -1 end
+for i = from, to, step do
+  local it = kept[i]
+  out[#out + 1] = it.json or bodies[it.id] or false
+end
+return out

@@ -1,0 +1,104 @@
+package messages_test
+
+import (
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/agentsidecar/agentsidecar/redisstore/redisstoretest"
+	"github.com/agentsidecar/agentsidecar/sidecar/sidecartest"
+)
+
+type hit struct {
+	SessionID string  `json:"session_id"`
+	Kind      string  `json:"kind"`
+	ID        string  `json:"id"`
+	Snippet   string  `json:"snippet"`
+	Score     float64 `json:"score"`
+	Time      string  `json:"time"`
+}
+
+func find(t *testing.T, h *sidecartest.Host, path, q string) []hit {
+	t.Helper()
+	rep := h.Do(t, "GET", path+"q="+url.QueryEscape(q), "")
+	if rep.Status != 200 {
+		t.Fatalf("search %q: %s", q, rep)
+	}
+	var out struct{ Results []hit }
+	rep.JSON(t, &out)
+	return out.Results
+}
+
+func hitIDs(hs []hit) string {
+	var out []string
+	for _, h := range hs {
+		out = append(out, h.SessionID+"/"+h.ID)
+	}
+	return strings.Join(out, ",")
+}
+
+func TestSearch(t *testing.T) {
+	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
+		h := start(t, srv, nil)
+		add := func(session, body string) {
+			t.Helper()
+			if rep := h.Do(t, "POST", "/v1/users/alice/sessions/"+session+"/messages", body); rep.Status != 201 {
+				t.Fatalf("append: %s", rep)
+			}
+		}
+		add("s1", `{"id":"a","role":"user","content":"How do I deploy the service to staging?"}`)
+		add("s1", `{"id":"b","role":"assistant","content":"Run the deployment pipeline; it deployed fine yesterday. Deploy again after the café opens."}`)
+		add("s2", `{"id":"c","role":"user","content":"The weather is nice"}`)
+		add("s2", `{"id":"d","role":"user","parts":[{"type":"text","text":"Résumé of the deploy"}]}`)
+		add("s3", `{"id":"e","role":"user","item":{"content":[{"type":"input_text","text":"unrelated words only"}]},"format":"openai.responses"}`)
+		user := "/v1/users/alice/search?"
+		// stems and ranking: b holds three forms of deploy
+		// (BM25: d is short, b says it three times, a once in a longer text)
+		got := find(t, h, user, "deploying")
+		if hitIDs(got) != "s2/d,s1/b,s1/a" {
+			t.Fatalf("deploying: %s", hitIDs(got))
+		}
+		if got[1].Kind != "message" || got[1].Score <= got[2].Score || !strings.Contains(got[1].Snippet, "deploy") || got[1].Time == "" {
+			t.Fatalf("hits: %+v", got)
+		}
+		// case and accents folded
+		if got := hitIDs(find(t, h, user, "CAFE resume")); got != "s1/b,s2/d" && got != "s2/d,s1/b" {
+			t.Fatalf("cafe resume: %s", got)
+		}
+		if got := hitIDs(find(t, h, user, "unrelated")); got != "s3/e" {
+			t.Fatalf("item text: %s", got)
+		}
+		// one session, rank=relevance on the session search
+		if got := find(t, h, "/v1/users/alice/sessions/s2/search?rank=relevance&", "deploy"); len(got) != 1 || got[0].ID != "d" || got[0].SessionID != "" {
+			t.Fatalf("session search: %+v", got)
+		}
+		// an update is found by its new words only, a delete not at all
+		if rep := h.Do(t, "PUT", "/v1/users/alice/sessions/s2/messages/c", `{"role":"user","content":"rain tomorrow"}`); rep.Status != 200 {
+			t.Fatal(rep)
+		}
+		if got := find(t, h, user, "weather"); len(got) != 0 {
+			t.Fatalf("old words still found: %s", hitIDs(got))
+		}
+		if got := hitIDs(find(t, h, user, "rain")); got != "s2/c" {
+			t.Fatalf("new words: %s", got)
+		}
+		if rep := h.Do(t, "POST", "/v1/users/alice/sessions/s1/messages/pop", ""); rep.Status != 200 {
+			t.Fatal(rep)
+		}
+		if rep := h.Do(t, "DELETE", "/v1/users/alice/sessions/s3", ""); rep.Status != 204 {
+			t.Fatal(rep)
+		}
+		if got := hitIDs(find(t, h, user, "deploy unrelated")); got != "s2/d,s1/a" && got != "s1/a,s2/d" {
+			t.Fatalf("after pop and session delete: %s", got)
+		}
+		// the stale postings were dropped as the query met them
+		c := srv.Client(t)
+		l := srv.Layout()
+		if n, _ := c.Do(t.Context(), c.B().Zcard().Key(l.SearchPostings("alice", "unrel")).Build()).AsInt64(); n != 0 {
+			t.Fatalf("postings of a deleted session left: %d", n)
+		}
+		if rep := h.Do(t, "GET", user+"q=the", ""); rep.Status != 400 || rep.Code() != "invalid_query" {
+			t.Fatalf("stop words only: %s", rep)
+		}
+	})
+}

@@ -1,0 +1,59 @@
+package search
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestQueryFoldsAndStems(t *testing.T) {
+	for _, c := range []struct{ q, want string }{
+		{"Deployment", "deploy"},
+		{"deployed DEPLOYING deploys", "deploy"},
+		{"Café résumé", "cafe resum"},
+		{"the and of", ""},
+		{"naïve Ünïcödé 東京", "naiv unicod 東京"},
+		{"x" + strings.Repeat("y", 70) + " ok", "ok"},
+	} {
+		if got := strings.Join(Query(c.q), " "); got != c.want {
+			t.Errorf("Query(%q) = %q, want %q", c.q, got, c.want)
+		}
+	}
+}
+
+func TestAnalyze(t *testing.T) {
+	d := Analyze("We deployed the deployment.", "Deploy quickly!")
+	if d.Terms["deploy"] != 3 || d.Terms["quick"] != 1 || d.Length != 4 {
+		t.Fatalf("Analyze: %+v", d)
+	}
+	if got := d.Spec(); got != "deploy 3 quick 1" {
+		t.Fatalf("Spec: %q", got)
+	}
+	var many []string
+	for i := range 400 {
+		many = append(many, "w"+strings.Repeat("a", i%50)+string(rune('a'+i/50)))
+	}
+	if got := len(Analyze(strings.Join(many, " ")).Terms); got != MaxDocTerms {
+		t.Fatalf("terms kept: %d, want %d", got, MaxDocTerms)
+	}
+}
+
+func TestSnippet(t *testing.T) {
+	long := strings.Repeat("filler ", 60) + "the deployment failed " + strings.Repeat("more ", 60)
+	s := Snippet(long, Query("deploy"))
+	if len([]rune(s)) != SnippetRunes || !strings.Contains(s, "deployment failed") {
+		t.Fatalf("snippet %q", s)
+	}
+	if got := Snippet("short text", Query("deploy")); got != "short text" {
+		t.Fatalf("short: %q", got)
+	}
+}
+
+func TestScore(t *testing.T) {
+	// a rarer term weighs more; a shorter document with the same tf scores higher
+	rare := Score([]int{1}, []int{2}, 100, 10, 10)
+	common := Score([]int{1}, []int{80}, 100, 10, 10)
+	short := Score([]int{1}, []int{2}, 100, 5, 10)
+	if !(rare > common && short > rare && common > 0) {
+		t.Fatalf("rare %f common %f short %f", rare, common, short)
+	}
+}
