@@ -16,6 +16,7 @@
 --   parent_id and created_at, which this script appends), and for the
 --   search index its terms ("term tf ...", '' = not indexed), length and
 --   preview
+-- emits message_appended for each stored message (append_messages).
 -- returns {1, message...} stored ({2, ...} when this started the session);
 --   {0, message...} the stored messages of a retry (the same ids with the
 --   same fields, or the same Idempotency-Key): nothing written; and, with
@@ -31,5 +32,4 @@ end
 local if_match
 if ARGV[5] == '1' then if_match = ARGV[6] end
 local reply = append_messages(batch, ARGV[7], ARGV[8], if_match, tonumber(ARGV[9]), ARGV[10])
--- events: emit(...) for each stored message goes here (reply[1] > 0)
 return reply

@@ -15,6 +15,6 @@ redis.call('UNLINK', K_MSGS, K_MTREE, K_MKIDS, K_MORDER, K_MCOMP)
 unindex_all()
 redis.call('HSET', K_RECORD, 'message_count', 0)
 redis.call('HDEL', K_RECORD, 'msg_leaf')
+emit('message_deleted', 'message', nil, '{"cleared":true,"count":' .. fmt_int(count) .. '}')
 finish_write(false, false)
--- events: emit(...) of the clear goes here
 return { 1, count }

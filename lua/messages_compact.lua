@@ -80,6 +80,6 @@ local created = redis.call('EXISTS', K_MCOMP) == 0
 for _, id in ipairs(superseded) do redis.call('HDEL', K_MCOMP, id, '#' .. id) end
 local seq = redis.call('HINCRBY', K_MCOMP, ' seq', 1)
 redis.call('HSET', K_MCOMP, cid, json, '#' .. cid, table.concat({ from_id, to_id, fmt_int(seq), fmt_int(stokens) }, '\t'))
+emit('compaction', 'message', cid, json)
 finish_write(false, created)
--- events: emit(...) of the compaction goes here
 return { 1, json }

@@ -38,6 +38,8 @@ if leaf_gone then
 else
   set_leaf(leaf)
 end
+local gone_ids = {}
+for i, d in ipairs(gone) do gone_ids[i] = d.id end
+emit_deleted(id, gone_ids, whole and ',"subtree":true' or nil)
 finish_write(false, false)
--- events: emit(...) of the deleted message ids goes here
 return { 1, #gone }

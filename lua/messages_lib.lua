@@ -310,6 +310,22 @@ end
 -- (parent: the latest leaf), 'root' or 'id' (parent pid); if_match nil or
 -- the leaf the caller expects; max the most messages a session holds; key
 -- the Idempotency-Key or ''. Returns the script's reply (messages_append.lua).
+-- is_user reports whether stored message json has the role user: the
+-- sidecar writes {"id":"...","role":"..." first, and neither an id nor a
+-- role needs an escape.
+local function is_user(json)
+  return string.match(json, '^{"id":"[^"]*","role":"user"') ~= nil
+end
+
+-- emit_deleted emits message_deleted for the messages of ids (the first
+-- one named, the rest its descendants), with extra JSON fields after them.
+local function emit_deleted(first, ids, extra)
+  local quoted = {}
+  for i, id in ipairs(ids) do quoted[i] = '"' .. id .. '"' end
+  return emit('message_deleted', 'message', first,
+    '{"id":"' .. first .. '","ids":[' .. table.concat(quoted, ',') .. ']' .. (extra or '') .. '}')
+end
+
 local function append_messages(batch, mode, pid, if_match, max, key)
   local refused = check_keys()
   if refused then return refused end
@@ -379,6 +395,13 @@ local function append_messages(batch, mode, pid, if_match, max, key)
   redis.call('HSET', K_RECORD, 'msg_seq', fmt_int(seq))
   set_leaf(parent.id)
   local new_ring = remember(key, ids)
+  -- one message_appended each; a user message clears a pending abort
+  local user = false
+  for i = 2, #out do
+    emit('message_appended', 'message', ids[i - 1], out[i])
+    user = user or is_user(out[i])
+  end
+  if user and clear_abort() then emit('abort_cleared', 'state', nil, '{}') end
   local _, started = finish_write(false, count == 0 or new_ring)
   out[1] = stored_flag(started)
   return out

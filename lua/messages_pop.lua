@@ -19,6 +19,6 @@ drop_compactions({ [n.id] = true })
 remove_node(n)
 unindex_doc(n.id)
 if n.parent ~= '' then set_leaf(n.parent) else set_leaf(nil) end
+emit_deleted(n.id, { n.id }, ',"popped":true')
 finish_write(false, false)
--- events: emit(...) of the popped message goes here
 return { 1, json }

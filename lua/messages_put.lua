@@ -26,7 +26,6 @@ if not n then
   if mode == 'patch' then return { -1, 'not_found', id } end
   local reply = append_messages({ { id = id, fp = fp, tokens = tokens, body = body, spec = ARGV[14],
     len = tonumber(ARGV[15]), preview = ARGV[16] } }, pmode, pid, nil, tonumber(ARGV[13]), '')
-  -- events: emit(...) of the created message goes here (reply[1] > 0)
   return reply
 end
 local refused = write_checks()
@@ -45,6 +44,6 @@ redis.call('HSET', K_MSGS, id, json)
 redis.call('HSET', K_MTREE, id, node_text(n))
 if delta ~= 0 then add_tokens(n, delta) end
 if ARGV[14] == '' then unindex_doc(id) else index_doc(id, ARGV[14], tonumber(ARGV[15]), ARGV[16], now_us()) end
+emit('message_updated', 'message', id, json)
 finish_write(false, false)
--- events: emit(...) of the replaced message goes here
 return { 3, json }

@@ -41,15 +41,18 @@ if not status then -- a session only Cognee wrote: it started with its first ent
   ended[#ended + 1], ended[#ended + 2] = 'started_at', started_at_of(now)
 end
 redis.call('HSET', K_RECORD, unpack(ended))
+clear_abort()
+emit('status', 'state', nil, '{"status":"completed","end_reason":"split","ended_at":' .. json_str(iso_time(now)) ..
+  ',"continued_by":' .. json_str(sid) .. '}')
 finish_write(true)
 retarget(sid)
 local f = { 'parent_session_id', own }
 if ARGV[6] == '1' then f[#f + 1], f[#f + 2] = 'title', ARGV[7] end
 if key ~= '' then f[#f + 1], f[#f + 2] = 'create_key', key end
 redis.call('HSET', K_RECORD, unpack(f))
+emit('status', 'state', nil, '{"status":"started","parent_session_id":' .. json_str(own) .. '}')
 local reply = append_messages({ { id = ARGV[10], fp = ARGV[11], tokens = tonumber(ARGV[12]), body = ARGV[13],
   spec = ARGV[15], len = tonumber(ARGV[16]), preview = ARGV[17] } },
   'root', '', nil, tonumber(ARGV[14]), '')
 if reply[1] ~= 1 and reply[1] ~= 2 then return reply end
--- events: emit(...) of the split goes here
 return { 1 }
