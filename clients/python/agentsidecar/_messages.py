@@ -98,6 +98,18 @@ class MessagesAPI:
         p = path("users", user_id, "sessions", session_id, "messages", message_id, "children")
         return self._t.call("GET", p, _q(limit=limit), safe=True).body
 
+    def search_user(self, user_id: str, q: str, limit: Optional[int] = None) -> Dict[str, Any]:
+        """``{results}``: the user's messages across all of their sessions
+        that match ``q``, best first (searchUser; BM25 over stemmed words):
+        each ``{session_id, kind, id, snippet, score, time}``."""
+        return self._t.call("GET", path("users", user_id, "search"), _q(q=q, limit=limit), safe=True).body
+
+    def search_relevant(self, user_id: str, session_id: str, q: str, limit: Optional[int] = None) -> Dict[str, Any]:
+        """``{results}``: the session's messages matching ``q``, ranked by
+        relevance (searchEntries with ``rank=relevance``)."""
+        p = path("users", user_id, "sessions", session_id, "search")
+        return self._t.call("GET", p, _q(q=q, limit=limit, rank="relevance"), safe=True).body
+
     def pop_message(self, user_id: str, session_id: str) -> Dict[str, Any]:
         """Remove the latest leaf and return it (popMessage); NotFound when
         there are no messages. Never retried (a repeat would pop another)."""

@@ -59,6 +59,10 @@ class Messages(unittest.TestCase):
         with self.assertRaises(Conflict) as cm:
             sc.delete_message(u, s, "m1")
         self.assertEqual(cm.exception.code, "has_children")
+        hits = sc.search_user(u, "gardens")["results"]
+        self.assertIn("s1-cont", [h["session_id"] for h in hits], "stemmed: gardens finds the summary's garden")
+        self.assertTrue(all(h["kind"] == "message" and h["snippet"] for h in hits))
+        self.assertTrue(sc.search_relevant(u, "s1-cont", "garden", limit=5)["results"])
         popped = sc.pop_message(u, s)
         self.assertEqual(popped["id"], "m2b", "the latest leaf is the last appended message")
         sc.delete_message(u, s, "m1", subtree=True)

@@ -143,7 +143,7 @@ export interface paths {
         };
         /**
          * Keyword search in a session
-         * @description Entries whose question, answer or context contain every word of `q` (case-insensitive), newest first; `[]` when none (or no such session).
+         * @description Entries whose question, answer or context contain every word of `q` (case-insensitive), newest first; `[]` when none (or no such session). With `rank=relevance`: `{results: [{kind, id, snippet, score, time}]}`, best first.
          */
         get: operations["searchEntries"];
         put?: never;
@@ -527,7 +527,7 @@ export interface paths {
             header?: never;
             path: {
                 /**
-                 * @description The lock name: also its Redis key, as with redis-py. The sidecar's own key names are reserved (400 `invalid_id`): `agent_session_blocks`, `agent_session_context_index`, `agent_session_events`, `agent_session_meta`, `agent_session_meta_global`, `agent_session_prompt`, `agent_session_qa_index`, `agent_session_record`, `agent_session_state`, `agent_session_tool_calls`, `agent_session_usage_ids`, `agent_sessions`, `agent_sessions_by_user`, `agent_sessions_global`, `agent_traces`, `agent_usage_by_model`, `agent_usage_totals`, `agent_user_blocks`, `agent_user_events`, `agent_user_state`, `session_context` and `sidecar`.
+                 * @description The lock name: also its Redis key, as with redis-py. The sidecar's own key names are reserved (400 `invalid_id`): `agent_search`, `agent_search_docs`, `agent_search_stats`, `agent_session_blocks`, `agent_session_compactions`, `agent_session_context_index`, `agent_session_events`, `agent_session_meta`, `agent_session_meta_global`, `agent_session_msg_children`, `agent_session_msg_keys`, `agent_session_msg_order`, `agent_session_msg_tree`, `agent_session_msgs`, `agent_session_prompt`, `agent_session_qa_index`, `agent_session_record`, `agent_session_state`, `agent_session_tool_calls`, `agent_session_usage_ids`, `agent_sessions`, `agent_sessions_by_user`, `agent_sessions_global`, `agent_traces`, `agent_usage_by_model`, `agent_usage_totals`, `agent_user_blocks`, `agent_user_events`, `agent_user_state`, `session_context` and `sidecar`.
                  * @example graph_writes
                  */
                 name: components["parameters"]["LockName"];
@@ -561,7 +561,7 @@ export interface paths {
             header?: never;
             path: {
                 /**
-                 * @description The lock name: also its Redis key, as with redis-py. The sidecar's own key names are reserved (400 `invalid_id`): `agent_session_blocks`, `agent_session_context_index`, `agent_session_events`, `agent_session_meta`, `agent_session_meta_global`, `agent_session_prompt`, `agent_session_qa_index`, `agent_session_record`, `agent_session_state`, `agent_session_tool_calls`, `agent_session_usage_ids`, `agent_sessions`, `agent_sessions_by_user`, `agent_sessions_global`, `agent_traces`, `agent_usage_by_model`, `agent_usage_totals`, `agent_user_blocks`, `agent_user_events`, `agent_user_state`, `session_context` and `sidecar`.
+                 * @description The lock name: also its Redis key, as with redis-py. The sidecar's own key names are reserved (400 `invalid_id`): `agent_search`, `agent_search_docs`, `agent_search_stats`, `agent_session_blocks`, `agent_session_compactions`, `agent_session_context_index`, `agent_session_events`, `agent_session_meta`, `agent_session_meta_global`, `agent_session_msg_children`, `agent_session_msg_keys`, `agent_session_msg_order`, `agent_session_msg_tree`, `agent_session_msgs`, `agent_session_prompt`, `agent_session_qa_index`, `agent_session_record`, `agent_session_state`, `agent_session_tool_calls`, `agent_session_usage_ids`, `agent_sessions`, `agent_sessions_by_user`, `agent_sessions_global`, `agent_traces`, `agent_usage_by_model`, `agent_usage_totals`, `agent_user_blocks`, `agent_user_events`, `agent_user_state`, `session_context` and `sidecar`.
                  * @example graph_writes
                  */
                 name: components["parameters"]["LockName"];
@@ -1130,6 +1130,283 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/users/{user_id}/sessions/{session_id}/messages": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The user (Cognee's user id).
+                 * @example alice
+                 */
+                user_id: components["parameters"]["UserId"];
+                /**
+                 * @description The session of that user (Cognee's `session_id`, e.g. `default_session`).
+                 * @example chat-1
+                 */
+                session_id: components["parameters"]["SessionId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * A page of the path from the root to a leaf
+         * @description The path root..`leaf` (default: the latest leaf), a page at a time, in one script costing O(limit + log n): each message stores its depth, the tokens of its path and a jump pointer, so `total` and `total_tokens` are O(1) and a page's first message is found in O(log n). Compactions in force on the path are applied (one synthetic message per compacted range; `total` and `total_tokens` count the path as read) unless `compacted=false`. An unknown session has an empty path. A page is cut before it passes `SIDECAR_MAX_ANSWER_BYTES` (header `Sidecar-Truncated: true`; `next_cursor` continues it).
+         */
+        get: operations["listMessages"];
+        put?: never;
+        /**
+         * Append a message, or a chained batch
+         * @description Stores one message, or `{"messages": [...]}` chained in order, all or nothing, in one script that also records activity, slides the session's TTL and makes the last message the latest leaf (the session is created if new). Retrying is safe: the same ids with the same fields (role, content, parts, item, format, metadata, tool fields; `parent_id` when sent), or the same `Idempotency-Key`, answer 200 with the stored messages and write nothing.
+         */
+        post: operations["appendMessages"];
+        /**
+         * Remove every message
+         * @description Removes every message of the session (its message keys, O(1) commands), keeping the record, usage and Q&A entries. The `Idempotency-Key`s of earlier appends are kept.
+         */
+        delete: operations["clearMessages"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/users/{user_id}/sessions/{session_id}/messages/{message_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The user (Cognee's user id).
+                 * @example alice
+                 */
+                user_id: components["parameters"]["UserId"];
+                /**
+                 * @description The session of that user (Cognee's `session_id`, e.g. `default_session`).
+                 * @example chat-1
+                 */
+                session_id: components["parameters"]["SessionId"];
+                /**
+                 * @description The message's `id`.
+                 * @example m1
+                 */
+                message_id: components["parameters"]["MessageId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * One message
+         * @description The stored message.
+         */
+        get: operations["getMessage"];
+        /**
+         * Store a message by id (upsert)
+         * @description A new id is appended (the `parent_id` rules of an append); a stored one keeps its place in the tree (parent, `created_at`) and takes the new fields. When its tokens change, the path tokens of its descendants follow: O(descendants), at most `SESSION_MAX_MESSAGES`. The AI SDK's save-by-id.
+         */
+        put: operations["putMessage"];
+        post?: never;
+        /**
+         * Delete a message (or its subtree)
+         * @description Deletes a message without children; with `?subtree=true` the message and every descendant (O(subtree), at most `SESSION_MAX_MESSAGES`). When the latest leaf goes, the deleted message's parent becomes the latest leaf.
+         */
+        delete: operations["deleteMessage"];
+        options?: never;
+        head?: never;
+        /**
+         * Replace fields of a message
+         * @description Replaces `content`, `parts`, `item` (with `format`), `metadata` or `token_count` (null removes one); `tokens` is counted again and the descendants' path tokens follow. The write is checked against the message read, so concurrent changes are never lost.
+         */
+        patch: operations["patchMessage"];
+        trace?: never;
+    };
+    "/v1/users/{user_id}/sessions/{session_id}/messages/{message_id}/children": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The user (Cognee's user id).
+                 * @example alice
+                 */
+                user_id: components["parameters"]["UserId"];
+                /**
+                 * @description The session of that user (Cognee's `session_id`, e.g. `default_session`).
+                 * @example chat-1
+                 */
+                session_id: components["parameters"]["SessionId"];
+                /**
+                 * @description The message's `id`.
+                 * @example m1
+                 */
+                message_id: components["parameters"]["MessageId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * The branches from a message
+         * @description The message's children, oldest first (at most `limit`).
+         */
+        get: operations["listChildren"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/users/{user_id}/sessions/{session_id}/messages/pop": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The user (Cognee's user id).
+                 * @example alice
+                 */
+                user_id: components["parameters"]["UserId"];
+                /**
+                 * @description The session of that user (Cognee's `session_id`, e.g. `default_session`).
+                 * @example chat-1
+                 */
+                session_id: components["parameters"]["SessionId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Remove and return the latest leaf
+         * @description Removes the latest leaf and answers it; its parent becomes the latest leaf. One script: two concurrent pops never answer the same message (OpenAI Agents' `pop_item`).
+         */
+        post: operations["popMessage"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/users/{user_id}/sessions/{session_id}/fork": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The user (Cognee's user id).
+                 * @example alice
+                 */
+                user_id: components["parameters"]["UserId"];
+                /**
+                 * @description The session of that user (Cognee's `session_id`, e.g. `default_session`).
+                 * @example chat-1
+                 */
+                session_id: components["parameters"]["SessionId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Fork the session at a message
+         * @description Creates a new session of the same user holding the path root..`at` of this one (the same ids, contents and `created_at`; on Redis Cluster in the same slot), the compactions wholly inside it and this session's context blocks, with `parent_session_id` = this session and `at` as its latest leaf, in one atomic script: O(depth of `at`), at most `SESSION_MAX_MESSAGES`. This session is not changed.
+         */
+        post: operations["forkSession"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/users/{user_id}/sessions/{session_id}/split": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The user (Cognee's user id).
+                 * @example alice
+                 */
+                user_id: components["parameters"]["UserId"];
+                /**
+                 * @description The session of that user (Cognee's `session_id`, e.g. `default_session`).
+                 * @example chat-1
+                 */
+                session_id: components["parameters"]["SessionId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * End the session with a summary and start its continuation
+         * @description In one atomic script: this session ends `completed` with `end_reason: split` and the summary (a human summary), and its continuation starts: a new session of the same user with `parent_session_id` = this session whose first message is a `system` message holding the summary.
+         */
+        post: operations["splitSession"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/users/{user_id}/sessions/{session_id}/compactions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The user (Cognee's user id).
+                 * @example alice
+                 */
+                user_id: components["parameters"]["UserId"];
+                /**
+                 * @description The session of that user (Cognee's `session_id`, e.g. `default_session`).
+                 * @example chat-1
+                 */
+                session_id: components["parameters"]["SessionId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * The compactions in force
+         * @description Oldest first (at most 100).
+         */
+        get: operations["listCompactions"];
+        put?: never;
+        /**
+         * Compact a range of messages into a summary
+         * @description Stores an overlay: reads of a path through `from_id`..`to_id` show one synthetic `system` message holding the summary instead of the range; the messages stay (`compacted=false` reads them). A compaction whose range covers earlier ones supersedes them; a partial overlap is refused. Deleting (or popping) an endpoint deletes the compaction. One script: O(range + compactions in force × log n). A retried call makes a second compaction of the same range, which supersedes the first.
+         */
+        post: operations["createCompaction"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/users/{user_id}/search": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The user (Cognee's user id).
+                 * @example alice
+                 */
+                user_id: components["parameters"]["UserId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Search all of a user's sessions
+         * @description The user's messages across all of their sessions ranked by relevance (BM25), best first. Words are Unicode words, case- and accent-folded, English stop words dropped and Snowball-stemmed (`deploy` finds `deployment`, `deployed`). Each query word reads at most its 2 000 newest postings; the index lives in the user's Redis slot and is kept by the same script as each message write.
+         */
+        get: operations["searchUser"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -1145,7 +1422,7 @@ export interface components {
          */
         Error: {
             error: {
-                /** @description Stable snake_case code: invalid_id, invalid_json, invalid_field, unknown_field, duplicate_field, invalid_query, invalid_body (the body could not be read), unauthorized, not_found, not_held, method_not_allowed, lock_held, lock_lost, not_owner, lock_key_conflict, key_wrong_type, stored_value_invalid, session_ended, session_exists, block_full, block_too_large, too_many_blocks, blocks_busy, usage_overflow, index_unsettled, request_timeout, body_too_large, unsupported_media_type, redis_unavailable, timeout, overloaded, redis_oom, redis_readonly, redis_masterdown, redis_loading, redis_busy, redis_clusterdown, redis_tryagain, redis_noreplicas, internal. Match on it, never on the message. */
+                /** @description Stable snake_case code: invalid_id, invalid_json, invalid_field, unknown_field, duplicate_field, invalid_query, invalid_body (the body could not be read), unauthorized, not_found, not_held, method_not_allowed, lock_held, lock_lost, not_owner, lock_key_conflict, key_wrong_type, stored_value_invalid, session_ended, session_exists, block_full, block_too_large, too_many_blocks, blocks_busy, usage_overflow, index_unsettled, invalid_cursor, invalid_header, unknown_parent, leaf_moved, id_conflict, has_children, session_full, concurrent_update, invalid_range, compaction_overlap, splits_tool_call, too_many_compactions, block_readonly, event_too_large, too_many_streams, request_timeout, body_too_large, unsupported_media_type, redis_unavailable, timeout, overloaded, redis_oom, redis_readonly, redis_masterdown, redis_loading, redis_busy, redis_clusterdown, redis_tryagain, redis_noreplicas, internal. Match on it, never on the message. */
                 code: string;
                 /** @description Human text; may change between versions. */
                 message: string;
@@ -1636,6 +1913,183 @@ export interface components {
              */
             abort_requested_at: string;
         };
+        /**
+         * @description A stored message. Optional fields appear when they were sent; `parent_id` and `created_at` are on every stored message, not on a compaction's synthetic one.
+         * @example {
+         *       "id": "m1",
+         *       "role": "user",
+         *       "content": "Where is the dog?",
+         *       "tokens": 9,
+         *       "parent_id": null,
+         *       "created_at": "2026-11-24T15:02:11.123456Z"
+         *     }
+         */
+        Message: {
+            id: components["schemas"]["Id"];
+            /** @description `user`, `assistant`, `system`, `tool`, `developer`, or another lowercase word of 1-32 `[a-z_]` characters, stored as given. */
+            role: string;
+            /** @description The text (at most 256 KiB as sent). */
+            content?: string;
+            /** @description A list of JSON objects (the AI SDK's `UIMessage` parts fit), stored as sent; the strings under `text` keys count for tokens (at most 256 KiB). */
+            parts?: Record<string, never>[];
+            /** @description At most 128 calls, each `{id, name, arguments}` (`arguments` any JSON). */
+            tool_calls?: {
+                id: string;
+                name: string;
+                arguments: unknown;
+            }[];
+            /** @description The call a `tool` message answers, stored as given (pairing is not checked). */
+            tool_call_id?: string;
+            /** @description A framework's own item (any JSON, at most 256 KiB), stored and answered byte for byte; the strings under its `content` and `text` keys count for tokens. */
+            item?: unknown;
+            /** @description The format of `item` (e.g. `openai.responses`, `ai-sdk.ui`, `adk.event`); required with `item`. */
+            format?: string;
+            /** @description The model that wrote the message (1-256 bytes). */
+            model?: string;
+            /** @description The message's tokens as the caller counted them; `tokens` is this when given. */
+            token_count?: number;
+            /** @description Any JSON object, at most 16 KiB. */
+            metadata?: Record<string, never>;
+            /** @description The parent message; null for a root. */
+            parent_id?: string | null;
+            /**
+             * Format: date-time
+             * @description RFC 3339 UTC with µs, from Redis `TIME`. Absent on a compaction's synthetic message.
+             */
+            created_at?: string;
+            /** @description `token_count` when given, else the estimate ceil(max(code points / 4, words × 1.3)) + 4 over the message's text (content, text parts, item text). */
+            tokens: number;
+            /** @description Only on the synthetic message (`id` `compaction:<id>`, `role` `system`, the summary as `content`) that stands for a compaction's range on a path read with overlays. */
+            compaction?: {
+                id: string;
+                from_id: string;
+                to_id: string;
+            };
+        };
+        /** @description A message to store. */
+        MessageInput: {
+            /** @description A client id; absent: a new lowercase UUIDv7. */
+            id?: components["schemas"]["Id"];
+            /** @description `user`, `assistant`, `system`, `tool`, `developer`, or another lowercase word of 1-32 `[a-z_]` characters, stored as given. */
+            role: string;
+            /** @description The text (at most 256 KiB as sent). */
+            content?: string;
+            /** @description A list of JSON objects (the AI SDK's `UIMessage` parts fit), stored as sent; the strings under `text` keys count for tokens (at most 256 KiB). */
+            parts?: Record<string, never>[];
+            /** @description At most 128 calls, each `{id, name, arguments}` (`arguments` any JSON). */
+            tool_calls?: {
+                id: string;
+                name: string;
+                arguments: unknown;
+            }[];
+            /** @description The call a `tool` message answers, stored as given (pairing is not checked). */
+            tool_call_id?: string;
+            /** @description A framework's own item (any JSON, at most 256 KiB), stored and answered byte for byte; the strings under its `content` and `text` keys count for tokens. */
+            item?: unknown;
+            /** @description The format of `item` (e.g. `openai.responses`, `ai-sdk.ui`, `adk.event`); required with `item`. */
+            format?: string;
+            /** @description The model that wrote the message (1-256 bytes). */
+            model?: string;
+            /** @description The message's tokens as the caller counted them; `tokens` is this when given. */
+            token_count?: number;
+            /** @description Any JSON object, at most 16 KiB. */
+            metadata?: Record<string, never>;
+            /** @description Absent: the latest leaf (the most recently appended message; none yet: a new root). null: a new root. An id: that message (a parent with children starts a branch; an unknown id is 400 `unknown_parent`). */
+            parent_id?: string | null;
+        };
+        /** @description Several messages chained in order: the first placed by its `parent_id`, each later one the child of the one before (its `parent_id`, if sent, must name it). 1-100 messages, stored all or nothing. */
+        MessageBatch: {
+            messages: components["schemas"]["MessageInput"][];
+        };
+        /** @description One message, or `{"messages": [...]}`. */
+        AppendMessagesRequest: components["schemas"]["MessageInput"] | components["schemas"]["MessageBatch"];
+        MessageList: {
+            messages: components["schemas"]["Message"][];
+        };
+        /** @description The stored message (one sent), or `{messages}` (a batch). */
+        AppendMessagesResult: components["schemas"]["Message"] | components["schemas"]["MessageList"];
+        MessagePage: {
+            messages: components["schemas"]["Message"][];
+            /** @description Messages on the whole path root..leaf. */
+            total: number;
+            /** @description Tokens of the whole path. */
+            total_tokens: number;
+            /** @description Pass it as the same cursor (`after`, or `before` when you paged with `before`) for the next page; null at the path's end. */
+            next_cursor: string | null;
+            /** @description The latest path (as read) and the session's frozen system prompt hold more than `SESSION_COMPACT_AFTER_TOKENS` tokens together (never when that is 0). */
+            compaction_suggested: boolean;
+        };
+        /** @description The fields to replace; null removes one; absent fields stay. */
+        MessagePatch: {
+            /** @description The text (at most 256 KiB as sent). Null removes it. */
+            content?: unknown;
+            /** @description A list of JSON objects (the AI SDK's `UIMessage` parts fit), stored as sent; the strings under `text` keys count for tokens (at most 256 KiB). Null removes it. */
+            parts?: unknown;
+            /** @description A framework's own item (any JSON, at most 256 KiB), stored and answered byte for byte; the strings under its `content` and `text` keys count for tokens. Null removes it. */
+            item?: unknown;
+            /** @description The format of `item` (e.g. `openai.responses`, `ai-sdk.ui`, `adk.event`); required with `item`. Null removes it. */
+            format?: unknown;
+            /** @description Any JSON object, at most 16 KiB. Null removes it. */
+            metadata?: unknown;
+            /** @description The message's tokens as the caller counted them; `tokens` is this when given. Null removes it. */
+            token_count?: unknown;
+        };
+        ForkSessionRequest: {
+            /** @description The message the copied path ends with. */
+            at: components["schemas"]["Id"];
+            /** @description The new session's id; absent: derived from the `Idempotency-Key` when sent (a retry names the same session), else a new lowercase UUIDv7. */
+            session_id?: components["schemas"]["Id"];
+            /** @description The new session's title. */
+            title?: string;
+        };
+        SplitSessionRequest: {
+            /** @description This session's summary, and the continuation's first (system) message. */
+            summary: string;
+            /** @description The continuation's id; absent: derived from the `Idempotency-Key` when sent, else a new lowercase UUIDv7. */
+            session_id?: components["schemas"]["Id"];
+            /** @description The continuation's title. */
+            title?: string;
+        };
+        Compaction: {
+            /** @description A lowercase UUIDv7. */
+            id: string;
+            summary: string;
+            from_id: string;
+            to_id: string;
+            /** Format: date-time */
+            created_at: string;
+        };
+        CompactionRequest: {
+            /** @description What the range said (your LLM wrote it: the sidecar never calls one). */
+            summary: string;
+            /** @description The range's first message: an ancestor of (or equal to) `to_id`. */
+            from_id: components["schemas"]["Id"];
+            /** @description The range's last message. */
+            to_id: components["schemas"]["Id"];
+        };
+        CompactionList: {
+            compactions: components["schemas"]["Compaction"][];
+        };
+        SearchResult: {
+            /** @description The session (a user search only). */
+            session_id?: string;
+            /** @enum {string} */
+            kind: "message" | "entry";
+            /** @description The message's id. */
+            id: string;
+            /** @description Plain text, at most 200 characters, around the first match. */
+            snippet: string;
+            /** @description BM25; higher is better. */
+            score: number;
+            /**
+             * Format: date-time
+             * @description When the document was last written.
+             */
+            time: string;
+        };
+        SearchResults: {
+            results: components["schemas"]["SearchResult"][];
+        };
     };
     responses: {
         /** @description `unauthorized`: `SIDECAR_API_TOKEN` is set and the call lacks `Authorization: Bearer <token>` or has another token. */
@@ -1733,7 +2187,7 @@ export interface components {
          */
         ContextId: components["schemas"]["Id"];
         /**
-         * @description The lock name: also its Redis key, as with redis-py. The sidecar's own key names are reserved (400 `invalid_id`): `agent_session_blocks`, `agent_session_context_index`, `agent_session_events`, `agent_session_meta`, `agent_session_meta_global`, `agent_session_prompt`, `agent_session_qa_index`, `agent_session_record`, `agent_session_state`, `agent_session_tool_calls`, `agent_session_usage_ids`, `agent_sessions`, `agent_sessions_by_user`, `agent_sessions_global`, `agent_traces`, `agent_usage_by_model`, `agent_usage_totals`, `agent_user_blocks`, `agent_user_events`, `agent_user_state`, `session_context` and `sidecar`.
+         * @description The lock name: also its Redis key, as with redis-py. The sidecar's own key names are reserved (400 `invalid_id`): `agent_search`, `agent_search_docs`, `agent_search_stats`, `agent_session_blocks`, `agent_session_compactions`, `agent_session_context_index`, `agent_session_events`, `agent_session_meta`, `agent_session_meta_global`, `agent_session_msg_children`, `agent_session_msg_keys`, `agent_session_msg_order`, `agent_session_msg_tree`, `agent_session_msgs`, `agent_session_prompt`, `agent_session_qa_index`, `agent_session_record`, `agent_session_state`, `agent_session_tool_calls`, `agent_session_usage_ids`, `agent_sessions`, `agent_sessions_by_user`, `agent_sessions_global`, `agent_traces`, `agent_usage_by_model`, `agent_usage_totals`, `agent_user_blocks`, `agent_user_events`, `agent_user_state`, `session_context` and `sidecar`.
          * @example graph_writes
          */
         LockName: components["schemas"]["Id"];
@@ -1787,6 +2241,20 @@ export interface components {
          * @example openai
          */
         ToolFormat: "openai" | "anthropic";
+        /**
+         * @description The message's `id`.
+         * @example m1
+         */
+        MessageId: components["schemas"]["Id"];
+        /**
+         * @description Makes a retried append store once: a key already seen for this session (its 1 000 newest keys are remembered) answers 200 with the messages that append stored, and writes nothing. 1-256 printable ASCII characters.
+         * @example append-7f3c
+         */
+        MessageIdempotencyKey: string;
+        /** @description The latest leaf's id in quotes (`"m1"`): the append is refused with 412 `leaf_moved` when another writer moved the latest leaf since. */
+        LeafMatch: string;
+        /** @description Makes a retried call create once: the same key again answers 200 with the new session's record and writes nothing. Without `session_id` the new id is derived from the user, this session and the key. 1-256 printable ASCII characters. */
+        DeriveIdempotencyKey: string;
     };
     requestBodies: never;
     headers: never;
@@ -2327,6 +2795,8 @@ export interface operations {
                 q: components["parameters"]["SearchQuery"];
                 /** @description At most this many hits, newest first. */
                 limit?: components["parameters"]["SearchLimit"];
+                /** @description `recent` (default): the entries containing every word, newest first, as an array. `relevance`: `{results}` of the session's indexed messages ranked by BM25 (words case- and accent-folded and stemmed: `deploy` finds `deployed`). */
+                rank?: "recent" | "relevance";
             };
             header?: never;
             path: {
@@ -2345,7 +2815,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Matching entries, newest first. */
+            /** @description Matching entries, newest first; with `rank=relevance` the ranked results. */
             200: {
                 headers: {
                     /** @description `true` when the answer reached `SIDECAR_MAX_ANSWER_BYTES` and holds fewer elements than asked for (absent otherwise) */
@@ -2353,14 +2823,14 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["SessionQAEntry"][];
+                    "application/json": components["schemas"]["SessionQAEntry"][] | components["schemas"]["SearchResults"];
                 };
             };
             /**
              * @description Bad input; nothing was changed.
              *
              *     - `invalid_id`: a path id is not 1-128 characters of `[A-Za-z0-9_.@-]`
-             *     - `invalid_query`: `q` holds no word, or `limit` is out of bounds
+             *     - `invalid_query`: `q` holds no word (no searchable word for `relevance`), `limit` is out of bounds, or `rank` is not `recent` or `relevance`
              */
             400: {
                 headers: {
@@ -3623,7 +4093,7 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description The lock name: also its Redis key, as with redis-py. The sidecar's own key names are reserved (400 `invalid_id`): `agent_session_blocks`, `agent_session_context_index`, `agent_session_events`, `agent_session_meta`, `agent_session_meta_global`, `agent_session_prompt`, `agent_session_qa_index`, `agent_session_record`, `agent_session_state`, `agent_session_tool_calls`, `agent_session_usage_ids`, `agent_sessions`, `agent_sessions_by_user`, `agent_sessions_global`, `agent_traces`, `agent_usage_by_model`, `agent_usage_totals`, `agent_user_blocks`, `agent_user_events`, `agent_user_state`, `session_context` and `sidecar`.
+                 * @description The lock name: also its Redis key, as with redis-py. The sidecar's own key names are reserved (400 `invalid_id`): `agent_search`, `agent_search_docs`, `agent_search_stats`, `agent_session_blocks`, `agent_session_compactions`, `agent_session_context_index`, `agent_session_events`, `agent_session_meta`, `agent_session_meta_global`, `agent_session_msg_children`, `agent_session_msg_keys`, `agent_session_msg_order`, `agent_session_msg_tree`, `agent_session_msgs`, `agent_session_prompt`, `agent_session_qa_index`, `agent_session_record`, `agent_session_state`, `agent_session_tool_calls`, `agent_session_usage_ids`, `agent_sessions`, `agent_sessions_by_user`, `agent_sessions_global`, `agent_traces`, `agent_usage_by_model`, `agent_usage_totals`, `agent_user_blocks`, `agent_user_events`, `agent_user_state`, `session_context` and `sidecar`.
                  * @example graph_writes
                  */
                 name: components["parameters"]["LockName"];
@@ -3673,7 +4143,7 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description The lock name: also its Redis key, as with redis-py. The sidecar's own key names are reserved (400 `invalid_id`): `agent_session_blocks`, `agent_session_context_index`, `agent_session_events`, `agent_session_meta`, `agent_session_meta_global`, `agent_session_prompt`, `agent_session_qa_index`, `agent_session_record`, `agent_session_state`, `agent_session_tool_calls`, `agent_session_usage_ids`, `agent_sessions`, `agent_sessions_by_user`, `agent_sessions_global`, `agent_traces`, `agent_usage_by_model`, `agent_usage_totals`, `agent_user_blocks`, `agent_user_events`, `agent_user_state`, `session_context` and `sidecar`.
+                 * @description The lock name: also its Redis key, as with redis-py. The sidecar's own key names are reserved (400 `invalid_id`): `agent_search`, `agent_search_docs`, `agent_search_stats`, `agent_session_blocks`, `agent_session_compactions`, `agent_session_context_index`, `agent_session_events`, `agent_session_meta`, `agent_session_meta_global`, `agent_session_msg_children`, `agent_session_msg_keys`, `agent_session_msg_order`, `agent_session_msg_tree`, `agent_session_msgs`, `agent_session_prompt`, `agent_session_qa_index`, `agent_session_record`, `agent_session_state`, `agent_session_tool_calls`, `agent_session_usage_ids`, `agent_sessions`, `agent_sessions_by_user`, `agent_sessions_global`, `agent_traces`, `agent_usage_by_model`, `agent_usage_totals`, `agent_user_blocks`, `agent_user_events`, `agent_user_state`, `session_context` and `sidecar`.
                  * @example graph_writes
                  */
                 name: components["parameters"]["LockName"];
@@ -3754,7 +4224,7 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description The lock name: also its Redis key, as with redis-py. The sidecar's own key names are reserved (400 `invalid_id`): `agent_session_blocks`, `agent_session_context_index`, `agent_session_events`, `agent_session_meta`, `agent_session_meta_global`, `agent_session_prompt`, `agent_session_qa_index`, `agent_session_record`, `agent_session_state`, `agent_session_tool_calls`, `agent_session_usage_ids`, `agent_sessions`, `agent_sessions_by_user`, `agent_sessions_global`, `agent_traces`, `agent_usage_by_model`, `agent_usage_totals`, `agent_user_blocks`, `agent_user_events`, `agent_user_state`, `session_context` and `sidecar`.
+                 * @description The lock name: also its Redis key, as with redis-py. The sidecar's own key names are reserved (400 `invalid_id`): `agent_search`, `agent_search_docs`, `agent_search_stats`, `agent_session_blocks`, `agent_session_compactions`, `agent_session_context_index`, `agent_session_events`, `agent_session_meta`, `agent_session_meta_global`, `agent_session_msg_children`, `agent_session_msg_keys`, `agent_session_msg_order`, `agent_session_msg_tree`, `agent_session_msgs`, `agent_session_prompt`, `agent_session_qa_index`, `agent_session_record`, `agent_session_state`, `agent_session_tool_calls`, `agent_session_usage_ids`, `agent_sessions`, `agent_sessions_by_user`, `agent_sessions_global`, `agent_traces`, `agent_usage_by_model`, `agent_usage_totals`, `agent_user_blocks`, `agent_user_events`, `agent_user_state`, `session_context` and `sidecar`.
                  * @example graph_writes
                  */
                 name: components["parameters"]["LockName"];
@@ -3841,7 +4311,7 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description The lock name: also its Redis key, as with redis-py. The sidecar's own key names are reserved (400 `invalid_id`): `agent_session_blocks`, `agent_session_context_index`, `agent_session_events`, `agent_session_meta`, `agent_session_meta_global`, `agent_session_prompt`, `agent_session_qa_index`, `agent_session_record`, `agent_session_state`, `agent_session_tool_calls`, `agent_session_usage_ids`, `agent_sessions`, `agent_sessions_by_user`, `agent_sessions_global`, `agent_traces`, `agent_usage_by_model`, `agent_usage_totals`, `agent_user_blocks`, `agent_user_events`, `agent_user_state`, `session_context` and `sidecar`.
+                 * @description The lock name: also its Redis key, as with redis-py. The sidecar's own key names are reserved (400 `invalid_id`): `agent_search`, `agent_search_docs`, `agent_search_stats`, `agent_session_blocks`, `agent_session_compactions`, `agent_session_context_index`, `agent_session_events`, `agent_session_meta`, `agent_session_meta_global`, `agent_session_msg_children`, `agent_session_msg_keys`, `agent_session_msg_order`, `agent_session_msg_tree`, `agent_session_msgs`, `agent_session_prompt`, `agent_session_qa_index`, `agent_session_record`, `agent_session_state`, `agent_session_tool_calls`, `agent_session_usage_ids`, `agent_sessions`, `agent_sessions_by_user`, `agent_sessions_global`, `agent_traces`, `agent_usage_by_model`, `agent_usage_totals`, `agent_user_blocks`, `agent_user_events`, `agent_user_state`, `session_context` and `sidecar`.
                  * @example graph_writes
                  */
                 name: components["parameters"]["LockName"];
@@ -5817,6 +6287,1105 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            500: components["responses"]["Internal"];
+            503: components["responses"]["RedisUnavailable"];
+        };
+    };
+    listMessages: {
+        parameters: {
+            query?: {
+                /** @description The path's leaf (any message: the path ends there); default the latest leaf. */
+                leaf?: components["schemas"]["Id"];
+                /** @description `asc` (root first, the default) or `desc` (newest first). */
+                order?: "asc" | "desc";
+                /**
+                 * @description Page size.
+                 * @example 50
+                 */
+                limit?: number;
+                /** @description A message of the path: the page starts after it, in the page's order. A compaction's synthetic id (`compaction:<id>`) is a cursor too. */
+                after?: string;
+                /** @description A message of the path: the page holds the messages just before it, in the page's order. A compaction's synthetic id (`compaction:<id>`) is a cursor too. */
+                before?: string;
+                /** @description Messages to skip: from the root for `asc`, from the leaf for `desc` (from the cursor with one). */
+                offset?: number;
+                /** @description `false`: the raw path, compaction overlays not applied; `true` (default): each compaction in force whose range lies on the path is read as one synthetic `system` message `compaction:<id>` holding its summary. */
+                compacted?: "true" | "false";
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description The user (Cognee's user id).
+                 * @example alice
+                 */
+                user_id: components["parameters"]["UserId"];
+                /**
+                 * @description The session of that user (Cognee's `session_id`, e.g. `default_session`).
+                 * @example chat-1
+                 */
+                session_id: components["parameters"]["SessionId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The page. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MessagePage"];
+                };
+            };
+            /**
+             * @description Bad input.
+             *
+             *     - `invalid_id`: a path id is not 1-128 characters of `[A-Za-z0-9_.@-]`
+             *     - `invalid_query`: a query parameter is out of range or malformed; the message names it
+             *     - `invalid_cursor`: `before`/`after` names no message of the path as read (or one inside a compacted range)
+             */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            /**
+             * @description Not found.
+             *
+             *     - `not_found`: `leaf` names no message of the session
+             */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            500: components["responses"]["Internal"];
+            503: components["responses"]["RedisUnavailable"];
+        };
+    };
+    appendMessages: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Makes a retried append store once: a key already seen for this session (its 1 000 newest keys are remembered) answers 200 with the messages that append stored, and writes nothing. 1-256 printable ASCII characters.
+                 * @example append-7f3c
+                 */
+                "Idempotency-Key"?: components["parameters"]["MessageIdempotencyKey"];
+                /** @description The latest leaf's id in quotes (`"m1"`): the append is refused with 412 `leaf_moved` when another writer moved the latest leaf since. */
+                "If-Match"?: components["parameters"]["LeafMatch"];
+            };
+            path: {
+                /**
+                 * @description The user (Cognee's user id).
+                 * @example alice
+                 */
+                user_id: components["parameters"]["UserId"];
+                /**
+                 * @description The session of that user (Cognee's `session_id`, e.g. `default_session`).
+                 * @example chat-1
+                 */
+                session_id: components["parameters"]["SessionId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "id": "m1",
+                 *       "role": "user",
+                 *       "content": "Where is the dog?"
+                 *     }
+                 */
+                "application/json": components["schemas"]["AppendMessagesRequest"];
+            };
+        };
+        responses: {
+            /** @description A retry: the stored messages, nothing written. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AppendMessagesResult"];
+                };
+            };
+            /** @description Stored: the message (or `{messages}` for a batch). */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AppendMessagesResult"];
+                };
+            };
+            /**
+             * @description Bad input; nothing was changed.
+             *
+             *     - `invalid_id`: a path id is not 1-128 characters of `[A-Za-z0-9_.@-]`
+             *     - `invalid_json`: the body is not one JSON value of the right kind (malformed, empty, several values)
+             *     - `invalid_field`: a field has the wrong type or is out of bounds; the message names it
+             *     - `unknown_field`: the body holds a field this call does not know; the message names it
+             *     - `unknown_parent`: `parent_id` names no message of the session
+             *     - `invalid_header`: `If-Match` or `Idempotency-Key` is malformed
+             */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            /**
+             * @description Conflict; nothing was written.
+             *
+             *     - `id_conflict`: an `id` is already stored with other fields
+             *     - `session_full`: the session would pass `SESSION_MAX_MESSAGES`
+             *     - `key_wrong_type`: a Redis key of the session holds another type of value (another program wrote it)
+             */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Precondition failed; nothing was written.
+             *
+             *     - `leaf_moved`: the latest leaf is not the one `If-Match` names
+             */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            413: components["responses"]["BodyTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["RedisUnavailable"];
+        };
+    };
+    clearMessages: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The user (Cognee's user id).
+                 * @example alice
+                 */
+                user_id: components["parameters"]["UserId"];
+                /**
+                 * @description The session of that user (Cognee's `session_id`, e.g. `default_session`).
+                 * @example chat-1
+                 */
+                session_id: components["parameters"]["SessionId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Done; no body. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /**
+             * @description Bad input.
+             *
+             *     - `invalid_id`: a path id is not 1-128 characters of `[A-Za-z0-9_.@-]`
+             */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            /**
+             * @description Not found.
+             *
+             *     - `not_found`: no key of this session exists
+             */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            500: components["responses"]["Internal"];
+            503: components["responses"]["RedisUnavailable"];
+        };
+    };
+    getMessage: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The user (Cognee's user id).
+                 * @example alice
+                 */
+                user_id: components["parameters"]["UserId"];
+                /**
+                 * @description The session of that user (Cognee's `session_id`, e.g. `default_session`).
+                 * @example chat-1
+                 */
+                session_id: components["parameters"]["SessionId"];
+                /**
+                 * @description The message's `id`.
+                 * @example m1
+                 */
+                message_id: components["parameters"]["MessageId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The message. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Message"];
+                };
+            };
+            /**
+             * @description Bad input.
+             *
+             *     - `invalid_id`: a path id is not 1-128 characters of `[A-Za-z0-9_.@-]`
+             */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            /**
+             * @description Not found.
+             *
+             *     - `not_found`: the session has no such message
+             */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            500: components["responses"]["Internal"];
+            503: components["responses"]["RedisUnavailable"];
+        };
+    };
+    putMessage: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The user (Cognee's user id).
+                 * @example alice
+                 */
+                user_id: components["parameters"]["UserId"];
+                /**
+                 * @description The session of that user (Cognee's `session_id`, e.g. `default_session`).
+                 * @example chat-1
+                 */
+                session_id: components["parameters"]["SessionId"];
+                /**
+                 * @description The message's `id`.
+                 * @example m1
+                 */
+                message_id: components["parameters"]["MessageId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "role": "assistant",
+                 *       "content": "In the garden"
+                 *     }
+                 */
+                "application/json": components["schemas"]["MessageInput"];
+            };
+        };
+        responses: {
+            /** @description Replaced. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Message"];
+                };
+            };
+            /** @description Created. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Message"];
+                };
+            };
+            /**
+             * @description Bad input; nothing was changed.
+             *
+             *     - `invalid_id`: a path id is not 1-128 characters of `[A-Za-z0-9_.@-]`
+             *     - `invalid_json`: the body is not one JSON value of the right kind (malformed, empty, several values)
+             *     - `invalid_field`: a field has the wrong type or is out of bounds; the message names it
+             *     - `unknown_field`: the body holds a field this call does not know; the message names it
+             *     - `unknown_parent`: `parent_id` names no message of the session
+             */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            /**
+             * @description Conflict; nothing was written.
+             *
+             *     - `id_conflict`: `parent_id` names another parent than the stored message's
+             *     - `session_full`: a new message would pass `SESSION_MAX_MESSAGES`
+             */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            413: components["responses"]["BodyTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["RedisUnavailable"];
+        };
+    };
+    deleteMessage: {
+        parameters: {
+            query?: {
+                /** @description `true`: delete the descendants too. */
+                subtree?: "true" | "false";
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description The user (Cognee's user id).
+                 * @example alice
+                 */
+                user_id: components["parameters"]["UserId"];
+                /**
+                 * @description The session of that user (Cognee's `session_id`, e.g. `default_session`).
+                 * @example chat-1
+                 */
+                session_id: components["parameters"]["SessionId"];
+                /**
+                 * @description The message's `id`.
+                 * @example m1
+                 */
+                message_id: components["parameters"]["MessageId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Done; no body. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /**
+             * @description Bad input.
+             *
+             *     - `invalid_id`: a path id is not 1-128 characters of `[A-Za-z0-9_.@-]`
+             *     - `invalid_query`: `subtree` is not `true` or `false`
+             */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            /**
+             * @description Not found.
+             *
+             *     - `not_found`: the session has no such message
+             */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Conflict; nothing was deleted.
+             *
+             *     - `has_children`: the message has children and `subtree=true` was not given
+             */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            500: components["responses"]["Internal"];
+            503: components["responses"]["RedisUnavailable"];
+        };
+    };
+    patchMessage: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The user (Cognee's user id).
+                 * @example alice
+                 */
+                user_id: components["parameters"]["UserId"];
+                /**
+                 * @description The session of that user (Cognee's `session_id`, e.g. `default_session`).
+                 * @example chat-1
+                 */
+                session_id: components["parameters"]["SessionId"];
+                /**
+                 * @description The message's `id`.
+                 * @example m1
+                 */
+                message_id: components["parameters"]["MessageId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "metadata": {
+                 *         "lang": "en"
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["MessagePatch"];
+            };
+        };
+        responses: {
+            /** @description The message. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Message"];
+                };
+            };
+            /**
+             * @description Bad input; nothing was changed.
+             *
+             *     - `invalid_id`: a path id is not 1-128 characters of `[A-Za-z0-9_.@-]`
+             *     - `invalid_json`: the body is not one JSON value of the right kind (malformed, empty, several values)
+             *     - `invalid_field`: a field has the wrong type or is out of bounds; the message names it
+             *     - `unknown_field`: the body holds a field this call does not know; the message names it
+             */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            /**
+             * @description Not found.
+             *
+             *     - `not_found`: the session has no such message
+             */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Conflict; nothing was written.
+             *
+             *     - `concurrent_update`: the message kept changing under concurrent writes
+             */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            413: components["responses"]["BodyTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["RedisUnavailable"];
+        };
+    };
+    listChildren: {
+        parameters: {
+            query?: {
+                /** @description The most children answered. */
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description The user (Cognee's user id).
+                 * @example alice
+                 */
+                user_id: components["parameters"]["UserId"];
+                /**
+                 * @description The session of that user (Cognee's `session_id`, e.g. `default_session`).
+                 * @example chat-1
+                 */
+                session_id: components["parameters"]["SessionId"];
+                /**
+                 * @description The message's `id`.
+                 * @example m1
+                 */
+                message_id: components["parameters"]["MessageId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The children. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MessageList"];
+                };
+            };
+            /**
+             * @description Bad input.
+             *
+             *     - `invalid_id`: a path id is not 1-128 characters of `[A-Za-z0-9_.@-]`
+             *     - `invalid_query`: a query parameter is out of range or malformed; the message names it
+             */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            /**
+             * @description Not found.
+             *
+             *     - `not_found`: the session has no such message
+             */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            500: components["responses"]["Internal"];
+            503: components["responses"]["RedisUnavailable"];
+        };
+    };
+    popMessage: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The user (Cognee's user id).
+                 * @example alice
+                 */
+                user_id: components["parameters"]["UserId"];
+                /**
+                 * @description The session of that user (Cognee's `session_id`, e.g. `default_session`).
+                 * @example chat-1
+                 */
+                session_id: components["parameters"]["SessionId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The removed message. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Message"];
+                };
+            };
+            /**
+             * @description Bad input.
+             *
+             *     - `invalid_id`: a path id is not 1-128 characters of `[A-Za-z0-9_.@-]`
+             */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            /**
+             * @description Not found.
+             *
+             *     - `not_found`: the session has no messages
+             */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Conflict; nothing was removed.
+             *
+             *     - `has_children`: the latest leaf has children (a branch was appended under it)
+             */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            500: components["responses"]["Internal"];
+            503: components["responses"]["RedisUnavailable"];
+        };
+    };
+    forkSession: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retried call create once: the same key again answers 200 with the new session's record and writes nothing. Without `session_id` the new id is derived from the user, this session and the key. 1-256 printable ASCII characters. */
+                "Idempotency-Key"?: components["parameters"]["DeriveIdempotencyKey"];
+            };
+            path: {
+                /**
+                 * @description The user (Cognee's user id).
+                 * @example alice
+                 */
+                user_id: components["parameters"]["UserId"];
+                /**
+                 * @description The session of that user (Cognee's `session_id`, e.g. `default_session`).
+                 * @example chat-1
+                 */
+                session_id: components["parameters"]["SessionId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "at": "m1",
+                 *       "session_id": "chat-1-fork",
+                 *       "title": "What if"
+                 *     }
+                 */
+                "application/json": components["schemas"]["ForkSessionRequest"];
+            };
+        };
+        responses: {
+            /** @description A retry of the same `Idempotency-Key`: the record, nothing written. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SessionRecord"];
+                };
+            };
+            /** @description The new session's record. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SessionRecord"];
+                };
+            };
+            /**
+             * @description Bad input; nothing was changed.
+             *
+             *     - `invalid_id`: a path id is not 1-128 characters of `[A-Za-z0-9_.@-]`
+             *     - `invalid_json`: the body is not one JSON value of the right kind (malformed, empty, several values)
+             *     - `invalid_field`: `at` is not an id, `session_id` names this session, or `title` is too long
+             *     - `unknown_field`: the body holds a field this call does not know; the message names it
+             */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            /**
+             * @description Not found.
+             *
+             *     - `not_found`: no such session, or it has no message `at`
+             */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Conflict; nothing was written.
+             *
+             *     - `session_exists`: a session with the new id exists
+             */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            413: components["responses"]["BodyTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["RedisUnavailable"];
+        };
+    };
+    splitSession: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retried call create once: the same key again answers 200 with the new session's record and writes nothing. Without `session_id` the new id is derived from the user, this session and the key. 1-256 printable ASCII characters. */
+                "Idempotency-Key"?: components["parameters"]["DeriveIdempotencyKey"];
+            };
+            path: {
+                /**
+                 * @description The user (Cognee's user id).
+                 * @example alice
+                 */
+                user_id: components["parameters"]["UserId"];
+                /**
+                 * @description The session of that user (Cognee's `session_id`, e.g. `default_session`).
+                 * @example chat-1
+                 */
+                session_id: components["parameters"]["SessionId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "summary": "The user looked for the dog; it is in the garden.",
+                 *       "session_id": "chat-1-part-2"
+                 *     }
+                 */
+                "application/json": components["schemas"]["SplitSessionRequest"];
+            };
+        };
+        responses: {
+            /** @description A retry of the same `Idempotency-Key`: the record, nothing written. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SessionRecord"];
+                };
+            };
+            /** @description The continuation's record. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SessionRecord"];
+                };
+            };
+            /**
+             * @description Bad input; nothing was changed.
+             *
+             *     - `invalid_id`: a path id is not 1-128 characters of `[A-Za-z0-9_.@-]`
+             *     - `invalid_json`: the body is not one JSON value of the right kind (malformed, empty, several values)
+             *     - `invalid_field`: `summary` is empty or too long, `session_id` names this session, or `title` is too long
+             *     - `unknown_field`: the body holds a field this call does not know; the message names it
+             */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            /**
+             * @description Not found.
+             *
+             *     - `not_found`: no key of this session exists
+             */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Conflict; nothing was written.
+             *
+             *     - `session_exists`: a session with the new id exists
+             *     - `session_ended`: this session has already ended
+             */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            413: components["responses"]["BodyTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["RedisUnavailable"];
+        };
+    };
+    listCompactions: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The user (Cognee's user id).
+                 * @example alice
+                 */
+                user_id: components["parameters"]["UserId"];
+                /**
+                 * @description The session of that user (Cognee's `session_id`, e.g. `default_session`).
+                 * @example chat-1
+                 */
+                session_id: components["parameters"]["SessionId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The compactions. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CompactionList"];
+                };
+            };
+            /**
+             * @description Bad input.
+             *
+             *     - `invalid_id`: a path id is not 1-128 characters of `[A-Za-z0-9_.@-]`
+             */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["RedisUnavailable"];
+        };
+    };
+    createCompaction: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The user (Cognee's user id).
+                 * @example alice
+                 */
+                user_id: components["parameters"]["UserId"];
+                /**
+                 * @description The session of that user (Cognee's `session_id`, e.g. `default_session`).
+                 * @example chat-1
+                 */
+                session_id: components["parameters"]["SessionId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "summary": "The user asked where the dog is.",
+                 *       "from_id": "m1",
+                 *       "to_id": "m1"
+                 *     }
+                 */
+                "application/json": components["schemas"]["CompactionRequest"];
+            };
+        };
+        responses: {
+            /** @description The compaction. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Compaction"];
+                };
+            };
+            /**
+             * @description Bad input; nothing was changed.
+             *
+             *     - `invalid_id`: a path id is not 1-128 characters of `[A-Za-z0-9_.@-]`
+             *     - `invalid_json`: the body is not one JSON value of the right kind (malformed, empty, several values)
+             *     - `invalid_field`: `summary` is empty or too long, or an id is malformed
+             *     - `unknown_field`: the body holds a field this call does not know; the message names it
+             *     - `invalid_range`: an id names no message, or `from_id` is not an ancestor of (or equal to) `to_id` (after it, or on another branch)
+             *     - `splits_tool_call`: the range holds a `tool` message without the message carrying its call, or a call without its result
+             */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            /**
+             * @description Conflict; nothing was written.
+             *
+             *     - `compaction_overlap`: the range partly overlaps a compaction in force
+             *     - `too_many_compactions`: the session holds 100 compactions in force
+             */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            413: components["responses"]["BodyTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["RedisUnavailable"];
+        };
+    };
+    searchUser: {
+        parameters: {
+            query: {
+                /**
+                 * @description The words to look for (at most 8 are used).
+                 * @example dog garden
+                 */
+                q: string;
+                /** @description The most results. */
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description The user (Cognee's user id).
+                 * @example alice
+                 */
+                user_id: components["parameters"]["UserId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The results, best first. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SearchResults"];
+                };
+            };
+            /**
+             * @description Bad input.
+             *
+             *     - `invalid_id`: a path id is not 1-128 characters of `[A-Za-z0-9_.@-]`
+             *     - `invalid_query`: `q` holds no searchable word, or `limit` is out of bounds
+             */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
             500: components["responses"]["Internal"];
             503: components["responses"]["RedisUnavailable"];
         };

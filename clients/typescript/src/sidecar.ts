@@ -7,7 +7,7 @@ import { randomUUID } from "node:crypto";
 
 import { SidecarCore, ids, stored } from "./client.js";
 import { type SidecarEvent, eventStream } from "./events.js";
-import type { SessionRecord, Stored } from "./types.js";
+import type { SearchResult, SessionRecord, Stored } from "./types.js";
 
 type Obj = Record<string, unknown>;
 /** A stored message: {id, role, content?, parts?, item?, format?, parent_id, created_at, tokens, ...}. */
@@ -118,6 +118,14 @@ export class Sidecar extends SidecarCore {
   }
   listChildren(userId: string, sessionId: string, messageId: string, limit?: number): Promise<{ messages: Message[] }> {
     return this.raw(true, "GET", this.sessionPath(userId, sessionId, "messages", messageId, "children") + qs({ limit }));
+  }
+  /** searchUser: the user's messages across all of their sessions matching q, best first (BM25 over stemmed words). */
+  searchUser(userId: string, q: string, limit?: number): Promise<{ results: SearchResult[] }> {
+    return this.raw(true, "GET", this.userPath(userId, "search") + qs({ q, limit }));
+  }
+  /** The session's messages matching q, ranked by relevance (searchEntries with rank=relevance). */
+  searchRelevant(userId: string, sessionId: string, q: string, limit?: number): Promise<{ results: SearchResult[] }> {
+    return this.raw(true, "GET", this.sessionPath(userId, sessionId, "search") + qs({ q, limit, rank: "relevance" }));
   }
   /** popMessage: removes the latest leaf and returns it (404 when none). Never retried. */
   popMessage(userId: string, sessionId: string): Promise<Message> {

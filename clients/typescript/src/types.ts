@@ -26,6 +26,7 @@ export type StartSessionRequest = S["StartSessionRequest"];
 export type SessionStart = S["SessionStart"];
 export type EndActiveSessionRequest = S["EndActiveSessionRequest"];
 export type State = S["State"];
+export type SearchResult = S["SearchResult"];
 
 /**
  * An answer of a call that may store or find: `created` is true when this

@@ -55,6 +55,10 @@ test("every messages operation", { skip: noMessages }, async () => {
   assert.deepEqual((await sc.listChildren(u, s, "m1")).messages.map((m) => m.id), [batch[0].id, "m2b"]);
   assert.equal((await sc.patchMessage(u, s, "m2b", { content: "On the roof" })).content, "On the roof");
   await rejects(sc.deleteMessage(u, s, "m1"), 409, "has_children");
+  const hits = (await sc.searchUser(u, "gardens")).results;
+  assert.ok(hits.map((h) => h.session_id).includes("s1-cont"), "stemmed: gardens finds the summary's garden");
+  assert.ok(hits.every((h) => h.kind === "message" && h.snippet));
+  assert.ok((await sc.searchRelevant(u, "s1-cont", "garden", 5)).results.length > 0);
   assert.equal((await sc.popMessage(u, s)).id, "m2b");
   await sc.deleteMessage(u, s, "m1", { subtree: true });
   await rejects(sc.getMessage(u, s, "m1"), 404, "not_found");
