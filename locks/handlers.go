@@ -23,10 +23,8 @@ func (m *Module) acquire(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	var req acquireRequest
-	if r.ContentLength != 0 { // every field is optional: no body is {}
-		if err := sidecar.DecodeJSON(r, &req); err != nil {
-			return err
-		}
+	if err := sidecar.DecodeOptionalJSON(r, &req); err != nil { // every field is optional: no body is {}
+		return err
 	}
 	ttl, err := m.ttl(req.TTLMs, false)
 	if err != nil {

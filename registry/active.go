@@ -53,10 +53,8 @@ func (m *Module) active(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	var req activeRequest
-	if r.ContentLength != 0 {
-		if err := sidecar.DecodeJSON(r, &req); err != nil {
-			return err
-		}
+	if err := sidecar.DecodeOptionalJSON(r, &req); err != nil { // every field is optional: no body is {}
+		return err
 	}
 	if req.Title != nil {
 		if err := checkTitle(*req.Title); err != nil {
@@ -124,10 +122,8 @@ func (m *Module) activeEnd(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	var req activeEndRequest
-	if r.ContentLength != 0 {
-		if err := sidecar.DecodeJSON(r, &req); err != nil {
-			return err
-		}
+	if err := sidecar.DecodeOptionalJSON(r, &req); err != nil { // every field is optional: no body is {}
+		return err
 	}
 	if req.Summary != nil {
 		if err := checkSummary(*req.Summary); err != nil {

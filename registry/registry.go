@@ -66,10 +66,8 @@ func (m *Module) create(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	var req createRequest
-	if r.ContentLength != 0 { // no body: {}
-		if err := sidecar.DecodeJSON(r, &req); err != nil {
-			return err
-		}
+	if err := sidecar.DecodeOptionalJSON(r, &req); err != nil { // every field is optional: no body is {}
+		return err
 	}
 	key, err := idempotencyKey(r.Header)
 	if err != nil {

@@ -1,8 +1,11 @@
 package registry_test
 
 import (
+	"bufio"
 	"fmt"
 	"maps"
+	"net"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -294,6 +297,49 @@ func TestUpdateCogneeSession(t *testing.T) {
 		got, _ := pages(t, h, "/v1/users/alice/sessions", map[string][]string{"metadata.src": {"cognee"}})
 		if !slices.Equal(got, []string{"alice/cg"}) {
 			t.Errorf("listing: %v", got)
+		}
+	})
+}
+
+// Routes whose every field is optional take no body as {}, whether the
+// client sent Content-Length: 0 or a chunked body of no bytes (a client
+// streaming an empty body); whitespace alone is no body too.
+func TestNoBodyWhenChunked(t *testing.T) {
+	redisstoretest.Each(t, func(t *testing.T, srv *redisstoretest.Server) {
+		h := start(t, srv, nil)
+		send := func(method, path, body string) int {
+			t.Helper()
+			// written by hand: net/http sends an empty body as Content-Length: 0
+			conn, err := net.Dial("tcp", strings.TrimPrefix(h.API, "http://"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			chunk := "0\r\n\r\n"
+			if body != "" {
+				chunk = fmt.Sprintf("%x\r\n%s\r\n0\r\n\r\n", len(body), body)
+			}
+			fmt.Fprintf(conn, "%s %s HTTP/1.1\r\nHost: sidecar\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n%s", method, path, chunk)
+			resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			return resp.StatusCode
+		}
+		for _, c := range []struct {
+			method, path, body string
+			want               int
+		}{
+			{"POST", "/v1/users/u1/sessions", "", 201},
+			{"POST", "/v1/users/u1/active-session", " \n", 200}, // reuses the session just created
+			{"POST", "/v1/users/u1/active-session/end", "", 200},
+			{"POST", "/v1/users/u1/sessions", `{"session_id":"s9"}`, 201},
+			{"POST", "/v1/users/u1/sessions/s9/complete", "", 200},
+		} {
+			if got := send(c.method, c.path, c.body); got != c.want {
+				t.Errorf("%s %s %q chunked: %d, want %d", c.method, c.path, c.body, got, c.want)
+			}
 		}
 	})
 }

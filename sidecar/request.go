@@ -74,24 +74,48 @@ func QueryInt(r *http.Request, name string, def, lo, hi int) (int, error) {
 // over the size limit is 413 and a non-JSON Content-Type is 415. A missing
 // Content-Type is taken as JSON.
 func DecodeJSON(r *http.Request, v any) error {
+	body, err := readJSONBody(r)
+	if err != nil {
+		return err
+	}
+	return DecodeJSONBytes(body, v)
+}
+
+// DecodeOptionalJSON is DecodeJSON for a route whose every field is
+// optional: no body (Content-Length 0, or a chunked body of no bytes or
+// only whitespace) leaves v as it is, as {} would.
+func DecodeOptionalJSON(r *http.Request, v any) error {
+	if r.ContentLength == 0 {
+		return nil
+	}
+	body, err := readJSONBody(r)
+	if err != nil || len(bytes.TrimSpace(body)) == 0 {
+		return err
+	}
+	return DecodeJSONBytes(body, v)
+}
+
+// readJSONBody checks the Content-Type and reads the body, turning a body
+// past the limit or its read deadline into their answers.
+func readJSONBody(r *http.Request) ([]byte, error) {
 	if ct := r.Header.Get("Content-Type"); ct != "" {
 		mt, _, err := mime.ParseMediaType(ct)
 		if err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
-			return Errorf(http.StatusUnsupportedMediaType, "unsupported_media_type", "Content-Type must be application/json")
+			return nil, Errorf(http.StatusUnsupportedMediaType, "unsupported_media_type", "Content-Type must be application/json")
 		}
 	}
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			return Errorf(http.StatusRequestEntityTooLarge, "body_too_large", "request body is larger than %d bytes", tooBig.Limit)
+			return nil, Errorf(http.StatusRequestEntityTooLarge, "body_too_large", "request body is larger than %d bytes", tooBig.Limit)
 		}
 		if errors.Is(err, os.ErrDeadlineExceeded) {
-			return Errorf(http.StatusRequestTimeout, "request_timeout", "the request body did not arrive within SIDECAR_READ_TIMEOUT")
+			return nil, Errorf(http.StatusRequestTimeout, "request_timeout", "the request body did not arrive within SIDECAR_READ_TIMEOUT")
 		}
-		return BadRequest("invalid_body", "reading request body: %v", err)
+		return nil, BadRequest("invalid_body", "reading request body: %v", err)
 	}
-	return DecodeJSONBytes(body, v)
+	return body, nil
 }
 
 // DecodeJSONBytes is DecodeJSON on a body already read.

@@ -321,15 +321,12 @@ func (m *Module) end(status string) sidecar.HandlerFunc {
 }
 
 // endSummary reads the optional body {summary} of complete/fail; no body
-// (Content-Length 0) is no summary.
+// is no summary.
 func endSummary(r *http.Request) (*string, error) {
-	if r.ContentLength == 0 {
-		return nil, nil
-	}
 	var req struct {
 		Summary *string `json:"summary"`
 	}
-	if err := sidecar.DecodeJSON(r, &req); err != nil {
+	if err := sidecar.DecodeOptionalJSON(r, &req); err != nil {
 		return nil, err
 	}
 	if req.Summary != nil && utf8.RuneCountInString(*req.Summary) > sessionstore.MaxSummaryLength {
