@@ -841,14 +841,39 @@ local function meta_expire(key, ttl, p)
   end
 end
 
+-- META_PRUNE is how many of an index's least recently active members a
+-- write that slides examines (meta_prune).
+local META_PRUNE = 2
+
+-- meta_prune drops from metadata index key up to META_PRUNE of its least
+-- recently active members whose session has expired, as the expiry set
+-- tells (no entry, or an expiry before now; the sweep removes the entries
+-- of expired sessions), so members of expired sessions do not pile up in
+-- an index that is written but seldom read: every sliding write of a
+-- session in the index removes up to two, so they go at least as fast as
+-- sessions join it. gid_of maps a member to its "<u>:<s>".
+local function meta_prune(key, now, gid_of)
+  for _, m in ipairs(redis.call('ZRANGE', key, 0, META_PRUNE - 1)) do
+    local exp = redis.call('ZSCORE', K_EXPIRY, gid_of(m))
+    if not exp or (tonumber(exp) or math.huge) < now then redis.call('ZREM', key, m) end
+  end
+end
+
 -- meta_index files the session under every pair of meta (JSON text, or
 -- nil) with score; ttl (or nil: leave the expiry alone) as meta_expire's.
+-- With a ttl (a write that slides) it also prunes each index (meta_prune).
 local function meta_index(meta, score, ttl)
   if not meta or meta == '' or meta == '{}' then return end
+  local user_gid = function(m) return ARGV[3] .. ':' .. m end
+  local same = function(m) return m end
   for k, v in pairs(cjson.decode(meta)) do
     local uk, gk = meta_keys(k, v)
     local pu, pg
-    if ttl then pu, pg = redis.call('PTTL', uk), redis.call('PTTL', gk) end
+    if ttl then
+      pu, pg = redis.call('PTTL', uk), redis.call('PTTL', gk)
+      meta_prune(uk, score, user_gid)
+      meta_prune(gk, score, same)
+    end
     redis.call('ZADD', uk, score, SID)
     redis.call('ZADD', gk, score, GID)
     if ttl then

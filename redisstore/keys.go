@@ -340,7 +340,7 @@ var Families = []Family{
 	{
 		Name: "metadata index", Pattern: "agent_session_meta:*", ClusterPattern: "agent_session_meta:{b*}:*",
 		Kind: KindZSet, Owner: "registry", TTL: SessionTTL,
-		Description: "a user's session ids whose metadata holds `<key>=<value>` (`agent_session_meta:<u>:<key>=<value>`), by last activity; members of expired sessions dropped on read",
+		Description: "a user's session ids whose metadata holds `<key>=<value>` (`agent_session_meta:<u>:<key>=<value>`), by last activity; members of expired sessions dropped on read and by the writes of the pair's sessions (two examined per sliding write)",
 	},
 	{
 		Name: "global metadata index", Pattern: "agent_session_meta_global:*", ClusterPattern: "agent_session_meta_global:{b*}:*",

@@ -273,3 +273,45 @@ func TestSessionWritesCheckTheMetadataIndexesFirst(t *testing.T) {
 		}
 	})
 }
+
+// A metadata index that is written but never read does not keep members of
+// expired sessions: every sliding write of a session in it examines its two
+// least recently active members against the expiry set and drops the dead
+// ones, while a live session without expiry (TTL 0) stays.
+func TestWritesPruneExpiredMembersOfTheirMetadataIndexes(t *testing.T) {
+	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
+		h := sidecartest.Start(t, srv, nil, sessions.Factory, usage.Factory, ttl.Factory, registry.Factory)
+		l := srv.Layout()
+		user, global := l.MetaIndex("alice", "team", "x"), l.MetaGlobal(l.Bucket("alice"), "team", "x")
+		c := srv.Client(t)
+		for i := range 5 { // sessions that expired long ago (no expiry entry left)
+			dead := fmt.Sprintf("dead%d", i)
+			for _, cmd := range []rueidis.Completed{
+				c.B().Zadd().Key(user).ScoreMember().ScoreMember(float64(i+1), dead).Build(),
+				c.B().Zadd().Key(global).ScoreMember().ScoreMember(float64(i+1), "alice:"+dead).Build(),
+			} {
+				if err := c.Do(t.Context(), cmd).Error(); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		want(t, h.Do(t, "POST", "/v1/users/alice/sessions", `{"session_id":"keep","metadata":{"team":"x"}}`), 201)
+		want(t, h.Do(t, "PUT", "/v1/users/alice/sessions/keep/ttl", `{"ttl_seconds":0}`), 200)
+		for _, s := range []string{"s1", "s2", "s3"} {
+			want(t, h.Do(t, "POST", "/v1/users/alice/sessions", `{"session_id":"`+s+`","metadata":{"team":"x"}}`), 201)
+		}
+		wantUser := []string{"keep", "s1", "s2", "s3"}
+		if got := members(t, srv, user); !slices.Equal(sorted(got), wantUser) {
+			t.Errorf("user index: %v, want %v (the dead members pruned, keep kept)", got, wantUser)
+		}
+		if got := members(t, srv, global); len(got) != 4 || slices.ContainsFunc(got, func(m string) bool { return strings.Contains(m, "dead") }) {
+			t.Errorf("bucket index: %v, want the four live sessions", got)
+		}
+	})
+}
+
+func sorted(s []string) []string {
+	out := slices.Clone(s)
+	slices.Sort(out)
+	return out
+}
