@@ -1,40 +1,14 @@
 package blocks_test
 
 import (
-	"encoding/json"
 	"strings"
 	"testing"
-
-	"github.com/redis/rueidis"
 
 	"github.com/agentsidecar/agentsidecar/redisstore/redisstoretest"
 )
 
-// streamEvent is one entry of an event stream as the scripts write it.
-type streamEvent struct {
-	Type string
-	Data map[string]any
-}
-
-func readStream(t *testing.T, c rueidis.Client, key string) []streamEvent {
-	t.Helper()
-	entries, err := c.Do(t.Context(), c.B().Xrange().Key(key).Start("-").End("+").Build()).AsXRange()
-	if err != nil {
-		t.Fatalf("XRANGE %s: %v", key, err)
-	}
-	var out []streamEvent
-	for _, e := range entries {
-		ev := streamEvent{Type: e.FieldValues["t"]}
-		if err := json.Unmarshal([]byte(e.FieldValues["d"]), &ev.Data); err != nil {
-			t.Fatalf("event %s data %q: %v", e.ID, e.FieldValues["d"], err)
-		}
-		out = append(out, ev)
-	}
-	return out
-}
-
-func ofType(evs []streamEvent, typ string) []streamEvent {
-	var out []streamEvent
+func ofType(evs []redisstoretest.StreamEvent, typ string) []redisstoretest.StreamEvent {
+	var out []redisstoretest.StreamEvent
 	for _, e := range evs {
 		if e.Type == typ {
 			out = append(out, e)
@@ -63,7 +37,7 @@ func TestBlockWritesEmitBlockChanged(t *testing.T) {
 			t.Fatalf("DELETE: %d %s", rep.Status, rep.Body)
 		}
 
-		sess := ofType(readStream(t, c, l.SessionEvents("alice", "s1")), "block_changed")
+		sess := ofType(redisstoretest.StreamEvents(t, c, l.SessionEvents("alice", "s1")), "block_changed")
 		if len(sess) != 4 {
 			t.Fatalf("session stream: %d block_changed events, want 4 (put, append, set_context, delete): %+v", len(sess), sess)
 		}
@@ -79,7 +53,7 @@ func TestBlockWritesEmitBlockChanged(t *testing.T) {
 		if d := sess[3].Data; d["label"] != "notes" || d["scope"] != "session" || d["deleted"] != true {
 			t.Errorf("delete event: %v, want {label notes, scope session, deleted true}", d)
 		}
-		user := ofType(readStream(t, c, l.UserEvents("alice")), "block_changed")
+		user := ofType(redisstoretest.StreamEvents(t, c, l.UserEvents("alice")), "block_changed")
 		if len(user) != 1 || user[0].Data["label"] != "persona" || user[0].Data["scope"] != "user" || user[0].Data["writable"] != false {
 			t.Errorf("user stream: %+v, want one block_changed of the user block persona", user)
 		}

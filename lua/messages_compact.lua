@@ -75,7 +75,7 @@ if kept + 1 > max then return { -1, 'too_many_compactions', fmt_int(max) } end
 
 -- the writes
 local json = '{"id":"' .. cid .. '","summary":' .. summary .. ',"from_id":"' .. from_id .. '","to_id":"' .. to_id ..
-  '","created_at":"' .. iso_us(now_us()) .. '"}'
+  '","created_at":"' .. iso_time(now_us()) .. '"}'
 local created = redis.call('EXISTS', K_MCOMP) == 0
 for _, id in ipairs(superseded) do redis.call('HDEL', K_MCOMP, id, '#' .. id) end
 local seq = redis.call('HINCRBY', K_MCOMP, ' seq', 1)

@@ -108,26 +108,6 @@ local function has_children(id)
   return #redis.call('ZRANGEBYLEX', K_MKIDS, '[' .. id .. '\0', '(' .. id .. '\1', 'LIMIT', 0, 1) > 0
 end
 
--- iso_us is µs since the epoch as an ISO 8601 UTC time with µs.
-local function iso_us(us)
-  local sec = math.floor(us / 1000000)
-  local frac = us - sec * 1000000
-  local z = math.floor(sec / 86400)
-  local rem = sec - z * 86400
-  z = z + 719468
-  local era = math.floor(z / 146097)
-  local doe = z - era * 146097
-  local yoe = math.floor((doe - math.floor(doe / 1460) + math.floor(doe / 36524) - math.floor(doe / 146096)) / 365)
-  local doy = doe - (365 * yoe + math.floor(yoe / 4) - math.floor(yoe / 100))
-  local mp = math.floor((5 * doy + 2) / 153)
-  local d = doy - math.floor((153 * mp + 2) / 5) + 1
-  local m = mp < 10 and mp + 3 or mp - 9
-  local y = yoe + era * 400
-  if m <= 2 then y = y + 1 end
-  return string.format('%04d-%02d-%02dT%02d:%02d:%02d.%06dZ', y, m, d,
-    math.floor(rem / 3600), math.floor(rem % 3600 / 60), rem % 60, frac)
-end
-
 -- stored_json is the message as stored: body (a JSON object from the
 -- sidecar, without parent_id and created_at) with them appended.
 local function stored_json(body, parent, created_at)
@@ -198,13 +178,6 @@ local function messages_exist()
 end
 
 -- Search index --------------------------------------------------------------
-
--- session_ttl is the TTL the session's keys slide to (0 = none).
-local function session_ttl()
-  local t = redis.call('HGET', K_RECORD, 'ttl_seconds')
-  if t then return tonumber(t) end
-  return DEFAULT_TTL
-end
 
 -- stats_drop takes n documents of length len out of the user's search
 -- statistics, when they still exist (never creating a key without a TTL).
@@ -376,7 +349,7 @@ local function append_messages(batch, mode, pid, if_match, max, key)
 
   -- the writes
   local now = now_us()
-  local created_at = '"' .. iso_us(now) .. '"'
+  local created_at = '"' .. iso_time(now) .. '"'
   local out, ids = { 1 }, {}
   for _, m in ipairs(batch) do
     seq = seq + 1

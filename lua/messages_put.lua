@@ -35,7 +35,7 @@ if expect ~= '' and old ~= expect then return { -1, 'changed', id } end
 if (pmode == 'root' and n.parent ~= '') or (pmode == 'id' and n.parent ~= pid) then
   return { -1, 'id_conflict', id }
 end
-local created_at = (old and field_raw(old, 'created_at')) or ('"' .. iso_us(now_us()) .. '"')
+local created_at = (old and field_raw(old, 'created_at')) or ('"' .. iso_time(now_us()) .. '"')
 
 local json = stored_json(body, n.parent, created_at)
 local delta = tokens - n.tokens

@@ -779,9 +779,9 @@ local function json_str(s)
   return cjson.encode(s)
 end
 
--- iso_time formats µs since the epoch as RFC 3339 UTC with µs.
-local function iso_time(us)
-  local sec = math.floor(us / 1000000)
+-- civil_date is the UTC calendar date (year, month, day) of unix time sec
+-- (days_from_civil's inverse, exact for every date).
+local function civil_date(sec)
   local z = math.floor(sec / 86400) + 719468
   local era = math.floor(z / 146097)
   local doe = z - era * 146097
@@ -792,6 +792,13 @@ local function iso_time(us)
   local m = mp < 10 and mp + 3 or mp - 9
   local y = yoe + era * 400
   if m <= 2 then y = y + 1 end
+  return y, m, d
+end
+
+-- iso_time formats µs since the epoch as RFC 3339 UTC with µs.
+local function iso_time(us)
+  local sec = math.floor(us / 1000000)
+  local y, m, d = civil_date(sec)
   local rem = sec % 86400
   return string.format('%04d-%02d-%02dT%02d:%02d:%02d.%06dZ', y, m, d,
     math.floor(rem / 3600), math.floor(rem % 3600 / 60), rem % 60, us % 1000000)

@@ -32,19 +32,9 @@ local OTHER = 'other'
 local MAX_SUM = 9e18
 local MAX_KEYS = 1000 -- idempotency keys remembered per session
 
--- utc_date is the UTC calendar date of unix time sec (civil_from_days).
+-- utc_date is the UTC calendar date of unix time sec.
 local function utc_date(sec)
-  local z = math.floor(sec / 86400) + 719468
-  local era = math.floor(z / 146097)
-  local doe = z - era * 146097
-  local yoe = math.floor((doe - math.floor(doe / 1460) + math.floor(doe / 36524) - math.floor(doe / 146096)) / 365)
-  local doy = doe - (365 * yoe + math.floor(yoe / 4) - math.floor(yoe / 100))
-  local mp = math.floor((5 * doy + 2) / 153)
-  local d = doy - math.floor((153 * mp + 2) / 5) + 1
-  local m = mp < 10 and mp + 3 or mp - 9
-  local y = yoe + era * 400
-  if m <= 2 then y = y + 1 end
-  return string.format('%04d-%02d-%02d', y, m, d)
+  return string.format('%04d-%02d-%02d', civil_date(sec))
 end
 
 local K_DAY = K_BY_MODEL .. ':' .. utc_date(tonumber(redis.call('TIME')[1]))

@@ -1,39 +1,13 @@
 package messages_test
 
 import (
-	"encoding/json"
 	"slices"
 	"testing"
-
-	"github.com/redis/rueidis"
 
 	"github.com/agentsidecar/agentsidecar/redisstore/redisstoretest"
 )
 
-type streamEvent struct {
-	Type string
-	Data map[string]any
-}
-
-// events reads a session's event stream as the scripts wrote it.
-func events(t *testing.T, c rueidis.Client, key string) []streamEvent {
-	t.Helper()
-	entries, err := c.Do(t.Context(), c.B().Xrange().Key(key).Start("-").End("+").Build()).AsXRange()
-	if err != nil {
-		t.Fatalf("XRANGE %s: %v", key, err)
-	}
-	out := make([]streamEvent, 0, len(entries))
-	for _, e := range entries {
-		ev := streamEvent{Type: e.FieldValues["t"]}
-		if err := json.Unmarshal([]byte(e.FieldValues["d"]), &ev.Data); err != nil {
-			t.Fatalf("event %s data %q: %v", e.ID, e.FieldValues["d"], err)
-		}
-		out = append(out, ev)
-	}
-	return out
-}
-
-func types(evs []streamEvent) []string {
+func types(evs []redisstoretest.StreamEvent) []string {
 	out := make([]string, len(evs))
 	for i, e := range evs {
 		out[i] = e.Type
@@ -76,7 +50,7 @@ func TestMessageWritesEmitEvents(t *testing.T) {
 		do("POST", s+"/messages", `{"id":"g","role":"user","content":"more"}`, 201)
 		do("POST", s+"/split", `{"summary":"so far","session_id":"s2"}`, 201)
 
-		got := events(t, c, l.SessionEvents("alice", "s1"))
+		got := redisstoretest.StreamEvents(t, c, l.SessionEvents("alice", "s1"))
 		want := []string{"message_appended", "message_appended", "message_appended", "abort_cleared", "message_updated",
 			"message_appended", "compaction", "message_deleted", "message_deleted", "message_appended", "message_deleted",
 			"message_appended", "status"}
@@ -104,10 +78,10 @@ func TestMessageWritesEmitEvents(t *testing.T) {
 		if d := got[12].Data; d["status"] != "completed" || d["end_reason"] != "split" || d["continued_by"] != "s2" {
 			t.Errorf("split's status: %v", d)
 		}
-		if g := types(events(t, c, l.SessionEvents("alice", "s2"))); !slices.Equal(g, []string{"status", "message_appended"}) {
+		if g := types(redisstoretest.StreamEvents(t, c, l.SessionEvents("alice", "s2"))); !slices.Equal(g, []string{"status", "message_appended"}) {
 			t.Errorf("the continuation's events: %v, want status (started), message_appended (the summary)", g)
 		}
-		f1 := events(t, c, l.SessionEvents("alice", "f1"))
+		f1 := redisstoretest.StreamEvents(t, c, l.SessionEvents("alice", "f1"))
 		if len(f1) != 1 || f1[0].Type != "status" || f1[0].Data["parent_session_id"] != "s1" {
 			t.Errorf("the fork's events: %+v, want one status started with parent_session_id s1", f1)
 		}

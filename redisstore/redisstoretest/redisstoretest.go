@@ -9,6 +9,8 @@ package redisstoretest
 import (
 	"bufio"
 	"bytes"
+	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -348,4 +350,32 @@ func OpenReady(t testing.TB, opts redisstore.Options) *redisstore.Conn {
 		t.Fatalf("not connected within 10s: %s", c.LastError())
 	}
 	return c
+}
+
+// StreamEvent is one entry of a session or user event stream as the write
+// scripts store it: its type (field t) and its data (field d, JSON).
+type StreamEvent struct {
+	ID   string
+	Type string
+	Data map[string]any
+}
+
+// StreamEvents reads the event stream at key (at most 10 000 entries, a
+// test's bounded read), failing the test on a read error or data that is
+// not a JSON object.
+func StreamEvents(t testing.TB, c rueidis.Client, key string) []StreamEvent {
+	t.Helper()
+	entries, err := c.Do(context.Background(), c.B().Xrange().Key(key).Start("-").End("+").Count(10000).Build()).AsXRange()
+	if err != nil {
+		t.Fatalf("XRANGE %s: %v", key, err)
+	}
+	out := make([]StreamEvent, 0, len(entries))
+	for _, e := range entries {
+		ev := StreamEvent{ID: e.ID, Type: e.FieldValues["t"]}
+		if err := json.Unmarshal([]byte(e.FieldValues["d"]), &ev.Data); err != nil {
+			t.Fatalf("event %s of %s: data %q: %v", e.ID, key, e.FieldValues["d"], err)
+		}
+		out = append(out, ev)
+	}
+	return out
 }
