@@ -33,6 +33,15 @@ local function slide_user_blocks()
   end
 end
 
+-- session_refused is check_finish's refusal as an error reply (BADKEY, a
+-- 409 key_wrong_type), else nil: a script that will call finish_write
+-- checks it before its first write, with guard.
+local function session_refused()
+  local bad = check_finish(nil, false)
+  if bad then return redis.error_reply('BADKEY ' .. bad) end
+  return nil
+end
+
 local function parse_counts(s)
   local b, c, w, l, t = string.match(s or '', '^(%d+),(%d+),(%d+),([01]),([01])$')
   if not b then return nil end
