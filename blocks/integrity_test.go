@@ -64,3 +64,40 @@ func TestSessionChecksBeforeWrite(t *testing.T) {
 		}
 	})
 }
+
+// A stored block whose created_at is not the integer the sidecar writes
+// (another program wrote it) is refused by an append before anything is
+// written (409 stored_value_invalid), and replaced whole by a PUT (a new
+// created_at): neither stores the block and then fails on its event.
+func TestHandWrittenCreatedAt(t *testing.T) {
+	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
+		h := start(t, srv, nil)
+		l := srv.Layout()
+		c := srv.Client(t)
+		hand := `{"label":"m","description":null,"content":"a","max_tokens":null,"writable":true,"position":0,"tokens":1,"counts":"1,1,1,1,1","created_at":"yesterday","updated_at":1}`
+		for _, scope := range []struct{ key, path string }{
+			{l.UserBlocks("alice"), "/v1/users/alice/blocks/m"},
+			{l.SessionBlocks("alice", "s1"), "/v1/users/alice/sessions/s1/blocks/m"},
+		} {
+			if err := c.Do(t.Context(), c.B().Hset().Key(scope.key).FieldValue().FieldValue("m", hand).Build()).Error(); err != nil {
+				t.Fatal(err)
+			}
+			wantCode(t, h.Do(t, "POST", scope.path+"/append", `{"content":"b"}`), 409, "stored_value_invalid")
+			if got, _ := c.Do(t.Context(), c.B().Hget().Key(scope.key).Field("m").Build()).ToString(); got != hand {
+				t.Errorf("%s after a refused append: %s, want the hand-written block unchanged", scope.path, got)
+			}
+			b := wantBlock(t, h.Do(t, "PUT", scope.path, `{"content":"new"}`), 200)
+			if b.Content != "new" || b.CreatedAt == "" {
+				t.Errorf("%s replaced: %+v, want content new with a created_at", scope.path, b)
+			}
+			if got := wantBlock(t, h.Do(t, "GET", scope.path, ""), 200); got.Content != "new" {
+				t.Errorf("%s read after the replace: %+v", scope.path, got)
+			}
+		}
+		evs := ofType(readStream(t, c, l.UserEvents("alice")), "block_changed")
+		evs = append(evs, ofType(readStream(t, c, l.SessionEvents("alice", "s1")), "block_changed")...)
+		if len(evs) != 2 {
+			t.Errorf("block_changed events %+v, want one per replace", evs)
+		}
+	})
+}
