@@ -2,9 +2,11 @@ package events_test
 
 import (
 	"encoding/json"
+	"slices"
 	"testing"
 	"time"
 
+	"github.com/agentsidecar/agentsidecar/envconf"
 	"github.com/agentsidecar/agentsidecar/events"
 	"github.com/agentsidecar/agentsidecar/messages"
 	"github.com/agentsidecar/agentsidecar/redisstore/redisstoretest"
@@ -39,6 +41,37 @@ func TestMultilineData(t *testing.T) {
 		}
 		if got.ID != "m1" || len(got.Parts) != 2 || got.Parts[1].Text != "two" {
 			t.Fatalf("got %+v, want m1 with both parts", got)
+		}
+	})
+}
+
+// TestFreshStreamStartsNow: a stream opened without an id starts with the
+// next write even when this sidecar's reader is behind the stream (an event
+// whose wake-up it missed, read at the next heartbeat): the new subscriber
+// does not get that older event, the one already watching does.
+func TestFreshStreamStartsNow(t *testing.T) {
+	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
+		h := start(t, srv, envconf.Env{"SIDECAR_SSE_HEARTBEAT": "2m"})
+		h.Do(t, "POST", base+"/entries", `{"question":"q","answer":"a","qa_id":"q1"}`)
+		a := open(t, h.API, base+"/events", "")
+		<-a.frames // retry
+		// an event the reader is not woken for (as after a lost Pub/Sub
+		// message): only a heartbeat's re-read would find it
+		c := srv.Client(t)
+		key := srv.Layout().SessionEvents("u1", "s1")
+		if err := c.Do(t.Context(), c.B().Xadd().Key(key).Id("*").FieldValue().FieldValue("t", "x-missed").FieldValue("d", "0").Build()).Error(); err != nil {
+			t.Fatal(err)
+		}
+		b := open(t, h.API, base+"/events", "")
+		<-b.frames // retry
+		if r := h.Do(t, "POST", base+"/events", `{"event":"x-next","data":1}`); r.Status != 201 {
+			t.Fatalf("publish: %d %s", r.Status, r.Body)
+		}
+		if got := types(a.events(t, 2)); !slices.Equal(got, []string{"x-missed", "x-next"}) {
+			t.Fatalf("the stream open before: %v, want [x-missed x-next]", got)
+		}
+		if f := b.next(t, 10*time.Second); f.Event != "x-next" {
+			t.Fatalf("the stream opened after x-missed: first event %+v, want x-next", f)
 		}
 	})
 }

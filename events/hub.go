@@ -81,33 +81,37 @@ func newHub(redis *redisstore.Conn, logger *slog.Logger, m *metrics, heartbeat t
 }
 
 // join subscribes to stream key. Live events are those after the returned
-// id (the newest event at join time): the caller replays up to it itself.
+// id, the stream's newest event at join time: the caller replays up to it
+// itself, and skips what the reader still delivers up to it (the reader
+// may be behind the stream, say after a lost wake-up, and a fresh stream
+// starts with the next write). A new watch is read at once, so an event
+// added while it was being made waits for no heartbeat.
 func (h *hub) join(ctx context.Context, key string) (*sub, ID, error) {
-	h.mu.Lock()
-	w := h.streams[key]
-	h.mu.Unlock()
-	var last ID
-	if w == nil {
-		// The stream's newest id, read before the watch exists: anything
-		// added after the read is after `last`, so the reader gets it.
-		c, err := h.redis.Client()
-		if err != nil {
-			return nil, ID{}, err
-		}
-		if last, err = lastID(ctx, c, key); err != nil {
-			return nil, ID{}, err
-		}
+	// The stream's newest id, read before the watch exists: anything added
+	// after the read is after `last`, so the reader gets it.
+	c, err := h.redis.Client()
+	if err != nil {
+		return nil, ID{}, err
+	}
+	last, err := lastID(ctx, c, key)
+	if err != nil {
+		return nil, ID{}, err
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	w = h.streams[key]
+	w := h.streams[key]
 	if w == nil {
 		w = &watch{key: key, last: last, subs: map[*sub]struct{}{}}
 		h.streams[key] = w
+		h.dirty[key] = true
+		h.signal()
 	}
 	s := &sub{w: w, ready: make(chan struct{}, 1), lagged: make(chan struct{})}
 	w.subs[s] = struct{}{}
-	return s, w.last, nil
+	if last.Less(w.last) {
+		last = w.last
+	}
+	return s, last, nil
 }
 
 // leave unsubscribes s; the stream is no longer read once nobody watches.
