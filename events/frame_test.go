@@ -2,7 +2,9 @@ package events_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -72,6 +74,57 @@ func TestFreshStreamStartsNow(t *testing.T) {
 		}
 		if f := b.next(t, 10*time.Second); f.Event != "x-next" {
 			t.Fatalf("the stream opened after x-missed: first event %+v, want x-next", f)
+		}
+	})
+}
+
+// TestTrimmedUnderLiveReader: when the stream is trimmed past what this
+// sidecar's reader delivered last (more events than SESSION_EVENTS_MAXLEN
+// between two reads, as with lost wake-ups), a live subscriber is not fed
+// what is left as if nothing were missing: its stream ends, and it resumes
+// with its id to learn of the gap.
+func TestTrimmedUnderLiveReader(t *testing.T) {
+	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
+		h := start(t, srv, envconf.Env{"SIDECAR_SSE_HEARTBEAT": "2m", "SESSION_EVENTS_MAXLEN": "10"})
+		h.Do(t, "POST", base+"/entries", `{"question":"q","answer":"a","qa_id":"q1"}`)
+		s := open(t, h.API, base+"/events", "")
+		<-s.frames // retry
+		if r := h.Do(t, "POST", base+"/events", `{"event":"x-seen","data":0}`); r.Status != 201 {
+			t.Fatalf("publish: %d %s", r.Status, r.Body)
+		}
+		seen := s.next(t, 10*time.Second)
+		if seen.Event != "x-seen" {
+			t.Fatalf("got %+v, want x-seen", seen)
+		}
+		// 300 events the reader is not woken for, trimmed as the scripts trim
+		c := srv.Client(t)
+		key := srv.Layout().SessionEvents("u1", "s1")
+		for i := range 300 {
+			cmd := c.B().Xadd().Key(key).Maxlen().Almost().Threshold("10").Id("*").FieldValue().FieldValue("t", "x-missed").FieldValue("d", fmt.Sprint(i)).Build()
+			if err := c.Do(t.Context(), cmd).Error(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if r := h.Do(t, "POST", base+"/events", `{"event":"x-next","data":1}`); r.Status != 201 {
+			t.Fatalf("publish: %d %s", r.Status, r.Body)
+		}
+		deadline := time.After(10 * time.Second)
+		for ended := false; !ended; {
+			select {
+			case f := <-s.frames:
+				if f.Event != "" {
+					t.Fatalf("got %s %s after events were trimmed unseen, want the stream to end", f.Event, f.Data)
+				}
+			case <-s.done:
+				ended = true
+			case <-deadline:
+				t.Fatal("the stream is still open after its events were trimmed unseen")
+			}
+		}
+		r := open(t, h.API, base+"/events", seen.ID)
+		<-r.frames
+		if f := r.next(t, 10*time.Second); f.Event != "reconnected" || !strings.Contains(f.Data, `"gap":true`) {
+			t.Fatalf("resumed: %+v, want reconnected with a gap", f)
 		}
 	})
 }

@@ -208,7 +208,14 @@ func (h *hub) readDirty(ctx context.Context) {
 		to := min(from+pipeline, len(keys))
 		cmds := make(rueidis.Commands, 0, to-from)
 		for i := from; i < to; i++ {
-			cmds = append(cmds, c.B().Xrange().Key(keys[i]).Start("("+afters[i].String()).End("+").Count(readPage).Build())
+			// From the last delivered event itself: while it is still
+			// kept, nothing after it was trimmed (trimming removes the
+			// oldest first).
+			start, n := "("+afters[i].String(), int64(readPage)
+			if afters[i] != (ID{}) {
+				start, n = afters[i].String(), readPage+1
+			}
+			cmds = append(cmds, c.B().Xrange().Key(keys[i]).Start(start).End("+").Count(n).Build())
 		}
 		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		res := c.DoMulti(rctx, cmds...)
@@ -222,10 +229,26 @@ func (h *hub) readDirty(ctx context.Context) {
 				continue
 			}
 			evs := parseEntries(entries)
-			if len(evs) == readPage {
+			key, after := keys[from+j], afters[from+j]
+			full := len(evs) == readPage
+			if after != (ID{}) {
+				full = len(evs) == readPage+1
+				switch {
+				case len(evs) > 0 && evs[0].ID == after:
+					evs = evs[1:]
+				case len(evs) > 0 && evs[0].Type != "deleted":
+					// Trimmed past what was delivered: events may be lost
+					// between; the subscribers resume with their ids and
+					// learn of the gap (a deleted session's stream keeps
+					// only its deleted event, delivered as it is).
+					h.cut(key, after)
+					continue
+				}
+			}
+			if full {
 				h.again(keys[from+j : from+j+1])
 			}
-			h.deliver(keys[from+j], evs)
+			h.deliver(key, evs)
 		}
 	}
 }
@@ -271,6 +294,23 @@ func (h *hub) deliver(key string, evs []Event) {
 		delete(h.streams, key)
 		delete(h.dirty, key)
 	}
+}
+
+// cut drops every subscriber of key (they reconnect with their ids) when
+// the stream was trimmed past after, the last event delivered.
+func (h *hub) cut(key string, after ID) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	w := h.streams[key]
+	if w == nil || w.last != after {
+		return
+	}
+	for s := range w.subs {
+		close(s.lagged)
+		h.m.dropped.Inc()
+	}
+	delete(h.streams, key)
+	delete(h.dirty, key)
 }
 
 // subscribe keeps the one subscription to EventsChannel until ctx ends,
