@@ -80,7 +80,14 @@ func open(t *testing.T, base, path, lastID string) *stream {
 			case strings.HasPrefix(line, "event: "):
 				f.Event = line[7:]
 			case strings.HasPrefix(line, "data: "):
-				f.Data = line[6:]
+				// several data lines are one value joined by "\n" (as
+				// every SSE client joins them)
+				if f.Data != "" {
+					f.Data += "\n"
+				}
+				f.Data += line[6:]
+			case line == "data" || line == "data:":
+				f.Data += "\n"
 			case strings.HasPrefix(line, "retry: "):
 				f.Retry = line[7:]
 			}

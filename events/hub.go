@@ -81,33 +81,37 @@ func newHub(redis *redisstore.Conn, logger *slog.Logger, m *metrics, heartbeat t
 }
 
 // join subscribes to stream key. Live events are those after the returned
-// id (the newest event at join time): the caller replays up to it itself.
+// id, the stream's newest event at join time: the caller replays up to it
+// itself, and skips what the reader still delivers up to it (the reader
+// may be behind the stream, say after a lost wake-up, and a fresh stream
+// starts with the next write). A new watch is read at once, so an event
+// added while it was being made waits for no heartbeat.
 func (h *hub) join(ctx context.Context, key string) (*sub, ID, error) {
-	h.mu.Lock()
-	w := h.streams[key]
-	h.mu.Unlock()
-	var last ID
-	if w == nil {
-		// The stream's newest id, read before the watch exists: anything
-		// added after the read is after `last`, so the reader gets it.
-		c, err := h.redis.Client()
-		if err != nil {
-			return nil, ID{}, err
-		}
-		if last, err = lastID(ctx, c, key); err != nil {
-			return nil, ID{}, err
-		}
+	// The stream's newest id, read before the watch exists: anything added
+	// after the read is after `last`, so the reader gets it.
+	c, err := h.redis.Client()
+	if err != nil {
+		return nil, ID{}, err
+	}
+	last, err := lastID(ctx, c, key)
+	if err != nil {
+		return nil, ID{}, err
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	w = h.streams[key]
+	w := h.streams[key]
 	if w == nil {
 		w = &watch{key: key, last: last, subs: map[*sub]struct{}{}}
 		h.streams[key] = w
+		h.dirty[key] = true
+		h.signal()
 	}
 	s := &sub{w: w, ready: make(chan struct{}, 1), lagged: make(chan struct{})}
 	w.subs[s] = struct{}{}
-	return s, w.last, nil
+	if last.Less(w.last) {
+		last = w.last
+	}
+	return s, last, nil
 }
 
 // leave unsubscribes s; the stream is no longer read once nobody watches.
@@ -204,7 +208,14 @@ func (h *hub) readDirty(ctx context.Context) {
 		to := min(from+pipeline, len(keys))
 		cmds := make(rueidis.Commands, 0, to-from)
 		for i := from; i < to; i++ {
-			cmds = append(cmds, c.B().Xrange().Key(keys[i]).Start("("+afters[i].String()).End("+").Count(readPage).Build())
+			// From the last delivered event itself: while it is still
+			// kept, nothing after it was trimmed (trimming removes the
+			// oldest first).
+			start, n := "("+afters[i].String(), int64(readPage)
+			if afters[i] != (ID{}) {
+				start, n = afters[i].String(), readPage+1
+			}
+			cmds = append(cmds, c.B().Xrange().Key(keys[i]).Start(start).End("+").Count(n).Build())
 		}
 		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		res := c.DoMulti(rctx, cmds...)
@@ -218,10 +229,26 @@ func (h *hub) readDirty(ctx context.Context) {
 				continue
 			}
 			evs := parseEntries(entries)
-			if len(evs) == readPage {
+			key, after := keys[from+j], afters[from+j]
+			full := len(evs) == readPage
+			if after != (ID{}) {
+				full = len(evs) == readPage+1
+				switch {
+				case len(evs) > 0 && evs[0].ID == after:
+					evs = evs[1:]
+				case len(evs) > 0 && evs[0].Type != "deleted":
+					// Trimmed past what was delivered: events may be lost
+					// between; the subscribers resume with their ids and
+					// learn of the gap (a deleted session's stream keeps
+					// only its deleted event, delivered as it is).
+					h.cut(key, after)
+					continue
+				}
+			}
+			if full {
 				h.again(keys[from+j : from+j+1])
 			}
-			h.deliver(keys[from+j], evs)
+			h.deliver(key, evs)
 		}
 	}
 }
@@ -267,6 +294,23 @@ func (h *hub) deliver(key string, evs []Event) {
 		delete(h.streams, key)
 		delete(h.dirty, key)
 	}
+}
+
+// cut drops every subscriber of key (they reconnect with their ids) when
+// the stream was trimmed past after, the last event delivered.
+func (h *hub) cut(key string, after ID) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	w := h.streams[key]
+	if w == nil || w.last != after {
+		return
+	}
+	for s := range w.subs {
+		close(s.lagged)
+		h.m.dropped.Inc()
+	}
+	delete(h.streams, key)
+	delete(h.dirty, key)
 }
 
 // subscribe keeps the one subscription to EventsChannel until ctx ends,

@@ -50,7 +50,10 @@ func (s *sse) write(frame []byte) error {
 	return s.rc.Flush()
 }
 
-// event frames ev: id, event, data (JSON is one line).
+// event frames ev: id, event, data. Stored JSON may hold line breaks
+// between its tokens (a message's fields are kept as sent), and an SSE line
+// ends at CR, LF or CRLF: each line of the data gets its own data: field,
+// which the client joins with LF back into the same JSON value.
 func (s *sse) event(ev Event) error {
 	b := make([]byte, 0, len(ev.Data)+len(ev.Type)+40)
 	b = append(b, "id: "...)
@@ -58,7 +61,17 @@ func (s *sse) event(ev Event) error {
 	b = append(b, "\nevent: "...)
 	b = append(b, ev.Type...)
 	b = append(b, "\ndata: "...)
-	b = append(b, ev.Data...)
+	for i := 0; i < len(ev.Data); i++ {
+		switch c := ev.Data[i]; c {
+		case '\r', '\n':
+			if c == '\r' && i+1 < len(ev.Data) && ev.Data[i+1] == '\n' {
+				i++
+			}
+			b = append(b, "\ndata: "...)
+		default:
+			b = append(b, c)
+		}
+	}
 	b = append(b, "\n\n"...)
 	if err := s.write(b); err != nil {
 		return err

@@ -12,13 +12,16 @@
 -- returns {1, prompt, tokens, frozen_at, started} stored now;
 --   {0, prompt, tokens, frozen_at} the prompt frozen before (freeze only,
 --   nothing written); {-2} the blocks changed since the read (nothing
---   written: render again).
+--   written: render again); guard's KEYTYPE or session_refused's BADKEY
+--   error (nothing written).
 local refused = guard('keep', { K_PROMPT, 'hash' }, { K_BLOCKS, 'hash' }, { K_UBLOCKS, 'hash' })
 if refused then return refused end
 if ARGV[5] == 'freeze' then
   local p = redis.call('HMGET', K_PROMPT, 'prompt', 'tokens', 'frozen_at')
   if p[1] and p[2] and p[3] then return { 0, p[1], p[2], p[3] } end
 end
+refused = session_refused()
+if refused then return refused end
 if digest(true) ~= ARGV[6] then return { -2 } end
 local now = string.format('%d', now_us())
 local new_key = redis.call('EXISTS', K_PROMPT) == 0

@@ -33,6 +33,15 @@ local function slide_user_blocks()
   end
 end
 
+-- session_refused is check_finish's refusal as an error reply (BADKEY, a
+-- 409 key_wrong_type), else nil: a script that will call finish_write
+-- checks it before its first write, with guard.
+local function session_refused()
+  local bad = check_finish(nil, false)
+  if bad then return redis.error_reply('BADKEY ' .. bad) end
+  return nil
+end
+
 local function parse_counts(s)
   local b, c, w, l, t = string.match(s or '', '^(%d+),(%d+),(%d+),([01]),([01])$')
   if not b then return nil end
@@ -75,9 +84,9 @@ end
 
 -- block_fields reads the fields of stored block b the scripts need: the
 -- raw content (a JSON string), counts, max_tokens (a number or nil),
--- writable, created_at (raw), and small: b with its content replaced by
--- "" (block_with writes from it). Returns nil for a value that is not such
--- a block (another program wrote it).
+-- writable, created_at (raw: digits, or nil), and small: b with its content
+-- replaced by "" (block_with writes from it). Returns nil for a value that
+-- is not such a block (another program wrote it).
 local function block_fields(b)
   local head, content, tail = split_block(b)
   local small = b
@@ -92,6 +101,10 @@ local function block_fields(b)
   if not f.content or string.byte(f.content, 1) ~= 34 or not f.counts then return nil end
   local counts = parse_counts(string.sub(f.counts, 2, -2))
   if not counts then return nil end
+  -- created_at is kept by every write and turned into a time by its event
+  -- (block_changed): anything but the integer the sidecar writes is refused
+  -- here, before a write
+  if f.created_at and not string.match(f.created_at, '^%d+$') then return nil end
   return { content = f.content, counts = counts, max = tonumber(f.max_tokens or ''),
     writable = f.writable ~= 'false', created_at = f.created_at, small = head and small }
 end

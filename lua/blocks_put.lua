@@ -12,11 +12,16 @@
 -- emits block_changed (the session's stream, or the user's for a user block).
 -- returns {1, block, started} created, {0, block, started} replaced
 --   (started: 1 when this started the session), {-1} the scope has
---   ARGV[8] blocks already (nothing written), or guard's KEYTYPE error.
+--   ARGV[8] blocks already (nothing written), or guard's KEYTYPE error
+--   (for a session block, also session_refused's BADKEY: nothing written).
 local session = ARGV[5] == 'session'
 local key = session and K_BLOCKS or K_UBLOCKS
 local refused = guard('keep', { K_BLOCKS, 'hash' }, { K_UBLOCKS, 'hash' }, { K_USER_EVENTS, 'stream' })
 if refused then return refused end
+if session then
+  refused = session_refused()
+  if refused then return refused end
+end
 local old = redis.call('HGET', key, ARGV[6])
 if not old and redis.call('HLEN', key) >= tonumber(ARGV[8]) then return { -1 } end
 local now = string.format('%d', now_us())

@@ -22,7 +22,8 @@
 --   {2, outcome} a repeated tool call id (nothing written);
 --   {0} no such block; {-1, tokens, max} past max_tokens; {-2} read-only
 --   (tool calls only); {-3, bytes, max} past ARGV[12] bytes; {-4} the
---   stored block is not one the sidecar wrote (nothing written for all).
+--   stored block is not one the sidecar wrote (nothing written for all);
+--   guard's KEYTYPE or session_refused's BADKEY error (nothing written).
 local mode, label, action, piece = ARGV[5], ARGV[6], ARGV[7], ARGV[8]
 local tool_id = ARGV[11]
 local refused = guard('keep', { K_BLOCKS, 'hash' }, { K_UBLOCKS, 'hash' }, { K_TOOL_CALLS, 'hash' }, { K_USER_EVENTS, 'stream' })
@@ -37,6 +38,10 @@ local key, old, scope = find_block(mode, label)
 if not key then return { 0 } end
 local f = block_fields(old)
 if not f then return { -4 } end
+if key == K_BLOCKS or tool_id ~= '' then
+  refused = session_refused()
+  if refused then return refused end
+end
 if ARGV[10] == '1' and not f.writable then return { -2 } end
 local counts = parse_counts(ARGV[9])
 local content = piece

@@ -124,8 +124,9 @@ const (
 )
 
 // wrongType turns a script's refusal of a key of the wrong type (the
-// "KEYTYPE <key> <type> <wanted>" reply of session_lib.lua's guard, or
-// Redis's own WRONGTYPE from a read that came first) into a 409
+// "KEYTYPE <key> <type> <wanted>" reply of session_lib.lua's guard, its
+// "BADKEY <message>" for check_finish's refusals, or Redis's own WRONGTYPE
+// from a read that came first) into a 409
 // key_wrong_type, and its refusal to edit an element that is not a JSON
 // object ("BADVALUE <key> <id>") into a 409 stored_value_invalid; nil for
 // any other error. The script wrote nothing.
@@ -140,6 +141,9 @@ func wrongType(err error) error {
 			return redisstore.Refuse(redisstore.ErrConflict, "key_wrong_type",
 				"Redis key %s holds a %s where the sidecar keeps a %s (another program wrote it); nothing was changed: delete or rename that key", f[0], f[1], f[2])
 		}
+	}
+	if _, rest, ok := strings.Cut(msg, "BADKEY "); ok && rest != "" {
+		return redisstore.Refuse(redisstore.ErrConflict, "key_wrong_type", "%s (another program wrote it); nothing was changed", rest)
 	}
 	if _, rest, ok := strings.Cut(msg, "BADVALUE "); ok {
 		if f := strings.Fields(rest); len(f) >= 2 {
