@@ -545,7 +545,8 @@ end
 -- Key types ----------------------------------------------------------------
 
 -- guard returns an error reply naming the first key the script would write
--- that exists with another type (another program wrote it), or nil. Every
+-- that exists with another type (another program wrote it), or a record
+-- field finish_write reads that is not what it should be (BADKEY), or nil. Every
 -- writing script calls it before its first write, so a wrong type is a
 -- clear refusal ("KEYTYPE <key> <type> <wanted type>", which the Go side
 -- maps to 409 key_wrong_type) and never a half-done write. mode says which
@@ -562,13 +563,23 @@ local function guard(mode, ...)
   local checks = { ... }
   local status
   if mode ~= 'indexes' then
-    local rec = redis.pcall('HMGET', K_RECORD, 'status', 'metadata')
+    local rec = redis.pcall('HMGET', K_RECORD, 'status', 'metadata', 'ttl_seconds', 'slid_at')
     if rec.err then
       checks[#checks + 1] = { K_RECORD, 'hash' }
     else
       status = rec[1]
+      -- the record fields finish_write reads as a status and as numbers
+      if status and not K_USER[status] then
+        return redis.error_reply('BADKEY field status of Redis key ' .. K_RECORD .. ' is not a status')
+      end
+      for i, f in ipairs({ 'ttl_seconds', 'slid_at' }) do
+        if rec[i + 2] and not string.match(rec[i + 2], '^%-?%d+$') then
+          return redis.error_reply('BADKEY field ' .. f .. ' of Redis key ' .. K_RECORD .. ' is not an integer')
+        end
+      end
       for _, c in ipairs(meta_checks(rec[2])) do checks[#checks + 1] = c end
     end
+    checks[#checks + 1] = { K_ENTRIES, 'list' } -- finish_write counts it
   end
   if mode == 'keep' and status and K_USER[status] then
     checks[#checks + 1] = { K_USER[status], 'zset' }

@@ -359,3 +359,47 @@ func TestEditOfAnUnreadableElementIsRefused(t *testing.T) {
 		}
 	})
 }
+
+// A record field that finish_write reads (slid_at, ttl_seconds as integers,
+// status as a status), written wrong by another program, refuses every
+// session write before its first write: 409 key_wrong_type, the list and
+// the event stream as they were (they used to take the write, emit its
+// event and then answer 500).
+func TestCorruptRecordFieldsRefuseWritesBeforeAnyWrite(t *testing.T) {
+	redisstoretest.Each(t, func(t *testing.T, srv *redisstoretest.Server) {
+		h := sidecartest.Start(t, srv, nil, sessions.Factory, ttl.Factory)
+		c := srv.Client(t)
+		keys := srv.Layout().Session("u1", "s1")
+		if r := h.Do(t, "POST", base+"/entries", `{"qa_id":"q0","question":"q","answer":"a"}`); r.Status != 201 {
+			t.Fatalf("first append: %d %s", r.Status, r.Body)
+		}
+		events := srv.Layout().SessionEvents("u1", "s1")
+		for _, field := range [][2]string{{"slid_at", "x"}, {"ttl_seconds", "1.5"}, {"status", "paused"}} {
+			if err := c.Do(t.Context(), c.B().Hset().Key(keys.Record).FieldValue().FieldValue(field[0], field[1]).Build()).Error(); err != nil {
+				t.Fatal(err)
+			}
+			before := len(redisstoretest.StreamEvents(t, c, events))
+			for _, w := range []struct{ method, path, body string }{
+				{"POST", base + "/entries", `{"qa_id":"q1","question":"q","answer":"a"}`},
+				{"PUT", base + "/entries/q0/feedback", `{"feedback_score":5}`},
+				{"POST", base + "/traces", `{"origin_function":"f","status":"ok"}`},
+				{"POST", base + "/context", `{"id":"c1","text":"t"}`},
+				{"PUT", base + "/ttl", `{"ttl_seconds":60}`},
+			} {
+				if r := h.Do(t, w.method, w.path, w.body); r.Status != 409 || r.Code() != "key_wrong_type" {
+					t.Errorf("%s=%s: %s %s: %d %s, want 409 key_wrong_type", field[0], field[1], w.method, w.path, r.Status, r.Body)
+				}
+			}
+			if n, _ := c.Do(t.Context(), c.B().Llen().Key(keys.Entries).Build()).AsInt64(); n != 1 {
+				t.Errorf("%s=%s: %d entries, want the first one only", field[0], field[1], n)
+			}
+			if after := len(redisstoretest.StreamEvents(t, c, events)); after != before {
+				t.Errorf("%s=%s: %d events emitted by refused writes", field[0], field[1], after-before)
+			}
+			c.Do(t.Context(), c.B().Hdel().Key(keys.Record).Field(field[0]).Build())
+			if field[0] == "status" {
+				c.Do(t.Context(), c.B().Hset().Key(keys.Record).FieldValue().FieldValue("status", "running").Build())
+			}
+		}
+	})
+}
