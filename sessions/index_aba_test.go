@@ -7,15 +7,16 @@ import (
 	"github.com/agentsidecar/agentsidecar/redisstore/redisstoretest"
 )
 
-// The tail repair of the qa_id index trusts the element at the index's old
-// last position: when Cognee deleted entries and re-created the last one
-// (the same qa_id) before appending more, that element matches, only the
-// new tail is indexed, and an entry Cognee created in between is unknown
-// to a "fresh" index: a read answers 404 and a retried append stores a
-// duplicate. Sidecar a, b, c; Cognee deletes a and c, creates y, c, z:
-// the list [b, y, c, z] has the old last id c at the old last position.
+// The tail repair of the qa_id index must not trust the element at the
+// index's old last position alone: when Cognee deleted entries and
+// re-created the last one (the same qa_id) before appending more, that
+// element matches, and an index that then indexed only the new tail would
+// not know an entry Cognee created in between (a read answered 404 and a
+// retried append stored a duplicate). Sidecar a, b, c; Cognee deletes a
+// and c, creates y, c, z: the list [b, y, c, z] has the old last id c at
+// the old last position, but a new first entry and new times, which the
+// index's fingerprints see.
 func TestIndexTailRepairMissesAnEntryBeforeTheTail(t *testing.T) {
-	t.Skip("defect: repair_index (lua/session_lib.lua) indexes only the tail when the element at the old #len-1 has the old #last id, though Cognee's deletes and re-creates moved the entries before it; y is then missing from an index locate trusts as fresh")
 	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
 		keys := srv.Layout().Session("u1", "s1")
 		h := start(t, srv, nil)
