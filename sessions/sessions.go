@@ -126,9 +126,16 @@ func (m *Module) appendEntry(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var req appendRequest
-	if err := sidecar.DecodeJSON(r, &req); err != nil {
+	body, err := sidecar.ReadJSON(r)
+	if err != nil {
 		return err
+	}
+	var req appendRequest
+	if !req.quick(body) {
+		req = appendRequest{}
+		if err := sidecar.DecodeJSONBytes(body, &req); err != nil {
+			return err
+		}
 	}
 	qaID := cognee.NewID()
 	if req.QAID != nil {
