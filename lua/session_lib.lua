@@ -198,12 +198,68 @@ local function id_of(s, key)
   return nil
 end
 
+-- set_fields_quick is set_fields without scanning the whole object, for
+-- the usual edit (feedback on a Q&A entry): when each key of updates
+-- appears once in updates, and its first '"key":' in s comes before any
+-- backslash and any nested '{' or '[' (so it is the object's own key: every
+-- quote before it is a real one) with a plain string or scalar value ending
+-- there too, its span is found with plain finds. nil otherwise: the caller
+-- scans. It checks the object's braces, the edited spans and, when there
+-- are containers, that brackets balance (a cut-off object); like the scan
+-- inside a container, it does not re-read the syntax of untouched fields.
+-- About 4x cheaper than the scan on a Cognee entry (sessions_lua_cost.py).
+local function set_fields_quick(s, updates)
+  local n = #s
+  local open = skip_ws(s, 1)
+  if string.byte(s, open) ~= 123 or string.byte(s, n) ~= 125 then return nil end
+  local nest = math.min(string.find(s, '{', open + 1, true) or n, string.find(s, '[', 1, true) or n,
+    string.find(s, '\\', 1, true) or n)
+  if nest < n then
+    -- containers or escapes after the edited fields: unbalanced brackets
+    -- (a cut-off object, or brackets inside strings) take the careful path
+    local _, o = string.gsub(s, '{', '')
+    local _, c = string.gsub(s, '}', '')
+    local _, lo = string.gsub(s, '%[', '')
+    local _, lc = string.gsub(s, '%]', '')
+    if o ~= c or lo ~= lc then return nil end
+  end
+  local spans, seen = {}, {}
+  for _, u in ipairs(updates) do
+    local k = u[1]
+    if seen[k] then return nil end
+    seen[k] = true
+    local at = string.find(s, '"' .. k .. '":', 1, true)
+    if not at or at > nest then return nil end
+    local vs = skip_ws(s, at + #k + 3)
+    local c, ve = string.byte(s, vs), nil
+    if c == 34 then
+      ve = string.find(s, '"', vs + 1, true)
+      ve = ve and ve + 1
+    elseif c ~= 123 and c ~= 91 then
+      ve = string.find(s, '[,}%s]', vs)
+    end
+    if not ve or ve > nest then return nil end
+    spans[#spans + 1] = { vs, ve, u[2] }
+  end
+  table.sort(spans, function(a, b) return a[1] < b[1] end)
+  local out, pos = {}, 1
+  for _, sp in ipairs(spans) do
+    out[#out + 1] = string.sub(s, pos, sp[1] - 1)
+    out[#out + 1] = sp[3]
+    pos = sp[2]
+  end
+  out[#out + 1] = string.sub(s, pos)
+  return table.concat(out)
+end
+
 -- set_fields returns s with the top-level fields in updates (an array of
 -- {key, raw_json}) replaced in place, or appended before the closing brace
 -- when absent. Untouched fields keep their exact bytes. A key named twice in
 -- updates is set once, to its last value, where Python's json.loads would
 -- put it (two splices into one span would write invalid JSON).
 local function set_fields(s, updates)
+  local quick = set_fields_quick(s, updates)
+  if quick then return quick end
   local fields, close = object_fields(s)
   local by_key, last, done = {}, {}, {}
   for _, f in ipairs(fields) do
