@@ -252,14 +252,12 @@ local function set_fields_quick(s, updates)
   return table.concat(out)
 end
 
--- set_fields returns s with the top-level fields in updates (an array of
--- {key, raw_json}) replaced in place, or appended before the closing brace
--- when absent. Untouched fields keep their exact bytes. A key named twice in
+-- set_fields (set_fields_quick, else set_fields_scan) returns s with the
+-- top-level fields in updates (an array of {key, raw_json}) replaced in
+-- place, or appended before the closing brace when absent. Untouched fields keep their exact bytes. A key named twice in
 -- updates is set once, to its last value, where Python's json.loads would
 -- put it (two splices into one span would write invalid JSON).
-local function set_fields(s, updates)
-  local quick = set_fields_quick(s, updates)
-  if quick then return quick end
+local function set_fields_scan(s, updates)
   local fields, close = object_fields(s)
   local by_key, last, done = {}, {}, {}
   for _, f in ipairs(fields) do
@@ -293,6 +291,10 @@ local function set_fields(s, updates)
   end
   out[#out + 1] = string.sub(s, pos)
   return table.concat(out)
+end
+
+local function set_fields(s, updates)
+  return set_fields_quick(s, updates) or set_fields_scan(s, updates)
 end
 
 -- merge_object merges the fields of JSON object text patch into JSON object
