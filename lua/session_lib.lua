@@ -198,56 +198,43 @@ local function id_of(s, key)
   return nil
 end
 
--- set_fields_quick is set_fields without scanning the whole object, for
--- the usual edit (feedback on a Q&A entry): when each key of updates
--- appears once in updates, and its first '"key":' in s comes before any
--- backslash and any nested '{' or '[' (so it is the object's own key: every
--- quote before it is a real one) with a plain string or scalar value ending
--- there too, its span is found with plain finds. nil otherwise: the caller
--- scans. It checks the object's braces, the edited spans and, when there
--- are containers, that brackets balance (a cut-off object); like the scan
--- inside a container, it does not re-read the syntax of untouched fields.
--- About 4x cheaper than the scan on a Cognee entry (sessions_lua_cost.py).
+-- set_fields_quick is set_fields for the usual edit (feedback on a Q&A
+-- entry) at a fraction of the cost: on a flat object (no backslash, no
+-- nested '{' or '['), whose members each match one pattern, with every key
+-- of updates present and named once in updates, it walks the members with a
+-- few matches each (no table per member) and splices the values in. It
+-- accepts exactly what object_fields would and finds the same spans (the
+-- first member of each key); nil for anything else: the caller scans.
 local function set_fields_quick(s, updates)
-  local n = #s
-  local open = skip_ws(s, 1)
-  if string.byte(s, open) ~= 123 or string.byte(s, n) ~= 125 then return nil end
-  local nest = math.min(string.find(s, '{', open + 1, true) or n, string.find(s, '[', 1, true) or n,
-    string.find(s, '\\', 1, true) or n)
-  if nest < n then
-    -- containers or escapes after the edited fields: unbalanced brackets
-    -- (a cut-off object, or brackets inside strings) take the careful path
-    local _, o = string.gsub(s, '{', '')
-    local _, c = string.gsub(s, '}', '')
-    local _, lo = string.gsub(s, '%[', '')
-    local _, lc = string.gsub(s, '%]', '')
-    if o ~= c or lo ~= lc then return nil end
-  end
-  local spans, seen = {}, {}
+  local want, n = {}, 0
   for _, u in ipairs(updates) do
-    local k = u[1]
-    if seen[k] then return nil end
-    seen[k] = true
-    local at = string.find(s, '"' .. k .. '":', 1, true)
-    if not at or at > nest then return nil end
-    local vs = skip_ws(s, at + #k + 3)
-    local c, ve = string.byte(s, vs), nil
-    if c == 34 then
-      ve = string.find(s, '"', vs + 1, true)
-      ve = ve and ve + 1
-    elseif c ~= 123 and c ~= 91 then
-      ve = string.find(s, '[,}%s]', vs)
-    end
-    if not ve or ve > nest then return nil end
-    spans[#spans + 1] = { vs, ve, u[2] }
+    if want[u[1]] then return nil end
+    want[u[1]], n = u[2], n + 1
   end
-  table.sort(spans, function(a, b) return a[1] < b[1] end)
+  local open = skip_ws(s, 1)
+  if string.byte(s, open) ~= 123 or string.find(s, '\\', 1, true) or string.find(s, '[', 1, true)
+      or string.find(s, '{', open + 1, true) then
+    return nil
+  end
+  local i = skip_ws(s, open + 1)
   local out, pos = {}, 1
-  for _, sp in ipairs(spans) do
-    out[#out + 1] = string.sub(s, pos, sp[1] - 1)
-    out[#out + 1] = sp[3]
-    pos = sp[2]
+  while true do
+    local key, vs = string.match(s, '^"([^"]*)"[ \t\r\n]*:[ \t\r\n]*()', i)
+    if not key then return nil end
+    local ve = string.match(s, '^"[^"]*"()', vs) or string.match(s, '^[^,}%]%s"]+()', vs)
+    if not ve then return nil end
+    local v = want[key]
+    if v then
+      out[#out + 1] = string.sub(s, pos, vs - 1)
+      out[#out + 1] = v
+      pos, want[key], n = ve, nil, n - 1
+    end
+    local b
+    b, i = string.match(s, '^[ \t\r\n]*([,}])[ \t\r\n]*()', ve)
+    if not b then return nil end
+    if b == '}' then break end
   end
+  if n > 0 then return nil end
   out[#out + 1] = string.sub(s, pos)
   return table.concat(out)
 end
