@@ -107,9 +107,11 @@ func ReadJSON(r *http.Request) ([]byte, error) {
 }
 
 // readBody is io.ReadAll with one allocation of the announced size (plus
-// the byte that meets EOF) when the request says how long its body is.
+// the byte that meets EOF) when the request says its body is small; a
+// bigger announced body grows as it arrives, so a client that announces
+// more than it sends holds no more memory than it sent.
 func readBody(r io.Reader, size int64) ([]byte, error) {
-	if size <= 0 || size > 1<<20 {
+	if size <= 0 || size > 64<<10 {
 		return io.ReadAll(r)
 	}
 	b := make([]byte, 0, size+1)
