@@ -53,7 +53,45 @@ func TestQuickAppendDecode(t *testing.T) {
 	}
 }
 
-// FuzzQuickAppendDecode: whatever body the quick path takes, the full
+// TestQuickFeedbackDecode: the same for PUT .../feedback bodies.
+func TestQuickFeedbackDecode(t *testing.T) {
+	for _, tc := range []struct {
+		body  string
+		quick bool
+	}{
+		{`{"feedback_score": 4}`, true},
+		{`{"feedback_text": "good", "feedback_score": null}`, true},
+		{`{"feedback_text": "a\"b"}`, true},
+		{`{}`, true},
+		{`{"feedback_score": 4, "feedback_score": 5}`, false},
+		{`{"feedback_text": "x", "question": "q"}`, false},
+		{`{"feedback_text": {"a": 1}}`, false},
+		{`{"Feedback_text": "x"}`, false},
+		{`{"feedback_score": 04}`, false},
+	} {
+		var got feedbackRequest
+		quick := got.quick([]byte(tc.body))
+		if quick != tc.quick {
+			t.Errorf("quick(%s) = %v, want %v", tc.body, quick, tc.quick)
+		}
+		if !quick {
+			if !reflect.DeepEqual(got, feedbackRequest{}) {
+				t.Errorf("quick(%s) refused the body but filled %+v", tc.body, got)
+			}
+			continue
+		}
+		var want feedbackRequest
+		if err := sidecar.DecodeJSONBytes([]byte(tc.body), &want); err != nil {
+			t.Errorf("quick path took %s, which the decoder refuses: %v", tc.body, err)
+			continue
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("quick(%s) = %+v, want %+v", tc.body, got, want)
+		}
+	}
+}
+
+// FuzzQuickAppendDecode: whatever body the quick paths take, the full
 // decoder takes too, with the same result.
 func FuzzQuickAppendDecode(f *testing.F) {
 	for _, s := range []string{`{"question": "q", "answer": "a"}`, `{"qa_id":"x","feedback_score":null,"used_session_context_ids":["a"]}`, `{"question":"\"","answer":[]}`} {
@@ -70,6 +108,16 @@ func FuzzQuickAppendDecode(f *testing.F) {
 		}
 		if !reflect.DeepEqual(got, want) {
 			t.Fatalf("quick(%q) = %+v, want %+v", body, got, want)
+		}
+		var fb, fbWant feedbackRequest
+		if !fb.quick([]byte(body)) {
+			return
+		}
+		if err := sidecar.DecodeJSONBytes([]byte(body), &fbWant); err != nil {
+			t.Fatalf("feedback quick path took %q, which the decoder refuses: %v", body, err)
+		}
+		if !reflect.DeepEqual(fb, fbWant) {
+			t.Fatalf("feedback quick(%q) = %+v, want %+v", body, fb, fbWant)
 		}
 	})
 }

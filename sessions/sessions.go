@@ -126,16 +126,9 @@ func (m *Module) appendEntry(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	body, err := sidecar.ReadJSON(r)
-	if err != nil {
-		return err
-	}
 	var req appendRequest
-	if !req.quick(body) {
-		req = appendRequest{}
-		if err := sidecar.DecodeJSONBytes(body, &req); err != nil {
-			return err
-		}
+	if err := decodeBody(r, &req, req.quick); err != nil {
+		return err
 	}
 	qaID := cognee.NewID()
 	if req.QAID != nil {
@@ -230,7 +223,7 @@ func (m *Module) setFeedback(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	var req feedbackRequest
-	if err := sidecar.DecodeJSON(r, &req); err != nil {
+	if err := decodeBody(r, &req, req.quick); err != nil {
 		return err
 	}
 	fields, err := cognee.FeedbackUpdate(req.FeedbackText, req.FeedbackScore)
