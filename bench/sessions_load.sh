@@ -95,9 +95,13 @@ measure() {
 	cpu_g[$name]=$(awk -v t="$t" 'BEGIN{split(t, x, " "); print x[1] + x[2]}')
 }
 
-# report NAME RATE SECONDS: prints the rate and CPU microseconds per request.
+# report NAME RATE SECONDS: prints the rate and CPU microseconds per request,
+# and keeps redis's and the sidecar's in us_r[NAME] and us_s[NAME].
+declare -A us_r us_s
 report() {
 	local name=$1 label=$2 rate=$3 secs=$4
+	us_r[$name]=$(awk -v rate="$rate" -v s="$secs" -v r="${cpu_r[$name]}" 'BEGIN{n = rate * s; if (n < 1) n = 1; printf "%.1f", r*1e6/n}')
+	us_s[$name]=$(awk -v rate="$rate" -v s="$secs" -v r="${cpu_s[$name]}" 'BEGIN{n = rate * s; if (n < 1) n = 1; printf "%.1f", r*1e6/n}')
 	awk -v l="$label" -v rate="$rate" -v s="$secs" -v r="${cpu_r[$name]}" -v sc="${cpu_s[$name]}" -v g="${cpu_g[$name]}" 'BEGIN{
 		n = rate * s; if (n < 1) n = 1
 		printf "  %-50s %9.0f req/s   CPU us/req: redis %5.1f  sidecar %6.1f  generator %6.1f\n", l, rate, r*1e6/n, sc*1e6/n, g*1e6/n }'
@@ -190,4 +194,16 @@ awk -v a="$rpush_rate" -v b="$http_rate" -v c="$cognee_rate" -v d1="$cfb_rate" -
 	printf "Target 1a  sidecar append / redis-benchmark RPUSH = %.3f   (target >= 0.30: %s)\n", b/a, (b/a >= 0.3 ? "MET" : "NOT MET")
 	printf "Target 1b  sidecar append / Cognee RPUSH+EXPIRE   = %.2f    (target > 1:     %s)\n", b/c, (b/c > 1 ? "MET" : "NOT MET")
 	printf "Target 2   sidecar feedback / Cognee feedback     = %.1f (wrk), %.1f (Python client)   (target >= 5: %s)\n", d2/d1, d3/d1, (d2/d1 >= 5 ? "MET" : "NOT MET")
+}'
+
+# The five performance targets of the append and feedback paths, from this run.
+echo
+echo "Targets (this run; load average $(cut -d' ' -f1-3 /proc/loadavg)):"
+awk -v a="$rpush_rate" -v b="$http_rate" -v rb="${us_r[http]}" -v rc="${us_r[cognee]}" -v sb="${us_s[http]}" -v rf="${us_r[sfb]}" 'BEGIN{
+	printf "  %-52s %-22s %-10s %s\n", "target", "measured", "goal", "verdict"
+	printf "  %-52s %5.1f / %5.1f us = %4.2fx %-10s %s\n", "T1 Redis CPU per append / Cognee RPUSH+EXPIRE", rb, rc, rb/rc, "<= 1.0x", (rb/rc <= 0.7 ? "MET (moonshot 0.7x too)" : (rb/rc <= 1 ? "MET" : "NOT MET"))
+	printf "  %-52s %5.1f us              %-10s %s\n", "T2 Redis CPU per feedback, 500 entries (wrk -c1)", rf, "<= 25 us", (rf <= 25 ? "MET" : "NOT MET")
+	printf "  %-52s %5.1f us              %-10s %s\n", "T3 sidecar CPU per append (wrk -c16)", sb, "<= 25 us", (sb <= 25 ? "MET" : "NOT MET")
+	printf "  %-52s %6.0f / %6.0f = %5.3fx %-10s %s\n", "T4 HTTP appends / redis-benchmark RPUSH, 16 conns", b, a, b/a, ">= 0.30x", (b/a >= 0.3 ? "MET" : "NOT MET")
+	printf "  %-52s %s\n", "T5 no regression (p99 added, RSS)", "go run ./cmd/sidecar-bench -spawn -rate 1000 (not in this script)"
 }'

@@ -51,10 +51,53 @@ def variants():
         out["append without its event (emit)"] = lib + "\n" + app.replace(emit, "")
     else:
         print(f"(session_append.lua no longer has {emit!r}: variant skipped)")
+    g = "local refused = guard('keep', { K_ENTRIES, 'list' }, { K_INDEX, 'hash' })"
+    if g in app:
+        out["append without guard()'s TYPE checks"] = lib + "\n" + app.replace(g, "local refused = nil")
+    idx = "  index(status, now, started or moved)"
+    if idx in lib:
+        out["append, status index moved only on a slide"] = (
+            lib.replace(idx, "  if due or started or moved then index(status, now, started or moved) end") + "\n" + app)
+    out["append, no emit, guard, status index"] = (
+        lib.replace(idx, "  if due or started or moved then index(status, now, started or moved) end") + "\n"
+        + app.replace(g, "local refused = nil").replace(emit, ""))
     out["finish_write() alone"] = lib + "\nlocal _, s = finish_write()\nreturn {1, ARGV[6]}"
     out["prelude + return {1, entry}"] = lib + "\nreturn {1, ARGV[6]}"
     out["return 1 (no prelude)"] = "return 1"
     return out
+
+
+def feedback(r, n):
+    """Redis's time per feedback (session_entry_update.lua) on a 500-entry
+    session, random targets, pipelined: the script without the wake-ups a
+    one-client load adds."""
+    lib = open(os.path.join(LUA, "session_lib.lua")).read()
+    app = r.script_load(lib + "\n" + open(os.path.join(LUA, "session_append.lua")).read())
+    upd = r.script_load(lib + "\n" + open(os.path.join(LUA, "session_entry_update.lua")).read())
+    r.flushall()
+    k = keys("bench", "fb")
+    p = r.pipeline(transaction=False)
+    for i in range(500):
+        p.evalsha(app, len(k), *k, 604800, 0, "bench", "fb", f"q{i}", sc.entry(f"q{i}"))
+    p.execute()
+    r.config_resetstat()
+    rng = __import__("random").Random(1)
+    for i in range(n):
+        p.evalsha(upd, len(k), *k, 604800, 0, "bench", "fb", f"q{rng.randrange(500)}", "",
+                  "feedback_text", '"fine"', "feedback_score", str(1 + i % 5))
+        if i % 500 == 499:
+            p.execute()
+    p.execute()
+    st = r.info("commandstats")
+    ev = st["cmdstat_evalsha"]
+    skip = {"cmdstat_evalsha", "cmdstat_config|resetstat"}
+    inner = [v for kk, v in st.items() if kk not in skip]
+    print(f"{'feedback, 500 entries, random':34s} EVALSHA {ev['usec_per_call']:6.2f} us/call, of which "
+          f"{sum(v['calls'] for v in inner) / n:4.1f} redis.call()s {sum(v['usec'] for v in inner) / n:5.2f} us"
+          f"{'  FAILED ' + str(ev.get('failed_calls')) if ev.get('failed_calls') else ''}")
+    if os.environ.get("BREAKDOWN"):
+        print("    " + ", ".join(f"{kk[8:]} {v['calls'] / n:.1f}x {v['usec_per_call']:.2f}us"
+                                 for kk, v in sorted(st.items()) if kk not in skip))
 
 
 def main():
@@ -105,6 +148,7 @@ def main():
                 if os.environ.get("BREAKDOWN") and inner:
                     print("    " + ", ".join(f"{k[8:]} {v['calls'] / n:.1f}x {v['usec_per_call']:.2f}us"
                                              for k, v in sorted(st.items()) if k not in skip))
+            feedback(r, n)
             for ps in subs:
                 ps.close()
         finally:

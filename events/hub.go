@@ -125,14 +125,19 @@ func (h *hub) leave(s *sub) {
 	}
 }
 
-// poke marks stream key to be read (when watched) and wakes the reader.
+// poke marks stream key to be read and wakes the reader, when the key is
+// watched: every write of every pod pokes, most of them streams nobody here
+// watches, and those cost no wake-up.
 func (h *hub) poke(key string) {
 	h.mu.Lock()
-	if _, ok := h.streams[key]; ok {
+	_, ok := h.streams[key]
+	if ok {
 		h.dirty[key] = true
 	}
 	h.mu.Unlock()
-	h.signal()
+	if ok {
+		h.signal()
+	}
 }
 
 // pokeAll marks every watched stream to be read.

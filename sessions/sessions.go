@@ -128,7 +128,7 @@ func (m *Module) appendEntry(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	var req appendRequest
-	if err := sidecar.DecodeJSON(r, &req); err != nil {
+	if err := decodeBody(r, &req, req.quick); err != nil {
 		return err
 	}
 	qaID := cognee.NewID()
@@ -224,7 +224,7 @@ func (m *Module) setFeedback(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	var req feedbackRequest
-	if err := sidecar.DecodeJSON(r, &req); err != nil {
+	if err := decodeBody(r, &req, req.quick); err != nil {
 		return err
 	}
 	fields, err := cognee.FeedbackUpdate(req.FeedbackText, req.FeedbackScore)

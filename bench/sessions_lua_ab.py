@@ -1,0 +1,85 @@
+#!/usr/bin/python3
+"""Redis's time per feedback (session_entry_update.lua) on a 500-entry
+session, random targets, with this tree's session_lib.lua and with another
+one, alternating on one private redis-server so the machine's load hits
+both alike; prints each run and the medians.
+
+  git show <commit>:lua/session_lib.lua > /tmp/before_lib.lua
+  /usr/bin/python3 bench/sessions_lua_ab.py /tmp/before_lib.lua [rounds] [calls]
+
+Results: BENCHMARKS.md, "Append and feedback: the five targets".
+"""
+import os
+import random
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import redis
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import sessions_cognee as sc  # noqa: E402
+from sessions_lua_cost import keys  # noqa: E402
+
+LUA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lua")
+
+
+def main():
+    other = open(sys.argv[1]).read()
+    rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 12
+    n = int(sys.argv[3]) if len(sys.argv) > 3 else 2000
+    lib = open(os.path.join(LUA, "session_lib.lua")).read()
+    upd = open(os.path.join(LUA, "session_entry_update.lua")).read()
+    app = open(os.path.join(LUA, "session_append.lua")).read()
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    with tempfile.TemporaryDirectory() as d:
+        srv = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+                                "--appendonly", "no", "--dir", d, "--logfile", ""],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            r = redis.Redis(host="127.0.0.1", port=port)
+            for _ in range(100):
+                try:
+                    r.ping()
+                    break
+                except redis.ConnectionError:
+                    time.sleep(0.05)
+            append = r.script_load(lib + "\n" + app)
+            k = keys("bench", "fb")
+            got = {"this tree": [], sys.argv[1]: []}
+            for _ in range(rounds):
+                for name, src in (("this tree", lib), (sys.argv[1], other)):
+                    sha = r.script_load(src + "\n" + upd)
+                    r.flushall()
+                    p = r.pipeline(transaction=False)
+                    for i in range(500):
+                        p.evalsha(append, len(k), *k, 604800, 0, "bench", "fb", f"q{i}", sc.entry(f"q{i}"))
+                    p.execute()
+                    r.config_resetstat()
+                    rng = random.Random(1)
+                    for i in range(n):
+                        p.evalsha(sha, len(k), *k, 604800, 0, "bench", "fb", f"q{rng.randrange(500)}", "",
+                                  "feedback_text", '"fine"', "feedback_score", str(1 + i % 5))
+                        if i % 500 == 499:
+                            p.execute()
+                    p.execute()
+                    ev = r.info("commandstats")["cmdstat_evalsha"]
+                    if ev.get("failed_calls"):
+                        sys.exit(f"{name}: {ev['failed_calls']} calls failed")
+                    got[name].append(ev["usec_per_call"])
+                    print(f"{name:30s} {ev['usec_per_call']:7.2f} us per feedback", flush=True)
+            for name, v in got.items():
+                print(f"median {name:23s} {statistics.median(v):7.2f} us (min {min(v):.2f}, max {max(v):.2f})")
+        finally:
+            srv.terminate()
+            srv.wait(timeout=10)
+
+
+if __name__ == "__main__":
+    main()
