@@ -18,7 +18,7 @@
 --             last ver), ' n' and ' len' (documents and their length)
 -- and, per user: agent_search:<tag><u>:<term> (postings, a zset of
 -- "<s> \t message \t <id> \t ver \t tf \t length" by time, lazily
--- cleaned: a posting whose ver is not its document's is stale) and
+-- cleaned: a posting whose ver and time are not its document's is stale) and
 -- agent_search_stats:<tag><u> (n, len: for BM25).
 --   K_MCOMP   hash: the compactions in force, '<cid>' -> the compaction's
 --             JSON, '#<cid>' -> "from \t to \t seq \t summary tokens",
@@ -216,17 +216,18 @@ local function stats_drop(n, len)
 end
 
 -- index_expire gives an index key at least ttl seconds to live (0 =
--- persist), like meta_expire, but skips the EXPIRE while the key has more
--- than ttl less min(60 s, ttl/1000) left (the session keys' slide rule):
--- an append then costs one PTTL per term, not two commands.
-local function index_expire(key, ttl)
-  local p = redis.call('PTTL', key)
+-- persist), like meta_expire: p is the key's PTTL before this write added
+-- to it (-2: the write created it). A key without expiry keeps none (a
+-- session without expiry holds it). The EXPIRE is skipped while the key
+-- has more than ttl less min(60 s, ttl/1000) left (the session keys' slide
+-- rule): an append then costs one PTTL per term, not two commands.
+local function index_expire(key, ttl, p)
   if ttl == 0 then
     if p ~= -1 then redis.call('PERSIST', key) end
     return
   end
   local slack = math.min(60, math.floor(ttl / 1000))
-  if p == -1 or p < (ttl - slack) * 1000 then redis.call('EXPIRE', key, ttl) end
+  if p == -2 or (p >= 0 and p < (ttl - slack) * 1000) then redis.call('EXPIRE', key, ttl) end
 end
 
 -- unindex_doc takes message id out of the search index (its postings go
@@ -253,16 +254,18 @@ local function index_doc(id, spec, len, preview, now)
   redis.call('HSET', K_SDOCS, doc, fmt_int(ver) .. '\t' .. len .. '\t' .. fmt_int(now) .. '\t' .. preview)
   redis.call('HINCRBY', K_SDOCS, ' n', 1)
   redis.call('HINCRBY', K_SDOCS, ' len', len)
+  local ps = redis.call('PTTL', K_SSTATS)
   redis.call('HINCRBY', K_SSTATS, 'n', 1)
   redis.call('HINCRBY', K_SSTATS, 'len', len)
   local ttl = session_ttl()
   local member = SID .. '\t' .. doc .. '\t' .. fmt_int(ver) .. '\t'
   for t, tf in string.gmatch(spec, '(%S+) (%d+)') do
     local key = SEARCH_PREFIX .. t
+    local p = redis.call('PTTL', key)
     redis.call('ZADD', key, now, member .. tf .. '\t' .. len)
-    index_expire(key, ttl)
+    index_expire(key, ttl, p)
   end
-  index_expire(K_SSTATS, ttl)
+  index_expire(K_SSTATS, ttl, ps)
 end
 
 -- unindex_all takes every message of the session out of the search index.
