@@ -283,7 +283,7 @@ local function keyed(key)
   local ids = redis.call('HGET', K_MKEYS, key)
   if not ids then return nil end
   local out = {}
-  for id in string.gmatch(ids, '%S+') do
+  for id in string.gmatch(string.match(ids, '^[^\t]*'), '%S+') do
     local m = redis.call('HGET', K_MSGS, id)
     if m then out[#out + 1] = m end
   end
@@ -293,18 +293,24 @@ local function keyed(key)
   return out
 end
 
--- remember stores Idempotency-Key key -> ids in the ring of the MAX_KEYS
--- newest keys (field ' n' counts the keys stored, ' <n mod MAX_KEYS>' names
--- the key stored n-th, which the next key of that slot evicts; a leading
+-- remember stores Idempotency-Key key -> "ids \t slot" in the ring of the
+-- MAX_KEYS newest keys (field ' n' counts the keys stored, ' <n mod
+-- MAX_KEYS>' names the key stored n-th, which the next key of that slot
+-- evicts unless that key was stored again in a later slot since; a leading
 -- space cannot start a key). Returns whether it created the hash.
 local function remember(key, ids)
   if key == '' then return false end
   local v = redis.call('HMGET', K_MKEYS, ' n')
   local kept = tonumber(v[1] or '0') or 0
-  local slot = ' ' .. fmt_int(kept % MAX_KEYS)
+  local n = fmt_int(kept % MAX_KEYS)
+  local slot = ' ' .. n
   local evict = redis.call('HGET', K_MKEYS, slot)
-  if evict then redis.call('HDEL', K_MKEYS, evict) end
-  redis.call('HSET', K_MKEYS, key, table.concat(ids, ' '), slot, key, ' n', fmt_int(kept + 1))
+  if evict then
+    local held = redis.call('HGET', K_MKEYS, evict)
+    local at = held and string.match(held, '\t(%d+)$')
+    if held and (not at or at == n) then redis.call('HDEL', K_MKEYS, evict) end
+  end
+  redis.call('HSET', K_MKEYS, key, table.concat(ids, ' ') .. '\t' .. n, slot, key, ' n', fmt_int(kept + 1))
   return kept == 0
 end
 
