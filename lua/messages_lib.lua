@@ -230,6 +230,21 @@ local function index_expire(key, ttl, p)
   if p == -2 or (p >= 0 and p < (ttl - slack) * 1000) then redis.call('EXPIRE', key, ttl) end
 end
 
+-- check_terms is guard's check of the postings keys the messages of batch
+-- ({spec=} each: "term tf ...") would write: nil, or the refusal. O(terms).
+local function check_terms(batch)
+  for _, m in ipairs(batch) do
+    for t in string.gmatch(m.spec or '', '(%S+) %d+') do
+      local key = SEARCH_PREFIX .. t
+      local got = key_type(key)
+      if got ~= 'none' and got ~= 'zset' then
+        return redis.error_reply('KEYTYPE ' .. key .. ' ' .. got .. ' zset')
+      end
+    end
+  end
+  return nil
+end
+
 -- unindex_doc takes message id out of the search index (its postings go
 -- stale and are dropped when a query meets them).
 local function unindex_doc(id)
@@ -336,7 +351,7 @@ local function emit_deleted(first, ids, extra)
 end
 
 local function append_messages(batch, mode, pid, if_match, max, key)
-  local refused = check_keys()
+  local refused = check_keys() or check_terms(batch)
   if refused then return refused end
   local bad = check_finish(nil, false, false)
   if bad then return { -1, 'wrong_type', bad } end

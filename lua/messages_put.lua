@@ -28,7 +28,7 @@ if not n then
     len = tonumber(ARGV[15]), preview = ARGV[16] } }, pmode, pid, nil, tonumber(ARGV[13]), '')
   return reply
 end
-local refused = write_checks()
+local refused = write_checks() or check_terms({ { spec = ARGV[14] } })
 if refused then return refused end
 local old = redis.call('HGET', K_MSGS, id)
 if expect ~= '' and old ~= expect then return { -1, 'changed', id } end
