@@ -350,7 +350,20 @@ local function emit_deleted(first, ids, extra)
     '{"id":"' .. first .. '","ids":[' .. table.concat(quoted, ',') .. ']' .. (extra or '') .. '}')
 end
 
-local function append_messages(batch, mode, pid, if_match, max, key)
+-- path_tokens (defined with the compactions below) is the tokens of the
+-- path root..n as read, plus the frozen system prompt's.
+local path_tokens
+
+-- suggest_crossed emits compaction_suggested when the latest path's tokens
+-- went from before to after across threshold (0 = never) upward.
+local function suggest_crossed(threshold, before, after)
+  if threshold > 0 and before <= threshold and after > threshold then
+    emit('compaction_suggested', 'message', nil,
+      '{"total_tokens":' .. fmt_int(after) .. ',"threshold":' .. fmt_int(threshold) .. '}')
+  end
+end
+
+local function append_messages(batch, mode, pid, if_match, max, key, suggest)
   local refused = check_keys() or check_terms(batch)
   if refused then return refused end
   local bad = check_finish(nil, false, false)
@@ -397,6 +410,9 @@ local function append_messages(batch, mode, pid, if_match, max, key)
   end
   local count = redis.call('ZCARD', K_MORDER)
   if count + #batch > max then return { -1, 'session_full', fmt_int(count) } end
+  suggest = suggest or 0
+  local before = 0
+  if suggest > 0 then before = path_tokens(node(leaf)) end
 
   -- the writes
   local now = now_us()
@@ -426,6 +442,7 @@ local function append_messages(batch, mode, pid, if_match, max, key)
     user = user or is_user(out[i])
   end
   if user and clear_abort() then emit('abort_cleared', 'state', nil, '{}') end
+  if suggest > 0 then suggest_crossed(suggest, before, path_tokens(parent)) end
   local _, started = finish_write(false, count == 0 or new_ring)
   out[1] = stored_flag(started)
   return out
@@ -562,6 +579,17 @@ local function overlays(leaf)
   end
   table.sort(out, function(a, b) return a.fd < b.fd end)
   return out
+end
+
+path_tokens = function(n)
+  local t = 0
+  if n then
+    t = n.cum
+    for _, o in ipairs(overlays(n)) do t = t - o.tokens + o.c.stokens end
+  end
+  local prompt = redis.pcall('HGET', K_PROMPT, 'tokens')
+  if type(prompt) == 'string' then t = t + (tonumber(prompt) or 0) end
+  return t
 end
 
 -- synthetic is the message that stands for overlay o on a path.
