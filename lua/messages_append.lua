@@ -11,12 +11,15 @@
 -- ARGV[8] the parent's id for 'id'
 -- ARGV[9] SESSION_MAX_MESSAGES
 -- ARGV[10] the Idempotency-Key, or '' (the 1 000 newest are kept)
--- ARGV[11..] per message, seven values: id, fingerprint (of the fields a
+-- ARGV[11] SESSION_COMPACT_AFTER_TOKENS (0 = never)
+-- ARGV[12..] per message, seven values: id, fingerprint (of the fields a
 --   retry must repeat), tokens, body (the message's JSON object without
 --   parent_id and created_at, which this script appends), and for the
 --   search index its terms ("term tf ...", '' = not indexed), length and
 --   preview
--- emits message_appended for each stored message (append_messages).
+-- emits message_appended for each stored message (append_messages), and
+-- compaction_suggested when the latest path (as read, with the frozen
+-- system prompt) passes ARGV[11] tokens.
 -- returns {1, message...} stored ({2, ...} when this started the session);
 --   {0, message...} the stored messages of a retry (the same ids with the
 --   same fields, or the same Idempotency-Key): nothing written; and, with
@@ -25,11 +28,11 @@
 --   'id_conflict' (an id held with other fields), 'unknown_parent',
 --   'session_full' (detail: the message count).
 local batch = {}
-for i = 11, #ARGV, 7 do
+for i = 12, #ARGV, 7 do
   batch[#batch + 1] = { id = ARGV[i], fp = ARGV[i + 1], tokens = tonumber(ARGV[i + 2]), body = ARGV[i + 3],
     spec = ARGV[i + 4], len = tonumber(ARGV[i + 5]), preview = ARGV[i + 6] }
 end
 local if_match
 if ARGV[5] == '1' then if_match = ARGV[6] end
-local reply = append_messages(batch, ARGV[7], ARGV[8], if_match, tonumber(ARGV[9]), ARGV[10])
+local reply = append_messages(batch, ARGV[7], ARGV[8], if_match, tonumber(ARGV[9]), ARGV[10], tonumber(ARGV[11]))
 return reply

@@ -1,8 +1,8 @@
 --! prelude: messages_lib
 -- messages_clear: remove every message and compaction of the session (its
--- message keys: O(1) commands, Redis frees them; the Idempotency-Key ring stays, so
--- a late retry of an earlier append is still answered, not stored again),
--- keeping the record, usage and Q&A entries.
+-- message keys: O(1) commands, Redis frees them; the Idempotency-Key ring
+-- stays, but a key whose messages are all gone appends again: keyed in
+-- messages_lib.lua), keeping the record, usage and Q&A entries.
 -- KEYS[1..15] the session's keys, indexes and totals (session_lib.lua)
 -- ARGV[1..4] TTL, max entries, user_id, session_id (session_lib.lua)
 -- returns {1, number of messages removed}; {-1, 'not_found', ''} for no

@@ -18,7 +18,7 @@
 --             last ver), ' n' and ' len' (documents and their length)
 -- and, per user: agent_search:<tag><u>:<term> (postings, a zset of
 -- "<s> \t message \t <id> \t ver \t tf \t length" by time, lazily
--- cleaned: a posting whose ver is not its document's is stale) and
+-- cleaned: a posting whose ver and time are not its document's is stale) and
 -- agent_search_stats:<tag><u> (n, len: for BM25).
 --   K_MCOMP   hash: the compactions in force, '<cid>' -> the compaction's
 --             JSON, '#<cid>' -> "from \t to \t seq \t summary tokens",
@@ -189,17 +189,33 @@ local function stats_drop(n, len)
 end
 
 -- index_expire gives an index key at least ttl seconds to live (0 =
--- persist), like meta_expire, but skips the EXPIRE while the key has more
--- than ttl less min(60 s, ttl/1000) left (the session keys' slide rule):
--- an append then costs one PTTL per term, not two commands.
-local function index_expire(key, ttl)
-  local p = redis.call('PTTL', key)
+-- persist), like meta_expire: p is the key's PTTL before this write added
+-- to it (-2: the write created it). A key without expiry keeps none (a
+-- session without expiry holds it). The EXPIRE is skipped while the key
+-- has more than ttl less min(60 s, ttl/1000) left (the session keys' slide
+-- rule): an append then costs one PTTL per term, not two commands.
+local function index_expire(key, ttl, p)
   if ttl == 0 then
     if p ~= -1 then redis.call('PERSIST', key) end
     return
   end
   local slack = math.min(60, math.floor(ttl / 1000))
-  if p == -1 or p < (ttl - slack) * 1000 then redis.call('EXPIRE', key, ttl) end
+  if p == -2 or (p >= 0 and p < (ttl - slack) * 1000) then redis.call('EXPIRE', key, ttl) end
+end
+
+-- check_terms is guard's check of the postings keys the messages of batch
+-- ({spec=} each: "term tf ...") would write: nil, or the refusal. O(terms).
+local function check_terms(batch)
+  for _, m in ipairs(batch) do
+    for t in string.gmatch(m.spec or '', '(%S+) %d+') do
+      local key = SEARCH_PREFIX .. t
+      local got = key_type(key)
+      if got ~= 'none' and got ~= 'zset' then
+        return redis.error_reply('KEYTYPE ' .. key .. ' ' .. got .. ' zset')
+      end
+    end
+  end
+  return nil
 end
 
 -- unindex_doc takes message id out of the search index (its postings go
@@ -226,16 +242,18 @@ local function index_doc(id, spec, len, preview, now)
   redis.call('HSET', K_SDOCS, doc, fmt_int(ver) .. '\t' .. len .. '\t' .. fmt_int(now) .. '\t' .. preview)
   redis.call('HINCRBY', K_SDOCS, ' n', 1)
   redis.call('HINCRBY', K_SDOCS, ' len', len)
+  local ps = redis.call('PTTL', K_SSTATS)
   redis.call('HINCRBY', K_SSTATS, 'n', 1)
   redis.call('HINCRBY', K_SSTATS, 'len', len)
   local ttl = session_ttl()
   local member = SID .. '\t' .. doc .. '\t' .. fmt_int(ver) .. '\t'
   for t, tf in string.gmatch(spec, '(%S+) (%d+)') do
     local key = SEARCH_PREFIX .. t
+    local p = redis.call('PTTL', key)
     redis.call('ZADD', key, now, member .. tf .. '\t' .. len)
-    index_expire(key, ttl)
+    index_expire(key, ttl, p)
   end
-  index_expire(K_SSTATS, ttl)
+  index_expire(K_SSTATS, ttl, ps)
 end
 
 -- unindex_all takes every message of the session out of the search index.
@@ -253,7 +271,7 @@ local function keyed(key)
   local ids = redis.call('HGET', K_MKEYS, key)
   if not ids then return nil end
   local out = {}
-  for id in string.gmatch(ids, '%S+') do
+  for id in string.gmatch(string.match(ids, '^[^\t]*'), '%S+') do
     local m = redis.call('HGET', K_MSGS, id)
     if m then out[#out + 1] = m end
   end
@@ -263,18 +281,24 @@ local function keyed(key)
   return out
 end
 
--- remember stores Idempotency-Key key -> ids in the ring of the MAX_KEYS
--- newest keys (field ' n' counts the keys stored, ' <n mod MAX_KEYS>' names
--- the key stored n-th, which the next key of that slot evicts; a leading
+-- remember stores Idempotency-Key key -> "ids \t slot" in the ring of the
+-- MAX_KEYS newest keys (field ' n' counts the keys stored, ' <n mod
+-- MAX_KEYS>' names the key stored n-th, which the next key of that slot
+-- evicts unless that key was stored again in a later slot since; a leading
 -- space cannot start a key). Returns whether it created the hash.
 local function remember(key, ids)
   if key == '' then return false end
   local v = redis.call('HMGET', K_MKEYS, ' n')
   local kept = tonumber(v[1] or '0') or 0
-  local slot = ' ' .. fmt_int(kept % MAX_KEYS)
+  local n = fmt_int(kept % MAX_KEYS)
+  local slot = ' ' .. n
   local evict = redis.call('HGET', K_MKEYS, slot)
-  if evict then redis.call('HDEL', K_MKEYS, evict) end
-  redis.call('HSET', K_MKEYS, key, table.concat(ids, ' '), slot, key, ' n', fmt_int(kept + 1))
+  if evict then
+    local held = redis.call('HGET', K_MKEYS, evict)
+    local at = held and string.match(held, '\t(%d+)$')
+    if held and (not at or at == n) then redis.call('HDEL', K_MKEYS, evict) end
+  end
+  redis.call('HSET', K_MKEYS, key, table.concat(ids, ' ') .. '\t' .. n, slot, key, ' n', fmt_int(kept + 1))
   return kept == 0
 end
 
@@ -299,8 +323,21 @@ local function emit_deleted(first, ids, extra)
     '{"id":"' .. first .. '","ids":[' .. table.concat(quoted, ',') .. ']' .. (extra or '') .. '}')
 end
 
-local function append_messages(batch, mode, pid, if_match, max, key)
-  local refused = check_keys()
+-- path_tokens (defined with the compactions below) is the tokens of the
+-- path root..n as read, plus the frozen system prompt's.
+local path_tokens
+
+-- suggest_crossed emits compaction_suggested when the latest path's tokens
+-- went from before to after across threshold (0 = never) upward.
+local function suggest_crossed(threshold, before, after)
+  if threshold > 0 and before <= threshold and after > threshold then
+    emit('compaction_suggested', 'message', nil,
+      '{"total_tokens":' .. fmt_int(after) .. ',"threshold":' .. fmt_int(threshold) .. '}')
+  end
+end
+
+local function append_messages(batch, mode, pid, if_match, max, key, suggest)
+  local refused = check_keys() or check_terms(batch)
   if refused then return refused end
   local bad = check_finish(nil, false, false)
   if bad then return { -1, 'wrong_type', bad } end
@@ -346,6 +383,9 @@ local function append_messages(batch, mode, pid, if_match, max, key)
   end
   local count = redis.call('ZCARD', K_MORDER)
   if count + #batch > max then return { -1, 'session_full', fmt_int(count) } end
+  suggest = suggest or 0
+  local before = 0
+  if suggest > 0 then before = path_tokens(node(leaf)) end
 
   -- the writes
   local now = now_us()
@@ -375,6 +415,7 @@ local function append_messages(batch, mode, pid, if_match, max, key)
     user = user or is_user(out[i])
   end
   if user and clear_abort() then emit('abort_cleared', 'state', nil, '{}') end
+  if suggest > 0 then suggest_crossed(suggest, before, path_tokens(parent)) end
   local _, started = finish_write(false, count == 0 or new_ring)
   out[1] = stored_flag(started)
   return out
@@ -511,6 +552,17 @@ local function overlays(leaf)
   end
   table.sort(out, function(a, b) return a.fd < b.fd end)
   return out
+end
+
+path_tokens = function(n)
+  local t = 0
+  if n then
+    t = n.cum
+    for _, o in ipairs(overlays(n)) do t = t - o.tokens + o.c.stokens end
+  end
+  local prompt = redis.pcall('HGET', K_PROMPT, 'tokens')
+  if type(prompt) == 'string' then t = t + (tonumber(prompt) or 0) end
+  return t
 end
 
 -- synthetic is the message that stands for overlay o on a path.

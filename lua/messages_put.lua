@@ -15,6 +15,8 @@
 -- ARGV[13] SESSION_MAX_MESSAGES
 -- ARGV[14..16] for the search index: terms ("term tf ...", '' = none),
 --   length, preview
+-- ARGV[17] SESSION_COMPACT_AFTER_TOKENS (0 = never): compaction_suggested
+--   is emitted when the write takes the latest path past it
 -- returns {1, message} created ({2, ...} when this started the session),
 --   {3, message} replaced; with nothing written, {-1, code, detail}: the
 --   codes of messages_append, 'not_found' (patch: no such message) and
@@ -25,16 +27,20 @@ local n = node(id)
 if not n then
   if mode == 'patch' then return { -1, 'not_found', id } end
   local reply = append_messages({ { id = id, fp = fp, tokens = tokens, body = body, spec = ARGV[14],
-    len = tonumber(ARGV[15]), preview = ARGV[16] } }, pmode, pid, nil, tonumber(ARGV[13]), '')
+    len = tonumber(ARGV[15]), preview = ARGV[16] } }, pmode, pid, nil, tonumber(ARGV[13]), '', tonumber(ARGV[17]))
   return reply
 end
-local refused = write_checks()
+local refused = write_checks() or check_terms({ { spec = ARGV[14] } })
 if refused then return refused end
 local old = redis.call('HGET', K_MSGS, id)
 if expect ~= '' and old ~= expect then return { -1, 'changed', id } end
 if (pmode == 'root' and n.parent ~= '') or (pmode == 'id' and n.parent ~= pid) then
   return { -1, 'id_conflict', id }
 end
+local suggest = tonumber(ARGV[17]) or 0
+local latest = node(rec_msgs())
+local before = 0
+if suggest > 0 then before = path_tokens(latest) end
 local created_at = (old and field_raw(old, 'created_at')) or ('"' .. iso_time(now_us()) .. '"')
 
 local json = stored_json(body, n.parent, created_at)
@@ -45,5 +51,6 @@ redis.call('HSET', K_MTREE, id, node_text(n))
 if delta ~= 0 then add_tokens(n, delta) end
 if ARGV[14] == '' then unindex_doc(id) else index_doc(id, ARGV[14], tonumber(ARGV[15]), ARGV[16], now_us()) end
 emit('message_updated', 'message', id, json)
+if suggest > 0 then suggest_crossed(suggest, before, path_tokens(latest)) end
 finish_write(false, false)
 return { 3, json }

@@ -31,6 +31,7 @@ if status == 'completed' or status == 'failed' then
 end
 refused = new_session_checks(sid, key)
 if refused == 'again' then return { 0 } end
+refused = refused or check_terms({ { spec = ARGV[15] } })
 if refused then return refused end
 
 retarget(own)

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/agentsidecar/agentsidecar/search"
 	"github.com/agentsidecar/agentsidecar/sidecar"
@@ -107,6 +108,15 @@ func (m *messageIn) check(at string) (message, error) {
 		out.ID = *m.ID
 	} else {
 		out.ID = newID()
+	}
+	// raw fields are stored and answered as sent: they must be JSON text
+	for _, f := range []struct {
+		name string
+		raw  json.RawMessage
+	}{{"content", m.Content}, {"parts", m.Parts}, {"tool_calls", m.ToolCalls}, {"item", m.Item}, {"metadata", m.Metadata}} {
+		if !utf8.Valid(f.raw) {
+			return out, bad(at+f.name, "holds bytes that are not UTF-8")
+		}
 	}
 	if !validRole(m.Role) {
 		return out, bad(at+"role", "must be a lowercase word of 1-%d characters of a-z and _ (user, assistant, system, tool, developer, ...)", MaxRoleLength)

@@ -31,13 +31,14 @@ type Stored struct {
 // ifMatch is the latest leaf the caller expects (nil: no check); key the
 // Idempotency-Key or "".
 func (s *Store) Append(ctx context.Context, user, session string, msgs []message, parent parentRef, ifMatch *string, key string) (Stored, error) {
-	args := make([]string, 0, 6+7*len(msgs))
+	args := make([]string, 0, 7+7*len(msgs))
 	if ifMatch != nil {
 		args = append(args, "1", *ifMatch)
 	} else {
 		args = append(args, "0", "")
 	}
-	args = append(args, parent.Mode, parent.ID, strconv.Itoa(s.cfg.MaxMessages), key)
+	args = append(args, parent.Mode, parent.ID, strconv.Itoa(s.cfg.MaxMessages), key,
+		strconv.FormatInt(s.cfg.CompactAfterTokens, 10))
 	for _, m := range msgs {
 		args = append(args, m.ID, m.FP, strconv.FormatInt(m.Tokens, 10), string(m.Body))
 		args = append(args, s.searchArgs(m)...)
@@ -227,7 +228,8 @@ func (s *Store) Put(ctx context.Context, user, session string, m message, parent
 	}
 	args := []string{m.ID, m.FP, strconv.FormatInt(m.Tokens, 10), string(m.Body),
 		string(expect), mode, parent.Mode, parent.ID, strconv.Itoa(s.cfg.MaxMessages)}
-	msg, err := s.Exec(ctx, lua.MessagesPut, user, session, append(args, s.searchArgs(m)...)...)
+	args = append(append(args, s.searchArgs(m)...), strconv.FormatInt(s.cfg.CompactAfterTokens, 10))
+	msg, err := s.Exec(ctx, lua.MessagesPut, user, session, args...)
 	if err != nil {
 		return Stored{}, err
 	}

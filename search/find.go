@@ -28,6 +28,7 @@ var ErrNoTerms = errors.New("search: the query holds no searchable word")
 
 type candidate struct {
 	session, kind, id, ver string
+	at                     int64 // the posting's score: when that version was indexed (µs)
 	tfs                    []int
 	length                 int
 }
@@ -72,11 +73,15 @@ func Find(ctx context.Context, c rueidis.Client, l redisstore.Layout, user, sess
 			if session != "" && f[0] != session {
 				continue
 			}
-			doc := f[0] + "\t" + f[1] + "\t" + f[2] + "\t" + f[3]
+			// A document's versions start again when its session's
+			// documents are cleared or the session is made anew, so a
+			// version is its document's only at the time it was indexed.
+			at := int64(z.Score)
+			doc := f[0] + "\t" + f[1] + "\t" + f[2] + "\t" + f[3] + "\t" + strconv.FormatInt(at, 10)
 			cd, ok := byDoc[doc]
 			if !ok {
 				length, _ := strconv.Atoi(f[5])
-				cd = &candidate{session: f[0], kind: f[1], id: f[2], ver: f[3], tfs: make([]int, len(terms)), length: length}
+				cd = &candidate{session: f[0], kind: f[1], id: f[2], ver: f[3], at: at, tfs: make([]int, len(terms)), length: length}
 				byDoc[doc] = cd
 				order = append(order, doc)
 			}
@@ -133,7 +138,7 @@ func Find(ctx context.Context, c rueidis.Client, l redisstore.Layout, user, sess
 			cd := byDoc[doc]
 			v, err := vals[j].ToString()
 			parts := strings.SplitN(v, "\t", 4)
-			if err != nil || len(parts) != 4 || parts[0] != cd.ver {
+			if err != nil || len(parts) != 4 || parts[0] != cd.ver || parts[2] != strconv.FormatInt(cd.at, 10) {
 				for k, t := range terms {
 					if cd.tfs[k] > 0 {
 						key := l.SearchPostings(user, t)
@@ -142,10 +147,9 @@ func Find(ctx context.Context, c rueidis.Client, l redisstore.Layout, user, sess
 				}
 				continue
 			}
-			at, _ := strconv.ParseInt(parts[2], 10, 64)
 			hits = append(hits, found{Result{SessionID: cd.session, Kind: cd.kind, ID: cd.id,
 				Snippet: Snippet(parts[3], terms), Score: Score(cd.tfs, dfs, n, cd.length, avg),
-				Time: time.UnixMicro(at).UTC().Format(time.RFC3339Nano)}, at})
+				Time: time.UnixMicro(cd.at).UTC().Format(time.RFC3339Nano)}, cd.at})
 		}
 	}
 	if len(stale) > 0 {
