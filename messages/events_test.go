@@ -81,6 +81,13 @@ func TestMessageWritesEmitEvents(t *testing.T) {
 		if g := types(redisstoretest.StreamEvents(t, c, l.SessionEvents("alice", "s2"))); !slices.Equal(g, []string{"status", "message_appended"}) {
 			t.Errorf("the continuation's events: %v, want status (started), message_appended (the summary)", g)
 		}
+		// a clear with nothing to clear writes nothing and emits nothing
+		do("POST", "/v1/users/alice/sessions/e1/messages", `{"id":"x","role":"user","content":"x"}`, 201)
+		do("POST", "/v1/users/alice/sessions/e1/messages/pop", "", 200)
+		do("DELETE", "/v1/users/alice/sessions/e1/messages", "", 204)
+		if g := types(redisstoretest.StreamEvents(t, c, l.SessionEvents("alice", "e1"))); !slices.Equal(g, []string{"message_appended", "message_deleted"}) {
+			t.Errorf("e1's events: %v, want the append and the pop only", g)
+		}
 		f1 := redisstoretest.StreamEvents(t, c, l.SessionEvents("alice", "f1"))
 		if len(f1) != 1 || f1[0].Type != "status" || f1[0].Data["parent_session_id"] != "s1" {
 			t.Errorf("the fork's events: %+v, want one status started with parent_session_id s1", f1)
