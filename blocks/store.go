@@ -182,6 +182,9 @@ func (s *Store) Delete(ctx context.Context, user, session, scope, label string) 
 type view struct {
 	blocks []Block // merged (a session block overrides the user's), in prompt order
 	digest string  // of the stored blocks, for blocks_freeze (when asked for)
+	// searchable: the user has messages in the relevance index (set by
+	// listTools, for session_search)
+	searchable bool
 }
 
 // Read reads the user's blocks and, with a session, the session's, merged;

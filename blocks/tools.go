@@ -42,7 +42,7 @@ func failed(format string, args ...any) toolResult {
 }
 
 // tools are the tools of a session, in the order they are listed.
-var tools = []tool{setContext, searchContext}
+var tools = []tool{setContext, searchContext, sessionSearch}
 
 func findTool(name string) (tool, bool) {
 	for _, t := range tools {
@@ -81,6 +81,9 @@ func (m *Module) listTools(w http.ResponseWriter, r *http.Request) error {
 	}
 	v, err := m.store.Read(r.Context(), user, session, false)
 	if err != nil {
+		return err
+	}
+	if v.searchable, err = m.store.searchable(r.Context(), user); err != nil {
 		return err
 	}
 	out := toolsJSON{Tools: []map[string]any{}}

@@ -987,7 +987,7 @@ export interface paths {
         };
         /**
          * Tool definitions for the model
-         * @description The tools of the session's blocks in the provider's shape, to send with the model request: `set_context` (`{label, content, action}`: `label` an enum of the writable blocks, `action` `replace` (default) or `append`) and `search_context` (`{query, label?}`: lines of the blocks holding every word).
+         * @description The tools of the session's blocks in the provider's shape, to send with the model request: `set_context` (`{label, content, action}`: `label` an enum of the writable blocks, `action` `replace` (default) or `append`) `search_context` (`{query, label?}`: lines of the blocks holding every word) and, once the user has messages in the relevance index, `session_search` (`{query, limit?}`: the best matches among the messages of all of the user's sessions).
          */
         get: operations["listTools"];
         put?: never;
@@ -1014,7 +1014,7 @@ export interface paths {
                  */
                 session_id: components["parameters"]["SessionId"];
                 /**
-                 * @description The tool: `set_context` or `search_context`.
+                 * @description The tool: `set_context`, `search_context` or `session_search`.
                  * @example set_context
                  */
                 name: components["parameters"]["ToolName"];
@@ -1875,7 +1875,7 @@ export interface components {
             frozen_at: string | null;
         };
         ToolList: {
-            /** @description Tool definitions to pass to the model as they are: OpenAI's `{type: "function", function: {name, description, parameters}}` or Anthropic's `{name, description, input_schema}`, parameters as JSON Schema. `set_context` is listed when a writable block exists (its `label` an enum of them), `search_context` when a block has content. */
+            /** @description Tool definitions to pass to the model as they are: OpenAI's `{type: "function", function: {name, description, parameters}}` or Anthropic's `{name, description, input_schema}`, parameters as JSON Schema. `set_context` is listed when a writable block exists (its `label` an enum of them), `search_context` when a block has content, `session_search` when the user has messages in the relevance index. */
             tools: Record<string, never>[];
         };
         ToolCallRequest: {
@@ -2222,7 +2222,7 @@ export interface components {
          */
         Label: components["schemas"]["Id"];
         /**
-         * @description The tool: `set_context` or `search_context`.
+         * @description The tool: `set_context`, `search_context` or `session_search`.
          * @example set_context
          */
         ToolName: components["schemas"]["Id"];
@@ -5774,7 +5774,7 @@ export interface operations {
                  */
                 session_id: components["parameters"]["SessionId"];
                 /**
-                 * @description The tool: `set_context` or `search_context`.
+                 * @description The tool: `set_context`, `search_context` or `session_search`.
                  * @example set_context
                  */
                 name: components["parameters"]["ToolName"];

@@ -1,0 +1,79 @@
+package blocks_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/agentsidecar/agentsidecar/blocks"
+	"github.com/agentsidecar/agentsidecar/messages"
+	"github.com/agentsidecar/agentsidecar/redisstore/redisstoretest"
+	"github.com/agentsidecar/agentsidecar/sessions"
+	"github.com/agentsidecar/agentsidecar/sidecar/sidecartest"
+	"github.com/agentsidecar/agentsidecar/usage"
+)
+
+// session_search: offered once the user has messages in the relevance
+// index, in both providers' shapes; a call finds the user's messages of
+// every session by stemmed words, and a model's mistakes are error
+// results, not HTTP errors.
+func TestSessionSearchTool(t *testing.T) {
+	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
+		h := sidecartest.Start(t, srv, nil, sessions.Factory, usage.Factory, messages.Factory, blocks.Factory)
+		names := func(format string) []string {
+			t.Helper()
+			var out struct {
+				Tools []struct {
+					Name     string `json:"name"`
+					Function struct {
+						Name string `json:"name"`
+					} `json:"function"`
+				} `json:"tools"`
+			}
+			h.Do(t, "GET", "/v1/users/alice/sessions/s1/tools?format="+format, "").JSON(t, &out)
+			var got []string
+			for _, tl := range out.Tools {
+				got = append(got, tl.Name+tl.Function.Name)
+			}
+			return got
+		}
+		if got := names("openai"); len(got) != 0 {
+			t.Fatalf("no blocks, no messages: tools %v, want none", got)
+		}
+		for _, m := range []struct{ session, body string }{
+			{"s1", `{"id":"m1","role":"user","content":"The deployment failed on Tuesday"}`},
+			{"s2", `{"id":"m2","role":"assistant","content":"We deployed the fix to production"}`},
+			{"s2", `{"id":"m3","role":"user","content":"Thanks, what about the dog?"}`},
+		} {
+			if r := h.Do(t, "POST", "/v1/users/alice/sessions/"+m.session+"/messages", m.body); r.Status != 201 {
+				t.Fatalf("append: %d %s", r.Status, r.Body)
+			}
+		}
+		for _, f := range []string{"openai", "anthropic"} {
+			if got := names(f); len(got) != 1 || got[0] != "session_search" {
+				t.Errorf("%s tools with indexed messages: %v, want [session_search]", f, got)
+			}
+		}
+		r := call(t, h, "session_search", `{"arguments":{"query":"deploy"}}`)
+		if r.IsError || !strings.Contains(r.Result, "session s1, message m1") || !strings.Contains(r.Result, "session s2, message m2") ||
+			strings.Contains(r.Result, "m3") || !strings.Contains(r.Result, "deploy") {
+			t.Errorf("deploy: %+v, want m1 and m2 (stemmed: deployment, deployed), not m3", r)
+		}
+		args, _ := json.Marshal(`{"query":"dog","limit":1}`) // as the JSON string a model produced
+		if r := call(t, h, "session_search", `{"arguments":`+string(args)+`}`); r.IsError || strings.Count(r.Result, "\n") != 0 || !strings.Contains(r.Result, "m3") {
+			t.Errorf("dog, limit 1: %+v", r)
+		}
+		for body, want := range map[string]string{
+			`{"arguments":{}}`:                            "needs \"query\"",
+			`{"arguments":{"query":"the"}}`:               "no word the search can use",
+			`{"arguments":{"query":"x","limit":11}}`:      "limit",
+			`{"arguments":{"query":"x","extra":true}}`:    "Invalid arguments",
+			`{"arguments":{"query":"zebras everywhere"}}`: "No message",
+		} {
+			r := call(t, h, "session_search", body)
+			if !strings.Contains(r.Result, want) || r.IsError == (want == "No message") {
+				t.Errorf("%s: %+v, want a result saying %q (is_error %v)", body, r, want, want != "No message")
+			}
+		}
+	})
+}
