@@ -18,19 +18,18 @@ import (
 
 // Limits of one message (docs/operations.md's limits table).
 const (
-	MaxRoleLength     = 32
-	MaxContentBytes   = 256 << 10 // content, and parts as sent
-	MaxItemBytes      = 256 << 10
-	MaxMetadataBytes  = 16 << 10
-	MaxToolCalls      = 128
-	MaxNameLength     = 256 // tool call ids and names, tool_call_id, model
-	MaxFormatLength   = 64
-	MaxTokenCount     = 1_000_000_000
-	MaxBatch          = 100 // messages in one append
-	DefaultLimit      = 50
-	MaxLimit          = 1000
-	MaxChildren       = 1000
-	MaxIdempotencyKey = 256
+	MaxRoleLength    = 32
+	MaxContentBytes  = 256 << 10 // content, and parts as sent
+	MaxItemBytes     = 256 << 10
+	MaxMetadataBytes = 16 << 10
+	MaxToolCalls     = 128
+	MaxNameLength    = 256 // tool call ids and names, tool_call_id, model
+	MaxFormatLength  = 64
+	MaxTokenCount    = 1_000_000_000
+	MaxBatch         = 100 // messages in one append
+	DefaultLimit     = 50
+	MaxLimit         = 1000
+	MaxChildren      = 1000
 )
 
 // messageIn is one message as a client sends it. Raw fields keep the bytes

@@ -110,7 +110,7 @@ func (m *Module) appendMessages(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	key, err := idempotencyKey(r)
+	key, err := sidecar.IdempotencyKey(r)
 	if err != nil {
 		return err
 	}
@@ -197,23 +197,6 @@ func leafPrecondition(r *http.Request) (*string, error) {
 		return nil, sidecar.BadRequest("invalid_header", "If-Match must be the latest leaf's message id in quotes, e.g. If-Match: \"m-1\"")
 	}
 	return &id, nil
-}
-
-// idempotencyKey reads the Idempotency-Key header ("" when absent).
-func idempotencyKey(r *http.Request) (string, error) {
-	k := r.Header.Get("Idempotency-Key")
-	if k == "" {
-		return "", nil
-	}
-	if len(k) > MaxIdempotencyKey {
-		return "", sidecar.BadRequest("invalid_header", "the Idempotency-Key header must be 1-%d printable ASCII characters", MaxIdempotencyKey)
-	}
-	for _, c := range []byte(k) {
-		if c < 0x21 || c > 0x7e {
-			return "", sidecar.BadRequest("invalid_header", "the Idempotency-Key header must be 1-%d printable ASCII characters", MaxIdempotencyKey)
-		}
-	}
-	return k, nil
 }
 
 // messagesObject is {"messages": [...]} around stored messages.

@@ -36,7 +36,7 @@ type splitIn struct {
 // split creates: the id sent, else one derived from the key (a retry names
 // the same session), else a new UUIDv7.
 func newSession(r *http.Request, user, session string, id, title *string) (sid, key string, titleArgs [2]string, err error) {
-	if key, err = idempotencyKey(r); err != nil {
+	if key, err = sidecar.IdempotencyKey(r); err != nil {
 		return
 	}
 	switch {

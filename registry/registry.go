@@ -69,7 +69,7 @@ func (m *Module) create(w http.ResponseWriter, r *http.Request) error {
 	if err := sidecar.DecodeOptionalJSON(r, &req); err != nil { // every field is optional: no body is {}
 		return err
 	}
-	key, err := idempotencyKey(r.Header)
+	key, err := sidecar.IdempotencyKey(r)
 	if err != nil {
 		return err
 	}

@@ -18,7 +18,6 @@ const (
 	MaxMetaKeyLength  = 64  // characters of [A-Za-z0-9_.-]
 	MaxMetaValueChars = 512 // characters
 	MaxSummaryLength  = sessionstore.MaxSummaryLength
-	MaxKeyLength      = 255 // Idempotency-Key: printable ASCII
 )
 
 // checkMeta validates one metadata pair (value nil: a removal in a patch,
@@ -73,24 +72,6 @@ func checkTitle(t string) error {
 		return sidecar.BadRequest("invalid_field", "field \"title\" must be at most %d characters of UTF-8, or null", MaxTitleLength)
 	}
 	return nil
-}
-
-// idempotencyKey returns the request's Idempotency-Key ("" = none), or a
-// 400 when it is not 1-255 printable ASCII characters.
-func idempotencyKey(h interface{ Get(string) string }) (string, error) {
-	k := h.Get("Idempotency-Key")
-	if k == "" {
-		return "", nil
-	}
-	if len(k) > MaxKeyLength {
-		return "", sidecar.BadRequest("invalid_field", "the Idempotency-Key header must be 1-%d printable ASCII characters", MaxKeyLength)
-	}
-	for _, c := range []byte(k) {
-		if c < 0x21 || c > 0x7e {
-			return "", sidecar.BadRequest("invalid_field", "the Idempotency-Key header must be 1-%d printable ASCII characters", MaxKeyLength)
-		}
-	}
-	return k, nil
 }
 
 // newSessionID is a random lowercase UUID (version 4).

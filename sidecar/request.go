@@ -81,6 +81,27 @@ func DecodeJSON(r *http.Request, v any) error {
 	return DecodeJSONBytes(body, v)
 }
 
+// MaxIdempotencyKey is the longest Idempotency-Key header.
+const MaxIdempotencyKey = 255
+
+// IdempotencyKey returns the request's Idempotency-Key header ("" when
+// absent), or a 400 invalid_header when it is not 1-255 printable ASCII
+// characters: the one check of every route that takes the header.
+func IdempotencyKey(r *http.Request) (string, error) {
+	k := r.Header.Get("Idempotency-Key")
+	if k == "" {
+		return "", nil
+	}
+	ok := len(k) <= MaxIdempotencyKey
+	for i := 0; ok && i < len(k); i++ {
+		ok = k[i] >= 0x21 && k[i] <= 0x7e
+	}
+	if !ok {
+		return "", BadRequest("invalid_header", "the Idempotency-Key header must be 1-%d printable ASCII characters", MaxIdempotencyKey)
+	}
+	return k, nil
+}
+
 // DecodeOptionalJSON is DecodeJSON for a route whose every field is
 // optional: no body (Content-Length 0, or a chunked body of no bytes or
 // only whitespace) leaves v as it is, as {} would.
