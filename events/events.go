@@ -136,6 +136,10 @@ func (m *Module) publish(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	key, err := sidecar.IdempotencyKey(r)
+	if err != nil {
+		return err
+	}
 	var req publishRequest
 	if err := sidecar.DecodeJSON(r, &req); err != nil {
 		return err
@@ -156,11 +160,15 @@ func (m *Module) publish(w http.ResponseWriter, r *http.Request) error {
 	if len(data) > MaxDataBytes {
 		return sidecar.Errorf(http.StatusRequestEntityTooLarge, "event_too_large", "field \"data\" is %d bytes of JSON; an event's data may hold at most %d", len(data), MaxDataBytes)
 	}
-	id, err := m.store.Publish(r.Context(), user, session, *req.Event, string(data))
+	id, created, err := m.store.Publish(r.Context(), user, session, *req.Event, string(data), key)
 	if err != nil {
 		return err
 	}
-	sidecar.WriteJSON(w, http.StatusCreated, publishAnswer{ID: id})
+	status := http.StatusCreated
+	if !created {
+		status = http.StatusOK // a repeat of its Idempotency-Key: the first publish's id
+	}
+	sidecar.WriteJSON(w, status, publishAnswer{ID: id})
 	return nil
 }
 

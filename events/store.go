@@ -46,23 +46,30 @@ func refusal(msg rueidis.RedisMessage) error {
 	return redisstore.Refuse(redisstore.ErrConflict, "key_wrong_type", "%s (another program wrote it); nothing was changed", text)
 }
 
-// Publish appends a custom event to the session's stream and returns its id.
-func (s *Store) Publish(ctx context.Context, user, session, typ, data string) (string, error) {
-	msg, err := s.Exec(ctx, lua.EventsCustom, user, session, typ, data)
+// Publish appends a custom event to the session's stream and returns its
+// id; with an Idempotency-Key key already seen (the session keeps its 1 000
+// newest) it writes nothing and returns the first publish's id, created
+// false.
+func (s *Store) Publish(ctx context.Context, user, session, typ, data, key string) (id string, created bool, err error) {
+	msg, err := s.Exec(ctx, lua.EventsCustom, user, session, typ, data, key)
 	if err != nil {
-		return "", err
+		return "", false, err
 	}
 	if err := refusal(msg); err != nil {
-		return "", err
+		return "", false, err
 	}
 	if n, err := msg.AsInt64(); err == nil && n == 0 {
-		return "", redisstore.NotFound("no session %s/%s", user, session)
+		return "", false, redisstore.NotFound("no session %s/%s", user, session)
 	}
-	id, err := msg.ToString()
-	if err != nil {
-		return "", redisstore.Wrap(lua.EventsCustom.Name, err)
+	arr, err := msg.ToArray()
+	if err == nil && len(arr) == 2 {
+		flag, ferr := arr[0].AsInt64()
+		id, ierr := arr[1].ToString()
+		if ferr == nil && ierr == nil {
+			return id, flag == 1, nil
+		}
 	}
-	return id, nil
+	return "", false, redisstore.Wrap(lua.EventsCustom.Name, errors.Join(err, errors.New("unexpected reply")))
 }
 
 // Abort sets (set true) or clears the session's abort request. It returns

@@ -5,14 +5,23 @@
 -- ARGV[1..4] TTL, max entries, user_id, session_id (session_lib.lua)
 -- ARGV[5] the event's type, x-<name> (validated by the sidecar)
 -- ARGV[6] its data, JSON of at most 8 KiB (validated by the sidecar)
--- returns the event id; 0 when there is no such session, {-1, 'wrong_type',
---   message} when a record field it reads is not what it should be (nothing is
---   written).
-local refused = guard('keep')
+-- ARGV[7] the Idempotency-Key, or '' (the 1 000 newest are kept, in the
+--   session's agent_session_event_keys ring)
+-- returns {1, event id} published; {0, event id} a repeat of ARGV[7]: the
+--   first publish's event id, nothing written; 0 when there is no such
+--   session, {-1, 'wrong_type', message} when a record field it reads is
+--   not what it should be (nothing is written).
+local refused = guard('keep', { K_EKEYS, 'hash' })
 if refused then return refused end
 if not session_exists() then return 0 end
 local bad = check_finish(nil, false)
 if bad then return { -1, 'wrong_type', bad } end
+local key = ARGV[7]
+if key ~= '' then
+  local first = ring_get(K_EKEYS, key)
+  if first then return { 0, first } end
+end
 local id = emit(ARGV[5], 'custom', nil, ARGV[6])
-finish_write()
-return id
+local created = key ~= '' and ring_put(K_EKEYS, key, id)
+finish_write(false, created)
+return { 1, id }

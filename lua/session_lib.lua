@@ -721,7 +721,7 @@ local K_USER_STATE = 'agent_user_state:' .. META_TAG .. ARGV[3]
 --   K_MKEYS   agent_session_msg_keys:<tag><u>:<s>     hash Idempotency-Key ring
 --   K_MCOMP   agent_session_compactions:<tag><u>:<s>  hash: compactions in force
 --   K_SDOCS   agent_search_docs:<tag><u>:<s>          hash: the session's indexed messages
-local K_STATE, K_BLOCKS, K_PROMPT, K_TOOL_CALLS
+local K_STATE, K_BLOCKS, K_PROMPT, K_TOOL_CALLS, K_EKEYS
 local K_MSGS, K_MTREE, K_MKIDS, K_MORDER, K_MKEYS, K_MCOMP, K_SDOCS
 
 -- own_keys derives the session's keys that are not in KEYS from the
@@ -742,9 +742,10 @@ local function own_keys()
   K_SDOCS = 'agent_search_docs:' .. id
   K_CTX_INDEX = 'agent_session_context_index:' .. id
   K_EVENTS = 'agent_session_events:' .. id
+  K_EKEYS = 'agent_session_event_keys:' .. id
   SESSION_KEYS = { K_ENTRIES, K_TRACES, K_CONTEXT, K_RECORD, K_INDEX, K_USAGE, K_CTX_INDEX,
     K_STATE, K_BLOCKS, K_PROMPT, K_TOOL_CALLS,
-    K_MSGS, K_MTREE, K_MKIDS, K_MORDER, K_MKEYS, K_MCOMP, K_SDOCS, K_EVENTS }
+    K_MSGS, K_MTREE, K_MKIDS, K_MORDER, K_MKEYS, K_MCOMP, K_SDOCS, K_EVENTS, K_EKEYS }
 end
 own_keys()
 
@@ -858,6 +859,35 @@ local function iso_time(us)
   local rem = sec % 86400
   return string.format('%04d-%02d-%02dT%02d:%02d:%02d.%06dZ', y, m, d,
     math.floor(rem / 3600), math.floor(rem % 3600 / 60), rem % 60, us % 1000000)
+end
+
+-- RING_KEYS is how many Idempotency-Keys a key ring keeps (the newest).
+local RING_KEYS = 1000
+
+-- ring_get returns what Idempotency-Key key was stored with in ring hash
+-- ring (ring_put), or nil.
+local function ring_get(ring, key)
+  local held = redis.call('HGET', ring, key)
+  return held and string.match(held, '^(.*)\t%d+$') or held
+end
+
+-- ring_put stores key -> "value \t slot" in ring hash ring, which keeps
+-- the RING_KEYS newest keys: field ' n' counts the keys stored, ' <n mod
+-- RING_KEYS>' names the key stored n-th, which the next key of that slot
+-- evicts unless that key was stored again in a later slot since (a
+-- leading space cannot start a key). Returns whether it created the hash.
+local function ring_put(ring, key, value)
+  local kept = tonumber(redis.call('HGET', ring, ' n') or '0') or 0
+  local n = string.format('%d', kept % RING_KEYS)
+  local slot = ' ' .. n
+  local evict = redis.call('HGET', ring, slot)
+  if evict then
+    local held = redis.call('HGET', ring, evict)
+    local at = held and string.match(held, '\t(%d+)$')
+    if held and (not at or at == n) then redis.call('HDEL', ring, evict) end
+  end
+  redis.call('HSET', ring, key, value .. '\t' .. n, slot, key, ' n', string.format('%d', kept + 1))
+  return kept == 0
 end
 
 -- clear_abort removes a pending abort request (a status change, the next

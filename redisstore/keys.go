@@ -430,6 +430,11 @@ var Families = []Family{
 		Description: "the session's live events (`id` = stream id, fields `t` type and `d` JSON data), `XADD MAXLEN ~ SESSION_EVENTS_MAXLEN` by every write's script; after a delete only the `deleted` event, for 300 s",
 	},
 	{
+		Name: "event keys", Pattern: "agent_session_event_keys:*", ClusterPattern: "agent_session_event_keys:{b*}:*",
+		Kind: KindHash, Owner: "events", TTL: SessionTTL,
+		Description: "`Idempotency-Key` → the event id of a custom event (`POST .../events`), the 1 000 newest, so a retried publish writes once",
+	},
+	{
 		Name: "user events", Pattern: "agent_user_events:*", ClusterPattern: "agent_user_events:{b*}:*",
 		Kind: KindStream, Owner: "shared", TTL: RetentionTTL,
 		Reason:      "`SESSION_TTL_SECONDS` from its last event; `MAXLEN ~ SESSION_EVENTS_MAXLEN`",

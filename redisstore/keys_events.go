@@ -19,6 +19,13 @@ func (l Layout) SessionEvents(user, session string) string {
 	return "agent_session_events:" + l.tag(l.Bucket(user)) + user + ":" + session
 }
 
+// SessionEventKeys is the ring of the Idempotency-Keys of the session's
+// custom events (key -> the event id, the 1 000 newest):
+// agent_session_event_keys:<tag><u>:<s>, one of the session's own keys.
+func (l Layout) SessionEventKeys(user, session string) string {
+	return "agent_session_event_keys:" + l.tag(l.Bucket(user)) + user + ":" + session
+}
+
 // UserEvents is the user's event stream (user-level changes):
 // agent_user_events:<tag><u>, living SESSION_TTL_SECONDS from its last
 // event.

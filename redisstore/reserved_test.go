@@ -42,7 +42,7 @@ func TestReservedCoversTheLayout(t *testing.T) {
 	}
 	want := []string{
 		"agent_search", "agent_search_docs", "agent_search_stats",
-		"agent_session_blocks", "agent_session_compactions", "agent_session_context_index", "agent_session_events",
+		"agent_session_blocks", "agent_session_compactions", "agent_session_context_index", "agent_session_event_keys", "agent_session_events",
 		"agent_session_meta", "agent_session_meta_global",
 		"agent_session_msg_children", "agent_session_msg_keys", "agent_session_msg_order", "agent_session_msg_tree",
 		"agent_session_msgs", "agent_session_prompt",

@@ -527,7 +527,7 @@ export interface paths {
             header?: never;
             path: {
                 /**
-                 * @description The lock name: also its Redis key, as with redis-py. The sidecar's own key names are reserved (400 `invalid_id`): `agent_search`, `agent_search_docs`, `agent_search_stats`, `agent_session_blocks`, `agent_session_compactions`, `agent_session_context_index`, `agent_session_events`, `agent_session_meta`, `agent_session_meta_global`, `agent_session_msg_children`, `agent_session_msg_keys`, `agent_session_msg_order`, `agent_session_msg_tree`, `agent_session_msgs`, `agent_session_prompt`, `agent_session_qa_index`, `agent_session_record`, `agent_session_state`, `agent_session_tool_calls`, `agent_session_usage_ids`, `agent_sessions`, `agent_sessions_by_user`, `agent_sessions_global`, `agent_traces`, `agent_usage_by_model`, `agent_usage_totals`, `agent_user_blocks`, `agent_user_events`, `agent_user_state`, `session_context` and `sidecar`.
+                 * @description The lock name: also its Redis key, as with redis-py. The sidecar's own key names are reserved (400 `invalid_id`): `agent_search`, `agent_search_docs`, `agent_search_stats`, `agent_session_blocks`, `agent_session_compactions`, `agent_session_context_index`, `agent_session_event_keys`, `agent_session_events`, `agent_session_meta`, `agent_session_meta_global`, `agent_session_msg_children`, `agent_session_msg_keys`, `agent_session_msg_order`, `agent_session_msg_tree`, `agent_session_msgs`, `agent_session_prompt`, `agent_session_qa_index`, `agent_session_record`, `agent_session_state`, `agent_session_tool_calls`, `agent_session_usage_ids`, `agent_sessions`, `agent_sessions_by_user`, `agent_sessions_global`, `agent_traces`, `agent_usage_by_model`, `agent_usage_totals`, `agent_user_blocks`, `agent_user_events`, `agent_user_state`, `session_context` and `sidecar`.
                  * @example graph_writes
                  */
                 name: components["parameters"]["LockName"];
@@ -561,7 +561,7 @@ export interface paths {
             header?: never;
             path: {
                 /**
-                 * @description The lock name: also its Redis key, as with redis-py. The sidecar's own key names are reserved (400 `invalid_id`): `agent_search`, `agent_search_docs`, `agent_search_stats`, `agent_session_blocks`, `agent_session_compactions`, `agent_session_context_index`, `agent_session_events`, `agent_session_meta`, `agent_session_meta_global`, `agent_session_msg_children`, `agent_session_msg_keys`, `agent_session_msg_order`, `agent_session_msg_tree`, `agent_session_msgs`, `agent_session_prompt`, `agent_session_qa_index`, `agent_session_record`, `agent_session_state`, `agent_session_tool_calls`, `agent_session_usage_ids`, `agent_sessions`, `agent_sessions_by_user`, `agent_sessions_global`, `agent_traces`, `agent_usage_by_model`, `agent_usage_totals`, `agent_user_blocks`, `agent_user_events`, `agent_user_state`, `session_context` and `sidecar`.
+                 * @description The lock name: also its Redis key, as with redis-py. The sidecar's own key names are reserved (400 `invalid_id`): `agent_search`, `agent_search_docs`, `agent_search_stats`, `agent_session_blocks`, `agent_session_compactions`, `agent_session_context_index`, `agent_session_event_keys`, `agent_session_events`, `agent_session_meta`, `agent_session_meta_global`, `agent_session_msg_children`, `agent_session_msg_keys`, `agent_session_msg_order`, `agent_session_msg_tree`, `agent_session_msgs`, `agent_session_prompt`, `agent_session_qa_index`, `agent_session_record`, `agent_session_state`, `agent_session_tool_calls`, `agent_session_usage_ids`, `agent_sessions`, `agent_sessions_by_user`, `agent_sessions_global`, `agent_traces`, `agent_usage_by_model`, `agent_usage_totals`, `agent_user_blocks`, `agent_user_events`, `agent_user_state`, `session_context` and `sidecar`.
                  * @example graph_writes
                  */
                 name: components["parameters"]["LockName"];
@@ -2187,7 +2187,7 @@ export interface components {
          */
         ContextId: components["schemas"]["Id"];
         /**
-         * @description The lock name: also its Redis key, as with redis-py. The sidecar's own key names are reserved (400 `invalid_id`): `agent_search`, `agent_search_docs`, `agent_search_stats`, `agent_session_blocks`, `agent_session_compactions`, `agent_session_context_index`, `agent_session_events`, `agent_session_meta`, `agent_session_meta_global`, `agent_session_msg_children`, `agent_session_msg_keys`, `agent_session_msg_order`, `agent_session_msg_tree`, `agent_session_msgs`, `agent_session_prompt`, `agent_session_qa_index`, `agent_session_record`, `agent_session_state`, `agent_session_tool_calls`, `agent_session_usage_ids`, `agent_sessions`, `agent_sessions_by_user`, `agent_sessions_global`, `agent_traces`, `agent_usage_by_model`, `agent_usage_totals`, `agent_user_blocks`, `agent_user_events`, `agent_user_state`, `session_context` and `sidecar`.
+         * @description The lock name: also its Redis key, as with redis-py. The sidecar's own key names are reserved (400 `invalid_id`): `agent_search`, `agent_search_docs`, `agent_search_stats`, `agent_session_blocks`, `agent_session_compactions`, `agent_session_context_index`, `agent_session_event_keys`, `agent_session_events`, `agent_session_meta`, `agent_session_meta_global`, `agent_session_msg_children`, `agent_session_msg_keys`, `agent_session_msg_order`, `agent_session_msg_tree`, `agent_session_msgs`, `agent_session_prompt`, `agent_session_qa_index`, `agent_session_record`, `agent_session_state`, `agent_session_tool_calls`, `agent_session_usage_ids`, `agent_sessions`, `agent_sessions_by_user`, `agent_sessions_global`, `agent_traces`, `agent_usage_by_model`, `agent_usage_totals`, `agent_user_blocks`, `agent_user_events`, `agent_user_state`, `session_context` and `sidecar`.
          * @example graph_writes
          */
         LockName: components["schemas"]["Id"];
@@ -2255,6 +2255,11 @@ export interface components {
         LeafMatch: string;
         /** @description Makes a retried call create once: the same key again answers 200 with the new session's record and writes nothing. Without `session_id` the new id is derived from the user, this session and the key. 1-256 printable ASCII characters. */
         DeriveIdempotencyKey: string;
+        /**
+         * @description Makes a retried publish write once: a key already seen for this session (its 1 000 newest keys are remembered) answers 200 with the first publish's event id, and writes nothing. 1-255 printable ASCII characters.
+         * @example delta-7f3c-12
+         */
+        EventIdempotencyKey: string;
     };
     requestBodies: never;
     headers: never;
@@ -3948,8 +3953,9 @@ export interface operations {
              *
              *     - `invalid_id`: a path id is not 1-128 characters of `[A-Za-z0-9_.@-]`
              *     - `invalid_json`: the body is not one JSON value of the right kind (malformed, empty, several values)
-             *     - `invalid_field`: `session_id` not an id, `title` too long, a bad metadata key or value, more than 32 keys, a bad `Idempotency-Key`
+             *     - `invalid_field`: `session_id` not an id, `title` too long, a bad metadata key or value, more than 32 keys
              *     - `unknown_field`: the body holds a field this call does not know; the message names it
+             *     - `invalid_header`: `Idempotency-Key` is not 1-255 printable ASCII characters
              */
             400: {
                 headers: {
@@ -4093,7 +4099,7 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description The lock name: also its Redis key, as with redis-py. The sidecar's own key names are reserved (400 `invalid_id`): `agent_search`, `agent_search_docs`, `agent_search_stats`, `agent_session_blocks`, `agent_session_compactions`, `agent_session_context_index`, `agent_session_events`, `agent_session_meta`, `agent_session_meta_global`, `agent_session_msg_children`, `agent_session_msg_keys`, `agent_session_msg_order`, `agent_session_msg_tree`, `agent_session_msgs`, `agent_session_prompt`, `agent_session_qa_index`, `agent_session_record`, `agent_session_state`, `agent_session_tool_calls`, `agent_session_usage_ids`, `agent_sessions`, `agent_sessions_by_user`, `agent_sessions_global`, `agent_traces`, `agent_usage_by_model`, `agent_usage_totals`, `agent_user_blocks`, `agent_user_events`, `agent_user_state`, `session_context` and `sidecar`.
+                 * @description The lock name: also its Redis key, as with redis-py. The sidecar's own key names are reserved (400 `invalid_id`): `agent_search`, `agent_search_docs`, `agent_search_stats`, `agent_session_blocks`, `agent_session_compactions`, `agent_session_context_index`, `agent_session_event_keys`, `agent_session_events`, `agent_session_meta`, `agent_session_meta_global`, `agent_session_msg_children`, `agent_session_msg_keys`, `agent_session_msg_order`, `agent_session_msg_tree`, `agent_session_msgs`, `agent_session_prompt`, `agent_session_qa_index`, `agent_session_record`, `agent_session_state`, `agent_session_tool_calls`, `agent_session_usage_ids`, `agent_sessions`, `agent_sessions_by_user`, `agent_sessions_global`, `agent_traces`, `agent_usage_by_model`, `agent_usage_totals`, `agent_user_blocks`, `agent_user_events`, `agent_user_state`, `session_context` and `sidecar`.
                  * @example graph_writes
                  */
                 name: components["parameters"]["LockName"];
@@ -4143,7 +4149,7 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description The lock name: also its Redis key, as with redis-py. The sidecar's own key names are reserved (400 `invalid_id`): `agent_search`, `agent_search_docs`, `agent_search_stats`, `agent_session_blocks`, `agent_session_compactions`, `agent_session_context_index`, `agent_session_events`, `agent_session_meta`, `agent_session_meta_global`, `agent_session_msg_children`, `agent_session_msg_keys`, `agent_session_msg_order`, `agent_session_msg_tree`, `agent_session_msgs`, `agent_session_prompt`, `agent_session_qa_index`, `agent_session_record`, `agent_session_state`, `agent_session_tool_calls`, `agent_session_usage_ids`, `agent_sessions`, `agent_sessions_by_user`, `agent_sessions_global`, `agent_traces`, `agent_usage_by_model`, `agent_usage_totals`, `agent_user_blocks`, `agent_user_events`, `agent_user_state`, `session_context` and `sidecar`.
+                 * @description The lock name: also its Redis key, as with redis-py. The sidecar's own key names are reserved (400 `invalid_id`): `agent_search`, `agent_search_docs`, `agent_search_stats`, `agent_session_blocks`, `agent_session_compactions`, `agent_session_context_index`, `agent_session_event_keys`, `agent_session_events`, `agent_session_meta`, `agent_session_meta_global`, `agent_session_msg_children`, `agent_session_msg_keys`, `agent_session_msg_order`, `agent_session_msg_tree`, `agent_session_msgs`, `agent_session_prompt`, `agent_session_qa_index`, `agent_session_record`, `agent_session_state`, `agent_session_tool_calls`, `agent_session_usage_ids`, `agent_sessions`, `agent_sessions_by_user`, `agent_sessions_global`, `agent_traces`, `agent_usage_by_model`, `agent_usage_totals`, `agent_user_blocks`, `agent_user_events`, `agent_user_state`, `session_context` and `sidecar`.
                  * @example graph_writes
                  */
                 name: components["parameters"]["LockName"];
@@ -4224,7 +4230,7 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description The lock name: also its Redis key, as with redis-py. The sidecar's own key names are reserved (400 `invalid_id`): `agent_search`, `agent_search_docs`, `agent_search_stats`, `agent_session_blocks`, `agent_session_compactions`, `agent_session_context_index`, `agent_session_events`, `agent_session_meta`, `agent_session_meta_global`, `agent_session_msg_children`, `agent_session_msg_keys`, `agent_session_msg_order`, `agent_session_msg_tree`, `agent_session_msgs`, `agent_session_prompt`, `agent_session_qa_index`, `agent_session_record`, `agent_session_state`, `agent_session_tool_calls`, `agent_session_usage_ids`, `agent_sessions`, `agent_sessions_by_user`, `agent_sessions_global`, `agent_traces`, `agent_usage_by_model`, `agent_usage_totals`, `agent_user_blocks`, `agent_user_events`, `agent_user_state`, `session_context` and `sidecar`.
+                 * @description The lock name: also its Redis key, as with redis-py. The sidecar's own key names are reserved (400 `invalid_id`): `agent_search`, `agent_search_docs`, `agent_search_stats`, `agent_session_blocks`, `agent_session_compactions`, `agent_session_context_index`, `agent_session_event_keys`, `agent_session_events`, `agent_session_meta`, `agent_session_meta_global`, `agent_session_msg_children`, `agent_session_msg_keys`, `agent_session_msg_order`, `agent_session_msg_tree`, `agent_session_msgs`, `agent_session_prompt`, `agent_session_qa_index`, `agent_session_record`, `agent_session_state`, `agent_session_tool_calls`, `agent_session_usage_ids`, `agent_sessions`, `agent_sessions_by_user`, `agent_sessions_global`, `agent_traces`, `agent_usage_by_model`, `agent_usage_totals`, `agent_user_blocks`, `agent_user_events`, `agent_user_state`, `session_context` and `sidecar`.
                  * @example graph_writes
                  */
                 name: components["parameters"]["LockName"];
@@ -4311,7 +4317,7 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description The lock name: also its Redis key, as with redis-py. The sidecar's own key names are reserved (400 `invalid_id`): `agent_search`, `agent_search_docs`, `agent_search_stats`, `agent_session_blocks`, `agent_session_compactions`, `agent_session_context_index`, `agent_session_events`, `agent_session_meta`, `agent_session_meta_global`, `agent_session_msg_children`, `agent_session_msg_keys`, `agent_session_msg_order`, `agent_session_msg_tree`, `agent_session_msgs`, `agent_session_prompt`, `agent_session_qa_index`, `agent_session_record`, `agent_session_state`, `agent_session_tool_calls`, `agent_session_usage_ids`, `agent_sessions`, `agent_sessions_by_user`, `agent_sessions_global`, `agent_traces`, `agent_usage_by_model`, `agent_usage_totals`, `agent_user_blocks`, `agent_user_events`, `agent_user_state`, `session_context` and `sidecar`.
+                 * @description The lock name: also its Redis key, as with redis-py. The sidecar's own key names are reserved (400 `invalid_id`): `agent_search`, `agent_search_docs`, `agent_search_stats`, `agent_session_blocks`, `agent_session_compactions`, `agent_session_context_index`, `agent_session_event_keys`, `agent_session_events`, `agent_session_meta`, `agent_session_meta_global`, `agent_session_msg_children`, `agent_session_msg_keys`, `agent_session_msg_order`, `agent_session_msg_tree`, `agent_session_msgs`, `agent_session_prompt`, `agent_session_qa_index`, `agent_session_record`, `agent_session_state`, `agent_session_tool_calls`, `agent_session_usage_ids`, `agent_sessions`, `agent_sessions_by_user`, `agent_sessions_global`, `agent_traces`, `agent_usage_by_model`, `agent_usage_totals`, `agent_user_blocks`, `agent_user_events`, `agent_user_state`, `session_context` and `sidecar`.
                  * @example graph_writes
                  */
                 name: components["parameters"]["LockName"];
@@ -5962,7 +5968,13 @@ export interface operations {
     publishSessionEvent: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retried publish write once: a key already seen for this session (its 1 000 newest keys are remembered) answers 200 with the first publish's event id, and writes nothing. 1-255 printable ASCII characters.
+                 * @example delta-7f3c-12
+                 */
+                "Idempotency-Key"?: components["parameters"]["EventIdempotencyKey"];
+            };
             path: {
                 /**
                  * @description The user (Cognee's user id).
@@ -5991,6 +6003,15 @@ export interface operations {
             };
         };
         responses: {
+            /** @description A repeat of an `Idempotency-Key` already seen: the first publish's event id; nothing was written. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EventID"];
+                };
+            };
             /** @description Published. */
             201: {
                 headers: {
