@@ -335,11 +335,26 @@ func (h *hub) subscribe(ctx context.Context) {
 			return
 		}
 		// A connection of its own: a RESP2 server (or miniredis) refuses
-		// other commands on a subscribed connection.
+		// other commands on a subscribed connection. Once Redis confirms
+		// the subscription every watched stream is read: an event written
+		// before then (a stream opened while the sidecar was starting, or
+		// while the subscription was down) woke nobody.
 		dc, release := c.Dedicate()
-		err = dc.Receive(ctx, dc.B().Subscribe().Channel(redisstore.EventsChannel).Build(), func(msg rueidis.PubSubMessage) {
-			h.poke(msg.Message)
+		lost := dc.SetPubSubHooks(rueidis.PubSubHooks{
+			OnMessage: func(msg rueidis.PubSubMessage) { h.poke(msg.Message) },
+			OnSubscription: func(s rueidis.PubSubSubscription) {
+				if s.Kind == "subscribe" {
+					h.pokeAll()
+				}
+			},
 		})
+		err = dc.Do(ctx, dc.B().Subscribe().Channel(redisstore.EventsChannel).Build()).Error()
+		if err == nil {
+			select {
+			case err = <-lost:
+			case <-ctx.Done():
+			}
+		}
 		release()
 		if ctx.Err() != nil {
 			return
