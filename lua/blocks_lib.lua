@@ -155,7 +155,8 @@ end
 
 -- digest reads the user's blocks and, with session, the session's, and
 -- returns their digest. The hashes hold at most the configured number of
--- blocks each.
+-- blocks each (at most 128 of at most 256 KiB; blocks_read.lua), so the
+-- HGETALLs are bounded.
 local function digest(session)
   local session_flat = {}
   if session then session_flat = redis.call('HGETALL', K_BLOCKS) end

@@ -9,6 +9,9 @@
 -- ARGV[6] '1': their digest too (for a freeze), else '0'
 -- returns {user blocks (field, value, ...), session blocks (idem), digest
 --   or ''}
+-- Bounded: each hash holds at most BLOCKS_MAX_PER_USER / BLOCKS_MAX_PER_SESSION
+-- blocks (at most 128) of at most BLOCKS_MAX_CONTENT_BYTES (at most 256 KiB),
+-- checked by every write; with the defaults 32 blocks of 32 KiB, 1 MiB a hash.
 local session = ARGV[5] == '1'
 local user_blocks = redis.call('HGETALL', K_UBLOCKS)
 local session_blocks = {}
