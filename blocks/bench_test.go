@@ -87,8 +87,8 @@ func resetStats(b *testing.B, srv *redisstoretest.Server) {
 	}
 }
 
-// reportScriptTime reports Redis's own time per script call (EVALSHA's
-// usec_per_call in INFO commandstats) since resetStats.
+// reportScriptTime reports Redis's own time per script call (FCALL's or
+// EVALSHA's usec_per_call in INFO commandstats) since resetStats.
 func reportScriptTime(b *testing.B, srv *redisstoretest.Server) {
 	b.Helper()
 	c := srv.Client(b)
@@ -97,7 +97,11 @@ func reportScriptTime(b *testing.B, srv *redisstoretest.Server) {
 		b.Fatal(err)
 	}
 	for line := range strings.Lines(info) {
-		if rest, ok := strings.CutPrefix(line, "cmdstat_evalsha:"); ok {
+		rest, ok := strings.CutPrefix(line, "cmdstat_evalsha:")
+		if !ok {
+			rest, ok = strings.CutPrefix(line, "cmdstat_fcall:")
+		}
+		if ok {
 			for kv := range strings.SplitSeq(strings.TrimSpace(rest), ",") {
 				if v, ok := strings.CutPrefix(kv, "usec_per_call="); ok {
 					f, _ := strconv.ParseFloat(v, 64)

@@ -14,9 +14,9 @@ import (
 	"github.com/agentsidecar/agentsidecar/sidecar/sidecartest"
 )
 
-var scriptStat = regexp.MustCompile(`cmdstat_(?:evalsha|eval):calls=(\d+)`)
+var scriptStat = regexp.MustCompile(`cmdstat_(?:evalsha|eval|fcall|fcall_ro):calls=(\d+)`)
 
-// scriptCalls is the number of scripts (EVALSHA and EVAL) Redis ran since
+// scriptCalls is the number of scripts (FCALL, EVALSHA and EVAL) Redis ran since
 // its last CONFIG RESETSTAT, from INFO commandstats.
 func scriptCalls(t testing.TB, rc rueidis.Client) int {
 	t.Helper()

@@ -20,7 +20,9 @@
 -- session block's on the session's stream, a user block's on the user's
 -- stream only (no copy into each of the user's sessions).
 
+--! per-call
 local K_UBLOCKS = 'agent_user_blocks:' .. META_TAG .. ARGV[3]
+--! end per-call
 
 -- slide_user_blocks gives the user's blocks SESSION_TTL_SECONDS more (0:
 -- no expiry). Every script that writes a block of the user, or a session

@@ -19,6 +19,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -35,6 +36,8 @@ type Script struct {
 	Source string // the text Redis runs, prelude included
 	lua    *rueidis.Lua
 	sha1   string
+	body   string   // the script's own text, as given to New
+	chain  []string // its preludes, outermost first
 
 	duration prometheus.Observer // this script's series, resolved once
 	errors   prometheus.Counter
@@ -73,12 +76,14 @@ func New(name, source string) *Script {
 	}
 	src := withPrelude(name, source)
 	sum := sha1.Sum([]byte(src))
-	s := &Script{Name: name, Source: src, lua: rueidis.NewLuaScript(src), sha1: hex.EncodeToString(sum[:])}
+	s := &Script{Name: name, Source: src, lua: rueidis.NewLuaScript(src), sha1: hex.EncodeToString(sum[:]),
+		body: source, chain: preludeChain(source)}
 	registry.Lock()
 	defer registry.Unlock()
 	if _, dup := registry.m[name]; dup {
 		panic(fmt.Sprintf("lua: script %q registered twice", name))
 	}
+	libCache.Store(nil) // the libraries are built again with this script
 	s.duration, s.errors = scriptDuration.WithLabelValues(name), scriptErrors.WithLabelValues(name)
 	registry.m[name] = s
 	return s
@@ -97,6 +102,18 @@ func withPrelude(name, src string) string {
 		panic(fmt.Sprintf("lua: prelude of %s.lua: %v", name, err))
 	}
 	return withPrelude(pre, string(body)) + "\n" + src
+}
+
+// preludeChain lists the preludes withPrelude prepends to src, outermost
+// first.
+func preludeChain(src string) []string {
+	first, _, _ := strings.Cut(src, "\n")
+	if !strings.HasPrefix(first, "--! prelude: ") {
+		return nil
+	}
+	pre := strings.TrimSpace(strings.TrimPrefix(first, "--! prelude: "))
+	body, _ := files.ReadFile(pre + ".lua")
+	return append(preludeChain(string(body)), pre)
 }
 
 func validName(name string) bool {
@@ -126,11 +143,12 @@ func All() []*Script {
 	return out
 }
 
-// Exec runs the script (EVALSHA, then EVAL on NOSCRIPT) and records its
-// latency and errors by script name.
+// Exec runs the script (FCALL where Redis has Functions, else EVALSHA,
+// then EVAL on NOSCRIPT) and records its latency and errors by script name.
 func (s *Script) Exec(ctx context.Context, c rueidis.Client, keys, args []string) rueidis.RedisResult {
+	observe(s, keys, args)
 	start := time.Now()
-	res := s.lua.Exec(ctx, c, keys, args)
+	res := s.run(ctx, c, keys, args)
 	s.duration.Observe(time.Since(start).Seconds())
 	if err := res.Error(); err != nil && !rueidis.IsRedisNil(err) {
 		s.errors.Inc()
@@ -140,19 +158,14 @@ func (s *Script) Exec(ctx context.Context, c rueidis.Client, keys, args []string
 
 // ExecThen runs the script as Exec does and, in the same round trip,
 // then: a command on the same slot (a read of what the script wrote, say),
-// which Redis runs right after the script. Both results are returned; on
-// NOSCRIPT the script is sent again with EVAL, then after it (then builds
-// the command: rueidis recycles a command once sent).
+// which Redis runs right after the script. Both results are returned; when
+// the script has to be sent again (a node without the library, NOSCRIPT)
+// then is sent again after it (then builds the command: rueidis recycles a
+// command once sent).
 func (s *Script) ExecThen(ctx context.Context, c rueidis.Client, keys, args []string, then func() rueidis.Completed) (rueidis.RedisResult, rueidis.RedisResult) {
+	observe(s, keys, args)
 	start := time.Now()
-	res := c.DoMulti(ctx,
-		c.B().Evalsha().Sha1(s.sha1).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build(),
-		then())
-	script, after := res[0], res[1]
-	if err, ok := rueidis.IsRedisErr(script.Error()); ok && err.IsNoScript() {
-		script = c.Do(ctx, c.B().Eval().Script(s.Source).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build())
-		after = c.Do(ctx, then())
-	}
+	script, after := s.runThen(ctx, c, keys, args, then)
 	s.duration.Observe(time.Since(start).Seconds())
 	if err := script.Error(); err != nil && !rueidis.IsRedisNil(err) {
 		s.errors.Inc()
@@ -166,29 +179,16 @@ type Call struct {
 }
 
 // ExecMulti runs the script once per call in one pipeline (on a cluster
-// client, rueidis sends each call to the node of its keys' slot): EVALSHA,
-// then EVAL for the calls a node answered NOSCRIPT. Each call counts in the
-// script's metrics with the pipeline's latency.
+// client, rueidis sends each call to the node of its keys' slot): FCALL or
+// EVALSHA as Exec, then one more pipeline for the calls a node could not
+// serve (a library loaded, NOSCRIPT). Each call counts in the script's
+// metrics with the pipeline's latency.
 func (s *Script) ExecMulti(ctx context.Context, c rueidis.Client, calls ...Call) []rueidis.RedisResult {
+	for _, call := range calls {
+		observe(s, call.Keys, call.Args)
+	}
 	start := time.Now()
-	cmds := make(rueidis.Commands, len(calls))
-	for i, call := range calls {
-		cmds[i] = c.B().Evalsha().Sha1(s.sha1).Numkeys(int64(len(call.Keys))).Key(call.Keys...).Arg(call.Args...).Build()
-	}
-	res := c.DoMulti(ctx, cmds...)
-	var again rueidis.Commands
-	var at []int
-	for i, r := range res {
-		if err, ok := rueidis.IsRedisErr(r.Error()); ok && err.IsNoScript() {
-			again = append(again, c.B().Eval().Script(s.Source).Numkeys(int64(len(calls[i].Keys))).Key(calls[i].Keys...).Arg(calls[i].Args...).Build())
-			at = append(at, i)
-		}
-	}
-	if len(again) > 0 {
-		for j, r := range c.DoMulti(ctx, again...) {
-			res[at[j]] = r
-		}
-	}
+	res := s.runMulti(ctx, c, calls)
 	d := time.Since(start).Seconds()
 	for _, r := range res {
 		s.duration.Observe(d)
@@ -199,11 +199,33 @@ func (s *Script) ExecMulti(ctx context.Context, c rueidis.Client, calls ...Call)
 	return res
 }
 
+// observer is the function Observe installed, or nil.
+var observer atomic.Pointer[func(s *Script, keys, args []string)]
+
+// Observe has f see every call of every script (the script, its KEYS and
+// ARGV, which f must not change) as Exec, ExecThen and ExecMulti send it,
+// until stop: for tests that replay a workload (on both call paths, say).
+// One observer at a time.
+func Observe(f func(s *Script, keys, args []string)) (stop func()) {
+	observer.Store(&f)
+	return func() { observer.Store(nil) }
+}
+
+func observe(s *Script, keys, args []string) {
+	if f := observer.Load(); f != nil {
+		(*f)(s, keys, args)
+	}
+}
+
 // Load makes sure every node holds every script, proving Redis accepts
 // them (readiness) and saving the first EVAL after a restart: one SCRIPT
 // EXISTS per node, then SCRIPT LOAD of only the scripts a node lacks (all
-// of them after a restart or a SCRIPT FLUSH). Readiness runs it on every
-// check, so a check does not recompile what a node already holds.
+// of them after a restart or a SCRIPT FLUSH). Then the same for the
+// function libraries (FUNCTION LIST of each, FUNCTION LOAD of the missing,
+// one FCALL_RO to prove the user may call them), which decides the client's
+// call path (Path): FCALL, or EVALSHA where Redis refuses any of it.
+// Readiness runs it on every check, so a check does not recompile what a
+// node already holds.
 func Load(ctx context.Context, c rueidis.Client) error {
 	scripts := All()
 	shas := make([]string, len(scripts))
@@ -234,7 +256,7 @@ func Load(ctx context.Context, c rueidis.Client) error {
 			}
 		}
 	}
-	return nil
+	return loadFunctions(ctx, c)
 }
 
 var (

@@ -33,10 +33,12 @@
 
 local MAX_KEYS = 1000 -- Idempotency-Keys remembered per session
 
+--! per-call
 local SEARCH_PREFIX = 'agent_search:' .. META_TAG .. ARGV[3] .. ':'
 local K_SSTATS = 'agent_search_stats:' .. META_TAG .. ARGV[3]
 
 local NODES = {} -- the nodes read or written by this script, by id
+--! end per-call
 
 -- parse_node reads node text v of message id.
 local function parse_node(id, v)

@@ -69,6 +69,7 @@
 -- clear_abort() removes the record's abort_requested_at (a status change,
 -- the next user message): call it before finish_write.
 
+--! per-call
 if redis.replicate_commands then redis.replicate_commands() end
 
 local K_ENTRIES, K_TRACES, K_CONTEXT, K_RECORD, K_INDEX, K_USAGE = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
@@ -84,6 +85,7 @@ local GID = ARGV[3] .. ':' .. ARGV[4] -- member of the global index sets
 local TOMBSTONE = '\0sidecar:deleted'
 -- the session's event stream (see Events above; tag as the record's)
 local K_EVENTS = 'agent_session_events:' .. string.sub(K_RECORD, #'agent_session_record:' + 1, #K_RECORD - #GID) .. GID
+--! end per-call
 
 -- now_us is the Redis server's clock in microseconds, so pods with skewed
 -- clocks agree on activity times.
@@ -334,7 +336,9 @@ end
 -- answers every id it holds.
 
 -- the context index, one of the session's own keys (own_keys below)
+--! per-call
 local K_CTX_INDEX = 'agent_session_context_index:' .. string.sub(K_INDEX, #'agent_session_qa_index:' + 1)
+--! end per-call
 
 -- INDEX_STEP bounds the elements one script indexes or renumbers, and
 -- INDEX_STEP_BYTES (about) the bytes it reads for that; INDEX_PAGE is the
@@ -701,13 +705,17 @@ end
 --   agent_session_meta_global:<tag><key>=<value>
 -- Keys are [A-Za-z0-9_.-], so the first '=' ends the key.
 
+--! per-call
 local META_TAG = string.sub(K_RECORD, #'agent_session_record:' + 1, #K_RECORD - #GID)
+--! end per-call
 
 -- The session's state object (registry module), a string beside the record,
 -- is one of the session's own keys: slid, persisted and deleted with them.
 -- The user's state object (registry module), a user-level key in the
 -- user's slot: every slide of any of the user's sessions extends it.
+--! per-call
 local K_USER_STATE = 'agent_user_state:' .. META_TAG .. ARGV[3]
+--! end per-call
 
 -- The session's other own keys, derived from the record's tag (so they
 -- share the session's slot on Cluster): its context blocks (a hash label
@@ -747,7 +755,9 @@ local function own_keys()
     K_STATE, K_BLOCKS, K_PROMPT, K_TOOL_CALLS,
     K_MSGS, K_MTREE, K_MKIDS, K_MORDER, K_MKEYS, K_MCOMP, K_SDOCS, K_EVENTS, K_EKEYS }
 end
+--! per-call
 own_keys()
+--! end per-call
 
 -- retarget points the session variables at session sid of the same user:
 -- every session key ends in "<u>:<s>", and the user's indexes, the bucket's
@@ -764,7 +774,9 @@ end
 
 -- Session events (see the header): the stream is one of the session's own
 -- keys (own_keys); the user's stream is the user's alone.
+--! per-call
 local K_USER_EVENTS = 'agent_user_events:' .. META_TAG .. ARGV[3]
+--! end per-call
 local EVENTS_CHANNEL = 'sidecar:events'
 -- EVENT_DATA_MAX: an event's data past it is {id, kind, truncated: true}.
 local EVENT_DATA_MAX = 8192

@@ -14,7 +14,7 @@ import (
 
 // monitor follows a real redis-server's MONITOR stream: Redis's own record
 // of every command it runs, those a script runs included (source "lua",
-// right after the EVALSHA that ran them). Tests read it between markers to
+// right after the FCALL or EVALSHA that ran them). Tests read it between markers to
 // count the work each command did.
 type monitor struct {
 	t    *testing.T
@@ -170,11 +170,11 @@ func maxWork(cmds []command) (most int, which, unbounded string) {
 	return most, which, unbounded
 }
 
-// scripts counts the EVALSHA/EVAL calls in cmds.
+// scripts counts the script calls in cmds (FCALL, or EVALSHA/EVAL).
 func scripts(cmds []command) int {
 	n := 0
 	for _, c := range cmds {
-		if c.name == "evalsha" || c.name == "eval" {
+		if c.name == "evalsha" || c.name == "eval" || c.name == "fcall" || c.name == "fcall_ro" {
 			n++
 		}
 	}

@@ -1,0 +1,221 @@
+package main
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/agentsidecar/agentsidecar/cmd/sidecar/modules"
+	"github.com/agentsidecar/agentsidecar/lua"
+	"github.com/agentsidecar/agentsidecar/redisstore/redisstoretest"
+	"github.com/agentsidecar/agentsidecar/sidecar/sidecartest"
+)
+
+// recorded is one script call as the sidecar sent it.
+type recorded struct {
+	script     *lua.Script
+	keys, args []string
+}
+
+// TestScriptsAgreeOnBothPaths records every script call of a drive through
+// every route, then replays the calls, in order, on two fresh
+// redis-servers: one through Redis Functions (FCALL of the libraries), one
+// through EVALSHA (a user whose ACL refuses FUNCTION and FCALL, which the
+// sidecar must take to mean EVALSHA). Every answer and, at the end, every
+// key's type, value and whether it has a TTL must be the same on both,
+// up to times (the two runs are not in the same microsecond). Every
+// registered script must have run.
+func TestScriptsAgreeOnBothPaths(t *testing.T) {
+	rec := redisstoretest.NewReal(t)
+	h := sidecartest.Start(t, rec, nil, modules.All()...)
+	var mu sync.Mutex
+	var calls []recorded
+	stop := lua.Observe(func(s *lua.Script, keys, args []string) {
+		mu.Lock()
+		defer mu.Unlock()
+		calls = append(calls, recorded{s, slices.Clone(keys), slices.Clone(args)})
+	})
+	driveEveryRoute(t, h)
+	stop()
+	if t.Failed() {
+		t.FailNow()
+	}
+	calls = append(calls, unreached(t, rec, calls)...)
+
+	fsrv, esrv := redisstoretest.NewReal(t), redisstoretest.NewReal(t)
+	if reply, err := redisstoretest.RawCommand(esrv.Addr, "ACL SETUSER evalonly on >pw ~* &* +@all -function -fcall -fcall_ro", 5*time.Second); err != nil || reply != "+OK" {
+		t.Fatalf("ACL SETUSER: %q %v", reply, err)
+	}
+	fc := fsrv.Client(t)
+	ec, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{esrv.Addr}, Username: "evalonly", Password: "pw",
+		DisableCache: true, DisableRetry: true, ForceSingleClient: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ec.Close()
+	for _, c := range []rueidis.Client{fc, ec} {
+		if err := lua.Load(t.Context(), c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := lua.Path(fc); got != "functions" {
+		t.Fatalf("path of the default user: %q, want functions", got)
+	}
+	if got := lua.Path(ec); !strings.HasPrefix(got, "evalsha (") || !strings.Contains(got, "NOPERM") {
+		t.Fatalf("path of a user refused FUNCTION: %q, want evalsha (NOPERM ...)", got)
+	}
+
+	ran := map[string]bool{}
+	for i, call := range calls {
+		ran[call.script.Name] = true
+		f := call.script.Exec(t.Context(), fc, call.keys, call.args)
+		e := call.script.Exec(t.Context(), ec, call.keys, call.args)
+		if got, want := answer(f), answer(e); got != want {
+			t.Errorf("call %d, %s %q %q:\nFCALL:   %s\nEVALSHA: %s", i, call.script.Name, call.keys, call.args, got, want)
+		}
+	}
+	var missed []string
+	for _, s := range lua.All() {
+		if !ran[s.Name] {
+			missed = append(missed, s.Name)
+		}
+	}
+	if len(missed) > 0 {
+		t.Errorf("scripts the drive did not run (%d calls): %v", len(calls), missed)
+	}
+	if got, want := dumpAll(t, fc), dumpAll(t, ec); got != want {
+		t.Errorf("Redis after the replay differs:\nFCALL:\n%s\nEVALSHA:\n%s", got, want)
+	}
+	if stats := commandCalls(t, fc); stats["fcall"] == 0 || stats["evalsha"] != 0 {
+		t.Errorf("functions server ran %v, want only FCALL", stats)
+	}
+	if stats := commandCalls(t, ec); stats["fcall"] != 0 || stats["evalsha"] == 0 {
+		t.Errorf("EVALSHA server ran %v, want only EVALSHA", stats)
+	}
+}
+
+// unreached is a call of each script the drive does not reach (the
+// routes call them only past a step's size or when a listing meets an
+// expired session): an index step of each list of every session the drive
+// wrote, and a prune of every metadata index of a session that is gone.
+func unreached(t *testing.T, rec *redisstoretest.Server, calls []recorded) []recorded {
+	var out []recorded
+	seen := map[string]bool{}
+	for _, c := range calls {
+		if len(c.keys) != 15 || len(c.args) < 4 || !strings.HasPrefix(c.keys[0], "agent_sessions:") || seen[c.keys[0]] {
+			continue
+		}
+		seen[c.keys[0]] = true
+		for _, which := range []string{"qa", "context"} {
+			out = append(out, recorded{lua.SessionIndexBuild, c.keys, append(slices.Clone(c.args[:4]), which)})
+		}
+	}
+	rc := rec.Client(t)
+	metas, err := rc.Do(t.Context(), rc.B().Keys().Pattern("agent_session_meta*").Build()).AsStrSlice()
+	if err != nil || len(metas) == 0 {
+		t.Fatalf("metadata indexes after the drive: %q %v", metas, err)
+	}
+	for _, k := range metas {
+		members, _ := rc.Do(t.Context(), rc.B().Zrange().Key(k).Min("0").Max("-1").Build()).AsStrSlice()
+		for _, m := range members {
+			out = append(out, recorded{lua.RegistryMetaPrune, []string{k, "agent_session_record:nobody:gone"}, []string{m}})
+		}
+	}
+	return out
+}
+
+var (
+	digests    = regexp.MustCompile(`\b[0-9a-f]{40}\b`)
+	isoTimes   = regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)?`)
+	longNums   = regexp.MustCompile(`\d{10,}(-\d+)?(\.\d+)?(e\+\d+)?`)
+	scriptLine = regexp.MustCompile(`user_(script|function):\d+:|, on @user_(script|function):\d+\.| script: [0-9a-z_]+`)
+)
+
+// masked is s with times (ISO times, µs or ms since the epoch, stream ids,
+// SHA1 digests)
+// and a script error's place (line, script or function name) left out.
+func masked(s string) string {
+	s = digests.ReplaceAllString(s, "<sha1>") // the blocks' digest covers their times
+	s = isoTimes.ReplaceAllString(s, "<time>")
+	s = longNums.ReplaceAllString(s, "<n>")
+	return scriptLine.ReplaceAllString(s, "")
+}
+
+// answer is a script's reply (or error) as text, masked.
+func answer(r rueidis.RedisResult) string {
+	if err := r.Error(); err != nil {
+		return masked("error: " + err.Error())
+	}
+	v, err := r.ToAny()
+	if err != nil {
+		return masked("error: " + err.Error())
+	}
+	return masked(fmt.Sprint(v))
+}
+
+// dumpAll lists every key (small test data: whole reads are fine here)
+// with its type, masked value and whether it has a TTL, sorted.
+func dumpAll(t *testing.T, c rueidis.Client) string {
+	t.Helper()
+	ctx := t.Context()
+	keys, err := c.Do(ctx, c.B().Keys().Pattern("*").Build()).AsStrSlice()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	for _, k := range keys {
+		typ, _ := c.Do(ctx, c.B().Type().Key(k).Build()).ToString()
+		var v any
+		switch typ {
+		case "string":
+			v, _ = c.Do(ctx, c.B().Get().Key(k).Build()).ToString()
+		case "list":
+			v, _ = c.Do(ctx, c.B().Lrange().Key(k).Start(0).Stop(-1).Build()).AsStrSlice()
+		case "hash":
+			m, _ := c.Do(ctx, c.B().Hgetall().Key(k).Build()).AsStrMap()
+			pairs := make([]string, 0, len(m))
+			for f, x := range m {
+				pairs = append(pairs, f+"="+x)
+			}
+			sort.Strings(pairs)
+			v = pairs
+		case "zset":
+			v, _ = c.Do(ctx, c.B().Zrange().Key(k).Min("0").Max("-1").Withscores().Build()).ToAny()
+		case "set":
+			m, _ := c.Do(ctx, c.B().Smembers().Key(k).Build()).AsStrSlice()
+			sort.Strings(m)
+			v = m
+		case "stream":
+			v, _ = c.Do(ctx, c.B().Xrange().Key(k).Start("-").End("+").Build()).ToAny()
+		}
+		ttl, _ := c.Do(ctx, c.B().Pttl().Key(k).Build()).AsInt64()
+		fmt.Fprintf(&b, "%s %s ttl:%v %s\n", k, typ, ttl > 0, masked(fmt.Sprint(v)))
+	}
+	return b.String()
+}
+
+var cmdstat = regexp.MustCompile(`cmdstat_([a-z_|]+):calls=(\d+)`)
+
+// commandCalls is INFO commandstats' calls by command.
+func commandCalls(t *testing.T, c rueidis.Client) map[string]int {
+	t.Helper()
+	info, err := c.Do(t.Context(), c.B().Info().Section("commandstats").Build()).ToString()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]int{}
+	for _, m := range cmdstat.FindAllStringSubmatch(info, -1) {
+		var n int
+		fmt.Sscan(m[2], &n)
+		out[m[1]] = n
+	}
+	return out
+}
