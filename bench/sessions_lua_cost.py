@@ -2,7 +2,9 @@
 """Where Redis spends one append: runs session_append.lua and cut-down
 variants of it (the same prelude) against a private redis-server on a free
 loopback port, and prints Redis's own time per EVALSHA from INFO
-commandstats, with the time of the redis.call()s inside it.
+commandstats, with the time of the redis.call()s inside it; then the
+shipped append and feedback as FCALL of the library the sidecar loads
+(go run ./bench/libraries), where the prelude's functions are defined once.
 
   /usr/bin/python3 bench/sessions_lua_cost.py [appends] [subscribers]
   # default 20000 appends; subscribers: connections SUBSCRIBEd to
@@ -35,6 +37,17 @@ def keys(u, s):
             + [f"agent_sessions_by_user:{u}:{x}" for x in ("running", "completed", "failed")]
             + [f"agent_sessions_global:{x}" for x in ("running", "completed", "failed")]
             + ["agent_sessions_global:expiry", "agent_usage_totals", "agent_usage_by_model"])
+
+
+def library():
+    """The session library as the sidecar loads it, and its function names."""
+    with tempfile.TemporaryDirectory() as d:
+        names = subprocess.run(["go", "run", "./bench/libraries", d], cwd=os.path.join(LUA, ".."),
+                               check=True, capture_output=True, text=True).stdout.split()
+        name = next(n for n in names if n.startswith("agentsidecar_session_"))
+        src = open(os.path.join(d, name + ".lua")).read()
+    suffix = name[len("agentsidecar_session"):]
+    return src, "session_append" + suffix, "session_entry_update" + suffix
 
 
 def variants():
@@ -100,6 +113,39 @@ def feedback(r, n):
                                  for kk, v in sorted(st.items()) if kk not in skip))
 
 
+def fcall(r, n):
+    """The shipped append and feedback through FCALL of the session library."""
+    src, fapp, fupd = library()
+    r.function_load(src, replace=True)
+    skip = {"cmdstat_fcall", "cmdstat_config|resetstat", "cmdstat_flushall"}
+    for name in ("append, FCALL", "feedback, 500 entries, FCALL"):
+        r.flushall()
+        p = r.pipeline(transaction=False)
+        if name.startswith("feedback"):
+            k = keys("bench", "fb")
+            for i in range(500):
+                p.fcall(fapp, len(k), *k, 604800, 0, "bench", "fb", f"q{i}", sc.entry(f"q{i}"))
+            p.execute()
+        r.config_resetstat()
+        rng = __import__("random").Random(1)
+        for i in range(n):
+            if name.startswith("feedback"):
+                p.fcall(fupd, len(k), *k, 604800, 0, "bench", "fb", f"q{rng.randrange(500)}", "",
+                        "feedback_text", '"fine"', "feedback_score", str(1 + i % 5))
+            else:
+                k = keys("bench", f"s{i // 1000}")
+                p.fcall(fapp, len(k), *k, 604800, 0, "bench", f"s{i // 1000}", f"q{i}", sc.entry(f"q{i}"))
+            if i % 500 == 499:
+                p.execute()
+        p.execute()
+        st = r.info("commandstats")
+        ev = st["cmdstat_fcall"]
+        inner = [v for kk, v in st.items() if kk not in skip]
+        print(f"{name:34s} FCALL   {ev['usec_per_call']:6.2f} us/call, of which "
+              f"{sum(v['calls'] for v in inner) / n:4.1f} redis.call()s {sum(v['usec'] for v in inner) / n:5.2f} us"
+              f"{'  FAILED ' + str(ev.get('failed_calls')) if ev.get('failed_calls') else ''}")
+
+
 def main():
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 20000
     subscribers = int(sys.argv[2]) if len(sys.argv) > 2 else 0
@@ -149,6 +195,7 @@ def main():
                     print("    " + ", ".join(f"{k[8:]} {v['calls'] / n:.1f}x {v['usec_per_call']:.2f}us"
                                              for k, v in sorted(st.items()) if k not in skip))
             feedback(r, n)
+            fcall(r, n)
             for ps in subs:
                 ps.close()
         finally:

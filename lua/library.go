@@ -220,3 +220,27 @@ func perCall(name, src string, n int) (string, []string) {
 	}
 	return strings.Join(lines, "\n"), fns
 }
+
+// Library is one Redis Functions library of the sidecar: its name and the
+// text FUNCTION LOAD takes.
+type Library struct {
+	Name, Source string
+}
+
+// Libraries returns the libraries Load loads: one per prelude chain of the
+// registered scripts (for tools and benchmarks; redis-cli -x FUNCTION LOAD
+// REPLACE < file loads one by hand).
+func Libraries() []Library {
+	set := libraries()
+	out := make([]Library, len(set.libs))
+	for i, lib := range set.libs {
+		out[i] = Library{Name: lib.name, Source: lib.source}
+	}
+	return out
+}
+
+// Function is the name of the script's function in its library (FCALL's
+// first argument): its name and the library's digest.
+func (s *Script) Function() string {
+	return libraries().by[s].fn
+}

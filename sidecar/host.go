@@ -38,10 +38,11 @@ type Host struct {
 	streams    context.Context
 	endStreams context.CancelFunc
 
-	mu     sync.Mutex
-	apiLn  net.Listener
-	opsLn  net.Listener
-	served chan struct{} // closed once both listeners are bound
+	mu         sync.Mutex
+	scriptPath string // the scripts' call path last logged (lua.Path)
+	apiLn      net.Listener
+	opsLn      net.Listener
+	served     chan struct{} // closed once both listeners are bound
 }
 
 // NewHost builds every enabled module. If one fails, those already built are
@@ -184,6 +185,7 @@ func (h *Host) Run(ctx context.Context) error {
 	select {
 	case <-h.redis.Ready():
 		h.logger.Info("ready", "modules", h.moduleNames())
+		h.loadScripts(ctx)
 		select {
 		case <-ctx.Done():
 		case runErr = <-serveErr:

@@ -64,6 +64,8 @@ func (h *Host) Ready(ctx context.Context) error {
 		if client, err = h.redis.Client(); err == nil {
 			if err = lua.Load(ctx, client); err != nil {
 				err = fmt.Errorf("load scripts: %w", err)
+			} else {
+				h.noteScriptPath(client)
 			}
 		}
 	}
@@ -82,6 +84,37 @@ func (h *Host) Ready(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// loadScripts loads the scripts once Redis is first reachable (readiness
+// does it again on every check), so the log says at start which call path
+// they take.
+func (h *Host) loadScripts(ctx context.Context) {
+	client, err := h.redis.Client()
+	if err != nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, ReadyTimeout)
+	defer cancel()
+	if err := lua.Load(ctx, client); err != nil {
+		h.logger.Debug("load scripts", "err", err)
+		return
+	}
+	h.noteScriptPath(client)
+}
+
+// noteScriptPath logs the scripts' call path (lua.Path: Redis Functions,
+// or EVALSHA and why) when it differs from the last one logged: at start,
+// and when a new Redis client (after an outage) or a refusal changes it.
+func (h *Host) noteScriptPath(c rueidis.Client) {
+	p := lua.Path(c)
+	h.mu.Lock()
+	changed := p != h.scriptPath
+	h.scriptPath = p
+	h.mu.Unlock()
+	if changed {
+		h.logger.Info("redis scripts", "path", p)
+	}
 }
 
 // redisReason says in a sentence why Redis could not serve a check.
