@@ -226,6 +226,9 @@ func fcallRetry(ctx context.Context, c rueidis.Client, err error) bool {
 func fcallAnswered(c rueidis.Client, err error) bool {
 	switch fcallOutcome(err) {
 	case fcallDone:
+		if pathOf(c) == pathUnknown {
+			setPath(c, pathFunctions, "")
+		}
 		return true
 	case fcallRefused:
 		setPath(c, pathEvalsha, err.Error())
