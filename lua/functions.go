@@ -146,14 +146,19 @@ func refusedCommand(msg, cmd string) bool {
 
 // loading serialises the loads after "Function not found": the callers
 // that met it at once load the libraries once (the others find them held).
-var loading sync.Mutex
+// A caller waits for its turn no longer than its context allows.
+var loading = make(chan struct{}, 1)
 
 // reload loads the libraries every node of c lacks after a call met
 // "Function not found" (FUNCTION FLUSH, a new or failed-over node);
 // whether they may be called now.
 func reload(ctx context.Context, c rueidis.Client) bool {
-	loading.Lock()
-	defer loading.Unlock()
+	select {
+	case loading <- struct{}{}:
+	case <-ctx.Done():
+		return false
+	}
+	defer func() { <-loading }()
 	return loadFunctions(ctx, c) == nil && pathOf(c) != pathEvalsha
 }
 

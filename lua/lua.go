@@ -1,13 +1,37 @@
 // Package lua holds every Redis script the sidecar runs, one .lua file per
 // operation, each opening with its contract (KEYS, ARGV, returns). Scripts are
-// embedded at build time and run with EVALSHA, falling back to EVAL when
-// Redis answers NOSCRIPT (after a restart or failover), via rueidis. A
-// module outside this package embeds its own scripts and registers them
-// with New, so they run, count in the metrics and load at readiness alike.
+// embedded at build time. A module outside this package embeds its own
+// scripts and registers them with New, so they run, count in the metrics
+// and load at readiness alike.
 //
 // A script named "x" whose first line is "--! prelude: y" runs with the
 // shared helpers of y.lua prepended (one copy of the JSON scanner and the
 // session bookkeeping instead of one per script); y may have its own prelude.
+//
+// Two call paths, one per client (Path):
+//
+//   - Redis Functions (Redis 7 and later): the scripts of one prelude chain
+//     form one library (library.go), agentsidecar_<chain>_<digest>, whose
+//     preludes' helpers Redis defines once, at FUNCTION LOAD, and each
+//     script is a function <name>_<digest> called with FCALL (FCALL_RO for
+//     the scripts flagged no-writes). EVAL would define the ~1 000 lines of
+//     helpers again on every call. A prelude's per-call statements (values
+//     from KEYS and ARGV, caches) sit between "--! per-call" and
+//     "--! end per-call" comment lines and run at the start of every call;
+//     everything else in a prelude runs once and must keep no state. The
+//     digest in the names lets two versions of the sidecar share one Redis.
+//   - EVALSHA, then EVAL when Redis answers NOSCRIPT (after a restart or
+//     failover): miniredis, Redis 6, a user whose ACL refuses FUNCTION or
+//     FCALL, a server that refused a library (OOM).
+//
+// Load (readiness, on every node of a cluster) holds both ready: SCRIPT
+// LOAD and FUNCTION LOAD of what a node lacks, and decides the path. A call
+// answered "Function not found" (FUNCTION FLUSH, a new or failed-over
+// node) loads the libraries and is sent once more, then goes through
+// EVALSHA if that did not help; a client Load has not seen tries FCALL and
+// keeps to EVALSHA from the first refusal of the command. Both paths run
+// the same text and answer the same (cmd/sidecar's
+// TestScriptsAgreeOnBothPaths).
 package lua
 
 import (

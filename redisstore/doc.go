@@ -15,7 +15,8 @@
 //
 // # Scripts and Cluster
 //
-// Every write is one Lua script (package lua, one .lua file per operation).
+// Every write is one Lua script (package lua, one .lua file per operation),
+// called as a Redis Function (FCALL) where Redis has them, else by EVALSHA.
 // A script may touch only keys of one hash slot: on Redis Cluster every key
 // of a user carries the tag {b<N>} of the user's bucket, and a lock's
 // companions carry the lock's name as their tag. Reads across users fan out
