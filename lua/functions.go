@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"weak"
 
 	"github.com/redis/rueidis"
 )
@@ -54,17 +55,18 @@ type pathState struct {
 }
 
 var paths struct {
-	m sync.Map // client pointer (uintptr) -> *pathState
+	m sync.Map // weak.Pointer to the client -> *pathState
 	n atomic.Int32
 }
 
 // clientKey identifies a client without keeping it alive (a client renewed
-// after an outage is a new one).
-func clientKey(c rueidis.Client) uintptr {
-	if v := reflect.ValueOf(c); v.Kind() == reflect.Pointer {
-		return v.Pointer()
+// after an outage is a new one, and a new client never inherits the path
+// of a collected one at the same address).
+func clientKey(c rueidis.Client) weak.Pointer[byte] {
+	if v := reflect.ValueOf(c); v.Kind() == reflect.Pointer && !v.IsNil() {
+		return weak.Make((*byte)(v.UnsafePointer()))
 	}
-	return 0
+	return weak.Pointer[byte]{}
 }
 
 func stateOf(c rueidis.Client) *pathState {
