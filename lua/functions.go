@@ -164,6 +164,14 @@ func reload(ctx context.Context, c rueidis.Client) bool {
 	return loadFunctions(ctx, c) == nil && pathOf(c) != pathEvalsha
 }
 
+// LoadFunctions is Load without the SCRIPT LOADs: it makes every node hold
+// the function libraries and decides the client's call path (Path), at
+// the cost of one FUNCTION LIST per library and one FCALL_RO per node when
+// they are held. The host runs it at start to log the path.
+func LoadFunctions(ctx context.Context, c rueidis.Client) error {
+	return loadFunctions(ctx, c)
+}
+
 // loadFunctions makes every node of c hold every library and decides c's
 // path: per node one FUNCTION LIST per library (no code), FUNCTION LOAD of
 // the missing ones, then one FCALL_RO of the probe function (an ACL may

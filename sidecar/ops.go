@@ -86,9 +86,9 @@ func (h *Host) Ready(ctx context.Context) error {
 	return nil
 }
 
-// loadScripts loads the scripts once Redis is first reachable (readiness
-// does it again on every check), so the log says at start which call path
-// they take.
+// loadScripts loads the function libraries once Redis is first reachable
+// (readiness loads every script on each check), so the log says at start
+// which call path the scripts take.
 func (h *Host) loadScripts(ctx context.Context) {
 	client, err := h.redis.Client()
 	if err != nil {
@@ -96,7 +96,7 @@ func (h *Host) loadScripts(ctx context.Context) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, ReadyTimeout)
 	defer cancel()
-	if err := lua.Load(ctx, client); err != nil {
+	if err := lua.LoadFunctions(ctx, client); err != nil {
 		h.logger.Debug("load scripts", "err", err)
 		return
 	}
