@@ -1,8 +1,9 @@
 #!/usr/bin/python3
-"""Redis's time per feedback (session_entry_update.lua) on a 500-entry
-session, random targets, with this tree's session_lib.lua and with another
-one, alternating on one private redis-server so the machine's load hits
-both alike; prints each run and the medians.
+"""Redis's time per append (session_append.lua, 1000 per session, unique
+qa_ids) and per feedback (session_entry_update.lua) on a 500-entry session,
+random targets, with this tree's session_lib.lua and with another one,
+alternating on one private redis-server so the machine's load hits both
+alike; prints each run and the medians.
 
   git show <commit>:lua/session_lib.lua > /tmp/before_lib.lua
   /usr/bin/python3 bench/sessions_lua_ab.py /tmp/before_lib.lua [rounds] [calls]
@@ -111,14 +112,23 @@ def main():
             if other is None:
                 fcall_ab(r, rounds, n)
                 return
-            append = r.script_load(lib + "\n" + app)
             k = keys("bench", "fb")
-            got = {"this tree": [], sys.argv[1]: []}
+            got = {f"{op} {name}": [] for op in ("append", "feedback") for name in ("this tree", sys.argv[1])}
             for _ in range(rounds):
                 for name, src in (("this tree", lib), (sys.argv[1], other)):
+                    append = r.script_load(src + "\n" + app)
                     sha = r.script_load(src + "\n" + upd)
                     r.flushall()
+                    r.config_resetstat()
                     p = r.pipeline(transaction=False)
+                    for i in range(n):
+                        ka = keys("bench", f"s{i // 1000}")
+                        p.evalsha(append, len(ka), *ka, 604800, 0, "bench", f"s{i // 1000}", f"q{i}", sc.entry(f"q{i}"))
+                        if i % 500 == 499:
+                            p.execute()
+                    p.execute()
+                    ap = r.info("commandstats")["cmdstat_evalsha"]
+                    r.flushall()
                     for i in range(500):
                         p.evalsha(append, len(k), *k, 604800, 0, "bench", "fb", f"q{i}", sc.entry(f"q{i}"))
                     p.execute()
@@ -131,12 +141,13 @@ def main():
                             p.execute()
                     p.execute()
                     ev = r.info("commandstats")["cmdstat_evalsha"]
-                    if ev.get("failed_calls"):
-                        sys.exit(f"{name}: {ev['failed_calls']} calls failed")
-                    got[name].append(ev["usec_per_call"])
-                    print(f"{name:30s} {ev['usec_per_call']:7.2f} us per feedback", flush=True)
+                    if ev.get("failed_calls") or ap.get("failed_calls"):
+                        sys.exit(f"{name}: calls failed")
+                    got[f"append {name}"].append(ap["usec_per_call"])
+                    got[f"feedback {name}"].append(ev["usec_per_call"])
+                    print(f"{name:30s} append {ap['usec_per_call']:7.2f} us   feedback {ev['usec_per_call']:7.2f} us", flush=True)
             for name, v in got.items():
-                print(f"median {name:23s} {statistics.median(v):7.2f} us (min {min(v):.2f}, max {max(v):.2f})")
+                print(f"median {name:32s} {statistics.median(v):7.2f} us (min {min(v):.2f}, max {max(v):.2f})")
         finally:
             srv.terminate()
             srv.wait(timeout=10)

@@ -114,9 +114,27 @@ def feedback(r, n):
 
 
 def fcall(r, n):
-    """The shipped append and feedback through FCALL of the session library."""
+    """The shipped append and feedback through FCALL of the session library,
+    and what is left of the prelude's cost: the per-call sections
+    (sidecar_begin) before a bare return, against a bare return."""
     src, fapp, fupd = library()
     r.function_load(src, replace=True)
+    suffix = fapp[len("session_append"):]
+    bench = (src.replace("#!lua name=agentsidecar_session", "#!lua name=bench_session").replace(suffix + "'", suffix + "b'")
+             + "redis.register_function{function_name='bench_begin', callback=function(KEYS, ARGV) sidecar_begin(KEYS, ARGV) return 1 end}\n"
+             + "redis.register_function{function_name='bench_return', callback=function(KEYS, ARGV) return 1 end}\n")
+    r.function_load(bench, replace=True)
+    k = keys("bench", "fixed")
+    for name, fn in (("FCALL per-call sections + return 1", "bench_begin"), ("FCALL return 1 (the same library)", "bench_return")):
+        r.config_resetstat()
+        p = r.pipeline(transaction=False)
+        for i in range(n):
+            p.fcall(fn, len(k), *k, 604800, 0, "bench", "fixed", f"q{i}", sc.entry(f"q{i}"))
+            if i % 500 == 499:
+                p.execute()
+        p.execute()
+        print(f"{name:34s} FCALL   {r.info('commandstats')['cmdstat_fcall']['usec_per_call']:6.2f} us/call")
+    r.function_delete("bench_session" + suffix)
     skip = {"cmdstat_fcall", "cmdstat_config|resetstat", "cmdstat_flushall"}
     for name in ("append, FCALL", "feedback, 500 entries, FCALL"):
         r.flushall()
