@@ -137,7 +137,7 @@ func librarySource(name string, chain []string, scripts []*Script, suffix string
 		if err != nil {
 			panic(fmt.Sprintf("lua: prelude %s.lua: %v", pre, err))
 		}
-		text, fns := perCall(pre, string(body), len(sections))
+		text, fns, _ := perCall(pre, string(body), len(sections))
 		sections = append(sections, fns...)
 		b.WriteString(text)
 		b.WriteString("\n")
@@ -168,10 +168,10 @@ var localDecl = regexp.MustCompile(`^local\s+([A-Za-z_][A-Za-z0-9_]*(?:\s*,\s*[A
 // local the section makes plus the opening of a function, each top-level
 // "local a, b = ..." in it an assignment "a, b = ...", and "--! end
 // per-call" the function's end, so line numbers stay those of the file.
-// It returns the text and the section functions' names, numbered from n.
-func perCall(name, src string, n int) (string, []string) {
+// It returns the text, the section functions' names, numbered from n, and
+// the names the sections declare.
+func perCall(name, src string, n int) (text string, fns, declared []string) {
 	lines := strings.Split(src, "\n")
-	var fns []string
 	open := -1
 	var names []string
 	for i, line := range lines {
@@ -193,6 +193,7 @@ func perCall(name, src string, n int) (string, []string) {
 			}
 			lines[open] = head + "local function " + fn + "()"
 			lines[i] = "end"
+			declared = append(declared, names...)
 			open = -1
 		case open >= 0 && strings.HasPrefix(line, "local "):
 			if strings.HasPrefix(line, "local function ") {
@@ -218,7 +219,7 @@ func perCall(name, src string, n int) (string, []string) {
 	if open >= 0 {
 		panic(fmt.Sprintf("lua: %s.lua:%d: per-call section never ended", name, open+1))
 	}
-	return strings.Join(lines, "\n"), fns
+	return strings.Join(lines, "\n"), fns, declared
 }
 
 // Library is one Redis Functions library of the sidecar: its name and the

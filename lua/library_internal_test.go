@@ -10,30 +10,51 @@ import (
 	"github.com/agentsidecar/agentsidecar/redisstore/redisstoretest"
 )
 
-// probeBody reads every per-call value of the preludes of chain, then
-// changes them all (and the caches), as a careless script could: the next
-// call, on another session, must see its own values.
+// probeBody shows every value the per-call sections of chain's preludes
+// declare (tables by their contents), then changes them all and the
+// tables' contents, after a retarget to another session, as a careless
+// script could: the next call, on another session, must see its own.
 func probeBody(last string) string {
-	names := []string{"K_ENTRIES", "K_TRACES", "K_CONTEXT", "K_RECORD", "K_INDEX", "K_USAGE", "K_USER.running",
-		"K_GLOBAL.failed", "K_EXPIRY", "K_TOTALS", "K_BY_MODEL", "DEFAULT_TTL", "MAX_ENTRIES", "EVENTS_MAXLEN",
-		"SID", "GID", "K_EVENTS", "K_CTX_INDEX", "META_TAG", "K_USER_STATE", "K_STATE", "K_MSGS", "K_SDOCS",
-		"K_EKEYS", "K_USER_EVENTS", "table.concat(SESSION_KEYS, ' ')"}
-	var extra string
-	switch last {
-	case "messages_lib":
-		names = append(names, "SEARCH_PREFIX", "K_SSTATS", "seen")
-		extra = "local seen = 0\nfor _ in pairs(NODES) do seen = seen + 1 end\nNODES['leak'] = true\n"
-	case "blocks_lib":
-		names = append(names, "K_UBLOCKS")
+	var names, later []string // later: declared bare at the top, set per call (own_keys) or once
+	for _, pre := range preludeChain("--! prelude: " + last + "\n") {
+		src, err := files.ReadFile(pre + ".lua")
+		if err != nil {
+			panic(err)
+		}
+		_, _, declared := perCall(pre, string(src), 0)
+		names = append(names, declared...)
+		for _, m := range bareLocal.FindAllStringSubmatch(string(src), -1) {
+			for _, n := range strings.Split(m[1], ",") {
+				later = append(later, strings.TrimSpace(n))
+			}
+		}
 	}
-	vals := make([]string, len(names))
-	for i, n := range names {
-		vals[i] = fmt.Sprintf("%q .. tostring(%s)", n+"=", n)
+	var b strings.Builder
+	b.WriteString("--! prelude: " + last + "\n")
+	b.WriteString(`local function show(v)
+  if type(v) ~= 'table' then return tostring(v) end
+  local out = {}
+  for k, x in pairs(v) do out[#out + 1] = tostring(k) .. '=' .. tostring(x) end
+  table.sort(out)
+  return '{' .. table.concat(out, ',') .. '}'
+end
+local out = {}
+`)
+	for _, n := range names {
+		fmt.Fprintf(&b, "out[#out + 1] = %q .. show(%s)\n", n+"=", n)
 	}
-	return "--! prelude: " + last + "\n" + extra + "local out = {" + strings.Join(vals, ", ") + "}\n" +
-		"retarget('someone-else')\nDEFAULT_TTL, MAX_ENTRIES, EVENTS_MAXLEN, META_TAG = -7, -7, -7, 'x'\n" +
-		"K_USER.running = 'x'\nSESSION_KEYS[1] = 'x'\nreturn out\n"
+	for _, n := range later {
+		fmt.Fprintf(&b, "out[#out + 1] = %q .. (type(%[2]s) == 'function' and 'function' or show(%[2]s))\n", n+"=", n)
+	}
+	b.WriteString("retarget('someone-else')\n")
+	for _, n := range names {
+		fmt.Fprintf(&b, "if type(%[1]s) == 'table' then %[1]s[1], %[1]s.leak = 'x', 'x' else %[1]s = 'x' end\n", n)
+	}
+	b.WriteString("return out\n")
+	return b.String()
 }
+
+var bareLocal = regexp.MustCompile(`(?m)^local ([A-Za-z_][A-Za-z0-9_]*(?:, [A-Za-z_][A-Za-z0-9_]*)*)(?: --.*)?$`)
 
 // Every per-call value of every prelude is set again on every call: two
 // calls of one library function on different sessions (of different
