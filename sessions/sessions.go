@@ -38,6 +38,7 @@ type Module struct {
 	logger    *slog.Logger
 	now       func() time.Time
 	maxAnswer int           // SIDECAR_MAX_ANSWER_BYTES
+	index     bool          // SEARCH_INDEX
 	reads     chan struct{} // ConcurrentReads slots
 }
 
@@ -52,7 +53,7 @@ func New(_ context.Context, deps sidecar.Deps) (sidecar.Module, error) {
 		return nil, err
 	}
 	return &Module{store: NewStore(s), logger: deps.Logger, now: time.Now,
-		maxAnswer: rc.MaxAnswerBytes, reads: make(chan struct{}, ConcurrentReads)}, nil
+		maxAnswer: rc.MaxAnswerBytes, index: rc.SearchIndex, reads: make(chan struct{}, ConcurrentReads)}, nil
 }
 
 // Name implements sidecar.Module.
@@ -142,9 +143,12 @@ func (m *Module) appendEntry(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return fieldError(err)
 	}
-	st, err := m.store.Append(r.Context(), p[0], p[1], qaID, entry)
+	st, pending, err := m.store.Append(r.Context(), p[0], p[1], qaID, entry, m.index)
 	if err != nil {
 		return err
+	}
+	if pending {
+		m.catchUp(r.Context(), p[0], p[1], CatchupStepsAppend)
 	}
 	if !st.Created { // a retried append: the stored entry, nothing written
 		return writeStored(w, http.StatusOK, st.Value)
@@ -209,6 +213,13 @@ func (m *Module) update(w http.ResponseWriter, r *http.Request, p []string, fiel
 	entry, err := m.store.UpdateEntry(r.Context(), p[0], p[1], p[2], pairs, memify)
 	if err != nil {
 		return err
+	}
+	if m.index && textChanged(pairs) {
+		// the update took the entry out of the search index; the answer
+		// does not wait on putting it back (logged, as a catch-up is)
+		if err := m.store.ReindexEntry(r.Context(), p[0], p[1], p[2], entry); err != nil {
+			m.logger.Warn("search index: entry not indexed again", "user_id", p[0], "session_id", p[1], "qa_id", p[2], "err", err)
+		}
 	}
 	return writeStored(w, http.StatusOK, entry)
 }
@@ -416,6 +427,9 @@ func (m *Module) searchRelevance(w http.ResponseWriter, r *http.Request, user, s
 	client, err := m.store.Conn().Client()
 	if err != nil {
 		return err
+	}
+	if m.index {
+		m.catchUp(r.Context(), user, session, CatchupStepsSearch)
 	}
 	l := redisstore.Layout{Cluster: m.store.Conn().Cluster()}
 	res, err := search.Find(r.Context(), client, l, user, session, r.URL.Query().Get("q"), limit)
