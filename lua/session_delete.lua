@@ -38,8 +38,8 @@ unindex()
 meta_unindex(meta)
 for _, docs in ipairs(indexed) do
   if type(docs) == 'table' and not docs.err and docs[1] and st == 'hash' then
-    redis.call('HINCRBY', K_SSTATS, 'n', -(tonumber(docs[1]) or 0))
-    redis.call('HINCRBY', K_SSTATS, 'len', -(tonumber(docs[2]) or 0))
+    hincr(K_SSTATS, 'n', -(tonumber(docs[1]) or 0))
+    hincr(K_SSTATS, 'len', -(tonumber(docs[2]) or 0))
   end
 end
 local own = {}

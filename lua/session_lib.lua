@@ -1194,12 +1194,21 @@ end
 -- the user's sessions: an index write gives them the session's TTL, and
 -- every slide of a session's TTL extends the statistics.
 
+-- hincr adds whole number n to field of hash key; nothing for 0 (Redis
+-- refuses the "-0" Lua writes for minus zero) or for what is not a whole
+-- number (a count another program spoiled is left as it is, not failed on).
+local function hincr(key, field, n)
+  n = tonumber(n)
+  if not n or n == 0 or n ~= math.floor(n) or math.abs(n) >= 2 ^ 53 then return end
+  redis.call('HINCRBY', key, field, string.format('%d', n))
+end
+
 -- stats_drop takes n documents of length len out of the user's search
 -- statistics, when they still exist (never creating a key without a TTL).
 local function stats_drop(n, len)
   if redis.call('EXISTS', K_SSTATS) == 1 then
-    redis.call('HINCRBY', K_SSTATS, 'n', -n)
-    redis.call('HINCRBY', K_SSTATS, 'len', -len)
+    hincr(K_SSTATS, 'n', -n)
+    hincr(K_SSTATS, 'len', -len)
   end
 end
 
@@ -1242,8 +1251,8 @@ local function unindex_doc(docs, kind, id)
   if not old then return end
   local len = tonumber(string.match(old, '^%d+\t(%d+)') or '0')
   redis.call('HDEL', docs, doc)
-  redis.call('HINCRBY', docs, ' n', -1)
-  redis.call('HINCRBY', docs, ' len', -len)
+  hincr(docs, ' n', -1)
+  hincr(docs, ' len', -len)
   stats_drop(1, len)
 end
 
@@ -1262,11 +1271,11 @@ local function index_doc(docs, kind, id, spec, len, preview, now)
   local doc = kind .. '\t' .. id
   local v, at = string.format('%d', ver), string.format('%d', now)
   redis.call('HSET', docs, doc, v .. '\t' .. len .. '\t' .. at .. '\t' .. preview)
-  redis.call('HINCRBY', docs, ' n', 1)
-  redis.call('HINCRBY', docs, ' len', len)
+  hincr(docs, ' n', 1)
+  hincr(docs, ' len', len)
   local ps = redis.call('PTTL', K_SSTATS)
-  redis.call('HINCRBY', K_SSTATS, 'n', 1)
-  redis.call('HINCRBY', K_SSTATS, 'len', len)
+  hincr(K_SSTATS, 'n', 1)
+  hincr(K_SSTATS, 'len', len)
   local member = SID .. '\t' .. doc .. '\t' .. v .. '\t'
   for t, tf in string.gmatch(spec, '(%S+) (%d+)') do
     local key = SEARCH_PREFIX .. t

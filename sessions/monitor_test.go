@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentsidecar/agentsidecar/lua"
 	"github.com/agentsidecar/agentsidecar/redisstore/redisstoretest"
 )
 
@@ -171,6 +172,17 @@ func maxWork(cmds []command) (most int, which, unbounded string) {
 }
 
 // scripts counts the EVALSHA/EVAL calls in cmds.
+// runs counts the runs of script s in cmds.
+func runs(cmds []command, s *lua.Script) int {
+	n := 0
+	for _, c := range cmds {
+		if (c.name == "evalsha" && len(c.args) > 0 && c.args[0] == s.SHA1()) || (c.name == "eval" && len(c.args) > 0 && c.args[0] == s.Source) {
+			n++
+		}
+	}
+	return n
+}
+
 func scripts(cmds []command) int {
 	n := 0
 	for _, c := range cmds {

@@ -20,12 +20,13 @@ import (
 // delete or a trim takes entries out, a change of question, context or
 // answer takes the entry out and indexes it again. Entries another program
 // (Cognee) appended are indexed when the sidecar next touches the session:
-// an append that finds such entries indexes up to CatchupStepsAppend steps
-// of them, a relevance search of the session up to CatchupStepsSearch
-// steps first; one step is session_search_pending (at most 256 entries,
-// about 1 MiB) then session_search_catchup.
+// an append that finds such entries queues the session for the pod's
+// background indexer (indexer.go), which indexes up to CatchupStepsAppend
+// steps of them; a relevance search of the session indexes up to
+// CatchupStepsSearch steps first. One step is session_search_pending (at
+// most 256 entries, about 1 MiB) then session_search_catchup.
 const (
-	CatchupStepsAppend = 1
+	CatchupStepsAppend = 4
 	CatchupStepsSearch = 8
 )
 

@@ -39,6 +39,7 @@ type Module struct {
 	now       func() time.Time
 	maxAnswer int           // SIDECAR_MAX_ANSWER_BYTES
 	index     bool          // SEARCH_INDEX
+	indexer   *indexer      // catch-ups after appends
 	reads     chan struct{} // ConcurrentReads slots
 }
 
@@ -52,9 +53,13 @@ func New(_ context.Context, deps sidecar.Deps) (sidecar.Module, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Module{store: NewStore(s), logger: deps.Logger, now: time.Now,
-		maxAnswer: rc.MaxAnswerBytes, index: rc.SearchIndex, reads: make(chan struct{}, ConcurrentReads)}, nil
+	store := NewStore(s)
+	return &Module{store: store, logger: deps.Logger, now: time.Now, maxAnswer: rc.MaxAnswerBytes,
+		index: rc.SearchIndex, indexer: newIndexer(store, deps.Logger), reads: make(chan struct{}, ConcurrentReads)}, nil
 }
+
+// Close implements sidecar.Closer: stops the background indexer.
+func (m *Module) Close(ctx context.Context) error { return m.indexer.close(ctx) }
 
 // Name implements sidecar.Module.
 func (m *Module) Name() string { return "sessions" }
@@ -148,7 +153,7 @@ func (m *Module) appendEntry(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if pending {
-		m.catchUp(r.Context(), p[0], p[1], CatchupStepsAppend)
+		m.indexer.touch(p[0], p[1])
 	}
 	if !st.Created { // a retried append: the stored entry, nothing written
 		return writeStored(w, http.StatusOK, st.Value)
