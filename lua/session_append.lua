@@ -11,9 +11,9 @@
 --   session_lib.lua); absent when the search index is off
 -- emits entry_appended (the entry).
 -- returns {1} when stored ({2} when this started the session), with a
---   second element 1 when the entries list holds entries the search index
---   has not taken in (another program appended them: run
---   session_search_pending, then session_search_catchup);
+--   second element 1 when the search index has entries to take in (another
+--   program appended them, the list was rewritten, or the postings are due
+--   a refresh: run session_search_pending, then session_search_catchup);
 --   {0, stored_entry} when the session already held qa_id (a retried
 --   append): nothing is written then; {'index_build', 'qa'} when telling
 --   whether it holds qa_id needs more than one step of indexing (nothing
@@ -34,15 +34,17 @@ index_append('qa', qa_id, entry, newlen)
 local pending = 0
 if spec then
   index_doc(K_EDOCS, 'entry', qa_id, spec, tonumber(ARGV[8]) or 0, ARGV[9] or '', entry_time_us(entry) or now_us())
-  local n, fp = entries_cov()
+  local n, fp, since = entries_cov()
   if n == newlen - 1 and (n == 0 or fp == last_fp) then
     set_cov(newlen, fingerprint('qa', entry))
+    if n == 0 then redis.call('HSET', K_EDOCS, ' since', string.format('%d', now_us())) end
   else
     pending = 1
   end
+  if refresh_due(since) then pending = 1 end
 end
 local removed, gone = trim(K_ENTRIES, newlen, 'qa')
-if removed > 0 then entries_removed(removed, gone) end
+if removed > 0 and entries_removed(removed, gone) then pending = 1 end
 
 emit('entry_appended', 'entry', qa_id, entry)
 local _, started = finish_write(false, newlen == 1, newlen - removed, newlen == 1)

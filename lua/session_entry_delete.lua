@@ -14,18 +14,11 @@ local llen = redis.call('LLEN', K_ENTRIES)
 local pos, el = locate('qa', ARGV[5], llen)
 if type(pos) == 'table' then return pos end
 if not pos then return 0 end
+local n, fp = entries_cov()
+local valid = cov_valid(n, fp)
 remove_at('qa', pos, el, llen)
 unindex_doc(K_EDOCS, 'entry', ARGV[5])
-local n, fp = entries_cov()
-if pos < n then -- the index's covered prefix lost an element
-  if n == 1 then
-    set_cov(0, '')
-  elseif pos == n - 1 then
-    set_cov(n - 1, fingerprint('qa', redis.call('LINDEX', K_ENTRIES, pos - 1)))
-  else
-    set_cov(n - 1, fp)
-  end
-end
+entry_gone(pos, valid)
 emit('entry_deleted', 'entry', ARGV[5], '{"qa_id":' .. json_str(ARGV[5]) .. '}')
 finish_write(false, false, llen - 1)
 return 1

@@ -1265,9 +1265,16 @@ local function index_doc(docs, kind, id, spec, len, preview, now)
   if spec == '' then return end
   local ttl = session_ttl()
   local ver = redis.call('HINCRBY', docs, ' v', 1)
-  -- a new hash of documents lives as long as the session, whether or not
-  -- this write slides the session's TTLs
-  if ver == 1 and ttl > 0 then redis.call('EXPIRE', docs, ttl) end
+  if ver == 1 then
+    -- a new hash of documents: versions start at the clock (µs), so a
+    -- version is never reused after the hash was dropped and made again
+    -- (a stale posting must not match a later document)
+    ver = now_us()
+    redis.call('HSET', docs, ' v', string.format('%d', ver))
+    -- it lives as long as the session, whether or not this write slides
+    -- the session's TTLs
+    if ttl > 0 then redis.call('EXPIRE', docs, ttl) end
+  end
   local doc = kind .. '\t' .. id
   local v, at = string.format('%d', ver), string.format('%d', now)
   redis.call('HSET', docs, doc, v .. '\t' .. len .. '\t' .. at .. '\t' .. preview)
@@ -1296,33 +1303,70 @@ local function unindex_all(docs)
 end
 
 -- entries_cov is K_EDOCS's ' cov': the number of leading elements of the
--- entries list the index has taken in, and the fingerprint of the last of
--- them ('' for none).
+-- entries list the index has taken in, the fingerprint of the last of them
+-- ('' for none), and ' since': when (µs) the index last began taking the
+-- list in from its first element (nil: never).
 local function entries_cov()
-  local v = redis.call('HGET', K_EDOCS, ' cov')
-  local n, fp = string.match(v or '', '^(%d+)\t(.*)$')
-  return tonumber(n or '0'), fp or ''
+  local v = redis.call('HMGET', K_EDOCS, ' cov', ' since')
+  local n, fp = string.match(v[1] or '', '^(%d+)\t(.*)$')
+  return tonumber(n or '0'), fp or '', tonumber(v[2] or '')
 end
 
 local function set_cov(n, fp)
   redis.call('HSET', K_EDOCS, ' cov', string.format('%d', n) .. '\t' .. fp)
 end
 
+-- cov_valid: the first n elements of the entries list are still the ones
+-- the index took in (the last of them has fingerprint fp). One LINDEX.
+local function cov_valid(n, fp)
+  return n == 0 or fingerprint('qa', redis.call('LINDEX', K_ENTRIES, n - 1)) == fp
+end
+
+-- refresh_due: the index began taking the entries in more than half the
+-- session's TTL ago, so the user's postings of its older entries may
+-- expire before the session: session_search_pending then takes every entry
+-- in again (each document's postings written anew, with the TTL).
+local function refresh_due(since)
+  local ttl = session_ttl()
+  return since ~= nil and ttl > 0 and now_us() - since > ttl * 500000
+end
+
 -- entries_removed keeps the entries' index right after the first k
 -- elements of the entries list were trimmed: removed holds their bytes
--- when they were read (their documents leave the index), nil when not
--- (the whole entries' index is dropped, and made again, a step at a time,
--- by session_search_catchup).
+-- when they were read (their documents leave the index), nil when not.
+-- When the index cannot stay right (the elements were not read, or it no
+-- longer described the list), the session's entries are dropped from it,
+-- to be taken in again a step at a time by session_search_catchup: returns
+-- true then.
 local function entries_removed(k, removed)
-  if redis.call('EXISTS', K_EDOCS) == 0 then return end
-  if not removed then
+  if redis.call('EXISTS', K_EDOCS) == 0 then return false end
+  local n, fp = entries_cov()
+  if not removed or (n > 0 and n <= k and fingerprint('qa', removed[n]) ~= fp) then
     unindex_all(K_EDOCS)
-    return
+    return true
   end
   for _, el in ipairs(removed) do
     local id = id_of(el, 'qa_id')
     if id then unindex_doc(K_EDOCS, 'entry', id) end
   end
-  local n, fp = entries_cov()
+  -- past the trimmed ones, the covered prefix keeps its last element (a
+  -- fingerprint that no longer matches is found by the next catch-up)
   if n > k then set_cov(n - k, fp) elseif n > 0 then set_cov(0, '') end
+  return false
+end
+
+-- entry_gone keeps the entries' covered prefix right after the sidecar
+-- removed the element at pos: valid is cov_valid() as it was before the
+-- removal (an invalid prefix is left as it is, for the next catch-up to
+-- find).
+local function entry_gone(pos, valid)
+  local n, fp = entries_cov()
+  if not valid or pos >= n then return end
+  if n == 1 then
+    set_cov(0, '')
+  elseif pos == n - 1 then
+    set_cov(n - 1, fingerprint('qa', redis.call('LINDEX', K_ENTRIES, pos - 1)))
+  else
+    set_cov(n - 1, fp)
+  end
 end

@@ -1,30 +1,32 @@
 --! prelude: session_lib
--- session_search_catchup: puts entries another program appended into the
--- search index (their documents analysed by the sidecar from what
--- session_search_pending read), when the list and the index are still as
--- that read found them. The index's covered prefix then reaches them. Not
--- activity: the record, the session's TTLs and its events are not touched
--- (a new hash of documents gets the session's TTL).
+-- session_search_catchup: takes entries into the search index as
+-- session_search_pending read them, the sidecar having analysed them,
+-- when the list and the index are still as that read found them (every
+-- entry's bytes the same). The index's covered prefix then reaches them.
+-- Not activity: the record, the session's TTLs and its events are not
+-- touched; the hash of documents gets the entries list's remaining TTL.
 -- KEYS[1..15] the session's keys, indexes and totals (session_lib.lua)
 -- ARGV[1..4] TTL, max entries, user_id, session_id (session_lib.lua)
 -- ARGV[5] start: the position of the first entry
--- ARGV[6] restart: '1' drops the session's entries from the index first
+-- ARGV[6] mode, as session_search_pending answered it: '1' drops the
+--   session's entries from the index first; '2' writes every document anew
 -- ARGV[7] the index's ' cov' field as read ('' for none)
--- ARGV[8] c, the number of entries, then for each as the read answered:
---   qa_id ('' for an element without one: not indexed) and fingerprint,
---   then its document: spec ("term tf ...", '' for no searchable word),
---   length, preview. A document's time is its entry's "time".
+-- ARGV[8] c, the number of entries (any prefix of what the read answered),
+--   then for each: qa_id ('' for an element without one: not indexed),
+--   fingerprint and SHA1 as read, then its document: spec ("term tf ...",
+--   '' for no searchable word), length (-1: indexed already, skipped),
+--   preview. A document's time is its entry's "time".
 -- returns {1, more} when stored (more 1 when entries after them are still
---   pending); {0} when the list or the index changed since the read
+--   to take in); {0} when the list or the index changed since the read
 --   (nothing written: read again); a KEYTYPE error when a key holds
 --   another type (nothing written).
-local start, restart, c = tonumber(ARGV[5]) or 0, ARGV[6] == '1', tonumber(ARGV[8]) or 0
-if #ARGV ~= 8 + c * 5 then return redis.error_reply('ERR session_search_catchup: want 5 arguments per entry') end
+local start, mode, c = tonumber(ARGV[5]) or 0, ARGV[6], tonumber(ARGV[8]) or 0
+if #ARGV ~= 8 + c * 6 then return redis.error_reply('ERR session_search_catchup: want 6 arguments per entry') end
 local docs, now = {}, now_us()
 for i = 1, c do
-  local j = 9 + (i - 1) * 5
-  docs[i] = { id = ARGV[j], fp = ARGV[j + 1], spec = ARGV[j + 2], len = tonumber(ARGV[j + 3]) or 0,
-    preview = ARGV[j + 4] }
+  local j = 9 + (i - 1) * 6
+  docs[i] = { id = ARGV[j], fp = ARGV[j + 1], sha = ARGV[j + 2], spec = ARGV[j + 3],
+    len = tonumber(ARGV[j + 4]) or 0, preview = ARGV[j + 5] }
 end
 for _, k in ipairs({ { K_ENTRIES, 'list' }, { K_EDOCS, 'hash' }, { K_SSTATS, 'hash' } }) do
   local got = key_type(k[1])
@@ -40,18 +42,32 @@ if start + c > llen then return { 0 } end
 if c > 0 then
   local els = redis.call('LRANGE', K_ENTRIES, start, start + c - 1)
   for i, el in ipairs(els) do
-    if fingerprint('qa', el) ~= docs[i].fp then return { 0 } end
+    if redis.sha1hex(el) ~= docs[i].sha then return { 0 } end
     docs[i].at = entry_time_us(el) or now
   end
 end
 
-if restart then unindex_all(K_EDOCS) end
+if mode == '1' then unindex_all(K_EDOCS) end
 for _, d in ipairs(docs) do
-  if d.id ~= '' then index_doc(K_EDOCS, 'entry', d.id, d.spec, d.len, d.preview, d.at) end
+  -- skipped: indexed already at the read; or indexed since (by the
+  -- sidecar's own write, which is at least as new)
+  local skip = d.id == '' or d.len < 0
+      or (mode ~= '2' and redis.call('HEXISTS', K_EDOCS, 'entry\t' .. d.id) == 1)
+  if not skip then index_doc(K_EDOCS, 'entry', d.id, d.spec, d.len, d.preview, d.at) end
 end
-if c > 0 then set_cov(start + c, docs[c].fp) end
-local ttl = session_ttl()
-if ttl > 0 and redis.call('PTTL', K_EDOCS) == -1 then redis.call('EXPIRE', K_EDOCS, ttl) end
+if c > 0 then
+  set_cov(start + c, docs[c].fp)
+  if start == 0 then redis.call('HSET', K_EDOCS, ' since', string.format('%d', now)) end
+  -- a refresh walk is under way until it reaches the list's end
+  if mode == '2' and start + c < llen then
+    redis.call('HSET', K_EDOCS, ' refresh', '1')
+  else
+    redis.call('HDEL', K_EDOCS, ' refresh')
+  end
+end
+-- the documents live as long as the list they describe
+local lp = redis.call('PTTL', K_ENTRIES)
+if lp > 0 and redis.call('EXISTS', K_EDOCS) == 1 then redis.call('PEXPIRE', K_EDOCS, lp) end
 local more = 0
 if start + c < llen then more = 1 end
 return { 1, more }

@@ -15,6 +15,12 @@ const (
 	IndexerQueue = 1024
 	// IndexerTimeout bounds one session's catch-up.
 	IndexerTimeout = 10 * time.Second
+	// RecheckEvery: a write that is not an append queues a session for a
+	// look at its index (whether the postings are due a refresh) at most
+	// this often per pod.
+	RecheckEvery = time.Minute
+	// recheckMemory bounds the sessions whose last look the pod remembers.
+	recheckMemory = 4096
 )
 
 type sessionRef struct{ user, session string }
@@ -30,13 +36,14 @@ type indexer struct {
 
 	mu      sync.Mutex
 	pending map[sessionRef]bool
+	looked  map[sessionRef]time.Time // last touchLater that queued it
 	queue   chan sessionRef
 	stop    chan struct{}
 	done    chan struct{}
 }
 
 func newIndexer(store *Store, logger *slog.Logger) *indexer {
-	x := &indexer{store: store, logger: logger, pending: map[sessionRef]bool{},
+	x := &indexer{store: store, logger: logger, pending: map[sessionRef]bool{}, looked: map[sessionRef]time.Time{},
 		queue: make(chan sessionRef, IndexerQueue), stop: make(chan struct{}), done: make(chan struct{})}
 	go x.run()
 	return x
@@ -57,6 +64,26 @@ func (x *indexer) touch(user, session string) {
 	default:
 		indexerDropped.Inc()
 	}
+}
+
+// touchLater is touch for a write that does not know whether the index
+// lacks something (feedback, an update, a delete): at most once per
+// RecheckEvery per session, so that an index due a refresh is refreshed
+// even when the session is written to without appends.
+func (x *indexer) touchLater(user, session string) {
+	ref, now := sessionRef{user, session}, time.Now()
+	x.mu.Lock()
+	last, ok := x.looked[ref]
+	if ok && now.Sub(last) < RecheckEvery {
+		x.mu.Unlock()
+		return
+	}
+	if len(x.looked) >= recheckMemory {
+		clear(x.looked)
+	}
+	x.looked[ref] = now
+	x.mu.Unlock()
+	x.touch(user, session)
 }
 
 func (x *indexer) run() {

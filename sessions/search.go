@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/agentsidecar/agentsidecar/cognee"
 	"github.com/agentsidecar/agentsidecar/lua"
@@ -24,10 +25,10 @@ import (
 // background indexer (indexer.go), which indexes up to CatchupStepsAppend
 // steps of them; a relevance search of the session indexes up to
 // CatchupStepsSearch steps first. One step is session_search_pending (at
-// most 256 entries, about 1 MiB) then session_search_catchup.
+// most StepEntries entries, about 1 MiB) then session_search_catchup.
 const (
-	CatchupStepsAppend = 4
-	CatchupStepsSearch = 8
+	CatchupStepsAppend = 16
+	CatchupStepsSearch = 16
 )
 
 // entryDoc is the search document of a stored entry: its question, context
@@ -86,35 +87,58 @@ func (s *Store) ReindexEntry(ctx context.Context, user, session, qaID string, st
 	return err
 }
 
-// CatchUp indexes the session's entries another program appended, at most
-// steps steps of them. It stops early when none are left, and when another
-// writer changed the list or the index between a step's read and its write
-// (the next touch goes on). Returns whether entries are left unindexed.
+// A catch-up step reads at most StepEntries entries and writes the
+// documents of those whose distinct terms add up to at most MaxStepTerms
+// (at least one): about 2 ms of Redis time at most, whatever the entries
+// hold (256 entries of 256 terms each would be 65 536 ZADDs in one script).
+const (
+	StepEntries  = 64
+	MaxStepTerms = 2048
+)
+
+// CatchUp takes into the search index what it lacks of the session's
+// entries (another program appended or rewrote them, or the index is due a
+// refresh), at most steps steps. It stops early when nothing is left, and
+// when another writer changed the list or the index between a step's read
+// and its write (the next touch goes on). Returns whether something is
+// left.
 func (s *Store) CatchUp(ctx context.Context, user, session string, steps int) (bool, error) {
 	for range steps {
-		msg, err := s.Exec(ctx, lua.SessionSearchPending, user, session)
+		msg, err := s.Exec(ctx, lua.SessionSearchPending, user, session, strconv.Itoa(StepEntries))
 		if err != nil {
 			return true, err
 		}
 		arr, err := msg.ToArray()
-		if err != nil || len(arr) < 3 || (len(arr)-3)%3 != 0 {
+		if err != nil || len(arr) < 3 || (len(arr)-3)%4 != 0 {
 			return true, redisstore.Wrap(lua.SessionSearchPending.Name, fmt.Errorf("unexpected script reply"))
 		}
 		start, _ := arr[0].AsInt64()
-		restart, _ := arr[1].AsInt64()
+		mode, _ := arr[1].AsInt64()
 		cov, _ := arr[2].ToString()
-		n := (len(arr) - 3) / 3
-		if n == 0 && restart == 0 {
+		read := (len(arr) - 3) / 4
+		if read == 0 && mode == 0 {
 			return false, nil
 		}
-		args := make([]string, 0, 4+5*n)
-		args = append(args, strconv.FormatInt(start, 10), strconv.FormatInt(restart, 10), cov, strconv.Itoa(n))
-		for i := range n {
-			id, _ := arr[3+3*i].ToString()
-			fp, _ := arr[4+3*i].ToString()
-			el, _ := arr[5+3*i].ToString()
-			args = append(append(args, id, fp), analyseEntry([]byte(el)).args()...)
+		docs, terms := make([]string, 0, 6*read), 0
+		n := 0
+		for ; n < read; n++ {
+			id, _ := arr[3+4*n].ToString()
+			fp, _ := arr[4+4*n].ToString()
+			sum, _ := arr[5+4*n].ToString()
+			el, _ := arr[6+4*n].ToString()
+			if el == "" { // indexed already
+				docs = append(docs, id, fp, sum, "", "-1", "")
+				continue
+			}
+			d := analyseEntry([]byte(el))
+			k := strings.Count(d.spec, " ")/2 + 1
+			if n > 0 && terms+k > MaxStepTerms {
+				break
+			}
+			terms += k
+			docs = append(append(docs, id, fp, sum), d.args()...)
 		}
+		args := append([]string{strconv.FormatInt(start, 10), strconv.FormatInt(mode, 10), cov, strconv.Itoa(n)}, docs...)
 		msg, err = s.Exec(ctx, lua.SessionSearchCatchup, user, session, args...)
 		if err != nil {
 			return true, err

@@ -219,12 +219,19 @@ func (m *Module) update(w http.ResponseWriter, r *http.Request, p []string, fiel
 	if err != nil {
 		return err
 	}
-	if m.index && textChanged(pairs) {
-		// the update took the entry out of the search index; the answer
-		// does not wait on putting it back (logged, as a catch-up is)
-		if err := m.store.ReindexEntry(r.Context(), p[0], p[1], p[2], entry); err != nil {
-			m.logger.Warn("search index: entry not indexed again", "user_id", p[0], "session_id", p[1], "qa_id", p[2], "err", err)
+	if m.index {
+		if textChanged(pairs) {
+			// the update took the entry out of the search index: put it
+			// back before answering, even when the caller has gone (should
+			// this fail, the next catch-up does it)
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), IndexerTimeout)
+			err := m.store.ReindexEntry(ctx, p[0], p[1], p[2], entry)
+			cancel()
+			if err != nil {
+				m.logger.Warn("search index: entry not indexed again yet", "user_id", p[0], "session_id", p[1], "qa_id", p[2], "err", err)
+			}
 		}
+		m.indexer.touchLater(p[0], p[1])
 	}
 	return writeStored(w, http.StatusOK, entry)
 }

@@ -2800,7 +2800,7 @@ export interface operations {
                 q: components["parameters"]["SearchQuery"];
                 /** @description At most this many hits, newest first. */
                 limit?: components["parameters"]["SearchLimit"];
-                /** @description `recent` (default): the entries containing every word, newest first, as an array. `relevance`: `{results}` of the session's indexed Q&A entries (`kind` `entry`, `id` the `qa_id`) and messages (`kind` `message`) ranked by BM25 (words case- and accent-folded and stemmed: `deploy` finds `deployed`); entries another program appended directly are indexed first, up to 8 steps of 256. */
+                /** @description `recent` (default): the entries containing every word, newest first, as an array. `relevance`: `{results}` of the session's indexed Q&A entries (`kind` `entry`, `id` the `qa_id`) and messages (`kind` `message`) ranked by BM25 (words case- and accent-folded and stemmed: `deploy` finds `deployed`); entries another program appended directly are indexed first, up to 16 steps of 64. */
                 rank?: "recent" | "relevance";
             };
             header?: never;
