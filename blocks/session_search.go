@@ -17,13 +17,13 @@ import (
 const MaxSessionSearchResults = 10
 
 // sessionSearch lets the model search the user's past conversations: the
-// relevance search over the messages of all of the user's sessions (the
-// index the messages module keeps; GET /v1/users/{u}/search). It is
-// offered once the user has a message in that index.
+// relevance search over the messages and Q&A entries of all of the user's
+// sessions (GET /v1/users/{u}/search). It is offered once the user has a
+// document in that index.
 var sessionSearch = tool{
 	name: "session_search",
-	description: "Search the messages of all of this user's conversations, this one included, by relevance: " +
-		"returns the best matches (at most 10), each with its session, message id, time and a snippet.",
+	description: "Search the messages and Q&A entries of all of this user's conversations, this one included, by relevance: " +
+		"returns the best matches (at most 10), each with its session, kind (message or entry) and id, time and a snippet.",
 	parameters: func(v view) map[string]any {
 		if !v.searchable {
 			return nil

@@ -13,7 +13,7 @@ if not session_exists() then return { -1, 'not_found', '' } end
 local count = redis.call('ZCARD', K_MORDER)
 if count == 0 and redis.call('EXISTS', K_MCOMP) == 0 then return { 1, 0 } end -- nothing to clear: no write, no event
 redis.call('UNLINK', K_MSGS, K_MTREE, K_MKIDS, K_MORDER, K_MCOMP)
-unindex_all()
+unindex_all(K_SDOCS)
 redis.call('HSET', K_RECORD, 'message_count', 0)
 redis.call('HDEL', K_RECORD, 'msg_leaf')
 emit('message_deleted', 'message', nil, '{"cleared":true,"count":' .. fmt_int(count) .. '}')

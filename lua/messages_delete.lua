@@ -28,7 +28,7 @@ end
 local comps = compactions()
 for _, d in ipairs(gone) do
   remove_node(d)
-  unindex_doc(d.id)
+  unindex_doc(K_SDOCS, 'message', d.id)
 end
 for _, c in ipairs(comps) do
   if ids[c.from] or ids[c.to] then redis.call('HDEL', K_MCOMP, c.id, '#' .. c.id) end

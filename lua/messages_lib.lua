@@ -13,13 +13,8 @@
 --             lex range): a message's children oldest first ('' for roots)
 --   K_MORDER  zset id -> seq: append order (the newest remaining message)
 --   K_MKEYS   hash: the 1 000 newest Idempotency-Keys of appends -> ids
---   K_SDOCS   hash: the search index's documents of the session, 'message
---             \t <id>' -> "ver \t length \t time \t preview", ' v' (the
---             last ver), ' n' and ' len' (documents and their length)
--- and, per user: agent_search:<tag><u>:<term> (postings, a zset of
--- "<s> \t message \t <id> \t ver \t tf \t length" by time, lazily
--- cleaned: a posting whose ver and time are not its document's is stale) and
--- agent_search_stats:<tag><u> (n, len: for BM25).
+--   K_SDOCS   hash: the search index's documents of the session's
+--             messages (session_lib.lua, "Search index")
 --   K_MCOMP   hash: the compactions in force, '<cid>' -> the compaction's
 --             JSON, '#<cid>' -> "from \t to \t seq \t summary tokens",
 --             ' seq' -> compactions made so far
@@ -34,9 +29,6 @@
 local MAX_KEYS = 1000 -- Idempotency-Keys remembered per session
 
 --! per-call
-local SEARCH_PREFIX = 'agent_search:' .. META_TAG .. ARGV[3] .. ':'
-local K_SSTATS = 'agent_search_stats:' .. META_TAG .. ARGV[3]
-
 local NODES = {} -- the nodes read or written by this script, by id
 --! end per-call
 
@@ -179,93 +171,6 @@ local function messages_exist()
   return redis.call('EXISTS', K_MORDER) == 1
 end
 
--- Search index --------------------------------------------------------------
-
--- stats_drop takes n documents of length len out of the user's search
--- statistics, when they still exist (never creating a key without a TTL).
-local function stats_drop(n, len)
-  if redis.call('EXISTS', K_SSTATS) == 1 then
-    redis.call('HINCRBY', K_SSTATS, 'n', -n)
-    redis.call('HINCRBY', K_SSTATS, 'len', -len)
-  end
-end
-
--- index_expire gives an index key at least ttl seconds to live (0 =
--- persist), like meta_expire: p is the key's PTTL before this write added
--- to it (-2: the write created it). A key without expiry keeps none (a
--- session without expiry holds it). The EXPIRE is skipped while the key
--- has more than ttl less min(60 s, ttl/1000) left (the session keys' slide
--- rule): an append then costs one PTTL per term, not two commands.
-local function index_expire(key, ttl, p)
-  if ttl == 0 then
-    if p ~= -1 then redis.call('PERSIST', key) end
-    return
-  end
-  local slack = math.min(60, math.floor(ttl / 1000))
-  if p == -2 or (p >= 0 and p < (ttl - slack) * 1000) then redis.call('EXPIRE', key, ttl) end
-end
-
--- check_terms is guard's check of the postings keys the messages of batch
--- ({spec=} each: "term tf ...") would write: nil, or the refusal. O(terms).
-local function check_terms(batch)
-  for _, m in ipairs(batch) do
-    for t in string.gmatch(m.spec or '', '(%S+) %d+') do
-      local key = SEARCH_PREFIX .. t
-      local got = key_type(key)
-      if got ~= 'none' and got ~= 'zset' then
-        return redis.error_reply('KEYTYPE ' .. key .. ' ' .. got .. ' zset')
-      end
-    end
-  end
-  return nil
-end
-
--- unindex_doc takes message id out of the search index (its postings go
--- stale and are dropped when a query meets them).
-local function unindex_doc(id)
-  local doc = 'message\t' .. id
-  local old = redis.call('HGET', K_SDOCS, doc)
-  if not old then return end
-  local len = tonumber(string.match(old, '^%d+\t(%d+)') or '0')
-  redis.call('HDEL', K_SDOCS, doc)
-  redis.call('HINCRBY', K_SDOCS, ' n', -1)
-  redis.call('HINCRBY', K_SDOCS, ' len', -len)
-  stats_drop(1, len)
-end
-
--- index_doc puts message id in the search index: spec "term tf term tf
--- ...", its length and preview (from the sidecar's analyser), at time now
--- (µs). O(terms), at most 256.
-local function index_doc(id, spec, len, preview, now)
-  if spec == '' then return end
-  unindex_doc(id)
-  local ver = redis.call('HINCRBY', K_SDOCS, ' v', 1)
-  local doc = 'message\t' .. id
-  redis.call('HSET', K_SDOCS, doc, fmt_int(ver) .. '\t' .. len .. '\t' .. fmt_int(now) .. '\t' .. preview)
-  redis.call('HINCRBY', K_SDOCS, ' n', 1)
-  redis.call('HINCRBY', K_SDOCS, ' len', len)
-  local ps = redis.call('PTTL', K_SSTATS)
-  redis.call('HINCRBY', K_SSTATS, 'n', 1)
-  redis.call('HINCRBY', K_SSTATS, 'len', len)
-  local ttl = session_ttl()
-  local member = SID .. '\t' .. doc .. '\t' .. fmt_int(ver) .. '\t'
-  for t, tf in string.gmatch(spec, '(%S+) (%d+)') do
-    local key = SEARCH_PREFIX .. t
-    local p = redis.call('PTTL', key)
-    redis.call('ZADD', key, now, member .. tf .. '\t' .. len)
-    index_expire(key, ttl, p)
-  end
-  index_expire(K_SSTATS, ttl, ps)
-end
-
--- unindex_all takes every message of the session out of the search index.
-local function unindex_all()
-  local agg = redis.call('HMGET', K_SDOCS, ' n', ' len')
-  local n, len = tonumber(agg[1] or '0') or 0, tonumber(agg[2] or '0') or 0
-  if n ~= 0 or len ~= 0 then stats_drop(n, len) end
-  redis.call('UNLINK', K_SDOCS)
-end
-
 -- keyed returns the stored messages of an append made with Idempotency-Key
 -- key, or nil when the ring does not hold the key (or they are all gone).
 local function keyed(key)
@@ -402,7 +307,7 @@ local function append_messages(batch, mode, pid, if_match, max, key, suggest)
     redis.call('HSET', K_MSGS, m.id, json)
     redis.call('ZADD', K_MKIDS, 0, kid_member(n))
     redis.call('ZADD', K_MORDER, seq, m.id)
-    if m.spec then index_doc(m.id, m.spec, m.len, m.preview, now) end
+    if m.spec then index_doc(K_SDOCS, 'message', m.id, m.spec, m.len, m.preview, now) end
     out[#out + 1] = json
     ids[#ids + 1] = m.id
     parent = n

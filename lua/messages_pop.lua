@@ -17,7 +17,7 @@ if has_children(n.id) then return { -1, 'has_children', n.id } end
 local json = redis.call('HGET', K_MSGS, n.id)
 drop_compactions({ [n.id] = true })
 remove_node(n)
-unindex_doc(n.id)
+unindex_doc(K_SDOCS, 'message', n.id)
 if n.parent ~= '' then set_leaf(n.parent) else set_leaf(nil) end
 emit_deleted(n.id, { n.id }, ',"popped":true')
 finish_write(false, false)

@@ -49,7 +49,7 @@ n.tokens, n.cum, n.fp = tokens, n.cum + delta, fp
 redis.call('HSET', K_MSGS, id, json)
 redis.call('HSET', K_MTREE, id, node_text(n))
 if delta ~= 0 then add_tokens(n, delta) end
-if ARGV[14] == '' then unindex_doc(id) else index_doc(id, ARGV[14], tonumber(ARGV[15]), ARGV[16], now_us()) end
+index_doc(K_SDOCS, 'message', id, ARGV[14], tonumber(ARGV[15]) or 0, ARGV[16], now_us())
 emit('message_updated', 'message', id, json)
 if suggest > 0 then suggest_crossed(suggest, before, path_tokens(latest)) end
 finish_write(false, false)

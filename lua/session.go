@@ -20,4 +20,8 @@ var (
 	SessionSweep         = load("session_sweep")
 	SessionRead          = load("session_read")
 	SessionIndexBuild    = load("session_index_build")
+	// The search index of the session's Q&A entries (package search).
+	SessionSearchPending = load("session_search_pending")
+	SessionSearchCatchup = load("session_search_catchup")
+	SessionSearchEntry   = load("session_search_entry")
 )

@@ -1,29 +1,51 @@
 --! prelude: session_lib
 -- session_append: append one Q&A entry to the session, idempotently by qa_id,
--- trim to SESSION_MAX_ENTRIES, slide the TTL of every key of the session and
--- record the activity, all at once.
+-- trim to SESSION_MAX_ENTRIES, keep the entry's search document, slide the
+-- TTL of every key of the session and record the activity, all at once.
 -- KEYS[1..15] the session's keys, indexes and totals (session_lib.lua)
 -- ARGV[1..4] TTL, max entries, user_id, session_id (session_lib.lua)
 -- ARGV[5] qa_id
 -- ARGV[6] the entry, as Cognee's json.dumps writes it
+-- ARGV[7..9] when present, the entry's search document (question, context
+--   and answer): spec "term tf ...", length, preview ("Search index" in
+--   session_lib.lua); absent when the search index is off
 -- emits entry_appended (the entry).
--- returns {1} when stored ({2} when this started the session);
+-- returns {1} when stored ({2} when this started the session), with a
+--   second element 1 when the search index has entries to take in (another
+--   program appended them, the list was rewritten, or the postings are due
+--   a refresh: run session_search_pending, then session_search_catchup);
 --   {0, stored_entry} when the session already held qa_id (a retried
 --   append): nothing is written then; {'index_build', 'qa'} when telling
 --   whether it holds qa_id needs more than one step of indexing (nothing
 --   written but that step: run session_index_build, then this again).
-local refused = guard('keep', { K_ENTRIES, 'list' }, { K_INDEX, 'hash' })
+local qa_id, entry, spec = ARGV[5], ARGV[6], ARGV[7]
+local refused = guard('keep', { K_ENTRIES, 'list' }, { K_INDEX, 'hash' }, { K_EDOCS, 'hash' }, { K_SSTATS, 'hash' })
+  or check_terms({ { spec = spec } })
 if refused then return refused end
-local qa_id, entry = ARGV[5], ARGV[6]
 
 local pos, existing = locate('qa', qa_id)
 if type(pos) == 'table' then return pos end
 if pos then return { 0, existing } end
 
+-- the index's fingerprint of the last element, which locate found current
+local last_fp = redis.call('HGET', K_INDEX, '#last') or ''
 local newlen = redis.call('RPUSH', K_ENTRIES, entry)
 index_append('qa', qa_id, entry, newlen)
-local removed = trim(K_ENTRIES, newlen, 'qa')
+local pending = 0
+if spec then
+  index_doc(K_EDOCS, 'entry', qa_id, spec, tonumber(ARGV[8]) or 0, ARGV[9] or '', entry_time_us(entry) or now_us())
+  local n, fp, since = entries_cov()
+  if n == newlen - 1 and (n == 0 or fp == last_fp) then
+    set_cov(newlen, fingerprint('qa', entry))
+    if n == 0 then redis.call('HSET', K_EDOCS, ' since', string.format('%d', now_us())) end
+  else
+    pending = 1
+  end
+  if refresh_due(since) then pending = 1 end
+end
+local removed, gone = trim(K_ENTRIES, newlen, 'qa')
+if removed > 0 and entries_removed(removed, gone) then pending = 1 end
 
 emit('entry_appended', 'entry', qa_id, entry)
 local _, started = finish_write(false, newlen == 1, newlen - removed, newlen == 1)
-return { stored_flag(started) }
+return { stored_flag(started), pending }

@@ -29,17 +29,18 @@ else
     end
   end
 end
--- the user's search statistics lose the session's indexed messages (their
--- postings go stale and are dropped when a query meets them)
-local docs = redis.pcall('HMGET', K_SDOCS, ' n', ' len')
-local stats = 'agent_search_stats:' .. META_TAG .. ARGV[3]
-local st = redis.call('TYPE', stats)
-if type(st) == 'table' then st = st.ok end
+-- the user's search statistics lose the session's indexed messages and
+-- entries (their postings go stale and are dropped when a query meets them)
+local indexed = {}
+for i, k in ipairs({ K_SDOCS, K_EDOCS }) do indexed[i] = redis.pcall('HMGET', k, ' n', ' len') end
+local st = key_type(K_SSTATS)
 unindex()
 meta_unindex(meta)
-if type(docs) == 'table' and not docs.err and docs[1] and st == 'hash' then
-  redis.call('HINCRBY', stats, 'n', -(tonumber(docs[1]) or 0))
-  redis.call('HINCRBY', stats, 'len', -(tonumber(docs[2]) or 0))
+for _, docs in ipairs(indexed) do
+  if type(docs) == 'table' and not docs.err and docs[1] and st == 'hash' then
+    hincr(K_SSTATS, 'n', -(tonumber(docs[1]) or 0))
+    hincr(K_SSTATS, 'len', -(tonumber(docs[2]) or 0))
+  end
 end
 local own = {}
 for _, k in ipairs(SESSION_KEYS) do

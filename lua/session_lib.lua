@@ -515,7 +515,8 @@ end
 -- LSET at the position it read). which names the list's index, if it has
 -- one: the trimmed ids leave it when they fit in one step, else the index
 -- is dropped (later calls make it again, a step at a time). llen is the
--- list's length when the caller knows it. Returns the number removed.
+-- list's length when the caller knows it. Returns the number removed, and
+-- the removed elements when it read them (for the index), else nil.
 local function trim(key, llen, which)
   if MAX_ENTRIES <= 0 then return 0 end
   llen = llen or redis.call('LLEN', key)
@@ -538,7 +539,7 @@ local function trim(key, llen, which)
       redis.call('LTRIM', key, k, -1)
       redis.call('HSET', index, '#head', string.format('%d', head + k), '#len', tostring(covered - k),
         '#first', fingerprint(which, redis.call('LINDEX', key, 0)))
-      return k
+      return k, removed
     end
     redis.call('UNLINK', index)
   end
@@ -716,6 +717,12 @@ local META_TAG = string.sub(K_RECORD, #'agent_session_record:' + 1, #K_RECORD - 
 --! per-call
 local K_USER_STATE = 'agent_user_state:' .. META_TAG .. ARGV[3]
 --! end per-call
+-- The user's search postings (a prefix: one zset per term) and statistics
+-- ("Search index" below).
+--! per-call
+local SEARCH_PREFIX = 'agent_search:' .. META_TAG .. ARGV[3] .. ':'
+local K_SSTATS = 'agent_search_stats:' .. META_TAG .. ARGV[3]
+--! end per-call
 
 -- The session's other own keys, derived from the record's tag (so they
 -- share the session's slot on Cluster): its context blocks (a hash label
@@ -729,8 +736,10 @@ local K_USER_STATE = 'agent_user_state:' .. META_TAG .. ARGV[3]
 --   K_MKEYS   agent_session_msg_keys:<tag><u>:<s>     hash Idempotency-Key ring
 --   K_MCOMP   agent_session_compactions:<tag><u>:<s>  hash: compactions in force
 --   K_SDOCS   agent_search_docs:<tag><u>:<s>          hash: the session's indexed messages
+-- and the session's indexed Q&A entries ("Search index" below):
+--   K_EDOCS   agent_search_entry_docs:<tag><u>:<s>    hash
 local K_STATE, K_BLOCKS, K_PROMPT, K_TOOL_CALLS, K_EKEYS
-local K_MSGS, K_MTREE, K_MKIDS, K_MORDER, K_MKEYS, K_MCOMP, K_SDOCS
+local K_MSGS, K_MTREE, K_MKIDS, K_MORDER, K_MKEYS, K_MCOMP, K_SDOCS, K_EDOCS
 
 -- own_keys derives the session's keys that are not in KEYS from the
 -- current GID and lists every own key in SESSION_KEYS (again after a
@@ -748,12 +757,13 @@ local function own_keys()
   K_MKEYS = 'agent_session_msg_keys:' .. id
   K_MCOMP = 'agent_session_compactions:' .. id
   K_SDOCS = 'agent_search_docs:' .. id
+  K_EDOCS = 'agent_search_entry_docs:' .. id
   K_CTX_INDEX = 'agent_session_context_index:' .. id
   K_EVENTS = 'agent_session_events:' .. id
   K_EKEYS = 'agent_session_event_keys:' .. id
   SESSION_KEYS = { K_ENTRIES, K_TRACES, K_CONTEXT, K_RECORD, K_INDEX, K_USAGE, K_CTX_INDEX,
     K_STATE, K_BLOCKS, K_PROMPT, K_TOOL_CALLS,
-    K_MSGS, K_MTREE, K_MKIDS, K_MORDER, K_MKEYS, K_MCOMP, K_SDOCS, K_EVENTS, K_EKEYS }
+    K_MSGS, K_MTREE, K_MKIDS, K_MORDER, K_MKEYS, K_MCOMP, K_SDOCS, K_EDOCS, K_EVENTS, K_EKEYS }
 end
 --! per-call
 own_keys()
@@ -1097,8 +1107,11 @@ local function finish_write(moved, force, count, own_first)
   meta_index(rec[4], now, due and ttl or nil)
   if due then
     slide(ttl, now)
-    -- the user's state lives as long as the user's sessions are written
+    -- the user's state and search statistics live as long as the user's
+    -- sessions are written
     meta_expire(K_USER_STATE, ttl, redis.call('PTTL', K_USER_STATE))
+    local ps = redis.call('PTTL', K_SSTATS)
+    if ps ~= -2 then meta_expire(K_SSTATS, ttl, ps) end
   end
   return status, started
 end
@@ -1172,4 +1185,202 @@ local function check_finish(rec, moved, entries_read)
     if bad then return bad end
   end
   return nil
+end
+
+-- Search index ----------------------------------------------------------------
+-- The relevance search index (package search) of the user's Q&A entries and
+-- messages. The sidecar analyses text in Go (words folded and stemmed); a
+-- script gets a document as spec "term tf term tf ..." (at most 256 terms),
+-- its length in words and a plain-text preview. Per session, one hash of
+-- documents per kind, both of the session's own keys:
+--   K_EDOCS  agent_search_entry_docs:<tag><u>:<s>  the Q&A entries ('entry')
+--   K_SDOCS  agent_search_docs:<tag><u>:<s>        the messages ('message')
+-- each '<kind> \t <id>' -> "ver \t length \t time \t preview", with ' v' (the
+-- last ver), ' n' and ' len' (documents and their length); K_EDOCS also
+-- holds ' cov' = "n \t fingerprint": the first n elements of the entries
+-- list are indexed and element n-1 has that fingerprint (entries another
+-- program appended after them are indexed by session_search_catchup).
+-- Per user, in the user's slot: agent_search:<tag><u>:<term> (postings, a
+-- zset of "<s> \t <kind> \t <id> \t ver \t tf \t length" scored by the
+-- document's time, µs; a posting whose ver and time are not its document's
+-- is stale and dropped lazily by a query) and agent_search_stats:<tag><u>
+-- (n, len: the documents and their words, for BM25). Both live as long as
+-- the user's sessions: an index write gives them the session's TTL, and
+-- every slide of a session's TTL extends the statistics.
+
+-- hincr adds whole number n to field of hash key; nothing for 0 (Redis
+-- refuses the "-0" Lua writes for minus zero) or for what is not a whole
+-- number (a count another program spoiled is left as it is, not failed on).
+local function hincr(key, field, n)
+  n = tonumber(n)
+  if not n or n == 0 or n ~= math.floor(n) or math.abs(n) >= 2 ^ 53 then return end
+  redis.call('HINCRBY', key, field, string.format('%d', n))
+end
+
+-- stats_drop takes n documents of length len out of the user's search
+-- statistics, when they still exist (never creating a key without a TTL).
+local function stats_drop(n, len)
+  if redis.call('EXISTS', K_SSTATS) == 1 then
+    hincr(K_SSTATS, 'n', -n)
+    hincr(K_SSTATS, 'len', -len)
+  end
+end
+
+-- index_expire gives an index key at least ttl seconds to live (0 =
+-- persist), like meta_expire: p is the key's PTTL before this write added
+-- to it (-2: the write created it). A key without expiry keeps none (a
+-- session without expiry holds it). The EXPIRE is skipped while the key
+-- has more than ttl less min(60 s, ttl/1000) left (the session keys' slide
+-- rule): an append then costs one PTTL per term, not two commands.
+local function index_expire(key, ttl, p)
+  if ttl == 0 then
+    if p ~= -1 then redis.call('PERSIST', key) end
+    return
+  end
+  local slack = math.min(60, math.floor(ttl / 1000))
+  if p == -2 or (p >= 0 and p < (ttl - slack) * 1000) then redis.call('EXPIRE', key, ttl) end
+end
+
+-- check_terms is guard's check of the postings keys the documents of batch
+-- ({spec=} each: "term tf ...") would write: nil, or the refusal. O(terms).
+local function check_terms(batch)
+  for _, m in ipairs(batch) do
+    for t in string.gmatch(m.spec or '', '(%S+) %d+') do
+      local key = SEARCH_PREFIX .. t
+      local got = key_type(key)
+      if got ~= 'none' and got ~= 'zset' then
+        return redis.error_reply('KEYTYPE ' .. key .. ' ' .. got .. ' zset')
+      end
+    end
+  end
+  return nil
+end
+
+-- unindex_doc takes document kind/id out of docs, the session's documents
+-- of that kind (its postings go stale: a query drops them when it meets
+-- them).
+local function unindex_doc(docs, kind, id)
+  local doc = kind .. '\t' .. id
+  local old = redis.call('HGET', docs, doc)
+  if not old then return end
+  local len = tonumber(string.match(old, '^%d+\t(%d+)') or '0')
+  redis.call('HDEL', docs, doc)
+  hincr(docs, ' n', -1)
+  hincr(docs, ' len', -len)
+  stats_drop(1, len)
+end
+
+-- index_doc puts document kind/id in the index, docs being the session's
+-- documents of that kind: spec "term tf term tf ...", its length and
+-- preview, at time now (µs: its postings' score, newest first). An empty
+-- spec (no searchable word) takes the document out. O(terms), at most 256.
+local function index_doc(docs, kind, id, spec, len, preview, now)
+  unindex_doc(docs, kind, id)
+  if spec == '' then return end
+  local ttl = session_ttl()
+  local ver = redis.call('HINCRBY', docs, ' v', 1)
+  if ver == 1 then
+    -- a new hash of documents: versions start at the clock (µs), so a
+    -- version is never reused after the hash was dropped and made again
+    -- (a stale posting must not match a later document)
+    ver = now_us()
+    redis.call('HSET', docs, ' v', string.format('%d', ver))
+    -- it lives as long as the session, whether or not this write slides
+    -- the session's TTLs
+    if ttl > 0 then redis.call('EXPIRE', docs, ttl) end
+  end
+  local doc = kind .. '\t' .. id
+  local v, at = string.format('%d', ver), string.format('%d', now)
+  redis.call('HSET', docs, doc, v .. '\t' .. len .. '\t' .. at .. '\t' .. preview)
+  hincr(docs, ' n', 1)
+  hincr(docs, ' len', len)
+  local ps = redis.call('PTTL', K_SSTATS)
+  hincr(K_SSTATS, 'n', 1)
+  hincr(K_SSTATS, 'len', len)
+  local member = SID .. '\t' .. doc .. '\t' .. v .. '\t'
+  for t, tf in string.gmatch(spec, '(%S+) (%d+)') do
+    local key = SEARCH_PREFIX .. t
+    local p = redis.call('PTTL', key)
+    redis.call('ZADD', key, now, member .. tf .. '\t' .. len)
+    index_expire(key, ttl, p)
+  end
+  index_expire(K_SSTATS, ttl, ps)
+end
+
+-- unindex_all takes every document of docs (one kind, the session's) out
+-- of the index: O(1), the hash is UNLINKed.
+local function unindex_all(docs)
+  local agg = redis.call('HMGET', docs, ' n', ' len')
+  local n, len = tonumber(agg[1] or '0') or 0, tonumber(agg[2] or '0') or 0
+  if n ~= 0 or len ~= 0 then stats_drop(n, len) end
+  redis.call('UNLINK', docs)
+end
+
+-- entries_cov is K_EDOCS's ' cov': the number of leading elements of the
+-- entries list the index has taken in, the fingerprint of the last of them
+-- ('' for none), and ' since': when (µs) the index last began taking the
+-- list in from its first element (nil: never).
+local function entries_cov()
+  local v = redis.call('HMGET', K_EDOCS, ' cov', ' since')
+  local n, fp = string.match(v[1] or '', '^(%d+)\t(.*)$')
+  return tonumber(n or '0'), fp or '', tonumber(v[2] or '')
+end
+
+local function set_cov(n, fp)
+  redis.call('HSET', K_EDOCS, ' cov', string.format('%d', n) .. '\t' .. fp)
+end
+
+-- cov_valid: the first n elements of the entries list are still the ones
+-- the index took in (the last of them has fingerprint fp). One LINDEX.
+local function cov_valid(n, fp)
+  return n == 0 or fingerprint('qa', redis.call('LINDEX', K_ENTRIES, n - 1)) == fp
+end
+
+-- refresh_due: the index began taking the entries in more than half the
+-- session's TTL ago, so the user's postings of its older entries may
+-- expire before the session: session_search_pending then takes every entry
+-- in again (each document's postings written anew, with the TTL).
+local function refresh_due(since)
+  local ttl = session_ttl()
+  return since ~= nil and ttl > 0 and now_us() - since > ttl * 500000
+end
+
+-- entries_removed keeps the entries' index right after the first k
+-- elements of the entries list were trimmed: removed holds their bytes
+-- when they were read (their documents leave the index), nil when not.
+-- When the index cannot stay right (the elements were not read, or it no
+-- longer described the list), the session's entries are dropped from it,
+-- to be taken in again a step at a time by session_search_catchup: returns
+-- true then.
+local function entries_removed(k, removed)
+  if redis.call('EXISTS', K_EDOCS) == 0 then return false end
+  local n, fp = entries_cov()
+  if not removed or (n > 0 and n <= k and fingerprint('qa', removed[n]) ~= fp) then
+    unindex_all(K_EDOCS)
+    return true
+  end
+  for _, el in ipairs(removed) do
+    local id = id_of(el, 'qa_id')
+    if id then unindex_doc(K_EDOCS, 'entry', id) end
+  end
+  -- past the trimmed ones, the covered prefix keeps its last element (a
+  -- fingerprint that no longer matches is found by the next catch-up)
+  if n > k then set_cov(n - k, fp) elseif n > 0 then set_cov(0, '') end
+  return false
+end
+
+-- entry_gone keeps the entries' covered prefix right after the sidecar
+-- removed the element at pos: valid is cov_valid() as it was before the
+-- removal (an invalid prefix is left as it is, for the next catch-up to
+-- find).
+local function entry_gone(pos, valid)
+  local n, fp = entries_cov()
+  if not valid or pos >= n then return end
+  if n == 1 then
+    set_cov(0, '')
+  elseif pos == n - 1 then
+    set_cov(n - 1, fingerprint('qa', redis.call('LINDEX', K_ENTRIES, pos - 1)))
+  else
+    set_cov(n - 1, fp)
+  end
 end

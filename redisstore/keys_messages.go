@@ -32,7 +32,8 @@ func (l Layout) Messages(user, session string) MessageKeys {
 	}
 }
 
-// Keys of the search index (lua/messages_lib.lua writes them).
+// Keys of the search index (lua/session_lib.lua, "Search index", writes
+// them).
 
 // SearchPostings is the user's postings of term: agent_search:<tag><u>:<term>,
 // a sorted set of "<s>\t<kind>\t<id>\t<ver>\t<tf>\t<length>" by time (µs).
@@ -51,4 +52,20 @@ func (l Layout) SearchStats(user string) string {
 // session's own keys.
 func (l Layout) SearchDocs(user, session string) string {
 	return "agent_search_docs:" + l.tag(l.Bucket(user)) + user + ":" + session
+}
+
+// SearchEntryDocs is a session's indexed Q&A entries:
+// agent_search_entry_docs:<tag><u>:<s>, a hash "entry\t<qa_id>" -> as in
+// SearchDocs, and " cov" -> "<n>\t<fingerprint>", the entries list's prefix
+// the index covers. One of the session's own keys.
+func (l Layout) SearchEntryDocs(user, session string) string {
+	return "agent_search_entry_docs:" + l.tag(l.Bucket(user)) + user + ":" + session
+}
+
+// SearchDocsOf is the session's documents of kind ("entry" or "message").
+func (l Layout) SearchDocsOf(user, session, kind string) string {
+	if kind == "entry" {
+		return l.SearchEntryDocs(user, session)
+	}
+	return l.SearchDocs(user, session)
 }

@@ -73,6 +73,7 @@ func TestMatchBuilders(t *testing.T) {
 			want[m.Order], want[m.Keys], want[m.Compactions] = "message order", "message keys", "compactions"
 			want[l.SearchPostings("alice", "deploy")], want[l.SearchDocs("alice", "chat-1")] = "search postings", "search documents"
 			want[l.SearchStats("alice")] = "search statistics"
+			want[l.SearchEntryDocs("alice", "chat-1")] = "search entry documents"
 			day := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
 			for i := range redisstore.IndexStatuses {
 				want[k.UserIndex[i]] = "user index"

@@ -20,7 +20,7 @@ func layoutKeys() []string {
 			out = append(out, l.SessionBlocks(user, "session.1"), l.SessionPrompt(user, "session.1"), l.SessionToolCalls(user, "session.1"), l.UserBlocks(user))
 			m := l.Messages(user, "session.1")
 			out = append(out, m.Messages, m.Tree, m.Children, m.Order, m.Keys, m.Compactions)
-			out = append(out, l.SearchPostings(user, "deploy"), l.SearchDocs(user, "session.1"), l.SearchStats(user))
+			out = append(out, l.SearchPostings(user, "deploy"), l.SearchDocs(user, "session.1"), l.SearchEntryDocs(user, "session.1"), l.SearchStats(user))
 		}
 		for b := range l.Buckets() {
 			g := l.Global(b)
@@ -41,7 +41,7 @@ func TestReservedCoversTheLayout(t *testing.T) {
 		}
 	}
 	want := []string{
-		"agent_search", "agent_search_docs", "agent_search_stats",
+		"agent_search", "agent_search_docs", "agent_search_entry_docs", "agent_search_stats",
 		"agent_session_blocks", "agent_session_compactions", "agent_session_context_index", "agent_session_event_keys", "agent_session_events",
 		"agent_session_meta", "agent_session_meta_global",
 		"agent_session_msg_children", "agent_session_msg_keys", "agent_session_msg_order", "agent_session_msg_tree",

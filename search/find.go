@@ -107,22 +107,25 @@ func Find(ctx context.Context, c rueidis.Client, l redisstore.Layout, user, sess
 	}
 
 	// The documents as they are now: a posting counts only when its
-	// version is its document's.
-	bySession := map[string][]string{}
+	// version is its document's. A session keeps its documents of each
+	// kind (entry, message) in a hash of their own.
+	type docsKey struct{ session, kind string }
+	byHash := map[docsKey][]string{}
 	for _, doc := range order {
 		cd := byDoc[doc]
-		bySession[cd.session] = append(bySession[cd.session], doc)
+		k := docsKey{cd.session, cd.kind}
+		byHash[k] = append(byHash[k], doc)
 	}
-	sessions := make([]string, 0, len(bySession))
-	gets := make(rueidis.Commands, 0, len(bySession))
-	for s, docs := range bySession {
+	hashes := make([]docsKey, 0, len(byHash))
+	gets := make(rueidis.Commands, 0, len(byHash))
+	for k, docs := range byHash {
 		fields := make([]string, len(docs))
 		for i, doc := range docs {
 			cd := byDoc[doc]
 			fields[i] = cd.kind + "\t" + cd.id
 		}
-		sessions = append(sessions, s)
-		gets = append(gets, c.B().Hmget().Key(l.SearchDocs(user, s)).Field(fields...).Build())
+		hashes = append(hashes, k)
+		gets = append(gets, c.B().Hmget().Key(l.SearchDocsOf(user, k.session, k.kind)).Field(fields...).Build())
 	}
 	type found struct {
 		r  Result
@@ -134,7 +137,7 @@ func Find(ctx context.Context, c rueidis.Client, l redisstore.Layout, user, sess
 		if err != nil {
 			return nil, redisstore.Wrap("search", err)
 		}
-		for j, doc := range bySession[sessions[i]] {
+		for j, doc := range byHash[hashes[i]] {
 			cd := byDoc[doc]
 			v, err := vals[j].ToString()
 			parts := strings.SplitN(v, "\t", 4)

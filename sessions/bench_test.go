@@ -192,7 +192,7 @@ func BenchmarkAppendStore(b *testing.B) {
 			start := time.Now()
 			entry, err := cognee.NewQAEntry(f, qaID, time.Now())
 			if err == nil {
-				_, err = store.Append(ctx, "bench", "w"+w+"-"+strconv.Itoa(i/1000), qaID, entry)
+				_, _, err = store.Append(ctx, "bench", "w"+w+"-"+strconv.Itoa(i/1000), qaID, entry, true)
 			}
 			if err != nil {
 				b.Error(err)

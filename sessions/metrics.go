@@ -16,9 +16,13 @@ var (
 		Name: "sidecar_session_feedback_total",
 		Help: "Feedback scores set on entries, by score (1-5).",
 	}, []string{"score"})
+	indexerDropped = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "sidecar_session_search_catchups_dropped_total",
+		Help: "Sessions not queued for indexing the entries another program appended, the queue being full (indexed at a later touch).",
+	})
 	indexSteps = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "sidecar_session_index_steps_total",
-		Help: "Bounded steps of building a session's id index after another writer (Cognee) rewrote or grew the list, by index (qa, context).",
+		Help: "Bounded steps of building a session's id index after another writer (Cognee) rewrote or grew the list, by index (qa, context; search: entries put into the relevance search index).",
 	}, []string{"index"})
 )
 
@@ -28,10 +32,10 @@ func (m *Module) Collectors() []prometheus.Collector {
 	for _, s := range []string{"1", "2", "3", "4", "5"} {
 		feedback.WithLabelValues(s)
 	}
-	for _, i := range []string{"qa", "context"} {
+	for _, i := range []string{"qa", "context", "search"} {
 		indexSteps.WithLabelValues(i)
 	}
-	return []prometheus.Collector{entriesAppended, feedback, indexSteps}
+	return []prometheus.Collector{entriesAppended, feedback, indexSteps, indexerDropped}
 }
 
 // countFeedback counts a feedback_score set by an entry update.
@@ -43,4 +47,7 @@ func countFeedback(fields [][2]string) {
 	}
 }
 
-var _ sidecar.Collector = (*Module)(nil)
+var (
+	_ sidecar.Collector = (*Module)(nil)
+	_ sidecar.Closer    = (*Module)(nil)
+)

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentsidecar/agentsidecar/lua"
 	"github.com/agentsidecar/agentsidecar/redisstore/redisstoretest"
 )
 
@@ -168,6 +169,33 @@ func maxWork(cmds []command) (most int, which, unbounded string) {
 		}
 	}
 	return most, which, unbounded
+}
+
+// runs counts the runs of script s in cmds (FCALL of its function, or
+// EVALSHA/EVAL).
+func runs(cmds []command, s *lua.Script) int {
+	n := 0
+	for _, c := range cmds {
+		if len(c.args) == 0 {
+			continue
+		}
+		switch c.name {
+		case "evalsha":
+			n += btoi(c.args[0] == s.SHA1())
+		case "eval":
+			n += btoi(c.args[0] == s.Source)
+		case "fcall", "fcall_ro":
+			n += btoi(c.args[0] == s.Function())
+		}
+	}
+	return n
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // scripts counts the script calls in cmds (FCALL, or EVALSHA/EVAL).

@@ -42,9 +42,12 @@ const (
 	TruncatedHeader = "Sidecar-Truncated"
 )
 
-// ReadConfig is the module's bound on answers.
+// ReadConfig is the module's settings: the bound on answers, and whether
+// entry writes keep the relevance search index (shared with the messages
+// module).
 type ReadConfig struct {
-	MaxAnswerBytes int `env:"SIDECAR_MAX_ANSWER_BYTES" envDefault:"4194304"`
+	MaxAnswerBytes int  `env:"SIDECAR_MAX_ANSWER_BYTES" envDefault:"4194304"`
+	SearchIndex    bool `env:"SEARCH_INDEX" envDefault:"true"`
 }
 
 // Validate refuses caps too small for one element.

@@ -38,6 +38,8 @@ type Module struct {
 	logger    *slog.Logger
 	now       func() time.Time
 	maxAnswer int           // SIDECAR_MAX_ANSWER_BYTES
+	index     bool          // SEARCH_INDEX
+	indexer   *indexer      // catch-ups after appends
 	reads     chan struct{} // ConcurrentReads slots
 }
 
@@ -51,9 +53,13 @@ func New(_ context.Context, deps sidecar.Deps) (sidecar.Module, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Module{store: NewStore(s), logger: deps.Logger, now: time.Now,
-		maxAnswer: rc.MaxAnswerBytes, reads: make(chan struct{}, ConcurrentReads)}, nil
+	store := NewStore(s)
+	return &Module{store: store, logger: deps.Logger, now: time.Now, maxAnswer: rc.MaxAnswerBytes,
+		index: rc.SearchIndex, indexer: newIndexer(store, deps.Logger), reads: make(chan struct{}, ConcurrentReads)}, nil
 }
+
+// Close implements sidecar.Closer: stops the background indexer.
+func (m *Module) Close(ctx context.Context) error { return m.indexer.close(ctx) }
 
 // Name implements sidecar.Module.
 func (m *Module) Name() string { return "sessions" }
@@ -142,9 +148,12 @@ func (m *Module) appendEntry(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return fieldError(err)
 	}
-	st, err := m.store.Append(r.Context(), p[0], p[1], qaID, entry)
+	st, pending, err := m.store.Append(r.Context(), p[0], p[1], qaID, entry, m.index)
 	if err != nil {
 		return err
+	}
+	if pending {
+		m.indexer.touch(p[0], p[1])
 	}
 	if !st.Created { // a retried append: the stored entry, nothing written
 		return writeStored(w, http.StatusOK, st.Value)
@@ -209,6 +218,20 @@ func (m *Module) update(w http.ResponseWriter, r *http.Request, p []string, fiel
 	entry, err := m.store.UpdateEntry(r.Context(), p[0], p[1], p[2], pairs, memify)
 	if err != nil {
 		return err
+	}
+	if m.index {
+		if textChanged(pairs) {
+			// the update took the entry out of the search index: put it
+			// back before answering, even when the caller has gone (should
+			// this fail, the next catch-up does it)
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), IndexerTimeout)
+			err := m.store.ReindexEntry(ctx, p[0], p[1], p[2], entry)
+			cancel()
+			if err != nil {
+				m.logger.Warn("search index: entry not indexed again yet", "user_id", p[0], "session_id", p[1], "qa_id", p[2], "err", err)
+			}
+		}
+		m.indexer.touchLater(p[0], p[1])
 	}
 	return writeStored(w, http.StatusOK, entry)
 }
@@ -416,6 +439,9 @@ func (m *Module) searchRelevance(w http.ResponseWriter, r *http.Request, user, s
 	client, err := m.store.Conn().Client()
 	if err != nil {
 		return err
+	}
+	if m.index {
+		m.catchUp(r.Context(), user, session, CatchupStepsSearch)
 	}
 	l := redisstore.Layout{Cluster: m.store.Conn().Cluster()}
 	res, err := search.Find(r.Context(), client, l, user, session, r.URL.Query().Get("q"), limit)

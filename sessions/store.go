@@ -18,19 +18,29 @@ type Store struct{ *sessionstore.Store }
 // NewStore returns the module's store over the shared runner.
 func NewStore(s *sessionstore.Store) *Store { return &Store{s} }
 
-// Append stores entry (encoded by cognee.NewQAEntry) under qaID. When the
-// session already holds qaID it stores nothing and returns the stored entry
-// with Created == false.
-func (s *Store) Append(ctx context.Context, user, session, qaID string, entry []byte) (sessionstore.Stored, error) {
-	msg, err := s.exec(ctx, lua.SessionAppend, user, session, qaID, string(entry))
-	if err != nil {
-		return sessionstore.Stored{}, err
+// Append stores entry (encoded by cognee.NewQAEntry) under qaID, with its
+// search document when index is true. When the session already holds qaID
+// it stores nothing and returns the stored entry with Created == false.
+// pending reports entries another program appended that the search index
+// has not taken in (CatchUp indexes them).
+func (s *Store) Append(ctx context.Context, user, session, qaID string, entry []byte, index bool) (st sessionstore.Stored, pending bool, err error) {
+	args := []string{qaID, string(entry)}
+	if index {
+		args = append(args, analyseEntry(entry).args()...)
 	}
-	st, err := sessionstore.StoredReply(msg, entry)
+	msg, err := s.exec(ctx, lua.SessionAppend, user, session, args...)
+	if err != nil {
+		return sessionstore.Stored{}, false, err
+	}
+	st, err = sessionstore.StoredReply(msg, entry)
 	if err == nil && st.Created {
 		entriesAppended.Inc()
+		if arr, _ := msg.ToArray(); len(arr) == 2 {
+			p, _ := arr[1].AsInt64()
+			pending = p == 1
+		}
 	}
-	return st, err
+	return st, pending, err
 }
 
 // UpdateEntry sets fields (name, encoded value pairs) of entry qaID and

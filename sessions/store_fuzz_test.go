@@ -82,7 +82,7 @@ func FuzzStoreOperations(f *testing.F) {
 				switch op {
 				case 0: // append through the store (a retry when present)
 					entry, _ := cognee.NewQAEntry(cognee.QAFields{Question: json.RawMessage(`"q"`), Answer: json.RawMessage(`"a"`)}, id, time.Now())
-					st, err := b.store.Append(ctx, "fz", "s", id, entry)
+					st, _, err := b.store.Append(ctx, "fz", "s", id, entry, true)
 					if err != nil || st.Created != (pos < 0) {
 						t.Fatalf("%s: created %v, err %v", step, st.Created, err)
 					}

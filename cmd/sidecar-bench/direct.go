@@ -65,7 +65,7 @@ func (t *directTarget) do(ctx context.Context, w *worker, k kind) error {
 		if err != nil {
 			return err
 		}
-		st, err := t.entries.Append(ctx, w.user, w.session, id, entry)
+		st, _, err := t.entries.Append(ctx, w.user, w.session, id, entry, true)
 		if err == nil && !st.Created {
 			err = errors.New("append: qa_id already stored")
 		}
@@ -132,7 +132,7 @@ func seedSession(ctx context.Context, t *directTarget, w *worker) error {
 		if err != nil {
 			return err
 		}
-		if _, err := t.entries.Append(ctx, w.user, w.session, id, entry); err != nil {
+		if _, _, err := t.entries.Append(ctx, w.user, w.session, id, entry, true); err != nil {
 			return fmt.Errorf("seeding %s/%s: %w", w.user, w.session, err)
 		}
 	}

@@ -44,6 +44,22 @@ func TestScriptsAgreeOnBothPaths(t *testing.T) {
 		calls = append(calls, recorded{s, slices.Clone(keys), slices.Clone(args)})
 	})
 	driveEveryRoute(t, h)
+	searchIndexCalls(t, h, rec)
+	// some scripts run off the answer path (the search indexer's re-index
+	// after a PATCH): give them a moment
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		mu.Lock()
+		n := 0
+		for _, c := range calls {
+			if c.script == lua.SessionSearchCatchup || c.script == lua.SessionSearchEntry {
+				n++
+			}
+		}
+		mu.Unlock()
+		if n >= 2 {
+			break
+		}
+	}
 	stop()
 	if t.Failed() {
 		t.FailNow()
@@ -99,6 +115,28 @@ func TestScriptsAgreeOnBothPaths(t *testing.T) {
 	}
 	if stats := commandCalls(t, ec); stats["fcall"] != 0 || stats["evalsha"] == 0 {
 		t.Errorf("EVALSHA server ran %v, want only EVALSHA", stats)
+	}
+}
+
+// searchIndexCalls drives the search index's catch-up of an entry another
+// program appended (a relevance search indexes it first) and the re-index
+// of an entry whose answer changed.
+func searchIndexCalls(t *testing.T, h *sidecartest.Host, rec *redisstoretest.Server) {
+	t.Helper()
+	base := "/v1/users/fnuser/sessions/fn-search"
+	if r := h.Do(t, "POST", base+"/entries", `{"qa_id":"f1","question":"where is the red door","answer":"left"}`); r.Status != 201 {
+		t.Fatalf("append: %d %s", r.Status, r.Body)
+	}
+	rc := rec.Client(t)
+	cognee := `{"qa_id": "f2", "question": "blue window", "context": "", "answer": "right", "time": "2026-01-02T03:04:05.000006", "feedback_text": null, "feedback_score": null, "used_graph_element_ids": null, "memify_metadata": null}`
+	if err := rc.Do(t.Context(), rc.B().Rpush().Key("agent_sessions:fnuser:fn-search").Element(cognee).Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	if r := h.Do(t, "GET", base+"/search?q=blue&rank=relevance", ""); r.Status != 200 || !strings.Contains(r.Body, "f2") {
+		t.Fatalf("relevance search: %d %s, want f2 found", r.Status, r.Body)
+	}
+	if r := h.Do(t, "PATCH", base+"/entries/f1", `{"answer":"the red door is on the right"}`); r.Status != 200 {
+		t.Fatalf("PATCH: %d %s", r.Status, r.Body)
 	}
 }
 

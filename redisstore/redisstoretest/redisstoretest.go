@@ -196,6 +196,33 @@ func (s *Server) DBSize(t testing.TB) int64 {
 	return n
 }
 
+// Keys lists the server's keys (of every master of a cluster) matching
+// pattern: KEYS, for tests' small data sets.
+func (s *Server) Keys(t testing.TB, pattern string) []string {
+	t.Helper()
+	if s.Cluster != nil {
+		masters, err := s.Cluster.Masters(t.Context())
+		if err != nil {
+			t.Fatalf("keys: %v", err)
+		}
+		var out []string
+		for _, m := range masters {
+			ks, err := s.Cluster.Do(t.Context(), m, "KEYS", pattern).AsStrSlice()
+			if err != nil {
+				t.Fatalf("keys on %s: %v", m, err)
+			}
+			out = append(out, ks...)
+		}
+		return out
+	}
+	c := s.Client(t)
+	out, err := c.Do(t.Context(), c.B().Keys().Pattern(pattern).Build()).AsStrSlice()
+	if err != nil {
+		t.Fatalf("keys: %v", err)
+	}
+	return out
+}
+
 // Start (re)starts a real server on its port and waits until it answers PING.
 // For miniredis it restarts the embedded server on the same address.
 func (s *Server) Start() error {

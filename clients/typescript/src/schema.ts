@@ -527,7 +527,7 @@ export interface paths {
             header?: never;
             path: {
                 /**
-                 * @description The lock name: also its Redis key, as with redis-py. The sidecar's own key names are reserved (400 `invalid_id`): `agent_search`, `agent_search_docs`, `agent_search_stats`, `agent_session_blocks`, `agent_session_compactions`, `agent_session_context_index`, `agent_session_event_keys`, `agent_session_events`, `agent_session_meta`, `agent_session_meta_global`, `agent_session_msg_children`, `agent_session_msg_keys`, `agent_session_msg_order`, `agent_session_msg_tree`, `agent_session_msgs`, `agent_session_prompt`, `agent_session_qa_index`, `agent_session_record`, `agent_session_state`, `agent_session_tool_calls`, `agent_session_usage_ids`, `agent_sessions`, `agent_sessions_by_user`, `agent_sessions_global`, `agent_traces`, `agent_usage_by_model`, `agent_usage_totals`, `agent_user_blocks`, `agent_user_events`, `agent_user_state`, `session_context` and `sidecar`.
+                 * @description The lock name: also its Redis key, as with redis-py. The sidecar's own key names are reserved (400 `invalid_id`): `agent_search`, `agent_search_docs`, `agent_search_entry_docs`, `agent_search_stats`, `agent_session_blocks`, `agent_session_compactions`, `agent_session_context_index`, `agent_session_event_keys`, `agent_session_events`, `agent_session_meta`, `agent_session_meta_global`, `agent_session_msg_children`, `agent_session_msg_keys`, `agent_session_msg_order`, `agent_session_msg_tree`, `agent_session_msgs`, `agent_session_prompt`, `agent_session_qa_index`, `agent_session_record`, `agent_session_state`, `agent_session_tool_calls`, `agent_session_usage_ids`, `agent_sessions`, `agent_sessions_by_user`, `agent_sessions_global`, `agent_traces`, `agent_usage_by_model`, `agent_usage_totals`, `agent_user_blocks`, `agent_user_events`, `agent_user_state`, `session_context` and `sidecar`.
                  * @example graph_writes
                  */
                 name: components["parameters"]["LockName"];
@@ -561,7 +561,7 @@ export interface paths {
             header?: never;
             path: {
                 /**
-                 * @description The lock name: also its Redis key, as with redis-py. The sidecar's own key names are reserved (400 `invalid_id`): `agent_search`, `agent_search_docs`, `agent_search_stats`, `agent_session_blocks`, `agent_session_compactions`, `agent_session_context_index`, `agent_session_event_keys`, `agent_session_events`, `agent_session_meta`, `agent_session_meta_global`, `agent_session_msg_children`, `agent_session_msg_keys`, `agent_session_msg_order`, `agent_session_msg_tree`, `agent_session_msgs`, `agent_session_prompt`, `agent_session_qa_index`, `agent_session_record`, `agent_session_state`, `agent_session_tool_calls`, `agent_session_usage_ids`, `agent_sessions`, `agent_sessions_by_user`, `agent_sessions_global`, `agent_traces`, `agent_usage_by_model`, `agent_usage_totals`, `agent_user_blocks`, `agent_user_events`, `agent_user_state`, `session_context` and `sidecar`.
+                 * @description The lock name: also its Redis key, as with redis-py. The sidecar's own key names are reserved (400 `invalid_id`): `agent_search`, `agent_search_docs`, `agent_search_entry_docs`, `agent_search_stats`, `agent_session_blocks`, `agent_session_compactions`, `agent_session_context_index`, `agent_session_event_keys`, `agent_session_events`, `agent_session_meta`, `agent_session_meta_global`, `agent_session_msg_children`, `agent_session_msg_keys`, `agent_session_msg_order`, `agent_session_msg_tree`, `agent_session_msgs`, `agent_session_prompt`, `agent_session_qa_index`, `agent_session_record`, `agent_session_state`, `agent_session_tool_calls`, `agent_session_usage_ids`, `agent_sessions`, `agent_sessions_by_user`, `agent_sessions_global`, `agent_traces`, `agent_usage_by_model`, `agent_usage_totals`, `agent_user_blocks`, `agent_user_events`, `agent_user_state`, `session_context` and `sidecar`.
                  * @example graph_writes
                  */
                 name: components["parameters"]["LockName"];
@@ -987,7 +987,7 @@ export interface paths {
         };
         /**
          * Tool definitions for the model
-         * @description The tools of the session's blocks in the provider's shape, to send with the model request: `set_context` (`{label, content, action}`: `label` an enum of the writable blocks, `action` `replace` (default) or `append`) `search_context` (`{query, label?}`: lines of the blocks holding every word) and, once the user has messages in the relevance index, `session_search` (`{query, limit?}`: the best matches among the messages of all of the user's sessions).
+         * @description The tools of the session's blocks in the provider's shape, to send with the model request: `set_context` (`{label, content, action}`: `label` an enum of the writable blocks, `action` `replace` (default) or `append`) `search_context` (`{query, label?}`: lines of the blocks holding every word) and, once the user has messages or Q&A entries in the relevance index, `session_search` (`{query, limit?}`: the best matches among the messages and entries of all of the user's sessions).
          */
         get: operations["listTools"];
         put?: never;
@@ -1396,7 +1396,7 @@ export interface paths {
         };
         /**
          * Search all of a user's sessions
-         * @description The user's messages across all of their sessions ranked by relevance (BM25), best first. Words are Unicode words, case- and accent-folded, English stop words dropped and Snowball-stemmed (`deploy` finds `deployment`, `deployed`). Each query word reads at most its 2 000 newest postings; the index lives in the user's Redis slot and is kept by the same script as each message write.
+         * @description The user's messages and Q&A entries (`kind` `message` or `entry`) across all of their sessions ranked by relevance (BM25), best first. Words are Unicode words, case- and accent-folded, English stop words dropped and Snowball-stemmed (`deploy` finds `deployment`, `deployed`). Each query word reads at most its 2 000 newest postings; the index lives in the user's Redis slot and is kept by the same script as each message and entry write; entries another program (Cognee) appended directly are indexed when the sidecar next appends to or searches their session.
          */
         get: operations["searchUser"];
         put?: never;
@@ -1875,7 +1875,7 @@ export interface components {
             frozen_at: string | null;
         };
         ToolList: {
-            /** @description Tool definitions to pass to the model as they are: OpenAI's `{type: "function", function: {name, description, parameters}}` or Anthropic's `{name, description, input_schema}`, parameters as JSON Schema. `set_context` is listed when a writable block exists (its `label` an enum of them), `search_context` when a block has content, `session_search` when the user has messages in the relevance index. */
+            /** @description Tool definitions to pass to the model as they are: OpenAI's `{type: "function", function: {name, description, parameters}}` or Anthropic's `{name, description, input_schema}`, parameters as JSON Schema. `set_context` is listed when a writable block exists (its `label` an enum of them), `search_context` when a block has content, `session_search` when the user has messages or Q&A entries in the relevance index. */
             tools: Record<string, never>[];
         };
         ToolCallRequest: {
@@ -2187,7 +2187,7 @@ export interface components {
          */
         ContextId: components["schemas"]["Id"];
         /**
-         * @description The lock name: also its Redis key, as with redis-py. The sidecar's own key names are reserved (400 `invalid_id`): `agent_search`, `agent_search_docs`, `agent_search_stats`, `agent_session_blocks`, `agent_session_compactions`, `agent_session_context_index`, `agent_session_event_keys`, `agent_session_events`, `agent_session_meta`, `agent_session_meta_global`, `agent_session_msg_children`, `agent_session_msg_keys`, `agent_session_msg_order`, `agent_session_msg_tree`, `agent_session_msgs`, `agent_session_prompt`, `agent_session_qa_index`, `agent_session_record`, `agent_session_state`, `agent_session_tool_calls`, `agent_session_usage_ids`, `agent_sessions`, `agent_sessions_by_user`, `agent_sessions_global`, `agent_traces`, `agent_usage_by_model`, `agent_usage_totals`, `agent_user_blocks`, `agent_user_events`, `agent_user_state`, `session_context` and `sidecar`.
+         * @description The lock name: also its Redis key, as with redis-py. The sidecar's own key names are reserved (400 `invalid_id`): `agent_search`, `agent_search_docs`, `agent_search_entry_docs`, `agent_search_stats`, `agent_session_blocks`, `agent_session_compactions`, `agent_session_context_index`, `agent_session_event_keys`, `agent_session_events`, `agent_session_meta`, `agent_session_meta_global`, `agent_session_msg_children`, `agent_session_msg_keys`, `agent_session_msg_order`, `agent_session_msg_tree`, `agent_session_msgs`, `agent_session_prompt`, `agent_session_qa_index`, `agent_session_record`, `agent_session_state`, `agent_session_tool_calls`, `agent_session_usage_ids`, `agent_sessions`, `agent_sessions_by_user`, `agent_sessions_global`, `agent_traces`, `agent_usage_by_model`, `agent_usage_totals`, `agent_user_blocks`, `agent_user_events`, `agent_user_state`, `session_context` and `sidecar`.
          * @example graph_writes
          */
         LockName: components["schemas"]["Id"];
@@ -2800,7 +2800,7 @@ export interface operations {
                 q: components["parameters"]["SearchQuery"];
                 /** @description At most this many hits, newest first. */
                 limit?: components["parameters"]["SearchLimit"];
-                /** @description `recent` (default): the entries containing every word, newest first, as an array. `relevance`: `{results}` of the session's indexed messages ranked by BM25 (words case- and accent-folded and stemmed: `deploy` finds `deployed`). */
+                /** @description `recent` (default): the entries containing every word, newest first, as an array. `relevance`: `{results}` of the session's indexed Q&A entries (`kind` `entry`, `id` the `qa_id`) and messages (`kind` `message`) ranked by BM25 (words case- and accent-folded and stemmed: `deploy` finds `deployed`); entries another program appended directly are indexed first, up to 16 steps of 64. */
                 rank?: "recent" | "relevance";
             };
             header?: never;
@@ -4099,7 +4099,7 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description The lock name: also its Redis key, as with redis-py. The sidecar's own key names are reserved (400 `invalid_id`): `agent_search`, `agent_search_docs`, `agent_search_stats`, `agent_session_blocks`, `agent_session_compactions`, `agent_session_context_index`, `agent_session_event_keys`, `agent_session_events`, `agent_session_meta`, `agent_session_meta_global`, `agent_session_msg_children`, `agent_session_msg_keys`, `agent_session_msg_order`, `agent_session_msg_tree`, `agent_session_msgs`, `agent_session_prompt`, `agent_session_qa_index`, `agent_session_record`, `agent_session_state`, `agent_session_tool_calls`, `agent_session_usage_ids`, `agent_sessions`, `agent_sessions_by_user`, `agent_sessions_global`, `agent_traces`, `agent_usage_by_model`, `agent_usage_totals`, `agent_user_blocks`, `agent_user_events`, `agent_user_state`, `session_context` and `sidecar`.
+                 * @description The lock name: also its Redis key, as with redis-py. The sidecar's own key names are reserved (400 `invalid_id`): `agent_search`, `agent_search_docs`, `agent_search_entry_docs`, `agent_search_stats`, `agent_session_blocks`, `agent_session_compactions`, `agent_session_context_index`, `agent_session_event_keys`, `agent_session_events`, `agent_session_meta`, `agent_session_meta_global`, `agent_session_msg_children`, `agent_session_msg_keys`, `agent_session_msg_order`, `agent_session_msg_tree`, `agent_session_msgs`, `agent_session_prompt`, `agent_session_qa_index`, `agent_session_record`, `agent_session_state`, `agent_session_tool_calls`, `agent_session_usage_ids`, `agent_sessions`, `agent_sessions_by_user`, `agent_sessions_global`, `agent_traces`, `agent_usage_by_model`, `agent_usage_totals`, `agent_user_blocks`, `agent_user_events`, `agent_user_state`, `session_context` and `sidecar`.
                  * @example graph_writes
                  */
                 name: components["parameters"]["LockName"];
@@ -4149,7 +4149,7 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description The lock name: also its Redis key, as with redis-py. The sidecar's own key names are reserved (400 `invalid_id`): `agent_search`, `agent_search_docs`, `agent_search_stats`, `agent_session_blocks`, `agent_session_compactions`, `agent_session_context_index`, `agent_session_event_keys`, `agent_session_events`, `agent_session_meta`, `agent_session_meta_global`, `agent_session_msg_children`, `agent_session_msg_keys`, `agent_session_msg_order`, `agent_session_msg_tree`, `agent_session_msgs`, `agent_session_prompt`, `agent_session_qa_index`, `agent_session_record`, `agent_session_state`, `agent_session_tool_calls`, `agent_session_usage_ids`, `agent_sessions`, `agent_sessions_by_user`, `agent_sessions_global`, `agent_traces`, `agent_usage_by_model`, `agent_usage_totals`, `agent_user_blocks`, `agent_user_events`, `agent_user_state`, `session_context` and `sidecar`.
+                 * @description The lock name: also its Redis key, as with redis-py. The sidecar's own key names are reserved (400 `invalid_id`): `agent_search`, `agent_search_docs`, `agent_search_entry_docs`, `agent_search_stats`, `agent_session_blocks`, `agent_session_compactions`, `agent_session_context_index`, `agent_session_event_keys`, `agent_session_events`, `agent_session_meta`, `agent_session_meta_global`, `agent_session_msg_children`, `agent_session_msg_keys`, `agent_session_msg_order`, `agent_session_msg_tree`, `agent_session_msgs`, `agent_session_prompt`, `agent_session_qa_index`, `agent_session_record`, `agent_session_state`, `agent_session_tool_calls`, `agent_session_usage_ids`, `agent_sessions`, `agent_sessions_by_user`, `agent_sessions_global`, `agent_traces`, `agent_usage_by_model`, `agent_usage_totals`, `agent_user_blocks`, `agent_user_events`, `agent_user_state`, `session_context` and `sidecar`.
                  * @example graph_writes
                  */
                 name: components["parameters"]["LockName"];
@@ -4230,7 +4230,7 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description The lock name: also its Redis key, as with redis-py. The sidecar's own key names are reserved (400 `invalid_id`): `agent_search`, `agent_search_docs`, `agent_search_stats`, `agent_session_blocks`, `agent_session_compactions`, `agent_session_context_index`, `agent_session_event_keys`, `agent_session_events`, `agent_session_meta`, `agent_session_meta_global`, `agent_session_msg_children`, `agent_session_msg_keys`, `agent_session_msg_order`, `agent_session_msg_tree`, `agent_session_msgs`, `agent_session_prompt`, `agent_session_qa_index`, `agent_session_record`, `agent_session_state`, `agent_session_tool_calls`, `agent_session_usage_ids`, `agent_sessions`, `agent_sessions_by_user`, `agent_sessions_global`, `agent_traces`, `agent_usage_by_model`, `agent_usage_totals`, `agent_user_blocks`, `agent_user_events`, `agent_user_state`, `session_context` and `sidecar`.
+                 * @description The lock name: also its Redis key, as with redis-py. The sidecar's own key names are reserved (400 `invalid_id`): `agent_search`, `agent_search_docs`, `agent_search_entry_docs`, `agent_search_stats`, `agent_session_blocks`, `agent_session_compactions`, `agent_session_context_index`, `agent_session_event_keys`, `agent_session_events`, `agent_session_meta`, `agent_session_meta_global`, `agent_session_msg_children`, `agent_session_msg_keys`, `agent_session_msg_order`, `agent_session_msg_tree`, `agent_session_msgs`, `agent_session_prompt`, `agent_session_qa_index`, `agent_session_record`, `agent_session_state`, `agent_session_tool_calls`, `agent_session_usage_ids`, `agent_sessions`, `agent_sessions_by_user`, `agent_sessions_global`, `agent_traces`, `agent_usage_by_model`, `agent_usage_totals`, `agent_user_blocks`, `agent_user_events`, `agent_user_state`, `session_context` and `sidecar`.
                  * @example graph_writes
                  */
                 name: components["parameters"]["LockName"];
@@ -4317,7 +4317,7 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description The lock name: also its Redis key, as with redis-py. The sidecar's own key names are reserved (400 `invalid_id`): `agent_search`, `agent_search_docs`, `agent_search_stats`, `agent_session_blocks`, `agent_session_compactions`, `agent_session_context_index`, `agent_session_event_keys`, `agent_session_events`, `agent_session_meta`, `agent_session_meta_global`, `agent_session_msg_children`, `agent_session_msg_keys`, `agent_session_msg_order`, `agent_session_msg_tree`, `agent_session_msgs`, `agent_session_prompt`, `agent_session_qa_index`, `agent_session_record`, `agent_session_state`, `agent_session_tool_calls`, `agent_session_usage_ids`, `agent_sessions`, `agent_sessions_by_user`, `agent_sessions_global`, `agent_traces`, `agent_usage_by_model`, `agent_usage_totals`, `agent_user_blocks`, `agent_user_events`, `agent_user_state`, `session_context` and `sidecar`.
+                 * @description The lock name: also its Redis key, as with redis-py. The sidecar's own key names are reserved (400 `invalid_id`): `agent_search`, `agent_search_docs`, `agent_search_entry_docs`, `agent_search_stats`, `agent_session_blocks`, `agent_session_compactions`, `agent_session_context_index`, `agent_session_event_keys`, `agent_session_events`, `agent_session_meta`, `agent_session_meta_global`, `agent_session_msg_children`, `agent_session_msg_keys`, `agent_session_msg_order`, `agent_session_msg_tree`, `agent_session_msgs`, `agent_session_prompt`, `agent_session_qa_index`, `agent_session_record`, `agent_session_state`, `agent_session_tool_calls`, `agent_session_usage_ids`, `agent_sessions`, `agent_sessions_by_user`, `agent_sessions_global`, `agent_traces`, `agent_usage_by_model`, `agent_usage_totals`, `agent_user_blocks`, `agent_user_events`, `agent_user_state`, `session_context` and `sidecar`.
                  * @example graph_writes
                  */
                 name: components["parameters"]["LockName"];

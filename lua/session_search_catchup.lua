@@ -1,0 +1,73 @@
+--! prelude: session_lib
+-- session_search_catchup: takes entries into the search index as
+-- session_search_pending read them, the sidecar having analysed them,
+-- when the list and the index are still as that read found them (every
+-- entry's bytes the same). The index's covered prefix then reaches them.
+-- Not activity: the record, the session's TTLs and its events are not
+-- touched; the hash of documents gets the entries list's remaining TTL.
+-- KEYS[1..15] the session's keys, indexes and totals (session_lib.lua)
+-- ARGV[1..4] TTL, max entries, user_id, session_id (session_lib.lua)
+-- ARGV[5] start: the position of the first entry
+-- ARGV[6] mode, as session_search_pending answered it: '1' drops the
+--   session's entries from the index first; '2' writes every document anew
+-- ARGV[7] the index's ' cov' field as read ('' for none)
+-- ARGV[8] c, the number of entries (any prefix of what the read answered),
+--   then for each: qa_id ('' for an element without one: not indexed),
+--   fingerprint and SHA1 as read, then its document: spec ("term tf ...",
+--   '' for no searchable word), length (-1: indexed already, skipped),
+--   preview. A document's time is its entry's "time".
+-- returns {1, more} when stored (more 1 when entries after them are still
+--   to take in); {0} when the list or the index changed since the read
+--   (nothing written: read again); a KEYTYPE error when a key holds
+--   another type (nothing written).
+local start, mode, c = tonumber(ARGV[5]) or 0, ARGV[6], tonumber(ARGV[8]) or 0
+if #ARGV ~= 8 + c * 6 then return redis.error_reply('ERR session_search_catchup: want 6 arguments per entry') end
+local docs, now = {}, now_us()
+for i = 1, c do
+  local j = 9 + (i - 1) * 6
+  docs[i] = { id = ARGV[j], fp = ARGV[j + 1], sha = ARGV[j + 2], spec = ARGV[j + 3],
+    len = tonumber(ARGV[j + 4]) or 0, preview = ARGV[j + 5] }
+end
+for _, k in ipairs({ { K_ENTRIES, 'list' }, { K_EDOCS, 'hash' }, { K_SSTATS, 'hash' } }) do
+  local got = key_type(k[1])
+  if got ~= 'none' and got ~= k[2] then
+    return redis.error_reply('KEYTYPE ' .. k[1] .. ' ' .. got .. ' ' .. k[2])
+  end
+end
+local refused = check_terms(docs)
+if refused then return refused end
+if (redis.call('HGET', K_EDOCS, ' cov') or '') ~= ARGV[7] then return { 0 } end
+local llen = redis.call('LLEN', K_ENTRIES)
+if start + c > llen then return { 0 } end
+if c > 0 then
+  local els = redis.call('LRANGE', K_ENTRIES, start, start + c - 1)
+  for i, el in ipairs(els) do
+    if redis.sha1hex(el) ~= docs[i].sha then return { 0 } end
+    docs[i].at = entry_time_us(el) or now
+  end
+end
+
+if mode == '1' then unindex_all(K_EDOCS) end
+for _, d in ipairs(docs) do
+  -- skipped: indexed already at the read; or indexed since (by the
+  -- sidecar's own write, which is at least as new)
+  local skip = d.id == '' or d.len < 0
+      or (mode ~= '2' and redis.call('HEXISTS', K_EDOCS, 'entry\t' .. d.id) == 1)
+  if not skip then index_doc(K_EDOCS, 'entry', d.id, d.spec, d.len, d.preview, d.at) end
+end
+if c > 0 then
+  set_cov(start + c, docs[c].fp)
+  if start == 0 then redis.call('HSET', K_EDOCS, ' since', string.format('%d', now)) end
+  -- a refresh walk is under way until it reaches the list's end
+  if mode == '2' and start + c < llen then
+    redis.call('HSET', K_EDOCS, ' refresh', '1')
+  else
+    redis.call('HDEL', K_EDOCS, ' refresh')
+  end
+end
+-- the documents live as long as the list they describe
+local lp = redis.call('PTTL', K_ENTRIES)
+if lp > 0 and redis.call('EXISTS', K_EDOCS) == 1 then redis.call('PEXPIRE', K_EDOCS, lp) end
+local more = 0
+if start + c < llen then more = 1 end
+return { 1, more }

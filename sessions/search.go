@@ -1,0 +1,170 @@
+package sessions
+
+import (
+	"context"
+	"crypto/sha1"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/agentsidecar/agentsidecar/cognee"
+	"github.com/agentsidecar/agentsidecar/lua"
+	"github.com/agentsidecar/agentsidecar/redisstore"
+	"github.com/agentsidecar/agentsidecar/search"
+)
+
+// The relevance search index of Q&A entries (package search; the scripts'
+// side is "Search index" in lua/session_lib.lua). The sidecar's own writes
+// keep it in the same script as the write: an append indexes its entry, a
+// delete or a trim takes entries out, a change of question, context or
+// answer takes the entry out and indexes it again. Entries another program
+// (Cognee) appended are indexed when the sidecar next touches the session:
+// an append that finds such entries queues the session for the pod's
+// background indexer (indexer.go), which indexes up to CatchupStepsAppend
+// steps of them; a relevance search of the session indexes up to
+// CatchupStepsSearch steps first. One step is session_search_pending (at
+// most StepEntries entries, about 1 MiB) then session_search_catchup.
+const (
+	CatchupStepsAppend = 16
+	CatchupStepsSearch = 16
+)
+
+// entryDoc is the search document of a stored entry: its question, context
+// and answer analysed as one text.
+type entryDoc struct {
+	spec    string
+	length  int
+	preview string
+}
+
+// args is the document as the scripts take it: spec, length, preview.
+func (d entryDoc) args() []string {
+	return []string{d.spec, strconv.Itoa(d.length), d.preview}
+}
+
+// analyseEntry is the document of stored (Cognee's JSON, NaN and all): an
+// element that is not a JSON object, or whose texts are not strings,
+// contributes what it has (an empty document when nothing).
+func analyseEntry(stored []byte) entryDoc {
+	var texts []string
+	if strict, err := cognee.Strict(stored); err == nil {
+		var e map[string]json.RawMessage
+		if json.Unmarshal(strict, &e) == nil {
+			for _, f := range []string{"question", "context", "answer"} {
+				var s string
+				if json.Unmarshal(e[f], &s) == nil && s != "" {
+					texts = append(texts, s)
+				}
+			}
+		}
+	}
+	d := search.Analyze(texts...)
+	return entryDoc{spec: d.Spec(), length: d.Length, preview: search.Preview(texts...)}
+}
+
+// textChanged reports whether an update sets the question, context or
+// answer (the entry's document changes).
+func textChanged(fields [][2]string) bool {
+	for _, f := range fields {
+		switch f[0] {
+		case "question", "context", "answer":
+			return true
+		}
+	}
+	return false
+}
+
+// ReindexEntry indexes entry qaID again after an update changed its text:
+// stored is the entry as the update answered it; when the session holds
+// another version by now (a later update), that one's own reindex counts
+// and this writes nothing.
+func (s *Store) ReindexEntry(ctx context.Context, user, session, qaID string, stored []byte) error {
+	sum := sha1.Sum(stored)
+	args := append([]string{qaID, hex.EncodeToString(sum[:])}, analyseEntry(stored).args()...)
+	_, err := s.exec(ctx, lua.SessionSearchEntry, user, session, args...)
+	return err
+}
+
+// A catch-up step reads at most StepEntries entries and writes the
+// documents of those whose distinct terms add up to at most MaxStepTerms
+// (at least one): about 2 ms of Redis time at most, whatever the entries
+// hold (256 entries of 256 terms each would be 65 536 ZADDs in one script).
+const (
+	StepEntries  = 64
+	MaxStepTerms = 2048
+)
+
+// CatchUp takes into the search index what it lacks of the session's
+// entries (another program appended or rewrote them, or the index is due a
+// refresh), at most steps steps. It stops early when nothing is left, and
+// when another writer changed the list or the index between a step's read
+// and its write (the next touch goes on). Returns whether something is
+// left.
+func (s *Store) CatchUp(ctx context.Context, user, session string, steps int) (bool, error) {
+	for range steps {
+		msg, err := s.Exec(ctx, lua.SessionSearchPending, user, session, strconv.Itoa(StepEntries))
+		if err != nil {
+			return true, err
+		}
+		arr, err := msg.ToArray()
+		if err != nil || len(arr) < 3 || (len(arr)-3)%4 != 0 {
+			return true, redisstore.Wrap(lua.SessionSearchPending.Name, fmt.Errorf("unexpected script reply"))
+		}
+		start, _ := arr[0].AsInt64()
+		mode, _ := arr[1].AsInt64()
+		cov, _ := arr[2].ToString()
+		read := (len(arr) - 3) / 4
+		if read == 0 && mode == 0 {
+			return false, nil
+		}
+		docs, terms := make([]string, 0, 6*read), 0
+		n := 0
+		for ; n < read; n++ {
+			id, _ := arr[3+4*n].ToString()
+			fp, _ := arr[4+4*n].ToString()
+			sum, _ := arr[5+4*n].ToString()
+			el, _ := arr[6+4*n].ToString()
+			if el == "" { // indexed already
+				docs = append(docs, id, fp, sum, "", "-1", "")
+				continue
+			}
+			d := analyseEntry([]byte(el))
+			k := strings.Count(d.spec, " ")/2 + 1
+			if n > 0 && terms+k > MaxStepTerms {
+				break
+			}
+			terms += k
+			docs = append(append(docs, id, fp, sum), d.args()...)
+		}
+		args := append([]string{strconv.FormatInt(start, 10), strconv.FormatInt(mode, 10), cov, strconv.Itoa(n)}, docs...)
+		msg, err = s.Exec(ctx, lua.SessionSearchCatchup, user, session, args...)
+		if err != nil {
+			return true, err
+		}
+		indexSteps.WithLabelValues("search").Inc()
+		res, err := msg.ToArray()
+		if err != nil || len(res) == 0 {
+			return true, redisstore.Wrap(lua.SessionSearchCatchup.Name, fmt.Errorf("unexpected script reply"))
+		}
+		if done, _ := res[0].AsInt64(); done == 0 {
+			return true, nil // another writer moved on meanwhile
+		}
+		if len(res) < 2 {
+			return true, redisstore.Wrap(lua.SessionSearchCatchup.Name, fmt.Errorf("unexpected script reply"))
+		}
+		if more, _ := res[1].AsInt64(); more == 0 {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// catchUp runs CatchUp for a request that does not fail with it: the write
+// or the search it serves stands either way, and the next touch goes on.
+func (m *Module) catchUp(ctx context.Context, user, session string, steps int) {
+	if _, err := m.store.CatchUp(ctx, user, session, steps); err != nil {
+		m.logger.Warn("search index: entries another program appended not indexed yet", "user_id", user, "session_id", session, "err", err)
+	}
+}
