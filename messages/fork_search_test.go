@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/redis/rueidis"
+
 	"github.com/agentsidecar/agentsidecar/envconf"
 	"github.com/agentsidecar/agentsidecar/lua"
 	"github.com/agentsidecar/agentsidecar/redisstore/redisstoretest"
@@ -235,6 +237,56 @@ func TestMessagesIndexScript(t *testing.T) {
 		}
 		if after := state(); after != before {
 			t.Fatalf("session changed by indexing:\n %s\nwant\n %s", after, before)
+		}
+	})
+}
+
+// An indexing failure after the fork (here a postings key another program
+// made a string) does not fail it: 201, the copies stored, their batch
+// left out of the index (refused before any write).
+func TestForkIndexFailureKeepsFork(t *testing.T) {
+	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
+		h := start(t, srv, nil)
+		post(t, h, `{"id":"a","role":"user","content":"zebras in the orchard"}`, 201)
+		post(t, h, `{"id":"b","role":"user","content":"pears in the orchard"}`, 201)
+		l, c := srv.Layout(), srv.Client(t)
+		zebra := l.SearchPostings("alice", "zebra")
+		for _, cmd := range []rueidis.Completed{c.B().Del().Key(zebra).Build(), c.B().Set().Key(zebra).Value("x").Build()} {
+			if err := c.Do(t.Context(), cmd).Error(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		fork(t, h, "b", "s2")
+		if got := ids(pathOf(t, h, "s2", "")); got != "a,b" {
+			t.Fatalf("fork's path: %s", got)
+		}
+		if got := sortedIDs(find(t, h, "/v1/users/alice/search?", "pears")); got != "s1/b" {
+			t.Fatalf("pears: got %s, want s1/b only (the copies' batch was refused)", got)
+		}
+		if n := docCount(t, srv, l.SearchDocs("alice", "s2"), " n"); n != 0 {
+			t.Fatalf("fork's documents: %d, want 0", n)
+		}
+	})
+}
+
+// A split's continuation starts with its summary as a system message,
+// indexed by the split's own script.
+func TestSplitSearch(t *testing.T) {
+	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
+		h := start(t, srv, nil)
+		post(t, h, `{"id":"a","role":"user","content":"pears in the orchard"}`, 201)
+		if rep := h.Do(t, "POST", "/v1/users/alice/sessions/s1/split", `{"summary":"We planned the orchard.","session_id":"s1-2"}`); rep.Status != 201 {
+			t.Fatalf("split: %s", rep)
+		}
+		sessions := map[string]int{}
+		for _, g := range find(t, h, "/v1/users/alice/search?", "orchard") {
+			sessions[g.SessionID]++
+		}
+		if len(sessions) != 2 || sessions["s1"] != 1 || sessions["s1-2"] != 1 {
+			t.Fatalf("orchard: hits by session %v, want s1's message and the continuation's summary", sessions)
+		}
+		if got := find(t, h, "/v1/users/alice/search?", "planned"); len(got) != 1 || got[0].SessionID != "s1-2" || got[0].Snippet != "We planned the orchard." {
+			t.Fatalf("planned: got %+v, want the continuation's summary", got)
 		}
 	})
 }
