@@ -121,9 +121,10 @@ func (m *messageIn) check(at string) (message, error) {
 	if !validRole(m.Role) {
 		return out, bad(at+"role", "must be a lowercase word of 1-%d characters of a-z and _ (user, assistant, system, tool, developer, ...)", MaxRoleLength)
 	}
-	var content string
+	var content *string
 	if present(m.Content) {
-		if json.Unmarshal(m.Content, &content) != nil {
+		content = new(string)
+		if json.Unmarshal(m.Content, content) != nil {
 			return out, bad(at+"content", "must be a string")
 		}
 		if len(m.Content) > MaxContentBytes {
@@ -178,7 +179,7 @@ func (m *messageIn) check(at string) (message, error) {
 			return out, bad(at+"metadata", "is %d bytes; at most %d", len(m.Metadata), MaxMetadataBytes)
 		}
 	}
-	out.Text = m.texts()
+	out.Text = m.textsWith(content)
 	if m.TokenCount != nil {
 		out.Tokens = *m.TokenCount
 	} else {
@@ -196,10 +197,21 @@ func (m *messageIn) check(at string) (message, error) {
 // from the message as stored (its raw fields are the bytes sent), so both
 // give the same document.
 func (m *messageIn) texts() []string {
+	var content *string
+	if present(m.Content) {
+		content = new(string)
+		if json.Unmarshal(m.Content, content) != nil {
+			content = nil
+		}
+	}
+	return m.textsWith(content)
+}
+
+// textsWith is texts with m's content already decoded (nil: none).
+func (m *messageIn) textsWith(content *string) []string {
 	var out []string
-	var content string
-	if present(m.Content) && json.Unmarshal(m.Content, &content) == nil {
-		out = append(out, content)
+	if content != nil {
+		out = append(out, *content)
 	}
 	if present(m.Parts) {
 		out = appendTexts(out, m.Parts)
