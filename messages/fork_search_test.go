@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/redis/rueidis"
@@ -287,6 +288,67 @@ func TestSplitSearch(t *testing.T) {
 		}
 		if got := find(t, h, "/v1/users/alice/search?", "planned"); len(got) != 1 || got[0].SessionID != "s1-2" || got[0].Snippet != "We planned the orchard." {
 			t.Fatalf("planned: got %+v, want the continuation's summary", got)
+		}
+	})
+}
+
+// Messages of the fork changed while its copies are being indexed keep
+// the document of their last write: 8 callers PATCH every copy (newest
+// first, each as soon as it exists) while the fork indexes them (oldest
+// first); after all, each copy is found by its new words only, never by
+// the words its copy had when the fork read it.
+func TestForkSearchConcurrentWrites(t *testing.T) {
+	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
+		h := start(t, srv, nil)
+		const n = 250
+		for from := 0; from < n; from += 100 {
+			var b []string
+			for i := from; i < min(n, from+100); i++ {
+				b = append(b, fmt.Sprintf(`{"id":"c%d","role":"user","content":"orchard m%dold"}`, i, i))
+			}
+			post(t, h, `{"messages":[`+strings.Join(b, ",")+`]}`, 201)
+		}
+		var wg sync.WaitGroup
+		forked := make(chan sidecartest.Reply, 1)
+		wg.Go(func() {
+			forked <- h.Do(t, "POST", "/v1/users/alice/sessions/s1/fork", fmt.Sprintf(`{"at":"c%d","session_id":"s2"}`, n-1))
+		})
+		errs := make(chan string, n)
+		for g := range 8 {
+			wg.Go(func() {
+				for i := n - 1 - g; i >= 0; i -= 8 {
+					for {
+						rep := h.Do(t, "PATCH", fmt.Sprintf("/v1/users/alice/sessions/s2/messages/c%d", i), fmt.Sprintf(`{"content":"orchard m%dnew"}`, i))
+						if rep.Status == 200 {
+							break
+						}
+						if rep.Status != 404 {
+							errs <- fmt.Sprintf("PATCH c%d: %s", i, rep)
+							return
+						}
+					}
+				}
+			})
+		}
+		wg.Wait()
+		close(errs)
+		for e := range errs {
+			t.Fatal(e)
+		}
+		if rep := <-forked; rep.Status != 201 {
+			t.Fatalf("fork: %s", rep)
+		}
+		for i := range n {
+			if got := sortedIDs(find(t, h, "/v1/users/alice/search?", fmt.Sprintf("m%dold", i))); got != fmt.Sprintf("s1/c%d", i) {
+				t.Errorf("m%dold: got %s, want s1's message only", i, got)
+			}
+			if got := sortedIDs(find(t, h, "/v1/users/alice/search?", fmt.Sprintf("m%dnew", i))); got != fmt.Sprintf("s2/c%d", i) {
+				t.Errorf("m%dnew: got %s, want the fork's copy only", i, got)
+			}
+		}
+		l := srv.Layout()
+		if got := docCount(t, srv, l.SearchStats("alice"), "n"); got != 2*n {
+			t.Fatalf("user's statistics n: got %d, want %d", got, 2*n)
 		}
 	})
 }
