@@ -65,7 +65,9 @@ func everyMessageOperation(t *testing.T, ctx context.Context, c *client.Client, 
 	if p := must(c.ListMessages(ctx, u, s, client.PathOptions{Leaf: "m3", Raw: true})).ok(t); len(p.Messages) != 3 {
 		t.Fatalf("ListMessages raw: %+v", p)
 	}
-	if hits := must(c.SearchUser(ctx, u, "dogs", 0)).ok(t); len(hits) != 1 || hits[0].ID != "m1" || hits[0].SessionID != s {
+	// the message, then the user's Q&A entry q1 (written above) that
+	// also asks about a dog
+	if hits := must(c.SearchUser(ctx, u, "dogs", 0)).ok(t); len(hits) != 2 || hits[0].ID != "m1" || hits[0].SessionID != s || hits[1].Kind != "entry" || hits[1].ID != "q1" {
 		t.Fatalf("SearchUser: %+v", hits)
 	}
 	if hits := must(c.SearchRelevant(ctx, u, s, "garden", 5)).ok(t); len(hits) != 1 || hits[0].ID != "m2" {

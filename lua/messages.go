@@ -22,5 +22,9 @@ var (
 	MessagesSplit = load("messages_split")
 )
 
+// MessagesIndex puts a batch of a session's messages into the search index
+// (a fork's copies).
+var MessagesIndex = load("messages_index")
+
 // MessagesCompact stores a compaction overlay.
 var MessagesCompact = load("messages_compact")

@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
+	"sort"
 	"strconv"
 	"time"
 	"unicode/utf8"
@@ -120,15 +121,15 @@ func (m *messageIn) check(at string) (message, error) {
 	if !validRole(m.Role) {
 		return out, bad(at+"role", "must be a lowercase word of 1-%d characters of a-z and _ (user, assistant, system, tool, developer, ...)", MaxRoleLength)
 	}
-	var content string
+	var content *string
 	if present(m.Content) {
-		if json.Unmarshal(m.Content, &content) != nil {
+		content = new(string)
+		if json.Unmarshal(m.Content, content) != nil {
 			return out, bad(at+"content", "must be a string")
 		}
 		if len(m.Content) > MaxContentBytes {
 			return out, bad(at+"content", "is %d bytes; at most %d", len(m.Content), MaxContentBytes)
 		}
-		out.Text = append(out.Text, content)
 	}
 	if present(m.Parts) {
 		var parts []map[string]json.RawMessage
@@ -138,7 +139,6 @@ func (m *messageIn) check(at string) (message, error) {
 		if len(m.Parts) > MaxContentBytes {
 			return out, bad(at+"parts", "is %d bytes; at most %d", len(m.Parts), MaxContentBytes)
 		}
-		out.Text = appendTexts(out.Text, m.Parts)
 	}
 	if present(m.ToolCalls) {
 		if err := checkToolCalls(at+"tool_calls", m.ToolCalls); err != nil {
@@ -155,7 +155,6 @@ func (m *messageIn) check(at string) (message, error) {
 		if m.Format == nil {
 			return out, bad(at+"format", "is required with item (e.g. openai.responses, ai-sdk.ui, adk.event)")
 		}
-		out.Text = appendTexts(out.Text, m.Item)
 	}
 	if m.Format != nil {
 		if !present(m.Item) {
@@ -180,6 +179,7 @@ func (m *messageIn) check(at string) (message, error) {
 			return out, bad(at+"metadata", "is %d bytes; at most %d", len(m.Metadata), MaxMetadataBytes)
 		}
 	}
+	out.Text = m.textsWith(content)
 	if m.TokenCount != nil {
 		out.Tokens = *m.TokenCount
 	} else {
@@ -189,6 +189,37 @@ func (m *messageIn) check(at string) (message, error) {
 	out.Body = m.encode(out.ID, out.Tokens)
 	out.FP = m.fingerprint()
 	return out, nil
+}
+
+// texts is the text of m that its token estimate and its search document
+// are made from: content, then the text of parts, then of item. check
+// takes it from a message as sent, the search index of a fork's copies
+// from the message as stored (its raw fields are the bytes sent), so both
+// give the same document.
+func (m *messageIn) texts() []string {
+	var content *string
+	if present(m.Content) {
+		content = new(string)
+		if json.Unmarshal(m.Content, content) != nil {
+			content = nil
+		}
+	}
+	return m.textsWith(content)
+}
+
+// textsWith is texts with m's content already decoded (nil: none).
+func (m *messageIn) textsWith(content *string) []string {
+	var out []string
+	if content != nil {
+		out = append(out, *content)
+	}
+	if present(m.Parts) {
+		out = appendTexts(out, m.Parts)
+	}
+	if present(m.Item) {
+		out = appendTexts(out, m.Item)
+	}
+	return out
 }
 
 func validRole(r string) bool {
@@ -270,8 +301,15 @@ func appendTexts(out []string, raw json.RawMessage) []string {
 				walk(e, text)
 			}
 		case map[string]any:
-			for k, e := range x {
-				walk(e, k == "content" || k == "text")
+			// keys in order, so a message's texts (and its search
+			// preview) are the same each time it is analysed
+			keys := make([]string, 0, len(x))
+			for k := range x {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			for _, k := range keys {
+				walk(x[k], k == "content" || k == "text")
 			}
 		}
 	}

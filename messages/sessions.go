@@ -1,11 +1,13 @@
 package messages
 
 import (
+	"context"
 	"crypto/sha1"
 	"encoding/hex"
 	"errors"
 	"net/http"
 	"strconv"
+	"time"
 	"unicode/utf8"
 
 	"github.com/agentsidecar/agentsidecar/lua"
@@ -86,7 +88,26 @@ func (m *Module) fork(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if created && m.cfg.SearchIndex {
+		m.indexFork(r.Context(), user, sid, in.At)
+	}
 	return m.writeRecord(w, r, created, user, sid)
+}
+
+// indexFork puts the messages a fork copied (the path root..at of the new
+// session sid) into the search index before the fork answers, within
+// three quarters of what is left of the request's deadline (the record
+// read keeps the rest). The fork stands whatever happens: an error is
+// logged, and the copies not indexed stay out of the index.
+func (m *Module) indexFork(ctx context.Context, user, sid, at string) {
+	if d, ok := ctx.Deadline(); ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, time.Until(d)*3/4)
+		defer cancel()
+	}
+	if n, err := m.store.IndexPath(ctx, user, sid, at); err != nil {
+		m.logger.Warn("search index: messages a fork copied not all indexed", "user_id", user, "session_id", sid, "indexed", n, "err", err)
+	}
 }
 
 func (m *Module) split(w http.ResponseWriter, r *http.Request) error {

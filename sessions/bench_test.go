@@ -168,7 +168,7 @@ func BenchmarkAppendHTTP(b *testing.B) {
 
 // BenchmarkAppendStore is a diagnostic for target 1: the same appends as
 // BenchmarkAppendHTTP from 16 goroutines, straight into the store
-// (sessions.Store.Append: rueidis EVALSHA of session_append.lua),
+// (sessions.Store.Append: FCALL of session_append's function),
 // without HTTP, request decoding or response encoding. The gap to
 // BenchmarkAppendHTTP is the cost of the HTTP layer.
 func BenchmarkAppendStore(b *testing.B) {
@@ -327,6 +327,64 @@ func BenchmarkLastN(b *testing.B) {
 			}
 			lat.add(local)
 			lat.report(b, n)
+		})
+	}
+}
+
+// BenchmarkAppendSearchIndex is what keeping the relevance search index
+// costs an append: the same appends (benchQuestion, benchContext,
+// benchAnswer: a typical Q&A entry) one at a time into the store, with the
+// entry's document (index=on) and without (index=off, SEARCH_INDEX=false),
+// on one real redis-server. Reported: redis-us/op, Redis's own time per
+// script call (INFO commandstats), and wall-us/op, the wall time of the
+// store call (encoding, the Go analysis, the round trip and the script).
+func BenchmarkAppendSearchIndex(b *testing.B) {
+	srv := redisstoretest.NewReal(b)
+	store := sessions.NewStore(sessionstore.New(srv.Conn(b), sessionstore.Config{TTLSeconds: 604800, AbandonAfterSeconds: 1800}))
+	c := srv.Client(b)
+	var f cognee.QAFields
+	f.Question, _ = json.Marshal(benchQuestion)
+	f.Context, _ = json.Marshal(benchContext)
+	f.Answer, _ = json.Marshal(benchAnswer)
+	evalUsec := func() float64 {
+		info, err := c.Do(context.Background(), c.B().Info().Section("commandstats").Build()).ToString()
+		if err != nil {
+			b.Fatal(err)
+		}
+		var total float64
+		for _, line := range strings.Split(info, "\n") {
+			if strings.HasPrefix(line, "cmdstat_fcall:") || strings.HasPrefix(line, "cmdstat_evalsha:") || strings.HasPrefix(line, "cmdstat_eval:") {
+				for _, kv := range strings.Split(strings.TrimSpace(strings.SplitN(line, ":", 2)[1]), ",") {
+					if v, ok := strings.CutPrefix(kv, "usec="); ok {
+						n, _ := strconv.ParseFloat(v, 64)
+						total += n
+					}
+				}
+			}
+		}
+		return total
+	}
+	for _, index := range []bool{false, true} {
+		name := "index=off"
+		if index {
+			name = "index=on"
+		}
+		b.Run(name, func(b *testing.B) {
+			ctx := context.Background()
+			before := evalUsec()
+			start := time.Now()
+			for i := 0; b.Loop(); i++ {
+				qa := fmt.Sprintf("q-%s-%d", name, i)
+				entry, err := cognee.NewQAEntry(f, qa, time.Now())
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, _, err := store.Append(ctx, "bench", name+"-"+strconv.Itoa(i/500), qa, entry, index); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric((evalUsec()-before)/float64(b.N), "redis-us/op")
+			b.ReportMetric(float64(time.Since(start).Microseconds())/float64(b.N), "wall-us/op")
 		})
 	}
 }

@@ -17,7 +17,7 @@ const (
 	IndexerTimeout = 10 * time.Second
 	// RecheckEvery: a write that is not an append queues a session for a
 	// look at its index (whether the postings are due a refresh) at most
-	// this often per pod.
+	// this often per pod (a quarter of SESSION_TTL_SECONDS when shorter).
 	RecheckEvery = time.Minute
 	// recheckMemory bounds the sessions whose last look the pod remembers.
 	recheckMemory = 4096
@@ -31,8 +31,9 @@ type sessionRef struct{ user, session string }
 // session another program grew coalesce into one catch-up instead of
 // racing over the same entries, and no answer waits on it.
 type indexer struct {
-	store  *Store
-	logger *slog.Logger
+	store   *Store
+	logger  *slog.Logger
+	recheck time.Duration // touchLater's interval per session
 
 	mu      sync.Mutex
 	pending map[sessionRef]bool
@@ -42,8 +43,12 @@ type indexer struct {
 	done    chan struct{}
 }
 
-func newIndexer(store *Store, logger *slog.Logger) *indexer {
-	x := &indexer{store: store, logger: logger, pending: map[sessionRef]bool{}, looked: map[sessionRef]time.Time{},
+func newIndexer(store *Store, logger *slog.Logger, ttlSeconds int) *indexer {
+	recheck := RecheckEvery
+	if ttlSeconds > 0 {
+		recheck = min(recheck, time.Duration(ttlSeconds)*time.Second/4)
+	}
+	x := &indexer{store: store, logger: logger, recheck: recheck, pending: map[sessionRef]bool{}, looked: map[sessionRef]time.Time{},
 		queue: make(chan sessionRef, IndexerQueue), stop: make(chan struct{}), done: make(chan struct{})}
 	go x.run()
 	return x
@@ -68,13 +73,13 @@ func (x *indexer) touch(user, session string) {
 
 // touchLater is touch for a write that does not know whether the index
 // lacks something (feedback, an update, a delete): at most once per
-// RecheckEvery per session, so that an index due a refresh is refreshed
+// recheck per session, so that an index due a refresh is refreshed
 // even when the session is written to without appends.
 func (x *indexer) touchLater(user, session string) {
 	ref, now := sessionRef{user, session}, time.Now()
 	x.mu.Lock()
 	last, ok := x.looked[ref]
-	if ok && now.Sub(last) < RecheckEvery {
+	if ok && now.Sub(last) < x.recheck {
 		x.mu.Unlock()
 		return
 	}

@@ -104,61 +104,85 @@ const (
 // left.
 func (s *Store) CatchUp(ctx context.Context, user, session string, steps int) (bool, error) {
 	for range steps {
-		msg, err := s.Exec(ctx, lua.SessionSearchPending, user, session, strconv.Itoa(StepEntries))
+		args, err := s.catchupRead(ctx, user, session)
 		if err != nil {
 			return true, err
 		}
-		arr, err := msg.ToArray()
-		if err != nil || len(arr) < 3 || (len(arr)-3)%4 != 0 {
-			return true, redisstore.Wrap(lua.SessionSearchPending.Name, fmt.Errorf("unexpected script reply"))
-		}
-		start, _ := arr[0].AsInt64()
-		mode, _ := arr[1].AsInt64()
-		cov, _ := arr[2].ToString()
-		read := (len(arr) - 3) / 4
-		if read == 0 && mode == 0 {
+		if args == nil {
 			return false, nil
 		}
-		docs, terms := make([]string, 0, 6*read), 0
-		n := 0
-		for ; n < read; n++ {
-			id, _ := arr[3+4*n].ToString()
-			fp, _ := arr[4+4*n].ToString()
-			sum, _ := arr[5+4*n].ToString()
-			el, _ := arr[6+4*n].ToString()
-			if el == "" { // indexed already
-				docs = append(docs, id, fp, sum, "", "-1", "")
-				continue
-			}
-			d := analyseEntry([]byte(el))
-			k := strings.Count(d.spec, " ")/2 + 1
-			if n > 0 && terms+k > MaxStepTerms {
-				break
-			}
-			terms += k
-			docs = append(append(docs, id, fp, sum), d.args()...)
+		stored, more, err := s.catchupWrite(ctx, user, session, args)
+		if err != nil || !stored {
+			return true, err // !stored: another writer moved on meanwhile
 		}
-		args := append([]string{strconv.FormatInt(start, 10), strconv.FormatInt(mode, 10), cov, strconv.Itoa(n)}, docs...)
-		msg, err = s.Exec(ctx, lua.SessionSearchCatchup, user, session, args...)
-		if err != nil {
-			return true, err
-		}
-		indexSteps.WithLabelValues("search").Inc()
-		res, err := msg.ToArray()
-		if err != nil || len(res) == 0 {
-			return true, redisstore.Wrap(lua.SessionSearchCatchup.Name, fmt.Errorf("unexpected script reply"))
-		}
-		if done, _ := res[0].AsInt64(); done == 0 {
-			return true, nil // another writer moved on meanwhile
-		}
-		if len(res) < 2 {
-			return true, redisstore.Wrap(lua.SessionSearchCatchup.Name, fmt.Errorf("unexpected script reply"))
-		}
-		if more, _ := res[1].AsInt64(); more == 0 {
+		if !more {
 			return false, nil
 		}
 	}
 	return true, nil
+}
+
+// catchupRead is a step's read (session_search_pending) and the analysis
+// of what it read: session_search_catchup's arguments, nil when the index
+// lacks nothing.
+func (s *Store) catchupRead(ctx context.Context, user, session string) ([]string, error) {
+	msg, err := s.Exec(ctx, lua.SessionSearchPending, user, session, strconv.Itoa(StepEntries))
+	if err != nil {
+		return nil, err
+	}
+	arr, err := msg.ToArray()
+	if err != nil || len(arr) < 3 || (len(arr)-3)%4 != 0 {
+		return nil, redisstore.Wrap(lua.SessionSearchPending.Name, fmt.Errorf("unexpected script reply"))
+	}
+	start, _ := arr[0].AsInt64()
+	mode, _ := arr[1].AsInt64()
+	cov, _ := arr[2].ToString()
+	read := (len(arr) - 3) / 4
+	if read == 0 && mode == 0 {
+		return nil, nil
+	}
+	docs, terms, n := make([]string, 0, 6*read), 0, 0
+	for ; n < read; n++ {
+		id, _ := arr[3+4*n].ToString()
+		fp, _ := arr[4+4*n].ToString()
+		sum, _ := arr[5+4*n].ToString()
+		el, _ := arr[6+4*n].ToString()
+		if el == "" { // indexed already
+			docs = append(docs, id, fp, sum, "", "-1", "")
+			continue
+		}
+		d := analyseEntry([]byte(el))
+		k := strings.Count(d.spec, " ")/2 + 1
+		if n > 0 && terms+k > MaxStepTerms {
+			break
+		}
+		terms += k
+		docs = append(append(docs, id, fp, sum), d.args()...)
+	}
+	return append([]string{strconv.FormatInt(start, 10), strconv.FormatInt(mode, 10), cov, strconv.Itoa(n)}, docs...), nil
+}
+
+// catchupWrite runs session_search_catchup with a read's arguments:
+// whether it stored them (false: the list or the index changed since the
+// read) and whether more is left.
+func (s *Store) catchupWrite(ctx context.Context, user, session string, args []string) (stored, more bool, err error) {
+	msg, err := s.Exec(ctx, lua.SessionSearchCatchup, user, session, args...)
+	if err != nil {
+		return false, false, err
+	}
+	indexSteps.WithLabelValues("search").Inc()
+	res, err := msg.ToArray()
+	if err != nil || len(res) == 0 {
+		return false, false, redisstore.Wrap(lua.SessionSearchCatchup.Name, fmt.Errorf("unexpected script reply"))
+	}
+	if done, _ := res[0].AsInt64(); done == 0 {
+		return false, false, nil
+	}
+	if len(res) < 2 {
+		return false, false, redisstore.Wrap(lua.SessionSearchCatchup.Name, fmt.Errorf("unexpected script reply"))
+	}
+	m, _ := res[1].AsInt64()
+	return true, m == 1, nil
 }
 
 // catchUp runs CatchUp for a request that does not fail with it: the write

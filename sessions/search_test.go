@@ -245,3 +245,25 @@ func TestEntriesSearchIndexOff(t *testing.T) {
 		t.Fatalf("%d search keys with SEARCH_INDEX=false", n)
 	}
 }
+
+// A session kept alive by feedback alone, past its TTL: its entries are
+// indexed again once their index is half a TTL old (a look at most every
+// quarter TTL per pod), so the user's postings of its words do not expire
+// under it.
+func TestEntriesPostingsLiveWithTheSession(t *testing.T) {
+	srv := redisstoretest.NewReal(t)
+	h := startSearch(t, srv, envconf.Env{"SESSION_TTL_SECONDS": "4"})
+	s := "/v1/users/carol/sessions/s"
+	if rep := h.Do(t, "POST", s+"/entries", `{"qa_id":"q1","question":"zebra crossing","answer":"ok"}`); rep.Status != 201 {
+		t.Fatal(rep)
+	}
+	for i := range 7 {
+		time.Sleep(time.Second)
+		if rep := h.Do(t, "PUT", s+"/entries/q1/feedback", fmt.Sprintf(`{"feedback_score":%d}`, i%5+1)); rep.Status != 200 {
+			t.Fatalf("feedback %d: %s", i, rep)
+		}
+	}
+	if _, ids := hits(t, h, "/v1/users/carol/search?", "zebra"); ids != "s/entry:q1" {
+		t.Fatalf("after 7 s of a 4 s TTL kept alive by feedback: %q", ids)
+	}
+}

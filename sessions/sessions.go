@@ -53,9 +53,13 @@ func New(_ context.Context, deps sidecar.Deps) (sidecar.Module, error) {
 	if err != nil {
 		return nil, err
 	}
+	sc, err := envconf.Load[sessionstore.Config](deps.Env)
+	if err != nil {
+		return nil, err
+	}
 	store := NewStore(s)
 	return &Module{store: store, logger: deps.Logger, now: time.Now, maxAnswer: rc.MaxAnswerBytes,
-		index: rc.SearchIndex, indexer: newIndexer(store, deps.Logger), reads: make(chan struct{}, ConcurrentReads)}, nil
+		index: rc.SearchIndex, indexer: newIndexer(store, deps.Logger, sc.TTLSeconds), reads: make(chan struct{}, ConcurrentReads)}, nil
 }
 
 // Close implements sidecar.Closer: stops the background indexer.

@@ -1306,7 +1306,7 @@ export interface paths {
         put?: never;
         /**
          * Fork the session at a message
-         * @description Creates a new session of the same user holding the path root..`at` of this one (the same ids, contents and `created_at`; on Redis Cluster in the same slot), the compactions wholly inside it and this session's context blocks, with `parent_session_id` = this session and `at` as its latest leaf, in one atomic script: O(depth of `at`), at most `SESSION_MAX_MESSAGES`. This session is not changed.
+         * @description Creates a new session of the same user holding the path root..`at` of this one (the same ids, contents and `created_at`; on Redis Cluster in the same slot), the compactions wholly inside it and this session's context blocks, with `parent_session_id` = this session and `at` as its latest leaf, in one atomic script: O(depth of `at`), at most `SESSION_MAX_MESSAGES`. This session is not changed. The copies are then put into the relevance search index under the new session in bounded steps (at most 100 messages per script) before the answer, so a search right after it finds them; should that indexing fail, the fork still stands (a warning is logged; copies not indexed stay out of search). Nothing is indexed with `SEARCH_INDEX=false` or for a retry.
          */
         post: operations["forkSession"];
         delete?: never;
