@@ -80,3 +80,14 @@ func TestStemCache(t *testing.T) {
 		t.Fatalf("cache holds %d words, want at most %d", n, StemCacheWords)
 	}
 }
+
+// BenchmarkAnalyze: a typical Q&A entry's question, context and answer (38
+// words) analysed for the index (BENCHMARKS.md, "Q&A entries in the
+// relevance index").
+func BenchmarkAnalyze(b *testing.B) {
+	for b.Loop() {
+		Analyze("What did the quarterly report say about revenue growth in the EMEA region?",
+			"Q3 report, section 4.2: EMEA revenue grew 12% year over year, driven by the DACH markets and new enterprise contracts in the Nordics.",
+			"EMEA revenue grew 12% year over year in Q3, mostly from DACH and new Nordic enterprise contracts.")
+	}
+}
