@@ -33,11 +33,14 @@ local newlen = redis.call('RPUSH', K_ENTRIES, entry)
 index_append('qa', qa_id, entry, newlen)
 local pending = 0
 if spec then
-  index_doc(K_EDOCS, 'entry', qa_id, spec, tonumber(ARGV[8]) or 0, ARGV[9] or '', entry_time_us(entry) or now_us())
+  -- the entry is indexed here when the index's covered prefix reaches it;
+  -- else (another program appended before it) the catch-up indexes it
+  -- with the entries before it: a document never lies past the prefix
   local n, fp, since = entries_cov()
   if n == newlen - 1 and (n == 0 or fp == last_fp) then
+    index_doc(K_EDOCS, 'entry', qa_id, spec, tonumber(ARGV[8]) or 0, ARGV[9] or '', entry_time_us(entry) or now_us())
     set_cov(newlen, fingerprint('qa', entry))
-    if n == 0 then redis.call('HSET', K_EDOCS, ' since', string.format('%d', now_us())) end
+    if not since then redis.call('HSET', K_EDOCS, ' since', string.format('%d', now_us())) end
   else
     pending = 1
   end

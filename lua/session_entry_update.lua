@@ -14,11 +14,11 @@
 --   the stored entry is not a JSON object (nothing is written);
 --   {'index_build', 'qa'} when finding it needs more index steps (nothing
 --   written but one step: run session_index_build, then this again).
--- An entry whose question, context or answer changes leaves the search
--- index (its document would be stale), and the index's covered prefix ends
--- before it: the sidecar indexes it again with session_search_entry, and,
--- should that not happen, the next catch-up (session_search_catchup) does.
-local refused = guard('keep', { K_ENTRIES, 'list' }, { K_INDEX, 'hash' }, { K_EDOCS, 'hash' }, { K_SSTATS, 'hash' })
+-- An entry whose question, context or answer changes keeps its search
+-- document until the sidecar indexes it again (session_search_entry, right
+-- after); should that not happen, the next refresh of the session's index
+-- (session_search_pending, mode 2) does.
+local refused = guard('keep', { K_ENTRIES, 'list' }, { K_INDEX, 'hash' })
 if refused then return refused end
 local qa_id, memify = ARGV[5], ARGV[6]
 local pos, el = locate('qa', qa_id)
@@ -37,17 +37,9 @@ if not ok then -- another writer stored an element that is not a JSON object
   return redis.error_reply('BADVALUE ' .. K_ENTRIES .. ' ' .. qa_id)
 end
 redis.call('LSET', K_ENTRIES, pos, updated)
-local typ, text = 'entry_updated', false
+local typ = 'entry_updated'
 for i = 7, #ARGV, 2 do
   if string.sub(ARGV[i], 1, 9) == 'feedback_' then typ = 'feedback' end
-  if ARGV[i] == 'question' or ARGV[i] == 'context' or ARGV[i] == 'answer' then text = true end
-end
-if text then
-  unindex_doc(K_EDOCS, 'entry', qa_id)
-  local n, fp = entries_cov()
-  if pos < n and cov_valid(n, fp) then
-    set_cov(pos, pos > 0 and fingerprint('qa', redis.call('LINDEX', K_ENTRIES, pos - 1)) or '')
-  end
 end
 emit(typ, 'entry', qa_id, updated)
 

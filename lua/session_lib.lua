@@ -1307,6 +1307,29 @@ local function index_doc(docs, kind, id, spec, len, preview, now)
   index_expire(K_SSTATS, ttl, ps)
 end
 
+-- refresh_doc writes the postings of document kind/id again as they are
+-- (same version, length and time: ZADD of the same members, so a posting
+-- that expired comes back and none is added twice), with the session's
+-- TTL, when its stored length and preview are those of spec's document;
+-- returns false (nothing written) when they differ: the text changed, the
+-- caller indexes it anew.
+local function refresh_doc(docs, kind, id, spec, len, preview)
+  local doc = kind .. '\t' .. id
+  local old = redis.call('HGET', docs, doc)
+  local v, l, at, p = string.match(old or '', '^(%d+)\t(%d+)\t(%d+)\t(.*)$')
+  if not v or tonumber(l) ~= len or p ~= preview then return false end
+  local ttl = session_ttl()
+  local member = SID .. '\t' .. doc .. '\t' .. v .. '\t'
+  for t, tf in string.gmatch(spec, '(%S+) (%d+)') do
+    local key = SEARCH_PREFIX .. t
+    local pt = redis.call('PTTL', key)
+    redis.call('ZADD', key, at, member .. tf .. '\t' .. l)
+    index_expire(key, ttl, pt)
+  end
+  index_expire(K_SSTATS, ttl, redis.call('PTTL', K_SSTATS))
+  return true
+end
+
 -- unindex_all takes every document of docs (one kind, the session's) out
 -- of the index: O(1), the hash is UNLINKed.
 local function unindex_all(docs)

@@ -9,7 +9,8 @@
 -- ARGV[1..4] TTL, max entries, user_id, session_id (session_lib.lua)
 -- ARGV[5] start: the position of the first entry
 -- ARGV[6] mode, as session_search_pending answered it: '1' drops the
---   session's entries from the index first; '2' writes every document anew
+--   session's entries from the index first; '2' writes every document's
+--   postings again (refresh_doc; anew when its text changed)
 -- ARGV[7] the index's ' cov' field as read ('' for none)
 -- ARGV[8] c, the number of entries (any prefix of what the read answered),
 --   then for each: qa_id ('' for an element without one: not indexed),
@@ -48,26 +49,42 @@ if c > 0 then
 end
 
 if mode == '1' then unindex_all(K_EDOCS) end
+local _, _, since = entries_cov()
 for _, d in ipairs(docs) do
   -- skipped: indexed already at the read; or indexed since (by the
   -- sidecar's own write, which is at least as new)
-  local skip = d.id == '' or d.len < 0
-      or (mode ~= '2' and redis.call('HEXISTS', K_EDOCS, 'entry\t' .. d.id) == 1)
-  if not skip then index_doc(K_EDOCS, 'entry', d.id, d.spec, d.len, d.preview, d.at) end
-end
-if c > 0 then
-  set_cov(start + c, docs[c].fp)
-  if start == 0 then redis.call('HSET', K_EDOCS, ' since', string.format('%d', now)) end
-  -- a refresh walk is under way until it reaches the list's end
-  if mode == '2' and start + c < llen then
-    redis.call('HSET', K_EDOCS, ' refresh', '1')
-  else
-    redis.call('HDEL', K_EDOCS, ' refresh')
+  if d.id ~= '' and d.len >= 0 then
+    if mode == '2' then
+      if not refresh_doc(K_EDOCS, 'entry', d.id, d.spec, d.len, d.preview) then
+        index_doc(K_EDOCS, 'entry', d.id, d.spec, d.len, d.preview, d.at)
+      end
+    elseif redis.call('HEXISTS', K_EDOCS, 'entry\t' .. d.id) == 0 then
+      index_doc(K_EDOCS, 'entry', d.id, d.spec, d.len, d.preview, d.at)
+    end
   end
 end
--- the documents live as long as the list they describe
-local lp = redis.call('PTTL', K_ENTRIES)
-if lp > 0 and redis.call('EXISTS', K_EDOCS) == 1 then redis.call('PEXPIRE', K_EDOCS, lp) end
+if c > 0 then set_cov(start + c, docs[c].fp) end
+-- ' since': when the last walk from the first entry began that wrote every
+-- document (a rebuild, a refresh, or the first one)
+if start == 0 and (mode ~= '0' or not since) and redis.call('EXISTS', K_EDOCS) == 1 then
+  redis.call('HSET', K_EDOCS, ' since', string.format('%d', now))
+end
+-- a refresh walk is under way until it reaches the list's end
+if mode == '2' and start + c < llen then
+  redis.call('HSET', K_EDOCS, ' refresh', '1')
+elseif redis.call('EXISTS', K_EDOCS) == 1 then
+  redis.call('HDEL', K_EDOCS, ' refresh')
+end
+-- the documents live as long as the list they describe (or, when it has
+-- no expiry yet, the session's TTL)
+if redis.call('EXISTS', K_EDOCS) == 1 then
+  local lp, ttl = redis.call('PTTL', K_ENTRIES), session_ttl()
+  if lp > 0 then
+    redis.call('PEXPIRE', K_EDOCS, lp)
+  elseif ttl > 0 and redis.call('PTTL', K_EDOCS) == -1 then
+    redis.call('EXPIRE', K_EDOCS, ttl)
+  end
+end
 local more = 0
 if start + c < llen then more = 1 end
 return { 1, more }

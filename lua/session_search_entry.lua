@@ -1,8 +1,11 @@
 --! prelude: session_lib
--- session_search_entry: puts one Q&A entry into the search index again
--- after its question, context or answer changed (session_entry_update took
--- it out), when the entry is still the one the sidecar analysed. Not
--- activity: the record, the session's TTLs and its events are not touched.
+-- session_search_entry: writes one Q&A entry's search document anew after
+-- its question, context or answer changed, when the entry is still the one
+-- the sidecar analysed and lies in the index's covered prefix (an entry
+-- past it is indexed by the catch-up that reaches it: no document exists
+-- past the prefix, so a rewrite of the list can never leave one behind).
+-- Not activity: the record, the session's TTLs and its events are not
+-- touched.
 -- KEYS[1..15] the session's keys, indexes and totals (session_lib.lua)
 -- ARGV[1..4] TTL, max entries, user_id, session_id (session_lib.lua)
 -- ARGV[5] qa_id
@@ -10,7 +13,8 @@
 -- ARGV[7..9] its document: spec "term tf ...", length, preview (its time
 --   is the entry's "time")
 -- returns 1 when indexed; 0 when the session no longer holds that entry
---   as analysed (changed or gone since: nothing written);
+--   as analysed (changed or gone since: nothing written; read it again);
+--   2 when it lies past the covered prefix (nothing written);
 --   {'index_build', 'qa'} when finding it needs more index steps (nothing
 --   written but one step: run session_index_build, then this again); a
 --   KEYTYPE error when a key holds another type (nothing written).
@@ -25,5 +29,7 @@ if refused then return refused end
 local pos, el = locate('qa', ARGV[5])
 if type(pos) == 'table' then return pos end
 if not pos or redis.sha1hex(el) ~= ARGV[6] then return 0 end
+local n, fp = entries_cov()
+if pos >= n or not cov_valid(n, fp) then return 2 end
 index_doc(K_EDOCS, 'entry', ARGV[5], ARGV[7], tonumber(ARGV[8]) or 0, ARGV[9] or '', entry_time_us(el) or now_us())
 return 1

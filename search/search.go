@@ -17,6 +17,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 
@@ -66,7 +67,53 @@ func term(w string) string {
 	if len(w) > MaxTermBytes || english.IsStopWord(w) {
 		return ""
 	}
-	return english.Stem(w, false)
+	return stems.get(w)
+}
+
+// StemCacheWords bounds the stem cache: two generations of at most this
+// many words (about 1 MiB in all).
+const StemCacheWords = 8192
+
+// stems caches the Snowball stems of recent words: the stemmer converts
+// its suffix lists on every call (about 1 µs a word), and the words of a
+// conversation repeat. Two generations: a word found only in the older one
+// moves to the newer; when the newer is full it becomes the older, and the
+// older is dropped.
+var stems = &stemCache{cur: map[string]string{}}
+
+type stemCache struct {
+	mu       sync.Mutex
+	cur, old map[string]string
+}
+
+func (c *stemCache) get(w string) string {
+	c.mu.Lock()
+	s, ok := c.cur[w]
+	if !ok {
+		if s, ok = c.old[w]; ok {
+			c.put(w, s)
+		}
+	}
+	c.mu.Unlock()
+	if ok {
+		return s
+	}
+	s = english.Stem(w, false)
+	// w (and s, when the word is its own stem) is a slice of the text
+	// analysed: copies, so the cache does not keep whole texts alive
+	w, s = strings.Clone(w), strings.Clone(s)
+	c.mu.Lock()
+	c.put(w, s)
+	c.mu.Unlock()
+	return s
+}
+
+// put stores w's stem s; c.mu is held.
+func (c *stemCache) put(w, s string) {
+	if len(c.cur) >= StemCacheWords {
+		c.old, c.cur = c.cur, make(map[string]string, StemCacheWords)
+	}
+	c.cur[w] = s
 }
 
 // Doc is a document analysed for the index.

@@ -1,8 +1,11 @@
 package search
 
 import (
+	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/kljensen/snowball/english"
 )
 
 func TestQueryFoldsAndStems(t *testing.T) {
@@ -55,5 +58,36 @@ func TestScore(t *testing.T) {
 	short := Score([]int{1}, []int{2}, 100, 5, 10)
 	if !(rare > common && short > rare && common > 0) {
 		t.Fatalf("rare %f common %f short %f", rare, common, short)
+	}
+}
+
+// The stem cache answers what the stemmer does, across its generations.
+func TestStemCache(t *testing.T) {
+	for round := range 3 {
+		for i := range StemCacheWords + 100 {
+			w := fmt.Sprintf("deploying%d", i%(StemCacheWords/2+round))
+			if got, want := term(w), english.Stem(w, false); got != want {
+				t.Fatalf("term(%q) = %q, want %q", w, got, want)
+			}
+		}
+	}
+	for _, w := range []string{"deployment", "deployed", "running", "café"} {
+		if got, want := term(w), english.Stem(w, false); got != want {
+			t.Fatalf("term(%q) = %q, want %q", w, got, want)
+		}
+	}
+	if n := len(stems.cur); n > StemCacheWords {
+		t.Fatalf("cache holds %d words, want at most %d", n, StemCacheWords)
+	}
+}
+
+// BenchmarkAnalyze: a typical Q&A entry's question, context and answer (38
+// words) analysed for the index (BENCHMARKS.md, "Q&A entries in the
+// relevance index").
+func BenchmarkAnalyze(b *testing.B) {
+	for b.Loop() {
+		Analyze("What did the quarterly report say about revenue growth in the EMEA region?",
+			"Q3 report, section 4.2: EMEA revenue grew 12% year over year, driven by the DACH markets and new enterprise contracts in the Nordics.",
+			"EMEA revenue grew 12% year over year in Q3, mostly from DACH and new Nordic enterprise contracts.")
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/sha1"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -76,15 +77,34 @@ func textChanged(fields [][2]string) bool {
 	return false
 }
 
-// ReindexEntry indexes entry qaID again after an update changed its text:
-// stored is the entry as the update answered it; when the session holds
-// another version by now (a later update), that one's own reindex counts
-// and this writes nothing.
+// reindexTries bounds ReindexEntry's reads of an entry that keeps changing.
+const reindexTries = 3
+
+// ReindexEntry writes entry qaID's search document anew after an update
+// changed its text: stored is the entry as the update answered it. When
+// the session holds other bytes by now (feedback landed in between), it
+// reads the entry again and retries, at most reindexTries times; an entry
+// gone, or past the index's covered prefix, needs nothing (the catch-up
+// that reaches it indexes it).
 func (s *Store) ReindexEntry(ctx context.Context, user, session, qaID string, stored []byte) error {
-	sum := sha1.Sum(stored)
-	args := append([]string{qaID, hex.EncodeToString(sum[:])}, analyseEntry(stored).args()...)
-	_, err := s.exec(ctx, lua.SessionSearchEntry, user, session, args...)
-	return err
+	for range reindexTries {
+		sum := sha1.Sum(stored)
+		args := append([]string{qaID, hex.EncodeToString(sum[:])}, analyseEntry(stored).args()...)
+		msg, err := s.exec(ctx, lua.SessionSearchEntry, user, session, args...)
+		if err != nil {
+			return err
+		}
+		if got, _ := msg.AsInt64(); got != 0 {
+			return nil
+		}
+		if stored, err = s.Entry(ctx, user, session, qaID); err != nil {
+			if errors.Is(err, redisstore.ErrNotFound) {
+				return nil
+			}
+			return err
+		}
+	}
+	return fmt.Errorf("reindex %s: the entry kept changing", qaID)
 }
 
 // A catch-up step reads at most StepEntries entries and writes the

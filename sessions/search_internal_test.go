@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/rueidis"
+
 	"github.com/agentsidecar/agentsidecar/cognee"
 	"github.com/agentsidecar/agentsidecar/redisstore/redisstoretest"
 	"github.com/agentsidecar/agentsidecar/search"
@@ -42,8 +44,8 @@ func cogneeRaw(id, question string) string {
 }
 
 // A PATCH (and its re-index) between a catch-up's read and its write: the
-// write finds the entry's bytes changed and stores nothing, so the index
-// holds the new text, never the one read before the PATCH.
+// write finds the entry's bytes changed and stores nothing, and the next
+// step indexes the PATCH's text, never the one read before it.
 func TestCatchupRacingAPatchStoresNothing(t *testing.T) {
 	redisstoretest.Each(t, func(t *testing.T, srv *redisstoretest.Server) {
 		s := NewStore(sessionstore.New(srv.Conn(t), sessionstore.Config{TTLSeconds: 600}))
@@ -71,34 +73,219 @@ func TestCatchupRacingAPatchStoresNothing(t *testing.T) {
 		if err != nil || stored {
 			t.Fatalf("write after the PATCH: stored %v, %v; want nothing stored", stored, err)
 		}
+		if left, err := s.CatchUp(ctx, "u", "s", 4); err != nil || left {
+			t.Fatalf("catch-up: left %v, %v", left, err)
+		}
 		if z, g := findIDs(t, srv, "zebra"), findIDs(t, srv, "giraffe"); z != "" || g != "s/c1" {
 			t.Fatalf("zebra %q, giraffe %q: want the PATCH's text only", z, g)
 		}
 	})
 }
 
-// A text PATCH whose re-index never ran (the request died) is redone by the
-// next catch-up: the PATCH moved the covered prefix before the entry.
-func TestLostReindexIsRedone(t *testing.T) {
+func field(t *testing.T, srv *redisstoretest.Server, key, f string) string {
+	t.Helper()
+	c := srv.Client(t)
+	v, err := c.Do(t.Context(), c.B().Hget().Key(key).Field(f).Build()).ToString()
+	if err != nil && !rueidis.IsRedisNil(err) {
+		t.Fatal(err)
+	}
+	return v
+}
+
+func hset(t *testing.T, srv *redisstoretest.Server, key, f, v string) {
+	t.Helper()
+	c := srv.Client(t)
+	if err := c.Do(t.Context(), c.B().Hset().Key(key).FieldValue().FieldValue(f, v).Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func appendAll(t *testing.T, s *Store, words ...string) {
+	t.Helper()
+	for i, w := range words {
+		id := "s" + strconv.Itoa(i)
+		if _, _, err := s.Append(t.Context(), "u", "s", id, qaEntry(t, id, w), true); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// A text PATCH whose re-index never ran (the request died) keeps the old
+// document, never none; the session's next refresh (its index half a TTL
+// old) writes the new one.
+func TestLostReindexIsRedoneByTheRefresh(t *testing.T) {
 	redisstoretest.Each(t, func(t *testing.T, srv *redisstoretest.Server) {
 		s := NewStore(sessionstore.New(srv.Conn(t), sessionstore.Config{TTLSeconds: 600}))
 		ctx := context.Background()
-		for i, q := range []string{"alpha", "beta", "gamma"} {
-			if _, _, err := s.Append(ctx, "u", "s", "s"+strconv.Itoa(i), qaEntry(t, "s"+strconv.Itoa(i), q), true); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if _, err := s.UpdateEntry(ctx, "u", "s", "s1", [][2]string{{"answer", `"zebra"`}}, nil); err != nil {
+		appendAll(t, s, "alpha", "beta", "gamma")
+		if _, err := s.UpdateEntry(ctx, "u", "s", "s1", [][2]string{{"question", `"zebra"`}}, nil); err != nil {
 			t.Fatal(err)
 		}
-		if got := findIDs(t, srv, "beta"); got != "" {
-			t.Fatalf("beta before the catch-up: %q, want it out (its re-index did not run)", got)
+		if b, z := findIDs(t, srv, "beta"), findIDs(t, srv, "zebra"); b != "s/s1" || z != "" {
+			t.Fatalf("before the refresh: beta %q, zebra %q; want the old document kept", b, z)
 		}
-		if left, err := s.CatchUp(ctx, "u", "s", 1); err != nil || left {
+		docs := srv.Layout().SearchEntryDocs("u", "s")
+		hset(t, srv, docs, " since", "1") // began long ago: a refresh is due
+		if left, err := s.CatchUp(ctx, "u", "s", 4); err != nil || left {
+			t.Fatalf("refresh: left %v, %v", left, err)
+		}
+		if b, z, g := findIDs(t, srv, "beta"), findIDs(t, srv, "zebra"), findIDs(t, srv, "gamma"); b != "" || z != "s/s1" || g != "s/s2" {
+			t.Fatalf("after the refresh: beta %q, zebra %q, gamma %q", b, z, g)
+		}
+		if field(t, srv, docs, " since") == "1" || field(t, srv, docs, " refresh") != "" {
+			t.Fatalf("after the refresh: since %q, refresh %q", field(t, srv, docs, " since"), field(t, srv, docs, " refresh"))
+		}
+	})
+}
+
+// A refresh writes the same postings again (same version): five refreshes
+// leave one posting per word, and the document as it was.
+func TestRefreshAddsNoPostings(t *testing.T) {
+	redisstoretest.Each(t, func(t *testing.T, srv *redisstoretest.Server) {
+		s := NewStore(sessionstore.New(srv.Conn(t), sessionstore.Config{TTLSeconds: 600}))
+		appendAll(t, s, "alpha", "beta", "gamma")
+		c := srv.Client(t)
+		docs, postings := srv.Layout().SearchEntryDocs("u", "s"), srv.Layout().SearchPostings("u", "gamma")
+		doc := field(t, srv, docs, "entry\ts2")
+		for range 5 {
+			hset(t, srv, docs, " since", "1")
+			if left, err := s.CatchUp(t.Context(), "u", "s", 4); err != nil || left {
+				t.Fatalf("refresh: left %v, %v", left, err)
+			}
+		}
+		if n, err := c.Do(t.Context(), c.B().Zcard().Key(postings).Build()).AsInt64(); err != nil || n != 1 {
+			t.Fatalf("ZCARD %s = %d (%v), want 1", postings, n, err)
+		}
+		if got := field(t, srv, docs, "entry\ts2"); got != doc {
+			t.Fatalf("document %q, want it unchanged %q", got, doc)
+		}
+	})
+}
+
+// A refresh walk cut short, then the list shrinks under it: the walk ends
+// (its mark goes) instead of staying "under way" for good.
+func TestRefreshWalkEndsWhenTheListShrinks(t *testing.T) {
+	redisstoretest.Each(t, func(t *testing.T, srv *redisstoretest.Server) {
+		s := NewStore(sessionstore.New(srv.Conn(t), sessionstore.Config{TTLSeconds: 600}))
+		appendAll(t, s, "alpha", "beta", "gamma")
+		docs := srv.Layout().SearchEntryDocs("u", "s")
+		hset(t, srv, docs, " refresh", "1") // as a walk left it, the prefix at the list's end
+		if left, err := s.CatchUp(t.Context(), "u", "s", 1); err != nil || left {
 			t.Fatalf("catch-up: left %v, %v", left, err)
 		}
-		if b, z, g := findIDs(t, srv, "beta"), findIDs(t, srv, "zebra"), findIDs(t, srv, "gamma"); b != "s/s1" || z != "s/s1" || g != "s/s2" {
-			t.Fatalf("after the catch-up: beta %q, zebra %q, gamma %q", b, z, g)
+		if got := field(t, srv, docs, " refresh"); got != "" {
+			t.Fatalf("refresh mark %q left after the walk's end", got)
+		}
+		if _, pending, err := s.Append(t.Context(), "u", "s", "s9", qaEntry(t, "s9", "delta"), true); err != nil || pending {
+			t.Fatalf("append after: pending %v, %v; want nothing pending", pending, err)
+		}
+	})
+}
+
+// Entries already indexed do not restart the refresh clock: a walk from
+// the first entry that wrote nothing leaves ' since' as it was.
+func TestSkippingWalkKeepsTheRefreshClock(t *testing.T) {
+	redisstoretest.Each(t, func(t *testing.T, srv *redisstoretest.Server) {
+		s := NewStore(sessionstore.New(srv.Conn(t), sessionstore.Config{TTLSeconds: 600}))
+		appendAll(t, s, "alpha", "beta", "gamma")
+		docs := srv.Layout().SearchEntryDocs("u", "s")
+		since := strconv.FormatInt(time.Now().Add(-290*time.Second).UnixMicro(), 10)
+		hset(t, srv, docs, " since", since)
+		hset(t, srv, docs, " cov", "0\t") // as a trim of the whole covered prefix leaves it
+		if left, err := s.CatchUp(t.Context(), "u", "s", 1); err != nil || left {
+			t.Fatalf("catch-up: left %v, %v", left, err)
+		}
+		if got := field(t, srv, docs, " since"); got != since {
+			t.Fatalf("since %q, want %q kept", got, since)
+		}
+	})
+}
+
+// Cognee deletes an entry after a text PATCH of another: no document is
+// left of the deleted one (none ever lies past the covered prefix, and a
+// prefix that no longer describes the list is made again).
+func TestNoDocumentOutlivesItsEntry(t *testing.T) {
+	redisstoretest.Each(t, func(t *testing.T, srv *redisstoretest.Server) {
+		s := NewStore(sessionstore.New(srv.Conn(t), sessionstore.Config{TTLSeconds: 600}))
+		ctx := context.Background()
+		appendAll(t, s, "alpha", "beta", "gamma")
+		upd, err := s.UpdateEntry(ctx, "u", "s", "s0", [][2]string{{"answer", `"zebra"`}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.ReindexEntry(ctx, "u", "s", "s0", upd); err != nil {
+			t.Fatal(err)
+		}
+		c := srv.Client(t)
+		key := srv.Layout().Session("u", "s").Entries
+		all, err := c.Do(ctx, c.B().Lrange().Key(key).Start(0).Stop(-1).Build()).AsStrSlice()
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Do(ctx, c.B().Del().Key(key).Build())
+		c.Do(ctx, c.B().Rpush().Key(key).Element(all[:2]...).Build())
+		// and a Cognee append the sidecar's next append finds
+		c.Do(ctx, c.B().Rpush().Key(key).Element(cogneeRaw("c3", "kiwi")).Build())
+		if _, _, err := s.Append(ctx, "u", "s", "s4", qaEntry(t, "s4", "mango"), true); err != nil {
+			t.Fatal(err)
+		}
+		if left, err := s.CatchUp(ctx, "u", "s", 4); err != nil || left {
+			t.Fatalf("catch-up: left %v, %v", left, err)
+		}
+		for q, want := range map[string]string{"gamma": "", "zebra": "s/s0", "beta": "s/s1", "kiwi": "s/c3", "mango": "s/s4"} {
+			if got := findIDs(t, srv, q); got != want {
+				t.Errorf("%s: %q, want %q", q, got, want)
+			}
+		}
+		if n := field(t, srv, srv.Layout().SearchEntryDocs("u", "s"), " n"); n != "4" {
+			t.Errorf("documents %s, want 4", n)
+		}
+	})
+}
+
+// A catch-up of a list without expiry (Cognee's RPUSH before its EXPIRE)
+// gives the documents the session's TTL.
+func TestCatchupDocumentsGetATTL(t *testing.T) {
+	redisstoretest.Each(t, func(t *testing.T, srv *redisstoretest.Server) {
+		s := NewStore(sessionstore.New(srv.Conn(t), sessionstore.Config{TTLSeconds: 600}))
+		c := srv.Client(t)
+		key := srv.Layout().Session("u", "s").Entries
+		c.Do(t.Context(), c.B().Rpush().Key(key).Element(cogneeRaw("c0", "the"), cogneeRaw("c1", "kiwi")).Build())
+		if left, err := s.CatchUp(t.Context(), "u", "s", 1); err != nil || left {
+			t.Fatalf("catch-up: left %v, %v", left, err)
+		}
+		docs := srv.Layout().SearchEntryDocs("u", "s")
+		if p, err := c.Do(t.Context(), c.B().Pttl().Key(docs).Build()).AsInt64(); err != nil || p <= 0 {
+			t.Fatalf("PTTL %s = %d (%v), want a TTL", docs, p, err)
+		}
+	})
+}
+
+// The sidecar appends while the index lags behind Cognee's entries, then
+// Cognee deletes that append: it left no document behind (an append is
+// indexed only when the covered prefix reaches it).
+func TestLaggingAppendLeavesNoDocument(t *testing.T) {
+	redisstoretest.Each(t, func(t *testing.T, srv *redisstoretest.Server) {
+		s := NewStore(sessionstore.New(srv.Conn(t), sessionstore.Config{TTLSeconds: 600}))
+		ctx := context.Background()
+		appendAll(t, s, "alpha", "beta")
+		c := srv.Client(t)
+		key := srv.Layout().Session("u", "s").Entries
+		c.Do(ctx, c.B().Rpush().Key(key).Element(cogneeRaw("c2", "kiwi")).Build())
+		if _, pending, err := s.Append(ctx, "u", "s", "s3", qaEntry(t, "s3", "mango"), true); err != nil || !pending {
+			t.Fatalf("append behind Cognee's: pending %v, %v; want pending", pending, err)
+		}
+		all, err := c.Do(ctx, c.B().Lrange().Key(key).Start(0).Stop(-1).Build()).AsStrSlice()
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Do(ctx, c.B().Del().Key(key).Build()) // Cognee deletes s3
+		c.Do(ctx, c.B().Rpush().Key(key).Element(all[:3]...).Build())
+		if left, err := s.CatchUp(ctx, "u", "s", 4); err != nil || left {
+			t.Fatalf("catch-up: left %v, %v", left, err)
+		}
+		if m, k := findIDs(t, srv, "mango"), findIDs(t, srv, "kiwi"); m != "" || k != "s/c2" {
+			t.Fatalf("mango %q (deleted), kiwi %q", m, k)
 		}
 	})
 }
