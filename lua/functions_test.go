@@ -219,3 +219,36 @@ func TestRefusedFunctionsFallBack(t *testing.T) {
 		}
 	}
 }
+
+// Over maxmemory a no-writes script still answers through FCALL_RO, as a
+// read-only script did through EVALSHA, and a writing one is refused with
+// OOM before it runs, writing nothing.
+func TestReadsAnswerOverMaxmemory(t *testing.T) {
+	srv := redisstoretest.NewReal(t)
+	c := srv.Client(t)
+	if err := lua.Load(t.Context(), c); err != nil {
+		t.Fatal(err)
+	}
+	set := func(v string) {
+		t.Helper()
+		if err := c.Do(t.Context(), c.B().ConfigSet().ParameterValue().ParameterValue("maxmemory", v).Build()).Error(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	set("1")
+	defer set("0")
+	got, err := lua.LockInspect.Exec(t.Context(), c, []string{"oom", "{oom}:meta"}, nil).AsIntSlice()
+	if err != nil || len(got) != 1 || got[0] != 0 {
+		t.Fatalf("lock_inspect over maxmemory: got %v %v, want {0}", got, err)
+	}
+	call := lockCall("oom")
+	if err := lua.LockAcquire.Exec(t.Context(), c, call.Keys, call.Args).Error(); err == nil || !strings.HasPrefix(err.Error(), "OOM") {
+		t.Fatalf("lock_acquire over maxmemory: got %v, want OOM", err)
+	}
+	if n, err := c.Do(t.Context(), c.B().Exists().Key(call.Keys...).Build()).AsInt64(); err != nil || n != 0 {
+		t.Fatalf("keys after the refused acquire: %d %v, want none", n, err)
+	}
+	if got := lua.Path(c); got != "functions" {
+		t.Fatalf("path %q, want functions", got)
+	}
+}

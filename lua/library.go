@@ -35,9 +35,15 @@ const libPrefix = "agentsidecar_"
 
 // noWrites names the scripts that never write (flag no-writes): Redis runs
 // them even when it is over maxmemory, as it runs such a script with EVAL.
+// (A function without it is refused as a whole while Redis is over
+// maxmemory, where EVAL refused only its first write.) Redis enforces the
+// flag: a write in such a function fails.
 var noWrites = map[string]bool{
-	"lock_inspect": true,
-	"session_read": true,
+	"blocks_read":            true,
+	"lock_inspect":           true,
+	"messages_read":          true,
+	"session_read":           true,
+	"session_search_pending": true,
 }
 
 // library is one function library: its name (with a digest of its text,
