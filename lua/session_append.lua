@@ -36,7 +36,7 @@ if spec then
   -- the entry is indexed here when the index's covered prefix reaches it;
   -- else (another program appended before it) the catch-up indexes it
   -- with the entries before it: a document never lies past the prefix
-  local n, fp, since = entries_cov()
+  local n, fp, since, refreshing = entries_cov()
   if n == newlen - 1 and (n == 0 or fp == last_fp) then
     index_doc(K_EDOCS, 'entry', qa_id, spec, tonumber(ARGV[8]) or 0, ARGV[9] or '', entry_time_us(entry) or now_us())
     set_cov(newlen, fingerprint('qa', entry))
@@ -44,7 +44,7 @@ if spec then
   else
     pending = 1
   end
-  if refresh_due(since) then pending = 1 end
+  if refreshing or refresh_due(since) then pending = 1 end
 end
 local removed, gone = trim(K_ENTRIES, newlen, 'qa')
 if removed > 0 and entries_removed(removed, gone) then pending = 1 end

@@ -1195,7 +1195,8 @@ end
 -- documents per kind, both of the session's own keys:
 --   K_EDOCS  agent_search_entry_docs:<tag><u>:<s>  the Q&A entries ('entry')
 --   K_SDOCS  agent_search_docs:<tag><u>:<s>        the messages ('message')
--- each '<kind> \t <id>' -> "ver \t length \t time \t preview", with ' v' (the
+-- each '<kind> \t <id>' -> "ver \t length \t time \t digest \t preview"
+-- (digest: of the terms, spec_digest), with ' v' (the
 -- last ver), ' n' and ' len' (documents and their length); K_EDOCS also
 -- holds ' cov' = "n \t fingerprint": the first n elements of the entries
 -- list are indexed and element n-1 has that fingerprint (entries another
@@ -1270,6 +1271,12 @@ local function unindex_doc(docs, kind, id)
   stats_drop(1, len)
 end
 
+-- spec_digest identifies a document's terms and frequencies (a refresh
+-- tells an unchanged document by it).
+local function spec_digest(spec)
+  return string.sub(redis.sha1hex(spec), 1, 16)
+end
+
 -- index_doc puts document kind/id in the index, docs being the session's
 -- documents of that kind: spec "term tf term tf ...", its length and
 -- preview, at time now (µs: its postings' score, newest first). An empty
@@ -1291,7 +1298,7 @@ local function index_doc(docs, kind, id, spec, len, preview, now)
   end
   local doc = kind .. '\t' .. id
   local v, at = string.format('%d', ver), string.format('%d', now)
-  redis.call('HSET', docs, doc, v .. '\t' .. len .. '\t' .. at .. '\t' .. preview)
+  redis.call('HSET', docs, doc, v .. '\t' .. len .. '\t' .. at .. '\t' .. spec_digest(spec) .. '\t' .. preview)
   hincr(docs, ' n', 1)
   hincr(docs, ' len', len)
   local ps = redis.call('PTTL', K_SSTATS)
@@ -1310,14 +1317,14 @@ end
 -- refresh_doc writes the postings of document kind/id again as they are
 -- (same version, length and time: ZADD of the same members, so a posting
 -- that expired comes back and none is added twice), with the session's
--- TTL, when its stored length and preview are those of spec's document;
--- returns false (nothing written) when they differ: the text changed, the
--- caller indexes it anew.
+-- TTL, when the stored document is spec's (its digest, length and
+-- preview); returns false (nothing written) when it is not: the text
+-- changed, the caller indexes it anew.
 local function refresh_doc(docs, kind, id, spec, len, preview)
   local doc = kind .. '\t' .. id
   local old = redis.call('HGET', docs, doc)
-  local v, l, at, p = string.match(old or '', '^(%d+)\t(%d+)\t(%d+)\t(.*)$')
-  if not v or tonumber(l) ~= len or p ~= preview then return false end
+  local v, l, at, dg, p = string.match(old or '', '^(%d+)\t(%d+)\t(%d+)\t(%x+)\t(.*)$')
+  if not v or tonumber(l) ~= len or dg ~= spec_digest(spec) or p ~= preview then return false end
   local ttl = session_ttl()
   local member = SID .. '\t' .. doc .. '\t' .. v .. '\t'
   for t, tf in string.gmatch(spec, '(%S+) (%d+)') do
@@ -1341,12 +1348,13 @@ end
 
 -- entries_cov is K_EDOCS's ' cov': the number of leading elements of the
 -- entries list the index has taken in, the fingerprint of the last of them
--- ('' for none), and ' since': when (µs) the index last began taking the
--- list in from its first element (nil: never).
+-- ('' for none), ' since': when (µs) the index last began taking the
+-- list in from its first element (nil: never), and whether a refresh walk
+-- is under way (' refresh').
 local function entries_cov()
-  local v = redis.call('HMGET', K_EDOCS, ' cov', ' since')
+  local v = redis.call('HMGET', K_EDOCS, ' cov', ' since', ' refresh')
   local n, fp = string.match(v[1] or '', '^(%d+)\t(.*)$')
-  return tonumber(n or '0'), fp or '', tonumber(v[2] or '')
+  return tonumber(n or '0'), fp or '', tonumber(v[2] or ''), v[3] ~= false and v[3] ~= nil
 end
 
 local function set_cov(n, fp)

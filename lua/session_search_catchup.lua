@@ -9,9 +9,10 @@
 -- ARGV[1..4] TTL, max entries, user_id, session_id (session_lib.lua)
 -- ARGV[5] start: the position of the first entry
 -- ARGV[6] mode, as session_search_pending answered it: '1' drops the
---   session's entries from the index first; '2' writes every document's
---   postings again (refresh_doc; anew when its text changed)
--- ARGV[7] the index's ' cov' field as read ('' for none)
+--   session's entries from the index first; '2' writes the documents'
+--   postings again (refresh_doc; anew when its text changed) and moves the
+--   refresh cursor, not the covered prefix
+-- ARGV[7] the index's ' cov' and ' refresh' fields as read (check)
 -- ARGV[8] c, the number of entries (any prefix of what the read answered),
 --   then for each: qa_id ('' for an element without one: not indexed),
 --   fingerprint and SHA1 as read, then its document: spec ("term tf ...",
@@ -37,9 +38,12 @@ for _, k in ipairs({ { K_ENTRIES, 'list' }, { K_EDOCS, 'hash' }, { K_SSTATS, 'ha
 end
 local refused = check_terms(docs)
 if refused then return refused end
-if (redis.call('HGET', K_EDOCS, ' cov') or '') ~= ARGV[7] then return { 0 } end
+local f = redis.call('HMGET', K_EDOCS, ' cov', ' refresh')
+if (f[1] or '') .. '\n' .. (f[2] or '') ~= ARGV[7] then return { 0 } end
 local llen = redis.call('LLEN', K_ENTRIES)
 if start + c > llen then return { 0 } end
+local n = entries_cov()
+if mode == '2' and start + c > n then return { 0 } end
 if c > 0 then
   local els = redis.call('LRANGE', K_ENTRIES, start, start + c - 1)
   for i, el in ipairs(els) do
@@ -63,17 +67,20 @@ for _, d in ipairs(docs) do
     end
   end
 end
-if c > 0 then set_cov(start + c, docs[c].fp) end
+if mode == '2' then
+  -- the refresh cursor moves; the walk ends at the covered prefix's end
+  if c > 0 and start + c < n then
+    redis.call('HSET', K_EDOCS, ' refresh', string.format('%d', start + c) .. '\t' .. docs[c].fp)
+  elseif redis.call('EXISTS', K_EDOCS) == 1 then
+    redis.call('HDEL', K_EDOCS, ' refresh')
+  end
+elseif c > 0 then
+  set_cov(start + c, docs[c].fp)
+end
 -- ' since': when the last walk from the first entry began that wrote every
 -- document (a rebuild, a refresh, or the first one)
 if start == 0 and (mode ~= '0' or not since) and redis.call('EXISTS', K_EDOCS) == 1 then
   redis.call('HSET', K_EDOCS, ' since', string.format('%d', now))
-end
--- a refresh walk is under way until it reaches the list's end
-if mode == '2' and start + c < llen then
-  redis.call('HSET', K_EDOCS, ' refresh', '1')
-elseif redis.call('EXISTS', K_EDOCS) == 1 then
-  redis.call('HDEL', K_EDOCS, ' refresh')
 end
 -- the documents live as long as the list they describe (or, when it has
 -- no expiry yet, the session's TTL)
@@ -86,5 +93,5 @@ if redis.call('EXISTS', K_EDOCS) == 1 then
   end
 end
 local more = 0
-if start + c < llen then more = 1 end
+if start + c < llen or (mode == '2' and n < llen) then more = 1 end
 return { 1, more }

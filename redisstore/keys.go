@@ -390,12 +390,12 @@ var Families = []Family{
 	{
 		Name: "search documents", Pattern: "agent_search_docs:*:*", ClusterPattern: "agent_search_docs:{b*}:*:*",
 		Kind: KindHash, Owner: "messages", TTL: SessionTTL,
-		Description: "a session's indexed messages: `message\\t<id>` → version, length, time and the first 600 characters of its text (for snippets)",
+		Description: "a session's indexed messages: `message\\t<id>` → version, length, time, a digest of its words and the first 600 characters of its text (for snippets)",
 	},
 	{
 		Name: "search entry documents", Pattern: "agent_search_entry_docs:*:*", ClusterPattern: "agent_search_entry_docs:{b*}:*:*",
 		Kind: KindHash, Owner: "sessions", TTL: SessionTTL,
-		Description: "a session's indexed Q&A entries: `entry\\t<qa_id>` → version, length, time and the first 600 characters of its question, answer and context; ` cov` → how many of the entries list's first entries are indexed (entries another program appended after them are indexed when the sidecar next writes or searches the session)",
+		Description: "a session's indexed Q&A entries: `entry\\t<qa_id>` → version, length, time, a digest of its words and the first 600 characters of its question, answer and context; ` cov` → how many of the entries list's first entries are indexed (only those have documents); ` since`, ` refresh`: when the index last took the list in from its start, and the cursor of a refresh under way (entries another program appended after them are indexed when the sidecar next writes or searches the session)",
 	},
 	{
 		Name: "search statistics", Pattern: "agent_search_stats:*", ClusterPattern: "agent_search_stats:{b*}:*",

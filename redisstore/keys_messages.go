@@ -48,7 +48,7 @@ func (l Layout) SearchStats(user string) string {
 }
 
 // SearchDocs is a session's indexed documents: agent_search_docs:<tag><u>:<s>,
-// a hash "<kind>\t<id>" -> "<ver>\t<length>\t<time>\t<preview>", one of the
+// a hash "<kind>\t<id>" -> "<ver>\t<length>\t<time>\t<digest>\t<preview>", one of the
 // session's own keys.
 func (l Layout) SearchDocs(user, session string) string {
 	return "agent_search_docs:" + l.tag(l.Bucket(user)) + user + ":" + session

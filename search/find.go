@@ -140,8 +140,9 @@ func Find(ctx context.Context, c rueidis.Client, l redisstore.Layout, user, sess
 		for j, doc := range byHash[hashes[i]] {
 			cd := byDoc[doc]
 			v, err := vals[j].ToString()
-			parts := strings.SplitN(v, "\t", 4)
-			if err != nil || len(parts) != 4 || parts[0] != cd.ver || parts[2] != strconv.FormatInt(cd.at, 10) {
+			// "ver \t length \t time \t digest \t preview"
+			parts := strings.SplitN(v, "\t", 5)
+			if err != nil || len(parts) != 5 || parts[0] != cd.ver || parts[2] != strconv.FormatInt(cd.at, 10) {
 				for k, t := range terms {
 					if cd.tfs[k] > 0 {
 						key := l.SearchPostings(user, t)
@@ -151,7 +152,7 @@ func Find(ctx context.Context, c rueidis.Client, l redisstore.Layout, user, sess
 				continue
 			}
 			hits = append(hits, found{Result{SessionID: cd.session, Kind: cd.kind, ID: cd.id,
-				Snippet: Snippet(parts[3], terms), Score: Score(cd.tfs, dfs, n, cd.length, avg),
+				Snippet: Snippet(parts[4], terms), Score: Score(cd.tfs, dfs, n, cd.length, avg),
 				Time: time.UnixMicro(cd.at).UTC().Format(time.RFC3339Nano)}, cd.at})
 		}
 	}

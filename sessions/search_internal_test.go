@@ -244,19 +244,88 @@ func TestNoDocumentOutlivesItsEntry(t *testing.T) {
 }
 
 // A catch-up of a list without expiry (Cognee's RPUSH before its EXPIRE)
-// gives the documents the session's TTL.
+// gives the documents' hash the session's TTL, even when no entry holds a
+// searchable word (the hash then holds only the covered prefix).
 func TestCatchupDocumentsGetATTL(t *testing.T) {
 	redisstoretest.Each(t, func(t *testing.T, srv *redisstoretest.Server) {
 		s := NewStore(sessionstore.New(srv.Conn(t), sessionstore.Config{TTLSeconds: 600}))
 		c := srv.Client(t)
 		key := srv.Layout().Session("u", "s").Entries
-		c.Do(t.Context(), c.B().Rpush().Key(key).Element(cogneeRaw("c0", "the"), cogneeRaw("c1", "kiwi")).Build())
+		blank := strings.ReplaceAll(cogneeRaw("c0", "the"), `"answer": "ok"`, `"answer": "a"`)
+		c.Do(t.Context(), c.B().Rpush().Key(key).Element(blank).Build())
 		if left, err := s.CatchUp(t.Context(), "u", "s", 1); err != nil || left {
 			t.Fatalf("catch-up: left %v, %v", left, err)
 		}
 		docs := srv.Layout().SearchEntryDocs("u", "s")
 		if p, err := c.Do(t.Context(), c.B().Pttl().Key(docs).Build()).AsInt64(); err != nil || p <= 0 {
 			t.Fatalf("PTTL %s = %d (%v), want a TTL", docs, p, err)
+		}
+	})
+}
+
+// A refresh walk cut short, then another program deletes an entry past its
+// cursor: the covered prefix never moved back, so the delete is seen and
+// the entry's document goes.
+func TestRefreshWalkSeesARewrite(t *testing.T) {
+	redisstoretest.Each(t, func(t *testing.T, srv *redisstoretest.Server) {
+		s := NewStore(sessionstore.New(srv.Conn(t), sessionstore.Config{TTLSeconds: 600}))
+		ctx := context.Background()
+		words := make([]string, 70)
+		for i := range words {
+			words[i] = "word" + strconv.Itoa(i)
+		}
+		appendAll(t, s, words...)
+		docs := srv.Layout().SearchEntryDocs("u", "s")
+		hset(t, srv, docs, " since", "1")
+		if left, err := s.CatchUp(ctx, "u", "s", 1); err != nil || !left {
+			t.Fatalf("first refresh step: left %v, %v; want more", left, err)
+		}
+		if got := field(t, srv, docs, " refresh"); !strings.HasPrefix(got, strconv.Itoa(StepEntries)+"\t") {
+			t.Fatalf("refresh cursor %q after one step", got)
+		}
+		c := srv.Client(t)
+		key := srv.Layout().Session("u", "s").Entries
+		all, err := c.Do(ctx, c.B().Lrange().Key(key).Start(0).Stop(-1).Build()).AsStrSlice()
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Do(ctx, c.B().Del().Key(key).Build()) // Cognee deletes s67
+		c.Do(ctx, c.B().Rpush().Key(key).Element(append(all[:67:67], all[68:]...)...).Build())
+		for left := true; left; {
+			if left, err = s.CatchUp(ctx, "u", "s", 16); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := findIDs(t, srv, "word67"); got != "" {
+			t.Fatalf("word67 after Cognee deleted s67: %q", got)
+		}
+		if got := findIDs(t, srv, "word69"); got != "s/s69" {
+			t.Fatalf("word69: %q", got)
+		}
+		if n := field(t, srv, docs, " n"); n != "69" {
+			t.Fatalf("documents %s, want 69", n)
+		}
+	})
+}
+
+// A refresh tells a changed document by the digest of its words, not its
+// length and preview: a long entry whose text changed past its preview
+// (same word count), its re-index lost, is indexed anew.
+func TestRefreshSeesAChangePastThePreview(t *testing.T) {
+	redisstoretest.Each(t, func(t *testing.T, srv *redisstoretest.Server) {
+		s := NewStore(sessionstore.New(srv.Conn(t), sessionstore.Config{TTLSeconds: 600}))
+		ctx := context.Background()
+		long := strings.Repeat("filler ", 150)
+		appendAll(t, s, "alpha", long+"oldword")
+		if _, err := s.UpdateEntry(ctx, "u", "s", "s1", [][2]string{{"question", strconv.Quote(long + "newword")}}, nil); err != nil {
+			t.Fatal(err)
+		}
+		hset(t, srv, srv.Layout().SearchEntryDocs("u", "s"), " since", "1")
+		if left, err := s.CatchUp(ctx, "u", "s", 4); err != nil || left {
+			t.Fatalf("refresh: left %v, %v", left, err)
+		}
+		if o, n := findIDs(t, srv, "oldword"), findIDs(t, srv, "newword"); o != "" || n != "s/s1" {
+			t.Fatalf("after the refresh: oldword %q, newword %q", o, n)
 		}
 	})
 }
