@@ -140,9 +140,11 @@ func Find(ctx context.Context, c rueidis.Client, l redisstore.Layout, user, sess
 		for j, doc := range byHash[hashes[i]] {
 			cd := byDoc[doc]
 			v, err := vals[j].ToString()
-			// "ver \t length \t time \t digest \t preview"
+			// "ver \t length \t time \t digest \t preview", or, written
+			// by an older sidecar, without the digest (a preview never holds
+			// a tab: whitespace is collapsed)
 			parts := strings.SplitN(v, "\t", 5)
-			if err != nil || len(parts) != 5 || parts[0] != cd.ver || parts[2] != strconv.FormatInt(cd.at, 10) {
+			if err != nil || len(parts) < 4 || parts[0] != cd.ver || parts[2] != strconv.FormatInt(cd.at, 10) {
 				for k, t := range terms {
 					if cd.tfs[k] > 0 {
 						key := l.SearchPostings(user, t)
@@ -152,7 +154,7 @@ func Find(ctx context.Context, c rueidis.Client, l redisstore.Layout, user, sess
 				continue
 			}
 			hits = append(hits, found{Result{SessionID: cd.session, Kind: cd.kind, ID: cd.id,
-				Snippet: Snippet(parts[4], terms), Score: Score(cd.tfs, dfs, n, cd.length, avg),
+				Snippet: Snippet(parts[len(parts)-1], terms), Score: Score(cd.tfs, dfs, n, cd.length, avg),
 				Time: time.UnixMicro(cd.at).UTC().Format(time.RFC3339Nano)}, cd.at})
 		}
 	}

@@ -358,3 +358,27 @@ func TestLaggingAppendLeavesNoDocument(t *testing.T) {
 		}
 	})
 }
+
+// A document written by an older sidecar, without the digest of its words
+// ("ver \t length \t time \t preview"), is still found, with its snippet,
+// and its postings are kept.
+func TestDocumentWithoutDigestIsFound(t *testing.T) {
+	redisstoretest.Each(t, func(t *testing.T, srv *redisstoretest.Server) {
+		s := NewStore(sessionstore.New(srv.Conn(t), sessionstore.Config{TTLSeconds: 600}))
+		appendAll(t, s, "zebra crossing")
+		docs := srv.Layout().SearchEntryDocs("u", "s")
+		f := strings.SplitN(field(t, srv, docs, "entry\ts0"), "\t", 5)
+		if len(f) != 5 {
+			t.Fatalf("document %q: want 5 fields", f)
+		}
+		hset(t, srv, docs, "entry\ts0", strings.Join([]string{f[0], f[1], f[2], f[4]}, "\t"))
+		res, err := search.Find(t.Context(), srv.Client(t), srv.Layout(), "u", "", "zebra", 10)
+		if err != nil || len(res) != 1 || res[0].ID != "s0" || !strings.Contains(res[0].Snippet, "zebra") || strings.Contains(res[0].Snippet, "\t") {
+			t.Fatalf("search: %+v, %v", res, err)
+		}
+		c := srv.Client(t)
+		if n, err := c.Do(t.Context(), c.B().Zcard().Key(srv.Layout().SearchPostings("u", "zebra")).Build()).AsInt64(); err != nil || n != 1 {
+			t.Fatalf("postings %d (%v), want 1 kept", n, err)
+		}
+	})
+}
