@@ -36,12 +36,14 @@ func defaultMaxConnections() int {
 	return max(16, (int(lim.Cur)-fileReserve)*3/4)
 }
 
-// limitListener accepts at most cap connections at once (as
-// golang.org/x/net/netutil.LimitListener does) and, when full, closes the
-// connection idle the longest (one that has sent no request yet, or is
-// between requests) to make room: idle connections are shed first, active
-// ones (a lock wait, a stream) never. A connection beyond the cap waits in
-// the kernel's accept queue, holding no file of the process.
+// limitListener serves at most cap connections at once (as
+// golang.org/x/net/netutil.LimitListener does) and, when full and a new
+// client connects, closes the connection idle the longest (one that has
+// sent no request yet, or is between requests) to make room: idle
+// connections are shed only for a client that waits, and active ones (a
+// lock wait, a stream) never. The process holds at most one connection
+// beyond the cap (the one waiting for room); later ones wait in the
+// kernel's accept queue, holding no file of the process.
 type limitListener struct {
 	net.Listener
 	sem     chan struct{}
@@ -57,20 +59,21 @@ func newLimitListener(ln net.Listener, n int) *limitListener {
 }
 
 func (l *limitListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
 	select {
 	case l.sem <- struct{}{}:
 	default:
+		// full, and a client waits: make room
 		l.shedIdle()
 		select {
 		case l.sem <- struct{}{}:
 		case <-l.closed:
+			c.Close()
 			return nil, net.ErrClosed
 		}
-	}
-	c, err := l.Listener.Accept()
-	if err != nil {
-		<-l.sem
-		return nil, err
 	}
 	lc := &limitConn{Conn: c, l: l}
 	l.setIdle(lc, true) // idle until its first request arrives

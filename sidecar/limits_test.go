@@ -99,6 +99,48 @@ func TestIdleConnectionsAreShedAtTheCap(t *testing.T) {
 	}
 }
 
+// At the cap with no one waiting, idle connections are kept: a connection is
+// shed only to make room for a client that connects.
+func TestIdleConnectionsAreKeptWhenNoOneWaits(t *testing.T) {
+	th := sidecartest.Start(t, redisstoretest.New(t), envconf.Env{"SIDECAR_MAX_CONNECTIONS": "8"}, kvFactory(nil))
+	addr := strings.TrimPrefix(th.API, "http://")
+	get := func(c net.Conn, r *bufio.Reader) error {
+		if _, err := fmt.Fprintf(c, "GET /v1/kv/absent HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+			return err
+		}
+		_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		resp, err := http.ReadResponse(r, nil)
+		if err != nil {
+			return err
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusNotFound {
+			return fmt.Errorf("status %d", resp.StatusCode)
+		}
+		return nil
+	}
+	conns := make([]net.Conn, 8)
+	readers := make([]*bufio.Reader, 8)
+	for i := range conns {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		conns[i], readers[i] = c, bufio.NewReader(c)
+		if err := get(c, readers[i]); err != nil {
+			t.Fatalf("connection %d: %v", i, err)
+		}
+	}
+	time.Sleep(300 * time.Millisecond) // the accept loop has long come round again
+	for i, c := range conns {
+		if err := get(c, readers[i]); err != nil {
+			t.Fatalf("connection %d after a pause at the cap: %v (shed with no one waiting)", i, err)
+		}
+	}
+}
+
 // At SIDECAR_MAX_INFLIGHT requests in flight, the next is answered 503
 // overloaded at once, with Retry-After, and counted.
 func TestOverloadAnswers503(t *testing.T) {
