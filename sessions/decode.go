@@ -22,14 +22,16 @@ func decodeBody(r *http.Request, v any, quick func(body []byte) bool) error {
 }
 
 // quick fills req from body without reflection when body is a plain append
-// (sidecar.ObjectFields: known keys once each, a qa_id without escapes, no
-// objects); false leaves req alone for the full decoder.
+// (sidecar.ObjectFields: known keys once each, an ASCII qa_id without
+// escapes, no objects); false leaves req alone for the full decoder.
 func (req *appendRequest) quick(body []byte) bool {
 	var q appendRequest
 	ok := sidecar.ObjectFields(body, func(key, raw []byte) bool {
 		switch string(key) {
 		case "qa_id":
-			if q.QAID != nil || raw[0] != '"' || bytes.IndexByte(raw, '\\') >= 0 {
+			// an id is ASCII (sidecar.ValidID): other bytes, and invalid
+			// UTF-8 (which the full decoder turns into U+FFFD), go there
+			if q.QAID != nil || raw[0] != '"' || bytes.IndexByte(raw, '\\') >= 0 || !ascii(raw) {
 				return false
 			}
 			id := string(raw[1 : len(raw)-1])
@@ -58,6 +60,15 @@ func (req *appendRequest) quick(body []byte) bool {
 		*req = q
 	}
 	return ok
+}
+
+func ascii(b []byte) bool {
+	for _, c := range b {
+		if c >= 0x80 {
+			return false
+		}
+	}
+	return true
 }
 
 // quick is appendRequest.quick for PUT .../feedback.
