@@ -1,6 +1,7 @@
 package sessions
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha1"
 	"encoding/hex"
@@ -9,11 +10,13 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/agentsidecar/agentsidecar/cognee"
 	"github.com/agentsidecar/agentsidecar/lua"
 	"github.com/agentsidecar/agentsidecar/redisstore"
 	"github.com/agentsidecar/agentsidecar/search"
+	"github.com/agentsidecar/agentsidecar/sidecar"
 )
 
 // The relevance search index of Q&A entries (package search; the scripts'
@@ -47,22 +50,57 @@ func (d entryDoc) args() []string {
 
 // analyseEntry is the document of stored (Cognee's JSON, NaN and all): an
 // element that is not a JSON object, or whose texts are not strings,
-// contributes what it has (an empty document when nothing).
+// contributes what it has (an empty document when nothing). A flat entry
+// (the sidecar's own, and Cognee's before it holds an object) is read
+// without a decoder: this runs on every append.
 func analyseEntry(stored []byte) entryDoc {
-	var texts []string
-	if strict, err := cognee.Strict(stored); err == nil {
-		var e map[string]json.RawMessage
-		if json.Unmarshal(strict, &e) == nil {
-			for _, f := range []string{"question", "context", "answer"} {
-				var s string
-				if json.Unmarshal(e[f], &s) == nil && s != "" {
-					texts = append(texts, s)
+	var texts [3]json.RawMessage // question, context, answer
+	pick := func(key string, raw json.RawMessage) {
+		switch key {
+		case "question":
+			texts[0] = raw
+		case "context":
+			texts[1] = raw
+		case "answer":
+			texts[2] = raw
+		}
+	}
+	if !sidecar.ObjectFields(stored, func(key, raw []byte) bool { pick(string(key), raw); return true }) {
+		texts = [3]json.RawMessage{}
+		if strict, err := cognee.Strict(stored); err == nil {
+			var e map[string]json.RawMessage
+			if json.Unmarshal(strict, &e) == nil {
+				for k, v := range e {
+					pick(k, v)
 				}
 			}
 		}
 	}
-	d := search.Analyze(texts...)
-	return entryDoc{spec: d.Spec(), length: d.Length, preview: search.Preview(texts...)}
+	var out []string
+	for _, raw := range texts {
+		if s, ok := jsonString(raw); ok && s != "" {
+			out = append(out, s)
+		}
+	}
+	d := search.Analyze(out...)
+	return entryDoc{spec: d.Spec(), length: d.Length, preview: search.Preview(out...)}
+}
+
+// jsonString decodes raw when it is a JSON string: a string without
+// escapes and of valid UTF-8 as it is, anything else through the decoder
+// (which turns invalid UTF-8 into U+FFFD), so equal strings decode equal
+// whatever their encoding.
+func jsonString(raw json.RawMessage) (string, bool) {
+	if n := len(raw); n >= 2 && raw[0] == '"' && raw[n-1] == '"' {
+		if in := raw[1 : n-1]; bytes.IndexByte(in, '\\') < 0 && utf8.Valid(in) {
+			return string(in), true
+		}
+	}
+	var s string
+	if len(raw) == 0 || json.Unmarshal(raw, &s) != nil {
+		return "", false
+	}
+	return s, true
 }
 
 // textChanged reports whether an update sets the question, context or

@@ -382,3 +382,48 @@ func TestDocumentWithoutDigestIsFound(t *testing.T) {
 		}
 	})
 }
+
+// analyseSlow is analyseEntry through the decoder only: the fast path must
+// give the same documents.
+func analyseSlow(stored []byte) entryDoc {
+	var out []string
+	if strict, err := cognee.Strict(stored); err == nil {
+		var e map[string]json.RawMessage
+		if json.Unmarshal(strict, &e) == nil {
+			for _, f := range []string{"question", "context", "answer"} {
+				var s string
+				if json.Unmarshal(e[f], &s) == nil && s != "" {
+					out = append(out, s)
+				}
+			}
+		}
+	}
+	d := search.Analyze(out...)
+	return entryDoc{spec: d.Spec(), length: d.Length, preview: search.Preview(out...)}
+}
+
+func TestAnalyseEntryPathsAgree(t *testing.T) {
+	for _, in := range []string{
+		`{"question": "Where is the café?", "context": "", "answer": "Zürich", "qa_id": "q"}`,
+		`{"question": "Where is the caf\u00e9?", "answer": "Z\u00fcrich \"old town\""}`,
+		`{"question": "dup", "question": "second wins", "answer": null}`,
+		`{"question": "x", "feedback_score": NaN, "answer": "nan entries go the slow way"}`,
+		`{"question": "nested", "memify_metadata": {"a": 1}, "answer": "object elsewhere"}`,
+		"{\"question\": \"bad \xf4 utf8\", \"answer\": \"ok\"}",
+		`{"question": 5, "context": ["a"], "answer": true}`,
+		`["not", "an", "object"]`,
+		`not json`,
+		`{}`,
+	} {
+		if got, want := analyseEntry([]byte(in)), analyseSlow([]byte(in)); got != want {
+			t.Errorf("%s:\n fast %+v\n slow %+v", in, got, want)
+		}
+	}
+	// and the sidecar's own entries, as cognee.NewQAEntry writes them
+	for _, q := range []string{"plain", "with \"quotes\" and \\ backslash", "émoji 🦊 and tabs\there", strings.Repeat("long text ", 200)} {
+		e := qaEntry(t, "q1", q)
+		if got, want := analyseEntry(e), analyseSlow(e); got != want {
+			t.Errorf("%s:\n fast %+v\n slow %+v", e, got, want)
+		}
+	}
+}
