@@ -1271,6 +1271,19 @@ local function unindex_doc(docs, kind, id)
   stats_drop(1, len)
 end
 
+-- write_postings adds to the postings of each term of spec the posting of
+-- this session's document doc at version v (length len, scored by time at,
+-- µs), giving each key at least ttl (index_expire). O(terms).
+local function write_postings(doc, v, spec, len, at, ttl)
+  local member = SID .. '\t' .. doc .. '\t' .. v .. '\t'
+  for t, tf in string.gmatch(spec, '(%S+) (%d+)') do
+    local key = SEARCH_PREFIX .. t
+    local p = redis.call('PTTL', key)
+    redis.call('ZADD', key, at, member .. tf .. '\t' .. len)
+    index_expire(key, ttl, p)
+  end
+end
+
 -- spec_digest identifies a document's terms and frequencies (a refresh
 -- tells an unchanged document by it).
 local function spec_digest(spec)
@@ -1304,13 +1317,7 @@ local function index_doc(docs, kind, id, spec, len, preview, now)
   local ps = redis.call('PTTL', K_SSTATS)
   hincr(K_SSTATS, 'n', 1)
   hincr(K_SSTATS, 'len', len)
-  local member = SID .. '\t' .. doc .. '\t' .. v .. '\t'
-  for t, tf in string.gmatch(spec, '(%S+) (%d+)') do
-    local key = SEARCH_PREFIX .. t
-    local p = redis.call('PTTL', key)
-    redis.call('ZADD', key, now, member .. tf .. '\t' .. len)
-    index_expire(key, ttl, p)
-  end
+  write_postings(doc, v, spec, len, at, ttl)
   index_expire(K_SSTATS, ttl, ps)
 end
 
@@ -1326,13 +1333,7 @@ local function refresh_doc(docs, kind, id, spec, len, preview)
   local v, l, at, dg, p = string.match(old or '', '^(%d+)\t(%d+)\t(%d+)\t(%x+)\t(.*)$')
   if not v or tonumber(l) ~= len or dg ~= spec_digest(spec) or p ~= preview then return false end
   local ttl = session_ttl()
-  local member = SID .. '\t' .. doc .. '\t' .. v .. '\t'
-  for t, tf in string.gmatch(spec, '(%S+) (%d+)') do
-    local key = SEARCH_PREFIX .. t
-    local pt = redis.call('PTTL', key)
-    redis.call('ZADD', key, at, member .. tf .. '\t' .. l)
-    index_expire(key, ttl, pt)
-  end
+  write_postings(doc, v, spec, l, at, ttl)
   index_expire(K_SSTATS, ttl, redis.call('PTTL', K_SSTATS))
   return true
 end

@@ -402,24 +402,9 @@ func analyseSlow(stored []byte) entryDoc {
 	return entryDoc{spec: d.Spec(), length: d.Length, preview: search.Preview(out...)}
 }
 
+// The sidecar's own entries, as cognee.NewQAEntry writes them, give the
+// same document by both paths (analyse_fuzz_test.go has the other inputs).
 func TestAnalyseEntryPathsAgree(t *testing.T) {
-	for _, in := range []string{
-		`{"question": "Where is the café?", "context": "", "answer": "Zürich", "qa_id": "q"}`,
-		`{"question": "Where is the caf\u00e9?", "answer": "Z\u00fcrich \"old town\""}`,
-		`{"question": "dup", "question": "second wins", "answer": null}`,
-		`{"question": "x", "feedback_score": NaN, "answer": "nan entries go the slow way"}`,
-		`{"question": "nested", "memify_metadata": {"a": 1}, "answer": "object elsewhere"}`,
-		"{\"question\": \"bad \xf4 utf8\", \"answer\": \"ok\"}",
-		`{"question": 5, "context": ["a"], "answer": true}`,
-		`["not", "an", "object"]`,
-		`not json`,
-		`{}`,
-	} {
-		if got, want := analyseEntry([]byte(in)), analyseSlow([]byte(in)); got != want {
-			t.Errorf("%s:\n fast %+v\n slow %+v", in, got, want)
-		}
-	}
-	// and the sidecar's own entries, as cognee.NewQAEntry writes them
 	for _, q := range []string{"plain", "with \"quotes\" and \\ backslash", "émoji 🦊 and tabs\there", strings.Repeat("long text ", 200)} {
 		e := qaEntry(t, "q1", q)
 		if got, want := analyseEntry(e), analyseSlow(e); got != want {
