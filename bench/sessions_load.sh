@@ -131,6 +131,25 @@ wrk_check() {
 	if grep -q 'Non-2xx\|Socket errors' "$1"; then echo "wrk saw errors:" >&2; cat "$1" >&2; exit 1; fi
 }
 
+# script_calls WHAT: where Redis spent each script call since the last
+# CONFIG RESETSTAT (INFO commandstats counts the commands a script runs as
+# well as the FCALL or EVALSHA around them), and every other command.
+script_calls() {
+	rcli info commandstats | tr -d '\r' | awk -F'[:,=]' -v what="$1" '/^cmdstat_/{
+	name = substr($1, 9); calls[name] = $3; usec[name] = $5 }
+	END {
+		s = "fcall"; if (calls[s] == 0) s = "evalsha"
+		n = calls[s]; if (n == 0) exit
+		inner = 0; list = ""
+		for (c in calls) if (c != s) {
+			inner += usec[c]; k += calls[c]
+			if (calls[c] >= n / 20) list = list sprintf(" %s %.1fx/%.2fus", c, calls[c]/n, usec[c]/n)
+		}
+		printf "     Redis per %s: %s %.1f us; its %.1f redis.call()s %.1f us, so Lua and call overhead %.1f us\n", what, toupper(s), usec[s]/n, k/n, inner/n, (usec[s]-inner)/n
+		printf "     calls per %s (count/us):%s\n", what, list
+	}'
+}
+
 entry=$("$PY" "$here/sessions_cognee.py" entry)
 echo "entry:   ${#entry} bytes of JSON, as Cognee stores it"
 echo
@@ -154,21 +173,7 @@ measure http wrk -t 2 -c "$CONNS" -d "${PHASE_SECONDS}s" --latency -s "$here/ses
 wrk_check "$tmp/http.out"
 http_rate=$(wrk_rate "$tmp/http.out")
 report http "b  sidecar POST .../entries (wrk -t2)" "$http_rate" "$(wrk_secs "$tmp/http.out")"
-# Where Redis spends an append: INFO commandstats counts the commands a
-# script runs as well as the FCALL (or EVALSHA) around them.
-rcli info commandstats | tr -d '\r' | awk -F'[:,=]' '/^cmdstat_/{
-	name = substr($1, 9); calls[name] = $3; usec[name] = $5 }
-	END {
-		s = "fcall"; if (calls[s] == 0) s = "evalsha"
-		n = calls[s]; if (n == 0) exit
-		inner = 0; list = ""
-		for (c in calls) if (c != s) {
-			inner += usec[c]; k += calls[c]
-			if (calls[c] >= n / 20) list = list sprintf(" %s %.1fx/%.2fus", c, calls[c]/n, usec[c]/n)
-		}
-		printf "     Redis per append: %s %.1f us; its %.1f redis.call()s %.1f us, so Lua and call overhead %.1f us\n", toupper(s), usec[s]/n, k/n, inner/n, (usec[s]-inner)/n
-		printf "     calls per append (count/us):%s\n", list
-	}'
+script_calls append
 rcli flushall >/dev/null
 
 # c. Cognee's append.
@@ -185,10 +190,12 @@ read -r cfb_rate cfb_p50 cfb_p99 <"$tmp/cfb.out"
 report cfb "d1 Cognee LRANGE/json.loads/LSET (redis-py)" "$cfb_rate" "$PHASE_SECONDS"
 
 "$PY" "$here/sessions_cognee.py" preload-sidecar --api-port "$aport" --entries "$ENTRIES" >/dev/null
+rcli config resetstat >/dev/null
 measure sfb wrk -t 1 -c 1 -d "${PHASE_SECONDS}s" --latency -s "$here/sessions_feedback.lua" "$api" -- "$ENTRIES"
 wrk_check "$tmp/sfb.out"
 sfb_rate=$(wrk_rate "$tmp/sfb.out")
 report sfb "d2 sidecar PUT .../feedback (wrk -c1)" "$sfb_rate" "$(wrk_secs "$tmp/sfb.out")"
+script_calls feedback
 measure pfb "$PY" "$here/sessions_cognee.py" sidecar-feedback --api-port "$aport" --entries "$ENTRIES" --seconds "$PHASE_SECONDS"
 read -r pfb_rate pfb_p50 pfb_p99 <"$tmp/pfb.out"
 report pfb "d3 sidecar PUT .../feedback (Python http.client)" "$pfb_rate" "$PHASE_SECONDS"
