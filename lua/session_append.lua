@@ -19,18 +19,33 @@
 --   whether it holds qa_id needs more than one step of indexing (nothing
 --   written but that step: run session_index_build, then this again).
 local qa_id, entry, spec = ARGV[5], ARGV[6], ARGV[7]
-local refused = guard('keep', { K_ENTRIES, 'list' }, { K_INDEX, 'hash' }, { K_EDOCS, 'hash' }, { K_SSTATS, 'hash' })
-  or check_terms({ { spec = spec } })
+local refused
+if spec then
+  refused = guard('keep', { K_ENTRIES, 'list', 'self' }, { K_INDEX, 'hash', 'self' },
+    { K_EVENTS, 'stream', 'self' }, { K_EDOCS, 'hash' },
+    { K_SSTATS, 'hash' }) or check_terms({ { spec = spec } })
+else
+  refused = guard('keep', { K_ENTRIES, 'list', 'self' }, { K_INDEX, 'hash', 'self' },
+    { K_EVENTS, 'stream', 'self' })
+end
 if refused then return refused end
 
-local pos, existing = locate('qa', qa_id)
+local pos, existing, llen, meta = locate('qa', qa_id)
 if type(pos) == 'table' then return pos end
 if pos then return { 0, existing } end
 
--- the index's fingerprint of the last element, which locate found current
-local last_fp = redis.call('HGET', K_INDEX, '#last') or ''
+-- the index's fingerprint of the last element, which locate found current,
+-- and its '#head'
+local last_fp, head = '', 0
+if llen > 0 then
+  if not meta then meta = redis.call('HMGET', K_INDEX, '#len', '#last', '#first', '#head') end
+  last_fp, head = meta[2] or '', tonumber(meta[4] or '0')
+end
+-- the event first: its XADD checks the stream's type (nothing written yet)
+local ev = emit('entry_appended', 'entry', qa_id, entry, true)
+if type(ev) == 'table' then return ev end
 local newlen = redis.call('RPUSH', K_ENTRIES, entry)
-index_append('qa', qa_id, entry, newlen)
+index_append('qa', qa_id, entry, newlen, head)
 local pending = 0
 if spec then
   -- the entry is indexed here when the index's covered prefix reaches it;
@@ -49,6 +64,5 @@ end
 local removed, gone = trim(K_ENTRIES, newlen, 'qa')
 if removed > 0 and entries_removed(removed, gone) then pending = 1 end
 
-emit('entry_appended', 'entry', qa_id, entry)
-local _, started = finish_write(false, newlen == 1, newlen - removed, newlen == 1)
+local _, started = finish_write(false, newlen == 1, newlen - removed, newlen == 1, GUARD_REC)
 return { stored_flag(started), pending }

@@ -18,10 +18,11 @@
 -- document until the sidecar indexes it again (session_search_entry, right
 -- after); should that not happen, the next refresh of the session's index
 -- (session_search_pending, mode 2) does.
-local refused = guard('keep', { K_ENTRIES, 'list' }, { K_INDEX, 'hash' })
+local refused = guard('keep', { K_ENTRIES, 'list', 'self' }, { K_INDEX, 'hash', 'self' },
+  { K_EVENTS, 'stream', 'self' })
 if refused then return refused end
 local qa_id, memify = ARGV[5], ARGV[6]
-local pos, el = locate('qa', qa_id)
+local pos, el, llen = locate('qa', qa_id)
 if type(pos) == 'table' then return pos end
 if not pos then return false end
 
@@ -36,12 +37,14 @@ end)
 if not ok then -- another writer stored an element that is not a JSON object
   return redis.error_reply('BADVALUE ' .. K_ENTRIES .. ' ' .. qa_id)
 end
-redis.call('LSET', K_ENTRIES, pos, updated)
 local typ = 'entry_updated'
 for i = 7, #ARGV, 2 do
   if string.sub(ARGV[i], 1, 9) == 'feedback_' then typ = 'feedback' end
 end
-emit(typ, 'entry', qa_id, updated)
+-- the event first: its XADD checks the stream's type (nothing written yet)
+local ev = emit(typ, 'entry', qa_id, updated, true)
+if type(ev) == 'table' then return ev end
+redis.call('LSET', K_ENTRIES, pos, updated)
 
-finish_write()
+finish_write(false, false, llen, false, GUARD_REC)
 return updated

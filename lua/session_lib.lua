@@ -345,6 +345,15 @@ local K_CTX_INDEX = 'agent_session_context_index:' .. string.sub(K_INDEX, #'agen
 -- first LRANGE's size, later ones sized to about 256 KiB.
 local INDEX_STEP, INDEX_STEP_BYTES, INDEX_PAGE = 256, 1048576, 16
 
+-- wrong_type is guard's refusal ("KEYTYPE <key> <type> <want>") for key,
+-- which a read just refused as not a want: how a script checks a key that
+-- it reads before its first write instead of asking guard.
+local function wrong_type(key, want)
+  local got = redis.call('TYPE', key)
+  if type(got) == 'table' then got = got.ok end
+  return redis.error_reply('KEYTYPE ' .. key .. ' ' .. got .. ' ' .. want)
+end
+
 -- index_keys returns the list, index and id field of index which.
 local function index_keys(which)
   if which == 'qa' then return K_ENTRIES, K_INDEX, 'qa_id' end
@@ -410,10 +419,19 @@ end
 -- index_sync makes one bounded step towards an index of list which that
 -- covers its llen (> 0) elements: checks it is valid (else drops it), then
 -- indexes at most one step of the elements it does not cover. Returns
--- whether the index is complete now.
-local function index_sync(which, llen)
+-- whether the index is complete now and, when it was complete and valid as
+-- read (no step taken), what it read: {'#len', '#last', '#first', '#head',
+-- id} (id's field when id is given); or guard's refusal when the index is
+-- not a hash.
+local function index_sync(which, llen, id)
   local list, index = index_keys(which)
-  local m = redis.call('HMGET', index, '#len', '#last', '#first', '#head')
+  local m
+  if id then
+    m = redis.pcall('HMGET', index, '#len', '#last', '#first', '#head', id)
+  else
+    m = redis.pcall('HMGET', index, '#len', '#last', '#first', '#head')
+  end
+  if m.err then return wrong_type(index, 'hash') end
   local covered, head = tonumber(m[1] or ''), tonumber(m[4] or '0')
   if not covered or covered < 1 or covered > llen or not head
       or fingerprint(which, redis.call('LINDEX', list, covered == llen and -1 or covered - 1)) ~= m[2]
@@ -423,7 +441,7 @@ local function index_sync(which, llen)
     if redis.call('EXISTS', index) == 1 then redis.call('UNLINK', index) end
     covered, head = 0, 0
   end
-  if covered == llen then return true end
+  if covered == llen then return true, m end
   local els = read_range(list, covered, llen - 1)
   index_put(which, els, covered, head)
   local n = covered + #els
@@ -450,23 +468,40 @@ local function needs_build(which)
 end
 
 -- locate finds the element whose id is id in list which: returns its
--- position (0-based) and bytes; nil when the list holds no such element;
--- or needs_build(which) when that cannot be told within one step. llen is
--- the list's length when the caller has it.
+-- position (0-based), bytes and the list's length; nil, nil, the length
+-- and the index's {'#len', '#last', '#first', '#head'} (when read before
+-- any step, else nil) when the list holds no such element;
+-- needs_build(which) when that cannot be told within one step; or guard's
+-- refusal when the list or its index has another type (read before any
+-- write: a script that locates before its first write need not ask guard
+-- about them). llen is the list's length when the caller has it.
 local function locate(which, id, llen)
   local list, index, idkey = index_keys(which)
-  llen = llen or redis.call('LLEN', list)
+  if not llen then
+    llen = redis.pcall('LLEN', list)
+    if type(llen) == 'table' then return wrong_type(list, 'list') end
+  end
   if llen == 0 then
     -- another writer emptied the list: no index outlives it
-    if redis.call('EXISTS', index) == 1 then redis.call('DEL', index) end
-    return nil
+    if redis.call('EXISTS', index) == 1 then
+      if type(redis.pcall('HLEN', index)) == 'table' then return wrong_type(index, 'hash') end
+      redis.call('DEL', index)
+    end
+    return nil, nil, 0
   end
-  local complete = index_sync(which, llen)
-  local m = redis.call('HMGET', index, id, '#head', '#len')
-  local pos = m[1] and tonumber(m[1]) - tonumber(m[2] or '0')
-  if pos and pos >= 0 and pos < tonumber(m[3] or '0') then
+  local complete, m = index_sync(which, llen, id)
+  if type(complete) == 'table' then return complete end
+  local at, head, covered
+  if m then
+    at, head, covered = m[5], m[4], m[1]
+  else
+    local r = redis.call('HMGET', index, id, '#head', '#len')
+    at, head, covered = r[1], r[2], r[3]
+  end
+  local pos = at and tonumber(at) - tonumber(head or '0')
+  if pos and pos >= 0 and pos < tonumber(covered or '0') then
     local el = redis.call('LINDEX', list, pos)
-    if el and id_of(el, idkey) == id then return pos, el end
+    if el and id_of(el, idkey) == id then return pos, el, llen end
     if complete then
       -- a complete, valid index pointing at another element: another
       -- writer's update landed on a shifted position; made again
@@ -474,19 +509,20 @@ local function locate(which, id, llen)
       return needs_build(which)
     end
   end
-  if complete then return nil end
+  if complete then return nil, nil, llen, m end
   return needs_build(which)
 end
 
 -- index_append records that the element el with id id was just pushed as
 -- the list's element newlen (1-based), after locate found the index
--- complete (or the list empty: then the index is made anew).
-local function index_append(which, id, el, newlen)
+-- complete (or the list empty: then the index is made anew). head is the
+-- index's '#head' when the caller has it.
+local function index_append(which, id, el, newlen, head)
   local _, index = index_keys(which)
-  local head = 0
   if newlen == 1 then
+    head = 0
     redis.call('DEL', index)
-  else
+  elseif not head then
     head = tonumber(redis.call('HGET', index, '#head') or '0')
   end
   local fp = fingerprint(which, el)
@@ -607,13 +643,24 @@ end
 --   'move'    the record and every status set (the write ends the session);
 --   'indexes' every status set, not the record (session delete).
 -- ... are the script's own {key, type} pairs. The metadata indexes of the
--- record's pairs (which finish_write scores) are checked too.
+-- record's pairs (which finish_write scores) are checked too. A pair
+-- {key, type, 'self'} is one the script checks itself: its first command
+-- on the key refuses another type before anything is written (locate's
+-- LLEN and HMGET, emit's XADD as the first write): guard asks no TYPE of
+-- it. Each key is asked once.
+--
+-- guard keeps the record's fields as it read them in GUARD_REC
+-- ({status, ttl_seconds, slid_at, metadata}, finish_write's order), for a
+-- script that does not change them before finish_write to pass on.
 local meta_checks -- (meta) -> {key, 'zset'} pairs: defined with meta_keys below
+--! per-call
+local GUARD_REC = nil
+--! end per-call
 local function guard(mode, ...)
   local checks = { ... }
   local status
   if mode ~= 'indexes' then
-    local rec = redis.pcall('HMGET', K_RECORD, 'status', 'metadata', 'ttl_seconds', 'slid_at')
+    local rec = redis.pcall('HMGET', K_RECORD, 'status', 'ttl_seconds', 'slid_at', 'metadata')
     if rec.err then
       checks[#checks + 1] = { K_RECORD, 'hash' }
     else
@@ -622,12 +669,16 @@ local function guard(mode, ...)
       if status and not K_USER[status] then
         return redis.error_reply('BADKEY field status of Redis key ' .. K_RECORD .. ' is not a status')
       end
-      for i, f in ipairs({ 'ttl_seconds', 'slid_at' }) do
-        if rec[i + 2] and not string.match(rec[i + 2], '^%-?%d+$') then
-          return redis.error_reply('BADKEY field ' .. f .. ' of Redis key ' .. K_RECORD .. ' is not an integer')
-        end
+      if rec[2] and not string.match(rec[2], '^%-?%d+$') then
+        return redis.error_reply('BADKEY field ttl_seconds of Redis key ' .. K_RECORD .. ' is not an integer')
       end
-      for _, c in ipairs(meta_checks(rec[2])) do checks[#checks + 1] = c end
+      if rec[3] and not string.match(rec[3], '^%-?%d+$') then
+        return redis.error_reply('BADKEY field slid_at of Redis key ' .. K_RECORD .. ' is not an integer')
+      end
+      if rec[4] then
+        for _, c in ipairs(meta_checks(rec[4])) do checks[#checks + 1] = c end
+      end
+      GUARD_REC = rec
     end
     checks[#checks + 1] = { K_ENTRIES, 'list' } -- finish_write counts it
   end
@@ -639,11 +690,18 @@ local function guard(mode, ...)
     for i = 7, 13 do checks[#checks + 1] = { KEYS[i], 'zset' } end
   end
   checks[#checks + 1] = { K_EVENTS, 'stream' }
+  local asked = {}
   for _, c in ipairs(checks) do
-    local got = redis.call('TYPE', c[1])
-    if type(got) == 'table' then got = got.ok end
-    if got ~= 'none' and got ~= c[2] then
-      return redis.error_reply('KEYTYPE ' .. c[1] .. ' ' .. got .. ' ' .. c[2])
+    local k = c[1]
+    if not asked[k] then
+      asked[k] = true
+      if c[3] ~= 'self' then
+        local got = redis.call('TYPE', k)
+        if type(got) == 'table' then got = got.ok end
+        if got ~= 'none' and got ~= c[2] then
+          return redis.error_reply('KEYTYPE ' .. k .. ' ' .. got .. ' ' .. c[2])
+        end
+      end
     end
   end
   return nil
@@ -805,8 +863,14 @@ end
 -- xadd appends one event to stream key and wakes the readers; returns its
 -- id and whether the stream is new. NOMKSTREAM first: a stream that exists
 -- (the usual case) costs one XADD, a new one a second.
-local function xadd(key, typ, data)
-  local id = redis.call('XADD', key, 'NOMKSTREAM', 'MAXLEN', '~', EVENTS_MAXLEN, '*', 't', typ, 'd', data)
+local function xadd(key, typ, data, first)
+  local id
+  if first then
+    id = redis.pcall('XADD', key, 'NOMKSTREAM', 'MAXLEN', '~', EVENTS_MAXLEN, '*', 't', typ, 'd', data)
+    if type(id) == 'table' then return wrong_type(key, 'stream') end
+  else
+    id = redis.call('XADD', key, 'NOMKSTREAM', 'MAXLEN', '~', EVENTS_MAXLEN, '*', 't', typ, 'd', data)
+  end
   local fresh = not id
   if fresh then id = redis.call('XADD', key, 'MAXLEN', '~', EVENTS_MAXLEN, '*', 't', typ, 'd', data) end
   redis.call('PUBLISH', EVENTS_CHANNEL, key)
@@ -823,9 +887,14 @@ end
 
 -- emit appends the write's event to the session's stream (see the header).
 -- A stream it creates gets the session's TTL at once (a write that does not
--- slide would leave it without one until the next slide).
-local function emit(typ, kind, id, data)
-  local eid, fresh = xadd(K_EVENTS, typ, event_data(kind, id, data))
+-- slide would leave it without one until the next slide). first: this is
+-- the script's first write, after every check but the stream's type (guard
+-- got {K_EVENTS, 'stream', 'self'}): its XADD refuses a stream of another
+-- type before anything is written, and emit returns guard's refusal (a
+-- table) instead of the event id.
+local function emit(typ, kind, id, data, first)
+  local eid, fresh = xadd(K_EVENTS, typ, event_data(kind, id, data), first)
+  if type(eid) == 'table' then return eid end
   if fresh then
     local ttl = session_ttl()
     if ttl > 0 then redis.call('EXPIRE', K_EVENTS, ttl) end
@@ -1079,11 +1148,13 @@ local SLIDE_EVERY_MAX = 60
 --   count: the entries list's length, when the caller knows it
 --   own_first: the entries list's first element is this write's (a new
 --     record then starts now, not at the first entry's time)
+--   rec: guard's GUARD_REC, when the script has not changed the record
+--     since guard read it (else nil: read here)
 -- Returns the status and whether this write started the session.
-local function finish_write(moved, force, count, own_first)
+local function finish_write(moved, force, count, own_first, rec)
   local now = now_us()
   local n = string.format('%d', now) -- tostring would round to 14 digits
-  local rec = redis.call('HMGET', K_RECORD, 'status', 'ttl_seconds', 'slid_at', 'metadata')
+  rec = rec or redis.call('HMGET', K_RECORD, 'status', 'ttl_seconds', 'slid_at', 'metadata')
   local status, started = rec[1], false
   local ttl = DEFAULT_TTL
   if rec[2] then ttl = tonumber(rec[2]) end

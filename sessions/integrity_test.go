@@ -272,8 +272,9 @@ func TestWrongTypeKeysAreRefusedBeforeAnyWrite(t *testing.T) {
 			return out
 		}
 		for n, tc := range []struct {
-			key  func(k redisstore.SessionKeys) string
-			only []int // the writes below that touch it (nil: all)
+			key    func(k redisstore.SessionKeys) string
+			events bool  // the session's event stream instead of key
+			only   []int // the writes below that touch it (nil: all)
 		}{
 			{key: func(k redisstore.SessionKeys) string { return k.Record }},
 			{key: func(k redisstore.SessionKeys) string { return k.GlobalIndex[0] }},
@@ -283,13 +284,21 @@ func TestWrongTypeKeysAreRefusedBeforeAnyWrite(t *testing.T) {
 			{key: func(k redisstore.SessionKeys) string { return k.Index }, only: []int{0, 1, 2, 3}},
 			{key: func(k redisstore.SessionKeys) string { return k.Traces }, only: []int{4}},
 			{key: func(k redisstore.SessionKeys) string { return k.Context }, only: []int{5, 6, 7}},
+			// the event stream: the append and the entry edits check it by
+			// their first write (the XADD), the others by guard's TYPE
+			{events: true},
 		} {
 			user := fmt.Sprintf("u%d", n)
 			k := srv.Layout().Session(user, "s1")
 			b := "/v1/users/" + user + "/sessions/s1"
 			h.Do(t, "POST", b+"/entries", `{"question":"q","answer":"a","qa_id":"q1"}`)
 			h.Do(t, "POST", b+"/context", `{"id":"c1"}`)
-			key := tc.key(k)
+			var key string
+			if tc.events {
+				key = srv.Layout().SessionEvents(user, "s1")
+			} else {
+				key = tc.key(k)
+			}
 			c.Do(t.Context(), c.B().Del().Key(key).Build())
 			c.Do(t.Context(), c.B().Set().Key(key).Value("someone else's").Build())
 			before := snapshot(k)
@@ -399,6 +408,31 @@ func TestCorruptRecordFieldsRefuseWritesBeforeAnyWrite(t *testing.T) {
 			c.Do(t.Context(), c.B().Hdel().Key(keys.Record).Field(field[0]).Build())
 			if field[0] == "status" {
 				c.Do(t.Context(), c.B().Hset().Key(keys.Record).FieldValue().FieldValue("status", "running").Build())
+			}
+		}
+	})
+}
+
+// An append to a session whose entries list is empty (a new session, or one
+// another writer emptied) while its qa_id index is another program's string
+// is refused naming the index, and writes nothing: the index is not
+// deleted, the list not made.
+func TestWrongTypedIndexOfAnEmptyListIsRefused(t *testing.T) {
+	redisstoretest.Each(t, func(t *testing.T, srv *redisstoretest.Server) {
+		h := sidecartest.Start(t, srv, nil, sessions.Factory)
+		c := srv.Client(t)
+		k := srv.Layout().Session("u1", "s1")
+		c.Do(t.Context(), c.B().Set().Key(k.Index).Value("someone else's").Build())
+		r := h.Do(t, "POST", "/v1/users/u1/sessions/s1/entries", `{"question":"q","answer":"a","qa_id":"q1"}`)
+		if r.Status != 409 || r.Code() != "key_wrong_type" || !strings.Contains(r.Body, k.Index) {
+			t.Fatalf("append with the index a string: %d %s, want 409 key_wrong_type naming it", r.Status, r.Body)
+		}
+		if got, _ := c.Do(t.Context(), c.B().Get().Key(k.Index).Build()).ToString(); got != "someone else's" {
+			t.Errorf("the index holds %q, want the other program's string", got)
+		}
+		for _, key := range []string{k.Entries, k.Record, srv.Layout().SessionEvents("u1", "s1")} {
+			if n, _ := c.Do(t.Context(), c.B().Exists().Key(key).Build()).AsInt64(); n != 0 {
+				t.Errorf("%s exists after a refused append", key)
 			}
 		}
 	})
