@@ -19,13 +19,13 @@
 --   whether it holds qa_id needs more than one step of indexing (nothing
 --   written but that step: run session_index_build, then this again).
 local qa_id, entry, spec = ARGV[5], ARGV[6], ARGV[7]
-local refused
+local refused, rec
 if spec then
-  refused = guard('keep', { K_ENTRIES, 'list', 'self' }, { K_INDEX, 'hash', 'self' },
-    { K_EVENTS, 'stream', 'self' }, { K_EDOCS, 'hash' },
-    { K_SSTATS, 'hash' }) or check_terms({ { spec = spec } })
+  refused, rec = guard('keep', { K_ENTRIES, 'list', 'self' }, { K_INDEX, 'hash', 'self' },
+    { K_EVENTS, 'stream', 'self' }, { K_EDOCS, 'hash' }, { K_SSTATS, 'hash' })
+  refused = refused or check_terms({ { spec = spec } })
 else
-  refused = guard('keep', { K_ENTRIES, 'list', 'self' }, { K_INDEX, 'hash', 'self' },
+  refused, rec = guard('keep', { K_ENTRIES, 'list', 'self' }, { K_INDEX, 'hash', 'self' },
     { K_EVENTS, 'stream', 'self' })
 end
 if refused then return refused end
@@ -64,5 +64,5 @@ end
 local removed, gone = trim(K_ENTRIES, newlen, 'qa')
 if removed > 0 and entries_removed(removed, gone) then pending = 1 end
 
-local _, started = finish_write(false, newlen == 1, newlen - removed, newlen == 1, GUARD_REC)
+local _, started = finish_write(false, newlen == 1, newlen - removed, newlen == 1, rec)
 return { stored_flag(started), pending }

@@ -18,7 +18,7 @@
 -- document until the sidecar indexes it again (session_search_entry, right
 -- after); should that not happen, the next refresh of the session's index
 -- (session_search_pending, mode 2) does.
-local refused = guard('keep', { K_ENTRIES, 'list', 'self' }, { K_INDEX, 'hash', 'self' },
+local refused, rec = guard('keep', { K_ENTRIES, 'list', 'self' }, { K_INDEX, 'hash', 'self' },
   { K_EVENTS, 'stream', 'self' })
 if refused then return refused end
 local qa_id, memify = ARGV[5], ARGV[6]
@@ -46,5 +46,5 @@ local ev = emit(typ, 'entry', qa_id, updated, true)
 if type(ev) == 'table' then return ev end
 redis.call('LSET', K_ENTRIES, pos, updated)
 
-finish_write(false, false, llen, false, GUARD_REC)
+finish_write(false, false, llen, false, rec)
 return updated

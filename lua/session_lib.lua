@@ -345,14 +345,16 @@ local K_CTX_INDEX = 'agent_session_context_index:' .. string.sub(K_INDEX, #'agen
 -- first LRANGE's size, later ones sized to about 256 KiB.
 local INDEX_STEP, INDEX_STEP_BYTES, INDEX_PAGE = 256, 1048576, 16
 
--- wrong_type is guard's refusal ("KEYTYPE <key> <type> <want>") for key,
--- which a read just refused as not a want: how a script checks a key that
--- it reads before its first write instead of asking guard.
-local function wrong_type(key, want)
-  local got = redis.call('TYPE', key)
-  if type(got) == 'table' then got = got.ok end
-  return redis.error_reply('KEYTYPE ' .. key .. ' ' .. got .. ' ' .. want)
+-- key_type is TYPE's answer as a string ('none' for a missing key).
+local function key_type(k)
+  local t = redis.call('TYPE', k)
+  if type(t) == 'table' then t = t.ok end
+  return t
 end
+
+-- A script that reads a key before its first write may check its type by
+-- that read (a pcall) instead of asking guard: on an error it refuses as
+-- guard does, 'KEYTYPE <key> <type> <wanted type>' (locate, emit).
 
 -- index_keys returns the list, index and id field of index which.
 local function index_keys(which)
@@ -431,7 +433,7 @@ local function index_sync(which, llen, id)
   else
     m = redis.pcall('HMGET', index, '#len', '#last', '#first', '#head')
   end
-  if m.err then return wrong_type(index, 'hash') end
+  if m.err then return redis.error_reply('KEYTYPE ' .. index .. ' ' .. key_type(index) .. ' hash') end
   local covered, head = tonumber(m[1] or ''), tonumber(m[4] or '0')
   if not covered or covered < 1 or covered > llen or not head
       or fingerprint(which, redis.call('LINDEX', list, covered == llen and -1 or covered - 1)) ~= m[2]
@@ -479,12 +481,14 @@ local function locate(which, id, llen)
   local list, index, idkey = index_keys(which)
   if not llen then
     llen = redis.pcall('LLEN', list)
-    if type(llen) == 'table' then return wrong_type(list, 'list') end
+    if type(llen) == 'table' then return redis.error_reply('KEYTYPE ' .. list .. ' ' .. key_type(list) .. ' list') end
   end
   if llen == 0 then
     -- another writer emptied the list: no index outlives it
     if redis.call('EXISTS', index) == 1 then
-      if type(redis.pcall('HLEN', index)) == 'table' then return wrong_type(index, 'hash') end
+      if type(redis.pcall('HLEN', index)) == 'table' then
+        return redis.error_reply('KEYTYPE ' .. index .. ' ' .. key_type(index) .. ' hash')
+      end
       redis.call('DEL', index)
     end
     return nil, nil, 0
@@ -649,16 +653,14 @@ end
 -- LLEN and HMGET, emit's XADD as the first write): guard asks no TYPE of
 -- it. Each key is asked once.
 --
--- guard keeps the record's fields as it read them in GUARD_REC
--- ({status, ttl_seconds, slid_at, metadata}, finish_write's order), for a
--- script that does not change them before finish_write to pass on.
+-- With nil, guard returns the record's fields as it read them
+-- ({status, ttl_seconds, slid_at, metadata}, finish_write's order; nil in
+-- mode 'indexes'), for a script that does not change them before
+-- finish_write to pass on.
 local meta_checks -- (meta) -> {key, 'zset'} pairs: defined with meta_keys below
---! per-call
-local GUARD_REC = nil
---! end per-call
 local function guard(mode, ...)
   local checks = { ... }
-  local status
+  local status, read
   if mode ~= 'indexes' then
     local rec = redis.pcall('HMGET', K_RECORD, 'status', 'ttl_seconds', 'slid_at', 'metadata')
     if rec.err then
@@ -678,7 +680,7 @@ local function guard(mode, ...)
       if rec[4] then
         for _, c in ipairs(meta_checks(rec[4])) do checks[#checks + 1] = c end
       end
-      GUARD_REC = rec
+      read = rec
     end
     checks[#checks + 1] = { K_ENTRIES, 'list' } -- finish_write counts it
   end
@@ -704,7 +706,7 @@ local function guard(mode, ...)
       end
     end
   end
-  return nil
+  return nil, read
 end
 
 -- Session bookkeeping ------------------------------------------------------
@@ -867,7 +869,7 @@ local function xadd(key, typ, data, first)
   local id
   if first then
     id = redis.pcall('XADD', key, 'NOMKSTREAM', 'MAXLEN', '~', EVENTS_MAXLEN, '*', 't', typ, 'd', data)
-    if type(id) == 'table' then return wrong_type(key, 'stream') end
+    if type(id) == 'table' then return redis.error_reply('KEYTYPE ' .. key .. ' ' .. key_type(key) .. ' stream') end
   else
     id = redis.call('XADD', key, 'NOMKSTREAM', 'MAXLEN', '~', EVENTS_MAXLEN, '*', 't', typ, 'd', data)
   end
@@ -1148,8 +1150,8 @@ local SLIDE_EVERY_MAX = 60
 --   count: the entries list's length, when the caller knows it
 --   own_first: the entries list's first element is this write's (a new
 --     record then starts now, not at the first entry's time)
---   rec: guard's GUARD_REC, when the script has not changed the record
---     since guard read it (else nil: read here)
+--   rec: the record as guard read it (its second answer), when the script
+--     has not changed the record since (else nil: read here)
 -- Returns the status and whether this write started the session.
 local function finish_write(moved, force, count, own_first, rec)
   local now = now_us()
@@ -1200,13 +1202,6 @@ end
 -- make a later command fail: a key of the wrong type (someone SET a hash
 -- name as a string), a record field finish_write reads as a number that is
 -- not one. Each returns nil, or a message naming the key and what is wrong.
-
--- key_type is TYPE's answer as a string ('none' for a missing key).
-local function key_type(k)
-  local t = redis.call('TYPE', k)
-  if type(t) == 'table' then t = t.ok end
-  return t
-end
 
 -- check_type: key k is missing or of type want.
 local function check_type(k, want)
