@@ -9,7 +9,8 @@ where the µs of sessions_lua_cost.py and sessions_load.sh swing by ±20 %.
   /usr/bin/python3 bench/sessions_lua_instructions.py [calls]   # default 2000
 
 It prints instructions per call of: the append (1000 entries per session,
-unique qa_ids, entries as Cognee writes them), the feedback on a 500-entry
+unique qa_ids, entries as Cognee writes them), without and with the
+entry's search document (SEARCH_INDEX=true, the default), the feedback on a 500-entry
 session (random targets), and for scale three functions of a library of its
 own with the same 15 KEYS and 6 ARGV: `return 1`; RPUSH + EXPIRE (Cognee's
 two commands, inside a function); and the writes an append cannot do
@@ -137,9 +138,22 @@ def main():
         p.fcall(fupd, len(k), *k, 604800, 0, "bench", "fb", f"q{rng.randrange(500)}", "",
                 "feedback_text", '"fine"', "feedback_score", str(1 + i % 5))
 
+    # the search document the sidecar sends with the entry (SEARCH_INDEX=true,
+    # the default): the 22 stems of sessions_cognee.py's Q&A text, tf 1 each
+    spec = " ".join(f"{w} 1" for w in (
+        "what say quarter report revenu growth emea region q3 section 4.2 grew 12 year driven dach "
+        "market new enterpris contract nordic mostli").split())
+
+    def append_indexed(p, i, fapp, fupd):
+        k = keys("bench", f"s{i // 1000}")
+        p.fcall(fapp, len(k), *k, 604800, 0, "bench", f"s{i // 1000}", f"q{i}", sc.entry(f"q{i}"),
+                spec, 38, sc.QUESTION)
+
     print(f"instructions per FCALL, {n} calls each (callgrind, inside fcallCommand)")
     total = measure(append, n)
     print(f"  {'append (session_append)':44s} {total / n:9.0f}")
+    total = measure(append_indexed, n)
+    print(f"  {'append with its search document (22 terms)':44s} {total / n:9.0f}")
     total = measure(feedback, n, prepare=preload)
     print(f"  {'feedback, 500 entries (session_entry_update)':44s} {total / n:9.0f}")
     for name, label in (("instructions_essential", "only an append's writes, no checks"),
