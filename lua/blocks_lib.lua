@@ -195,15 +195,15 @@ end
 local function block_changed(scope, label, block)
   local data
   if not block then
-    data = '{"label":' .. json_str(label) .. ',"scope":"' .. scope .. '","deleted":true}'
+    data = '{"label":' .. cjson.encode(label) .. ',"scope":"' .. scope .. '","deleted":true}'
   elseif #block > 8192 then
     data = block
   else
-    local out = { '"label":' .. json_str(label), '"scope":"' .. scope .. '"' }
+    local out = { '"label":' .. cjson.encode(label), '"scope":"' .. scope .. '"' }
     for _, x in ipairs(object_fields(block)) do
       local raw = string.sub(block, x.vs, x.ve - 1)
       if x.key == 'created_at' or x.key == 'updated_at' then
-        out[#out + 1] = '"' .. x.key .. '":' .. json_str(iso_time(tonumber(raw)))
+        out[#out + 1] = '"' .. x.key .. '":' .. cjson.encode(iso_time(tonumber(raw)))
       elseif x.key ~= 'counts' and x.key ~= 'label' then
         out[#out + 1] = '"' .. x.key .. '":' .. raw
       end

@@ -58,6 +58,6 @@ local f = { 'msg_leaf', at, 'msg_seq', fmt_int(seq), 'message_count', #nodes, 'p
 if ARGV[7] == '1' then f[#f + 1], f[#f + 2] = 'title', ARGV[8] end
 if key ~= '' then f[#f + 1], f[#f + 2] = 'create_key', key end
 redis.call('HSET', K_RECORD, unpack(f))
-emit('status', 'state', nil, '{"status":"started","parent_session_id":' .. json_str(source) .. ',"forked_at":' .. json_str(at) .. '}')
+emit('status', 'state', nil, '{"status":"started","parent_session_id":' .. cjson.encode(source) .. ',"forked_at":' .. cjson.encode(at) .. '}')
 finish_write(false, true)
 return { 1 }

@@ -43,15 +43,15 @@ if not status then -- a session only Cognee wrote: it started with its first ent
 end
 redis.call('HSET', K_RECORD, unpack(ended))
 clear_abort()
-emit('status', 'state', nil, '{"status":"completed","end_reason":"split","ended_at":' .. json_str(iso_time(now)) ..
-  ',"continued_by":' .. json_str(sid) .. '}')
+emit('status', 'state', nil, '{"status":"completed","end_reason":"split","ended_at":' .. cjson.encode(iso_time(now)) ..
+  ',"continued_by":' .. cjson.encode(sid) .. '}')
 finish_write(true)
 retarget(sid)
 local f = { 'parent_session_id', own }
 if ARGV[6] == '1' then f[#f + 1], f[#f + 2] = 'title', ARGV[7] end
 if key ~= '' then f[#f + 1], f[#f + 2] = 'create_key', key end
 redis.call('HSET', K_RECORD, unpack(f))
-emit('status', 'state', nil, '{"status":"started","parent_session_id":' .. json_str(own) .. '}')
+emit('status', 'state', nil, '{"status":"started","parent_session_id":' .. cjson.encode(own) .. '}')
 local reply = append_messages({ { id = ARGV[10], fp = ARGV[11], tokens = tonumber(ARGV[12]), body = ARGV[13],
   spec = ARGV[15], len = tonumber(ARGV[16]), preview = ARGV[17] } },
   'root', '', nil, tonumber(ARGV[14]), '')

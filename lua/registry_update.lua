@@ -50,7 +50,7 @@ elseif ARGV[5] == 'null' then
   redis.call('HDEL', K_RECORD, 'title')
 end
 local t = redis.call('HMGET', K_RECORD, 'title', 'metadata')
-emit('session_updated', 'state', nil, '{"title":' .. (t[1] and json_str(t[1]) or 'null') .. ',"metadata":' .. (t[2] or '{}') .. '}')
+emit('session_updated', 'state', nil, '{"title":' .. (t[1] and cjson.encode(t[1]) or 'null') .. ',"metadata":' .. (t[2] or '{}') .. '}')
 -- a metadata change slides, so new indexes get their TTL at once
 local _, started = finish_write(false, patched)
 return stored_flag(started)

@@ -33,6 +33,14 @@ if refused then return refused end
 local pos, existing, llen, meta = locate('qa', qa_id)
 if type(pos) == 'table' then return pos end
 if pos then return { 0, existing } end
+if not spec and MAX_ENTRIES > 0 and (llen + 1) * 4 > MAX_ENTRIES * 5 then
+  -- without a document the search keys are written only by the trim
+  -- below (entries_removed): their types are checked then
+  for _, k in ipairs({ K_EDOCS, K_SSTATS }) do
+    local got = key_type(k)
+    if got ~= 'none' and got ~= 'hash' then return redis.error_reply('KEYTYPE ' .. k .. ' ' .. got .. ' hash') end
+  end
+end
 
 -- the index's fingerprint of the last element, which locate found current,
 -- and its '#head'

@@ -14,6 +14,6 @@ local pos, el = locate('context', ARGV[5], llen)
 if type(pos) == 'table' then return pos end
 if not pos then return 0 end
 remove_at('context', pos, el, llen)
-emit('context_changed', 'context', ARGV[5], '{"id":' .. json_str(ARGV[5]) .. ',"deleted":true}')
+emit('context_changed', 'context', ARGV[5], '{"id":' .. cjson.encode(ARGV[5]) .. ',"deleted":true}')
 finish_write()
 return 1

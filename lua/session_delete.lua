@@ -50,7 +50,7 @@ local n = redis.call('DEL', unpack(own))
 if n > 0 then
   -- The stream keeps only its `deleted` event, a tombstone for readers on
   -- every pod, for EVENTS_TOMBSTONE_SECONDS.
-  xadd(K_EVENTS, 'deleted', '{"user_id":' .. json_str(ARGV[3]) .. ',"session_id":' .. json_str(ARGV[4]) .. '}')
+  xadd(K_EVENTS, 'deleted', '{"user_id":' .. cjson.encode(ARGV[3]) .. ',"session_id":' .. cjson.encode(ARGV[4]) .. '}')
   redis.call('XTRIM', K_EVENTS, 'MAXLEN', 1)
   redis.call('EXPIRE', K_EVENTS, EVENTS_TOMBSTONE_SECONDS)
 end

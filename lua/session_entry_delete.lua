@@ -19,6 +19,6 @@ local valid = cov_valid(n, fp)
 remove_at('qa', pos, el, llen)
 unindex_doc(K_EDOCS, 'entry', ARGV[5])
 entry_gone(pos, valid)
-emit('entry_deleted', 'entry', ARGV[5], '{"qa_id":' .. json_str(ARGV[5]) .. '}')
+emit('entry_deleted', 'entry', ARGV[5], '{"qa_id":' .. cjson.encode(ARGV[5]) .. '}')
 finish_write(false, false, llen - 1)
 return 1

@@ -18,5 +18,8 @@ if which ~= 'qa' and which ~= 'context' then
 end
 local list = index_keys(which)
 local llen = redis.call('LLEN', list)
-if llen == 0 or index_sync(which, llen) then return 1 end
+if llen == 0 then return 1 end
+local done = index_sync(which, llen)
+if type(done) == 'table' then return done end -- the index is not a hash
+if done then return 1 end
 return 0

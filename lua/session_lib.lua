@@ -352,9 +352,15 @@ local function key_type(k)
   return t
 end
 
--- A script that reads a key before its first write may check its type by
--- that read (a pcall) instead of asking guard: on an error it refuses as
--- guard does, 'KEYTYPE <key> <type> <wanted type>' (locate, emit).
+-- type_refusal is what a script answers when the command by which it
+-- checks key's type before its first write (a pcall: locate's reads, the
+-- first write's XADD; guard's {key, type, 'self'}) failed with err:
+-- guard's refusal ("KEYTYPE <key> <type> <want>") for a key of another
+-- type, and any other error (OOM, READONLY, NOPERM) as Redis gave it.
+local function type_refusal(key, want, err)
+  if string.sub(err.err or '', 1, 9) ~= 'WRONGTYPE' then return err end
+  return redis.error_reply('KEYTYPE ' .. key .. ' ' .. key_type(key) .. ' ' .. want)
+end
 
 -- index_keys returns the list, index and id field of index which.
 local function index_keys(which)
@@ -433,7 +439,7 @@ local function index_sync(which, llen, id)
   else
     m = redis.pcall('HMGET', index, '#len', '#last', '#first', '#head')
   end
-  if m.err then return redis.error_reply('KEYTYPE ' .. index .. ' ' .. key_type(index) .. ' hash') end
+  if m.err then return type_refusal(index, 'hash', m) end
   local covered, head = tonumber(m[1] or ''), tonumber(m[4] or '0')
   if not covered or covered < 1 or covered > llen or not head
       or fingerprint(which, redis.call('LINDEX', list, covered == llen and -1 or covered - 1)) ~= m[2]
@@ -481,14 +487,13 @@ local function locate(which, id, llen)
   local list, index, idkey = index_keys(which)
   if not llen then
     llen = redis.pcall('LLEN', list)
-    if type(llen) == 'table' then return redis.error_reply('KEYTYPE ' .. list .. ' ' .. key_type(list) .. ' list') end
+    if type(llen) == 'table' then return type_refusal(list, 'list', llen) end
   end
   if llen == 0 then
     -- another writer emptied the list: no index outlives it
     if redis.call('EXISTS', index) == 1 then
-      if type(redis.pcall('HLEN', index)) == 'table' then
-        return redis.error_reply('KEYTYPE ' .. index .. ' ' .. key_type(index) .. ' hash')
-      end
+      local n = redis.pcall('HLEN', index)
+      if type(n) == 'table' then return type_refusal(index, 'hash', n) end
       redis.call('DEL', index)
     end
     return nil, nil, 0
@@ -869,7 +874,7 @@ local function xadd(key, typ, data, first)
   local id
   if first then
     id = redis.pcall('XADD', key, 'NOMKSTREAM', 'MAXLEN', '~', EVENTS_MAXLEN, '*', 't', typ, 'd', data)
-    if type(id) == 'table' then return redis.error_reply('KEYTYPE ' .. key .. ' ' .. key_type(key) .. ' stream') end
+    if type(id) == 'table' then return type_refusal(key, 'stream', id) end
   else
     id = redis.call('XADD', key, 'NOMKSTREAM', 'MAXLEN', '~', EVENTS_MAXLEN, '*', 't', typ, 'd', data)
   end
@@ -922,11 +927,6 @@ local function user_events_refused()
     return redis.error_reply('KEYTYPE ' .. K_USER_EVENTS .. ' ' .. got .. ' stream')
   end
   return nil
-end
-
--- json_str is s as a JSON string.
-local function json_str(s)
-  return cjson.encode(s)
 end
 
 -- civil_date is the UTC calendar date (year, month, day) of unix time sec
@@ -1281,7 +1281,11 @@ end
 local function hincr(key, field, n)
   n = tonumber(n)
   if not n or n == 0 or n ~= math.floor(n) or math.abs(n) >= 2 ^ 53 then return end
-  redis.call('HINCRBY', key, field, string.format('%d', n))
+  local r = redis.pcall('HINCRBY', key, field, string.format('%d', n))
+  if type(r) == 'table' and r.err and not string.find(r.err, 'not an integer', 1, true)
+      and not string.find(r.err, 'overflow', 1, true) then
+    error(r) -- anything but the spoiled count (the key's type is checked before)
+  end
 end
 
 -- stats_drop takes n documents of length len out of the user's search

@@ -437,3 +437,39 @@ func TestWrongTypedIndexOfAnEmptyListIsRefused(t *testing.T) {
 		}
 	})
 }
+
+// With the search index off the append still writes the search keys when
+// its trim removes entries: another program's value in either is refused
+// before anything is written (entries, event, record), as guard would.
+func TestTrimmingAppendChecksTheSearchKeys(t *testing.T) {
+	redisstoretest.Each(t, func(t *testing.T, srv *redisstoretest.Server) {
+		h := sidecartest.Start(t, srv, envconf.Env{"SEARCH_INDEX": "false", "SESSION_MAX_ENTRIES": "4"}, sessions.Factory)
+		c := srv.Client(t)
+		for n, key := range []string{srv.Layout().SearchEntryDocs("u1", "s1"), srv.Layout().SearchStats("u2")} {
+			user := fmt.Sprintf("u%d", n+1)
+			b := "/v1/users/" + user + "/sessions/s1"
+			for i := range 5 { // five appends of a limit of 4: no trim yet (5*4 <= 4*5)
+				if r := h.Do(t, "POST", b+"/entries", fmt.Sprintf(`{"question":"q","answer":"a","qa_id":"q%d"}`, i)); r.Status != 201 {
+					t.Fatalf("append q%d: %d %s", i, r.Status, r.Body)
+				}
+			}
+			c.Do(t.Context(), c.B().Set().Key(key).Value("someone else's").Build())
+			k := srv.Layout().Session(user, "s1")
+			events := srv.Layout().SessionEvents(user, "s1")
+			before := len(redisstoretest.StreamEvents(t, c, events))
+			r := h.Do(t, "POST", b+"/entries", `{"question":"q","answer":"a","qa_id":"q5"}`)
+			if r.Status != 409 || r.Code() != "key_wrong_type" || !strings.Contains(r.Body, key) {
+				t.Errorf("trimming append with %s a string: %d %s, want 409 key_wrong_type naming it", key, r.Status, r.Body)
+			}
+			if n, _ := c.Do(t.Context(), c.B().Llen().Key(k.Entries).Build()).AsInt64(); n != 5 {
+				t.Errorf("entries after the refusal: %d, want 5", n)
+			}
+			if after := len(redisstoretest.StreamEvents(t, c, events)); after != before {
+				t.Errorf("events after the refusal: %d, want %d", after, before)
+			}
+			if got, _ := c.Do(t.Context(), c.B().Hget().Key(k.Record).Field("entry_count").Build()).ToString(); got != "5" {
+				t.Errorf("record entry_count after the refusal: %q, want 5", got)
+			}
+		}
+	})
+}

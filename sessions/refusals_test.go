@@ -1,0 +1,105 @@
+package sessions_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentsidecar/agentsidecar/lua"
+	"github.com/agentsidecar/agentsidecar/redisstore"
+	"github.com/agentsidecar/agentsidecar/redisstore/redisstoretest"
+	"github.com/agentsidecar/agentsidecar/sessions"
+	"github.com/agentsidecar/agentsidecar/sessionstore"
+	"github.com/agentsidecar/agentsidecar/sidecar/sidecartest"
+)
+
+// The append and the entry edit check a key's type by their own first
+// command on it (locate's reads, the event's XADD as the first write).
+// Only a wrong type is their refusal: through EVALSHA (an ACL user without
+// Functions), where Redis checks memory at a script's first write, a
+// Redis over maxmemory answers 503 redis_oom, not 409 key_wrong_type, and
+// readiness reports it.
+func TestFirstWriteRefusalsKeepRedisErrors(t *testing.T) {
+	srv := redisstoretest.NewReal(t)
+	if reply, err := redisstoretest.RawCommand(srv.Addr, "ACL SETUSER evalonly on >pw ~* &* +@all -function -fcall -fcall_ro", 5*time.Second); err != nil || reply != "+OK" {
+		t.Fatalf("ACL SETUSER: %q %v", reply, err)
+	}
+	h := sidecartest.StartURL(t, "redis://evalonly:pw@"+srv.Addr+"/0", nil, sessions.Factory)
+	for deadline := time.Now().Add(10 * time.Second); sidecartest.Do(t, "GET", h.Ops+"/readyz", "").Status != 200; {
+		if time.Now().After(deadline) {
+			t.Fatal("the sidecar did not become ready")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	b := "/v1/users/u1/sessions/s1"
+	if r := h.Do(t, "POST", b+"/entries", `{"question":"q","answer":"a","qa_id":"q1"}`); r.Status != 201 {
+		t.Fatalf("append before: %d %s", r.Status, r.Body)
+	}
+	raw := srv.Client(t)
+	set := func(k, v string) {
+		t.Helper()
+		if err := raw.Do(t.Context(), raw.B().ConfigSet().ParameterValue().ParameterValue(k, v).Build()).Error(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	set("maxmemory-policy", "noeviction")
+	set("maxmemory", "1")
+	for _, w := range []struct{ method, path, body string }{
+		{"POST", b + "/entries", `{"question":"q","answer":"a","qa_id":"q2"}`},
+		{"POST", "/v1/users/u1/sessions/new/entries", `{"question":"q","answer":"a","qa_id":"q1"}`},
+		{"PUT", b + "/entries/q1/feedback", `{"feedback_score":3}`},
+		{"PATCH", b + "/entries/q1", `{"answer":"b"}`},
+	} {
+		if r := h.Do(t, w.method, w.path, w.body); r.Status != 503 || r.Code() != "redis_oom" {
+			t.Errorf("%s %s over maxmemory: %d %s, want 503 redis_oom", w.method, w.path, r.Status, r.Body)
+		}
+	}
+	if r := sidecartest.Do(t, "GET", h.Ops+"/readyz", ""); r.Status != 503 || !strings.Contains(r.Body, "out of memory") {
+		t.Errorf("readyz over maxmemory: %d %s", r.Status, r.Body)
+	}
+	set("maxmemory", "0")
+	if r := h.Do(t, "POST", b+"/entries", `{"question":"q","answer":"a","qa_id":"q2"}`); r.Status != 201 {
+		t.Fatalf("append after: %d %s", r.Status, r.Body)
+	}
+}
+
+// A step of index building refuses an index of another type (the step
+// answered "complete" for it).
+func TestIndexBuildRefusesAWrongTypedIndex(t *testing.T) {
+	redisstoretest.Each(t, func(t *testing.T, srv *redisstoretest.Server) {
+		st := sessionstore.New(srv.Conn(t), sessionstore.Config{TTLSeconds: 600})
+		c := srv.Client(t)
+		k := srv.Layout().Session("u1", "s1")
+		c.Do(t.Context(), c.B().Rpush().Key(k.Entries).Element(`{"qa_id": "a", "time": "2026-01-01T00:00:00"}`).Build())
+		c.Do(t.Context(), c.B().Set().Key(k.Index).Value("someone else's").Build())
+		_, err := st.Exec(t.Context(), lua.SessionIndexBuild, "u1", "s1", "qa")
+		var ref *redisstore.Refusal
+		if !errors.As(err, &ref) || !strings.Contains(err.Error(), k.Index) {
+			t.Fatalf("index build with the index a string: %v, want a refusal naming %s", err, k.Index)
+		}
+	})
+}
+
+// A count in the user's search statistics that another program spoiled
+// (not a number) is left as it is, not failed on: the append is stored
+// whole (it was a 500 with the entry pushed and the record behind).
+func TestSpoiledSearchCountIsLeftAlone(t *testing.T) {
+	redisstoretest.Each(t, func(t *testing.T, srv *redisstoretest.Server) {
+		h := sidecartest.Start(t, srv, nil, sessions.Factory)
+		c := srv.Client(t)
+		stats := srv.Layout().SearchStats("u1")
+		c.Do(t.Context(), c.B().Hset().Key(stats).FieldValue().FieldValue("n", "spoiled").Build())
+		r := h.Do(t, "POST", "/v1/users/u1/sessions/s1/entries", `{"question":"what grows","answer":"revenue","qa_id":"q1"}`)
+		if r.Status != 201 {
+			t.Fatalf("append with a spoiled count: %d %s, want 201", r.Status, r.Body)
+		}
+		if got, _ := c.Do(t.Context(), c.B().Hget().Key(stats).Field("n").Build()).ToString(); got != "spoiled" {
+			t.Errorf("the spoiled count: %q, want it left as it was", got)
+		}
+		k := srv.Layout().Session("u1", "s1")
+		if got, _ := c.Do(t.Context(), c.B().Hget().Key(k.Record).Field("entry_count").Build()).ToString(); got != "1" {
+			t.Errorf("record entry_count: %q, want 1", got)
+		}
+	})
+}
