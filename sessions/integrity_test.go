@@ -252,8 +252,17 @@ func TestWrongTypeKeysAreRefusedBeforeAnyWrite(t *testing.T) {
 	redisstoretest.Each(t, func(t *testing.T, srv *redisstoretest.Server) {
 		h := sidecartest.Start(t, srv, nil, sessions.Factory, usage.Factory, ttl.Factory)
 		c := srv.Client(t)
-		snapshot := func(k redisstore.SessionKeys) []string {
+		// every key of the session with its value and TTL, and the event
+		// stream's length and newest id (a refused write emits nothing)
+		snapshot := func(k redisstore.SessionKeys, events string) []string {
 			var out []string
+			if typ, _ := c.Do(t.Context(), c.B().Type().Key(events).Build()).ToString(); typ == "stream" {
+				evs := redisstoretest.StreamEvents(t, c, events)
+				out = append(out, fmt.Sprintf("%s stream %d events, last %v", events, len(evs), evs[len(evs)-1]))
+			} else {
+				v, _ := c.Do(t.Context(), c.B().Get().Key(events).Build()).ToString()
+				out = append(out, fmt.Sprintf("%s %s %q", events, typ, v))
+			}
 			for _, key := range k.List() {
 				typ, _ := c.Do(t.Context(), c.B().Type().Key(key).Build()).ToString()
 				var v any
@@ -267,7 +276,8 @@ func TestWrongTypeKeysAreRefusedBeforeAnyWrite(t *testing.T) {
 				case "string":
 					v, _ = c.Do(t.Context(), c.B().Get().Key(key).Build()).ToString()
 				}
-				out = append(out, fmt.Sprintf("%s %s %v", key, typ, v))
+				pttl, _ := c.Do(t.Context(), c.B().Pttl().Key(key).Build()).AsInt64()
+				out = append(out, fmt.Sprintf("%s %s %v ttl>0 %v", key, typ, v, pttl > 0))
 			}
 			return out
 		}
@@ -301,7 +311,8 @@ func TestWrongTypeKeysAreRefusedBeforeAnyWrite(t *testing.T) {
 			}
 			c.Do(t.Context(), c.B().Del().Key(key).Build())
 			c.Do(t.Context(), c.B().Set().Key(key).Value("someone else's").Build())
-			before := snapshot(k)
+			events := srv.Layout().SessionEvents(user, "s1")
+			before := snapshot(k, events)
 			for i, w := range []struct{ method, path, body string }{
 				{"POST", b + "/entries", `{"question":"q","answer":"a","qa_id":"q2"}`},
 				{"PUT", b + "/entries/q1/feedback", `{"feedback_score":3}`},
@@ -321,7 +332,7 @@ func TestWrongTypeKeysAreRefusedBeforeAnyWrite(t *testing.T) {
 				if r.Status != 409 || r.Code() != "key_wrong_type" || !strings.Contains(r.Body, key) {
 					t.Errorf("%s %s with %s a string: %d %s, want 409 key_wrong_type naming it", w.method, w.path, key, r.Status, r.Body)
 				}
-				if after := snapshot(k); !slices.Equal(after, before) {
+				if after := snapshot(k, events); !slices.Equal(after, before) {
 					t.Fatalf("%s %s with %s a string changed Redis:\n%q\nwas\n%q", w.method, w.path, key, after, before)
 				}
 			}
