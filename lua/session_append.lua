@@ -21,9 +21,9 @@
 local qa_id, entry, spec = ARGV[5], ARGV[6], ARGV[7]
 local refused, rec
 if spec then
+  -- the postings (below) are the first writes then, before the event
   refused, rec = guard('keep', { K_ENTRIES, 'list', 'self' }, { K_INDEX, 'hash', 'self' },
-    { K_EVENTS, 'stream', 'self' }, { K_EDOCS, 'hash' }, { K_SSTATS, 'hash' })
-  refused = refused or check_terms({ { spec = spec } })
+    { K_EDOCS, 'hash' }, { K_SSTATS, 'hash' })
 else
   refused, rec = guard('keep', { K_ENTRIES, 'list', 'self' }, { K_INDEX, 'hash', 'self' },
     { K_EVENTS, 'stream', 'self' })
@@ -49,19 +49,50 @@ if llen > 0 then
   if not meta then meta = redis.call('HMGET', K_INDEX, '#len', '#last', '#first', '#head') end
   last_fp, head = meta[2] or '', tonumber(meta[4] or '0')
 end
--- the event first: its XADD checks the stream's type (nothing written yet)
-local ev = emit('entry_appended', 'entry', qa_id, entry, true)
+-- The entry's search document is written here when the index's covered
+-- prefix reaches it; else (another program appended before it) the
+-- catch-up indexes it with the entries before it: a document never lies
+-- past the prefix. Its postings are the script's first writes: each ZADD
+-- checks its key's type, and a refusal takes back the ones added before
+-- it, so nothing is written (guard need not ask TYPE of every term).
+local cov_since, refreshing, posted, dlen, dtime
+local index_now = false
+if spec then
+  local n, fp
+  n, fp, cov_since, refreshing = entries_cov()
+  index_now = n == llen and (n == 0 or fp == last_fp)
+end
+if index_now and spec ~= '' then
+  dlen, dtime = tonumber(ARGV[8]) or 0, entry_time_us(entry) or now_us()
+  local cur = tonumber(redis.call('HGET', K_EDOCS, ' v') or '0') or 0
+  posted = { v = cur + 1, fresh = cur == 0, p = {} }
+  if posted.fresh then posted.v = now_us() end
+  local member = SID .. '\tentry\t' .. qa_id .. '\t' .. string.format('%d', posted.v) .. '\t'
+  local at, added = string.format('%d', dtime), {}
+  for t, tf in string.gmatch(spec, '(%S+) (%d+)') do
+    local key = SEARCH_PREFIX .. t
+    local p = redis.call('PTTL', key)
+    local m = member .. tf .. '\t' .. dlen
+    local r = redis.pcall('ZADD', key, at, m)
+    if type(r) == 'table' then
+      for _, a in ipairs(added) do redis.call('ZREM', a[1], a[2]) end
+      return type_refusal(key, 'zset', r)
+    end
+    added[#added + 1] = { key, m }
+    if posted.p[key] == nil then posted.p[key] = p end
+  end
+end
+
+-- the event: its XADD checks the stream's type when it is the first write
+local ev = emit('entry_appended', 'entry', qa_id, entry, not spec)
 if type(ev) == 'table' then return ev end
 local newlen = redis.call('RPUSH', K_ENTRIES, entry)
 index_append('qa', qa_id, entry, newlen, head)
 local pending = 0
 if spec then
-  -- the entry is indexed here when the index's covered prefix reaches it;
-  -- else (another program appended before it) the catch-up indexes it
-  -- with the entries before it: a document never lies past the prefix
-  local n, fp, since, refreshing = entries_cov()
-  if n == newlen - 1 and (n == 0 or fp == last_fp) then
-    index_doc(K_EDOCS, 'entry', qa_id, spec, tonumber(ARGV[8]) or 0, ARGV[9] or '', entry_time_us(entry) or now_us())
+  local since = cov_since
+  if index_now then
+    index_doc(K_EDOCS, 'entry', qa_id, spec, tonumber(ARGV[8]) or 0, ARGV[9] or '', dtime or entry_time_us(entry) or now_us(), posted)
     set_cov(newlen, fingerprint('qa', entry))
     if not since then redis.call('HSET', K_EDOCS, ' since', string.format('%d', now_us())) end
   else

@@ -1364,11 +1364,23 @@ end
 -- documents of that kind: spec "term tf term tf ...", its length and
 -- preview, at time now (µs: its postings' score, newest first). An empty
 -- spec (no searchable word) takes the document out. O(terms), at most 256.
-local function index_doc(docs, kind, id, spec, len, preview, now)
+-- posted: the postings the script already added as its first writes
+-- (session_append: they check the postings keys' types themselves, with
+-- nothing written when one refuses): {v = the version they carry,
+-- fresh = docs held no version yet, p = {postings key -> its PTTL before}};
+-- index_doc then writes the rest and gives those keys their TTLs.
+local function index_doc(docs, kind, id, spec, len, preview, now, posted)
   unindex_doc(docs, kind, id)
   if spec == '' then return end
   local ttl = session_ttl()
-  local ver = redis.call('HINCRBY', docs, ' v', 1)
+  local ver
+  if posted then
+    ver = posted.v
+    redis.call('HSET', docs, ' v', string.format('%d', ver))
+    if posted.fresh and ttl > 0 then redis.call('EXPIRE', docs, ttl) end
+  else
+    ver = redis.call('HINCRBY', docs, ' v', 1)
+  end
   if ver == 1 then
     -- a new hash of documents: versions start at the clock (µs), so a
     -- version is never reused after the hash was dropped and made again
@@ -1387,7 +1399,11 @@ local function index_doc(docs, kind, id, spec, len, preview, now)
   local ps = redis.call('PTTL', K_SSTATS)
   hincr(K_SSTATS, 'n', 1)
   hincr(K_SSTATS, 'len', len)
-  write_postings(doc, v, spec, len, at, ttl)
+  if posted then
+    for key, p in pairs(posted.p) do index_expire(key, ttl, p) end
+  else
+    write_postings(doc, v, spec, len, at, ttl)
+  end
   index_expire(K_SSTATS, ttl, ps)
 end
 

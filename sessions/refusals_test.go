@@ -2,6 +2,7 @@ package sessions_test
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -102,4 +103,92 @@ func TestSpoiledSearchCountIsLeftAlone(t *testing.T) {
 			t.Errorf("record entry_count: %q, want 1", got)
 		}
 	})
+}
+
+// With the search index on, the append's postings are its first writes,
+// each ZADD checking its key's type: a postings key of another type (its
+// term in the entry, after others) refuses the append, 409 key_wrong_type
+// naming it, and every posting added before it is taken back: the other
+// terms' postings, the entries, the event stream, the documents and the
+// user's statistics are as they were.
+func TestAppendPostingsRefusalTakesBackItsPostings(t *testing.T) {
+	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
+		h := sidecartest.Start(t, srv, nil, sessions.Factory)
+		c := srv.Client(t)
+		l := srv.Layout()
+		b := "/v1/users/u1/sessions/s1"
+		if r := h.Do(t, "POST", b+"/entries", `{"question":"alpha beta","answer":"gamma","qa_id":"q1"}`); r.Status != 201 {
+			t.Fatalf("first append: %d %s", r.Status, r.Body)
+		}
+		bad := l.SearchPostings("u1", "zebra")
+		c.Do(t.Context(), c.B().Set().Key(bad).Value("someone else's").Build())
+		k := l.Session("u1", "s1")
+		watched := []string{k.Entries, k.Record, l.SessionEvents("u1", "s1"), l.SearchEntryDocs("u1", "s1"), l.SearchStats("u1"),
+			l.SearchPostings("u1", "alpha"), l.SearchPostings("u1", "beta"), l.SearchPostings("u1", "delta"), bad}
+		// each key's value (hash fields sorted: a hash's DUMP order is not
+		// stable) and whether it has a TTL
+		dump := func() []string {
+			var out []string
+			for _, key := range watched {
+				typ, _ := c.Do(t.Context(), c.B().Type().Key(key).Build()).ToString()
+				var v any
+				switch typ {
+				case "hash":
+					m, _ := c.Do(t.Context(), c.B().Hgetall().Key(key).Build()).AsStrMap()
+					v = fmt.Sprint(m) // fmt prints maps sorted by key
+				case "list":
+					v, _ = c.Do(t.Context(), c.B().Lrange().Key(key).Start(0).Stop(-1).Build()).AsStrSlice()
+				case "zset":
+					v, _ = c.Do(t.Context(), c.B().Zrange().Key(key).Min("0").Max("-1").Withscores().Build()).ToAny()
+				case "stream":
+					v = redisstoretest.StreamEvents(t, c, key)
+				case "string":
+					v, _ = c.Do(t.Context(), c.B().Get().Key(key).Build()).ToString()
+				}
+				pttl, _ := c.Do(t.Context(), c.B().Pttl().Key(key).Build()).AsInt64()
+				out = append(out, fmt.Sprintf("%s %s %v ttl %v", key, typ, v, pttl > 0))
+			}
+			return out
+		}
+		before := dump()
+		// alpha and beta exist, delta is new, zebra refuses: words in order
+		r := h.Do(t, "POST", b+"/entries", `{"question":"alpha beta delta zebra","answer":"","qa_id":"q2"}`)
+		if r.Status != 409 || r.Code() != "key_wrong_type" || !strings.Contains(r.Body, bad) {
+			t.Fatalf("append with %s a string: %d %s, want 409 key_wrong_type naming it", bad, r.Status, r.Body)
+		}
+		if after := dump(); !equalStrings(after, before) {
+			for i := range after {
+				if after[i] != before[i] {
+					t.Errorf("the refused append changed %s:\n%q\nwas\n%q", watched[i], after[i], before[i])
+				}
+			}
+			t.FailNow()
+		}
+		c.Do(t.Context(), c.B().Del().Key(bad).Build())
+		if r := h.Do(t, "POST", b+"/entries", `{"question":"alpha beta delta zebra","answer":"","qa_id":"q2"}`); r.Status != 201 {
+			t.Fatalf("append once the key is gone: %d %s", r.Status, r.Body)
+		}
+		for _, term := range []string{"alpha", "delta", "zebra"} {
+			key := l.SearchPostings("u1", term)
+			if pttl, _ := c.Do(t.Context(), c.B().Pttl().Key(key).Build()).AsInt64(); pttl <= 0 {
+				t.Errorf("%s after the append: PTTL %d, want a TTL", key, pttl)
+			}
+		}
+		members, _ := c.Do(t.Context(), c.B().Zrange().Key(bad).Min("0").Max("-1").Build()).AsStrSlice()
+		if len(members) != 1 || !strings.Contains(members[0], "\tq2\t") {
+			t.Fatalf("postings of zebra: %q, want q2's", members)
+		}
+	})
+}
+
+func equalStrings(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
 }
