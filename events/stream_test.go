@@ -13,6 +13,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/agentsidecar/agentsidecar/envconf"
+	"github.com/agentsidecar/agentsidecar/redisstore"
 	"github.com/agentsidecar/agentsidecar/redisstore/redisstoretest"
 	"github.com/agentsidecar/agentsidecar/sidecar/sidecartest"
 )
@@ -344,6 +345,9 @@ func TestRedisOutageMidStream(t *testing.T) {
 	if f := s.next(t, 10*time.Second); f.Event != "x-b" {
 		t.Fatalf("after the outage: %+v, want x-b", f)
 	}
+	// The stream's channel is subscribed again on the restarted server.
+	ch := redisstore.EventsChannel(srv.Layout().SessionEvents("u1", "s1"))
+	waitFor(t, "the channel subscribed again", func() bool { return slices.Equal(pubsubChannels(t, srv, "*"), []string{ch}) })
 	re := open(t, h.API, base+"/events", first.ID)
 	<-re.frames
 	if got := types(re.events(t, 2)); !slices.Equal(got, []string{"reconnected", "x-b"}) {
