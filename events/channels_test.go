@@ -14,8 +14,14 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/agentsidecar/agentsidecar/envconf"
+	"github.com/agentsidecar/agentsidecar/events"
 	"github.com/agentsidecar/agentsidecar/redisstore"
 	"github.com/agentsidecar/agentsidecar/redisstore/redisstoretest"
+	"github.com/agentsidecar/agentsidecar/registry"
+	"github.com/agentsidecar/agentsidecar/sessions"
+	"github.com/agentsidecar/agentsidecar/sidecar/sidecartest"
+	"github.com/agentsidecar/agentsidecar/ttl"
+	"github.com/agentsidecar/agentsidecar/usage"
 )
 
 // A heartbeat so long that only Pub/Sub can deliver within a test.
@@ -211,6 +217,31 @@ func TestChannelChurn(t *testing.T) {
 			t.Fatalf("channels %q at the end, want %q", got, want)
 		}
 	})
+}
+
+// TestChannelACL: a Redis user allowed only the channels
+// sidecar:events:* (docs/operations.md) writes, publishes and subscribes:
+// a stream is woken by Pub/Sub alone.
+func TestChannelACL(t *testing.T) {
+	srv := redisstoretest.NewReal(t)
+	if reply, err := redisstoretest.RawCommand(srv.Addr, "ACL SETUSER evt on >pw ~* resetchannels &sidecar:events:* +@all", 5*time.Second); err != nil || reply != "+OK" {
+		t.Fatalf("ACL SETUSER: %q %v", reply, err)
+	}
+	h := sidecartest.StartURL(t, "redis://evt:pw@"+srv.Addr, pubsubOnly,
+		sessions.Factory, ttl.Factory, usage.Factory, registry.Factory, events.Factory)
+	waitFor(t, "the sidecar ready", func() bool {
+		return h.Do(t, "POST", base+"/entries", `{"question":"q","answer":"a","qa_id":"q1"}`).Status == 201
+	})
+	s := open(t, h.API, base+"/events", "")
+	<-s.frames
+	ch := redisstore.EventsChannel(srv.Layout().SessionEvents("u1", "s1"))
+	waitFor(t, "the channel subscribed", func() bool { return numsub(t, srv, ch) == 1 })
+	if r := h.Do(t, "POST", base+"/events", `{"event":"x-n","data":1}`); r.Status != 201 {
+		t.Fatalf("publish: %d %s", r.Status, r.Body)
+	}
+	if f := s.next(t, 10*time.Second); f.Event != "x-n" {
+		t.Fatalf("got %+v, want x-n", f)
+	}
 }
 
 func containsAll(have, want []string) bool {
