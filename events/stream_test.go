@@ -106,12 +106,12 @@ func TestStreamRefusals(t *testing.T) {
 	})
 }
 
-// TestAcrossHosts: a subscriber on host B sees what host A writes, and a
-// reconnect (to either host) with Last-Event-ID replays what it missed,
-// each event once and in order.
+// TestAcrossHosts: a subscriber on host B sees what host A writes (woken
+// by Pub/Sub: the heartbeat is 2 min), and a reconnect (to either host)
+// with Last-Event-ID replays what it missed, each event once and in order.
 func TestAcrossHosts(t *testing.T) {
 	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
-		a, b := start(t, srv, nil), start(t, srv, nil)
+		a, b := start(t, srv, pubsubOnly), start(t, srv, pubsubOnly)
 		a.Do(t, "POST", base+"/entries", `{"question":"q","answer":"a","qa_id":"q0"}`)
 		s := open(t, b.API, base+"/events", "")
 		<-s.frames // retry
@@ -173,11 +173,12 @@ func TestGapAfterTrim(t *testing.T) {
 }
 
 // TestManySubscribers: 100 concurrent subscribers (on two hosts) each see
-// every event of 50 concurrent writers once, in id order; then they all
-// leave and the hub watches nothing.
+// every event of 50 concurrent writers once, in id order (woken by
+// Pub/Sub: the heartbeat is 2 min); then they all leave and the hub
+// watches nothing.
 func TestManySubscribers(t *testing.T) {
 	redisstoretest.Each(t, func(t *testing.T, srv *redisstoretest.Server) {
-		a, b := start(t, srv, nil), start(t, srv, nil)
+		a, b := start(t, srv, pubsubOnly), start(t, srv, pubsubOnly)
 		a.Do(t, "POST", base+"/entries", `{"question":"q","answer":"a","qa_id":"q0"}`)
 		subs := make([]*stream, 100)
 		for i := range subs {
