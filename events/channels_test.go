@@ -145,6 +145,8 @@ func TestChannelChurn(t *testing.T) {
 				wmu.Unlock()
 			}
 		})
+		stopWriter := sync.OnceFunc(func() { close(stop); writer.Wait() })
+		defer stopWriter()
 		type kept struct {
 			s    *stream
 			sess int
@@ -160,8 +162,14 @@ func TestChannelChurn(t *testing.T) {
 						sess = g % 3
 					}
 					s := open(t, h.API, path(sess)+"/events", "")
-					if f := <-s.frames; f.Retry == "" {
-						t.Errorf("first frame %+v", f)
+					select {
+					case f := <-s.frames:
+						if f.Retry == "" {
+							t.Errorf("first frame %+v", f)
+						}
+					case <-time.After(10 * time.Second):
+						t.Errorf("stream %d of goroutine %d: no first frame within 10 s (status %d)", i, g, s.Status)
+						return
 					}
 					if i == 14 {
 						keep[g] = kept{s, sess, seq.Load()}
@@ -173,12 +181,14 @@ func TestChannelChurn(t *testing.T) {
 			})
 		}
 		churn.Wait()
+		if t.Failed() {
+			return
+		}
 		waitFor(t, "the churned streams closed", func() bool {
 			return strings.Contains(h.Metrics(t), fmt.Sprintf("sidecar_events_subscribers %d", len(keep)))
 		})
 		time.Sleep(50 * time.Millisecond) // writes go on after the churn
-		close(stop)
-		writer.Wait()
+		stopWriter()
 		l := srv.Layout()
 		want := []string{}
 		for i := range 3 {

@@ -106,7 +106,10 @@ func TestReadOnSubscribe(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for testutil.ToFloat64(m.reads) < 1 { // the new watch's first read
+		for i := 0; testutil.ToFloat64(m.reads) < 1; i++ { // the new watch's first read
+			if i == 2000 {
+				t.Fatal("the new watch was not read within 10 s")
+			}
 			time.Sleep(5 * time.Millisecond)
 		}
 		xadd("1") // nobody subscribed: its wake-up is lost
