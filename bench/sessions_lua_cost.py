@@ -7,11 +7,23 @@ shipped append and feedback as FCALL of the library the sidecar loads
 (go run ./bench/libraries), where the prelude's functions are defined once.
 
   /usr/bin/python3 bench/sessions_lua_cost.py [appends] [subscribers]
-  # default 20000 appends; subscribers: connections SUBSCRIBEd to
-  # sidecar:events (one per sidecar pod), 0 by default
+  # default 20000 appends; subscribers: Pub/Sub connections (one per
+  # sidecar pod), 0 by default, each SUBSCRIBEd (not PSUBSCRIBE) to the
+  # channels of every stream the run writes, sidecar:events:<stream key>
+  # (pods watching those streams). SUBSCRIBE=other: each to the channel of
+  # one stream the run does not write (idle pods: no message reaches
+  # them); SUBSCRIBE=global: each to the single channel sidecar:events that
+  # pods before per-stream channels listened on. LUA_DIR=<dir>: the
+  # scripts of another tree's lua/ (the FCALL part is then skipped).
+  # SHIPPED_ONLY=1: only the append as shipped (no variants, feedback or
+  # FCALL), e.g. for Redis's cost per append with 0 and 8 pods:
+  #   SHIPPED_ONLY=1 SUBSCRIBE=other /usr/bin/python3 bench/sessions_lua_cost.py 20000 8
 
 Calls are pipelined from one connection so the client's speed does not
-matter: only Redis-side time is reported. 1000 appends per session, unique
+matter: only Redis-side time is reported, from INFO commandstats and, per
+variant, redis-server's own CPU time (/proc, every thread) per call, which
+also holds what commandstats leaves out (reading the pipelined commands,
+writing the messages to subscribers). 1000 appends per session, unique
 qa_ids, entries as Cognee writes them. Results: BENCHMARKS.md, "Sessions".
 """
 import os
@@ -26,7 +38,35 @@ import redis
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import sessions_cognee as sc  # noqa: E402
 
-LUA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lua")
+LUA = os.environ.get("LUA_DIR") or os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lua")
+
+
+def cpu_us(pid):
+    """redis-server's CPU time so far (µs), every thread (schedstat: ns)."""
+    total = 0
+    for t in os.listdir(f"/proc/{pid}/task"):
+        with open(f"/proc/{pid}/task/{t}/schedstat") as f:
+            total += int(f.read().split()[0])
+    return total / 1000
+
+
+def subscribe_all(port, subscribers, n):
+    """The subscribers' connections (see the docstring's SUBSCRIBE)."""
+    mode = os.environ.get("SUBSCRIBE", "streams")
+    if mode == "global":
+        chans = ["sidecar:events"]
+    elif mode == "other":
+        chans = None
+    elif mode == "streams":
+        chans = [f"sidecar:events:agent_session_events:bench:s{i}" for i in range((n + 999) // 1000)]
+    else:
+        sys.exit(f"SUBSCRIBE={mode}: want streams, other or global")
+    subs = []
+    for j in range(subscribers):
+        ps = redis.Redis(host="127.0.0.1", port=port).pubsub()
+        ps.subscribe(*(chans or [f"sidecar:events:agent_session_events:other:pod{j}"]))
+        subs.append(ps)
+    return subs
 
 
 def keys(u, s):
@@ -183,17 +223,16 @@ def main():
                     break
                 except redis.ConnectionError:
                     time.sleep(0.05)
-            subs = []
-            for _ in range(subscribers):
-                ps = redis.Redis(host="127.0.0.1", port=port).pubsub()
-                ps.subscribe("sidecar:events")
-                subs.append(ps)
+            subs = subscribe_all(port, subscribers, n)
             skip = {"cmdstat_evalsha", "cmdstat_config|resetstat", "cmdstat_script|load", "cmdstat_flushall"}
             vs = list(variants().items())
+            if os.environ.get("SHIPPED_ONLY"):
+                vs = vs[:1]
             for name, src in [("(warm-up, not shown)", vs[0][1])] + vs:
                 r.flushall()
                 sha = r.script_load(src)
                 r.config_resetstat()
+                cpu = cpu_us(srv.pid)
                 p = r.pipeline(transaction=False)
                 for i in range(n):
                     k = keys("bench", f"s{i // 1000}")
@@ -201,19 +240,25 @@ def main():
                     if i % 500 == 499:
                         p.execute()
                 p.execute()
+                cpu = (cpu_us(srv.pid) - cpu) / n
                 st = r.info("commandstats")
                 ev = st["cmdstat_evalsha"]
                 if name.startswith("(warm-up"):
                     continue
                 inner = [v for k, v in st.items() if k not in skip]
                 print(f"{name:34s} EVALSHA {ev['usec_per_call']:6.2f} us/call, of which "
-                      f"{sum(v['calls'] for v in inner) / n:4.1f} redis.call()s {sum(v['usec'] for v in inner) / n:5.2f} us"
+                      f"{sum(v['calls'] for v in inner) / n:4.1f} redis.call()s {sum(v['usec'] for v in inner) / n:5.2f} us;"
+                      f" redis-server CPU {cpu:6.2f} us/call"
                       f"{'  FAILED ' + str(ev.get('failed_calls')) if ev.get('failed_calls') else ''}")
                 if os.environ.get("BREAKDOWN") and inner:
                     print("    " + ", ".join(f"{k[8:]} {v['calls'] / n:.1f}x {v['usec_per_call']:.2f}us"
                                              for k, v in sorted(st.items()) if k not in skip))
-            feedback(r, n)
-            fcall(r, n)
+            if not os.environ.get("SHIPPED_ONLY"):
+                feedback(r, n)
+                if os.environ.get("LUA_DIR"):
+                    print("(FCALL part skipped: LUA_DIR)")
+                else:
+                    fcall(r, n)
             for ps in subs:
                 ps.close()
         finally:

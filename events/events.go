@@ -41,7 +41,7 @@ type Module struct {
 }
 
 // New builds the module over the host's shared session store and starts
-// its reader and its one Pub/Sub subscription.
+// its reader and its Pub/Sub subscription loop.
 func New(_ context.Context, deps sidecar.Deps) (sidecar.Module, error) {
 	cfg, err := envconf.Load[Config](deps.Env)
 	if err != nil {

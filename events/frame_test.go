@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/rueidis"
+
 	"github.com/agentsidecar/agentsidecar/envconf"
 	"github.com/agentsidecar/agentsidecar/events"
 	"github.com/agentsidecar/agentsidecar/messages"
@@ -96,12 +98,19 @@ func TestTrimmedUnderLiveReader(t *testing.T) {
 		if seen.Event != "x-seen" {
 			t.Fatalf("got %+v, want x-seen", seen)
 		}
-		// 300 events the reader is not woken for, trimmed as the scripts trim
+		// 300 events the reader is not woken for, trimmed as the scripts
+		// trim, in one transaction: a wake-up still on its way (x-seen's
+		// Pub/Sub message after its channel's confirmation had the stream
+		// read already) reads before or after all of them, never between.
 		c := srv.Client(t)
 		key := srv.Layout().SessionEvents("u1", "s1")
+		cmds := rueidis.Commands{c.B().Multi().Build()}
 		for i := range 300 {
-			cmd := c.B().Xadd().Key(key).Maxlen().Almost().Threshold("10").Id("*").FieldValue().FieldValue("t", "x-missed").FieldValue("d", fmt.Sprint(i)).Build()
-			if err := c.Do(t.Context(), cmd).Error(); err != nil {
+			cmds = append(cmds, c.B().Xadd().Key(key).Maxlen().Almost().Threshold("10").Id("*").FieldValue().FieldValue("t", "x-missed").FieldValue("d", fmt.Sprint(i)).Build())
+		}
+		cmds = append(cmds, c.B().Exec().Build())
+		for _, r := range c.DoMulti(t.Context(), cmds...) {
+			if err := r.Error(); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -3,7 +3,6 @@ package events
 import (
 	"context"
 	"log/slog"
-	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -15,11 +14,13 @@ import (
 // hub is the one reader of a sidecar: every stream its subscribers watch is
 // read by it, after the last id it delivered, with one pipelined XRANGE per
 // woken stream (rueidis sends each to its key's node on a Cluster), over
-// the connection's shared pipelines. It wakes on the one Pub/Sub
-// subscription to redisstore.EventsChannel (the scripts publish the
-// stream's name) and, whatever Pub/Sub said, re-reads every watched stream
+// the connection's shared pipelines. It wakes on a message of the stream's
+// own Pub/Sub channel, redisstore.EventsChannel(stream), subscribed on the
+// sidecar's one Pub/Sub connection while the stream is watched here
+// (subscribe.go), and, whatever Pub/Sub said, re-reads every watched stream
 // each heartbeat: no wake-up is load-bearing. The number of Redis
-// connections does not grow with subscribers.
+// connections does not grow with subscribers, and a write reaches only the
+// sidecars watching its stream.
 type hub struct {
 	redis     *redisstore.Conn
 	logger    *slog.Logger
@@ -30,6 +31,10 @@ type hub struct {
 	streams map[string]*watch
 	dirty   map[string]bool
 	wake    chan struct{} // one pending wake-up
+	// changed holds the streams whose watch was made or dropped since the
+	// subscription loop last looked; resub is its one pending wake-up.
+	changed map[string]bool
+	resub   chan struct{}
 }
 
 // watch is one stream and its subscribers on this sidecar.
@@ -77,7 +82,8 @@ func (s *sub) take() []Event {
 
 func newHub(redis *redisstore.Conn, logger *slog.Logger, m *metrics, heartbeat time.Duration) *hub {
 	return &hub{redis: redis, logger: logger, m: m, heartbeat: heartbeat,
-		streams: map[string]*watch{}, dirty: map[string]bool{}, wake: make(chan struct{}, 1)}
+		streams: map[string]*watch{}, dirty: map[string]bool{}, wake: make(chan struct{}, 1),
+		changed: map[string]bool{}, resub: make(chan struct{}, 1)}
 }
 
 // join subscribes to stream key. Live events are those after the returned
@@ -105,6 +111,7 @@ func (h *hub) join(ctx context.Context, key string) (*sub, ID, error) {
 		h.streams[key] = w
 		h.dirty[key] = true
 		h.signal()
+		h.watchChanged(key)
 	}
 	s := &sub{w: w, ready: make(chan struct{}, 1), lagged: make(chan struct{})}
 	w.subs[s] = struct{}{}
@@ -120,8 +127,24 @@ func (h *hub) leave(s *sub) {
 	defer h.mu.Unlock()
 	delete(s.w.subs, s)
 	if len(s.w.subs) == 0 && h.streams[s.w.key] == s.w {
-		delete(h.streams, s.w.key)
-		delete(h.dirty, s.w.key)
+		h.unwatch(s.w.key)
+	}
+}
+
+// unwatch drops the watch of key (h.mu held).
+func (h *hub) unwatch(key string) {
+	delete(h.streams, key)
+	delete(h.dirty, key)
+	h.watchChanged(key)
+}
+
+// watchChanged tells the subscription loop that key's watch was made or
+// dropped (h.mu held).
+func (h *hub) watchChanged(key string) {
+	h.changed[key] = true
+	select {
+	case h.resub <- struct{}{}:
+	default:
 	}
 }
 
@@ -296,8 +319,7 @@ func (h *hub) deliver(key string, evs []Event) {
 		}
 	}
 	if len(w.subs) == 0 {
-		delete(h.streams, key)
-		delete(h.dirty, key)
+		h.unwatch(key)
 	}
 }
 
@@ -314,62 +336,5 @@ func (h *hub) cut(key string, after ID) {
 		close(s.lagged)
 		h.m.dropped.Inc()
 	}
-	delete(h.streams, key)
-	delete(h.dirty, key)
-}
-
-// subscribe keeps the one subscription to EventsChannel until ctx ends,
-// resubscribing with jittered backoff; after a gap every watched stream is
-// read again.
-func (h *hub) subscribe(ctx context.Context) {
-	select {
-	case <-h.redis.Ready():
-	case <-ctx.Done():
-		return
-	}
-	delay := 100 * time.Millisecond
-	for {
-		start := time.Now()
-		c, err := h.redis.Client()
-		if err != nil {
-			return
-		}
-		// A connection of its own: a RESP2 server (or miniredis) refuses
-		// other commands on a subscribed connection. Once Redis confirms
-		// the subscription every watched stream is read: an event written
-		// before then (a stream opened while the sidecar was starting, or
-		// while the subscription was down) woke nobody.
-		dc, release := c.Dedicate()
-		lost := dc.SetPubSubHooks(rueidis.PubSubHooks{
-			OnMessage: func(msg rueidis.PubSubMessage) { h.poke(msg.Message) },
-			OnSubscription: func(s rueidis.PubSubSubscription) {
-				if s.Kind == "subscribe" {
-					h.pokeAll()
-				}
-			},
-		})
-		err = dc.Do(ctx, dc.B().Subscribe().Channel(redisstore.EventsChannel).Build()).Error()
-		if err == nil {
-			select {
-			case err = <-lost:
-			case <-ctx.Done():
-			}
-		}
-		release()
-		if ctx.Err() != nil {
-			return
-		}
-		h.pokeAll()
-		if time.Since(start) > 10*time.Second {
-			delay = 100 * time.Millisecond
-		}
-		h.logger.Warn("event subscription lost; readers fall back to the heartbeat re-read until it returns",
-			"channel", redisstore.EventsChannel, "err", err, "retry_in", delay.String())
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(delay/2 + rand.N(delay/2+1)):
-		}
-		delay = min(delay*2, 5*time.Second)
-	}
+	h.unwatch(key)
 }

@@ -13,6 +13,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/agentsidecar/agentsidecar/envconf"
+	"github.com/agentsidecar/agentsidecar/redisstore"
 	"github.com/agentsidecar/agentsidecar/redisstore/redisstoretest"
 	"github.com/agentsidecar/agentsidecar/sidecar/sidecartest"
 )
@@ -105,12 +106,12 @@ func TestStreamRefusals(t *testing.T) {
 	})
 }
 
-// TestAcrossHosts: a subscriber on host B sees what host A writes, and a
-// reconnect (to either host) with Last-Event-ID replays what it missed,
-// each event once and in order.
+// TestAcrossHosts: a subscriber on host B sees what host A writes (woken
+// by Pub/Sub: the heartbeat is 2 min), and a reconnect (to either host)
+// with Last-Event-ID replays what it missed, each event once and in order.
 func TestAcrossHosts(t *testing.T) {
 	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
-		a, b := start(t, srv, nil), start(t, srv, nil)
+		a, b := start(t, srv, pubsubOnly), start(t, srv, pubsubOnly)
 		a.Do(t, "POST", base+"/entries", `{"question":"q","answer":"a","qa_id":"q0"}`)
 		s := open(t, b.API, base+"/events", "")
 		<-s.frames // retry
@@ -172,11 +173,12 @@ func TestGapAfterTrim(t *testing.T) {
 }
 
 // TestManySubscribers: 100 concurrent subscribers (on two hosts) each see
-// every event of 50 concurrent writers once, in id order; then they all
-// leave and the hub watches nothing.
+// every event of 50 concurrent writers once, in id order (woken by
+// Pub/Sub: the heartbeat is 2 min); then they all leave and the hub
+// watches nothing.
 func TestManySubscribers(t *testing.T) {
 	redisstoretest.Each(t, func(t *testing.T, srv *redisstoretest.Server) {
-		a, b := start(t, srv, nil), start(t, srv, nil)
+		a, b := start(t, srv, pubsubOnly), start(t, srv, pubsubOnly)
 		a.Do(t, "POST", base+"/entries", `{"question":"q","answer":"a","qa_id":"q0"}`)
 		subs := make([]*stream, 100)
 		for i := range subs {
@@ -344,6 +346,9 @@ func TestRedisOutageMidStream(t *testing.T) {
 	if f := s.next(t, 10*time.Second); f.Event != "x-b" {
 		t.Fatalf("after the outage: %+v, want x-b", f)
 	}
+	// The stream's channel is subscribed again on the restarted server.
+	ch := redisstore.EventsChannel(srv.Layout().SessionEvents("u1", "s1"))
+	waitFor(t, "the channel subscribed again", func() bool { return slices.Equal(pubsubChannels(t, srv, "*"), []string{ch}) })
 	re := open(t, h.API, base+"/events", first.ID)
 	<-re.frames
 	if got := types(re.events(t, 2)); !slices.Equal(got, []string{"reconnected", "x-b"}) {

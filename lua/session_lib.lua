@@ -53,8 +53,8 @@
 -- nothing): it XADDs {t = type, d = data} to the session's event stream
 -- agent_session_events:<tag><u>:<s> (K_EVENTS, one of the session's own
 -- keys: slid, persisted and deleted with them) with MAXLEN ~
--- SESSION_EVENTS_MAXLEN, and PUBLISHes the stream's name on sidecar:events
--- so the events module's readers on every pod wake up. data_json is the
+-- SESSION_EVENTS_MAXLEN, and PUBLISHes '' on the stream's own channel
+-- sidecar:events:<stream key> so its readers wake up. data_json is the
 -- stored object's JSON; past 8 KiB the event carries
 -- {"id": id, "kind": kind, "truncated": true} instead (kind: entry, message,
 -- trace, context, block, state, custom; id: the object's id or nil). It
@@ -852,7 +852,7 @@ end
 --! per-call
 local K_USER_EVENTS = 'agent_user_events:' .. META_TAG .. ARGV[3]
 --! end per-call
-local EVENTS_CHANNEL = 'sidecar:events'
+local EVENTS_CHANNEL = 'sidecar:events:'
 -- EVENT_DATA_MAX: an event's data past it is {id, kind, truncated: true}.
 local EVENT_DATA_MAX = 8192
 -- EVENTS_TOMBSTONE_SECONDS: how long a deleted session's stream keeps its
@@ -880,7 +880,9 @@ local function xadd(key, typ, data, first)
   end
   local fresh = not id
   if fresh then id = redis.call('XADD', key, 'MAXLEN', '~', EVENTS_MAXLEN, '*', 't', typ, 'd', data) end
-  redis.call('PUBLISH', EVENTS_CHANNEL, key)
+  -- a wake-up is best effort (readers re-read every heartbeat): a PUBLISH
+  -- the ACL refuses must not fail a write whose commands already ran
+  redis.pcall('PUBLISH', EVENTS_CHANNEL .. key, '')
   return id, fresh
 end
 

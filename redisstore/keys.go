@@ -484,10 +484,10 @@ var Families = []Family{
 		Description: "token, owner, fence and TTL of a sidecar holder (none for a redis-py holder)",
 	},
 	{
-		Name: "events", Pattern: EventsChannel, ClusterPattern: EventsChannel,
+		Name: "events", Pattern: EventsChannelPrefix + "*", ClusterPattern: EventsChannelPrefix + "*",
 		Kind: KindChannel, Owner: "shared", TTL: Permanent,
 		Reason:      "a Pub/Sub channel, not a key: it holds nothing",
-		Description: "the name of every event stream a write appended to; each sidecar subscribes once and wakes its readers of that stream",
+		Description: "one channel per event stream (`sidecar:events:<stream key>`), an empty message for every event a write appends; a sidecar subscribes to the channels of the streams its clients watch, only while they do, and wakes its readers of that stream",
 	},
 	{
 		Name: "lock releases", Pattern: LockReleaseChannel, ClusterPattern: LockReleaseChannel,

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"slices"
 	"strconv"
 	"strings"
@@ -63,8 +64,21 @@ func checkKeyspace(t *testing.T, srv *redisstoretest.Server) {
 	t.Logf("%d keys in %d families", len(keys), len(seen))
 
 	// Channels: every channel a sidecar subscribes to is a family's. The
-	// locks module subscribes in the background once Redis is ready: wait
-	// for its subscription to show (a condition, not a time limit).
+	// locks module subscribes in the background once Redis is ready, the
+	// events module to a stream's channel while a client watches it (one
+	// is kept open here): wait for their subscriptions to show (a
+	// condition, not a time limit).
+	sctx, stopStream := context.WithCancel(t.Context())
+	defer stopStream()
+	req, err := http.NewRequestWithContext(sctx, http.MethodGet, h.API+"/v1/users/alice/sessions/chat-1/events", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET .../events: %v %v", resp, err)
+	}
+	defer resp.Body.Close()
 	var chans []string
 	want := 0
 	for _, f := range redisstore.Families {
