@@ -18,6 +18,9 @@
 --   append): nothing is written then; {'index_build', 'qa'} when telling
 --   whether it holds qa_id needs more than one step of indexing (nothing
 --   written but that step: run session_index_build, then this again).
+-- Like that answer, a refusal (a key of another type) may follow one step
+-- of the qa_id index (the sidecar's own lookup table of the list, brought
+-- closer to the list as it is); nothing else is written.
 local qa_id, entry, spec = ARGV[5], ARGV[6], ARGV[7]
 local refused, rec
 if spec then
@@ -35,11 +38,11 @@ if type(pos) == 'table' then return pos end
 if pos then return { 0, existing } end
 if not spec and MAX_ENTRIES > 0 and (llen + 1) * 4 > MAX_ENTRIES * 5 then
   -- without a document the search keys are written only by the trim
-  -- below (entries_removed): their types are checked then
-  for _, k in ipairs({ K_EDOCS, K_SSTATS }) do
-    local got = key_type(k)
-    if got ~= 'none' and got ~= 'hash' then return redis.error_reply('KEYTYPE ' .. k .. ' ' .. got .. ' hash') end
-  end
+  -- below, and only when the session has documents (entries_removed): the
+  -- documents hash, then the user's statistics, are checked then
+  local key, got = K_EDOCS, key_type(K_EDOCS)
+  if got == 'hash' then key, got = K_SSTATS, key_type(K_SSTATS) end
+  if got ~= 'none' and got ~= 'hash' then return redis.error_reply('KEYTYPE ' .. key .. ' ' .. got .. ' hash') end
 end
 
 -- the index's fingerprint of the last element, which locate found current,
@@ -73,12 +76,14 @@ if index_now and spec ~= '' then
     local key = SEARCH_PREFIX .. t
     local p = redis.call('PTTL', key)
     local m = member .. tf .. '\t' .. dlen
-    local r = redis.pcall('ZADD', key, at, m)
+    -- NX: a member already there (a version repeated) is left as it was
+    -- and not taken back
+    local r = redis.pcall('ZADD', key, 'NX', at, m)
     if type(r) == 'table' then
       for _, a in ipairs(added) do redis.call('ZREM', a[1], a[2]) end
       return type_refusal(key, 'zset', r)
     end
-    added[#added + 1] = { key, m }
+    if r == 1 then added[#added + 1] = { key, m } end
     if posted.p[key] == nil then posted.p[key] = p end
   end
 end

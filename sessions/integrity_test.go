@@ -254,7 +254,7 @@ func TestWrongTypeKeysAreRefusedBeforeAnyWrite(t *testing.T) {
 		c := srv.Client(t)
 		// every key of the session with its value and TTL, and the event
 		// stream's length and newest id (a refused write emits nothing)
-		snapshot := func(k redisstore.SessionKeys, events string) []string {
+		snapshot := func(k redisstore.SessionKeys, events string, more ...string) []string {
 			var out []string
 			if typ, _ := c.Do(t.Context(), c.B().Type().Key(events).Build()).ToString(); typ == "stream" {
 				evs := redisstoretest.StreamEvents(t, c, events)
@@ -263,7 +263,7 @@ func TestWrongTypeKeysAreRefusedBeforeAnyWrite(t *testing.T) {
 				v, _ := c.Do(t.Context(), c.B().Get().Key(events).Build()).ToString()
 				out = append(out, fmt.Sprintf("%s %s %q", events, typ, v))
 			}
-			for _, key := range k.List() {
+			for _, key := range append(k.List(), more...) {
 				typ, _ := c.Do(t.Context(), c.B().Type().Key(key).Build()).ToString()
 				var v any
 				switch typ {
@@ -294,8 +294,8 @@ func TestWrongTypeKeysAreRefusedBeforeAnyWrite(t *testing.T) {
 			{key: func(k redisstore.SessionKeys) string { return k.Index }, only: []int{0, 1, 2, 3}},
 			{key: func(k redisstore.SessionKeys) string { return k.Traces }, only: []int{4}},
 			{key: func(k redisstore.SessionKeys) string { return k.Context }, only: []int{5, 6, 7}},
-			// the event stream: the append and the entry edits check it by
-			// their first write (the XADD), the others by guard's TYPE
+			// the event stream: guard's TYPE, or the append's and the entry
+			// edits' own first write (their XADD) when that is the first
 			{events: true},
 		} {
 			user := fmt.Sprintf("u%d", n)
@@ -312,7 +312,9 @@ func TestWrongTypeKeysAreRefusedBeforeAnyWrite(t *testing.T) {
 			c.Do(t.Context(), c.B().Del().Key(key).Build())
 			c.Do(t.Context(), c.B().Set().Key(key).Value("someone else's").Build())
 			events := srv.Layout().SessionEvents(user, "s1")
-			before := snapshot(k, events)
+			// and the session's search documents and the user's statistics
+			search := []string{srv.Layout().SearchEntryDocs(user, "s1"), srv.Layout().SearchStats(user)}
+			before := snapshot(k, events, search...)
 			for i, w := range []struct{ method, path, body string }{
 				{"POST", b + "/entries", `{"question":"q","answer":"a","qa_id":"q2"}`},
 				{"PUT", b + "/entries/q1/feedback", `{"feedback_score":3}`},
@@ -332,7 +334,7 @@ func TestWrongTypeKeysAreRefusedBeforeAnyWrite(t *testing.T) {
 				if r.Status != 409 || r.Code() != "key_wrong_type" || !strings.Contains(r.Body, key) {
 					t.Errorf("%s %s with %s a string: %d %s, want 409 key_wrong_type naming it", w.method, w.path, key, r.Status, r.Body)
 				}
-				if after := snapshot(k, events); !slices.Equal(after, before) {
+				if after := snapshot(k, events, search...); !slices.Equal(after, before) {
 					t.Fatalf("%s %s with %s a string changed Redis:\n%q\nwas\n%q", w.method, w.path, key, after, before)
 				}
 			}
@@ -450,27 +452,51 @@ func TestWrongTypedIndexOfAnEmptyListIsRefused(t *testing.T) {
 }
 
 // With the search index off the append still writes the search keys when
-// its trim removes entries: another program's value in either is refused
-// before anything is written (entries, event, record), as guard would.
+// its trim removes entries of a session that has documents (indexed while
+// the index was on): another program's value in either is refused before
+// anything is written (entries, event, record), as guard would. Without
+// documents the trim touches neither, and the append is stored.
 func TestTrimmingAppendChecksTheSearchKeys(t *testing.T) {
 	redisstoretest.Each(t, func(t *testing.T, srv *redisstoretest.Server) {
-		h := sidecartest.Start(t, srv, envconf.Env{"SEARCH_INDEX": "false", "SESSION_MAX_ENTRIES": "4"}, sessions.Factory)
+		on := sidecartest.Start(t, srv, envconf.Env{"SESSION_MAX_ENTRIES": "4"}, sessions.Factory)
+		off := sidecartest.Start(t, srv, envconf.Env{"SEARCH_INDEX": "false", "SESSION_MAX_ENTRIES": "4"}, sessions.Factory)
 		c := srv.Client(t)
-		for n, key := range []string{srv.Layout().SearchEntryDocs("u1", "s1"), srv.Layout().SearchStats("u2")} {
+		for n, tc := range []struct {
+			key     string
+			indexed bool // the five first entries written with the index on
+			want    int
+		}{
+			{key: srv.Layout().SearchEntryDocs("u1", "s1"), indexed: true, want: 409},
+			{key: srv.Layout().SearchStats("u2"), indexed: true, want: 409},
+			{key: srv.Layout().SearchStats("u3"), indexed: false, want: 201},
+		} {
 			user := fmt.Sprintf("u%d", n+1)
 			b := "/v1/users/" + user + "/sessions/s1"
+			first := off
+			if tc.indexed {
+				first = on
+			}
 			for i := range 5 { // five appends of a limit of 4: no trim yet (5*4 <= 4*5)
-				if r := h.Do(t, "POST", b+"/entries", fmt.Sprintf(`{"question":"q","answer":"a","qa_id":"q%d"}`, i)); r.Status != 201 {
+				if r := first.Do(t, "POST", b+"/entries", fmt.Sprintf(`{"question":"q","answer":"a","qa_id":"q%d"}`, i)); r.Status != 201 {
 					t.Fatalf("append q%d: %d %s", i, r.Status, r.Body)
 				}
 			}
-			c.Do(t.Context(), c.B().Set().Key(key).Value("someone else's").Build())
+			c.Do(t.Context(), c.B().Set().Key(tc.key).Value("someone else's").Build())
 			k := srv.Layout().Session(user, "s1")
 			events := srv.Layout().SessionEvents(user, "s1")
 			before := len(redisstoretest.StreamEvents(t, c, events))
-			r := h.Do(t, "POST", b+"/entries", `{"question":"q","answer":"a","qa_id":"q5"}`)
-			if r.Status != 409 || r.Code() != "key_wrong_type" || !strings.Contains(r.Body, key) {
-				t.Errorf("trimming append with %s a string: %d %s, want 409 key_wrong_type naming it", key, r.Status, r.Body)
+			r := off.Do(t, "POST", b+"/entries", `{"question":"q","answer":"a","qa_id":"q5"}`)
+			if tc.want == 201 {
+				if r.Status != 201 {
+					t.Errorf("trimming append of a session without documents, %s a string: %d %s, want 201", tc.key, r.Status, r.Body)
+				}
+				if got, _ := c.Do(t.Context(), c.B().Get().Key(tc.key).Build()).ToString(); got != "someone else's" {
+					t.Errorf("%s: %q, want the other program's string", tc.key, got)
+				}
+				continue
+			}
+			if r.Status != 409 || r.Code() != "key_wrong_type" || !strings.Contains(r.Body, tc.key) {
+				t.Errorf("trimming append with %s a string: %d %s, want 409 key_wrong_type naming it", tc.key, r.Status, r.Body)
 			}
 			if n, _ := c.Do(t.Context(), c.B().Llen().Key(k.Entries).Build()).AsInt64(); n != 5 {
 				t.Errorf("entries after the refusal: %d, want 5", n)

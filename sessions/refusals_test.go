@@ -192,3 +192,57 @@ func equalStrings(a, b []string) bool {
 	}
 	return true
 }
+
+// With the search index on (the default), the append's documents hash and
+// the user's statistics of another type refuse it before anything is
+// written: no entry, no posting of its words.
+func TestIndexedAppendChecksTheSearchKeys(t *testing.T) {
+	redisstoretest.Each(t, func(t *testing.T, srv *redisstoretest.Server) {
+		h := sidecartest.Start(t, srv, nil, sessions.Factory)
+		c := srv.Client(t)
+		l := srv.Layout()
+		for i, key := range []string{l.SearchStats("u1"), l.SearchEntryDocs("u2", "s1")} {
+			user := []string{"u1", "u2"}[i]
+			b := "/v1/users/" + user + "/sessions/s1/entries"
+			if r := h.Do(t, "POST", b, `{"question":"alpha","answer":"","qa_id":"q1"}`); r.Status != 201 {
+				t.Fatalf("first append: %d %s", r.Status, r.Body)
+			}
+			c.Do(t.Context(), c.B().Set().Key(key).Value("someone else's").Build())
+			r := h.Do(t, "POST", b, `{"question":"omega","answer":"","qa_id":"q2"}`)
+			if r.Status != 409 || r.Code() != "key_wrong_type" || !strings.Contains(r.Body, key) {
+				t.Errorf("append with %s a string: %d %s, want 409 key_wrong_type naming it", key, r.Status, r.Body)
+			}
+			n, _ := c.Do(t.Context(), c.B().Llen().Key(l.Session(user, "s1").Entries).Build()).AsInt64()
+			p, _ := c.Do(t.Context(), c.B().Exists().Key(l.SearchPostings(user, "omega")).Build()).AsInt64()
+			if n != 1 || p != 0 {
+				t.Errorf("after the refusal with %s a string: %d entries, omega's postings exist %d; want 1, 0", key, n, p)
+			}
+		}
+	})
+}
+
+// A posting already there with the member an append would add (its
+// version repeated) is left as it was when the append is refused later:
+// the take-back removes only what the append added.
+func TestPostingsTakeBackKeepsWhatWasThere(t *testing.T) {
+	redisstoretest.Each(t, func(t *testing.T, srv *redisstoretest.Server) {
+		h := sidecartest.Start(t, srv, nil, sessions.Factory)
+		c := srv.Client(t)
+		l := srv.Layout()
+		b := "/v1/users/u1/sessions/s1"
+		if r := h.Do(t, "POST", b+"/entries", `{"question":"alpha","answer":"","qa_id":"q1"}`); r.Status != 201 {
+			t.Fatalf("append: %d %s", r.Status, r.Body)
+		}
+		v, _ := c.Do(t.Context(), c.B().Hget().Key(l.SearchEntryDocs("u1", "s1")).Field(" v").Build()).AsInt64()
+		alpha := l.SearchPostings("u1", "alpha")
+		member := fmt.Sprintf("s1\tentry\tq2\t%d\t1\t2", v+1) // what q2's posting of alpha would be
+		c.Do(t.Context(), c.B().Zadd().Key(alpha).ScoreMember().ScoreMember(5, member).Build())
+		c.Do(t.Context(), c.B().Set().Key(l.SearchPostings("u1", "zebra")).Value("someone else's").Build())
+		if r := h.Do(t, "POST", b+"/entries", `{"question":"alpha zebra","answer":"","qa_id":"q2"}`); r.Status != 409 {
+			t.Fatalf("append with zebra's postings a string: %d %s, want 409", r.Status, r.Body)
+		}
+		if s, err := c.Do(t.Context(), c.B().Zscore().Key(alpha).Member(member).Build()).AsFloat64(); err != nil || s != 5 {
+			t.Errorf("the posting that was there: score %v (%v), want 5", s, err)
+		}
+	})
+}
