@@ -5,7 +5,8 @@
 -- ARGV[1] = token
 -- ARGV[2] = Pub/Sub channel of release events
 -- ARGV[3] = lock name, the message published on ARGV[2]
--- returns 1   released (and published)
+-- returns 1   released (waiters woken: best effort, a PUBLISH the ACL
+--             refuses is skipped; waiters re-check on their own)
 --         0   not held: the key does not exist
 --         -1  held by another token (or the key is not a lock)
 local cur = redis.pcall('GET', KEYS[1])
@@ -19,5 +20,5 @@ redis.call('DEL', KEYS[1])
 if redis.call('TYPE', KEYS[2])['ok'] == 'hash' then
   redis.call('DEL', KEYS[2])
 end
-redis.call('PUBLISH', ARGV[2], ARGV[3])
+redis.pcall('PUBLISH', ARGV[2], ARGV[3])
 return 1
