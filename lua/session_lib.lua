@@ -31,6 +31,12 @@
 -- (session_usage.lua) and, in the registry scripts, the user's other
 -- sessions (registry_lib.lua).
 --
+-- Top-level locals: miniredis runs these scripts with gopher-lua, whose
+-- limit on a chunk's registers the messages chain (this prelude, then
+-- messages_lib.lua, then a script) is close to ("register overflow"; the
+-- messages suite on miniredis fails first). A new top-level helper should
+-- replace one, or live in a script or a function.
+--
 -- JSON is never decoded and re-encoded here (Lua cjson turns [] into {},
 -- re-encodes numbers and escapes '/', and Cognee's json.dumps writes bare
 -- NaN): a small scanner finds the byte span of each top-level field, and
