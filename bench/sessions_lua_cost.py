@@ -91,29 +91,19 @@ def library():
 
 
 def variants():
+    """The shipped append and cut-down scripts on the same prelude. (The
+    earlier cuts of the append's event and guard no longer apply to its
+    text; bench/sessions_lua_instructions.py and BENCHMARKS.md break the
+    append down by instructions instead.)"""
     lib = open(os.path.join(LUA, "session_lib.lua")).read()
     app = open(os.path.join(LUA, "session_append.lua")).read()
-    tail = "local _, started = finish_write()"
     out = {"session_append.lua as shipped": lib + "\n" + app}
-    if tail in app:
-        out["append without finish_write()"] = lib + "\n" + app.replace(tail, "local started = false")
-    else:
-        print(f"(session_append.lua no longer has {tail!r}: variant skipped)")
-    emit = "emit('entry_appended', 'entry', qa_id, entry)"
-    if emit in app:
-        out["append without its event (emit)"] = lib + "\n" + app.replace(emit, "")
-    else:
-        print(f"(session_append.lua no longer has {emit!r}: variant skipped)")
-    g = "local refused = guard('keep', { K_ENTRIES, 'list' }, { K_INDEX, 'hash' })"
-    if g in app:
-        out["append without guard()'s TYPE checks"] = lib + "\n" + app.replace(g, "local refused = nil")
     idx = "  index(status, now, started or moved)"
     if idx in lib:
         out["append, status index moved only on a slide"] = (
             lib.replace(idx, "  if due or started or moved then index(status, now, started or moved) end") + "\n" + app)
-    out["append, no emit, guard, status index"] = (
-        lib.replace(idx, "  if due or started or moved then index(status, now, started or moved) end") + "\n"
-        + app.replace(g, "local refused = nil").replace(emit, ""))
+    else:
+        print(f"(session_lib.lua no longer has {idx!r}: variant skipped)")
     out["finish_write() alone"] = lib + "\nlocal _, s = finish_write()\nreturn {1, ARGV[6]}"
     out["prelude + return {1, entry}"] = lib + "\nreturn {1, ARGV[6]}"
     out["return 1 (no prelude)"] = "return 1"

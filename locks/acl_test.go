@@ -18,12 +18,7 @@ func TestReleaseWithoutChannelPermission(t *testing.T) {
 		t.Fatalf("ACL SETUSER: %q %v", reply, err)
 	}
 	h := sidecartest.StartURL(t, "redis://nochan:pw@"+srv.Addr, nil, locks.Factory)
-	for deadline := time.Now().Add(10 * time.Second); sidecartest.Do(t, "GET", h.Ops+"/readyz", "").Status != 200; {
-		if time.Now().After(deadline) {
-			t.Fatal("the sidecar did not become ready")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	sidecartest.NewClient(t, h.Ops).WaitServing(t, "/readyz", 10*time.Second)
 	g := decode[grant](t, do(t, t.Context(), "POST", h.API+"/v1/locks/job", `{"ttl_ms":60000}`))
 	waited := make(chan reply, 1)
 	go func() {

@@ -252,34 +252,10 @@ func TestWrongTypeKeysAreRefusedBeforeAnyWrite(t *testing.T) {
 	redisstoretest.Each(t, func(t *testing.T, srv *redisstoretest.Server) {
 		h := sidecartest.Start(t, srv, nil, sessions.Factory, usage.Factory, ttl.Factory)
 		c := srv.Client(t)
-		// every key of the session with its value and TTL, and the event
-		// stream's length and newest id (a refused write emits nothing)
+		// every key of the session, its event stream (a refused write emits
+		// nothing) and more: values and TTLs
 		snapshot := func(k redisstore.SessionKeys, events string, more ...string) []string {
-			var out []string
-			if typ, _ := c.Do(t.Context(), c.B().Type().Key(events).Build()).ToString(); typ == "stream" {
-				evs := redisstoretest.StreamEvents(t, c, events)
-				out = append(out, fmt.Sprintf("%s stream %d events, last %v", events, len(evs), evs[len(evs)-1]))
-			} else {
-				v, _ := c.Do(t.Context(), c.B().Get().Key(events).Build()).ToString()
-				out = append(out, fmt.Sprintf("%s %s %q", events, typ, v))
-			}
-			for _, key := range append(k.List(), more...) {
-				typ, _ := c.Do(t.Context(), c.B().Type().Key(key).Build()).ToString()
-				var v any
-				switch typ {
-				case "list":
-					v, _ = c.Do(t.Context(), c.B().Lrange().Key(key).Start(0).Stop(-1).Build()).AsStrSlice()
-				case "hash":
-					v, _ = c.Do(t.Context(), c.B().Hgetall().Key(key).Build()).AsStrMap()
-				case "zset":
-					v, _ = c.Do(t.Context(), c.B().Zrange().Key(key).Min("0").Max("-1").Withscores().Build()).ToAny()
-				case "string":
-					v, _ = c.Do(t.Context(), c.B().Get().Key(key).Build()).ToString()
-				}
-				pttl, _ := c.Do(t.Context(), c.B().Pttl().Key(key).Build()).AsInt64()
-				out = append(out, fmt.Sprintf("%s %s %v ttl>0 %v", key, typ, v, pttl > 0))
-			}
-			return out
+			return redisstoretest.Snapshot(t, c, append(append(k.List(), events), more...)...)
 		}
 		for n, tc := range []struct {
 			key    func(k redisstore.SessionKeys) string

@@ -3,6 +3,7 @@ package sessions_test
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -27,12 +28,7 @@ func TestFirstWriteRefusalsKeepRedisErrors(t *testing.T) {
 		t.Fatalf("ACL SETUSER: %q %v", reply, err)
 	}
 	h := sidecartest.StartURL(t, "redis://evalonly:pw@"+srv.Addr+"/0", nil, sessions.Factory)
-	for deadline := time.Now().Add(10 * time.Second); sidecartest.Do(t, "GET", h.Ops+"/readyz", "").Status != 200; {
-		if time.Now().After(deadline) {
-			t.Fatal("the sidecar did not become ready")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	sidecartest.NewClient(t, h.Ops).WaitServing(t, "/readyz", 10*time.Second)
 	b := "/v1/users/u1/sessions/s1"
 	if r := h.Do(t, "POST", b+"/entries", `{"question":"q","answer":"a","qa_id":"q1"}`); r.Status != 201 {
 		t.Fatalf("append before: %d %s", r.Status, r.Body)
@@ -125,38 +121,14 @@ func TestAppendPostingsRefusalTakesBackItsPostings(t *testing.T) {
 		k := l.Session("u1", "s1")
 		watched := []string{k.Entries, k.Record, l.SessionEvents("u1", "s1"), l.SearchEntryDocs("u1", "s1"), l.SearchStats("u1"),
 			l.SearchPostings("u1", "alpha"), l.SearchPostings("u1", "beta"), l.SearchPostings("u1", "delta"), bad}
-		// each key's value (hash fields sorted: a hash's DUMP order is not
-		// stable) and whether it has a TTL
-		dump := func() []string {
-			var out []string
-			for _, key := range watched {
-				typ, _ := c.Do(t.Context(), c.B().Type().Key(key).Build()).ToString()
-				var v any
-				switch typ {
-				case "hash":
-					m, _ := c.Do(t.Context(), c.B().Hgetall().Key(key).Build()).AsStrMap()
-					v = fmt.Sprint(m) // fmt prints maps sorted by key
-				case "list":
-					v, _ = c.Do(t.Context(), c.B().Lrange().Key(key).Start(0).Stop(-1).Build()).AsStrSlice()
-				case "zset":
-					v, _ = c.Do(t.Context(), c.B().Zrange().Key(key).Min("0").Max("-1").Withscores().Build()).ToAny()
-				case "stream":
-					v = redisstoretest.StreamEvents(t, c, key)
-				case "string":
-					v, _ = c.Do(t.Context(), c.B().Get().Key(key).Build()).ToString()
-				}
-				pttl, _ := c.Do(t.Context(), c.B().Pttl().Key(key).Build()).AsInt64()
-				out = append(out, fmt.Sprintf("%s %s %v ttl %v", key, typ, v, pttl > 0))
-			}
-			return out
-		}
+		dump := func() []string { return redisstoretest.Snapshot(t, c, watched...) }
 		before := dump()
 		// alpha and beta exist, delta is new, zebra refuses: words in order
 		r := h.Do(t, "POST", b+"/entries", `{"question":"alpha beta delta zebra","answer":"","qa_id":"q2"}`)
 		if r.Status != 409 || r.Code() != "key_wrong_type" || !strings.Contains(r.Body, bad) {
 			t.Fatalf("append with %s a string: %d %s, want 409 key_wrong_type naming it", bad, r.Status, r.Body)
 		}
-		if after := dump(); !equalStrings(after, before) {
+		if after := dump(); !slices.Equal(after, before) {
 			for i := range after {
 				if after[i] != before[i] {
 					t.Errorf("the refused append changed %s:\n%q\nwas\n%q", watched[i], after[i], before[i])
@@ -179,18 +151,6 @@ func TestAppendPostingsRefusalTakesBackItsPostings(t *testing.T) {
 			t.Fatalf("postings of zebra: %q, want q2's", members)
 		}
 	})
-}
-
-func equalStrings(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // With the search index on (the default), the append's documents hash and

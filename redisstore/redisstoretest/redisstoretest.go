@@ -406,3 +406,44 @@ func StreamEvents(t testing.TB, c rueidis.Client, key string) []StreamEvent {
 	}
 	return out
 }
+
+// Snapshot is the state of each of keys as a line: its type, its value
+// (a list's elements, a hash's fields sorted, a zset's members with
+// scores, a stream's events, a string) and whether it has a TTL; for tests
+// that check a refused write changed nothing. Each read is a test's
+// bounded read of keys it wrote itself.
+func Snapshot(t testing.TB, c rueidis.Client, keys ...string) []string {
+	t.Helper()
+	ctx := context.Background()
+	out := make([]string, 0, len(keys))
+	for _, key := range keys {
+		typ, err := c.Do(ctx, c.B().Type().Key(key).Build()).ToString()
+		if err != nil {
+			t.Fatalf("TYPE %s: %v", key, err)
+		}
+		var v any
+		switch typ {
+		case "list":
+			v, err = c.Do(ctx, c.B().Lrange().Key(key).Start(0).Stop(9999).Build()).AsStrSlice()
+		case "hash":
+			var m map[string]string
+			m, err = c.Do(ctx, c.B().Hgetall().Key(key).Build()).AsStrMap()
+			v = fmt.Sprint(m) // fmt prints a map sorted by key: a hash's own order is not stable
+		case "zset":
+			v, err = c.Do(ctx, c.B().Zrange().Key(key).Min("0").Max("9999").Withscores().Build()).ToAny()
+		case "stream":
+			v = StreamEvents(t, c, key)
+		case "string":
+			v, err = c.Do(ctx, c.B().Get().Key(key).Build()).ToString()
+		}
+		if err != nil {
+			t.Fatalf("reading %s (%s): %v", key, typ, err)
+		}
+		pttl, err := c.Do(ctx, c.B().Pttl().Key(key).Build()).AsInt64()
+		if err != nil {
+			t.Fatalf("PTTL %s: %v", key, err)
+		}
+		out = append(out, fmt.Sprintf("%s %s %v ttl %v", key, typ, v, pttl > 0))
+	}
+	return out
+}
