@@ -3,7 +3,9 @@ package redisstore
 import (
 	"hash/fnv"
 	"path"
+	"sort"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -563,3 +565,23 @@ func ValidID(s string) bool {
 
 // MaxIDLength is the longest id.
 const MaxIDLength = 128
+
+// SessionPrefixes returns the prefixes of the families of a session's own
+// keys (<prefix>:<tag><u>:<s>), sorted: the scripts slide and delete every
+// one of them with the session.
+func SessionPrefixes() []string {
+	var out []string
+	for _, f := range Families {
+		if f.TTL != SessionTTL || !strings.HasSuffix(f.Pattern, ":*") || strings.Contains(f.Pattern, "=") {
+			continue
+		}
+		p, _, _ := strings.Cut(f.Pattern, ":")
+		switch p {
+		case "agent_session_meta", "agent_session_meta_global", "agent_search", "agent_search_stats":
+			continue // the user's and the bucket's, not the session's
+		}
+		out = append(out, p)
+	}
+	sort.Strings(out)
+	return out
+}
