@@ -10,6 +10,7 @@
 --   first publish's event id, nothing written; 0 when there is no such
 --   session, {-1, 'wrong_type', message} when a record field it reads is
 --   not what it should be (nothing is written).
+--- @include reply
 --- @include ring
 --- @include session
 --- @include events
@@ -18,15 +19,15 @@ local c = session.open(KEYS, ARGV)
 local ekeys = session.key(c, 'agent_session_event_keys')
 local refused = session.guard(c, 'keep', { ekeys, 'hash' })
 if refused then return refused end
-if not session.exists(c) then return 0 end
+if not session.exists(c) then return reply.missing() end
 local bad = session.check_finish(c, nil, false)
-if bad then return { -1, 'wrong_type', bad } end
+if bad then return reply.bad_key(bad) end
 local key = ARGV[7]
 if key ~= '' then
   local first = ring.get(ekeys, key, true)
-  if first then return { 0, first } end
+  if first then return reply.dup(first) end
 end
 local id = events.emit(c, ARGV[5], 'custom', nil, ARGV[6])
 local created = key ~= '' and ring.put(ekeys, key, id, 1000, true)
 session.finish_write(c, false, created)
-return { 1, id }
+return reply.ok(id)

@@ -20,6 +20,7 @@
 -- Like that answer, a refusal (a key of another type) may follow one step
 -- of the qa_id index (the sidecar's own lookup table of the list, brought
 -- closer to the list as it is); nothing else is written.
+--- @include reply
 --- @include json
 --- @include clock
 --- @include guard
@@ -43,7 +44,7 @@ if refused then return refused end
 
 local pos, existing, llen, meta = idindex.locate(c, 'qa', qa_id)
 if type(pos) == 'table' then return pos end
-if pos then return { 0, existing } end
+if pos then return reply.dup(existing) end
 if not spec and c.max_entries > 0 and (llen + 1) * 4 > c.max_entries * 5 then
   -- without a document the search keys are written only by the trim
   -- below, and only when the session has documents (entries_removed): the
@@ -117,4 +118,4 @@ local removed, gone = idindex.trim(c, c.entries, newlen, 'qa')
 if removed > 0 and search.entries_removed(c, removed, gone) then pending = 1 end
 
 local _, started = session.finish_write(c, false, newlen == 1, newlen - removed, newlen == 1, rec)
-return { session.stored_flag(started), pending }
+return reply.ok(started and 1 or 0, pending)

@@ -11,6 +11,7 @@
 --   is written then); {'index_build', 'context'} when telling needs more
 --   index steps (nothing written but one step: run session_index_build,
 --   then this again).
+--- @include reply
 --- @include session
 --- @include events
 --- @include idindex
@@ -21,10 +22,10 @@ if refused then return refused end
 local id, entry = ARGV[5], ARGV[6]
 local pos, existing = idindex.locate(c, 'context', id)
 if type(pos) == 'table' then return pos end
-if pos then return { 0, existing } end
+if pos then return reply.dup(existing) end
 local newlen = redis.call('RPUSH', c.context, entry)
 idindex.append(c, 'context', id, entry, newlen)
 idindex.trim(c, c.context, newlen, 'context')
 events.emit(c, 'context_changed', 'context', id, entry)
 local _, started = session.finish_write(c, false, newlen == 1)
-return { session.stored_flag(started) }
+return reply.ok(started and 1 or 0)

@@ -9,6 +9,7 @@
 -- returns the updated entry; nil when there is no such entry;
 --   {'index_build', 'context'} when finding it needs more index steps
 --   (session_index_build, then this again).
+--- @include reply
 --- @include json
 --- @include session
 --- @include events
@@ -19,10 +20,10 @@ local refused = session.guard(c, 'keep', { c.context, 'list' }, { c.ctx_index, '
 if refused then return refused end
 local pos, el = idindex.locate(c, 'context', ARGV[5])
 if type(pos) == 'table' then return pos end
-if not pos then return false end
+if not pos then return reply.missing() end
 local updated = json.merge_object(el, ARGV[6])
 redis.call('LSET', c.context, pos, updated)
 idindex.touch(c, 'context', pos, updated)
 events.emit(c, 'context_changed', 'context', ARGV[5], updated)
 session.finish_write(c)
-return updated
+return reply.ok(updated)

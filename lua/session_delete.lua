@@ -12,6 +12,7 @@
 -- Every read before the first write: a record of the wrong type (or with
 -- metadata that is not a JSON object of strings, written by hand) has no
 -- metadata index to leave, and must not stop the delete half-way.
+--- @include reply
 --- @include guard
 --- @include meta
 --- @include session
@@ -60,4 +61,5 @@ if n > 0 then
   redis.call('XTRIM', c.events, 'MAXLEN', 1)
   redis.call('EXPIRE', c.events, events.TOMBSTONE_SECONDS)
 end
-return n
+if n == 0 then return reply.missing() end
+return reply.ok(n)

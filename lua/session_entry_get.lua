@@ -8,11 +8,12 @@
 -- returns the entry; nil when the session holds no such entry;
 --   {'index_build', 'qa'} when telling needs more index steps
 --   (session_index_build).
+--- @include reply
 --- @include idindex
 --- @include session
 
 local c = session.open(KEYS, ARGV)
 local pos, el = idindex.locate(c, 'qa', ARGV[5])
 if type(pos) == 'table' then return pos end
-if not pos then return false end
-return el
+if not pos then return reply.missing() end
+return reply.ok(el)

@@ -17,6 +17,7 @@
 -- document until the sidecar indexes it again (session_search_entry, right
 -- after); should that not happen, the next refresh of the session's index
 -- (session_search_pending, mode 2) does.
+--- @include reply
 --- @include json
 --- @include session
 --- @include events
@@ -29,7 +30,7 @@ if refused then return refused end
 local qa_id, memify = ARGV[5], ARGV[6]
 local pos, el, llen = idindex.locate(c, 'qa', qa_id)
 if type(pos) == 'table' then return pos end
-if not pos then return false end
+if not pos then return reply.missing() end
 
 local ok, updated = pcall(function()
   local updates = {}
@@ -40,7 +41,7 @@ local ok, updated = pcall(function()
   return json.set_fields(el, updates)
 end)
 if not ok then -- another writer stored an element that is not a JSON object
-  return redis.error_reply('BADVALUE ' .. c.entries .. ' ' .. qa_id)
+  return reply.bad_value(c.entries, qa_id)
 end
 local typ = 'entry_updated'
 for i = 7, #ARGV, 2 do
@@ -52,4 +53,4 @@ if type(ev) == 'table' then return ev end
 redis.call('LSET', c.entries, pos, updated)
 
 session.finish_write(c, false, false, llen, false, rec)
-return updated
+return reply.ok(updated)

@@ -11,6 +11,7 @@
 -- ARGV[5] 'qa' (the entries list by qa_id) or 'context' (the context
 --   list by id)
 -- returns 1 when the index covers the list, 0 when more steps are needed.
+--- @include reply
 --- @include idindex
 --- @include session
 
@@ -21,8 +22,8 @@ if which ~= 'qa' and which ~= 'context' then
 end
 local list = idindex.index_keys(c, which)
 local llen = redis.call('LLEN', list)
-if llen == 0 then return 1 end
+if llen == 0 then return reply.ok(1) end
 local done = idindex.index_sync(c, which, llen)
 if type(done) == 'table' then return done end -- the index is not a hash
-if done then return 1 end
-return 0
+if done then return reply.ok(1) end
+return reply.ok(0)

@@ -17,6 +17,7 @@
 --   {'index_build', 'qa'} when finding it needs more index steps (nothing
 --   written but one step: run session_index_build, then this again); a
 --   KEYTYPE error when a key holds another type (nothing written).
+--- @include reply
 --- @include clock
 --- @include guard
 --- @include idindex
@@ -34,8 +35,8 @@ local refused = search.check_terms(c, { { spec = ARGV[7] } })
 if refused then return refused end
 local pos, el = idindex.locate(c, 'qa', ARGV[5])
 if type(pos) == 'table' then return pos end
-if not pos or redis.sha1hex(el) ~= ARGV[6] then return 0 end
+if not pos or redis.sha1hex(el) ~= ARGV[6] then return reply.ok(0) end
 local n, fp = search.entries_cov(c)
-if pos >= n or not search.cov_valid(c, n, fp) then return 2 end
+if pos >= n or not search.cov_valid(c, n, fp) then return reply.ok(2) end
 search.index_doc(c, c.edocs, 'entry', ARGV[5], ARGV[7], tonumber(ARGV[8]) or 0, ARGV[9] or '', clock.entry_time_us(el) or clock.now_us())
-return 1
+return reply.ok(1)

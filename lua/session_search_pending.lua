@@ -23,6 +23,7 @@
 --   check is the index's ' cov' and ' refresh' fields as read, which
 --   session_search_catchup checks are unchanged. {start, 0, check} alone:
 --   nothing to do (or a key holds another type: the write refuses it).
+--- @include reply
 --- @include json
 --- @include guard
 --- @include idindex
@@ -31,7 +32,7 @@
 
 local c = session.open(KEYS, ARGV)
 local lt, dt = guard.key_type(c.entries), guard.key_type(c.edocs)
-if (lt ~= 'none' and lt ~= 'list') or (dt ~= 'none' and dt ~= 'hash') then return { 0, 0, '' } end
+if (lt ~= 'none' and lt ~= 'list') or (dt ~= 'none' and dt ~= 'hash') then return reply.ok(0, 0, '') end
 local llen = redis.call('LLEN', c.entries)
 local f = redis.call('HMGET', c.edocs, ' cov', ' refresh')
 local check = (f[1] or '') .. '\n' .. (f[2] or '')
@@ -49,7 +50,7 @@ elseif f[2] or search.refresh_due(c, since) then
     start = at
   end
 end
-if start >= stop and mode == 0 then return { start, 0, check } end
+if start >= stop and mode == 0 then return reply.ok(start, 0, check) end
 local most = math.max(1, math.min(256, tonumber(ARGV[5]) or 1))
 local els = idindex.read_range(c.entries, start, math.min(stop, start + most) - 1)
 local ids = {}
@@ -60,7 +61,7 @@ if mode == 0 and #els > 0 then
   for i, id in ipairs(ids) do fs[i] = 'entry\t' .. id end
   known = redis.call('HMGET', c.edocs, unpack(fs))
 end
-local out = { start, mode, check }
+local out = { 'ok', start, mode, check }
 for i, el in ipairs(els) do
   out[#out + 1] = ids[i]
   out[#out + 1] = idindex.fingerprint('qa', el)

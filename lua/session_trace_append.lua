@@ -5,6 +5,7 @@
 -- ARGV[5] the trace step, as Cognee's json.dumps writes it
 -- emits trace_appended (the step).
 -- returns 1, or 2 when this started the session.
+--- @include reply
 --- @include json
 --- @include session
 --- @include events
@@ -17,4 +18,4 @@ local created = redis.call('RPUSH', c.traces, ARGV[5]) == 1
 idindex.trim(c, c.traces)
 events.emit(c, 'trace_appended', 'trace', nil, ARGV[5])
 local _, started = session.finish_write(c, false, created)
-return session.stored_flag(started)
+return reply.ok(started and 1 or 0)

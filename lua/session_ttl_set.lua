@@ -6,14 +6,15 @@
 -- ARGV[5] the TTL in seconds; 0 = no expiry (persist)
 -- emits ttl_changed {ttl_seconds}.
 -- returns 1, or 0 when the session does not exist (nothing is created).
+--- @include reply
 --- @include session
 --- @include events
 
 local c = session.open(KEYS, ARGV)
 local refused = session.guard(c, 'keep')
 if refused then return refused end
-if not session.exists(c) then return 0 end
+if not session.exists(c) then return reply.missing() end
 redis.call('HSET', c.record, 'ttl_seconds', ARGV[5])
 events.emit(c, 'ttl_changed', 'state', nil, '{"ttl_seconds":' .. string.format('%d', tonumber(ARGV[5])) .. '}')
 session.finish_write(c, false, true)
-return 1
+return reply.ok()
