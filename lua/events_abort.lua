@@ -2,15 +2,15 @@
 -- (record field abort_requested_at, Redis TIME in µs). A status change
 -- (session_end, registry_lib's end_session) also clears it; so will the
 -- next user message (clear_abort).
--- KEYS[1..15] the session's keys, indexes and totals (session_lib.lua)
--- ARGV[1..4] TTL, max entries, user_id, session_id (session_lib.lua)
+-- KEYS[1..15] the session's keys, indexes and totals (lib/session.lua)
+-- ARGV[1..4] TTL, max entries, user_id, session_id (lib/session.lua)
 -- ARGV[5] 'set' or 'clear'
 -- emits abort {abort_requested_at} when it sets the request, abort_cleared
 --   {} when it clears one.
--- returns {1, time µs} set now ({1, ''} cleared now); {2, time µs} already
---   set ({2, ''} none to clear): nothing written; 0 no such session;
---   {-1, 'wrong_type', message} when a record field it reads is corrupt
---   (nothing written).
+-- returns (reply.lua) {'ok', time µs} set now ({'ok', ''} cleared now);
+--   {'dup', time µs} already set ({'dup', ''} none to clear): nothing
+--   written; {'missing'} no such session; {'refused', ...} when a record
+--   field it reads is corrupt (nothing written).
 --- @include reply
 --- @include clock
 --- @include session

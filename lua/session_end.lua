@@ -1,18 +1,18 @@
 -- session_end: mark the session completed or failed (ended_at from Redis
 -- TIME). Activity after the end is still recorded but never reopens it.
--- KEYS[1..15] the session's keys, indexes and totals (session_lib.lua)
--- ARGV[1..4] TTL, max entries, user_id, session_id (session_lib.lua)
+-- KEYS[1..15] the session's keys, indexes and totals (lib/session.lua)
+-- ARGV[1..4] TTL, max entries, user_id, session_id (lib/session.lua)
 -- ARGV[5] 'completed' or 'failed' (also the end_reason)
 -- ARGV[6] '1' when ARGV[7] is a summary to store (a human one:
 --   summary_auto_generated false), else '0'
 -- A pending abort request is cleared. Emits status {status, end_reason,
 --   ended_at}.
--- returns 1 when ended now; 2 when it had already ended with this status
---   (nothing written); {3, status} when it had ended with the other one
---   (nothing written); 0 when there is no such session (nothing created);
---   {-1, 'wrong_type', message} when a key it would write holds the wrong
---   type, or the KEYTYPE error of guard (nothing written: every check comes
---   before the first write).
+-- returns (reply.lua) {'ok'} when ended now; {'dup'} when it had already
+--   ended with this status (nothing written); {'refused', 'session_ended',
+--   ...} when it had ended with the other one, {'missing'} when there is no
+--   such session (nothing created), {'refused', 'key_wrong_type', ...}
+--   when a key it would write holds the wrong type (nothing written: every
+--   check comes before the first write).
 --- @include reply
 --- @include clock
 --- @include session

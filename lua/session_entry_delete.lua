@@ -1,12 +1,13 @@
 -- session_entry_delete: remove one Q&A entry by qa_id.
--- KEYS[1..15] the session's keys, indexes and totals (session_lib.lua)
--- ARGV[1..4] TTL, max entries, user_id, session_id (session_lib.lua)
+-- KEYS[1..15] the session's keys, indexes and totals (lib/session.lua)
+-- ARGV[1..4] TTL, max entries, user_id, session_id (lib/session.lua)
 -- ARGV[5] qa_id
 -- emits entry_deleted {qa_id}.
 -- The entry leaves the search index.
--- returns 1 when removed, 0 when the session holds no such entry (nothing
---   is written then); {'index_build', 'qa'} when finding it needs more
---   index steps (session_index_build, then this again).
+-- returns (reply.lua) {'ok'} when removed, {'missing'} when the session
+--   holds no such entry (nothing is written then); {'index_build', 'qa'}
+--   when finding it needs more index steps (session_index_build, then this
+--   again); {'refused', ...}.
 --- @include reply
 --- @include session
 --- @include events

@@ -1,18 +1,19 @@
 -- session_entry_update: change fields of one Q&A entry in place (PATCH,
 -- feedback set and clear). Only the named top-level fields change; every other
 -- byte of the entry stays as it was. memify_metadata is merged key-wise.
--- KEYS[1..15] the session's keys, indexes and totals (session_lib.lua)
--- ARGV[1..4] TTL, max entries, user_id, session_id (session_lib.lua)
+-- KEYS[1..15] the session's keys, indexes and totals (lib/session.lua)
+-- ARGV[1..4] TTL, max entries, user_id, session_id (lib/session.lua)
 -- ARGV[5] qa_id
 -- ARGV[6] memify_metadata patch (a JSON object) or '' for none
 -- ARGV[7], ARGV[8], ... pairs of field name and new raw JSON value
 -- emits feedback (a feedback_* field set or cleared) or entry_updated: the
 --   updated entry.
--- returns the updated entry, or nil when the session holds no such entry
---   (nothing is written then, and no key is created); a BADVALUE error when
---   the stored entry is not a JSON object (nothing is written);
---   {'index_build', 'qa'} when finding it needs more index steps (nothing
---   written but one step: run session_index_build, then this again).
+-- returns (reply.lua) {'ok', updated entry}, or {'missing'} when the
+--   session holds no such entry (nothing is written then, and no key is
+--   created); {'refused', 'stored_value_invalid', ...} when the stored entry
+--   is not a JSON object (nothing is written); {'index_build', 'qa'} when
+--   finding it needs more index steps (nothing written but one step: run
+--   session_index_build, then this again).
 -- An entry whose question, context or answer changes keeps its search
 -- document until the sidecar indexes it again (session_search_entry, right
 -- after); should that not happen, the next refresh of the session's index

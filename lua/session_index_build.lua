@@ -6,11 +6,12 @@
 -- answers {'index_build', which}; its caller runs this until it answers 1,
 -- then that script again. It writes nothing but the index and slides no
 -- TTL.
--- KEYS[1..15] the session's keys, indexes and totals (session_lib.lua)
--- ARGV[1..4] TTL, max entries, user_id, session_id (session_lib.lua)
+-- KEYS[1..15] the session's keys, indexes and totals (lib/session.lua)
+-- ARGV[1..4] TTL, max entries, user_id, session_id (lib/session.lua)
 -- ARGV[5] 'qa' (the entries list by qa_id) or 'context' (the context
 --   list by id)
--- returns 1 when the index covers the list, 0 when more steps are needed.
+-- returns (reply.lua) {'ok', 1} when the index covers the list, {'ok', 0}
+--   when more steps are needed; {'refused', ...}.
 --- @include reply
 --- @include idindex
 --- @include session

@@ -4,8 +4,8 @@
 -- entry's bytes the same). The index's covered prefix then reaches them.
 -- Not activity: the record, the session's TTLs and its events are not
 -- touched; the hash of documents gets the entries list's remaining TTL.
--- KEYS[1..15] the session's keys, indexes and totals (session_lib.lua)
--- ARGV[1..4] TTL, max entries, user_id, session_id (session_lib.lua)
+-- KEYS[1..15] the session's keys, indexes and totals (lib/session.lua)
+-- ARGV[1..4] TTL, max entries, user_id, session_id (lib/session.lua)
 -- ARGV[5] start: the position of the first entry
 -- ARGV[6] mode, as session_search_pending answered it: '1' drops the
 --   session's entries from the index first; '2' writes the documents'
@@ -17,10 +17,10 @@
 --   fingerprint and SHA1 as read, then its document: spec ("term tf ...",
 --   '' for no searchable word), length (-1: indexed already, skipped),
 --   preview. A document's time is its entry's "time".
--- returns {1, more} when stored (more 1 when entries after them are still
---   to take in); {0} when the list or the index changed since the read
---   (nothing written: read again); a KEYTYPE error when a key holds
---   another type (nothing written).
+-- returns (reply.lua) {'ok', 1, more} when stored (more 1 when entries
+--   after them are still to take in); {'ok', 0} when the list or the index
+--   changed since the read (nothing written: read again); {'refused', ...}
+--   when a key holds another type (nothing written).
 --- @include reply
 --- @include clock
 --- @include guard

@@ -5,18 +5,19 @@
 -- past the prefix, so a rewrite of the list can never leave one behind).
 -- Not activity: the record, the session's TTLs and its events are not
 -- touched.
--- KEYS[1..15] the session's keys, indexes and totals (session_lib.lua)
--- ARGV[1..4] TTL, max entries, user_id, session_id (session_lib.lua)
+-- KEYS[1..15] the session's keys, indexes and totals (lib/session.lua)
+-- ARGV[1..4] TTL, max entries, user_id, session_id (lib/session.lua)
 -- ARGV[5] qa_id
 -- ARGV[6] the SHA1 (hex) of the entry's bytes as analysed
 -- ARGV[7..9] its document: spec "term tf ...", length, preview (its time
 --   is the entry's "time")
--- returns 1 when indexed; 0 when the session no longer holds that entry
---   as analysed (changed or gone since: nothing written; read it again);
---   2 when it lies past the covered prefix (nothing written);
---   {'index_build', 'qa'} when finding it needs more index steps (nothing
---   written but one step: run session_index_build, then this again); a
---   KEYTYPE error when a key holds another type (nothing written).
+-- returns (reply.lua) {'ok', 1} when indexed; {'ok', 0} when the session
+--   no longer holds that entry as analysed (changed or gone since: nothing
+--   written; read it again); {'ok', 2} when it lies past the covered prefix
+--   (nothing written); {'index_build', 'qa'} when finding it needs more
+--   index steps (nothing written but one step: run session_index_build,
+--   then this again); {'refused', ...} when a key holds another type
+--   (nothing written).
 --- @include reply
 --- @include clock
 --- @include guard

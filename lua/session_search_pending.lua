@@ -2,10 +2,11 @@
 -- session's entries list, at most one step of it (ARGV[5] entries, at most
 -- 256, and about 1 MiB: read_range). Reads only. The sidecar analyses the
 -- entries and stores them with session_search_catchup.
--- KEYS[1..15] the session's keys, indexes and totals (session_lib.lua)
--- ARGV[1..4] TTL, max entries, user_id, session_id (session_lib.lua)
+-- KEYS[1..15] the session's keys, indexes and totals (lib/session.lua)
+-- ARGV[1..4] TTL, max entries, user_id, session_id (lib/session.lua)
 -- ARGV[5] the most entries to answer (1-256)
--- returns {start, mode, check, id, fingerprint, sha1, entry, ...}: the
+-- returns (reply.lua) {'ok', start, mode, check, id, fingerprint, sha1,
+--   entry, ...}: the
 --   entries from position start (0-based) on, each with its qa_id as the
 --   scripts read it ('' for none), its fingerprint, the SHA1 of its bytes
 --   and its bytes ('' when it is indexed already and mode is 0: nothing to
@@ -21,7 +22,8 @@
 --   0: the entries after the covered prefix (another program appended
 --      them).
 --   check is the index's ' cov' and ' refresh' fields as read, which
---   session_search_catchup checks are unchanged. {start, 0, check} alone:
+--   session_search_catchup checks are unchanged. {'ok', start, 0, check}
+--   alone:
 --   nothing to do (or a key holds another type: the write refuses it).
 --- @include reply
 --- @include json

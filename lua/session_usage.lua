@@ -1,11 +1,11 @@
 -- session_usage: add one LLM call's tokens and cost to the session record,
 -- its per-model breakdown, the all-time totals and the day's per-model
 -- totals, once per Idempotency-Key.
--- KEYS[1..15] the session's keys, indexes and totals (session_lib.lua);
+-- KEYS[1..15] the session's keys, indexes and totals (lib/session.lua);
 --   KEYS[15] is the prefix of the per-day model totals: the day's hash is
 --   KEYS[15] .. ':' .. YYYY-MM-DD (UTC, from Redis TIME), in KEYS[15]'s slot
 --   (on Cluster the prefix carries the bucket tag)
--- ARGV[1..4] TTL, max entries, user_id, session_id (session_lib.lua)
+-- ARGV[1..4] TTL, max entries, user_id, session_id (lib/session.lua)
 -- ARGV[5] model (as the caller named it)
 -- ARGV[6] input tokens, ARGV[7] output tokens (integers >= 0)
 -- ARGV[8] cost in nano-USD (integer >= 0: integer sums stay exact)
@@ -16,11 +16,12 @@
 -- ARGV[13] most distinct models of a day's hash; later new names count as 'other'
 -- ARGV[14] TTL in seconds of a day's hash (set on every write to it)
 -- emits usage (ARGV[11], the answer).
--- returns {1} when counted ({2} when this started the session);
---   {0, first_result} for a key already seen in this session; and, with
---   nothing written, {-1, 'wrong_type', message} when a key or field it
---   would write holds the wrong type, {-1, 'overflow', message} when a sum
---   would pass 9e18 (int64 holds 9.22e18).
+-- returns (reply.lua) {'ok', started} when counted (started 1 when this
+--   started the session); {'dup', first_result} for a key already seen in
+--   this session; and, with nothing written, {'refused', 'key_wrong_type',
+--   ...} when a key or field it would write holds the wrong type,
+--   {'refused', 'usage_overflow', ...} when a sum would pass 9e18 (int64
+--   holds 9.22e18).
 --
 -- Redis does not roll back a script that fails half-way: every read and
 -- check comes first, then the writes, which cannot fail any more; the
