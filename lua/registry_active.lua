@@ -14,7 +14,8 @@
 -- into a new one, and each auto-closed session's status event.
 -- returns {session_id, 1 created / 0 reused, {closed session ids...}}; the
 --   KEYTYPE error of guard (nothing written) when a key it would write
---   holds another type.
+--   holds another type, or one it reads for an auto-summary (an abandoned
+--   session's entries, message order or messages).
 --- @include clock
 --- @include meta
 --- @include session
@@ -36,7 +37,7 @@ for _, f in ipairs(found) do
   if reuse then
     refused = session.guard(f.c, 'keep')
   else
-    refused = session.guard(f.c, 'move', { f.c.entries, 'list' })
+    refused = session.guard(f.c, 'move', registry.summary_checks(f.c))
   end
   if refused then return refused end
   if reuse then break end

@@ -315,3 +315,36 @@ func sorted(s []string) []string {
 	slices.Sort(out)
 	return out
 }
+
+// Start-or-reuse reads the messages of each abandoned session it closes
+// (for the auto-summary): a message key of another type there is a 409
+// key_wrong_type before any write, not a Redis error after the sessions
+// closed before it were already closed.
+func TestActiveSessionAutoCloseRefusesWrongTypedMessageKeysFirst(t *testing.T) {
+	redisstoretest.Each(t, func(t *testing.T, srv *redisstoretest.Server) {
+		h := start(t, srv, abandonFast)
+		l := srv.Layout()
+		c := srv.Client(t)
+		for _, s := range []string{"s1", "s2"} { // s2 is the newer: closed first
+			want(t, h.Do(t, "POST", "/v1/users/alice/sessions/"+s+"/entries", `{"question":"q","answer":"a","context":""}`), 201)
+		}
+		idle(t, srv)
+		for _, key := range []string{l.Messages("alice", "s1").Order, l.Messages("alice", "s1").Messages} {
+			if err := c.Do(t.Context(), c.B().Set().Key(key).Value("someone else's").Build()).Error(); err != nil {
+				t.Fatal(err)
+			}
+			keys, err := c.Do(t.Context(), c.B().Keys().Pattern("*").Build()).AsStrSlice()
+			if err != nil {
+				t.Fatal(err)
+			}
+			before := redisstoretest.Snapshot(t, c, keys...)
+			if r := h.Do(t, "POST", "/v1/users/alice/active-session", `{}`); r.Status != 409 || r.Code() != "key_wrong_type" {
+				t.Errorf("start-or-reuse with %s a string: %d %s, want 409 key_wrong_type", key, r.Status, r.Body)
+			}
+			if after := redisstoretest.Snapshot(t, c, keys...); !slices.Equal(after, before) {
+				t.Errorf("start-or-reuse with %s a string changed Redis:\n%q\nwas\n%q", key, after, before)
+			}
+			c.Do(t.Context(), c.B().Del().Key(key).Build())
+		}
+	})
+}

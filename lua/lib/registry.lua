@@ -134,6 +134,14 @@ local function auto_summary(c)
   return utf8_prefix('Auto-summary: ' .. table.concat(parts, '; '), 1000)
 end
 
+-- summary_checks are guard's {key, type} pairs of what auto_summary reads
+-- of session c (its entries, the messages module's order and messages),
+-- for the check of a session it closes before the first write.
+local function summary_checks(c)
+  return { c.entries, 'list' }, { session.key(c, 'agent_session_msg_order'), 'zset' },
+    { session.key(c, 'agent_session_msgs'), 'hash' }
+end
+
 -- end_session ends session c as completed with reason, summary (or nil)
 -- and whether it was generated; clears a pending abort, emits its status
 -- event, slides it and moves its indexes.
@@ -214,6 +222,7 @@ return {
   candidates = candidates,
   drop_expired = drop_expired,
   auto_summary = auto_summary,
+  summary_checks = summary_checks,
   end_session = end_session,
   merge_patch = merge_patch,
 }
