@@ -42,7 +42,8 @@ for _, f in ipairs(found) do
   if refused then return refused end
   if reuse then break end
 end
-registry.drop_expired(c, gone)
+refused = registry.drop_expired(c, gone)
+if refused then return refused end
 if reuse then
   events.emit(found[1].c, 'status', 'state', nil, '{"status":"reused"}')
   session.finish_write(found[1].c, false, false)

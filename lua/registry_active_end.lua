@@ -19,7 +19,8 @@ local match = nil
 if ARGV[8] ~= '' then match = cjson.decode(ARGV[8]) end
 local found, gone = registry.candidates(c, match, 1)
 if #found == 0 or found[1].last < clock.now_us() - tonumber(ARGV[5]) then
-  registry.drop_expired(c, gone)
+  local refused = registry.drop_expired(c, gone)
+  if refused then return refused end
   return false
 end
 -- the session ended, found[1].c: every check before the first write (Redis
@@ -27,7 +28,8 @@ end
 local ended = found[1].c
 local refused = session.guard(ended, 'move')
 if refused then return refused end
-registry.drop_expired(c, gone)
+refused = registry.drop_expired(c, gone)
+if refused then return refused end
 local summary = nil
 if ARGV[6] == '1' then summary = ARGV[7] end
 registry.end_session(ended, 'completed', summary, false)

@@ -348,3 +348,31 @@ func TestActiveSessionAutoCloseRefusesWrongTypedMessageKeysFirst(t *testing.T) {
 		}
 	})
 }
+
+// Ending the active session drops the expired members it met in the
+// match's metadata indexes (user's and bucket's) even when it finds none
+// to end: a bucket index of another type there is a 409 key_wrong_type
+// before any write, not a Redis error after the user's index was written.
+func TestActiveEndRefusesAWrongTypedBucketIndexFirst(t *testing.T) {
+	redisstoretest.Each(t, func(t *testing.T, srv *redisstoretest.Server) {
+		h := start(t, srv, nil)
+		l := srv.Layout()
+		c := srv.Client(t)
+		user, global := l.MetaIndex("alice", "agent", "x"), l.MetaGlobal(l.Bucket("alice"), "agent", "x")
+		for _, cmd := range []rueidis.Completed{
+			c.B().Zadd().Key(user).ScoreMember().ScoreMember(9e15, "dead").Build(), // an expired session's
+			c.B().Set().Key(global).Value("someone else's").Build(),
+		} {
+			if err := c.Do(t.Context(), cmd).Error(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		before := redisstoretest.Snapshot(t, c, user, global)
+		if r := h.Do(t, "POST", "/v1/users/alice/active-session/end", `{"match":{"agent":"x"}}`); r.Status != 409 || r.Code() != "key_wrong_type" {
+			t.Errorf("end with the bucket index a string: %d %s, want 409 key_wrong_type", r.Status, r.Body)
+		}
+		if after := redisstoretest.Snapshot(t, c, user, global); !slices.Equal(after, before) {
+			t.Errorf("end with the bucket index a string changed Redis:\n%q\nwas\n%q", after, before)
+		}
+	})
+}

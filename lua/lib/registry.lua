@@ -6,6 +6,7 @@
 -- context of the session it acts on.
 --- @include json
 --- @include clock
+--- @include guard
 --- @include meta
 --- @include session
 --- @include events
@@ -74,13 +75,19 @@ end
 -- drop_expired removes from the metadata index candidates read (user's and
 -- bucket's) the expired sessions of c's user it met there, so an index
 -- that only start-or-reuse reads does not grow with every session that
--- ever held the pair. A write: call it after every check.
+-- ever held the pair. A write: call it after every other check, before
+-- the first write. It returns guard's refusal (nothing written) when the
+-- bucket's index holds another type (candidates read the user's as a
+-- zset), else nil.
 local function drop_expired(c, gone)
-  if not gone.user then return end
+  if not gone.user or #gone == 0 then return nil end
+  local refused = guard.check({ { gone.global, 'zset' } })
+  if refused then return refused end
   for _, sid in ipairs(gone) do
     redis.call('ZREM', gone.user, sid)
     redis.call('ZREM', gone.global, c.uid .. ':' .. sid)
   end
+  return nil
 end
 
 -- utf8_prefix returns the first n code points of s.
