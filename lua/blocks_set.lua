@@ -40,7 +40,7 @@ end
 local key, old, scope = blocks.find(c, mode, label)
 if not key then return { 0 } end
 local f = blocks.fields(old)
-if not f then return { -4 } end
+if not f or (action == 'append' and not blocks.one_string(f.content)) then return { -4 } end
 if key == c.blocks or tool_id ~= '' then
   refused = blocks.session_refused(c)
   if refused then return refused end

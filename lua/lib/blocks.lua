@@ -131,6 +131,21 @@ local function fields(b)
     writable = f.writable ~= 'false', created_at = f.created_at, small = head and small }
 end
 
+-- one_string reports whether raw (fields' content: from a quote to a
+-- quote) is one JSON string, its only unescaped quotes its two ends. A
+-- block another program wrote may hold a bare quote in its content, which
+-- split_block does not see; an append keeps the stored content, so it
+-- checks. The scan jumps from quote or backslash to the next one.
+local function one_string(raw)
+  local i = 2
+  while true do
+    local j = string.find(raw, '["\\]', i)
+    if not j then return false end
+    if string.byte(raw, j) == 34 then return j == #raw end
+    i = j + 2
+  end
+end
+
 -- with is the block of fields f (fields) with content (a raw JSON string)
 -- and the fields of updates ({key, raw JSON} pairs) set.
 local function with(b, f, content, updates)
@@ -235,6 +250,7 @@ return {
   counts_append = counts_append,
   counts_tokens = counts_tokens,
   fields = fields,
+  one_string = one_string,
   with = with,
   find = find,
   digest_of = digest_of,
