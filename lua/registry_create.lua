@@ -21,8 +21,12 @@ if session.exists(c) then
   if ARGV[8] ~= '' and redis.call('HGET', c.record, 'create_key') == ARGV[8] then return 2 end
   return 0
 end
--- every check before the first write (Redis does not roll back)
-local refused = session.guard(c, 'keep', unpack(meta.checks(c, ARGV[7])))
+-- every check before the first write (Redis does not roll back): the
+-- metadata indexes, and the state key (SET would replace a key of another
+-- type)
+local checks = meta.checks(c, ARGV[7])
+if ARGV[9] ~= '' then checks[#checks + 1] = { c.state, 'string' } end
+local refused = session.guard(c, 'keep', unpack(checks))
 if refused then return refused end
 local f = {}
 if ARGV[5] == '1' then f[#f + 1], f[#f + 2] = 'title', ARGV[6] end

@@ -376,3 +376,25 @@ func TestActiveEndRefusesAWrongTypedBucketIndexFirst(t *testing.T) {
 		}
 	})
 }
+
+// Creating a session with an initial state refuses a state key of another
+// type (another program wrote it) with 409 key_wrong_type and writes
+// nothing, as a state PATCH does, instead of replacing that key.
+func TestCreateRefusesAWrongTypedStateKey(t *testing.T) {
+	redisstoretest.Each(t, func(t *testing.T, srv *redisstoretest.Server) {
+		h := start(t, srv, nil)
+		l := srv.Layout()
+		c := srv.Client(t)
+		key := l.SessionState("alice", "s1")
+		if err := c.Do(t.Context(), c.B().Hset().Key(key).FieldValue().FieldValue("theirs", "1").Build()).Error(); err != nil {
+			t.Fatal(err)
+		}
+		before := redisstoretest.Snapshot(t, c, key, l.Session("alice", "s1").Record, l.SessionEvents("alice", "s1"))
+		if r := h.Do(t, "POST", "/v1/users/alice/sessions", `{"session_id":"s1","state":{"a":1}}`); r.Status != 409 || r.Code() != "key_wrong_type" {
+			t.Errorf("create with the state key a hash: %d %s, want 409 key_wrong_type", r.Status, r.Body)
+		}
+		if after := redisstoretest.Snapshot(t, c, key, l.Session("alice", "s1").Record, l.SessionEvents("alice", "s1")); !slices.Equal(after, before) {
+			t.Errorf("create with the state key a hash changed Redis:\n%q\nwas\n%q", after, before)
+		}
+	})
+}
