@@ -1,5 +1,5 @@
 -- session_index_build: one bounded step of making the id index of one of
--- the session's lists cover the whole list (session_lib.lua, "The id
+-- the session's lists cover the whole list (lib/idindex.lua, "The id
 -- indexes"): check the index still describes a prefix of the list (else
 -- start it again from position 0), then index at most one step of the
 -- elements it does not cover. A script that needs the index complete
