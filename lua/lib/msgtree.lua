@@ -2,9 +2,10 @@
 -- session context (session.open) that msgtree.open has made ready: it adds
 -- the messages keys of c's session and the call's cache of tree nodes
 -- (another session's context, session.at, gets its own: messages.at). The
--- messages live in six of the session's own keys (families registered in
--- redisstore/keys_messages.go, so they slide and go with the session),
--- whatever the number of messages:
+-- messages live in six of the session's own keys (session-scoped families
+-- of redisstore's Families, so keys.session lists them: they slide and go
+-- with the session; redisstore/keys_messages.go builds the same names for
+-- Go), whatever the number of messages:
 --   c.msgs    agent_session_msgs:<tag><u>:<s>  hash id -> the message as
 --             answered (JSON; `item` as sent)
 --   c.mtree   agent_session_msg_tree:...  hash id -> its node: "parent \t
