@@ -17,11 +17,11 @@
 --   'children': ARGV[6] the message id, ARGV[7] the most children.
 --   'compactions': the compactions in force.
 -- returns for 'path' {total, total_tokens, next_cursor ('' = none), tokens
---   of the latest path as read plus the frozen system prompt's, 1 when the
---   byte cap cut the page else 0,
---   message...} in the page's order; for 'one' the
---   message, or nil; for 'children' {0, message...} oldest first; for
---   'compactions' {0, compaction...} oldest first; and
+--   of the latest path as read with its compactions (even for a raw page)
+--   plus the frozen system prompt's, 1 when the byte cap cut the page
+--   else 0, message...} in the page's order; for 'one' the message, or
+--   nil; for 'children' {0, message...} oldest first; for 'compactions'
+--   {0, compaction...} oldest first; and
 --   {-1, code, id} for 'not_found' (no such message: the leaf, or the one
 --   asked for) and 'invalid_cursor' (the cursor is not on the path).
 --- @include session
@@ -71,10 +71,11 @@ for _, o in ipairs(ovs) do
   total = total - (o.td - o.fd)
   total_tokens = total_tokens - o.tokens + o.c.stokens
 end
--- the latest path's tokens as read, plus the frozen system prompt's (blocks
--- module), for compaction_suggested
+-- the latest path's tokens as read with its compactions (whether this page
+-- is raw or not), plus the frozen system prompt's (blocks module), for
+-- compaction_suggested
 local latest_tokens = total_tokens
-if latest and latest ~= leaf.id then
+if latest and (latest ~= leaf.id or raw) then
   local l = node(c, latest)
   latest_tokens = 0
   if l then
