@@ -19,13 +19,14 @@
 -- emits message_appended for each stored message (messages.append), and
 -- compaction_suggested when the latest path (as read, with the frozen
 -- system prompt) passes ARGV[11] tokens.
--- returns {1, message...} stored ({2, ...} when this started the session);
---   {0, message...} the stored messages of a retry (the same ids with the
---   same fields, or the same Idempotency-Key): nothing written; and, with
---   nothing written, {-1, code, detail}: 'wrong_type' (a key or record
---   field of the wrong type), 'leaf_moved' (detail: the latest leaf),
---   'id_conflict' (an id held with other fields), 'unknown_parent',
---   'session_full' (detail: the message count).
+-- returns (reply.lua) {'ok', 'stored', message...} stored ('started'
+--   when this started the session); {'dup', message...} the stored
+--   messages of a retry (the same ids with the same fields, or the same
+--   Idempotency-Key): nothing written; and, with nothing written,
+--   {'ok', 'leaf_moved', the latest leaf ('' = none)} (If-Match),
+--   {'ok', 'unknown_parent', ARGV[8]}, {'refused', code, text} for
+--   'id_conflict' (an id held with other fields), 'session_full' and
+--   'key_wrong_type' (a key or record field of the wrong type).
 --- @include session
 --- @include msgtree
 --- @include messages
@@ -38,5 +39,4 @@ for i = 12, #ARGV, 7 do
 end
 local if_match
 if ARGV[5] == '1' then if_match = ARGV[6] end
-local reply = messages.append(c, batch, ARGV[7], ARGV[8], if_match, tonumber(ARGV[9]), ARGV[10], tonumber(ARGV[11]))
-return reply
+return messages.append(c, batch, ARGV[7], ARGV[8], if_match, tonumber(ARGV[9]), ARGV[10], tonumber(ARGV[11]))

@@ -12,10 +12,12 @@
 -- ARGV[7] from_id, ARGV[8] to_id
 -- ARGV[9] the summary's tokens
 -- ARGV[10] the most compactions in force per session
--- returns {1, compaction JSON}; with nothing written, {-1, code, detail}:
---   'invalid_range' (detail: why), 'compaction_overlap' (detail: the
---   compaction in force), 'splits_tool_call' (detail: the call id),
---   'too_many_compactions', 'wrong_type'.
+-- returns (reply.lua) {'ok', 'compacted', compaction JSON}; with nothing
+--   written, {'ok', 'invalid_range', why}, {'ok', 'splits_tool_call', the
+--   call id}, {'refused', code, text} for 'compaction_overlap' (a
+--   compaction in force partly overlaps), 'too_many_compactions' and
+--   'key_wrong_type'.
+--- @include reply
 --- @include json
 --- @include clock
 --- @include session
@@ -29,10 +31,10 @@ local cid, summary, from_id, to_id, stokens, max = ARGV[5], ARGV[6], ARGV[7], AR
 local refused = messages.write_checks(c)
 if refused then return refused end
 local from, to = node(c, from_id), node(c, to_id)
-if not from then return { -1, 'invalid_range', 'the session has no message ' .. from_id } end
-if not to then return { -1, 'invalid_range', 'the session has no message ' .. to_id } end
+if not from then return reply.ok('invalid_range', 'the session has no message ' .. from_id) end
+if not to then return reply.ok('invalid_range', 'the session has no message ' .. to_id) end
 if from.depth > to.depth or ancestor(c, to, from.depth).id ~= from.id then
-  return { -1, 'invalid_range', from_id .. ' is not an ancestor of ' .. to_id .. ' (after it, or on another branch)' }
+  return reply.ok('invalid_range', from_id .. ' is not an ancestor of ' .. to_id .. ' (after it, or on another branch)')
 end
 
 -- tool calls and results inside the range pair up
@@ -57,10 +59,10 @@ while true do
   v = node(c, v.parent)
 end
 for r in pairs(results) do
-  if not calls[r] then return { -1, 'splits_tool_call', r } end
+  if not calls[r] then return reply.ok('splits_tool_call', r) end
 end
 for call in pairs(calls) do
-  if not results[call] then return { -1, 'splits_tool_call', call } end
+  if not results[call] then return reply.ok('splits_tool_call', call) end
 end
 
 -- the compactions in force: superseded (inside the new range) or apart
@@ -72,14 +74,20 @@ for _, cp in ipairs(messages.compactions(c)) do
     local meet = lo <= hi and ancestor(c, to, lo).id == ancestor(c, ct, lo).id
     if meet then
       local inside = cf.depth >= from.depth and ct.depth <= to.depth and ancestor(c, to, ct.depth).id == ct.id
-      if not inside then return { -1, 'compaction_overlap', cp.id } end
+      if not inside then
+        return reply.refused('compaction_overlap', 'the range partly overlaps compaction ' .. cp.id ..
+          ' in force (a compaction may cover earlier ones whole, never in part); nothing was written')
+      end
       superseded[#superseded + 1] = cp.id
     else
       kept = kept + 1
     end
   end
 end
-if kept + 1 > max then return { -1, 'too_many_compactions', fmt_int(max) } end
+if kept + 1 > max then
+  return reply.refused('too_many_compactions', 'the session holds ' .. fmt_int(max) ..
+    ' compactions in force, the most it may; cover some with a wider one')
+end
 
 -- the writes
 local text = '{"id":"' .. cid .. '","summary":' .. summary .. ',"from_id":"' .. from_id .. '","to_id":"' .. to_id ..
@@ -90,4 +98,4 @@ local seq = redis.call('HINCRBY', c.mcomp, ' seq', 1)
 redis.call('HSET', c.mcomp, cid, text, '#' .. cid, table.concat({ from_id, to_id, fmt_int(seq), fmt_int(stokens) }, '\t'))
 events.emit(c, 'compaction', 'message', cid, text)
 session.finish_write(c, false, created)
-return { 1, text }
+return reply.ok('compacted', text)

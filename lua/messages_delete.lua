@@ -7,8 +7,10 @@
 -- ARGV[1..4] TTL, max entries, user_id, session_id (lib/session.lua)
 -- ARGV[5] the message id
 -- ARGV[6] '1': the subtree too; '0': refuse a message with children
--- returns {1, number of messages deleted}; with nothing written,
---   {-1, code, id}: 'not_found', 'has_children', 'wrong_type'.
+-- returns (reply.lua) {'ok', number of messages deleted}; with nothing
+--   written, {'missing'} (no message ARGV[5]), {'refused', code, text} for
+--   'has_children' and 'key_wrong_type'.
+--- @include reply
 --- @include session
 --- @include search
 --- @include msgtree
@@ -19,8 +21,8 @@ local id, whole = ARGV[5], ARGV[6] == '1'
 local refused = messages.write_checks(c)
 if refused then return refused end
 local n = msgtree.node(c, id)
-if not n then return { -1, 'not_found', id } end
-if not whole and msgtree.has_children(c, id) then return { -1, 'has_children', id } end
+if not n then return reply.missing() end
+if not whole and msgtree.has_children(c, id) then return messages.has_children(id) end
 local gone = { n }
 if whole then gone = msgtree.subtree(c, n, redis.call('ZCARD', c.morder)) end
 
@@ -47,4 +49,4 @@ local gone_ids = {}
 for i, d in ipairs(gone) do gone_ids[i] = d.id end
 messages.emit_deleted(c, id, gone_ids, whole and ',"subtree":true' or nil)
 session.finish_write(c, false, false)
-return { 1, #gone }
+return reply.ok(#gone)

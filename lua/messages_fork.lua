@@ -11,11 +11,12 @@
 -- ARGV[6] the new session's id
 -- ARGV[7] '1' when ARGV[8] is its title, else '0'
 -- ARGV[9] the Idempotency-Key, or ''
--- returns {1} forked ({2} ... never: the new session always starts now);
---   {0} a retry of ARGV[9] (the new session exists, made with that key:
---   nothing written); with nothing written, {-1, code, detail}: 'not_found'
---   (no message at; detail '' for no such session), 'session_exists',
---   'wrong_type'.
+-- returns (reply.lua) {'ok', 'started'} forked (the new session always
+--   starts now); {'dup'} a retry of ARGV[9] (the new session exists, made
+--   with that key: nothing written); with nothing written, {'missing'} (no
+--   such session, or no message at), {'refused', code, text} for
+--   'session_exists' and 'key_wrong_type'.
+--- @include reply
 --- @include guard
 --- @include session
 --- @include events
@@ -25,9 +26,9 @@
 local c = msgtree.open(session.open(KEYS, ARGV))
 local at, sid, key = ARGV[5], ARGV[6], ARGV[9]
 local source = c.sid
-if not session.exists(c) then return { -1, 'not_found', '' } end
+if not session.exists(c) then return reply.missing() end
 local n = msgtree.node(c, at)
-if not n then return { -1, 'not_found', at } end
+if not n then return reply.missing() end
 local nodes = msgtree.path_nodes(c, n)
 local ids = {}
 for i, p in ipairs(nodes) do ids[i] = p.id end
@@ -50,11 +51,11 @@ local from_blocks = session.key(c, 'agent_session_blocks')
 if guard.key_type(from_blocks) == 'hash' then blocks = redis.call('HGETALL', from_blocks) end
 -- from here on, the new session (f)
 local f, refused = messages.new_session_checks(c, sid, key)
-if refused == 'again' then return { 0 } end
+if refused == 'again' then return reply.dup() end
 if refused then return refused end
 local to_blocks = session.key(f, 'agent_session_blocks')
 if #blocks > 0 and guard.key_type(to_blocks) ~= 'none' then
-  return { -1, 'wrong_type', 'Redis key ' .. to_blocks .. ' already exists' }
+  return reply.bad_key('Redis key ' .. to_blocks .. ' already exists')
 end
 
 msgtree.copy_path(f, nodes, msgs)
@@ -69,4 +70,4 @@ if key ~= '' then fields[#fields + 1], fields[#fields + 2] = 'create_key', key e
 redis.call('HSET', f.record, unpack(fields))
 events.emit(f, 'status', 'state', nil, '{"status":"started","parent_session_id":' .. cjson.encode(source) .. ',"forked_at":' .. cjson.encode(at) .. '}')
 session.finish_write(f, false, true)
-return { 1 }
+return reply.ok('started')

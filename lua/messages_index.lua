@@ -12,8 +12,10 @@
 --   length, preview, time (µs since the epoch: the document's time, its
 --   message's created_at; '' for now). The sidecar sends at most 100
 --   messages and 4 096 terms a call.
--- returns {1, n}: n of the k messages indexed, the others skipped; a
---   KEYTYPE error when a key holds another type (nothing written).
+-- returns (reply.lua) {'ok', n}: n of the k messages indexed, the others
+--   skipped; {'refused', 'key_wrong_type', text} when a key holds another
+--   type (nothing written).
+--- @include reply
 --- @include clock
 --- @include guard
 --- @include session
@@ -40,4 +42,4 @@ if refused then return refused end
 for _, d in ipairs(docs) do
   search.index_doc(c, c.sdocs, 'message', d.id, d.spec, d.len, d.preview, d.at)
 end
-return { 1, #docs }
+return reply.ok(#docs)

@@ -16,10 +16,13 @@
 --   length, preview
 -- ARGV[17] SESSION_COMPACT_AFTER_TOKENS (0 = never): compaction_suggested
 --   is emitted when the write takes the latest path past it
--- returns {1, message} created ({2, ...} when this started the session),
---   {3, message} replaced; with nothing written, {-1, code, detail}: the
---   codes of messages_append, 'not_found' (patch: no such message) and
---   'changed' (patch: the message changed since it was read).
+-- returns (reply.lua) {'ok', 'stored', message} created ('started' when
+--   this started the session), {'ok', 'replaced', message} replaced; with
+--   nothing written, the answers of messages_append, {'missing'} (patch:
+--   no such message), {'ok', 'changed', id} (patch: the message changed
+--   since it was read) and {'refused', 'id_conflict', text} (root or id
+--   names another parent than the held message's).
+--- @include reply
 --- @include json
 --- @include clock
 --- @include session
@@ -33,17 +36,16 @@ local id, fp, tokens, body, expect, mode = ARGV[5], ARGV[6], tonumber(ARGV[7]), 
 local pmode, pid = ARGV[11], ARGV[12]
 local n = msgtree.node(c, id)
 if not n then
-  if mode == 'patch' then return { -1, 'not_found', id } end
-  local reply = messages.append(c, { { id = id, fp = fp, tokens = tokens, body = body, spec = ARGV[14],
+  if mode == 'patch' then return reply.missing() end
+  return messages.append(c, { { id = id, fp = fp, tokens = tokens, body = body, spec = ARGV[14],
     len = tonumber(ARGV[15]), preview = ARGV[16] } }, pmode, pid, nil, tonumber(ARGV[13]), '', tonumber(ARGV[17]))
-  return reply
 end
 local refused = messages.write_checks(c) or search.check_terms(c, { { spec = ARGV[14] } })
 if refused then return refused end
 local old = redis.call('HGET', c.msgs, id)
-if expect ~= '' and old ~= expect then return { -1, 'changed', id } end
+if expect ~= '' and old ~= expect then return reply.ok('changed', id) end
 if (pmode == 'root' and n.parent ~= '') or (pmode == 'id' and n.parent ~= pid) then
-  return { -1, 'id_conflict', id }
+  return messages.id_conflict(id)
 end
 local suggest = tonumber(ARGV[17]) or 0
 local latest = msgtree.node(c, msgtree.rec_msgs(c))
@@ -61,4 +63,4 @@ search.index_doc(c, c.sdocs, 'message', id, ARGV[14], tonumber(ARGV[15]) or 0, A
 events.emit(c, 'message_updated', 'message', id, text)
 if suggest > 0 then messages.suggest_crossed(c, suggest, before, messages.path_tokens(c, latest)) end
 session.finish_write(c, false, false)
-return { 3, text }
+return reply.ok('replaced', text)

@@ -16,14 +16,16 @@
 --   'one': ARGV[6] the message id.
 --   'children': ARGV[6] the message id, ARGV[7] the most children.
 --   'compactions': the compactions in force.
--- returns for 'path' {total, total_tokens, next_cursor ('' = none), tokens
---   of the latest path as read with its compactions (even for a raw page)
---   plus the frozen system prompt's, 1 when the byte cap cut the page
---   else 0, message...} in the page's order; for 'one' the message, or
---   nil; for 'children' {0, message...} oldest first; for 'compactions'
---   {0, compaction...} oldest first; and
---   {-1, code, id} for 'not_found' (no such message: the leaf, or the one
---   asked for) and 'invalid_cursor' (the cursor is not on the path).
+-- returns (reply.lua) for 'path' {'ok', 'page', total, total_tokens,
+--   next_cursor ('' = none), tokens of the latest path as read with its
+--   compactions (even for a raw page) plus the frozen system prompt's, 1
+--   when the byte cap cut the page else 0, message...} in the page's
+--   order, or {'ok', 'invalid_cursor', id} (the cursor is not on the
+--   path); for 'one' {'ok', message}; for 'children' {'ok', message...}
+--   oldest first; for 'compactions' {'ok', compaction...} oldest first;
+--   and {'missing'} for no such message (the leaf, or the one asked for).
+--   The tag comes first, so no message id or text is read as one.
+--- @include reply
 --- @include session
 --- @include msgtree
 --- @include messages
@@ -33,13 +35,15 @@ local node, ancestor = msgtree.node, msgtree.ancestor
 local what = ARGV[5]
 
 if what == 'one' then
-  return redis.call('HGET', c.msgs, ARGV[6])
+  local m = redis.call('HGET', c.msgs, ARGV[6])
+  if not m then return reply.missing() end
+  return reply.ok(m)
 end
 
 if what == 'children' then
-  if not node(c, ARGV[6]) then return { -1, 'not_found', ARGV[6] } end
+  if not node(c, ARGV[6]) then return reply.missing() end
   local ids = msgtree.children(c, ARGV[6], tonumber(ARGV[7]))
-  local out = { 0 }
+  local out = reply.ok()
   if #ids > 0 then
     for _, m in ipairs(redis.call('HMGET', c.msgs, unpack(ids))) do out[#out + 1] = m end
   end
@@ -47,7 +51,7 @@ if what == 'children' then
 end
 
 if what == 'compactions' then
-  local out = { 0 }
+  local out = reply.ok()
   for _, cp in ipairs(messages.compactions(c)) do out[#out + 1] = cp.json end
   return out
 end
@@ -59,8 +63,8 @@ local max_bytes, raw = tonumber(ARGV[12]), ARGV[13] == '1'
 if leaf_id == '' then leaf_id = latest end
 local leaf = node(c, leaf_id)
 if not leaf then
-  if ARGV[6] ~= '' then return { -1, 'not_found', ARGV[6] } end
-  return { 0, 0, '', 0, 0 }
+  if ARGV[6] ~= '' then return reply.missing() end
+  return reply.ok('page', 0, 0, '', 0, 0)
 end
 -- The path as read: each compaction in force on it stands for its range
 -- (unless raw). Read positions count a compaction as one message.
@@ -123,7 +127,7 @@ local last = total - 1
 local cur
 if kind ~= '' then
   cur = pos_of(cursor)
-  if not cur then return { -1, 'invalid_cursor', cursor } end
+  if not cur then return reply.ok('invalid_cursor', cursor) end
 end
 local lo, hi
 local forward -- the page continues toward the leaf (next_cursor at hi)
@@ -191,7 +195,7 @@ if #ids > 0 then
   local got = redis.call('HMGET', c.msgs, unpack(ids))
   for i, id in ipairs(ids) do bodies[id] = got[i] end
 end
-local out = { total, total_tokens, next_cursor, latest_tokens, cut }
+local out = reply.ok('page', total, total_tokens, next_cursor, latest_tokens, cut)
 -- kept is in walk order: shallow first when forward
 local from, to, step = 1, #kept, 1
 if (order == 'asc') ~= forward then from, to, step = #kept, 1, -1 end

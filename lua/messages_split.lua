@@ -12,9 +12,12 @@
 --   messages_append takes them)
 -- ARGV[14] SESSION_MAX_MESSAGES
 -- ARGV[15..17] the system message's search terms, length and preview
--- returns {1} split; {0} a retry of ARGV[9] (nothing written); with
---   nothing written, {-1, code, detail}: 'not_found' (no such session),
---   'session_ended' (detail: its status), 'session_exists', 'wrong_type'.
+-- returns (reply.lua) {'ok', 'started'} split (the continuation starts
+--   now); {'dup'} a retry of ARGV[9] (nothing written); with nothing
+--   written, {'missing'} (no such session), {'refused', code, text} for
+--   'session_ended' (it ended before), 'session_exists' and
+--   'key_wrong_type'.
+--- @include reply
 --- @include clock
 --- @include session
 --- @include events
@@ -27,18 +30,18 @@ local sid, key = ARGV[5], ARGV[9]
 local own = c.sid
 local refused = session.guard(c, 'move')
 if refused then return refused end
-if not session.exists(c) then return { -1, 'not_found', '' } end
+if not session.exists(c) then return reply.missing() end
 local bad = session.check_finish(c, nil, true)
-if bad then return { -1, 'wrong_type', bad } end
+if bad then return reply.bad_key(bad) end
 local status = redis.call('HGET', c.record, 'status')
 if status == 'completed' or status == 'failed' then
   local _, again = messages.new_session_checks(c, sid, key)
-  if again == 'again' then return { 0 } end
-  return { -1, 'session_ended', status }
+  if again == 'again' then return reply.dup() end
+  return reply.refused('session_ended', 'session ' .. c.uid .. '/' .. own .. ' already ended (' .. status .. ')')
 end
 -- the continuation (cont)
 local cont, checked = messages.new_session_checks(c, sid, key)
-if checked == 'again' then return { 0 } end
+if checked == 'again' then return reply.dup() end
 refused = checked or search.check_terms(c, { { spec = ARGV[15] } })
 if refused then return refused end
 
@@ -60,8 +63,8 @@ if ARGV[6] == '1' then f[#f + 1], f[#f + 2] = 'title', ARGV[7] end
 if key ~= '' then f[#f + 1], f[#f + 2] = 'create_key', key end
 redis.call('HSET', cont.record, unpack(f))
 events.emit(cont, 'status', 'state', nil, '{"status":"started","parent_session_id":' .. cjson.encode(own) .. '}')
-local reply = messages.append(cont, { { id = ARGV[10], fp = ARGV[11], tokens = tonumber(ARGV[12]), body = ARGV[13],
+local first = messages.append(cont, { { id = ARGV[10], fp = ARGV[11], tokens = tonumber(ARGV[12]), body = ARGV[13],
   spec = ARGV[15], len = tonumber(ARGV[16]), preview = ARGV[17] } },
   'root', '', nil, tonumber(ARGV[14]), '')
-if reply[1] ~= 1 and reply[1] ~= 2 then return reply end
-return { 1 }
+if first[1] ~= 'ok' or (first[2] ~= 'stored' and first[2] ~= 'started') then return first end
+return reply.ok('started')

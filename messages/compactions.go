@@ -1,12 +1,14 @@
 package messages
 
 import (
+	"context"
 	"net/http"
 	"strconv"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/agentsidecar/agentsidecar/lua"
+	"github.com/agentsidecar/agentsidecar/redisstore"
 	"github.com/agentsidecar/agentsidecar/sessionstore"
 	"github.com/agentsidecar/agentsidecar/sidecar"
 	"github.com/agentsidecar/agentsidecar/tokens"
@@ -44,13 +46,12 @@ func (m *Module) compact(w http.ResponseWriter, r *http.Request) error {
 	if !sidecar.ValidID(in.ToID) {
 		return bad("to_id", "must be a message id of the session")
 	}
-	st, err := m.store.simple(r, lua.MessagesCompact, user, session, newID(), string(jsonString(*in.Summary)), in.FromID, in.ToID,
-		strconv.Itoa(tokens.Message(*in.Summary)), strconv.Itoa(MaxCompactions))
+	text, err := m.store.Compact(r.Context(), user, session, *in.Summary, in.FromID, in.ToID)
 	if err != nil {
 		return err
 	}
 	m.compactions.Inc()
-	sidecar.WriteBody(w, http.StatusCreated, st.Messages[0])
+	sidecar.WriteBody(w, http.StatusCreated, text)
 	return nil
 }
 
@@ -59,23 +60,46 @@ func (m *Module) listCompactions(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	st, err := m.store.simple(r, lua.MessagesRead, user, session, "compactions")
+	list, err := m.store.Compactions(r.Context(), user, session)
 	if err != nil {
 		return err
 	}
-	body := messagesObject(st.Messages)
+	body := messagesObject(list)
 	body = append([]byte(`{"compactions"`), body[len(`{"messages"`):]...)
 	sidecar.WriteBody(w, http.StatusOK, body)
 	return nil
 }
 
-// simple runs a script answering {flag, value...} or a refusal.
-func (s *Store) simple(r *http.Request, script *lua.Script, user, session string, args ...string) (Stored, error) {
-	msg, err := s.Exec(r.Context(), script, user, session, args...)
+// Compact stores a compaction of the range fromID..toID with summary; it
+// returns the compaction (JSON).
+func (s *Store) Compact(ctx context.Context, user, session, summary, fromID, toID string) ([]byte, error) {
+	r, err := s.Run(ctx, lua.MessagesCompact, user, session, newID(), string(jsonString(summary)), fromID, toID,
+		strconv.Itoa(tokens.Message(summary)), strconv.Itoa(MaxCompactions))
 	if err != nil {
-		return Stored{}, err
+		return nil, err
 	}
-	return s.storedReply(script.Name, msg, user, session)
+	status, err := r.String(0)
+	if err != nil {
+		return nil, redisstore.Wrap(lua.MessagesCompact.Name, err)
+	}
+	if status != "compacted" {
+		return nil, s.outcome(lua.MessagesCompact.Name, r, status, user, session)
+	}
+	text, err := r.String(1)
+	if err != nil {
+		return nil, redisstore.Wrap(lua.MessagesCompact.Name, err)
+	}
+	return []byte(text), nil
+}
+
+// Compactions reads the compactions in force (JSON each), oldest first.
+func (s *Store) Compactions(ctx context.Context, user, session string) ([][]byte, error) {
+	r, err := s.Run(ctx, lua.MessagesRead, user, session, "compactions")
+	if err != nil {
+		return nil, err
+	}
+	list, err := texts(r, 0)
+	return list, redisstore.Wrap(lua.MessagesRead.Name, err)
 }
 
 // validCursor reports whether a before/after value names a message or a

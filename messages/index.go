@@ -174,15 +174,14 @@ func (s *Store) indexDocs(ctx context.Context, user, session string, docs []inde
 		for _, d := range docs[:n] {
 			args = append(args, d.args()...)
 		}
-		msg, err := s.Exec(ctx, lua.MessagesIndex, user, session, args...)
+		r, err := s.Run(ctx, lua.MessagesIndex, user, session, args...)
 		if err != nil {
 			return indexed, err
 		}
-		arr, err := msg.ToArray()
-		if err != nil || len(arr) < 2 {
-			return indexed, redisstore.Wrap(lua.MessagesIndex.Name, errors.Join(err, errors.New("unexpected reply")))
+		got, err := r.Int(0)
+		if err != nil {
+			return indexed, redisstore.Wrap(lua.MessagesIndex.Name, err)
 		}
-		got, _ := arr[1].AsInt64()
 		indexed += int(got)
 		docs = docs[n:]
 	}

@@ -163,27 +163,24 @@ func (m *Module) writeRecord(w http.ResponseWriter, r *http.Request, created boo
 	return nil
 }
 
-// newSession runs a fork or split script: created true for {1}, false for
-// a retry {0}.
+// newSession runs a fork or split script: created true for {'ok',
+// 'started'}, false for a retry {'dup'}; {'missing'} (no such session, or
+// for a fork no message at) answers "no session", as it always has.
 func (s *Store) newSession(r *http.Request, script *lua.Script, user, session string, args ...string) (bool, error) {
-	msg, err := s.Exec(r.Context(), script, user, session, args...)
-	if err != nil {
+	rep, err := s.Run(r.Context(), script, user, session, args...)
+	if errors.Is(err, redisstore.ErrNotFound) {
+		return false, redisstore.NotFound("no session %s/%s", user, session)
+	}
+	if err != nil || rep.Dup {
 		return false, err
 	}
-	arr, err := msg.ToArray()
-	if err != nil || len(arr) == 0 {
+	status, err := rep.String(0)
+	if err != nil {
 		return false, redisstore.Wrap(script.Name, err)
 	}
-	flag, _ := arr[0].AsInt64()
-	switch {
-	case flag < 0:
-		err := s.refusal(arr[1:], user, session)
-		if errors.Is(err, redisstore.ErrNotFound) {
-			return false, redisstore.NotFound("no session %s/%s", user, session)
-		}
-		return false, err
-	case flag > 0:
-		sessionstore.CountStarted()
+	if status != "started" {
+		return false, s.outcome(script.Name, rep, status, user, session)
 	}
-	return flag > 0, nil
+	sessionstore.CountStarted()
+	return true, nil
 }

@@ -3,6 +3,7 @@ package messages
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 
 	"github.com/redis/rueidis"
@@ -43,88 +44,99 @@ func (s *Store) Append(ctx context.Context, user, session string, msgs []message
 		args = append(args, m.ID, m.FP, strconv.FormatInt(m.Tokens, 10), string(m.Body))
 		args = append(args, s.searchArgs(m)...)
 	}
-	msg, err := s.Exec(ctx, lua.MessagesAppend, user, session, args...)
+	r, err := s.Run(ctx, lua.MessagesAppend, user, session, args...)
 	if err != nil {
 		return Stored{}, err
 	}
-	return s.storedReply(lua.MessagesAppend.Name, msg, user, session)
+	return s.stored(lua.MessagesAppend.Name, r, user, session)
 }
 
-// storedReply decodes a writing script's reply: {1|2, message...} written
-// (2: it started the session), {0, message...} a retry, {-1, code, detail}
-// a refusal.
-func (s *Store) storedReply(op string, msg rueidis.RedisMessage, user, session string) (Stored, error) {
-	arr, err := msg.ToArray()
-	if err != nil || len(arr) == 0 {
-		return Stored{}, redisstore.Wrap(op, errors.Join(err, errors.New("unexpected reply")))
-	}
-	flag, err := arr[0].AsInt64()
-	if err != nil {
-		return Stored{}, redisstore.Wrap(op, err)
-	}
-	if flag < 0 {
-		return Stored{}, s.refusal(arr[1:], user, session)
-	}
-	if flag == 2 {
-		sessionstore.CountStarted()
-	}
-	out := Stored{Created: flag == 1 || flag == 2} // 3: replaced
-	for _, m := range arr[1:] {
-		if v, err := m.ToString(); err == nil {
-			out.Messages = append(out.Messages, []byte(v))
+// stored decodes the answer of an append or put (lua/lib/reply.lua):
+// {'ok', 'stored'|'started', message...} written ('started': it started
+// the session), {'ok', 'replaced', message} a held message replaced,
+// {'dup', message...} a retry (nothing written), else {'ok', status,
+// detail} with nothing written (outcome).
+func (s *Store) stored(script string, r lua.Reply, user, session string) (Stored, error) {
+	var out Stored
+	from := 0
+	if !r.Dup {
+		status, err := r.String(0)
+		if err != nil {
+			return Stored{}, redisstore.Wrap(script, err)
 		}
+		switch status {
+		case "started":
+			sessionstore.CountStarted()
+			out.Created = true
+		case "stored":
+			out.Created = true
+		case "replaced":
+		default:
+			return Stored{}, s.outcome(script, r, status, user, session)
+		}
+		from = 1
+	}
+	msgs, err := texts(r, from)
+	if err != nil {
+		return Stored{}, redisstore.Wrap(script, err)
+	}
+	out.Messages = msgs
+	return out, nil
+}
+
+// texts are the values of r from value from on, each a string (a Redis
+// nil, a message gone under another program's hands, is left out).
+func texts(r lua.Reply, from int) ([][]byte, error) {
+	out := make([][]byte, 0, max(len(r.Values)-from, 0))
+	for i := from; i < len(r.Values); i++ {
+		v, err := r.String(i)
+		if rueidis.IsRedisNil(err) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("value %d: %w", i, err)
+		}
+		out = append(out, []byte(v))
 	}
 	return out, nil
 }
 
-// refusal turns a script's {code, detail} into the error the client sees.
-func (s *Store) refusal(arr []rueidis.RedisMessage, user, session string) error {
-	var code, detail string
-	if len(arr) > 0 {
-		code, _ = arr[0].ToString()
+// outcome is the error the client sees for an 'ok' answer {'ok', status,
+// detail} that wrote nothing and whose answer is not a 409 of the script's
+// own (reply.lua's 'refused'): a failed If-Match, a request naming what the
+// session does not hold, a PATCH that lost a race.
+func (s *Store) outcome(script string, r lua.Reply, status, user, session string) error {
+	detail, err := r.String(1)
+	if err != nil {
+		return redisstore.Wrap(script, fmt.Errorf("status %s: %w", status, err))
 	}
-	if len(arr) > 1 {
-		detail, _ = arr[1].ToString()
-	}
-	switch code {
-	case "wrong_type":
-		return redisstore.Refuse(redisstore.ErrConflict, "key_wrong_type", "%s (another program wrote it); nothing was changed", detail)
+	switch status {
 	case "leaf_moved":
 		if detail == "" {
 			detail = "none"
 		}
 		return redisstore.Refuse(redisstore.ErrPrecondition, "leaf_moved", "the latest leaf of session %s/%s is %s, not the one If-Match names; nothing was written", user, session, detail)
-	case "id_conflict":
-		return redisstore.Refuse(redisstore.ErrConflict, "id_conflict", "message %s is already stored with other fields; nothing was written", detail)
 	case "unknown_parent":
 		return sidecar.BadRequest("unknown_parent", "field \"parent_id\": session %s/%s has no message %s", user, session, detail)
-	case "session_full":
-		return redisstore.Refuse(redisstore.ErrConflict, "session_full", "session %s/%s holds %s messages and may hold at most %d (SESSION_MAX_MESSAGES); nothing was written", user, session, detail, s.cfg.MaxMessages)
-	case "not_found":
-		if detail == "" {
-			return redisstore.ErrNotFound
-		}
-		return redisstore.NotFound("session %s/%s has no message %s", user, session, detail)
 	case "changed":
 		return errChanged
-	case "has_children":
-		return redisstore.Refuse(redisstore.ErrConflict, "has_children", "message %s has children: delete them first, or pass ?subtree=true to delete it with every descendant", detail)
-	case "session_exists":
-		return redisstore.Refuse(redisstore.ErrConflict, "session_exists", "session %s/%s already exists; nothing was written", user, detail)
-	case "session_ended":
-		return redisstore.Refuse(redisstore.ErrConflict, "session_ended", "session %s/%s already ended (%s)", user, session, detail)
 	case "invalid_range":
 		return sidecar.BadRequest("invalid_range", "from_id..to_id: %s", detail)
-	case "compaction_overlap":
-		return redisstore.Refuse(redisstore.ErrConflict, "compaction_overlap", "the range partly overlaps compaction %s in force (a compaction may cover earlier ones whole, never in part); nothing was written", detail)
 	case "splits_tool_call":
 		return sidecar.BadRequest("splits_tool_call", "the range splits tool call %s from its result: take both or neither", detail)
-	case "too_many_compactions":
-		return redisstore.Refuse(redisstore.ErrConflict, "too_many_compactions", "the session holds %s compactions in force, the most it may; cover some with a wider one", detail)
 	case "invalid_cursor":
 		return sidecar.BadRequest("invalid_cursor", "message %s is not on the path read (before/after must name a message of that path)", detail)
 	}
-	return redisstore.Wrap("messages", errors.New("unexpected refusal "+code))
+	return redisstore.Wrap(script, errors.New("unexpected status "+status))
+}
+
+// missing turns a script's 'missing' (redisstore.ErrNotFound) into the
+// refusal of no message id; other errors stay as they are.
+func missing(err error, user, session, id string) error {
+	if errors.Is(err, redisstore.ErrNotFound) {
+		return redisstore.NotFound("session %s/%s has no message %s", user, session, id)
+	}
+	return err
 }
 
 // errChanged: the message a PATCH read changed before its write (retried).
@@ -161,47 +173,41 @@ func (s *Store) Path(ctx context.Context, user, session string, q PageQuery) (Pa
 	if q.Raw {
 		raw = "1"
 	}
-	msg, err := s.Exec(ctx, lua.MessagesRead, user, session, "path", q.Leaf, order, strconv.Itoa(q.Limit),
+	r, err := s.Run(ctx, lua.MessagesRead, user, session, "path", q.Leaf, order, strconv.Itoa(q.Limit),
 		q.Cursor, q.At, strconv.Itoa(q.Offset), strconv.Itoa(s.cfg.MaxAnswerBytes), raw)
 	if err != nil {
-		return Page{}, err
+		return Page{}, missing(err, user, session, q.Leaf)
 	}
-	arr, err := msg.ToArray()
-	if err == nil && len(arr) > 0 {
-		if n, _ := arr[0].AsInt64(); n < 0 {
-			return Page{}, s.refusal(arr[1:], user, session)
-		}
+	status, err := r.String(0)
+	if err != nil {
+		return Page{}, redisstore.Wrap(lua.MessagesRead.Name, err)
 	}
-	if err != nil || len(arr) < 4 {
-		return Page{}, redisstore.Wrap(lua.MessagesRead.Name, errors.Join(err, errors.New("unexpected reply")))
+	if status != "page" {
+		return Page{}, s.outcome(lua.MessagesRead.Name, r, status, user, session)
 	}
 	var p Page
-	p.Total, _ = arr[0].AsInt64()
-	p.TotalTokens, _ = arr[1].AsInt64()
-	p.NextCursor, _ = arr[2].ToString()
-	p.LatestTokens, _ = arr[3].AsInt64()
-	if len(arr) > 4 {
-		cut, _ := arr[4].AsInt64()
-		p.Cut = cut == 1
-		for _, m := range arr[5:] {
-			if v, err := m.ToString(); err == nil {
-				p.Messages = append(p.Messages, []byte(v))
-			}
-		}
+	var errs [5]error
+	p.Total, errs[0] = r.Int(1)
+	p.TotalTokens, errs[1] = r.Int(2)
+	p.NextCursor, errs[2] = r.String(3)
+	p.LatestTokens, errs[3] = r.Int(4)
+	p.Cut, errs[4] = r.Flag(5)
+	if err := errors.Join(errs[:]...); err != nil {
+		return Page{}, redisstore.Wrap(lua.MessagesRead.Name, err)
+	}
+	if p.Messages, err = texts(r, 6); err != nil {
+		return Page{}, redisstore.Wrap(lua.MessagesRead.Name, err)
 	}
 	return p, nil
 }
 
 // One reads message id (a not-found refusal when the session has none).
 func (s *Store) One(ctx context.Context, user, session, id string) ([]byte, error) {
-	msg, err := s.Exec(ctx, lua.MessagesRead, user, session, "one", id)
-	if errors.Is(err, redisstore.ErrNotFound) {
-		return nil, redisstore.NotFound("session %s/%s has no message %s", user, session, id)
-	}
+	r, err := s.Run(ctx, lua.MessagesRead, user, session, "one", id)
 	if err != nil {
-		return nil, err
+		return nil, missing(err, user, session, id)
 	}
-	v, err := msg.ToString()
+	v, err := r.String(0)
 	if err != nil {
 		return nil, redisstore.Wrap(lua.MessagesRead.Name, err)
 	}
@@ -210,12 +216,12 @@ func (s *Store) One(ctx context.Context, user, session, id string) ([]byte, erro
 
 // Children reads up to limit children of message id, oldest first.
 func (s *Store) Children(ctx context.Context, user, session, id string, limit int) ([][]byte, error) {
-	msg, err := s.Exec(ctx, lua.MessagesRead, user, session, "children", id, strconv.Itoa(limit))
+	r, err := s.Run(ctx, lua.MessagesRead, user, session, "children", id, strconv.Itoa(limit))
 	if err != nil {
-		return nil, err
+		return nil, missing(err, user, session, id)
 	}
-	st, err := s.storedReply(lua.MessagesRead.Name, msg, user, session)
-	return st.Messages, err
+	msgs, err := texts(r, 0)
+	return msgs, redisstore.Wrap(lua.MessagesRead.Name, err)
 }
 
 // Put stores m by id: a new message as an append under parent, a held one
@@ -229,11 +235,11 @@ func (s *Store) Put(ctx context.Context, user, session string, m message, parent
 	args := []string{m.ID, m.FP, strconv.FormatInt(m.Tokens, 10), string(m.Body),
 		string(expect), mode, parent.Mode, parent.ID, strconv.Itoa(s.cfg.MaxMessages)}
 	args = append(append(args, s.searchArgs(m)...), strconv.FormatInt(s.cfg.CompactAfterTokens, 10))
-	msg, err := s.Exec(ctx, lua.MessagesPut, user, session, args...)
+	r, err := s.Run(ctx, lua.MessagesPut, user, session, args...)
 	if err != nil {
-		return Stored{}, err
+		return Stored{}, missing(err, user, session, m.ID)
 	}
-	return s.storedReply(lua.MessagesPut.Name, msg, user, session)
+	return s.stored(lua.MessagesPut.Name, r, user, session)
 }
 
 // Delete deletes message id (with its descendants when subtree); it
@@ -243,7 +249,8 @@ func (s *Store) Delete(ctx context.Context, user, session, id string, subtree bo
 	if subtree {
 		flag = "1"
 	}
-	return s.count(ctx, lua.MessagesDelete, user, session, id, flag)
+	n, err := s.count(ctx, lua.MessagesDelete, user, session, id, flag)
+	return n, missing(err, user, session, id)
 }
 
 // Clear removes every message of the session; it returns how many went.
@@ -255,20 +262,13 @@ func (s *Store) Clear(ctx context.Context, user, session string) (int64, error) 
 	return n, err
 }
 
-// count runs a script answering {1, n} or a refusal.
+// count runs a script answering {'ok', n}, 'missing' or a refusal.
 func (s *Store) count(ctx context.Context, script *lua.Script, user, session string, args ...string) (int64, error) {
-	msg, err := s.Exec(ctx, script, user, session, args...)
+	r, err := s.Run(ctx, script, user, session, args...)
 	if err != nil {
 		return 0, err
 	}
-	arr, err := msg.ToArray()
-	if err != nil || len(arr) < 2 {
-		return 0, redisstore.Wrap(script.Name, errors.Join(err, errors.New("unexpected reply")))
-	}
-	if flag, _ := arr[0].AsInt64(); flag < 0 {
-		return 0, s.refusal(arr[1:], user, session)
-	}
-	n, err := arr[1].AsInt64()
+	n, err := r.Int(0)
 	if err != nil {
 		return 0, redisstore.Wrap(script.Name, err)
 	}
@@ -277,21 +277,18 @@ func (s *Store) count(ctx context.Context, script *lua.Script, user, session str
 
 // Pop removes the latest leaf and returns it.
 func (s *Store) Pop(ctx context.Context, user, session string) ([]byte, error) {
-	msg, err := s.Exec(ctx, lua.MessagesPop, user, session)
-	if err != nil {
-		return nil, err
-	}
-	st, err := s.storedReply(lua.MessagesPop.Name, msg, user, session)
+	r, err := s.Run(ctx, lua.MessagesPop, user, session)
 	if errors.Is(err, redisstore.ErrNotFound) {
 		return nil, redisstore.NotFound("session %s/%s has no messages", user, session)
 	}
 	if err != nil {
 		return nil, err
 	}
-	if len(st.Messages) != 1 {
-		return nil, redisstore.Wrap(lua.MessagesPop.Name, errors.New("unexpected reply"))
+	v, err := r.String(0)
+	if err != nil {
+		return nil, redisstore.Wrap(lua.MessagesPop.Name, err)
 	}
-	return st.Messages[0], nil
+	return []byte(v), nil
 }
 
 // searchArgs are m's search arguments for a script, or none when

@@ -2,6 +2,7 @@
 -- its compactions, over the tree of msgtree.lua. c is a session context
 -- made ready by msgtree.open (messages.at for another session of the user:
 -- fork and split write a new one).
+--- @include reply
 --- @include json
 --- @include clock
 --- @include ring
@@ -42,8 +43,14 @@ local function write_checks(c)
   local refused = check_keys(c)
   if refused then return refused end
   local bad = session.check_finish(c, nil, false, false)
-  if bad then return { -1, 'wrong_type', bad } end
+  if bad then return reply.bad_key(bad) end
   return nil
+end
+
+-- has_children refuses a delete or pop of message id, which has children.
+local function has_children(id)
+  return reply.refused('has_children', 'message ' .. id ..
+    ' has children: delete them first, or pass ?subtree=true to delete it with every descendant')
 end
 
 -- keyed returns the stored messages of an append made with Idempotency-Key
@@ -90,12 +97,12 @@ end
 -- new_session_checks checks that session sid of c's user can be created
 -- with key (an Idempotency-Key, or ''). Returns sid's context (messages.at)
 -- and nil when it can; 'again' when it was created by that key (a retry);
--- else the refusal.
+-- else the refusal (reply.lua: session_exists, key_wrong_type).
 local function new_session_checks(c, sid, key)
   local to = at(c, sid)
   if session.exists(to) then
     if key ~= '' and redis.call('HGET', to.record, 'create_key') == key then return to, 'again' end
-    return to, { -1, 'session_exists', sid }
+    return to, reply.refused('session_exists', 'session ' .. c.uid .. '/' .. sid .. ' already exists; nothing was written')
   end
   return to, write_checks(to)
 end
@@ -202,26 +209,33 @@ end
 
 -- Appends -----------------------------------------------------------------------
 
+-- id_conflict refuses an append of message id, held with other fields.
+local function id_conflict(id)
+  return reply.refused('id_conflict', 'message ' .. id .. ' is already stored with other fields; nothing was written')
+end
+
 -- append is an append of one message or a chained batch, all checks first.
 -- batch: {id=, fp=, tokens=, body=, and for the search index spec=, len=,
 -- preview=} in order; mode 'latest' (parent: the latest leaf), 'root' or
 -- 'id' (parent pid); if_match nil or the leaf the caller expects; max the
 -- most messages a session holds; key the Idempotency-Key or ''; suggest
 -- SESSION_COMPACT_AFTER_TOKENS (nil or 0 = never). Returns the script's
--- reply (messages_append.lua).
+-- answer (messages_append.lua): {'ok', 'stored'|'started', message...},
+-- {'dup', message...}, {'ok', 'leaf_moved'|'unknown_parent', detail} or a
+-- refusal.
 local function append(c, batch, mode, pid, if_match, max, key, suggest)
   local refused = check_keys(c) or search.check_terms(c, batch)
   if refused then return refused end
   local bad = session.check_finish(c, nil, false, false)
-  if bad then return { -1, 'wrong_type', bad } end
+  if bad then return reply.bad_key(bad) end
   local again = keyed(c, key)
   if again then
-    local out = { 0 }
+    local out = reply.dup()
     for _, m in ipairs(again) do out[#out + 1] = m end
     return out
   end
   local leaf, seq = msgtree.rec_msgs(c)
-  if if_match and if_match ~= (leaf or '') then return { -1, 'leaf_moved', leaf or '' } end
+  if if_match and if_match ~= (leaf or '') then return reply.ok('leaf_moved', leaf or '') end
   -- ids the session holds already: all of them identical is a retry
   local held = 0
   for i, m in ipairs(batch) do
@@ -232,18 +246,16 @@ local function append(c, batch, mode, pid, if_match, max, key, suggest)
       if i > 1 then want_parent = batch[i - 1].id
       elseif mode == 'root' then want_parent = ''
       elseif mode == 'id' then want_parent = pid end
-      if n.fp ~= m.fp or (want_parent and n.parent ~= want_parent) then
-        return { -1, 'id_conflict', m.id }
-      end
+      if n.fp ~= m.fp or (want_parent and n.parent ~= want_parent) then return id_conflict(m.id) end
     end
   end
   if held > 0 then
     if held < #batch then
       for _, m in ipairs(batch) do
-        if not node(c, m.id) then return { -1, 'id_conflict', m.id } end
+        if not node(c, m.id) then return id_conflict(m.id) end
       end
     end
-    local out = { 0 }
+    local out = reply.dup()
     for _, m in ipairs(batch) do out[#out + 1] = redis.call('HGET', c.msgs, m.id) end
     return out
   end
@@ -252,10 +264,13 @@ local function append(c, batch, mode, pid, if_match, max, key, suggest)
     parent = node(c, leaf)
   elseif mode == 'id' then
     parent = node(c, pid)
-    if not parent then return { -1, 'unknown_parent', pid } end
+    if not parent then return reply.ok('unknown_parent', pid) end
   end
   local count = redis.call('ZCARD', c.morder)
-  if count + #batch > max then return { -1, 'session_full', fmt_int(count) } end
+  if count + #batch > max then
+    return reply.refused('session_full', 'session ' .. c.uid .. '/' .. c.sid .. ' holds ' .. fmt_int(count) ..
+      ' messages and may hold at most ' .. fmt_int(max) .. ' (SESSION_MAX_MESSAGES); nothing was written')
+  end
   suggest = suggest or 0
   local before = 0
   if suggest > 0 then before = path_tokens(c, node(c, leaf)) end
@@ -263,7 +278,7 @@ local function append(c, batch, mode, pid, if_match, max, key, suggest)
   -- the writes
   local now = clock.now_us()
   local created_at = '"' .. clock.iso_time(now) .. '"'
-  local out, ids = { 1 }, {}
+  local out, ids = reply.ok('stored'), {}
   for _, m in ipairs(batch) do
     seq = seq + 1
     local n = msgtree.new_node(c, m.id, parent, m.tokens, seq, m.fp)
@@ -283,14 +298,14 @@ local function append(c, batch, mode, pid, if_match, max, key, suggest)
   local new_ring = remember(c, key, ids)
   -- one message_appended each; a user message clears a pending abort
   local user = false
-  for i = 2, #out do
-    events.emit(c, 'message_appended', 'message', ids[i - 1], out[i])
+  for i = 3, #out do
+    events.emit(c, 'message_appended', 'message', ids[i - 2], out[i])
     user = user or is_user(out[i])
   end
   if user and session.clear_abort(c) then events.emit(c, 'abort_cleared', 'state', nil, '{}') end
   if suggest > 0 then suggest_crossed(c, suggest, before, path_tokens(c, parent)) end
   local _, started = session.finish_write(c, false, count == 0 or new_ring)
-  out[1] = session.stored_flag(started)
+  if started then out[2] = 'started' end
   return out
 end
 
@@ -298,6 +313,7 @@ return {
   at = at,
   stored_json = stored_json,
   write_checks = write_checks,
+  has_children = has_children,
   emit_deleted = emit_deleted,
   new_session_checks = new_session_checks,
   compactions = compactions,
@@ -308,5 +324,6 @@ return {
   synthetic = synthetic,
   drop_compactions = drop_compactions,
   suggest_crossed = suggest_crossed,
+  id_conflict = id_conflict,
   append = append,
 }
