@@ -161,8 +161,16 @@ func (s *Store) Path(ctx context.Context, user, session string, q PageQuery) (Pa
 	if q.Raw {
 		raw = "1"
 	}
+	// the answer's bytes count against the host's in-flight byte budget,
+	// which may cut the page shorter than SIDECAR_MAX_ANSWER_BYTES
+	maxBytes, done, err := sidecar.ReserveAnswer(ctx, s.cfg.MaxAnswerBytes)
+	if err != nil {
+		return Page{}, err
+	}
+	size := 0
+	defer func() { done(size) }()
 	msg, err := s.Exec(ctx, lua.MessagesRead, user, session, "path", q.Leaf, order, strconv.Itoa(q.Limit),
-		q.Cursor, q.At, strconv.Itoa(q.Offset), strconv.Itoa(s.cfg.MaxAnswerBytes), raw)
+		q.Cursor, q.At, strconv.Itoa(q.Offset), strconv.Itoa(maxBytes), raw)
 	if err != nil {
 		return Page{}, err
 	}
@@ -186,6 +194,7 @@ func (s *Store) Path(ctx context.Context, user, session string, q PageQuery) (Pa
 		for _, m := range arr[5:] {
 			if v, err := m.ToString(); err == nil {
 				p.Messages = append(p.Messages, []byte(v))
+				size += len(v) + 1
 			}
 		}
 	}

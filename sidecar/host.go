@@ -26,6 +26,7 @@ type Host struct {
 	modules  []Module
 	registry *prometheus.Registry
 	shared   *sharedValues
+	budget   *budget // the in-flight byte budget (budget.go)
 	metrics  *httpMetrics
 	paths    *http.ServeMux // every route's path, any method: labels 405s
 	// streamRoutes holds the Stream routes' patterns: no in-flight slot
@@ -55,9 +56,14 @@ func NewHost(ctx context.Context, cfg Config, env envconf.Env, redis *redisstore
 		registry: NewRegistry(),
 		shared:   &sharedValues{m: map[string]any{}},
 		served:   make(chan struct{}),
+		budget:   newBudget(budgetBytes(cfg.InflightBytes)),
 	}
 	h.streams, h.endStreams = context.WithCancel(context.WithoutCancel(ctx))
 	h.metrics = newHTTPMetrics(h.registry)
+	h.registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "sidecar_inflight_bytes",
+		Help: "Bytes the requests being served hold, counted against the in-flight byte budget (SIDECAR_INFLIGHT_BYTES).",
+	}, func() float64 { return float64(h.budget.inUse()) }))
 	h.registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "sidecar_redis_up",
 		Help: "1 when this sidecar's Redis connection answered its last check (every 0.5 s), else 0.",
@@ -177,7 +183,8 @@ func (h *Host) Run(ctx context.Context) error {
 	serveErr := make(chan error, 2)
 	go func() { serveErr <- serve(apiSrv, limited) }()
 	go func() { serveErr <- serve(opsSrv, opsLn) }()
-	h.logger.Info("listening", "api", apiLn.Addr().String(), "ops", opsLn.Addr().String(), "max_api_connections", maxConns)
+	h.logger.Info("listening", "api", apiLn.Addr().String(), "ops", opsLn.Addr().String(), "max_api_connections", maxConns,
+		"inflight_bytes", h.budget.limit)
 
 	var runErr error
 	startup := time.NewTimer(h.cfg.StartupTimeout)

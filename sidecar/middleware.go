@@ -20,6 +20,9 @@ func (h *Host) route(rt Route, logger *slog.Logger) http.Handler {
 		timeout = rt.Timeout
 	}
 	limit := h.cfg.MaxBodyBytes
+	if rt.MaxBodyBytes > 0 {
+		limit = rt.MaxBodyBytes
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if sw, ok := w.(*statusWriter); ok {
 			sw.routed = true
@@ -50,16 +53,23 @@ func (h *Host) route(rt Route, logger *slog.Logger) http.Handler {
 			_ = rc.SetReadDeadline(time.Now().Add(h.cfg.ReadTimeout + rt.Timeout))
 			_ = rc.SetWriteDeadline(time.Now().Add(h.cfg.WriteTimeout + rt.Timeout))
 		}
+		hd, ok := h.holdBody(r)
+		defer hd.end()
+		if !ok {
+			WriteError(w, errOverloaded())
+			drain(body)
+			return
+		}
 		r.Body = http.MaxBytesReader(w, r.Body, limit)
 		ctx, cancel := context.WithTimeout(r.Context(), timeout)
 		defer cancel()
-		ctx = withAnswerHeaders(ctx, w.Header())
+		ctx = withAnswerHeaders(context.WithValue(ctx, holdKey{}, hd), w.Header())
 		r = r.WithContext(ctx)
 		if err := rt.Handler(w, r); err != nil {
 			e := errorFor(ctx, logger, h.redis, rt.Pattern, err)
 			WriteError(w, e)
-			if e.Status == http.StatusRequestEntityTooLarge {
-				drain(body) // the rest of a body over the limit
+			if e.Status == http.StatusRequestEntityTooLarge || e.Code == "overloaded" {
+				drain(body) // the rest of a body over the limit, or past the budget
 			}
 		}
 	})
