@@ -54,6 +54,52 @@ func TestSlowBodyIsCutAtTheReadDeadline(t *testing.T) {
 	<-done // the server closed the connection: the writer stops
 }
 
+// A stalled request gets 408 with the error envelope, whatever stalls:
+// headers then no body, a chunk announced and never sent, a body trickling
+// in. Its answer is written even when the write deadline (from the same
+// moment, here as long as the read deadline) has passed too.
+func TestStalledRequestsGet408(t *testing.T) {
+	th := sidecartest.Start(t, redisstoretest.New(t), envconf.Env{"SIDECAR_READ_TIMEOUT": "1s", "SIDECAR_WRITE_TIMEOUT": "1s"}, echoFactory)
+	const head = "POST /v1/echo HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+	tests := []struct {
+		name, send string
+		trickle    bool
+	}{
+		{"headers then no body", head + "Content-Length: 20\r\n\r\n", false},
+		{"a huge chunk never sent", head + "Transfer-Encoding: chunked\r\n\r\nffffffffff\r\n{", false},
+		{"a body trickling in", head + "Content-Length: 200\r\n\r\n{", true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			conn, err := net.Dial("tcp", strings.TrimPrefix(th.API, "http://"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			fmt.Fprint(conn, tc.send)
+			if tc.trickle {
+				go func() {
+					for range 100 {
+						time.Sleep(200 * time.Millisecond)
+						if _, err := conn.Write([]byte(" ")); err != nil {
+							return
+						}
+					}
+				}()
+			}
+			_ = conn.SetReadDeadline(time.Now().Add(15 * time.Second)) // a bound for the test, far above the 1 s setting
+			resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+			if err != nil {
+				t.Fatalf("no answer before the connection ended: %v", err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			if resp.StatusCode != http.StatusRequestTimeout || !strings.Contains(string(body), `"request_timeout"`) {
+				t.Fatalf("got %d %s, want 408 request_timeout", resp.StatusCode, body)
+			}
+		})
+	}
+}
+
 // With the API connection cap reached by idle connections, the oldest idle
 // ones are shed so a new caller is served, and the ops listener answers.
 func TestIdleConnectionsAreShedAtTheCap(t *testing.T) {

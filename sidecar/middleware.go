@@ -12,6 +12,10 @@ import (
 	"time"
 )
 
+// answerGrace is how long a 408 has to be written once the request's body
+// stalled past the read deadline.
+const answerGrace = 5 * time.Second
+
 // route wraps one module handler: panic recovery, body limit, deadline, and
 // the mapping of returned errors to the envelope.
 func (h *Host) route(rt Route, logger *slog.Logger) http.Handler {
@@ -67,6 +71,12 @@ func (h *Host) route(rt Route, logger *slog.Logger) http.Handler {
 		r = r.WithContext(ctx)
 		if err := rt.Handler(w, r); err != nil {
 			e := errorFor(ctx, logger, h.redis, rt.Pattern, err)
+			if e.Status == http.StatusRequestTimeout {
+				// The body stalled until the read deadline, and the write
+				// deadline (set when the headers arrived) may have passed
+				// with it: the 408 still gets its moment to be written.
+				_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(answerGrace))
+			}
 			WriteError(w, e)
 			if e.Status == http.StatusRequestEntityTooLarge || e.Code == "overloaded" {
 				drain(body) // the rest of a body over the limit, or past the budget
