@@ -145,6 +145,70 @@ func TestIdleConnectionsAreShedAtTheCap(t *testing.T) {
 	}
 }
 
+// Slow uploads cannot lock a new client out: with the connection cap held
+// by bodies trickling in at a few bytes a second (and more waiting in the
+// accept queue), a new client's request is served long before the read
+// deadline, because the slowest uploads are ended with 408 to make room.
+func TestSlowUploadsAreShedForANewClient(t *testing.T) {
+	th := sidecartest.Start(t, redisstoretest.New(t), envconf.Env{"SIDECAR_MAX_CONNECTIONS": "8"}, echoFactory)
+	addr := strings.TrimPrefix(th.API, "http://")
+	const uploaders = 12 // 8 at the cap, 4 waiting behind it
+	answered := make(chan int, uploaders)
+	var stop atomic.Bool
+	defer stop.Store(true)
+	for range uploaders {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		fmt.Fprintf(c, "POST /v1/echo HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{")
+		go func() { // 3 bytes a second
+			for !stop.Load() {
+				time.Sleep(300 * time.Millisecond)
+				if _, err := c.Write([]byte(" ")); err != nil {
+					return
+				}
+			}
+		}()
+		go func() {
+			_ = c.SetReadDeadline(time.Now().Add(40 * time.Second))
+			resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+			if err != nil {
+				answered <- 0
+				return
+			}
+			resp.Body.Close()
+			answered <- resp.StatusCode
+		}()
+	}
+	time.Sleep(500 * time.Millisecond) // the uploads are under way
+	// well under SIDECAR_READ_TIMEOUT (30 s), which would end the uploads anyway
+	client := &http.Client{Timeout: 10 * time.Second}
+	resp, err := client.Post(th.API+"/v1/echo", "application/json", strings.NewReader(`{"a":1}`))
+	if err != nil {
+		t.Fatalf("a new client with the cap held by slow uploads: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("a new client: got %d, want 200", resp.StatusCode)
+	}
+	m := do(t, "GET", th.Ops+"/metrics", "")
+	if !strings.Contains(m.Body, `sidecar_http_connections_shed_total{state="slow_upload"}`) {
+		t.Fatalf("no slow upload was shed:\n%s", grepLines(m.Body, "shed"))
+	}
+	// a shed upload reads its 408 (a connection still waiting to be read
+	// when it was shed is closed as an idle one is)
+	var got []int
+	for len(got) < uploaders {
+		got = append(got, <-answered)
+		if got[len(got)-1] == http.StatusRequestTimeout {
+			return
+		}
+	}
+	t.Fatalf("the uploads were answered %v, none 408", got)
+}
+
 // At the cap with no one waiting, idle connections are kept: a connection is
 // shed only to make room for a client that connects.
 func TestIdleConnectionsAreKeptWhenNoOneWaits(t *testing.T) {

@@ -57,6 +57,7 @@ func (h *Host) route(rt Route, logger *slog.Logger) http.Handler {
 			_ = rc.SetReadDeadline(time.Now().Add(h.cfg.ReadTimeout + rt.Timeout))
 			_ = rc.SetWriteDeadline(time.Now().Add(h.cfg.WriteTimeout + rt.Timeout))
 		}
+		defer watchUpload(r)()
 		hd, ok := h.holdBody(r)
 		defer hd.end()
 		if !ok {
