@@ -59,12 +59,11 @@ func newBudget(limit int64) *budget {
 	return &budget{limit: limit, freed: make(chan struct{})}
 }
 
-// take counts n bytes if they fit. With nothing in flight any n fits: one
-// request bigger than the whole budget runs alone rather than never.
+// take counts n bytes if they fit.
 func (b *budget) take(n int64) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.used > 0 && b.used+n > b.limit {
+	if b.used+n > b.limit {
 		return false
 	}
 	b.used += n
@@ -77,7 +76,7 @@ func (b *budget) wait(ctx context.Context, n int64) bool {
 	var timer *time.Timer
 	for {
 		b.mu.Lock()
-		if b.used == 0 || b.used+n <= b.limit {
+		if b.used+n <= b.limit {
 			b.used += n
 			b.mu.Unlock()
 			return true
@@ -121,6 +120,12 @@ type hold struct {
 	b  *budget
 	mu sync.Mutex
 	n  int64
+}
+
+func (h *hold) held() int64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.n
 }
 
 func (h *hold) add(n int64) {
@@ -172,21 +177,33 @@ func ReserveAnswer(ctx context.Context, max int) (limit int, done func(n int), e
 }
 
 // holdBody counts the request's body against the budget: one announced by
-// Content-Length whole before the handler runs (waiting briefly for room;
-// false: refuse it), one sent in chunks as it arrives (a read past the
-// budget fails with 503 overloaded).
-func (h *Host) holdBody(r *http.Request) (*hold, bool) {
+// Content-Length whole before the handler runs (waiting briefly for room),
+// one sent in chunks as it arrives (a read past the budget fails with 503
+// overloaded). A body that could never fit, the budget empty, is 413: this
+// pod's memory cannot take it, and a retry would not help. A non-nil error
+// refuses the request.
+func (h *Host) holdBody(r *http.Request) (*hold, *Error) {
 	hd := &hold{b: h.budget}
 	if r.ContentLength > 0 {
 		n := r.ContentLength * bodyCost
+		if n > h.budget.limit {
+			return hd, errBodyPastBudget(h.budget)
+		}
 		if !h.budget.wait(r.Context(), n) {
-			return hd, false
+			return hd, errOverloaded()
 		}
 		hd.add(n)
 	} else if r.ContentLength < 0 && r.Body != nil && r.Body != http.NoBody {
 		r.Body = &heldBody{ReadCloser: r.Body, h: hd}
 	}
-	return hd, true
+	return hd, nil
+}
+
+// errBodyPastBudget is the answer to a body bigger than the whole budget
+// can hold.
+func errBodyPastBudget(b *budget) *Error {
+	return Errorf(http.StatusRequestEntityTooLarge, "body_too_large",
+		"request body is larger than this sidecar's memory allows (%d bytes: SIDECAR_INFLIGHT_BYTES / %d)", b.limit/bodyCost, bodyCost)
 }
 
 // heldBody counts a chunked body's bytes as they arrive.
@@ -199,6 +216,9 @@ func (b *heldBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
 	if n > 0 {
 		cost := int64(n) * bodyCost
+		if b.h.held()+cost > b.h.b.limit {
+			return 0, errBodyPastBudget(b.h.b)
+		}
 		if !b.h.b.take(cost) {
 			return 0, errOverloaded()
 		}

@@ -133,3 +133,27 @@ func TestInflightBytesBudget(t *testing.T) {
 		t.Errorf("bytes still counted with nothing in flight:\n%s", grepLines(m.Body, "inflight_bytes"))
 	}
 }
+
+// A body the whole budget could never hold is 413 (a retry would not
+// help), announced or chunked, and the start warns about a body limit
+// past it.
+func TestBodyPastTheWholeBudgetIs413(t *testing.T) {
+	th := sidecartest.Start(t, redisstoretest.New(t), envconf.Env{"SIDECAR_INFLIGHT_BYTES": strconv.Itoa(8 << 20), "SIDECAR_MAX_BODY_BYTES": strconv.Itoa(2 << 20)}, holdFactory)
+	fresh := make(chan struct{})
+	close(fresh)
+	holdRelease.Store(&fresh)
+	for _, body := range []io.Reader{bytes.NewReader(jsonBody(1_500_000)), chunked{bytes.NewReader(jsonBody(1_500_000))}} {
+		resp, err := http.Post(th.API+"/v1/hold", "application/json", body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 413 || !strings.Contains(string(b), "SIDECAR_INFLIGHT_BYTES") {
+			t.Errorf("a 1.5 MB body (9 MB counted) under an 8 MiB budget: got %d %s, want 413 naming SIDECAR_INFLIGHT_BYTES", resp.StatusCode, b)
+		}
+	}
+	if resp := do(t, "POST", th.API+"/v1/hold", string(jsonBody(1_000_000))); resp.Status != 204 {
+		t.Errorf("a 1 MB body: %d, want 204", resp.Status)
+	}
+}

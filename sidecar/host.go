@@ -27,6 +27,7 @@ type Host struct {
 	registry *prometheus.Registry
 	shared   *sharedValues
 	budget   *budget // the in-flight byte budget (budget.go)
+	maxBody  int64   // the largest body limit of any route
 	metrics  *httpMetrics
 	paths    *http.ServeMux // every route's path, any method: labels 405s
 	// streamRoutes holds the Stream routes' patterns: no in-flight slot
@@ -86,6 +87,10 @@ func NewHost(ctx context.Context, cfg Config, env envconf.Env, redis *redisstore
 			return nil, err
 		}
 	}
+	if h.maxBody*bodyCost > h.budget.limit {
+		logger.Warn("the largest request body allowed does not fit the in-flight byte budget: bodies past it are refused 413",
+			"max_body_bytes", h.maxBody, "fits_bytes", h.budget.limit/bodyCost, "inflight_bytes", h.budget.limit)
+	}
 	h.api = h.instrument(h.shedOverload(h.authenticate(h.gate(mux))))
 	h.ops = h.opsMux()
 	return h, nil
@@ -110,6 +115,7 @@ func (h *Host) build(ctx context.Context, f Factory, env envconf.Env, mux *http.
 		}
 	}
 	for _, rt := range m.Routes() {
+		h.maxBody = max(h.maxBody, rt.MaxBodyBytes, h.cfg.MaxBodyBytes)
 		if err := handle(mux, rt.Pattern, h.route(rt, logger)); err != nil {
 			return m, fmt.Errorf("module %s: route %q: %w", f.Name, rt.Pattern, err)
 		}

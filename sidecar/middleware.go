@@ -58,10 +58,10 @@ func (h *Host) route(rt Route, logger *slog.Logger) http.Handler {
 			_ = rc.SetWriteDeadline(time.Now().Add(h.cfg.WriteTimeout + rt.Timeout))
 		}
 		defer watchUpload(r)()
-		hd, ok := h.holdBody(r)
+		hd, refused := h.holdBody(r)
 		defer hd.end()
-		if !ok {
-			WriteError(w, errOverloaded())
+		if refused != nil {
+			WriteError(w, refused)
 			drain(body)
 			return
 		}
