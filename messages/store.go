@@ -219,11 +219,23 @@ func (s *Store) One(ctx context.Context, user, session, id string) ([]byte, erro
 
 // Children reads up to limit children of message id, oldest first.
 func (s *Store) Children(ctx context.Context, user, session, id string, limit int) ([][]byte, error) {
+	// The script has no byte cap for children (only their count): the
+	// answer is counted against the in-flight byte budget as a page's is,
+	// which bounds how many are read at once, not one answer's size.
+	_, done, err := sidecar.ReserveAnswer(ctx, s.cfg.MaxAnswerBytes)
+	if err != nil {
+		return nil, err
+	}
+	size := 0
+	defer func() { done(size) }()
 	msg, err := s.Exec(ctx, lua.MessagesRead, user, session, "children", id, strconv.Itoa(limit))
 	if err != nil {
 		return nil, err
 	}
 	st, err := s.storedReply(lua.MessagesRead.Name, msg, user, session)
+	for _, m := range st.Messages {
+		size += len(m) + 1
+	}
 	return st.Messages, err
 }
 
