@@ -128,14 +128,7 @@ func TestConcurrentLargeAppendsStayInsideThePodLimit(t *testing.T) {
 			t.Errorf("append %d: %d %q (Retry-After %q), want 201, or 503 overloaded with Retry-After", i, a.status, a.code, a.retryAfter)
 		}
 	}
-	rss := peakRSS(t, p.cmd.Process.Pid)
-	t.Logf("%d stored, %d shed with 503 overloaded; peak RSS %.1f MiB", stored, shed, float64(rss)/(1<<20))
-	if stored == 0 {
-		t.Error("no append was stored")
-	}
-	if rss >= podLimit {
-		t.Errorf("peak RSS %d bytes, want under the pod's %d", rss, podLimit)
-	}
+	insidePod(t, p, stored, fmt.Sprintf("%d appends stored, %d shed with 503 overloaded", stored, shed))
 	// what was stored is whole
 	for i, a := range answers {
 		if a.status != 201 {
@@ -209,10 +202,17 @@ func TestRaisedAnswerCapStaysInsideThePodLimit(t *testing.T) {
 			t.Errorf("read %d: %d %q, %d messages (truncated %v): want 200 (whole, or cut with Sidecar-Truncated) or 503 overloaded", i, r.status, r.code, r.n, r.truncated)
 		}
 	}
+	insidePod(t, p, served, fmt.Sprintf("%d of %d reads served", served, readers))
+}
+
+// insidePod checks that some requests were served and that the process's
+// peak RSS stayed under the pod's limit.
+func insidePod(t *testing.T, p *proc, served int, what string) {
+	t.Helper()
 	rss := peakRSS(t, p.cmd.Process.Pid)
-	t.Logf("%d of %d reads served; peak RSS %.1f MiB", served, readers, float64(rss)/(1<<20))
+	t.Logf("%s; peak RSS %.1f MiB", what, float64(rss)/(1<<20))
 	if served == 0 {
-		t.Error("no read was served")
+		t.Errorf("%s: none served", what)
 	}
 	if rss >= podLimit {
 		t.Errorf("peak RSS %d bytes, want under the pod's %d", rss, podLimit)
