@@ -13,7 +13,8 @@ import (
 // memory (their bodies as they are read and decoded, their answers as they
 // are read from Redis and written) is counted against one budget, derived
 // from the pod's memory limit (SIDECAR_INFLIGHT_BYTES). A request whose
-// bytes do not fit waits briefly for room, then is answered 503
+// bytes do not fit waits for room (a body briefly, an answer within its
+// request's deadline), then is answered 503
 // overloaded with Retry-After: the pod sheds work, it is never OOM-killed,
 // whatever the body and answer caps are set to.
 
@@ -27,9 +28,11 @@ const (
 	answerCost = 3
 )
 
-// budgetWait is how long a request waits for room in the budget before it
-// is answered 503 overloaded.
-const budgetWait = time.Second
+// bodyWait is how long a request body waits for room in the budget before
+// it is answered 503 overloaded (its bytes wait in the connection
+// meanwhile). An answer waits its turn within the request's deadline, as a
+// read does for Redis: it holds nothing while it waits.
+const bodyWait = time.Second
 
 // defaultBudget is the budget without a memory limit (no GOMEMLIMIT, no
 // container limit).
@@ -70,9 +73,9 @@ func (b *budget) take(n int64) bool {
 	return true
 }
 
-// wait is take, waiting up to budgetWait (and at most until ctx ends) for
+// wait is take, waiting up to patience (and at most until ctx ends) for
 // room.
-func (b *budget) wait(ctx context.Context, n int64) bool {
+func (b *budget) wait(ctx context.Context, n int64, patience time.Duration) bool {
 	var timer *time.Timer
 	for {
 		b.mu.Lock()
@@ -84,7 +87,7 @@ func (b *budget) wait(ctx context.Context, n int64) bool {
 		freed := b.freed
 		b.mu.Unlock()
 		if timer == nil {
-			timer = time.NewTimer(budgetWait)
+			timer = time.NewTimer(patience)
 			defer timer.Stop()
 		}
 		select {
@@ -159,7 +162,7 @@ func errOverloaded() *Error {
 // reads it, and returns the cap to read it with: max, or less when one
 // answer of max bytes would take more than a quarter of the budget (the answer is
 // then cut as SIDECAR_MAX_ANSWER_BYTES cuts it, and says so). A request
-// the budget cannot hold within a short wait gets the 503 overloaded error,
+// the budget cannot hold before its deadline gets the 503 overloaded error,
 // to return as is. done(n) gives back what the answer did not use once it
 // is read (n: its size). Outside a host's route it reserves nothing.
 func ReserveAnswer(ctx context.Context, max int) (limit int, done func(n int), err error) {
@@ -169,7 +172,11 @@ func ReserveAnswer(ctx context.Context, max int) (limit int, done func(n int), e
 	}
 	limit = int(min(int64(max), h.b.limit/4/answerCost))
 	want := int64(limit) * answerCost
-	if !h.b.wait(ctx, want) {
+	patience := bodyWait
+	if d, ok := ctx.Deadline(); ok {
+		patience = time.Until(d)
+	}
+	if !h.b.wait(ctx, want, patience) {
 		return 0, nil, errOverloaded()
 	}
 	h.add(want)
@@ -189,7 +196,7 @@ func (h *Host) holdBody(r *http.Request) (*hold, *Error) {
 		if n > h.budget.limit {
 			return hd, errBodyPastBudget(h.budget)
 		}
-		if !h.budget.wait(r.Context(), n) {
+		if !h.budget.wait(r.Context(), n, bodyWait) {
 			return hd, errOverloaded()
 		}
 		hd.add(n)

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/agentsidecar/agentsidecar/envconf"
 	"github.com/agentsidecar/agentsidecar/redisstore/redisstoretest"
@@ -49,7 +50,7 @@ func (holdModule) Routes() []sidecar.Route {
 			}
 			w.WriteHeader(http.StatusNoContent)
 			return nil
-		}},
+		}, Timeout: 30 * time.Second},
 		{Pattern: "GET /v1/answer", Handler: func(w http.ResponseWriter, r *http.Request) error {
 			want, _ := strconv.Atoi(r.URL.Query().Get("max"))
 			limit, done, err := sidecar.ReserveAnswer(r.Context(), want)
@@ -76,7 +77,8 @@ type chunked struct{ io.Reader }
 // released, the same body is served. An answer's cap is cut to a quarter
 // of the budget, and refused too while the budget is held.
 func TestInflightBytesBudget(t *testing.T) {
-	th := sidecartest.Start(t, redisstoretest.New(t), envconf.Env{"SIDECAR_INFLIGHT_BYTES": strconv.Itoa(8 << 20), "SIDECAR_MAX_BODY_BYTES": strconv.Itoa(2 << 20)}, holdFactory)
+	th := sidecartest.Start(t, redisstoretest.New(t), envconf.Env{"SIDECAR_INFLIGHT_BYTES": strconv.Itoa(8 << 20), "SIDECAR_MAX_BODY_BYTES": strconv.Itoa(2 << 20),
+		"SIDECAR_REQUEST_TIMEOUT": "2s"}, holdFactory) // an answer waits for room within its deadline
 	release := make(chan struct{})
 	holdRelease.Store(&release)
 	var wg sync.WaitGroup
