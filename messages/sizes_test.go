@@ -98,8 +98,8 @@ func TestFrameworkSizesAreSettings(t *testing.T) {
 		{"SIDECAR_MAX_MESSAGE_BODY_BYTES": "1000"},
 	} {
 		_, err := envconf.Load[messages.Config](env)
-		if err == nil {
-			t.Errorf("%v: no error", env)
+		if err == nil || !strings.Contains(err.Error(), "_BYTES: ") {
+			t.Errorf("%v: %v, want an error naming the setting", env, err)
 		}
 	}
 }
