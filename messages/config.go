@@ -18,6 +18,14 @@ type Config struct {
 	// 50 µs of Redis time per append of a short message); false leaves new
 	// and changed messages out of it.
 	SearchIndex bool `env:"SEARCH_INDEX" envDefault:"true"`
+	// MaxItemBytes caps one message's item (a framework's item, as sent):
+	// a tool's output holding a file or a web page is this size.
+	MaxItemBytes int `env:"SESSION_MAX_ITEM_BYTES" envDefault:"1048576"`
+	// MaxBodyBytes caps the body of a message write (an append of up to
+	// MaxBatch messages, a PUT, a PATCH); every other route keeps
+	// SIDECAR_MAX_BODY_BYTES. The bytes in flight are held by the host's
+	// budget (SIDECAR_INFLIGHT_BYTES), not by this cap.
+	MaxBodyBytes int64 `env:"SIDECAR_MAX_MESSAGE_BODY_BYTES" envDefault:"8388608"`
 }
 
 // Validate refuses values that parse but make no sense.
@@ -31,8 +39,18 @@ func (c Config) Validate() error {
 	if c.MaxAnswerBytes < 4096 {
 		return envconf.Invalid("SIDECAR_MAX_ANSWER_BYTES", "must be at least 4096, not %d", c.MaxAnswerBytes)
 	}
+	if c.MaxBodyBytes < 64<<10 || c.MaxBodyBytes > MaxBodyCeiling {
+		return envconf.Invalid("SIDECAR_MAX_MESSAGE_BODY_BYTES", "must be from %d to %d, not %d", 64<<10, MaxBodyCeiling, c.MaxBodyBytes)
+	}
+	if c.MaxItemBytes < 1024 || int64(c.MaxItemBytes) > c.MaxBodyBytes {
+		return envconf.Invalid("SESSION_MAX_ITEM_BYTES", "must be from 1024 to SIDECAR_MAX_MESSAGE_BODY_BYTES (%d), not %d", c.MaxBodyBytes, c.MaxItemBytes)
+	}
 	return nil
 }
+
+// MaxBodyCeiling is the largest SIDECAR_MAX_MESSAGE_BODY_BYTES: one append
+// is one script, and Redis holds its arguments whole while it runs.
+const MaxBodyCeiling = 256 << 20
 
 // MaxMessagesCeiling is the largest SESSION_MAX_MESSAGES: the work of a
 // subtree delete or a token change above many descendants grows with it.

@@ -21,13 +21,12 @@ import (
 const (
 	MaxRoleLength    = 32
 	MaxContentBytes  = 256 << 10 // content, and parts as sent
-	MaxItemBytes     = 256 << 10
 	MaxMetadataBytes = 16 << 10
 	MaxToolCalls     = 128
 	MaxNameLength    = 256 // tool call ids and names, tool_call_id, model
 	MaxFormatLength  = 64
 	MaxTokenCount    = 1_000_000_000
-	MaxBatch         = 100 // messages in one append
+	MaxBatch         = 1000 // messages in one append (one script)
 	DefaultLimit     = 50
 	MaxLimit         = 1000
 	MaxChildren      = 1000
@@ -97,9 +96,10 @@ func (m *messageIn) parent(field string) (parentRef, error) {
 	return parentRef{Mode: "id", ID: id}, nil
 }
 
-// check validates m (field names prefixed by at, e.g. "messages[2].") and
-// returns it encoded, with a new UUIDv7 id when it has none.
-func (m *messageIn) check(at string) (message, error) {
+// check validates m (field names prefixed by at, e.g. "messages[2].";
+// item at most maxItem bytes: SESSION_MAX_ITEM_BYTES) and returns it
+// encoded, with a new UUIDv7 id when it has none.
+func (m *messageIn) check(at string, maxItem int) (message, error) {
 	var out message
 	if m.ID != nil {
 		if !sidecar.ValidID(*m.ID) {
@@ -149,8 +149,8 @@ func (m *messageIn) check(at string) (message, error) {
 		return out, bad(at+"tool_call_id", "must be 1-%d bytes", MaxNameLength)
 	}
 	if present(m.Item) {
-		if len(m.Item) > MaxItemBytes {
-			return out, bad(at+"item", "is %d bytes; at most %d", len(m.Item), MaxItemBytes)
+		if len(m.Item) > maxItem {
+			return out, bad(at+"item", "is %d bytes; at most %d (SESSION_MAX_ITEM_BYTES)", len(m.Item), maxItem)
 		}
 		if m.Format == nil {
 			return out, bad(at+"format", "is required with item (e.g. openai.responses, ai-sdk.ui, adk.event)")

@@ -34,7 +34,7 @@ func FuzzMessageCheck(f *testing.F) {
 			list = []messageIn{in.messageIn}
 		}
 		for _, m := range list {
-			msg, err := m.check("")
+			msg, err := m.check("", 1<<20)
 			if err != nil {
 				continue
 			}

@@ -7,7 +7,6 @@
 package messages
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"net/http"
@@ -74,12 +73,12 @@ const base = "/v1/users/{user_id}/sessions/{session_id}/messages"
 // Routes implements sidecar.Module.
 func (m *Module) Routes() []sidecar.Route {
 	return []sidecar.Route{
-		{Pattern: "POST " + base, Handler: m.appendMessages},
+		{Pattern: "POST " + base, Handler: m.appendMessages, MaxBodyBytes: m.cfg.MaxBodyBytes},
 		{Pattern: "GET " + base, Handler: m.listMessages},
 		{Pattern: "GET " + base + "/{message_id}", Handler: m.getMessage},
 		{Pattern: "GET " + base + "/{message_id}/children", Handler: m.children},
-		{Pattern: "PUT " + base + "/{message_id}", Handler: m.putMessage},
-		{Pattern: "PATCH " + base + "/{message_id}", Handler: m.patchMessage},
+		{Pattern: "PUT " + base + "/{message_id}", Handler: m.putMessage, MaxBodyBytes: m.cfg.MaxBodyBytes},
+		{Pattern: "PATCH " + base + "/{message_id}", Handler: m.patchMessage, MaxBodyBytes: m.cfg.MaxBodyBytes},
 		{Pattern: "DELETE " + base + "/{message_id}", Handler: m.deleteMessage},
 		{Pattern: "POST " + base + "/pop", Handler: m.pop},
 		{Pattern: "DELETE " + base, Handler: m.clear},
@@ -121,7 +120,7 @@ func (m *Module) appendMessages(w http.ResponseWriter, r *http.Request) error {
 	} else if !body.messageIn.empty() {
 		return sidecar.BadRequest("invalid_field", "a batch body holds only \"messages\"; put each message's fields inside it")
 	}
-	msgs, parent, err := checkBatch(in, batch)
+	msgs, parent, err := checkBatch(in, batch, m.cfg.MaxItemBytes)
 	if err != nil {
 		return err
 	}
@@ -152,7 +151,7 @@ func (m *messageIn) empty() bool {
 // checkBatch checks the messages of an append and their chaining: the
 // first one's parent_id places the batch, each later one's parent is the
 // one before it (a parent_id there must name it).
-func checkBatch(in []messageIn, batch bool) ([]message, parentRef, error) {
+func checkBatch(in []messageIn, batch bool, maxItem int) ([]message, parentRef, error) {
 	if len(in) == 0 || len(in) > MaxBatch {
 		return nil, parentRef{}, sidecar.BadRequest("invalid_field", "field \"messages\" must hold 1 to %d messages", MaxBatch)
 	}
@@ -164,7 +163,7 @@ func checkBatch(in []messageIn, batch bool) ([]message, parentRef, error) {
 		if batch {
 			at = "messages[" + strconv.Itoa(i) + "]."
 		}
-		msg, err := in[i].check(at)
+		msg, err := in[i].check(at, maxItem)
 		if err != nil {
 			return nil, parentRef{}, err
 		}
@@ -199,13 +198,28 @@ func leafPrecondition(r *http.Request) (*string, error) {
 	return &id, nil
 }
 
-// messagesObject is {"messages": [...]} around stored messages.
+// messagesObject is {"messages": [...]} around stored messages, in one
+// allocation (with room for WriteBody's newline): an answer may be MiBs.
 func messagesObject(msgs [][]byte) []byte {
-	var b bytes.Buffer
-	b.WriteString(`{"messages":[`)
-	b.Write(bytes.Join(msgs, []byte(",")))
-	b.WriteString("]}")
-	return b.Bytes()
+	return listObject(`{"messages":[`, msgs, "]}")
+}
+
+// listObject is head, msgs joined by commas, then tail, in one allocation
+// (with room for WriteBody's newline).
+func listObject(head string, msgs [][]byte, tail string) []byte {
+	n := len(head) + len(tail) + 1
+	for _, m := range msgs {
+		n += len(m) + 1
+	}
+	b := make([]byte, 0, n)
+	b = append(b, head...)
+	for i, m := range msgs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, m...)
+	}
+	return append(b, tail...)
 }
 
 func (m *Module) getMessage(w http.ResponseWriter, r *http.Request) error {
@@ -287,23 +301,18 @@ func (m *Module) listMessages(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var b bytes.Buffer
-	b.WriteString(`{"messages":[`)
-	b.Write(bytes.Join(p.Messages, []byte(",")))
-	b.WriteString(`],"total":` + strconv.FormatInt(p.Total, 10))
-	b.WriteString(`,"total_tokens":` + strconv.FormatInt(p.TotalTokens, 10))
-	b.WriteString(`,"next_cursor":`)
-	if p.NextCursor == "" {
-		b.WriteString("null")
-	} else {
-		b.WriteString(strconv.Quote(p.NextCursor))
+	next := "null"
+	if p.NextCursor != "" {
+		next = strconv.Quote(p.NextCursor)
 	}
 	suggested := m.cfg.CompactAfterTokens > 0 && p.LatestTokens > m.cfg.CompactAfterTokens
-	b.WriteString(`,"compaction_suggested":` + strconv.FormatBool(suggested) + "}")
+	tail := `],"total":` + strconv.FormatInt(p.Total, 10) + `,"total_tokens":` + strconv.FormatInt(p.TotalTokens, 10) +
+		`,"next_cursor":` + next + `,"compaction_suggested":` + strconv.FormatBool(suggested) + "}"
+	b := listObject(`{"messages":[`, p.Messages, tail)
 	if p.Cut {
 		w.Header().Set(TruncatedHeader, "true")
 	}
-	sidecar.WriteBody(w, http.StatusOK, b.Bytes())
+	sidecar.WriteBody(w, http.StatusOK, b)
 	return nil
 }
 

@@ -131,7 +131,7 @@ func (m *Module) split(w http.ResponseWriter, r *http.Request) error {
 	}
 	content := jsonString(*in.Summary)
 	sys := messageIn{Role: "system", Content: content}
-	msg, err := sys.check("")
+	msg, err := sys.check("", m.cfg.MaxItemBytes)
 	if err != nil {
 		return err
 	}

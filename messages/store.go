@@ -173,8 +173,16 @@ func (s *Store) Path(ctx context.Context, user, session string, q PageQuery) (Pa
 	if q.Raw {
 		raw = "1"
 	}
+	// the answer's bytes count against the host's in-flight byte budget,
+	// which may cut the page shorter than SIDECAR_MAX_ANSWER_BYTES
+	maxBytes, done, err := sidecar.ReserveAnswer(ctx, s.cfg.MaxAnswerBytes)
+	if err != nil {
+		return Page{}, err
+	}
+	size := 0
+	defer func() { done(size) }()
 	r, err := s.Run(ctx, lua.MessagesRead, user, session, "path", q.Leaf, order, strconv.Itoa(q.Limit),
-		q.Cursor, q.At, strconv.Itoa(q.Offset), strconv.Itoa(s.cfg.MaxAnswerBytes), raw)
+		q.Cursor, q.At, strconv.Itoa(q.Offset), strconv.Itoa(maxBytes), raw)
 	if err != nil {
 		return Page{}, missing(err, user, session, q.Leaf)
 	}
@@ -198,6 +206,9 @@ func (s *Store) Path(ctx context.Context, user, session string, q PageQuery) (Pa
 	if p.Messages, err = texts(r, 6); err != nil {
 		return Page{}, redisstore.Wrap(lua.MessagesRead.Name, err)
 	}
+	for _, m := range p.Messages {
+		size += len(m) + 1
+	}
 	return p, nil
 }
 
@@ -216,11 +227,23 @@ func (s *Store) One(ctx context.Context, user, session, id string) ([]byte, erro
 
 // Children reads up to limit children of message id, oldest first.
 func (s *Store) Children(ctx context.Context, user, session, id string, limit int) ([][]byte, error) {
+	// The script has no byte cap for children (only their count): the
+	// answer is counted against the in-flight byte budget as a page's is,
+	// which bounds how many are read at once, not one answer's size.
+	_, done, err := sidecar.ReserveAnswer(ctx, s.cfg.MaxAnswerBytes)
+	if err != nil {
+		return nil, err
+	}
+	size := 0
+	defer func() { done(size) }()
 	r, err := s.Run(ctx, lua.MessagesRead, user, session, "children", id, strconv.Itoa(limit))
 	if err != nil {
 		return nil, missing(err, user, session, id)
 	}
 	msgs, err := texts(r, 0)
+	for _, m := range msgs {
+		size += len(m) + 1
+	}
 	return msgs, redisstore.Wrap(lua.MessagesRead.Name, err)
 }
 

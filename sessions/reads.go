@@ -9,6 +9,7 @@ import (
 	"github.com/agentsidecar/agentsidecar/envconf"
 	"github.com/agentsidecar/agentsidecar/lua"
 	"github.com/agentsidecar/agentsidecar/redisstore"
+	"github.com/agentsidecar/agentsidecar/sidecar"
 )
 
 // Reads are bounded whatever a session holds: a list answer is one script
@@ -187,17 +188,29 @@ func (m *Module) writePage(w http.ResponseWriter, p page) {
 }
 
 // pageOf writes the answer of a bounded read, holding a read slot while it
-// is built.
-func (m *Module) pageOf(w http.ResponseWriter, r *http.Request, read func(ctx context.Context) (page, error)) error {
+// is built; read gets the answer's byte cap: SIDECAR_MAX_ANSWER_BYTES, or
+// less when the host's in-flight byte budget is smaller
+// (sidecar.ReserveAnswer).
+func (m *Module) pageOf(w http.ResponseWriter, r *http.Request, read func(ctx context.Context, maxBytes int) (page, error)) error {
 	release, err := m.acquireRead(r.Context())
 	if err != nil {
 		return err
 	}
 	defer release()
-	p, err := read(r.Context())
+	maxBytes, done, err := sidecar.ReserveAnswer(r.Context(), m.maxAnswer)
 	if err != nil {
 		return err
 	}
+	p, err := read(r.Context(), maxBytes)
+	if err != nil {
+		done(0)
+		return err
+	}
+	size := 0
+	for _, e := range p.elems {
+		size += len(e) + 1
+	}
+	done(size)
 	m.writePage(w, p)
 	return nil
 }

@@ -180,8 +180,8 @@ func (m *Module) listLast(list func(redisstore.SessionKeys) string) sidecar.Hand
 			return err
 		}
 		key := list(m.store.Keys(p[0], p[1]))
-		return m.pageOf(w, r, func(ctx context.Context) (page, error) {
-			return m.store.readLast(ctx, key, n, m.maxAnswer)
+		return m.pageOf(w, r, func(ctx context.Context, maxBytes int) (page, error) {
+			return m.store.readLast(ctx, key, n, maxBytes)
 		})
 	}
 }
@@ -319,8 +319,8 @@ func (m *Module) search(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	key := m.store.Keys(p[0], p[1]).Entries
-	return m.pageOf(w, r, func(ctx context.Context) (page, error) {
-		hits, _, err := m.store.searchNewest(ctx, key, limit, m.maxAnswer, func(e string) bool { return matches(e, words) })
+	return m.pageOf(w, r, func(ctx context.Context, maxBytes int) (page, error) {
+		hits, _, err := m.store.searchNewest(ctx, key, limit, maxBytes, func(e string) bool { return matches(e, words) })
 		return hits, err
 	})
 }
@@ -394,8 +394,8 @@ func (m *Module) listContext(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	key := m.store.Keys(p[0], p[1]).Context
-	return m.pageOf(w, r, func(ctx context.Context) (page, error) {
-		return m.store.readAll(ctx, key, m.maxAnswer)
+	return m.pageOf(w, r, func(ctx context.Context, maxBytes int) (page, error) {
+		return m.store.readAll(ctx, key, maxBytes)
 	})
 }
 

@@ -33,10 +33,15 @@ type Config struct {
 	// MaxConnections caps concurrent API connections (0: derived from the
 	// process's file limit, RLIMIT_NOFILE); MaxInflight caps requests being
 	// served at once (past it: 503 overloaded).
-	MaxConnections int    `env:"SIDECAR_MAX_CONNECTIONS" envDefault:"0"`
-	MaxInflight    int    `env:"SIDECAR_MAX_INFLIGHT" envDefault:"256"`
-	LogLevel       string `env:"LOG_LEVEL" envDefault:"info"`
-	LogFormat      string `env:"LOG_FORMAT" envDefault:"json"`
+	MaxConnections int `env:"SIDECAR_MAX_CONNECTIONS" envDefault:"0"`
+	MaxInflight    int `env:"SIDECAR_MAX_INFLIGHT" envDefault:"256"`
+	// InflightBytes is the in-flight byte budget: the bytes the requests
+	// being served may hold at once, request bodies and answers (0: half
+	// the memory limit, GOMEMLIMIT or the container's; 512 MiB without
+	// one). Past it: 503 overloaded.
+	InflightBytes int64  `env:"SIDECAR_INFLIGHT_BYTES" envDefault:"0"`
+	LogLevel      string `env:"LOG_LEVEL" envDefault:"info"`
+	LogFormat     string `env:"LOG_FORMAT" envDefault:"json"`
 }
 
 // ShutdownGrace is how long in-flight requests may run after SIGTERM.
@@ -74,6 +79,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxInflight < 1 {
 		return envconf.Invalid("SIDECAR_MAX_INFLIGHT", "must be at least 1, not %d", c.MaxInflight)
+	}
+	if c.InflightBytes < 0 {
+		return envconf.Invalid("SIDECAR_INFLIGHT_BYTES", "must be 0 (from the memory limit) or more, not %d", c.InflightBytes)
 	}
 	if _, err := parseLevel(c.LogLevel); err != nil {
 		return envconf.Invalid("LOG_LEVEL", "%v", err)

@@ -31,6 +31,8 @@ func TestConfigErrorsNameTheVariable(t *testing.T) {
 		{envconf.Env{"SIDECAR_OPS_ADDR": "localhost"}, "SIDECAR_OPS_ADDR"},
 		{envconf.Env{"SIDECAR_MAX_BODY_BYTES": "0"}, "SIDECAR_MAX_BODY_BYTES"},
 		{envconf.Env{"SIDECAR_MAX_BODY_BYTES": "1MB"}, "SIDECAR_MAX_BODY_BYTES"},
+		{envconf.Env{"SIDECAR_INFLIGHT_BYTES": "-1"}, "SIDECAR_INFLIGHT_BYTES"},
+		{envconf.Env{"SIDECAR_INFLIGHT_BYTES": "64MiB"}, "SIDECAR_INFLIGHT_BYTES"},
 		{envconf.Env{"SIDECAR_STARTUP_TIMEOUT": "forever"}, "SIDECAR_STARTUP_TIMEOUT"},
 		{envconf.Env{"SIDECAR_STARTUP_TIMEOUT": "0"}, "SIDECAR_STARTUP_TIMEOUT"},
 		{envconf.Env{"SIDECAR_REQUEST_TIMEOUT": "-1s"}, "SIDECAR_REQUEST_TIMEOUT"},

@@ -21,8 +21,10 @@
 //
 // instrument (count and time by route pattern, JSON for unknown routes) →
 // authenticate (SIDECAR_API_TOKEN) → gate (503 until Redis first connects)
-// → the route: panic recovery, the body limit, the deadline, then the
-// module's HandlerFunc. A handler returns its error instead of writing it;
+// → the route: panic recovery, the body limit (Route.MaxBodyBytes, else
+// SIDECAR_MAX_BODY_BYTES), the body counted against the in-flight byte
+// budget (budget.go; a list answer is counted by ReserveAnswer before it
+// is read), the deadline, then the module's HandlerFunc. A handler returns its error instead of writing it;
 // the host maps it once for every module: an *Error as it is, a store's
 // refusals (redisstore.ErrNotFound, ErrConflict, ErrPrecondition, or a
 // *redisstore.Refusal with its code) as 404, 409 and 412, a Redis outage

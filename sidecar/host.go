@@ -26,6 +26,8 @@ type Host struct {
 	modules  []Module
 	registry *prometheus.Registry
 	shared   *sharedValues
+	budget   *budget // the in-flight byte budget (budget.go)
+	maxBody  int64   // the largest body limit of any route
 	metrics  *httpMetrics
 	paths    *http.ServeMux // every route's path, any method: labels 405s
 	// streamRoutes holds the Stream routes' patterns: no in-flight slot
@@ -55,9 +57,14 @@ func NewHost(ctx context.Context, cfg Config, env envconf.Env, redis *redisstore
 		registry: NewRegistry(),
 		shared:   &sharedValues{m: map[string]any{}},
 		served:   make(chan struct{}),
+		budget:   newBudget(budgetBytes(cfg.InflightBytes)),
 	}
 	h.streams, h.endStreams = context.WithCancel(context.WithoutCancel(ctx))
 	h.metrics = newHTTPMetrics(h.registry)
+	h.registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "sidecar_inflight_bytes",
+		Help: "Bytes the requests being served hold, counted against the in-flight byte budget (SIDECAR_INFLIGHT_BYTES).",
+	}, func() float64 { return float64(h.budget.inUse()) }))
 	h.registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "sidecar_redis_up",
 		Help: "1 when this sidecar's Redis connection answered its last check (every 0.5 s), else 0.",
@@ -79,6 +86,10 @@ func NewHost(ctx context.Context, cfg Config, env envconf.Env, redis *redisstore
 			h.closeModules(ctx) // Caddy's rule: clean up after a failed provision
 			return nil, err
 		}
+	}
+	if h.maxBody*bodyCost > h.budget.limit {
+		logger.Warn("the largest request body allowed does not fit the in-flight byte budget: bodies past it are refused 413",
+			"max_body_bytes", h.maxBody, "fits_bytes", h.budget.limit/bodyCost, "inflight_bytes", h.budget.limit)
 	}
 	h.api = h.instrument(h.shedOverload(h.authenticate(h.gate(mux))))
 	h.ops = h.opsMux()
@@ -104,6 +115,7 @@ func (h *Host) build(ctx context.Context, f Factory, env envconf.Env, mux *http.
 		}
 	}
 	for _, rt := range m.Routes() {
+		h.maxBody = max(h.maxBody, rt.MaxBodyBytes, h.cfg.MaxBodyBytes)
 		if err := handle(mux, rt.Pattern, h.route(rt, logger)); err != nil {
 			return m, fmt.Errorf("module %s: route %q: %w", f.Name, rt.Pattern, err)
 		}
@@ -177,7 +189,8 @@ func (h *Host) Run(ctx context.Context) error {
 	serveErr := make(chan error, 2)
 	go func() { serveErr <- serve(apiSrv, limited) }()
 	go func() { serveErr <- serve(opsSrv, opsLn) }()
-	h.logger.Info("listening", "api", apiLn.Addr().String(), "ops", opsLn.Addr().String(), "max_api_connections", maxConns)
+	h.logger.Info("listening", "api", apiLn.Addr().String(), "ops", opsLn.Addr().String(), "max_api_connections", maxConns,
+		"inflight_bytes", h.budget.limit)
 
 	var runErr error
 	startup := time.NewTimer(h.cfg.StartupTimeout)

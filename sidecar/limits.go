@@ -38,24 +38,39 @@ func defaultMaxConnections() int {
 
 // limitListener serves at most cap connections at once (as
 // golang.org/x/net/netutil.LimitListener does) and, when full and a new
-// client connects, closes the connection idle the longest (one that has
-// sent no request yet, or is between requests) to make room: idle
-// connections are shed only for a client that waits, and active ones (a
-// lock wait, a stream) never. The process holds at most one connection
-// beyond the cap (the one waiting for room); later ones wait in the
-// kernel's accept queue, holding no file of the process.
+// client connects, makes room: it closes the connection idle the longest
+// (one that has sent no request yet, or is between requests), else it
+// ends the slowest upload (a request whose body is still arriving, fewest
+// bytes per second first), which is answered 408 and closed. Connections
+// are shed only for a client that waits, and the other active ones (a
+// request being served, a lock wait, a stream) never: slow uploads cannot
+// lock new clients out. The process holds at most one connection beyond
+// the cap (the one waiting for room); later ones wait in the kernel's
+// accept queue, holding no file of the process.
 type limitListener struct {
 	net.Listener
 	sem     chan struct{}
 	mu      sync.Mutex
 	idle    map[*limitConn]time.Time // idle since
+	uploads map[*limitConn]*upload   // requests whose body is arriving
 	closed  chan struct{}
 	closeMu sync.Once
-	shed    atomic.Int64
 }
 
+// upload is a request body being read: since when, and how many bytes
+// have arrived.
+type upload struct {
+	start time.Time
+	read  atomic.Int64
+}
+
+// shedRetry is how often a client waiting at the cap looks again for a
+// connection to shed when none could be.
+const shedRetry = 100 * time.Millisecond
+
 func newLimitListener(ln net.Listener, n int) *limitListener {
-	return &limitListener{Listener: ln, sem: make(chan struct{}, n), idle: map[*limitConn]time.Time{}, closed: make(chan struct{})}
+	return &limitListener{Listener: ln, sem: make(chan struct{}, n), idle: map[*limitConn]time.Time{},
+		uploads: map[*limitConn]*upload{}, closed: make(chan struct{})}
 }
 
 func (l *limitListener) Accept() (net.Conn, error) {
@@ -63,17 +78,28 @@ func (l *limitListener) Accept() (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	select {
-	case l.sem <- struct{}{}:
-	default:
-		// full, and a client waits: make room
-		l.shedIdle()
+	for admitted := false; !admitted; {
 		select {
 		case l.sem <- struct{}{}:
+			admitted = true
+			continue
+		default:
+		}
+		// full, and a client waits: make room
+		if !l.shedIdle() {
+			l.shedSlowestUpload()
+		}
+		retry := time.NewTimer(shedRetry)
+		select {
+		case l.sem <- struct{}{}:
+			admitted = true
+		case <-retry.C:
 		case <-l.closed:
+			retry.Stop()
 			c.Close()
 			return nil, net.ErrClosed
 		}
+		retry.Stop()
 	}
 	lc := &limitConn{Conn: c, l: l}
 	l.setIdle(lc, true) // idle until its first request arrives
@@ -86,7 +112,7 @@ func (l *limitListener) Close() error {
 }
 
 // shedIdle closes the connection idle the longest, if any.
-func (l *limitListener) shedIdle() {
+func (l *limitListener) shedIdle() bool {
 	l.mu.Lock()
 	var oldest *limitConn
 	var since time.Time
@@ -99,10 +125,54 @@ func (l *limitListener) shedIdle() {
 		delete(l.idle, oldest)
 	}
 	l.mu.Unlock()
-	if oldest != nil {
-		l.shed.Add(1)
-		_ = oldest.Close()
+	if oldest == nil {
+		return false
 	}
+	connectionsShed.WithLabelValues("idle").Inc()
+	_ = oldest.Close()
+	return true
+}
+
+// shedSlowestUpload ends the upload that has brought the fewest bytes per
+// second (over at least its first second), if any: its read deadline is
+// moved to now, so its body read fails and the request is answered 408
+// request_timeout; the connection then closes, giving its slot up.
+func (l *limitListener) shedSlowestUpload() {
+	now := time.Now()
+	l.mu.Lock()
+	var slowest *limitConn
+	var lowest float64
+	for c, u := range l.uploads {
+		rate := float64(u.read.Load()) / max(now.Sub(u.start).Seconds(), 1)
+		if slowest == nil || rate < lowest {
+			slowest, lowest = c, rate
+		}
+	}
+	if slowest != nil {
+		delete(l.uploads, slowest)
+	}
+	l.mu.Unlock()
+	if slowest != nil {
+		connectionsShed.WithLabelValues("slow_upload").Inc()
+		_ = slowest.Conn.SetReadDeadline(now)
+	}
+}
+
+// startUpload marks c as reading a request body until endUpload.
+func (l *limitListener) startUpload(c *limitConn) *upload {
+	u := &upload{start: time.Now()}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !c.closed.Load() {
+		l.uploads[c] = u
+	}
+	return u
+}
+
+func (l *limitListener) endUpload(c *limitConn) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.uploads, c)
 }
 
 func (l *limitListener) setIdle(c *limitConn, idle bool) {
@@ -141,11 +211,23 @@ func (c *limitConn) Close() error {
 	err := c.Conn.Close()
 	if c.closed.CompareAndSwap(false, true) {
 		c.l.setIdle(c, false)
+		c.l.endUpload(c)
 		if !c.uncapped.Swap(true) {
 			<-c.l.sem
 		}
 	}
 	return err
+}
+
+// CloseWrite half-closes the connection, as the *net.TCPConn it wraps
+// does: http.Server then closes a connection whose request body was not
+// read whole (a 408, a 413) only after a pause, so its answer reaches the
+// client instead of being lost to a reset.
+func (c *limitConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
 }
 
 // leaveCap gives the connection's slot back: a stream (its own cap,
@@ -173,6 +255,37 @@ func leaveConnCap(ctx context.Context) {
 	if lc, ok := ctx.Value(connKey{}).(*limitConn); ok {
 		lc.leaveCap()
 	}
+}
+
+// watchUpload marks the request's connection as uploading while r's body
+// is read (until it ends, or the returned func is called at the end of
+// the request), so the listener can shed the slowest upload for a client
+// waiting at the connection cap.
+func watchUpload(r *http.Request) (end func()) {
+	lc, ok := r.Context().Value(connKey{}).(*limitConn)
+	if !ok || r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 {
+		return func() {}
+	}
+	u := lc.l.startUpload(lc)
+	r.Body = &uploadBody{ReadCloser: r.Body, u: u, end: func() { lc.l.endUpload(lc) }}
+	return func() { lc.l.endUpload(lc) }
+}
+
+// uploadBody counts a body's bytes as they arrive, and ends the upload at
+// its end.
+type uploadBody struct {
+	io.ReadCloser
+	u   *upload
+	end func()
+}
+
+func (b *uploadBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	b.u.read.Add(int64(n))
+	if err != nil {
+		b.end()
+	}
+	return n, err
 }
 
 // shedOverload answers 503 overloaded, before any work, when MaxInflight

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -22,36 +23,56 @@ import (
 	"github.com/agentsidecar/agentsidecar/sidecar/sidecartest"
 )
 
-// A POST whose body trickles in is cut at SIDECAR_READ_TIMEOUT: the
-// connection does not stay open for as long as the client likes.
-func TestSlowBodyIsCutAtTheReadDeadline(t *testing.T) {
-	th := sidecartest.Start(t, redisstoretest.New(t), envconf.Env{"SIDECAR_READ_TIMEOUT": "1s"}, echoFactory)
-	conn, err := net.Dial("tcp", strings.TrimPrefix(th.API, "http://"))
-	if err != nil {
-		t.Fatal(err)
+// A stalled request gets 408 with the error envelope at
+// SIDECAR_READ_TIMEOUT, whatever stalls:
+// headers then no body, a chunk announced and never sent, a body trickling
+// in. Its answer is written even when the write deadline (from the same
+// moment, here as long as the read deadline) has passed too.
+func TestStalledRequestsGet408(t *testing.T) {
+	th := sidecartest.Start(t, redisstoretest.New(t), envconf.Env{"SIDECAR_READ_TIMEOUT": "1s", "SIDECAR_WRITE_TIMEOUT": "1s"}, echoFactory)
+	const head = "POST /v1/echo HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+	tests := []struct {
+		name, send string
+		trickle    bool
+	}{
+		{"headers then no body", head + "Content-Length: 20\r\n\r\n", false},
+		{"a huge chunk never sent", head + "Transfer-Encoding: chunked\r\n\r\nffffffffff\r\n{", false},
+		{"a body trickling in", head + "Content-Length: 200\r\n\r\n{", true},
 	}
-	defer conn.Close()
-	fmt.Fprintf(conn, "POST /v1/echo HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 200\r\n\r\n{")
-	done := make(chan struct{})
-	go func() { // one byte every 200 ms, for at most 40 s
-		defer close(done)
-		for range 200 {
-			time.Sleep(200 * time.Millisecond)
-			if _, err := conn.Write([]byte(" ")); err != nil {
-				return
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			conn, err := net.Dial("tcp", strings.TrimPrefix(th.API, "http://"))
+			if err != nil {
+				t.Fatal(err)
 			}
-		}
-	}()
-	_ = conn.SetReadDeadline(time.Now().Add(20 * time.Second)) // a bound for the test, far above the 1 s setting
-	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
-	if err != nil {
-		t.Fatalf("no answer before the connection ended: %v (the body was held open)", err)
+			defer conn.Close()
+			fmt.Fprint(conn, tc.send)
+			if tc.trickle {
+				go func() {
+					for range 100 {
+						time.Sleep(200 * time.Millisecond)
+						if _, err := conn.Write([]byte(" ")); err != nil {
+							return
+						}
+					}
+				}()
+			}
+			_ = conn.SetReadDeadline(time.Now().Add(15 * time.Second)) // a bound for the test, far above the 1 s setting
+			resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+			if err != nil {
+				t.Fatalf("no answer before the connection ended: %v", err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			if resp.StatusCode != http.StatusRequestTimeout || !strings.Contains(string(body), `"request_timeout"`) {
+				t.Fatalf("got %d %s, want 408 request_timeout", resp.StatusCode, body)
+			}
+			// and the connection is closed: it is not held for as long as
+			// the client likes
+			if _, err := conn.Read(make([]byte, 1)); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+				t.Fatalf("the connection is still open after the 408 (%v)", err)
+			}
+		})
 	}
-	body, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusRequestTimeout || !strings.Contains(string(body), `"request_timeout"`) {
-		t.Fatalf("got %d %s, want 408 request_timeout", resp.StatusCode, body)
-	}
-	<-done // the server closed the connection: the writer stops
 }
 
 // With the API connection cap reached by idle connections, the oldest idle
@@ -97,6 +118,70 @@ func TestIdleConnectionsAreShedAtTheCap(t *testing.T) {
 	if closed == 0 {
 		t.Fatal("no idle connection was shed")
 	}
+}
+
+// Slow uploads cannot lock a new client out: with the connection cap held
+// by bodies trickling in at a few bytes a second (and more waiting in the
+// accept queue), a new client's request is served long before the read
+// deadline, because the slowest uploads are ended with 408 to make room.
+func TestSlowUploadsAreShedForANewClient(t *testing.T) {
+	th := sidecartest.Start(t, redisstoretest.New(t), envconf.Env{"SIDECAR_MAX_CONNECTIONS": "8"}, echoFactory)
+	addr := strings.TrimPrefix(th.API, "http://")
+	const uploaders = 12 // 8 at the cap, 4 waiting behind it
+	answered := make(chan int, uploaders)
+	var stop atomic.Bool
+	defer stop.Store(true)
+	for range uploaders {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		fmt.Fprintf(c, "POST /v1/echo HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{")
+		go func() { // 3 bytes a second
+			for !stop.Load() {
+				time.Sleep(300 * time.Millisecond)
+				if _, err := c.Write([]byte(" ")); err != nil {
+					return
+				}
+			}
+		}()
+		go func() {
+			_ = c.SetReadDeadline(time.Now().Add(40 * time.Second))
+			resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+			if err != nil {
+				answered <- 0
+				return
+			}
+			resp.Body.Close()
+			answered <- resp.StatusCode
+		}()
+	}
+	time.Sleep(500 * time.Millisecond) // the uploads are under way
+	// well under SIDECAR_READ_TIMEOUT (30 s), which would end the uploads anyway
+	client := &http.Client{Timeout: 10 * time.Second}
+	resp, err := client.Post(th.API+"/v1/echo", "application/json", strings.NewReader(`{"a":1}`))
+	if err != nil {
+		t.Fatalf("a new client with the cap held by slow uploads: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("a new client: got %d, want 200", resp.StatusCode)
+	}
+	m := do(t, "GET", th.Ops+"/metrics", "")
+	if !strings.Contains(m.Body, `sidecar_http_connections_shed_total{state="slow_upload"}`) {
+		t.Fatalf("no slow upload was shed:\n%s", grepLines(m.Body, "shed"))
+	}
+	// a shed upload reads its 408 (a connection still waiting to be read
+	// when it was shed is closed as an idle one is)
+	var got []int
+	for len(got) < uploaders {
+		got = append(got, <-answered)
+		if got[len(got)-1] == http.StatusRequestTimeout {
+			return
+		}
+	}
+	t.Fatalf("the uploads were answered %v, none 408", got)
 }
 
 // At the cap with no one waiting, idle connections are kept: a connection is

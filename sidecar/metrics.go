@@ -63,7 +63,7 @@ func NewRegistry() *prometheus.Registry {
 	for _, r := range redisstore.RedisRefusals {
 		refusals.WithLabelValues(r.Code)
 	}
-	reg.MustRegister(refusals, overloaded)
+	reg.MustRegister(refusals, overloaded, connectionsShed)
 	return reg
 }
 
@@ -142,8 +142,16 @@ var refusals = prometheus.NewCounterVec(prometheus.CounterOpts{
 }, []string{"code"})
 
 // overloaded counts requests shed with 503 overloaded, by what was at its
-// limit (inflight, memory).
+// limit (inflight, memory, bytes).
 var overloaded = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Name: "sidecar_http_overloaded_total",
-	Help: "API requests answered 503 overloaded because in-flight requests or memory were at their limit, by reason.",
+	Help: "API requests answered 503 overloaded because in-flight requests, memory or the in-flight byte budget were at their limit, by reason: inflight, memory, bytes.",
 }, []string{"reason"})
+
+// connectionsShed counts API connections shed at the connection cap to make
+// room for a new client, by what they were doing: idle (closed), or
+// slow_upload (a body still arriving, answered 408).
+var connectionsShed = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "sidecar_http_connections_shed_total",
+	Help: "API connections shed at the connection cap (SIDECAR_MAX_CONNECTIONS) for a new client, by state: idle, slow_upload.",
+}, []string{"state"})

@@ -12,6 +12,10 @@ import (
 	"time"
 )
 
+// answerGrace is how long a 408 has to be written once the request's body
+// stalled past the read deadline.
+const answerGrace = 5 * time.Second
+
 // route wraps one module handler: panic recovery, body limit, deadline, and
 // the mapping of returned errors to the envelope.
 func (h *Host) route(rt Route, logger *slog.Logger) http.Handler {
@@ -20,6 +24,9 @@ func (h *Host) route(rt Route, logger *slog.Logger) http.Handler {
 		timeout = rt.Timeout
 	}
 	limit := h.cfg.MaxBodyBytes
+	if rt.MaxBodyBytes > 0 {
+		limit = rt.MaxBodyBytes
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if sw, ok := w.(*statusWriter); ok {
 			sw.routed = true
@@ -50,16 +57,30 @@ func (h *Host) route(rt Route, logger *slog.Logger) http.Handler {
 			_ = rc.SetReadDeadline(time.Now().Add(h.cfg.ReadTimeout + rt.Timeout))
 			_ = rc.SetWriteDeadline(time.Now().Add(h.cfg.WriteTimeout + rt.Timeout))
 		}
+		defer watchUpload(r)()
+		hd, refused := h.holdBody(r)
+		defer hd.end()
+		if refused != nil {
+			WriteError(w, refused)
+			drain(body)
+			return
+		}
 		r.Body = http.MaxBytesReader(w, r.Body, limit)
 		ctx, cancel := context.WithTimeout(r.Context(), timeout)
 		defer cancel()
-		ctx = withAnswerHeaders(ctx, w.Header())
+		ctx = withAnswerHeaders(context.WithValue(ctx, holdKey{}, hd), w.Header())
 		r = r.WithContext(ctx)
 		if err := rt.Handler(w, r); err != nil {
 			e := errorFor(ctx, logger, h.redis, rt.Pattern, err)
+			if e.Status == http.StatusRequestTimeout {
+				// The body stalled until the read deadline, and the write
+				// deadline (set when the headers arrived) may have passed
+				// with it: the 408 still gets its moment to be written.
+				_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(answerGrace))
+			}
 			WriteError(w, e)
-			if e.Status == http.StatusRequestEntityTooLarge {
-				drain(body) // the rest of a body over the limit
+			if e.Status == http.StatusRequestEntityTooLarge || e.Code == "overloaded" {
+				drain(body) // the rest of a body over the limit, or past the budget
 			}
 		}
 	})

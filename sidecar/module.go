@@ -36,6 +36,11 @@ type Route struct {
 	// for routes that may legitimately wait longer, such as a blocking lock
 	// acquire; zero keeps the default.
 	Timeout time.Duration
+	// MaxBodyBytes overrides SIDECAR_MAX_BODY_BYTES for a route whose
+	// bodies are larger by design (a batch of messages); zero keeps the
+	// default. Its bytes in flight still count against the host's budget
+	// (SIDECAR_INFLIGHT_BYTES).
+	MaxBodyBytes int64
 	// Stream marks a long-lived answer (Server-Sent Events): no request
 	// deadline and no server read or write deadline (the handler sets a
 	// write deadline before each write with http.ResponseController), no

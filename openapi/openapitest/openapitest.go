@@ -262,7 +262,7 @@ func (d *Doc) validate(schema any, v any, at string) error {
 	for k := range s {
 		switch k {
 		case "$ref", "type", "enum", "const", "properties", "required", "additionalProperties", "items",
-			"minProperties", "minimum", "maximum", "minLength", "maxLength", "pattern", "oneOf", "anyOf", "allOf", "not":
+			"minProperties", "minimum", "maximum", "minLength", "maxLength", "minItems", "maxItems", "pattern", "oneOf", "anyOf", "allOf", "not":
 		default:
 			if !annotations[k] {
 				return fmt.Errorf("%s: schema keyword %q is not supported by this validator", at, k)
@@ -342,6 +342,16 @@ func (d *Doc) validate(schema any, v any, at string) error {
 		}
 	}
 	if arr, ok := v.([]any); ok {
+		if lo, ok := s["minItems"].(json.Number); ok {
+			if l, _ := lo.Int64(); int64(len(arr)) < l {
+				return fmt.Errorf("%s: %d items, fewer than %v", at, len(arr), lo)
+			}
+		}
+		if hi, ok := s["maxItems"].(json.Number); ok {
+			if h, _ := hi.Int64(); int64(len(arr)) > h {
+				return fmt.Errorf("%s: %d items, more than %v", at, len(arr), hi)
+			}
+		}
 		if items, ok := s["items"]; ok {
 			for i, e := range arr {
 				if err := d.validate(items, e, fmt.Sprintf("%s[%d]", at, i)); err != nil {

@@ -6,8 +6,9 @@ session=SidecarSession(...))`` keeps the conversation in the sidecar,
 shared by every process and pod of the agent. The SDK is not a dependency:
 the class matches the protocol by shape (duck typing). Each item is stored
 as one message holding it unchanged (``item`` with ``format:
-"openai.responses"``), so it comes back byte for byte; each method is one
-call of the API, so two processes never interleave a read and a write.
+"openai.responses"``), so it comes back byte for byte; each write is one
+call of the API, and a read follows the pages' cursors until it holds what
+was asked for.
 """
 
 import asyncio
@@ -55,8 +56,10 @@ class SidecarSession:
         return await loop.run_in_executor(None, functools.partial(fn, *args, **kw))
 
     async def get_items(self, limit: Optional[int] = None) -> List[Dict[str, Any]]:
-        """The conversation's items, oldest first; with ``limit`` the newest
-        ``limit`` of them, still oldest first."""
+        """The conversation's items, oldest first; with ``limit`` exactly the
+        newest ``limit`` of them (all when there are fewer), still oldest
+        first. Pages follow the API's cursors, so no answer cap (a page cut
+        with ``Sidecar-Truncated``) and no page size shortens the result."""
         return await self._run(self._get_items, limit)
 
     def _get_items(self, limit: Optional[int]) -> List[Dict[str, Any]]:
@@ -64,8 +67,15 @@ class SidecarSession:
         if limit is not None:
             if limit <= 0:
                 return []
-            page = sc.list_messages(u, s, order="desc", limit=min(limit, _PAGE))
-            return [_item(m) for m in reversed(page["messages"])]
+            newest: List[Dict[str, Any]] = []
+            after = None
+            while len(newest) < limit:
+                page = sc.list_messages(u, s, order="desc", limit=min(limit - len(newest), _PAGE), after=after)
+                newest.extend(_item(m) for m in page["messages"])
+                after = page.get("next_cursor")
+                if not after or not page["messages"]:
+                    break
+            return list(reversed(newest[:limit]))
         items: List[Dict[str, Any]] = []
         after = None
         while True:

@@ -102,3 +102,91 @@ class Live(unittest.TestCase):
                 self.assertEqual(await step(ours), await step(ref), "step %d" % i)
 
         asyncio.run(run())
+
+
+def _call(call_id, size):
+    return {"type": "function_call", "call_id": call_id, "name": "read_file",
+            "arguments": '{"size": %d}' % size, "status": "completed"}
+
+
+def _output(call_id, size):
+    return {"type": "function_call_output", "call_id": call_id, "output": "f" * size}
+
+
+def _say(text):
+    return {"type": "message", "role": "assistant", "status": "completed",
+            "content": [{"type": "output_text", "text": text, "annotations": []}]}
+
+
+def _turn(calls, size):
+    """One turn of the SDK's Runner as its session sees it: the user's
+    message, the model's parallel tool calls, their outputs, the answer."""
+    ids = ["c%d" % i for i in range(calls)]
+    return ([{"role": "user", "content": "go"}] + [_call(i, size) for i in ids]
+            + [_output(i, size) for i in ids] + [_say("done")])
+
+
+@unittest.skipUnless(URL and has_route("POST", MESSAGES), "the sidecar serves no %s yet" % MESSAGES)
+class Sizes(unittest.TestCase):
+    """The sizes a real agent's turns take, each one add_items as the SDK's
+    Runner makes it, stored whole and read back exactly."""
+
+    def setUp(self):
+        self.sc = Sidecar(URL)
+        self.addCleanup(self.sc.close)
+
+    def session(self, name="chat"):
+        return SidecarSession(self.sc, unique("py-sizes"), name)
+
+    def same(self, items):
+        s = self.session()
+        asyncio.run(s.add_items(items))
+        # a new object, as another process would make
+        again = SidecarSession(self.sc, s.user_id, s.session_id)
+        self.assertEqual(asyncio.run(again.get_items()), items)
+        return again
+
+    def test_turn_sizes(self):
+        loop = [{"role": "user", "content": "go"}]
+        for i in range(51):
+            loop += [_call("s%d" % i, 50), _output("s%d" % i, 50)]
+        loop.append(_say("done"))
+        cases = {
+            "60 parallel tool calls": _turn(60, 100),
+            "a 51-step tool loop": loop,
+            "a 300 KiB tool output": _turn(1, 300 * 1024),
+            "five 250 KiB outputs": _turn(5, 250 * 1024),
+        }
+        for name, items in cases.items():
+            with self.subTest(name):
+                s = self.same(items)
+                self.assertEqual(asyncio.run(s.get_items(7)), items[-7:])
+
+    def test_restore_of_150_items(self):
+        """What the SDK's compaction session does when its compaction write
+        fails: the items it read, put back in one add_items."""
+        s = self.session()
+        items = [{"role": "user", "content": "q%d" % i} if i % 2 == 0 else _say("a%d" % i) for i in range(150)]
+        asyncio.run(s.add_items(items))
+        before = asyncio.run(s.get_items())
+        asyncio.run(s.clear_session())
+        asyncio.run(s.add_items(before))
+        self.assertEqual(asyncio.run(s.get_items()), items)
+
+    def test_exact_limit(self):
+        s = self.session("many")
+        items = [{"role": "user", "content": "m%d" % i} for i in range(1100)]
+        asyncio.run(s.add_items(items[:1000]))
+        asyncio.run(s.add_items(items[1000:]))
+        self.assertEqual(asyncio.run(s.get_items(1050)), items[-1050:])
+        self.assertEqual(asyncio.run(s.get_items(2000)), items)
+        self.assertEqual(len(asyncio.run(s.get_items())), 1100)
+        # 20 items of 240 KiB: 4.7 MiB, past one answer's cap (4 MiB by default)
+        big = self.session("big")
+        heavy = [{"role": "user", "content": str(i).ljust(240 * 1024, "x")} for i in range(20)]
+        asyncio.run(big.add_items(heavy))
+        page = self.sc.list_messages(big.user_id, big.session_id, order="desc", limit=20)
+        self.assertLess(len(page["messages"]), 20, "one page holds them all: the test does not cross a cut")
+        self.assertEqual(asyncio.run(big.get_items(20)), heavy)
+        self.assertEqual(asyncio.run(big.get_items(17)), heavy[-17:])
+        self.assertEqual(asyncio.run(big.get_items()), heavy)

@@ -3,7 +3,8 @@
  * `run(agent, input, { session: new SidecarSession(sc, "alice", "chat-1") })`
  * keeps the conversation in the sidecar, shared by every process and pod.
  * Each item is one message holding it unchanged (`item`, `format:
- * "openai.responses"`); each method is one call of the API.
+ * "openai.responses"`); each write is one call of the API, and a read
+ * follows the pages' cursors until it holds what was asked for.
  * `@openai/agents-core` is a peer dependency, imported for its types only.
  */
 import type { AgentInputItem, Session } from "@openai/agents-core";
@@ -43,13 +44,24 @@ export class SidecarSession implements Session {
     return this.sessionId;
   }
 
-  /** The items, oldest first; with limit, the newest `limit`, still oldest first. */
+  /**
+   * The items, oldest first; with limit, exactly the newest `limit` (or all
+   * when there are fewer), still oldest first. Pages follow the API's
+   * cursors, so no answer cap (`SIDECAR_MAX_ANSWER_BYTES`, a page cut with
+   * `Sidecar-Truncated`) and no page size shortens the result.
+   */
   async getItems(limit?: number): Promise<AgentInputItem[]> {
     const { sidecar: sc, userId: u, sessionId: s } = this;
     if (limit !== undefined) {
       if (limit <= 0) return [];
-      const page = await sc.listMessages(u, s, { order: "desc", limit: Math.min(limit, PAGE) });
-      return page.messages.map(toItem).reverse();
+      const newest: AgentInputItem[] = [];
+      for (let after: string | undefined; newest.length < limit; ) {
+        const page = await sc.listMessages(u, s, { order: "desc", limit: Math.min(limit - newest.length, PAGE), after });
+        newest.push(...page.messages.map(toItem));
+        if (!page.next_cursor || page.messages.length === 0) break;
+        after = page.next_cursor;
+      }
+      return newest.slice(0, limit).reverse();
     }
     const items: AgentInputItem[] = [];
     for (let after: string | undefined; ; ) {

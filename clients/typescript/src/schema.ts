@@ -1940,7 +1940,7 @@ export interface components {
             }[];
             /** @description The call a `tool` message answers, stored as given (pairing is not checked). */
             tool_call_id?: string;
-            /** @description A framework's own item (any JSON, at most 256 KiB), stored and answered byte for byte; the strings under its `content` and `text` keys count for tokens. */
+            /** @description A framework's own item (any JSON, at most `SESSION_MAX_ITEM_BYTES` as sent, 1 MiB by default), stored and answered byte for byte; the strings under its `content` and `text` keys count for tokens. */
             item?: unknown;
             /** @description The format of `item` (e.g. `openai.responses`, `ai-sdk.ui`, `adk.event`); required with `item`. */
             format?: string;
@@ -1984,7 +1984,7 @@ export interface components {
             }[];
             /** @description The call a `tool` message answers, stored as given (pairing is not checked). */
             tool_call_id?: string;
-            /** @description A framework's own item (any JSON, at most 256 KiB), stored and answered byte for byte; the strings under its `content` and `text` keys count for tokens. */
+            /** @description A framework's own item (any JSON, at most `SESSION_MAX_ITEM_BYTES` as sent, 1 MiB by default), stored and answered byte for byte; the strings under its `content` and `text` keys count for tokens. */
             item?: unknown;
             /** @description The format of `item` (e.g. `openai.responses`, `ai-sdk.ui`, `adk.event`); required with `item`. */
             format?: string;
@@ -1997,7 +1997,7 @@ export interface components {
             /** @description Absent: the latest leaf (the most recently appended message; none yet: a new root). null: a new root. An id: that message (a parent with children starts a branch; an unknown id is 400 `unknown_parent`). */
             parent_id?: string | null;
         };
-        /** @description Several messages chained in order: the first placed by its `parent_id`, each later one the child of the one before (its `parent_id`, if sent, must name it). 1-100 messages, stored all or nothing. */
+        /** @description Several messages chained in order: the first placed by its `parent_id`, each later one the child of the one before (its `parent_id`, if sent, must name it). 1-1000 messages, stored all or nothing by one script; the whole body at most `SIDECAR_MAX_MESSAGE_BODY_BYTES` (8 MiB by default). */
         MessageBatch: {
             messages: components["schemas"]["MessageInput"][];
         };
