@@ -70,7 +70,7 @@ func TestUserStateSlidesWithTheUsersWrites(t *testing.T) {
 	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
 		h := start(t, srv, envconf.Env{"SESSION_TTL_SECONDS": "1000"})
 		l := srv.Layout()
-		key := l.UserState("alice")
+		key := l.UserKey(registry.UserStateFamily, "alice")
 		if rep := h.Do(t, "PATCH", "/v1/users/alice/state", `{"plan":"pro"}`); rep.Status != 200 {
 			t.Fatalf("user state: %d %s", rep.Status, rep.Body)
 		}
