@@ -41,7 +41,7 @@ var script = lua.New("hello", helloSource)
 
 // counterKey is the one place the module's key is named. Its prefix has a
 // ':' and the module's name, so it is nobody else's key (the stock keyspace,
-// redisstore/keys.go, takes no such name) and never looks like a lock name.
+// redisstore.Families(), takes no such name) and never looks like a lock name.
 func counterKey(user string) string { return "sidecar_hello:" + user }
 
 // Config is the module's setting.
