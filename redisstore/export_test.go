@@ -11,3 +11,12 @@ func Declared(f Family) Family {
 	}
 	return f
 }
+
+// StockOrder is the names of the stock order, in it.
+func StockOrder() []string {
+	out := make([]string, len(stockOrder))
+	for name, i := range stockOrder {
+		out[i] = name
+	}
+	return out
+}

@@ -35,6 +35,11 @@ func TestFamiliesWellFormed(t *testing.T) {
 	if len(fams) < 38 {
 		t.Fatalf("%d families registered, want the stock modules' 38 at least", len(fams))
 	}
+	for _, name := range redisstore.StockOrder() {
+		if !slices.ContainsFunc(fams, func(f redisstore.Family) bool { return f.Name == name }) {
+			t.Errorf("the stock order names %q, which no stock module registers", name)
+		}
+	}
 	for _, f := range fams {
 		if f.Scope == redisstore.ScopeLock {
 			if f.Prefix != "" {
