@@ -84,9 +84,11 @@ def library():
     with tempfile.TemporaryDirectory() as d:
         names = subprocess.run(["go", "run", "./bench/libraries", d], cwd=os.path.join(LUA, ".."),
                                check=True, capture_output=True, text=True).stdout.split()
-        name = next(n for n in names if n.startswith("agentsidecar_session_"))
-        src = open(os.path.join(d, name + ".lua")).read()
-    suffix = name[len("agentsidecar_session"):]
+        for name in names:
+            src = open(os.path.join(d, name + ".lua")).read()
+            if "function_name = 'session_append_" in src:
+                break
+    suffix = "_" + name.rsplit("_", 1)[1]
     return src, "session_append" + suffix, "session_entry_update" + suffix
 
 

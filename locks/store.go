@@ -103,7 +103,7 @@ func (s store) acquireAndWait(ctx context.Context, c rueidis.Client, keys, args 
 	res := c.DoMulti(ctx, c.B().Evalsha().Sha1(lua.LockAcquire.SHA1()).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build(), wait)
 	if rerr, ok := rueidis.IsRedisErr(res[0].Error()); ok && rerr.IsNoScript() {
 		wait = c.B().Wait().Numreplicas(1).Timeout(s.replicaWait.Milliseconds()).Build()
-		res = c.DoMulti(ctx, c.B().Eval().Script(lua.LockAcquire.Source).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build(), wait)
+		res = c.DoMulti(ctx, c.B().Eval().Script(lua.LockAcquire.Source()).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build(), wait)
 	}
 	vals, err := res[0].ToArray()
 	if err != nil {

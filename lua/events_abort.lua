@@ -1,4 +1,3 @@
---! prelude: session_lib
 -- events_abort: record or clear a request to abort the session's work
 -- (record field abort_requested_at, Redis TIME in µs). A status change
 -- (session_end, registry_lib's end_session) also clears it; so will the
@@ -12,23 +11,28 @@
 --   set ({2, ''} none to clear): nothing written; 0 no such session;
 --   {-1, 'wrong_type', message} when a record field it reads is corrupt
 --   (nothing written).
-local refused = guard('keep')
+--- @include clock
+--- @include session
+--- @include events
+
+local c = session.open(KEYS, ARGV)
+local refused = session.guard(c, 'keep')
 if refused then return refused end
-if not session_exists() then return 0 end
-local bad = check_finish(nil, false)
+if not session.exists(c) then return 0 end
+local bad = session.check_finish(c, nil, false)
 if bad then return { -1, 'wrong_type', bad } end
-local at = redis.call('HGET', K_RECORD, 'abort_requested_at')
+local at = redis.call('HGET', c.record, 'abort_requested_at')
 if ARGV[5] == 'set' then
   if at then return { 2, at } end
-  local now = now_us()
+  local now = clock.now_us()
   at = string.format('%d', now)
-  redis.call('HSET', K_RECORD, 'abort_requested_at', at)
-  emit('abort', 'state', nil, '{"abort_requested_at":"' .. iso_time(now) .. '"}')
-  finish_write()
+  redis.call('HSET', c.record, 'abort_requested_at', at)
+  events.emit(c, 'abort', 'state', nil, '{"abort_requested_at":"' .. clock.iso_time(now) .. '"}')
+  session.finish_write(c)
   return { 1, at }
 end
 if not at then return { 2, '' } end
-clear_abort()
-emit('abort_cleared', 'state', nil, '{}')
-finish_write()
+session.clear_abort(c)
+events.emit(c, 'abort_cleared', 'state', nil, '{}')
+session.finish_write(c)
 return { 1, '' }

@@ -264,6 +264,7 @@ func (s *Script) run(ctx context.Context, c rueidis.Client, keys, args []string)
 			return res
 		}
 	}
+	s.resolve()
 	return s.lua.Exec(ctx, c, keys, args)
 }
 
@@ -279,11 +280,11 @@ func (s *Script) runThen(ctx context.Context, c rueidis.Client, keys, args []str
 		}
 	}
 	res := c.DoMulti(ctx,
-		c.B().Evalsha().Sha1(s.sha1).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build(),
+		c.B().Evalsha().Sha1(s.SHA1()).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build(),
 		then())
 	script, after := res[0], res[1]
 	if err, ok := rueidis.IsRedisErr(script.Error()); ok && err.IsNoScript() {
-		script = c.Do(ctx, c.B().Eval().Script(s.Source).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build())
+		script = c.Do(ctx, c.B().Eval().Script(s.Source()).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build())
 		after = c.Do(ctx, then())
 	}
 	return script, after
@@ -329,7 +330,7 @@ func (s *Script) runMulti(ctx context.Context, c rueidis.Client, calls []Call) [
 	}
 	cmds := make(rueidis.Commands, len(rest))
 	for j, i := range rest {
-		cmds[j] = c.B().Evalsha().Sha1(s.sha1).Numkeys(int64(len(calls[i].Keys))).Key(calls[i].Keys...).Arg(calls[i].Args...).Build()
+		cmds[j] = c.B().Evalsha().Sha1(s.SHA1()).Numkeys(int64(len(calls[i].Keys))).Key(calls[i].Keys...).Arg(calls[i].Args...).Build()
 	}
 	for j, r := range c.DoMulti(ctx, cmds...) {
 		res[rest[j]] = r
@@ -338,7 +339,7 @@ func (s *Script) runMulti(ctx context.Context, c rueidis.Client, calls []Call) [
 	var at []int
 	for _, i := range rest {
 		if err, ok := rueidis.IsRedisErr(res[i].Error()); ok && err.IsNoScript() {
-			again = append(again, c.B().Eval().Script(s.Source).Numkeys(int64(len(calls[i].Keys))).Key(calls[i].Keys...).Arg(calls[i].Args...).Build())
+			again = append(again, c.B().Eval().Script(s.Source()).Numkeys(int64(len(calls[i].Keys))).Key(calls[i].Keys...).Arg(calls[i].Args...).Build())
 			at = append(at, i)
 		}
 	}

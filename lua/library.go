@@ -137,6 +137,9 @@ func librarySource(name string, chain []string, scripts []*Script, suffix string
 	var b strings.Builder
 	fmt.Fprintf(&b, "#!lua name=%s%s\n", libPrefix, name)
 	b.WriteString("local KEYS, ARGV\n")
+	for _, lib := range unionIncludes(scripts) {
+		libraryChunk(&b, lib)
+	}
 	var sections []string
 	for _, pre := range chain {
 		body, err := files.ReadFile(pre + ".lua")

@@ -50,21 +50,46 @@ import (
 	"github.com/redis/rueidis"
 )
 
-//go:embed *.lua
+//go:embed *.lua lib/*.lua
 var files embed.FS
 
 // Script is one Lua script: embedded here, or registered by a module with
 // New.
 type Script struct {
-	Name   string // file name without .lua: the label in metrics
-	Source string // the text Redis runs, prelude included
-	lua    *rueidis.Lua
-	sha1   string
-	body   string   // the script's own text, as given to New
-	chain  []string // its preludes, outermost first
+	Name     string   // file name without .lua: the label in metrics
+	body     string   // the script's own text, as given to New
+	chain    []string // its preludes, outermost first (the old "--! prelude:" form)
+	includes []string // the libraries it includes, each after those it includes
+
+	once sync.Once // resolves the text below at the first use, after every init
+	src  string    // the text EVAL runs: its libraries, then body
+	lua  *rueidis.Lua
+	sha1 string
 
 	duration prometheus.Observer // this script's series, resolved once
 	errors   prometheus.Counter
+}
+
+// Source is the text Redis runs with EVAL: the script's libraries (each
+// once, those it includes first), then its own text.
+func (s *Script) Source() string {
+	s.resolve()
+	return s.src
+}
+
+// resolve builds the script's text at its first use: a generated library
+// (keys) depends on what every package registered at init.
+func (s *Script) resolve() {
+	s.once.Do(func() {
+		if len(s.chain) > 0 {
+			s.src = withPrelude(s.Name, s.body)
+		} else {
+			s.src = evalSource(s.includes, s.body)
+		}
+		sum := sha1.Sum([]byte(s.src))
+		s.sha1 = hex.EncodeToString(sum[:])
+		s.lua = rueidis.NewLuaScript(s.src)
+	})
 }
 
 // registry holds every script of this binary: the embedded ones, then those
@@ -98,10 +123,12 @@ func New(name, source string) *Script {
 	if !validName(name) {
 		panic(fmt.Sprintf("lua: script name %q: want lowercase letters, digits and _", name))
 	}
-	src := withPrelude(name, source)
-	sum := sha1.Sum([]byte(src))
-	s := &Script{Name: name, Source: src, lua: rueidis.NewLuaScript(src), sha1: hex.EncodeToString(sum[:]),
-		body: source, chain: preludeChain(source)}
+	s := &Script{Name: name, body: source, chain: preludeChain(source)}
+	if len(s.chain) > 0 {
+		withPrelude(name, source) // an unknown prelude panics here, at init
+	} else {
+		s.includes = resolveIncludes(name, source)
+	}
 	registry.Lock()
 	defer registry.Unlock()
 	if _, dup := registry.m[name]; dup {
@@ -153,7 +180,10 @@ func validName(name string) bool {
 }
 
 // SHA1 is the script's digest, for EVALSHA.
-func (s *Script) SHA1() string { return s.sha1 }
+func (s *Script) SHA1() string {
+	s.resolve()
+	return s.sha1
+}
 
 // All returns every script, sorted by name.
 func All() []*Script {
@@ -254,7 +284,7 @@ func Load(ctx context.Context, c rueidis.Client) error {
 	scripts := All()
 	shas := make([]string, len(scripts))
 	for i, s := range scripts {
-		shas[i] = s.sha1
+		shas[i] = s.SHA1()
 	}
 	for addr, node := range c.Nodes() {
 		held, err := node.Do(ctx, node.B().ScriptExists().Sha1(shas...).Build()).AsIntSlice()
@@ -272,7 +302,7 @@ func Load(ctx context.Context, c rueidis.Client) error {
 		}
 		cmds := make(rueidis.Commands, 0, len(missing))
 		for _, s := range missing {
-			cmds = append(cmds, node.B().ScriptLoad().Script(s.Source).Build())
+			cmds = append(cmds, node.B().ScriptLoad().Script(s.Source()).Build())
 		}
 		for i, res := range node.DoMulti(ctx, cmds...) {
 			if err := res.Error(); err != nil {

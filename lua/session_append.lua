@@ -1,4 +1,3 @@
---! prelude: session_lib
 -- session_append: append one Q&A entry to the session, idempotently by qa_id,
 -- trim to SESSION_MAX_ENTRIES, keep the entry's search document, slide the
 -- TTL of every key of the session and record the activity, all at once.
@@ -21,35 +20,44 @@
 -- Like that answer, a refusal (a key of another type) may follow one step
 -- of the qa_id index (the sidecar's own lookup table of the list, brought
 -- closer to the list as it is); nothing else is written.
+--- @include json
+--- @include clock
+--- @include guard
+--- @include session
+--- @include events
+--- @include idindex
+--- @include search
+
+local c = session.open(KEYS, ARGV)
 local qa_id, entry, spec = ARGV[5], ARGV[6], ARGV[7]
 local refused, rec
 if spec then
   -- the postings (below) are the first writes then, before the event
-  refused, rec = guard('keep', { K_ENTRIES, 'list', 'self' }, { K_INDEX, 'hash', 'self' },
-    { K_EDOCS, 'hash' }, { K_SSTATS, 'hash' })
+  refused, rec = session.guard(c, 'keep', { c.entries, 'list', 'self' }, { c.qa_index, 'hash', 'self' },
+    { c.edocs, 'hash' }, { c.sstats, 'hash' })
 else
-  refused, rec = guard('keep', { K_ENTRIES, 'list', 'self' }, { K_INDEX, 'hash', 'self' },
-    { K_EVENTS, 'stream', 'self' })
+  refused, rec = session.guard(c, 'keep', { c.entries, 'list', 'self' }, { c.qa_index, 'hash', 'self' },
+    { c.events, 'stream', 'self' })
 end
 if refused then return refused end
 
-local pos, existing, llen, meta = locate('qa', qa_id)
+local pos, existing, llen, meta = idindex.locate(c, 'qa', qa_id)
 if type(pos) == 'table' then return pos end
 if pos then return { 0, existing } end
-if not spec and MAX_ENTRIES > 0 and (llen + 1) * 4 > MAX_ENTRIES * 5 then
+if not spec and c.max_entries > 0 and (llen + 1) * 4 > c.max_entries * 5 then
   -- without a document the search keys are written only by the trim
   -- below, and only when the session has documents (entries_removed): the
   -- documents hash, then the user's statistics, are checked then
-  local key, got = K_EDOCS, key_type(K_EDOCS)
-  if got == 'hash' then key, got = K_SSTATS, key_type(K_SSTATS) end
-  if got ~= 'none' and got ~= 'hash' then return redis.error_reply('KEYTYPE ' .. key .. ' ' .. got .. ' hash') end
+  local key, got = c.edocs, guard.key_type(c.edocs)
+  if got == 'hash' then key, got = c.sstats, guard.key_type(c.sstats) end
+  if got ~= 'none' and got ~= 'hash' then return guard.refusal(key, got, 'hash') end
 end
 
 -- the index's fingerprint of the last element, which locate found current,
 -- and its '#head'
 local last_fp, head = '', 0
 if llen > 0 then
-  if not meta then meta = redis.call('HMGET', K_INDEX, '#len', '#last', '#first', '#head') end
+  if not meta then meta = redis.call('HMGET', c.qa_index, '#len', '#last', '#first', '#head') end
   last_fp, head = meta[2] or '', tonumber(meta[4] or '0')
 end
 -- The entry's search document is written here when the index's covered
@@ -62,18 +70,18 @@ local cov_since, refreshing, posted, dlen, dtime
 local index_now = false
 if spec then
   local n, fp
-  n, fp, cov_since, refreshing = entries_cov()
+  n, fp, cov_since, refreshing = search.entries_cov(c)
   index_now = n == llen and (n == 0 or fp == last_fp)
 end
 if index_now and spec ~= '' then
-  dlen, dtime = tonumber(ARGV[8]) or 0, entry_time_us(entry) or now_us()
-  local cur = tonumber(redis.call('HGET', K_EDOCS, ' v') or '0') or 0
+  dlen, dtime = tonumber(ARGV[8]) or 0, clock.entry_time_us(entry) or clock.now_us()
+  local cur = tonumber(redis.call('HGET', c.edocs, ' v') or '0') or 0
   posted = { v = cur + 1, fresh = cur == 0, p = {} }
-  if posted.fresh then posted.v = now_us() end
-  local member = SID .. '\tentry\t' .. qa_id .. '\t' .. string.format('%d', posted.v) .. '\t'
+  if posted.fresh then posted.v = clock.now_us() end
+  local member = c.sid .. '\tentry\t' .. qa_id .. '\t' .. string.format('%d', posted.v) .. '\t'
   local at, added = string.format('%d', dtime), {}
   for t, tf in string.gmatch(spec, '(%S+) (%d+)') do
-    local key = SEARCH_PREFIX .. t
+    local key = c.search_prefix .. t
     local p = redis.call('PTTL', key)
     local m = member .. tf .. '\t' .. dlen
     -- NX: a member already there (a version repeated) is left as it was
@@ -81,7 +89,7 @@ if index_now and spec ~= '' then
     local r = redis.pcall('ZADD', key, 'NX', at, m)
     if type(r) == 'table' then
       for _, a in ipairs(added) do redis.call('ZREM', a[1], a[2]) end
-      return type_refusal(key, 'zset', r)
+      return guard.from_error(key, 'zset', r)
     end
     if r == 1 then added[#added + 1] = { key, m } end
     if posted.p[key] == nil then posted.p[key] = p end
@@ -89,24 +97,24 @@ if index_now and spec ~= '' then
 end
 
 -- the event: its XADD checks the stream's type when it is the first write
-local ev = emit('entry_appended', 'entry', qa_id, entry, not spec)
+local ev = events.emit(c, 'entry_appended', 'entry', qa_id, entry, not spec)
 if type(ev) == 'table' then return ev end
-local newlen = redis.call('RPUSH', K_ENTRIES, entry)
-index_append('qa', qa_id, entry, newlen, head)
+local newlen = redis.call('RPUSH', c.entries, entry)
+idindex.append(c, 'qa', qa_id, entry, newlen, head)
 local pending = 0
 if spec then
   local since = cov_since
   if index_now then
-    index_doc(K_EDOCS, 'entry', qa_id, spec, tonumber(ARGV[8]) or 0, ARGV[9] or '', dtime or entry_time_us(entry) or now_us(), posted)
-    set_cov(newlen, fingerprint('qa', entry))
-    if not since then redis.call('HSET', K_EDOCS, ' since', string.format('%d', now_us())) end
+    search.index_doc(c, c.edocs, 'entry', qa_id, spec, tonumber(ARGV[8]) or 0, ARGV[9] or '', dtime or clock.entry_time_us(entry) or clock.now_us(), posted)
+    search.set_cov(c, newlen, idindex.fingerprint('qa', entry))
+    if not since then redis.call('HSET', c.edocs, ' since', string.format('%d', clock.now_us())) end
   else
     pending = 1
   end
-  if refreshing or refresh_due(since) then pending = 1 end
+  if refreshing or search.refresh_due(c, since) then pending = 1 end
 end
-local removed, gone = trim(K_ENTRIES, newlen, 'qa')
-if removed > 0 and entries_removed(removed, gone) then pending = 1 end
+local removed, gone = idindex.trim(c, c.entries, newlen, 'qa')
+if removed > 0 and search.entries_removed(c, removed, gone) then pending = 1 end
 
-local _, started = finish_write(false, newlen == 1, newlen - removed, newlen == 1, rec)
-return { stored_flag(started), pending }
+local _, started = session.finish_write(c, false, newlen == 1, newlen - removed, newlen == 1, rec)
+return { session.stored_flag(started), pending }

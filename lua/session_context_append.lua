@@ -1,4 +1,3 @@
---! prelude: session_lib
 -- session_context_append: append one session-context entry, idempotently by
 -- its "id" (through the context index), and trim the context list to
 -- SESSION_MAX_ENTRIES.
@@ -12,15 +11,20 @@
 --   is written then); {'index_build', 'context'} when telling needs more
 --   index steps (nothing written but one step: run session_index_build,
 --   then this again).
-local refused = guard('keep', { K_CONTEXT, 'list' }, { K_CTX_INDEX, 'hash' })
+--- @include session
+--- @include events
+--- @include idindex
+
+local c = session.open(KEYS, ARGV)
+local refused = session.guard(c, 'keep', { c.context, 'list' }, { c.ctx_index, 'hash' })
 if refused then return refused end
 local id, entry = ARGV[5], ARGV[6]
-local pos, existing = locate('context', id)
+local pos, existing = idindex.locate(c, 'context', id)
 if type(pos) == 'table' then return pos end
 if pos then return { 0, existing } end
-local newlen = redis.call('RPUSH', K_CONTEXT, entry)
-index_append('context', id, entry, newlen)
-trim(K_CONTEXT, newlen, 'context')
-emit('context_changed', 'context', id, entry)
-local _, started = finish_write(false, newlen == 1)
-return { stored_flag(started) }
+local newlen = redis.call('RPUSH', c.context, entry)
+idindex.append(c, 'context', id, entry, newlen)
+idindex.trim(c, c.context, newlen, 'context')
+events.emit(c, 'context_changed', 'context', id, entry)
+local _, started = session.finish_write(c, false, newlen == 1)
+return { session.stored_flag(started) }

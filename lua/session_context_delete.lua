@@ -1,4 +1,3 @@
---! prelude: session_lib
 -- session_context_delete: remove the session-context entry whose "id" matches.
 -- KEYS[1..15] the session's keys, indexes and totals (session_lib.lua)
 -- ARGV[1..4] TTL, max entries, user_id, session_id (session_lib.lua)
@@ -7,13 +6,18 @@
 -- returns 1 when removed, 0 when there is no such entry;
 --   {'index_build', 'context'} when finding it needs more index steps
 --   (session_index_build, then this again).
-local refused = guard('keep', { K_CONTEXT, 'list' }, { K_CTX_INDEX, 'hash' })
+--- @include session
+--- @include events
+--- @include idindex
+
+local c = session.open(KEYS, ARGV)
+local refused = session.guard(c, 'keep', { c.context, 'list' }, { c.ctx_index, 'hash' })
 if refused then return refused end
-local llen = redis.call('LLEN', K_CONTEXT)
-local pos, el = locate('context', ARGV[5], llen)
+local llen = redis.call('LLEN', c.context)
+local pos, el = idindex.locate(c, 'context', ARGV[5], llen)
 if type(pos) == 'table' then return pos end
 if not pos then return 0 end
-remove_at('context', pos, el, llen)
-emit('context_changed', 'context', ARGV[5], '{"id":' .. cjson.encode(ARGV[5]) .. ',"deleted":true}')
-finish_write()
+idindex.remove_at(c, 'context', pos, el, llen)
+events.emit(c, 'context_changed', 'context', ARGV[5], '{"id":' .. cjson.encode(ARGV[5]) .. ',"deleted":true}')
+session.finish_write(c)
 return 1

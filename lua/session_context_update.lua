@@ -1,4 +1,3 @@
---! prelude: session_lib
 -- session_context_update: shallow-merge fields into the session-context entry
 -- whose "id" matches, as Cognee's update_session_context_entry does, keeping
 -- the bytes of the fields not named.
@@ -10,14 +9,20 @@
 -- returns the updated entry; nil when there is no such entry;
 --   {'index_build', 'context'} when finding it needs more index steps
 --   (session_index_build, then this again).
-local refused = guard('keep', { K_CONTEXT, 'list' }, { K_CTX_INDEX, 'hash' })
+--- @include json
+--- @include session
+--- @include events
+--- @include idindex
+
+local c = session.open(KEYS, ARGV)
+local refused = session.guard(c, 'keep', { c.context, 'list' }, { c.ctx_index, 'hash' })
 if refused then return refused end
-local pos, el = locate('context', ARGV[5])
+local pos, el = idindex.locate(c, 'context', ARGV[5])
 if type(pos) == 'table' then return pos end
 if not pos then return false end
-local updated = merge_object(el, ARGV[6])
-redis.call('LSET', K_CONTEXT, pos, updated)
-index_touch('context', pos, updated)
-emit('context_changed', 'context', ARGV[5], updated)
-finish_write()
+local updated = json.merge_object(el, ARGV[6])
+redis.call('LSET', c.context, pos, updated)
+idindex.touch(c, 'context', pos, updated)
+events.emit(c, 'context_changed', 'context', ARGV[5], updated)
+session.finish_write(c)
 return updated

@@ -1,57 +1,63 @@
---! prelude: session_lib
 -- session_delete: remove the whole session: entries, traces, context, record,
 -- qa_id index, usage ids, state, context blocks, frozen prompt, tool calls,
--- messages, compactions and their search documents (SESSION_KEYS), and its
+-- messages, compactions and their search documents (session.own_keys(c)), and its
 -- place in every index set (status and metadata).
 -- The usage totals across sessions keep what it spent (they are all-time
 -- counters).
 -- KEYS[1..15] the session's keys, indexes and totals (session_lib.lua)
 -- ARGV[1..4] TTL, max entries, user_id, session_id (session_lib.lua)
 -- The event stream is emptied but for the `deleted` event it gets, kept
--- 300 s (EVENTS_TOMBSTONE_SECONDS) so every pod's readers see it.
+-- 300 s (events.TOMBSTONE_SECONDS) so every pod's readers see it.
 -- returns the number of the session's own keys removed (0: no such session).
 -- Every read before the first write: a record of the wrong type (or with
 -- metadata that is not a JSON object of strings, written by hand) has no
 -- metadata index to leave, and must not stop the delete half-way.
-local meta = redis.pcall('HGET', K_RECORD, 'metadata')
-if type(meta) ~= 'string' then meta = nil end
-local refused = guard('indexes', unpack(meta_checks(meta)))
+--- @include guard
+--- @include meta
+--- @include session
+--- @include events
+--- @include search
+
+local c = session.open(KEYS, ARGV)
+local metadata = redis.pcall('HGET', c.record, 'metadata')
+if type(metadata) ~= 'string' then metadata = nil end
+local refused = session.guard(c, 'indexes', unpack(meta.checks(c, metadata)))
 if refused then return refused end
-if type(meta) ~= 'string' then
-  meta = nil
+if type(metadata) ~= 'string' then
+  metadata = nil
 else
-  local ok, decoded = pcall(cjson.decode, meta)
+  local ok, decoded = pcall(cjson.decode, metadata)
   if not ok or type(decoded) ~= 'table' then
-    meta = nil
+    metadata = nil
   else
     for k, v in pairs(decoded) do
-      if type(k) ~= 'string' or type(v) ~= 'string' then meta = nil end
+      if type(k) ~= 'string' or type(v) ~= 'string' then metadata = nil end
     end
   end
 end
 -- the user's search statistics lose the session's indexed messages and
 -- entries (their postings go stale and are dropped when a query meets them)
 local indexed = {}
-for i, k in ipairs({ K_SDOCS, K_EDOCS }) do indexed[i] = redis.pcall('HMGET', k, ' n', ' len') end
-local st = key_type(K_SSTATS)
-unindex()
-meta_unindex(meta)
+for i, k in ipairs({ c.sdocs, c.edocs }) do indexed[i] = redis.pcall('HMGET', k, ' n', ' len') end
+local st = guard.key_type(c.sstats)
+session.unindex(c)
+meta.unindex(c, metadata)
 for _, docs in ipairs(indexed) do
   if type(docs) == 'table' and not docs.err and docs[1] and st == 'hash' then
-    hincr(K_SSTATS, 'n', -(tonumber(docs[1]) or 0))
-    hincr(K_SSTATS, 'len', -(tonumber(docs[2]) or 0))
+    search.hincr(c.sstats, 'n', -(tonumber(docs[1]) or 0))
+    search.hincr(c.sstats, 'len', -(tonumber(docs[2]) or 0))
   end
 end
 local own = {}
-for _, k in ipairs(SESSION_KEYS) do
-  if k ~= K_EVENTS then own[#own + 1] = k end
+for _, k in ipairs(session.own_keys(c)) do
+  if k ~= c.events then own[#own + 1] = k end
 end
 local n = redis.call('DEL', unpack(own))
 if n > 0 then
   -- The stream keeps only its `deleted` event, a tombstone for readers on
-  -- every pod, for EVENTS_TOMBSTONE_SECONDS.
-  xadd(K_EVENTS, 'deleted', '{"user_id":' .. cjson.encode(ARGV[3]) .. ',"session_id":' .. cjson.encode(ARGV[4]) .. '}')
-  redis.call('XTRIM', K_EVENTS, 'MAXLEN', 1)
-  redis.call('EXPIRE', K_EVENTS, EVENTS_TOMBSTONE_SECONDS)
+  -- every pod, for events.TOMBSTONE_SECONDS.
+  events.xadd(c, c.events, 'deleted', '{"user_id":' .. cjson.encode(ARGV[3]) .. ',"session_id":' .. cjson.encode(ARGV[4]) .. '}')
+  redis.call('XTRIM', c.events, 'MAXLEN', 1)
+  redis.call('EXPIRE', c.events, events.TOMBSTONE_SECONDS)
 end
 return n

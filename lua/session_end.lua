@@ -1,4 +1,3 @@
---! prelude: session_lib
 -- session_end: mark the session completed or failed (ended_at from Redis
 -- TIME). Activity after the end is still recorded but never reopens it.
 -- KEYS[1..15] the session's keys, indexes and totals (session_lib.lua)
@@ -14,25 +13,30 @@
 --   {-1, 'wrong_type', message} when a key it would write holds the wrong
 --   type, or the KEYTYPE error of guard (nothing written: every check comes
 --   before the first write).
-local refused = guard('move')
+--- @include clock
+--- @include session
+--- @include events
+
+local c = session.open(KEYS, ARGV)
+local refused = session.guard(c, 'move')
 if refused then return refused end
 local want = ARGV[5]
-if not session_exists() then return 0 end
-local bad = check_finish(nil, true)
+if not session.exists(c) then return 0 end
+local bad = session.check_finish(c, nil, true)
 if bad then return { -1, 'wrong_type', bad } end
-local status = redis.call('HGET', K_RECORD, 'status')
+local status = redis.call('HGET', c.record, 'status')
 if status == want then return 2 end
 if status == 'completed' or status == 'failed' then return { 3, status } end
-local now = now_us()
+local now = clock.now_us()
 if status then
-  redis.call('HSET', K_RECORD, 'status', want, 'ended_at', string.format('%d', now), 'end_reason', want)
+  redis.call('HSET', c.record, 'status', want, 'ended_at', string.format('%d', now), 'end_reason', want)
 else -- a session only Cognee wrote: it started with its first entry
-  redis.call('HSET', K_RECORD, 'status', want, 'ended_at', string.format('%d', now), 'end_reason', want, 'started_at', started_at_of(now))
+  redis.call('HSET', c.record, 'status', want, 'ended_at', string.format('%d', now), 'end_reason', want, 'started_at', session.started_at_of(c, now))
 end
 if ARGV[6] == '1' then
-  redis.call('HSET', K_RECORD, 'summary', ARGV[7], 'summary_auto_generated', '0')
+  redis.call('HSET', c.record, 'summary', ARGV[7], 'summary_auto_generated', '0')
 end
-clear_abort()
-emit('status', 'state', nil, '{"status":"' .. want .. '","end_reason":"' .. want .. '","ended_at":"' .. iso_time(now) .. '"}')
-finish_write(true)
+session.clear_abort(c)
+events.emit(c, 'status', 'state', nil, '{"status":"' .. want .. '","end_reason":"' .. want .. '","ended_at":"' .. clock.iso_time(now) .. '"}')
+session.finish_write(c, true)
 return 1

@@ -1,4 +1,3 @@
---! prelude: session_lib
 -- session_entry_get: read one Q&A entry by qa_id through the qa_id index, in
 -- O(1) whatever the session's length. It writes nothing but a step of the
 -- index when the index does not cover the list (Cognee wrote to it); it
@@ -9,7 +8,11 @@
 -- returns the entry; nil when the session holds no such entry;
 --   {'index_build', 'qa'} when telling needs more index steps
 --   (session_index_build).
-local pos, el = locate('qa', ARGV[5])
+--- @include idindex
+--- @include session
+
+local c = session.open(KEYS, ARGV)
+local pos, el = idindex.locate(c, 'qa', ARGV[5])
 if type(pos) == 'table' then return pos end
 if not pos then return false end
 return el

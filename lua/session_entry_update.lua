@@ -1,4 +1,3 @@
---! prelude: session_lib
 -- session_entry_update: change fields of one Q&A entry in place (PATCH,
 -- feedback set and clear). Only the named top-level fields change; every other
 -- byte of the entry stays as it was. memify_metadata is merged key-wise.
@@ -18,11 +17,17 @@
 -- document until the sidecar indexes it again (session_search_entry, right
 -- after); should that not happen, the next refresh of the session's index
 -- (session_search_pending, mode 2) does.
-local refused, rec = guard('keep', { K_ENTRIES, 'list', 'self' }, { K_INDEX, 'hash', 'self' },
-  { K_EVENTS, 'stream', 'self' })
+--- @include json
+--- @include session
+--- @include events
+--- @include idindex
+
+local c = session.open(KEYS, ARGV)
+local refused, rec = session.guard(c, 'keep', { c.entries, 'list', 'self' }, { c.qa_index, 'hash', 'self' },
+  { c.events, 'stream', 'self' })
 if refused then return refused end
 local qa_id, memify = ARGV[5], ARGV[6]
-local pos, el, llen = locate('qa', qa_id)
+local pos, el, llen = idindex.locate(c, 'qa', qa_id)
 if type(pos) == 'table' then return pos end
 if not pos then return false end
 
@@ -30,21 +35,21 @@ local ok, updated = pcall(function()
   local updates = {}
   for i = 7, #ARGV, 2 do updates[#updates + 1] = { ARGV[i], ARGV[i + 1] } end
   if memify ~= '' then
-    updates[#updates + 1] = { 'memify_metadata', merge_object(field_raw(el, 'memify_metadata'), memify) }
+    updates[#updates + 1] = { 'memify_metadata', json.merge_object(json.field_raw(el, 'memify_metadata'), memify) }
   end
-  return set_fields(el, updates)
+  return json.set_fields(el, updates)
 end)
 if not ok then -- another writer stored an element that is not a JSON object
-  return redis.error_reply('BADVALUE ' .. K_ENTRIES .. ' ' .. qa_id)
+  return redis.error_reply('BADVALUE ' .. c.entries .. ' ' .. qa_id)
 end
 local typ = 'entry_updated'
 for i = 7, #ARGV, 2 do
   if string.sub(ARGV[i], 1, 9) == 'feedback_' then typ = 'feedback' end
 end
 -- the event first: its XADD checks the stream's type (nothing written yet)
-local ev = emit(typ, 'entry', qa_id, updated, true)
+local ev = events.emit(c, typ, 'entry', qa_id, updated, true)
 if type(ev) == 'table' then return ev end
-redis.call('LSET', K_ENTRIES, pos, updated)
+redis.call('LSET', c.entries, pos, updated)
 
-finish_write(false, false, llen, false, rec)
+session.finish_write(c, false, false, llen, false, rec)
 return updated

@@ -1,4 +1,3 @@
---! prelude: session_lib
 -- session_index_build: one bounded step of making the id index of one of
 -- the session's lists cover the whole list (session_lib.lua, "The id
 -- indexes"): check the index still describes a prefix of the list (else
@@ -12,14 +11,18 @@
 -- ARGV[5] 'qa' (the entries list by qa_id) or 'context' (the context
 --   list by id)
 -- returns 1 when the index covers the list, 0 when more steps are needed.
+--- @include idindex
+--- @include session
+
+local c = session.open(KEYS, ARGV)
 local which = ARGV[5]
 if which ~= 'qa' and which ~= 'context' then
   return redis.error_reply('ERR session_index_build: unknown index ' .. which)
 end
-local list = index_keys(which)
+local list = idindex.index_keys(c, which)
 local llen = redis.call('LLEN', list)
 if llen == 0 then return 1 end
-local done = index_sync(which, llen)
+local done = idindex.index_sync(c, which, llen)
 if type(done) == 'table' then return done end -- the index is not a hash
 if done then return 1 end
 return 0

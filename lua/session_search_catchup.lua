@@ -1,4 +1,3 @@
---! prelude: session_lib
 -- session_search_catchup: takes entries into the search index as
 -- session_search_pending read them, the sidecar having analysed them,
 -- when the list and the index are still as that read found them (every
@@ -22,76 +21,77 @@
 --   to take in); {0} when the list or the index changed since the read
 --   (nothing written: read again); a KEYTYPE error when a key holds
 --   another type (nothing written).
-local start, mode, c = tonumber(ARGV[5]) or 0, ARGV[6], tonumber(ARGV[8]) or 0
-if #ARGV ~= 8 + c * 6 then return redis.error_reply('ERR session_search_catchup: want 6 arguments per entry') end
-local docs, now = {}, now_us()
-for i = 1, c do
+--- @include clock
+--- @include guard
+--- @include session
+--- @include search
+
+local c = session.open(KEYS, ARGV)
+local start, mode, count = tonumber(ARGV[5]) or 0, ARGV[6], tonumber(ARGV[8]) or 0
+if #ARGV ~= 8 + count * 6 then return redis.error_reply('ERR session_search_catchup: want 6 arguments per entry') end
+local docs, now = {}, clock.now_us()
+for i = 1, count do
   local j = 9 + (i - 1) * 6
   docs[i] = { id = ARGV[j], fp = ARGV[j + 1], sha = ARGV[j + 2], spec = ARGV[j + 3],
     len = tonumber(ARGV[j + 4]) or 0, preview = ARGV[j + 5] }
 end
-for _, k in ipairs({ { K_ENTRIES, 'list' }, { K_EDOCS, 'hash' }, { K_SSTATS, 'hash' } }) do
-  local got = key_type(k[1])
-  if got ~= 'none' and got ~= k[2] then
-    return redis.error_reply('KEYTYPE ' .. k[1] .. ' ' .. got .. ' ' .. k[2])
-  end
-end
-local refused = check_terms(docs)
+local refused = guard.check({ { c.entries, 'list' }, { c.edocs, 'hash' }, { c.sstats, 'hash' } })
+  or search.check_terms(c, docs)
 if refused then return refused end
-local f = redis.call('HMGET', K_EDOCS, ' cov', ' refresh')
+local f = redis.call('HMGET', c.edocs, ' cov', ' refresh')
 if (f[1] or '') .. '\n' .. (f[2] or '') ~= ARGV[7] then return { 0 } end
-local llen = redis.call('LLEN', K_ENTRIES)
-if start + c > llen then return { 0 } end
-local n = entries_cov()
-if mode == '2' and start + c > n then return { 0 } end
-if c > 0 then
-  local els = redis.call('LRANGE', K_ENTRIES, start, start + c - 1)
+local llen = redis.call('LLEN', c.entries)
+if start + count > llen then return { 0 } end
+local n = search.entries_cov(c)
+if mode == '2' and start + count > n then return { 0 } end
+if count > 0 then
+  local els = redis.call('LRANGE', c.entries, start, start + count - 1)
   for i, el in ipairs(els) do
     if redis.sha1hex(el) ~= docs[i].sha then return { 0 } end
-    docs[i].at = entry_time_us(el) or now
+    docs[i].at = clock.entry_time_us(el) or now
   end
 end
 
-if mode == '1' then unindex_all(K_EDOCS) end
-local _, _, since = entries_cov()
+if mode == '1' then search.unindex_all(c, c.edocs) end
+local _, _, since = search.entries_cov(c)
 for _, d in ipairs(docs) do
   -- skipped: indexed already at the read; or indexed since (by the
   -- sidecar's own write, which is at least as new)
   if d.id ~= '' and d.len >= 0 then
     if mode == '2' then
-      if not refresh_doc(K_EDOCS, 'entry', d.id, d.spec, d.len, d.preview) then
-        index_doc(K_EDOCS, 'entry', d.id, d.spec, d.len, d.preview, d.at)
+      if not search.refresh_doc(c, c.edocs, 'entry', d.id, d.spec, d.len, d.preview) then
+        search.index_doc(c, c.edocs, 'entry', d.id, d.spec, d.len, d.preview, d.at)
       end
-    elseif redis.call('HEXISTS', K_EDOCS, 'entry\t' .. d.id) == 0 then
-      index_doc(K_EDOCS, 'entry', d.id, d.spec, d.len, d.preview, d.at)
+    elseif redis.call('HEXISTS', c.edocs, 'entry\t' .. d.id) == 0 then
+      search.index_doc(c, c.edocs, 'entry', d.id, d.spec, d.len, d.preview, d.at)
     end
   end
 end
 if mode == '2' then
   -- the refresh cursor moves; the walk ends at the covered prefix's end
-  if c > 0 and start + c < n then
-    redis.call('HSET', K_EDOCS, ' refresh', string.format('%d', start + c) .. '\t' .. docs[c].fp)
-  elseif redis.call('EXISTS', K_EDOCS) == 1 then
-    redis.call('HDEL', K_EDOCS, ' refresh')
+  if count > 0 and start + count < n then
+    redis.call('HSET', c.edocs, ' refresh', string.format('%d', start + count) .. '\t' .. docs[count].fp)
+  elseif redis.call('EXISTS', c.edocs) == 1 then
+    redis.call('HDEL', c.edocs, ' refresh')
   end
-elseif c > 0 then
-  set_cov(start + c, docs[c].fp)
+elseif count > 0 then
+  search.set_cov(c, start + count, docs[count].fp)
 end
 -- ' since': when the last walk from the first entry began that wrote every
 -- document (a rebuild, a refresh, or the first one)
-if start == 0 and (mode ~= '0' or not since) and redis.call('EXISTS', K_EDOCS) == 1 then
-  redis.call('HSET', K_EDOCS, ' since', string.format('%d', now))
+if start == 0 and (mode ~= '0' or not since) and redis.call('EXISTS', c.edocs) == 1 then
+  redis.call('HSET', c.edocs, ' since', string.format('%d', now))
 end
 -- the documents live as long as the list they describe (or, when it has
 -- no expiry yet, the session's TTL)
-if redis.call('EXISTS', K_EDOCS) == 1 then
-  local lp, ttl = redis.call('PTTL', K_ENTRIES), session_ttl()
+if redis.call('EXISTS', c.edocs) == 1 then
+  local lp, ttl = redis.call('PTTL', c.entries), session.ttl(c)
   if lp > 0 then
-    redis.call('PEXPIRE', K_EDOCS, lp)
-  elseif ttl > 0 and redis.call('PTTL', K_EDOCS) == -1 then
-    redis.call('EXPIRE', K_EDOCS, ttl)
+    redis.call('PEXPIRE', c.edocs, lp)
+  elseif ttl > 0 and redis.call('PTTL', c.edocs) == -1 then
+    redis.call('EXPIRE', c.edocs, ttl)
   end
 end
 local more = 0
-if start + c < llen or (mode == '2' and n < llen) then more = 1 end
+if start + count < llen or (mode == '2' and n < llen) then more = 1 end
 return { 1, more }

@@ -1,4 +1,3 @@
---! prelude: session_lib
 -- session_search_entry: writes one Q&A entry's search document anew after
 -- its question, context or answer changed, when the entry is still the one
 -- the sidecar analysed and lies in the index's covered prefix (an entry
@@ -18,18 +17,25 @@
 --   {'index_build', 'qa'} when finding it needs more index steps (nothing
 --   written but one step: run session_index_build, then this again); a
 --   KEYTYPE error when a key holds another type (nothing written).
-for _, k in ipairs({ { K_ENTRIES, 'list' }, { K_INDEX, 'hash' }, { K_EDOCS, 'hash' }, { K_SSTATS, 'hash' } }) do
-  local got = key_type(k[1])
+--- @include clock
+--- @include guard
+--- @include idindex
+--- @include search
+--- @include session
+
+local c = session.open(KEYS, ARGV)
+for _, k in ipairs({ { c.entries, 'list' }, { c.qa_index, 'hash' }, { c.edocs, 'hash' }, { c.sstats, 'hash' } }) do
+  local got = guard.key_type(k[1])
   if got ~= 'none' and got ~= k[2] then
     return redis.error_reply('KEYTYPE ' .. k[1] .. ' ' .. got .. ' ' .. k[2])
   end
 end
-local refused = check_terms({ { spec = ARGV[7] } })
+local refused = search.check_terms(c, { { spec = ARGV[7] } })
 if refused then return refused end
-local pos, el = locate('qa', ARGV[5])
+local pos, el = idindex.locate(c, 'qa', ARGV[5])
 if type(pos) == 'table' then return pos end
 if not pos or redis.sha1hex(el) ~= ARGV[6] then return 0 end
-local n, fp = entries_cov()
-if pos >= n or not cov_valid(n, fp) then return 2 end
-index_doc(K_EDOCS, 'entry', ARGV[5], ARGV[7], tonumber(ARGV[8]) or 0, ARGV[9] or '', entry_time_us(el) or now_us())
+local n, fp = search.entries_cov(c)
+if pos >= n or not search.cov_valid(c, n, fp) then return 2 end
+search.index_doc(c, c.edocs, 'entry', ARGV[5], ARGV[7], tonumber(ARGV[8]) or 0, ARGV[9] or '', clock.entry_time_us(el) or clock.now_us())
 return 1

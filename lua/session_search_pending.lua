@@ -1,4 +1,3 @@
---! prelude: session_lib
 -- session_search_pending: what the search index has to take in of the
 -- session's entries list, at most one step of it (ARGV[5] entries, at most
 -- 256, and about 1 MiB: read_range). Reads only. The sidecar analyses the
@@ -24,40 +23,47 @@
 --   check is the index's ' cov' and ' refresh' fields as read, which
 --   session_search_catchup checks are unchanged. {start, 0, check} alone:
 --   nothing to do (or a key holds another type: the write refuses it).
-local lt, dt = key_type(K_ENTRIES), key_type(K_EDOCS)
+--- @include json
+--- @include guard
+--- @include idindex
+--- @include search
+--- @include session
+
+local c = session.open(KEYS, ARGV)
+local lt, dt = guard.key_type(c.entries), guard.key_type(c.edocs)
 if (lt ~= 'none' and lt ~= 'list') or (dt ~= 'none' and dt ~= 'hash') then return { 0, 0, '' } end
-local llen = redis.call('LLEN', K_ENTRIES)
-local f = redis.call('HMGET', K_EDOCS, ' cov', ' refresh')
+local llen = redis.call('LLEN', c.entries)
+local f = redis.call('HMGET', c.edocs, ' cov', ' refresh')
 local check = (f[1] or '') .. '\n' .. (f[2] or '')
-local n, fp, since = entries_cov()
+local n, fp, since = search.entries_cov(c)
 local mode, start, stop = 0, n, llen
-if n > llen or not cov_valid(n, fp) or (llen == 0 and dt == 'hash') then
+if n > llen or not search.cov_valid(c, n, fp) or (llen == 0 and dt == 'hash') then
   mode, start = 1, 0
-elseif f[2] or refresh_due(since) then
+elseif f[2] or search.refresh_due(c, since) then
   -- a refresh under way goes on from its cursor while the element before
   -- it is still the one it walked; else it begins again
   mode, start, stop = 2, 0, n
   local at, rfp = string.match(f[2] or '', '^(%d+)\t(.*)$')
   at = tonumber(at or '')
-  if at and at <= n and (at == 0 or fingerprint('qa', redis.call('LINDEX', K_ENTRIES, at - 1)) == rfp) then
+  if at and at <= n and (at == 0 or idindex.fingerprint('qa', redis.call('LINDEX', c.entries, at - 1)) == rfp) then
     start = at
   end
 end
 if start >= stop and mode == 0 then return { start, 0, check } end
 local most = math.max(1, math.min(256, tonumber(ARGV[5]) or 1))
-local els = read_range(K_ENTRIES, start, math.min(stop, start + most) - 1)
+local els = idindex.read_range(c.entries, start, math.min(stop, start + most) - 1)
 local ids = {}
-for i, el in ipairs(els) do ids[i] = id_of(el, 'qa_id') or '' end
+for i, el in ipairs(els) do ids[i] = json.id_of(el, 'qa_id') or '' end
 local known = {}
 if mode == 0 and #els > 0 then
   local fs = {}
   for i, id in ipairs(ids) do fs[i] = 'entry\t' .. id end
-  known = redis.call('HMGET', K_EDOCS, unpack(fs))
+  known = redis.call('HMGET', c.edocs, unpack(fs))
 end
 local out = { start, mode, check }
 for i, el in ipairs(els) do
   out[#out + 1] = ids[i]
-  out[#out + 1] = fingerprint('qa', el)
+  out[#out + 1] = idindex.fingerprint('qa', el)
   out[#out + 1] = redis.sha1hex(el)
   if known[i] then out[#out + 1] = '' else out[#out + 1] = el end
 end

@@ -1,4 +1,3 @@
---! prelude: session_lib
 -- session_trace_append: append one agent trace step (Cognee's
 -- SessionAgentTraceEntry) and trim the trace list to SESSION_MAX_ENTRIES.
 -- KEYS[1..15] the session's keys, indexes and totals (session_lib.lua)
@@ -6,10 +5,16 @@
 -- ARGV[5] the trace step, as Cognee's json.dumps writes it
 -- emits trace_appended (the step).
 -- returns 1, or 2 when this started the session.
-local refused = guard('keep', { K_TRACES, 'list' })
+--- @include json
+--- @include session
+--- @include events
+--- @include idindex
+
+local c = session.open(KEYS, ARGV)
+local refused = session.guard(c, 'keep', { c.traces, 'list' })
 if refused then return refused end
-local created = redis.call('RPUSH', K_TRACES, ARGV[5]) == 1
-trim(K_TRACES)
-emit('trace_appended', 'trace', nil, ARGV[5])
-local _, started = finish_write(false, created)
-return stored_flag(started)
+local created = redis.call('RPUSH', c.traces, ARGV[5]) == 1
+idindex.trim(c, c.traces)
+events.emit(c, 'trace_appended', 'trace', nil, ARGV[5])
+local _, started = session.finish_write(c, false, created)
+return session.stored_flag(started)

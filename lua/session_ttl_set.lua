@@ -1,4 +1,3 @@
---! prelude: session_lib
 -- session_ttl_set: give the session its own TTL and apply it to every key of
 -- the session at once. Later writes slide to this TTL instead of
 -- SESSION_TTL_SECONDS, so a slide never shortens it.
@@ -7,10 +6,14 @@
 -- ARGV[5] the TTL in seconds; 0 = no expiry (persist)
 -- emits ttl_changed {ttl_seconds}.
 -- returns 1, or 0 when the session does not exist (nothing is created).
-local refused = guard('keep')
+--- @include session
+--- @include events
+
+local c = session.open(KEYS, ARGV)
+local refused = session.guard(c, 'keep')
 if refused then return refused end
-if not session_exists() then return 0 end
-redis.call('HSET', K_RECORD, 'ttl_seconds', ARGV[5])
-emit('ttl_changed', 'state', nil, '{"ttl_seconds":' .. string.format('%d', tonumber(ARGV[5])) .. '}')
-finish_write(false, true)
+if not session.exists(c) then return 0 end
+redis.call('HSET', c.record, 'ttl_seconds', ARGV[5])
+events.emit(c, 'ttl_changed', 'state', nil, '{"ttl_seconds":' .. string.format('%d', tonumber(ARGV[5])) .. '}')
+session.finish_write(c, false, true)
 return 1

@@ -1,4 +1,3 @@
---! prelude: session_lib
 -- session_usage: add one LLM call's tokens and cost to the session record,
 -- its per-model breakdown, the all-time totals and the day's per-model
 -- totals, once per Idempotency-Key.
@@ -26,6 +25,13 @@
 -- Redis does not roll back a script that fails half-way: every read and
 -- check comes first, then the writes, which cannot fail any more; the
 -- idempotency key is stored after the sums it stands for.
+--- @include clock
+--- @include guard
+--- @include ring
+--- @include session
+--- @include events
+
+local c = session.open(KEYS, ARGV)
 local model, tin, tout, nano, failed, key, result = ARGV[5], ARGV[6], ARGV[7], ARGV[8], ARGV[9], ARGV[10], ARGV[11]
 local max_session_models, max_day_models, day_ttl = tonumber(ARGV[12]), tonumber(ARGV[13]), ARGV[14]
 local OTHER = 'other'
@@ -34,33 +40,29 @@ local MAX_KEYS = 1000 -- idempotency keys remembered per session
 
 -- utc_date is the UTC calendar date of unix time sec.
 local function utc_date(sec)
-  return string.format('%04d-%02d-%02d', civil_date(sec))
+  return string.format('%04d-%02d-%02d', clock.civil_date(sec))
 end
 
-local K_DAY = K_BY_MODEL .. ':' .. utc_date(tonumber(redis.call('TIME')[1]))
+local K_DAY = c.by_model .. ':' .. utc_date(tonumber(redis.call('TIME')[1]))
 
 -- Reads of a key of the wrong type fail (WRONGTYPE): they go through
 -- pcall, and such a key is refused by name before anything is written.
 local function wrong_type(k, want)
-  return { -1, 'wrong_type', check_type(k, want) or ('Redis key ' .. k .. ' cannot be read') }
+  return { -1, 'wrong_type', guard.describe(k, want) or ('Redis key ' .. k .. ' cannot be read') }
 end
 
--- 1. A repeated key counts nothing. The hash keeps the MAX_KEYS newest
--- keys: field ' n' counts the keys stored, field ' <n mod MAX_KEYS>' names
--- the key stored n-th, which the next key of that slot evicts (a leading
--- space cannot start a key: keys are printable ASCII without spaces).
-local usage_created, kept, slot, evict = false, 0, nil, nil
+-- 1. A repeated key counts nothing. The hash is a ring (ring.lua) of the
+-- MAX_KEYS newest keys (keys are printable ASCII without spaces).
+local usage_created, kept = false, 0
 if key ~= '' then
-  local v = redis.pcall('HMGET', K_USAGE, key, ' n')
-  if v.err then return wrong_type(K_USAGE, 'hash') end
+  local v = redis.pcall('HMGET', c.usage_ids, key, ' n')
+  if v.err then return wrong_type(c.usage_ids, 'hash') end
   if v[1] then return { 0, v[1] } end
   if v[2] and not string.match(v[2], '^%d+$') then
-    return { -1, 'wrong_type', string.format('field " n" of Redis key %s is not an integer', K_USAGE) }
+    return { -1, 'wrong_type', string.format('field " n" of Redis key %s is not an integer', c.usage_ids) }
   end
   kept = tonumber(v[2] or '0')
-  slot = ' ' .. string.format('%d', kept % MAX_KEYS)
-  evict = redis.call('HGET', K_USAGE, slot)
-  usage_created = not v[2] and redis.call('EXISTS', K_USAGE) == 0
+  usage_created = not v[2] and redis.call('EXISTS', c.usage_ids) == 0
 end
 
 -- 2. One read per hash of every field this call may add to, for the name
@@ -78,8 +80,8 @@ for _, m in ipairs({ model, OTHER }) do
 end
 local cur = {}
 for _, r in ipairs({
-  { K_RECORD, rec_fields },
-  { K_TOTALS, { 'tokens_in', 'tokens_out', 'cost_nano_usd', 'calls', 'errors' } },
+  { c.record, rec_fields },
+  { c.totals, { 'tokens_in', 'tokens_out', 'cost_nano_usd', 'calls', 'errors' } },
   { K_DAY, day_fields },
 }) do
   local v = redis.pcall('HMGET', r[1], unpack(r[2]))
@@ -88,11 +90,11 @@ for _, r in ipairs({
   for i, f in ipairs(r[2]) do m[f] = v[i] end
   cur[r[1]] = m
 end
-local count = redis.pcall('LLEN', K_ENTRIES)
-if type(count) == 'table' then return wrong_type(K_ENTRIES, 'list') end
+local count = redis.pcall('LLEN', c.entries)
+if type(count) == 'table' then return wrong_type(c.entries, 'list') end
 
 -- 3. What finish_write writes after the sums cannot fail either.
-local bad = check_finish(cur[K_RECORD], false, true)
+local bad = session.check_finish(c, cur[c.record], false, true)
 if bad then return { -1, 'wrong_type', bad } end
 
 -- 4. The name to count under: a new name past the cap counts as 'other'.
@@ -103,7 +105,7 @@ local function fold(h, marker, count_field, cap)
   if n >= cap then return OTHER, 0 end
   return model, 1
 end
-local smodel, snew = fold(K_RECORD, 'model:' .. model .. ':tokens_in', 'model_count', max_session_models)
+local smodel, snew = fold(c.record, 'model:' .. model .. ':tokens_in', 'model_count', max_session_models)
 local dmodel, dnew = fold(K_DAY, model .. '\tcalls', '#models', max_day_models)
 
 -- 5. Every sum it adds to, checked: an integer now, and within MAX_SUM after.
@@ -112,12 +114,12 @@ local dmodel, dnew = fold(K_DAY, model .. '\tcalls', '#models', max_day_models)
 local err = failed == '1' and 1 or 0
 local sm, dm = 'model:' .. smodel .. ':', dmodel .. '\t'
 local adds = {
-  { K_RECORD, {
+  { c.record, {
     { 'tokens_in', tin }, { 'tokens_out', tout }, { 'cost_nano_usd', nano }, { 'calls', 1 },
     { 'error_count', err }, { 'model_count', snew },
     { sm .. 'tokens_in', tin, true }, { sm .. 'tokens_out', tout, true }, { sm .. 'cost_nano_usd', nano, true },
   } },
-  { K_TOTALS, {
+  { c.totals, {
     { 'tokens_in', tin }, { 'tokens_out', tout }, { 'cost_nano_usd', nano }, { 'calls', 1 }, { 'errors', err },
   } },
   { K_DAY, {
@@ -127,11 +129,11 @@ local adds = {
 }
 for _, h in ipairs(adds) do
   for _, a in ipairs(h[2]) do
-    local c = cur[h[1]][a[1]]
-    if c and not string.match(c, '^%-?%d+$') then
+    local cv = cur[h[1]][a[1]]
+    if cv and not string.match(cv, '^%-?%d+$') then
       return { -1, 'wrong_type', string.format('field %s of Redis key %s is not an integer', a[1], h[1]) }
     end
-    if tonumber(c or '0') + tonumber(a[2]) > MAX_SUM then
+    if tonumber(cv or '0') + tonumber(a[2]) > MAX_SUM then
       return { -1, 'overflow', string.format('field %s of Redis key %s would pass %.0f', a[1], h[1], MAX_SUM) }
     end
   end
@@ -143,13 +145,10 @@ for _, h in ipairs(adds) do
     if a[3] or tonumber(a[2]) ~= 0 then redis.call('HINCRBY', h[1], a[1], a[2]) end
   end
 end
-redis.call('HSET', K_RECORD, 'last_model', model)
+redis.call('HSET', c.record, 'last_model', model)
 redis.call('EXPIRE', K_DAY, day_ttl)
-if key ~= '' then
-  if evict then redis.call('HDEL', K_USAGE, evict) end
-  redis.call('HSET', K_USAGE, key, result, slot, key, ' n', string.format('%d', kept + 1))
-end
+if key ~= '' then ring.put(c.usage_ids, key, result, MAX_KEYS, false, kept) end
 
-emit('usage', 'state', nil, result)
-local _, started = finish_write(false, usage_created, count)
-return { stored_flag(started) }
+events.emit(c, 'usage', 'state', nil, result)
+local _, started = session.finish_write(c, false, usage_created, count)
+return { session.stored_flag(started) }

@@ -183,7 +183,7 @@ func runs(cmds []command, s *lua.Script) int {
 		case "evalsha":
 			n += btoi(c.args[0] == s.SHA1())
 		case "eval":
-			n += btoi(c.args[0] == s.Source)
+			n += btoi(c.args[0] == s.Source())
 		case "fcall", "fcall_ro":
 			n += btoi(c.args[0] == s.Function())
 		}

@@ -1,0 +1,77 @@
+-- guard: the one type check of the scripts. Redis does not roll back a
+-- script that fails half-way, so a writing script makes every check before
+-- its first write: guard.check takes the list of {key, type} pairs the
+-- script would write (or read as that type) and refuses the first key
+-- another program wrote with another type, before anything is written.
+--
+-- A refusal is an error reply the sidecar maps to 409 key_wrong_type:
+--   "KEYTYPE <key> <type> <wanted type>"  a key of another type
+--   "BADKEY <message>"                     a record field that is not what
+--                                          the scripts keep there
+-- and "BADVALUE <key> <id>" (409 stored_value_invalid) for an element that
+-- is not a JSON object where one is edited in place.
+
+-- key_type is TYPE's answer as a string ('none' for a missing key).
+local function key_type(k)
+  local t = redis.call('TYPE', k)
+  if type(t) == 'table' then t = t.ok end
+  return t
+end
+
+-- refusal is the reply refusing key, of type got where want is kept.
+local function refusal(key, got, want)
+  return redis.error_reply('KEYTYPE ' .. key .. ' ' .. got .. ' ' .. want)
+end
+
+-- bad_field is the reply refusing record field of key: what it is not.
+local function bad_field(key, field, what)
+  return redis.error_reply('BADKEY field ' .. field .. ' of Redis key ' .. key .. ' is not ' .. what)
+end
+
+-- check returns the refusal of the first pair of checks ({key, type} each)
+-- whose key exists with another type, or nil. A pair {key, type, 'self'}
+-- is one the script checks itself: its first command on the key (a pcall:
+-- locate's reads, the first write's XADD) refuses another type before
+-- anything is written; check asks no TYPE of it. Each key is asked once.
+local function check(checks)
+  local asked = {}
+  for _, c in ipairs(checks) do
+    local k = c[1]
+    if not asked[k] then
+      asked[k] = true
+      if c[3] ~= 'self' then
+        local got = key_type(k)
+        if got ~= 'none' and got ~= c[2] then return refusal(k, got, c[2]) end
+      end
+    end
+  end
+  return nil
+end
+
+-- from_error is what a script answers when the command by which it checks
+-- key's type itself (a pcall; check's 'self') failed with err: the
+-- refusal for a key of another type, and any other error (OOM, READONLY,
+-- NOPERM) as Redis gave it.
+local function from_error(key, want, err)
+  if string.sub(err.err or '', 1, 9) ~= 'WRONGTYPE' then return err end
+  return refusal(key, key_type(key), want)
+end
+
+-- describe is check's finding about key k as a message (nil: k is missing
+-- or of type want), for a script whose refusal is a message of its own.
+local function describe(k, want)
+  local t = key_type(k)
+  if t ~= 'none' and t ~= want then
+    return string.format('Redis key %s holds a %s, not a %s', k, t, want)
+  end
+  return nil
+end
+
+return {
+  key_type = key_type,
+  refusal = refusal,
+  bad_field = bad_field,
+  check = check,
+  from_error = from_error,
+  describe = describe,
+}
