@@ -1,6 +1,7 @@
 package blocks_test
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/agentsidecar/agentsidecar/blocks"
@@ -99,6 +100,34 @@ func TestHandWrittenCreatedAt(t *testing.T) {
 		evs = append(evs, ofType(redisstoretest.StreamEvents(t, c, l.SessionEvents("alice", "s1")), "block_changed")...)
 		if len(evs) != 2 {
 			t.Errorf("block_changed events %+v, want one per replace", evs)
+		}
+	})
+}
+
+// A stored block whose content is not one JSON string (another program
+// wrote a bare quote into it) is refused by an append before anything is
+// written (409 stored_value_invalid): the append would splice the piece
+// into text that is no JSON, store it and then fail on its event.
+func TestHandWrittenContentNotAString(t *testing.T) {
+	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
+		h := start(t, srv, nil)
+		l := srv.Layout()
+		c := srv.Client(t)
+		hand := `{"label":"m","description":null,"content":"a"b","max_tokens":null,"writable":true,"position":0,"tokens":1,"counts":"1,1,1,1,1","created_at":1,"updated_at":1}`
+		for _, scope := range []struct{ key, events, path string }{
+			{l.UserBlocks("alice"), l.UserEvents("alice"), "/v1/users/alice/blocks/m"},
+			{l.SessionBlocks("alice", "s1"), l.SessionEvents("alice", "s1"), "/v1/users/alice/sessions/s1/blocks/m"},
+		} {
+			if err := c.Do(t.Context(), c.B().Hset().Key(scope.key).FieldValue().FieldValue("m", hand).Build()).Error(); err != nil {
+				t.Fatal(err)
+			}
+			before := redisstoretest.Snapshot(t, c, scope.key, scope.events)
+			if rep := h.Do(t, "POST", scope.path+"/append", `{"content":"c"}`); rep.Status != 409 || rep.Code() != "stored_value_invalid" {
+				t.Errorf("%s: append: %d %s, want 409 stored_value_invalid", scope.path, rep.Status, rep.Body)
+			}
+			if after := redisstoretest.Snapshot(t, c, scope.key, scope.events); !slices.Equal(after, before) {
+				t.Errorf("%s: a refused append changed Redis:\n%q\nwas\n%q", scope.path, after, before)
+			}
 		}
 	})
 }

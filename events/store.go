@@ -33,43 +33,20 @@ func (s *Store) SessionKey(user, session string) string {
 // UserKey is the user's stream key.
 func (s *Store) UserKey(user string) string { return s.layout().UserEvents(user) }
 
-// refusal turns a {-1, 'wrong_type', message} reply into a 409.
-func refusal(msg rueidis.RedisMessage) error {
-	arr, err := msg.ToArray()
-	if err != nil || len(arr) != 3 {
-		return nil
-	}
-	if n, _ := arr[0].AsInt64(); n != -1 {
-		return nil
-	}
-	text, _ := arr[2].ToString()
-	return redisstore.Refuse(redisstore.ErrConflict, "key_wrong_type", "%s (another program wrote it); nothing was changed", text)
-}
-
 // Publish appends a custom event to the session's stream and returns its
 // id; with an Idempotency-Key key already seen (the session keeps its 1 000
 // newest) it writes nothing and returns the first publish's id, created
 // false.
 func (s *Store) Publish(ctx context.Context, user, session, typ, data, key string) (id string, created bool, err error) {
-	msg, err := s.Exec(ctx, lua.EventsCustom, user, session, typ, data, key)
+	r, err := s.Run(ctx, lua.EventsCustom, user, session, typ, data, key)
+	if errors.Is(err, redisstore.ErrNotFound) {
+		return "", false, redisstore.NotFound("no session %s/%s", user, session)
+	}
 	if err != nil {
 		return "", false, err
 	}
-	if err := refusal(msg); err != nil {
-		return "", false, err
-	}
-	if n, err := msg.AsInt64(); err == nil && n == 0 {
-		return "", false, redisstore.NotFound("no session %s/%s", user, session)
-	}
-	arr, err := msg.ToArray()
-	if err == nil && len(arr) == 2 {
-		flag, ferr := arr[0].AsInt64()
-		id, ierr := arr[1].ToString()
-		if ferr == nil && ierr == nil {
-			return id, flag == 1, nil
-		}
-	}
-	return "", false, redisstore.Wrap(lua.EventsCustom.Name, errors.Join(err, errors.New("unexpected reply")))
+	id, err = r.String(0)
+	return id, !r.Dup, redisstore.Wrap(lua.EventsCustom.Name, err)
 }
 
 // Abort sets (set true) or clears the session's abort request. It returns
@@ -79,29 +56,24 @@ func (s *Store) Abort(ctx context.Context, user, session string, set bool) (int6
 	if set {
 		op = "set"
 	}
-	msg, err := s.Exec(ctx, lua.EventsAbort, user, session, op)
+	r, err := s.Run(ctx, lua.EventsAbort, user, session, op)
+	if errors.Is(err, redisstore.ErrNotFound) {
+		return 0, false, redisstore.NotFound("no session %s/%s", user, session)
+	}
 	if err != nil {
 		return 0, false, err
 	}
-	if err := refusal(msg); err != nil {
-		return 0, false, err
+	at, err := r.String(0)
+	if err != nil {
+		return 0, false, redisstore.Wrap(lua.EventsAbort.Name, err)
 	}
-	if n, err := msg.AsInt64(); err == nil && n == 0 {
-		return 0, false, redisstore.NotFound("no session %s/%s", user, session)
-	}
-	arr, err := msg.ToArray()
-	if err != nil || len(arr) != 2 {
-		return 0, false, redisstore.Wrap(lua.EventsAbort.Name, errors.Join(err, errors.New("unexpected reply")))
-	}
-	flag, _ := arr[0].AsInt64()
-	at, _ := arr[1].ToString()
 	var us int64
 	if at != "" {
 		if _, err := fmt.Sscan(at, &us); err != nil {
 			return 0, false, redisstore.Wrap(lua.EventsAbort.Name, err)
 		}
 	}
-	return us, flag == 1, nil
+	return us, !r.Dup, nil
 }
 
 // SessionExists reports whether any key of the session exists, or, with

@@ -1,23 +1,26 @@
---! prelude: blocks_lib
 -- blocks_delete: delete one block of the user or of the session (a
 -- session's blocks hash that empties is gone: Redis drops empty hashes).
--- KEYS[1..15] the session's keys, indexes and totals (session_lib.lua)
--- ARGV[1..4] TTL, max entries, user_id, session_id (session_lib.lua)
+-- KEYS[1..15] the session's keys, indexes and totals (session.lua)
+-- ARGV[1..4] TTL, max entries, user_id, session_id (session.lua)
 -- ARGV[5] 'user' or 'session': whose block
 -- ARGV[6] the label (lower-case)
 -- emits block_changed {label, scope, deleted: true}.
 -- returns 1 deleted, 0 no such block (nothing written); guard's KEYTYPE or
 --   session_refused's BADKEY error (nothing written).
-local session = ARGV[5] == 'session'
-local key = session and K_BLOCKS or K_UBLOCKS
-local refused = guard('keep', { key, 'hash' }, { K_USER_EVENTS, 'stream' })
+--- @include session
+--- @include blocks
+
+local c = blocks.open(session.open(KEYS, ARGV))
+local of_session = ARGV[5] == 'session'
+local key = of_session and c.blocks or c.ublocks
+local refused = session.guard(c, 'keep', { key, 'hash' }, { c.user_events, 'stream' })
 if refused then return refused end
-if session then
-  refused = session_refused()
+if of_session then
+  refused = blocks.session_refused(c)
   if refused then return refused end
 end
 if redis.call('HDEL', key, ARGV[6]) == 0 then return 0 end
-if session then finish_write(false, false) end
-slide_user_blocks()
-block_changed(ARGV[5], ARGV[6], nil)
+if of_session then session.finish_write(c, false, false) end
+blocks.slide_user(c)
+blocks.changed(c, ARGV[5], ARGV[6], nil)
 return 1

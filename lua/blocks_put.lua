@@ -1,9 +1,8 @@
---! prelude: blocks_lib
 -- blocks_put: create or replace one block of the user or of the session.
 -- A replaced block keeps its created_at (its place among equal positions).
--- KEYS[1..15] the session's keys, indexes and totals (session_lib.lua); for
+-- KEYS[1..15] the session's keys, indexes and totals (session.lua); for
 --   a user block any session of the user (only the tag is used)
--- ARGV[1..4] TTL, max entries, user_id, session_id (session_lib.lua)
+-- ARGV[1..4] TTL, max entries, user_id, session_id (session.lua)
 -- ARGV[5] 'user' or 'session': whose block
 -- ARGV[6] the label (lower-case)
 -- ARGV[7] the block: a JSON object without created_at and updated_at
@@ -14,30 +13,36 @@
 --   (started: 1 when this started the session), {-1} the scope has
 --   ARGV[8] blocks already (nothing written), or guard's KEYTYPE error
 --   (for a session block, also session_refused's BADKEY: nothing written).
-local session = ARGV[5] == 'session'
-local key = session and K_BLOCKS or K_UBLOCKS
-local refused = guard('keep', { K_BLOCKS, 'hash' }, { K_UBLOCKS, 'hash' }, { K_USER_EVENTS, 'stream' })
+--- @include json
+--- @include clock
+--- @include session
+--- @include blocks
+
+local c = blocks.open(session.open(KEYS, ARGV))
+local of_session = ARGV[5] == 'session'
+local key = of_session and c.blocks or c.ublocks
+local refused = session.guard(c, 'keep', { c.blocks, 'hash' }, { c.ublocks, 'hash' }, { c.user_events, 'stream' })
 if refused then return refused end
-if session then
-  refused = session_refused()
+if of_session then
+  refused = blocks.session_refused(c)
   if refused then return refused end
 end
 local old = redis.call('HGET', key, ARGV[6])
 if not old and redis.call('HLEN', key) >= tonumber(ARGV[8]) then return { -1 } end
-local now = string.format('%d', now_us())
+local now = string.format('%d', clock.now_us())
 local created_at = now
 if old then
-  local f = block_fields(old)
+  local f = blocks.fields(old)
   if f and f.created_at then created_at = f.created_at end
 end
-local block = set_fields(ARGV[7], { { 'created_at', created_at }, { 'updated_at', now } })
+local block = json.set_fields(ARGV[7], { { 'created_at', created_at }, { 'updated_at', now } })
 local new_key = redis.call('EXISTS', key) == 0
 redis.call('HSET', key, ARGV[6], block)
 local started = false
-if session then
-  local _, st = finish_write(false, new_key)
+if of_session then
+  local _, st = session.finish_write(c, false, new_key)
   started = st
 end
-slide_user_blocks()
-block_changed(ARGV[5], ARGV[6], block)
+blocks.slide_user(c)
+blocks.changed(c, ARGV[5], ARGV[6], block)
 return { old and 0 or 1, block, started and 1 or 0 }

@@ -1,10 +1,9 @@
---! prelude: blocks_lib
 -- blocks_read: the user's blocks and, for a session, the session's, read
--- at one instant, with their digest (blocks_lib.lua) for a frozen prompt
+-- at one instant, with their digest (lib/blocks.lua) for a frozen prompt
 -- made from them. Writes nothing. Each hash holds at most the configured
 -- number of blocks (BLOCKS_MAX_PER_USER, BLOCKS_MAX_PER_SESSION).
--- KEYS[1..15] the session's keys, indexes and totals (session_lib.lua)
--- ARGV[1..4] TTL, max entries, user_id, session_id (session_lib.lua)
+-- KEYS[1..15] the session's keys, indexes and totals (session.lua)
+-- ARGV[1..4] TTL, max entries, user_id, session_id (session.lua)
 -- ARGV[5] '1': the session's blocks too, else '0'
 -- ARGV[6] '1': their digest too (for a freeze), else '0'
 -- returns {user blocks (field, value, ...), session blocks (idem), digest
@@ -12,10 +11,13 @@
 -- Bounded: each hash holds at most BLOCKS_MAX_PER_USER / BLOCKS_MAX_PER_SESSION
 -- blocks (at most 128) of at most BLOCKS_MAX_CONTENT_BYTES (at most 256 KiB),
 -- checked by every write; with the defaults 32 blocks of 32 KiB, 1 MiB a hash.
-local session = ARGV[5] == '1'
-local user_blocks = redis.call('HGETALL', K_UBLOCKS)
+--- @include session
+--- @include blocks
+
+local c = blocks.open(session.open(KEYS, ARGV))
+local user_blocks = redis.call('HGETALL', c.ublocks)
 local session_blocks = {}
-if session then session_blocks = redis.call('HGETALL', K_BLOCKS) end
+if ARGV[5] == '1' then session_blocks = redis.call('HGETALL', c.blocks) end
 local d = ''
-if ARGV[6] == '1' then d = digest_of(user_blocks, session_blocks) end
+if ARGV[6] == '1' then d = blocks.digest_of(user_blocks, session_blocks) end
 return { user_blocks, session_blocks, d }

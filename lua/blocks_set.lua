@@ -1,11 +1,10 @@
---! prelude: blocks_lib
 -- blocks_set: append to, or replace the content of, an existing block:
 -- POST .../blocks/{label}/append and the set_context tool. Checks the
 -- block's max_tokens (and, for a tool, that it is writable) before
 -- writing; the counts and tokens of the new content follow from the
--- stored counts and the piece's (blocks_lib.lua).
--- KEYS[1..15] the session's keys, indexes and totals (session_lib.lua)
--- ARGV[1..4] TTL, max entries, user_id, session_id (session_lib.lua)
+-- stored counts and the piece's (lib/blocks.lua).
+-- KEYS[1..15] the session's keys, indexes and totals (session.lua)
+-- ARGV[1..4] TTL, max entries, user_id, session_id (session.lua)
 -- ARGV[5] 'session': the session's block, else the user's; 'user': the
 --   user's only
 -- ARGV[6] the label (lower-case)
@@ -24,45 +23,49 @@
 --   (tool calls only); {-3, bytes, max} past ARGV[12] bytes; {-4} the
 --   stored block is not one the sidecar wrote (nothing written for all);
 --   guard's KEYTYPE or session_refused's BADKEY error (nothing written).
+--- @include clock
+--- @include session
+--- @include blocks
+
+local c = blocks.open(session.open(KEYS, ARGV))
 local mode, label, action, piece = ARGV[5], ARGV[6], ARGV[7], ARGV[8]
 local tool_id = ARGV[11]
-local refused = guard('keep', { K_BLOCKS, 'hash' }, { K_UBLOCKS, 'hash' }, { K_TOOL_CALLS, 'hash' }, { K_USER_EVENTS, 'stream' })
+local refused = session.guard(c, 'keep', { c.blocks, 'hash' }, { c.ublocks, 'hash' }, { c.tool_calls, 'hash' },
+  { c.user_events, 'stream' })
 if refused then return refused end
-local ring
 if tool_id ~= '' then
-  local seen
-  seen, ring = tool_call_seen(tool_id)
+  local seen = blocks.tool_call_seen(c, tool_id)
   if seen then return { 2, seen } end
 end
-local key, old, scope = find_block(mode, label)
+local key, old, scope = blocks.find(c, mode, label)
 if not key then return { 0 } end
-local f = block_fields(old)
-if not f then return { -4 } end
-if key == K_BLOCKS or tool_id ~= '' then
-  refused = session_refused()
+local f = blocks.fields(old)
+if not f or (action == 'append' and not blocks.one_string(f.content)) then return { -4 } end
+if key == c.blocks or tool_id ~= '' then
+  refused = blocks.session_refused(c)
   if refused then return refused end
 end
 if ARGV[10] == '1' and not f.writable then return { -2 } end
-local counts = parse_counts(ARGV[9])
+local counts = blocks.parse_counts(ARGV[9])
 local content = piece
 if action == 'append' then
-  counts = counts_append(f.counts, counts)
+  counts = blocks.counts_append(f.counts, counts)
   content = string.sub(f.content, 1, -2) .. string.sub(piece, 2)
 end
-local tokens = counts_tokens(counts)
+local tokens = blocks.counts_tokens(counts)
 if f.max and tokens > f.max then return { -1, tokens, f.max } end
 if counts.bytes > tonumber(ARGV[12]) then return { -3, counts.bytes, tonumber(ARGV[12]) } end
-local block = block_with(old, f, content, { { 'tokens', string.format('%d', tokens) },
-  { 'counts', '"' .. format_counts(counts) .. '"' }, { 'updated_at', string.format('%d', now_us()) } })
+local block = blocks.with(old, f, content, { { 'tokens', string.format('%d', tokens) },
+  { 'counts', '"' .. blocks.format_counts(counts) .. '"' }, { 'updated_at', string.format('%d', clock.now_us()) } })
 local outcome = table.concat({ label, action, scope, string.format('%d', tokens), f.max and string.format('%d', f.max) or '' }, '\t')
-local new_key = tool_id ~= '' and redis.call('EXISTS', K_TOOL_CALLS) == 0
+local new_key = tool_id ~= '' and redis.call('EXISTS', c.tool_calls) == 0
 redis.call('HSET', key, label, block)
-if tool_id ~= '' then tool_call_remember(tool_id, outcome, ring) end
+if tool_id ~= '' then blocks.tool_call_remember(c, tool_id, outcome) end
 local started = false
-if key == K_BLOCKS or tool_id ~= '' then
-  local _, st = finish_write(false, new_key)
+if key == c.blocks or tool_id ~= '' then
+  local _, st = session.finish_write(c, false, new_key)
   started = st
 end
-slide_user_blocks()
-block_changed(scope, label, block)
+blocks.slide_user(c)
+blocks.changed(c, scope, label, block)
 return { 1, block, scope, started and 1 or 0, outcome }

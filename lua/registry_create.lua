@@ -1,31 +1,39 @@
---! prelude: session_lib
 -- registry_create: create a session with its title and metadata, as
 -- running; an existing session is left as it is.
--- KEYS[1..15] the session's keys, indexes and totals (session_lib.lua)
--- ARGV[1..4] TTL, max entries, user_id, session_id (session_lib.lua)
+-- KEYS[1..15] the session's keys, indexes and totals (session.lua)
+-- ARGV[1..4] TTL, max entries, user_id, session_id (session.lua)
 -- ARGV[5] '1' when ARGV[6] is the title, else '0' (no title)
 -- ARGV[7] metadata: a flat JSON string map, or '' for none
 -- ARGV[8] the Idempotency-Key, or '' for none
 -- ARGV[9] the initial state: a JSON object, or '' for none (its key is
---   agent_session_state:<u>:<s>, slid by finish_write)
+--   agent_session_state:<u>:<s>, c.state, slid by finish_write)
 -- emits status {status: started} when it creates the session.
 -- returns 1 created; 2 a repeat of ARGV[8] (the session exists and was
 --   created with that key: nothing written); 0 the session exists; the
 --   KEYTYPE error of guard (nothing written) when a key it would write
 --   holds another type.
-if session_exists() then
-  if ARGV[8] ~= '' and redis.call('HGET', K_RECORD, 'create_key') == ARGV[8] then return 2 end
+--- @include meta
+--- @include session
+--- @include events
+
+local c = session.open(KEYS, ARGV)
+if session.exists(c) then
+  if ARGV[8] ~= '' and redis.call('HGET', c.record, 'create_key') == ARGV[8] then return 2 end
   return 0
 end
--- every check before the first write (Redis does not roll back)
-local refused = guard('keep', unpack(meta_checks(ARGV[7])))
+-- every check before the first write (Redis does not roll back): the
+-- metadata indexes, and the state key (SET would replace a key of another
+-- type)
+local checks = meta.checks(c, ARGV[7])
+if ARGV[9] ~= '' then checks[#checks + 1] = { c.state, 'string' } end
+local refused = session.guard(c, 'keep', unpack(checks))
 if refused then return refused end
 local f = {}
 if ARGV[5] == '1' then f[#f + 1], f[#f + 2] = 'title', ARGV[6] end
 if ARGV[7] ~= '' then f[#f + 1], f[#f + 2] = 'metadata', ARGV[7] end
 if ARGV[8] ~= '' then f[#f + 1], f[#f + 2] = 'create_key', ARGV[8] end
-if ARGV[9] ~= '' then redis.call('SET', K_STATE, ARGV[9]) end
-if #f > 0 then redis.call('HSET', K_RECORD, unpack(f)) end
-emit('status', 'state', nil, '{"status":"started"}')
-finish_write(false, true)
+if ARGV[9] ~= '' then redis.call('SET', c.state, ARGV[9]) end
+if #f > 0 then redis.call('HSET', c.record, unpack(f)) end
+events.emit(c, 'status', 'state', nil, '{"status":"started"}')
+session.finish_write(c, false, true)
 return 1

@@ -1,9 +1,8 @@
---! prelude: registry_lib
 -- registry_state: change a session's state object (agent_session_state:
--- <u>:<s>, one of the session's own keys: session_lib.lua) by a JSON merge
--- patch. Counts as activity.
--- KEYS[1..15] the session's keys, indexes and totals (session_lib.lua)
--- ARGV[1..4] TTL, max entries, user_id, session_id (session_lib.lua)
+-- <u>:<s>, c.state, one of the session's own keys: session.lua) by a JSON
+-- merge patch. Counts as activity.
+-- KEYS[1..15] the session's keys, indexes and totals (session.lua)
+-- ARGV[1..4] TTL, max entries, user_id, session_id (session.lua)
 -- ARGV[5] the patch: a JSON object (validated by the sidecar)
 -- ARGV[6] the largest state in bytes
 -- emits state_changed (the new state).
@@ -11,15 +10,20 @@
 --   for a session only Cognee wrote); 0 no such session (nothing created); -1 the
 --   state would exceed ARGV[6] bytes (nothing written); the KEYTYPE error
 --   of guard (nothing written) when a key it would write holds another type.
-if not session_exists() then return 0 end
-local old = redis.call('GET', K_STATE)
-local state = merge_patch(old or nil, ARGV[5])
+--- @include session
+--- @include events
+--- @include registry
+
+local c = session.open(KEYS, ARGV)
+if not session.exists(c) then return 0 end
+local old = redis.call('GET', c.state)
+local state = registry.merge_patch(old or nil, ARGV[5])
 if #state > tonumber(ARGV[6]) then return -1 end
 -- every check before the first write (Redis does not roll back)
-local refused = guard('keep')
+local refused = session.guard(c, 'keep')
 if refused then return refused end
-redis.call('SET', K_STATE, state, 'KEEPTTL')
-emit('state_changed', 'state', nil, state)
+redis.call('SET', c.state, state, 'KEEPTTL')
+events.emit(c, 'state_changed', 'state', nil, state)
 -- a new key gets the session's TTL at once
-local _, started = finish_write(false, not old)
-return { stored_flag(started), state }
+local _, started = session.finish_write(c, false, not old)
+return { session.stored_flag(started), state }

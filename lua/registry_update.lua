@@ -1,9 +1,8 @@
---! prelude: session_lib
 -- registry_update: change a session's title and merge a patch into its
 -- metadata (RFC 7396 on a flat map: a key set to null is removed), moving
 -- the session between the metadata indexes. Counts as activity.
--- KEYS[1..15] the session's keys, indexes and totals (session_lib.lua)
--- ARGV[1..4] TTL, max entries, user_id, session_id (session_lib.lua)
+-- KEYS[1..15] the session's keys, indexes and totals (session.lua)
+-- ARGV[1..4] TTL, max entries, user_id, session_id (session.lua)
 -- ARGV[5] title: '' unchanged, 'set' (to ARGV[6]) or 'null' (removed)
 -- ARGV[7] metadata patch: '' none, 'null' remove every key, or a JSON
 --   object of the keys to set (string values)
@@ -15,8 +14,13 @@
 --   would leave more than ARGV[8] keys (nothing written); the KEYTYPE
 --   error of guard (nothing written) when a key it would write holds
 --   another type.
-if not session_exists() then return 0 end
-local old = redis.call('HGET', K_RECORD, 'metadata')
+--- @include meta
+--- @include session
+--- @include events
+
+local c = session.open(KEYS, ARGV)
+if not session.exists(c) then return 0 end
+local old = redis.call('HGET', c.record, 'metadata')
 local patched = ARGV[7] ~= '' or #ARGV > 8
 local merged, encoded = {}, nil
 if patched then
@@ -34,23 +38,23 @@ if patched then
 end
 -- every check before the first write (Redis does not roll back): the
 -- indexes of the old pairs (guard reads them) and of the new ones
-local refused = guard('keep', unpack(meta_checks(encoded)))
+local refused = session.guard(c, 'keep', unpack(meta.checks(c, encoded)))
 if refused then return refused end
 if patched then
-  meta_unindex(old, merged)
+  meta.unindex(c, old, merged)
   if encoded then
-    redis.call('HSET', K_RECORD, 'metadata', encoded)
+    redis.call('HSET', c.record, 'metadata', encoded)
   else
-    redis.call('HDEL', K_RECORD, 'metadata')
+    redis.call('HDEL', c.record, 'metadata')
   end
 end
 if ARGV[5] == 'set' then
-  redis.call('HSET', K_RECORD, 'title', ARGV[6])
+  redis.call('HSET', c.record, 'title', ARGV[6])
 elseif ARGV[5] == 'null' then
-  redis.call('HDEL', K_RECORD, 'title')
+  redis.call('HDEL', c.record, 'title')
 end
-local t = redis.call('HMGET', K_RECORD, 'title', 'metadata')
-emit('session_updated', 'state', nil, '{"title":' .. (t[1] and cjson.encode(t[1]) or 'null') .. ',"metadata":' .. (t[2] or '{}') .. '}')
+local t = redis.call('HMGET', c.record, 'title', 'metadata')
+events.emit(c, 'session_updated', 'state', nil, '{"title":' .. (t[1] and cjson.encode(t[1]) or 'null') .. ',"metadata":' .. (t[2] or '{}') .. '}')
 -- a metadata change slides, so new indexes get their TTL at once
-local _, started = finish_write(false, patched)
-return stored_flag(started)
+local _, started = session.finish_write(c, false, patched)
+return session.stored_flag(started)

@@ -1,25 +1,28 @@
 -- session_append: append one Q&A entry to the session, idempotently by qa_id,
 -- trim to SESSION_MAX_ENTRIES, keep the entry's search document, slide the
 -- TTL of every key of the session and record the activity, all at once.
--- KEYS[1..15] the session's keys, indexes and totals (session_lib.lua)
--- ARGV[1..4] TTL, max entries, user_id, session_id (session_lib.lua)
+-- KEYS[1..15] the session's keys, indexes and totals (lib/session.lua)
+-- ARGV[1..4] TTL, max entries, user_id, session_id (lib/session.lua)
 -- ARGV[5] qa_id
 -- ARGV[6] the entry, as Cognee's json.dumps writes it
 -- ARGV[7..9] when present, the entry's search document (question, context
 --   and answer): spec "term tf ...", length, preview ("Search index" in
---   session_lib.lua); absent when the search index is off
+--   lib/search.lua); absent when the search index is off
 -- emits entry_appended (the entry).
--- returns {1} when stored ({2} when this started the session), with a
---   second element 1 when the search index has entries to take in (another
---   program appended them, the list was rewritten, or the postings are due
---   a refresh: run session_search_pending, then session_search_catchup);
---   {0, stored_entry} when the session already held qa_id (a retried
---   append): nothing is written then; {'index_build', 'qa'} when telling
---   whether it holds qa_id needs more than one step of indexing (nothing
---   written but that step: run session_index_build, then this again).
--- Like that answer, a refusal (a key of another type) may follow one step
--- of the qa_id index (the sidecar's own lookup table of the list, brought
--- closer to the list as it is); nothing else is written.
+-- returns (reply.lua) {'ok', started, pending} when stored: started 1 when
+--   this started the session, pending 1 when the search index has entries
+--   to take in (another program appended them, the list was rewritten, or
+--   the postings are due a refresh: run session_search_pending, then
+--   session_search_catchup); {'dup', stored_entry} when the session already
+--   held qa_id (a retried append): nothing is written then;
+--   {'index_build', 'qa'} when telling whether it holds qa_id needs more
+--   than one step of indexing (nothing written but that step: run
+--   session_index_build, then this again); {'refused', ...} (a key of
+--   another type).
+-- Like that answer, a refusal may follow one step of the qa_id index (the
+-- sidecar's own lookup table of the list, brought closer to the list as it
+-- is); nothing else is written.
+--- @include reply
 --- @include json
 --- @include clock
 --- @include guard
@@ -43,7 +46,7 @@ if refused then return refused end
 
 local pos, existing, llen, meta = idindex.locate(c, 'qa', qa_id)
 if type(pos) == 'table' then return pos end
-if pos then return { 0, existing } end
+if pos then return reply.dup(existing) end
 if not spec and c.max_entries > 0 and (llen + 1) * 4 > c.max_entries * 5 then
   -- without a document the search keys are written only by the trim
   -- below, and only when the session has documents (entries_removed): the
@@ -117,4 +120,4 @@ local removed, gone = idindex.trim(c, c.entries, newlen, 'qa')
 if removed > 0 and search.entries_removed(c, removed, gone) then pending = 1 end
 
 local _, started = session.finish_write(c, false, newlen == 1, newlen - removed, newlen == 1, rec)
-return { session.stored_flag(started), pending }
+return reply.ok(started and 1 or 0, pending)

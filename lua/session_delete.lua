@@ -4,14 +4,16 @@
 -- place in every index set (status and metadata).
 -- The usage totals across sessions keep what it spent (they are all-time
 -- counters).
--- KEYS[1..15] the session's keys, indexes and totals (session_lib.lua)
--- ARGV[1..4] TTL, max entries, user_id, session_id (session_lib.lua)
+-- KEYS[1..15] the session's keys, indexes and totals (lib/session.lua)
+-- ARGV[1..4] TTL, max entries, user_id, session_id (lib/session.lua)
 -- The event stream is emptied but for the `deleted` event it gets, kept
 -- 300 s (events.TOMBSTONE_SECONDS) so every pod's readers see it.
--- returns the number of the session's own keys removed (0: no such session).
+-- returns (reply.lua) {'ok', the number of the session's own keys
+--   removed}, {'missing'} when there is no such session; {'refused', ...}.
 -- Every read before the first write: a record of the wrong type (or with
 -- metadata that is not a JSON object of strings, written by hand) has no
 -- metadata index to leave, and must not stop the delete half-way.
+--- @include reply
 --- @include guard
 --- @include meta
 --- @include session
@@ -60,4 +62,5 @@ if n > 0 then
   redis.call('XTRIM', c.events, 'MAXLEN', 1)
   redis.call('EXPIRE', c.events, events.TOMBSTONE_SECONDS)
 end
-return n
+if n == 0 then return reply.missing() end
+return reply.ok(n)

@@ -1,18 +1,19 @@
 -- session_end: mark the session completed or failed (ended_at from Redis
 -- TIME). Activity after the end is still recorded but never reopens it.
--- KEYS[1..15] the session's keys, indexes and totals (session_lib.lua)
--- ARGV[1..4] TTL, max entries, user_id, session_id (session_lib.lua)
+-- KEYS[1..15] the session's keys, indexes and totals (lib/session.lua)
+-- ARGV[1..4] TTL, max entries, user_id, session_id (lib/session.lua)
 -- ARGV[5] 'completed' or 'failed' (also the end_reason)
 -- ARGV[6] '1' when ARGV[7] is a summary to store (a human one:
 --   summary_auto_generated false), else '0'
 -- A pending abort request is cleared. Emits status {status, end_reason,
 --   ended_at}.
--- returns 1 when ended now; 2 when it had already ended with this status
---   (nothing written); {3, status} when it had ended with the other one
---   (nothing written); 0 when there is no such session (nothing created);
---   {-1, 'wrong_type', message} when a key it would write holds the wrong
---   type, or the KEYTYPE error of guard (nothing written: every check comes
---   before the first write).
+-- returns (reply.lua) {'ok'} when ended now; {'dup'} when it had already
+--   ended with this status (nothing written); {'refused', 'session_ended',
+--   ...} when it had ended with the other one, {'missing'} when there is no
+--   such session (nothing created), {'refused', 'key_wrong_type', ...}
+--   when a key it would write holds the wrong type (nothing written: every
+--   check comes before the first write).
+--- @include reply
 --- @include clock
 --- @include session
 --- @include events
@@ -21,12 +22,16 @@ local c = session.open(KEYS, ARGV)
 local refused = session.guard(c, 'move')
 if refused then return refused end
 local want = ARGV[5]
-if not session.exists(c) then return 0 end
+if not session.exists(c) then return reply.missing() end
 local bad = session.check_finish(c, nil, true)
-if bad then return { -1, 'wrong_type', bad } end
+if bad then
+  return reply.refused('key_wrong_type', bad .. ' (another program wrote it); nothing was written: fix or delete that key')
+end
 local status = redis.call('HGET', c.record, 'status')
-if status == want then return 2 end
-if status == 'completed' or status == 'failed' then return { 3, status } end
+if status == want then return reply.dup() end
+if status == 'completed' or status == 'failed' then
+  return reply.refused('session_ended', 'session ' .. c.uid .. '/' .. c.sid .. ' already ended (' .. status .. ')')
+end
 local now = clock.now_us()
 if status then
   redis.call('HSET', c.record, 'status', want, 'ended_at', string.format('%d', now), 'end_reason', want)
@@ -39,4 +44,4 @@ end
 session.clear_abort(c)
 events.emit(c, 'status', 'state', nil, '{"status":"' .. want .. '","end_reason":"' .. want .. '","ended_at":"' .. clock.iso_time(now) .. '"}')
 session.finish_write(c, true)
-return 1
+return reply.ok()

@@ -1,22 +1,24 @@
 -- session_entry_update: change fields of one Q&A entry in place (PATCH,
 -- feedback set and clear). Only the named top-level fields change; every other
 -- byte of the entry stays as it was. memify_metadata is merged key-wise.
--- KEYS[1..15] the session's keys, indexes and totals (session_lib.lua)
--- ARGV[1..4] TTL, max entries, user_id, session_id (session_lib.lua)
+-- KEYS[1..15] the session's keys, indexes and totals (lib/session.lua)
+-- ARGV[1..4] TTL, max entries, user_id, session_id (lib/session.lua)
 -- ARGV[5] qa_id
 -- ARGV[6] memify_metadata patch (a JSON object) or '' for none
 -- ARGV[7], ARGV[8], ... pairs of field name and new raw JSON value
 -- emits feedback (a feedback_* field set or cleared) or entry_updated: the
 --   updated entry.
--- returns the updated entry, or nil when the session holds no such entry
---   (nothing is written then, and no key is created); a BADVALUE error when
---   the stored entry is not a JSON object (nothing is written);
---   {'index_build', 'qa'} when finding it needs more index steps (nothing
---   written but one step: run session_index_build, then this again).
+-- returns (reply.lua) {'ok', updated entry}, or {'missing'} when the
+--   session holds no such entry (nothing is written then, and no key is
+--   created); {'refused', 'stored_value_invalid', ...} when the stored entry
+--   is not a JSON object (nothing is written); {'index_build', 'qa'} when
+--   finding it needs more index steps (nothing written but one step: run
+--   session_index_build, then this again).
 -- An entry whose question, context or answer changes keeps its search
 -- document until the sidecar indexes it again (session_search_entry, right
 -- after); should that not happen, the next refresh of the session's index
 -- (session_search_pending, mode 2) does.
+--- @include reply
 --- @include json
 --- @include session
 --- @include events
@@ -29,7 +31,7 @@ if refused then return refused end
 local qa_id, memify = ARGV[5], ARGV[6]
 local pos, el, llen = idindex.locate(c, 'qa', qa_id)
 if type(pos) == 'table' then return pos end
-if not pos then return false end
+if not pos then return reply.missing() end
 
 local ok, updated = pcall(function()
   local updates = {}
@@ -40,7 +42,7 @@ local ok, updated = pcall(function()
   return json.set_fields(el, updates)
 end)
 if not ok then -- another writer stored an element that is not a JSON object
-  return redis.error_reply('BADVALUE ' .. c.entries .. ' ' .. qa_id)
+  return reply.bad_value(c.entries, qa_id)
 end
 local typ = 'entry_updated'
 for i = 7, #ARGV, 2 do
@@ -52,4 +54,4 @@ if type(ev) == 'table' then return ev end
 redis.call('LSET', c.entries, pos, updated)
 
 session.finish_write(c, false, false, llen, false, rec)
-return updated
+return reply.ok(updated)

@@ -1,16 +1,18 @@
 -- session_index_build: one bounded step of making the id index of one of
--- the session's lists cover the whole list (session_lib.lua, "The id
+-- the session's lists cover the whole list (lib/idindex.lua, "The id
 -- indexes"): check the index still describes a prefix of the list (else
 -- start it again from position 0), then index at most one step of the
 -- elements it does not cover. A script that needs the index complete
 -- answers {'index_build', which}; its caller runs this until it answers 1,
 -- then that script again. It writes nothing but the index and slides no
 -- TTL.
--- KEYS[1..15] the session's keys, indexes and totals (session_lib.lua)
--- ARGV[1..4] TTL, max entries, user_id, session_id (session_lib.lua)
+-- KEYS[1..15] the session's keys, indexes and totals (lib/session.lua)
+-- ARGV[1..4] TTL, max entries, user_id, session_id (lib/session.lua)
 -- ARGV[5] 'qa' (the entries list by qa_id) or 'context' (the context
 --   list by id)
--- returns 1 when the index covers the list, 0 when more steps are needed.
+-- returns (reply.lua) {'ok', 1} when the index covers the list, {'ok', 0}
+--   when more steps are needed; {'refused', ...}.
+--- @include reply
 --- @include idindex
 --- @include session
 
@@ -21,8 +23,8 @@ if which ~= 'qa' and which ~= 'context' then
 end
 local list = idindex.index_keys(c, which)
 local llen = redis.call('LLEN', list)
-if llen == 0 then return 1 end
+if llen == 0 then return reply.ok(1) end
 local done = idindex.index_sync(c, which, llen)
 if type(done) == 'table' then return done end -- the index is not a hash
-if done then return 1 end
-return 0
+if done then return reply.ok(1) end
+return reply.ok(0)

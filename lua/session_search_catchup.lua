@@ -4,8 +4,8 @@
 -- entry's bytes the same). The index's covered prefix then reaches them.
 -- Not activity: the record, the session's TTLs and its events are not
 -- touched; the hash of documents gets the entries list's remaining TTL.
--- KEYS[1..15] the session's keys, indexes and totals (session_lib.lua)
--- ARGV[1..4] TTL, max entries, user_id, session_id (session_lib.lua)
+-- KEYS[1..15] the session's keys, indexes and totals (lib/session.lua)
+-- ARGV[1..4] TTL, max entries, user_id, session_id (lib/session.lua)
 -- ARGV[5] start: the position of the first entry
 -- ARGV[6] mode, as session_search_pending answered it: '1' drops the
 --   session's entries from the index first; '2' writes the documents'
@@ -17,10 +17,11 @@
 --   fingerprint and SHA1 as read, then its document: spec ("term tf ...",
 --   '' for no searchable word), length (-1: indexed already, skipped),
 --   preview. A document's time is its entry's "time".
--- returns {1, more} when stored (more 1 when entries after them are still
---   to take in); {0} when the list or the index changed since the read
---   (nothing written: read again); a KEYTYPE error when a key holds
---   another type (nothing written).
+-- returns (reply.lua) {'ok', 1, more} when stored (more 1 when entries
+--   after them are still to take in); {'ok', 0} when the list or the index
+--   changed since the read (nothing written: read again); {'refused', ...}
+--   when a key holds another type (nothing written).
+--- @include reply
 --- @include clock
 --- @include guard
 --- @include session
@@ -39,15 +40,15 @@ local refused = guard.check({ { c.entries, 'list' }, { c.edocs, 'hash' }, { c.ss
   or search.check_terms(c, docs)
 if refused then return refused end
 local f = redis.call('HMGET', c.edocs, ' cov', ' refresh')
-if (f[1] or '') .. '\n' .. (f[2] or '') ~= ARGV[7] then return { 0 } end
+if (f[1] or '') .. '\n' .. (f[2] or '') ~= ARGV[7] then return reply.ok(0) end
 local llen = redis.call('LLEN', c.entries)
-if start + count > llen then return { 0 } end
+if start + count > llen then return reply.ok(0) end
 local n = search.entries_cov(c)
-if mode == '2' and start + count > n then return { 0 } end
+if mode == '2' and start + count > n then return reply.ok(0) end
 if count > 0 then
   local els = redis.call('LRANGE', c.entries, start, start + count - 1)
   for i, el in ipairs(els) do
-    if redis.sha1hex(el) ~= docs[i].sha then return { 0 } end
+    if redis.sha1hex(el) ~= docs[i].sha then return reply.ok(0) end
     docs[i].at = clock.entry_time_us(el) or now
   end
 end
@@ -94,4 +95,4 @@ if redis.call('EXISTS', c.edocs) == 1 then
 end
 local more = 0
 if start + count < llen or (mode == '2' and n < llen) then more = 1 end
-return { 1, more }
+return reply.ok(1, more)

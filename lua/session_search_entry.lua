@@ -5,18 +5,20 @@
 -- past the prefix, so a rewrite of the list can never leave one behind).
 -- Not activity: the record, the session's TTLs and its events are not
 -- touched.
--- KEYS[1..15] the session's keys, indexes and totals (session_lib.lua)
--- ARGV[1..4] TTL, max entries, user_id, session_id (session_lib.lua)
+-- KEYS[1..15] the session's keys, indexes and totals (lib/session.lua)
+-- ARGV[1..4] TTL, max entries, user_id, session_id (lib/session.lua)
 -- ARGV[5] qa_id
 -- ARGV[6] the SHA1 (hex) of the entry's bytes as analysed
 -- ARGV[7..9] its document: spec "term tf ...", length, preview (its time
 --   is the entry's "time")
--- returns 1 when indexed; 0 when the session no longer holds that entry
---   as analysed (changed or gone since: nothing written; read it again);
---   2 when it lies past the covered prefix (nothing written);
---   {'index_build', 'qa'} when finding it needs more index steps (nothing
---   written but one step: run session_index_build, then this again); a
---   KEYTYPE error when a key holds another type (nothing written).
+-- returns (reply.lua) {'ok', 1} when indexed; {'ok', 0} when the session
+--   no longer holds that entry as analysed (changed or gone since: nothing
+--   written; read it again); {'ok', 2} when it lies past the covered prefix
+--   (nothing written); {'index_build', 'qa'} when finding it needs more
+--   index steps (nothing written but one step: run session_index_build,
+--   then this again); {'refused', ...} when a key holds another type
+--   (nothing written).
+--- @include reply
 --- @include clock
 --- @include guard
 --- @include idindex
@@ -34,8 +36,8 @@ local refused = search.check_terms(c, { { spec = ARGV[7] } })
 if refused then return refused end
 local pos, el = idindex.locate(c, 'qa', ARGV[5])
 if type(pos) == 'table' then return pos end
-if not pos or redis.sha1hex(el) ~= ARGV[6] then return 0 end
+if not pos or redis.sha1hex(el) ~= ARGV[6] then return reply.ok(0) end
 local n, fp = search.entries_cov(c)
-if pos >= n or not search.cov_valid(c, n, fp) then return 2 end
+if pos >= n or not search.cov_valid(c, n, fp) then return reply.ok(2) end
 search.index_doc(c, c.edocs, 'entry', ARGV[5], ARGV[7], tonumber(ARGV[8]) or 0, ARGV[9] or '', clock.entry_time_us(el) or clock.now_us())
-return 1
+return reply.ok(1)

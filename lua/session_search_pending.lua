@@ -2,10 +2,11 @@
 -- session's entries list, at most one step of it (ARGV[5] entries, at most
 -- 256, and about 1 MiB: read_range). Reads only. The sidecar analyses the
 -- entries and stores them with session_search_catchup.
--- KEYS[1..15] the session's keys, indexes and totals (session_lib.lua)
--- ARGV[1..4] TTL, max entries, user_id, session_id (session_lib.lua)
+-- KEYS[1..15] the session's keys, indexes and totals (lib/session.lua)
+-- ARGV[1..4] TTL, max entries, user_id, session_id (lib/session.lua)
 -- ARGV[5] the most entries to answer (1-256)
--- returns {start, mode, check, id, fingerprint, sha1, entry, ...}: the
+-- returns (reply.lua) {'ok', start, mode, check, id, fingerprint, sha1,
+--   entry, ...}: the
 --   entries from position start (0-based) on, each with its qa_id as the
 --   scripts read it ('' for none), its fingerprint, the SHA1 of its bytes
 --   and its bytes ('' when it is indexed already and mode is 0: nothing to
@@ -21,8 +22,10 @@
 --   0: the entries after the covered prefix (another program appended
 --      them).
 --   check is the index's ' cov' and ' refresh' fields as read, which
---   session_search_catchup checks are unchanged. {start, 0, check} alone:
+--   session_search_catchup checks are unchanged. {'ok', start, 0, check}
+--   alone:
 --   nothing to do (or a key holds another type: the write refuses it).
+--- @include reply
 --- @include json
 --- @include guard
 --- @include idindex
@@ -31,7 +34,7 @@
 
 local c = session.open(KEYS, ARGV)
 local lt, dt = guard.key_type(c.entries), guard.key_type(c.edocs)
-if (lt ~= 'none' and lt ~= 'list') or (dt ~= 'none' and dt ~= 'hash') then return { 0, 0, '' } end
+if (lt ~= 'none' and lt ~= 'list') or (dt ~= 'none' and dt ~= 'hash') then return reply.ok(0, 0, '') end
 local llen = redis.call('LLEN', c.entries)
 local f = redis.call('HMGET', c.edocs, ' cov', ' refresh')
 local check = (f[1] or '') .. '\n' .. (f[2] or '')
@@ -49,7 +52,7 @@ elseif f[2] or search.refresh_due(c, since) then
     start = at
   end
 end
-if start >= stop and mode == 0 then return { start, 0, check } end
+if start >= stop and mode == 0 then return reply.ok(start, 0, check) end
 local most = math.max(1, math.min(256, tonumber(ARGV[5]) or 1))
 local els = idindex.read_range(c.entries, start, math.min(stop, start + most) - 1)
 local ids = {}
@@ -60,7 +63,7 @@ if mode == 0 and #els > 0 then
   for i, id in ipairs(ids) do fs[i] = 'entry\t' .. id end
   known = redis.call('HMGET', c.edocs, unpack(fs))
 end
-local out = { start, mode, check }
+local out = { 'ok', start, mode, check }
 for i, el in ipairs(els) do
   out[#out + 1] = ids[i]
   out[#out + 1] = idindex.fingerprint('qa', el)

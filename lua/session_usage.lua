@@ -1,11 +1,11 @@
 -- session_usage: add one LLM call's tokens and cost to the session record,
 -- its per-model breakdown, the all-time totals and the day's per-model
 -- totals, once per Idempotency-Key.
--- KEYS[1..15] the session's keys, indexes and totals (session_lib.lua);
+-- KEYS[1..15] the session's keys, indexes and totals (lib/session.lua);
 --   KEYS[15] is the prefix of the per-day model totals: the day's hash is
 --   KEYS[15] .. ':' .. YYYY-MM-DD (UTC, from Redis TIME), in KEYS[15]'s slot
 --   (on Cluster the prefix carries the bucket tag)
--- ARGV[1..4] TTL, max entries, user_id, session_id (session_lib.lua)
+-- ARGV[1..4] TTL, max entries, user_id, session_id (lib/session.lua)
 -- ARGV[5] model (as the caller named it)
 -- ARGV[6] input tokens, ARGV[7] output tokens (integers >= 0)
 -- ARGV[8] cost in nano-USD (integer >= 0: integer sums stay exact)
@@ -16,15 +16,17 @@
 -- ARGV[13] most distinct models of a day's hash; later new names count as 'other'
 -- ARGV[14] TTL in seconds of a day's hash (set on every write to it)
 -- emits usage (ARGV[11], the answer).
--- returns {1} when counted ({2} when this started the session);
---   {0, first_result} for a key already seen in this session; and, with
---   nothing written, {-1, 'wrong_type', message} when a key or field it
---   would write holds the wrong type, {-1, 'overflow', message} when a sum
---   would pass 9e18 (int64 holds 9.22e18).
+-- returns (reply.lua) {'ok', started} when counted (started 1 when this
+--   started the session); {'dup', first_result} for a key already seen in
+--   this session; and, with nothing written, {'refused', 'key_wrong_type',
+--   ...} when a key or field it would write holds the wrong type,
+--   {'refused', 'usage_overflow', ...} when a sum would pass 9e18 (int64
+--   holds 9.22e18).
 --
 -- Redis does not roll back a script that fails half-way: every read and
 -- check comes first, then the writes, which cannot fail any more; the
 -- idempotency key is stored after the sums it stands for.
+--- @include reply
 --- @include clock
 --- @include guard
 --- @include ring
@@ -45,10 +47,15 @@ end
 
 local K_DAY = c.by_model .. ':' .. utc_date(tonumber(redis.call('TIME')[1]))
 
+-- wrong_field refuses what text describes.
+local function wrong_field(text)
+  return reply.refused('key_wrong_type', text .. ' (another program wrote it); nothing was written: fix or delete that key')
+end
+
 -- Reads of a key of the wrong type fail (WRONGTYPE): they go through
 -- pcall, and such a key is refused by name before anything is written.
 local function wrong_type(k, want)
-  return { -1, 'wrong_type', guard.describe(k, want) or ('Redis key ' .. k .. ' cannot be read') }
+  return wrong_field(guard.describe(k, want) or ('Redis key ' .. k .. ' cannot be read'))
 end
 
 -- 1. A repeated key counts nothing. The hash is a ring (ring.lua) of the
@@ -57,9 +64,9 @@ local usage_created, kept = false, 0
 if key ~= '' then
   local v = redis.pcall('HMGET', c.usage_ids, key, ' n')
   if v.err then return wrong_type(c.usage_ids, 'hash') end
-  if v[1] then return { 0, v[1] } end
+  if v[1] then return reply.dup(v[1]) end
   if v[2] and not string.match(v[2], '^%d+$') then
-    return { -1, 'wrong_type', string.format('field " n" of Redis key %s is not an integer', c.usage_ids) }
+    return wrong_field(string.format('field " n" of Redis key %s is not an integer', c.usage_ids))
   end
   kept = tonumber(v[2] or '0')
   usage_created = not v[2] and redis.call('EXISTS', c.usage_ids) == 0
@@ -95,7 +102,7 @@ if type(count) == 'table' then return wrong_type(c.entries, 'list') end
 
 -- 3. What finish_write writes after the sums cannot fail either.
 local bad = session.check_finish(c, cur[c.record], false, true)
-if bad then return { -1, 'wrong_type', bad } end
+if bad then return wrong_field(bad) end
 
 -- 4. The name to count under: a new name past the cap counts as 'other'.
 -- marker is the field that exists once the name is counted in h.
@@ -131,10 +138,10 @@ for _, h in ipairs(adds) do
   for _, a in ipairs(h[2]) do
     local cv = cur[h[1]][a[1]]
     if cv and not string.match(cv, '^%-?%d+$') then
-      return { -1, 'wrong_type', string.format('field %s of Redis key %s is not an integer', a[1], h[1]) }
+      return wrong_field(string.format('field %s of Redis key %s is not an integer', a[1], h[1]))
     end
     if tonumber(cv or '0') + tonumber(a[2]) > MAX_SUM then
-      return { -1, 'overflow', string.format('field %s of Redis key %s would pass %.0f', a[1], h[1], MAX_SUM) }
+      return reply.refused('usage_overflow', string.format('usage not counted: field %s of Redis key %s would pass %.0f; nothing was written', a[1], h[1], MAX_SUM))
     end
   end
 end
@@ -151,4 +158,4 @@ if key ~= '' then ring.put(c.usage_ids, key, result, MAX_KEYS, false, kept) end
 
 events.emit(c, 'usage', 'state', nil, result)
 local _, started = session.finish_write(c, false, usage_created, count)
-return { session.stored_flag(started) }
+return reply.ok(started and 1 or 0)

@@ -315,3 +315,86 @@ func sorted(s []string) []string {
 	slices.Sort(out)
 	return out
 }
+
+// Start-or-reuse reads the messages of each abandoned session it closes
+// (for the auto-summary): a message key of another type there is a 409
+// key_wrong_type before any write, not a Redis error after the sessions
+// closed before it were already closed.
+func TestActiveSessionAutoCloseRefusesWrongTypedMessageKeysFirst(t *testing.T) {
+	redisstoretest.Each(t, func(t *testing.T, srv *redisstoretest.Server) {
+		h := start(t, srv, abandonFast)
+		l := srv.Layout()
+		c := srv.Client(t)
+		for _, s := range []string{"s1", "s2"} { // s2 is the newer: closed first
+			want(t, h.Do(t, "POST", "/v1/users/alice/sessions/"+s+"/entries", `{"question":"q","answer":"a","context":""}`), 201)
+		}
+		idle(t, srv)
+		for _, key := range []string{l.Messages("alice", "s1").Order, l.Messages("alice", "s1").Messages} {
+			if err := c.Do(t.Context(), c.B().Set().Key(key).Value("someone else's").Build()).Error(); err != nil {
+				t.Fatal(err)
+			}
+			keys, err := c.Do(t.Context(), c.B().Keys().Pattern("*").Build()).AsStrSlice()
+			if err != nil {
+				t.Fatal(err)
+			}
+			before := redisstoretest.Snapshot(t, c, keys...)
+			if r := h.Do(t, "POST", "/v1/users/alice/active-session", `{}`); r.Status != 409 || r.Code() != "key_wrong_type" {
+				t.Errorf("start-or-reuse with %s a string: %d %s, want 409 key_wrong_type", key, r.Status, r.Body)
+			}
+			if after := redisstoretest.Snapshot(t, c, keys...); !slices.Equal(after, before) {
+				t.Errorf("start-or-reuse with %s a string changed Redis:\n%q\nwas\n%q", key, after, before)
+			}
+			c.Do(t.Context(), c.B().Del().Key(key).Build())
+		}
+	})
+}
+
+// Ending the active session drops the expired members it met in the
+// match's metadata indexes (user's and bucket's) even when it finds none
+// to end: a bucket index of another type there is a 409 key_wrong_type
+// before any write, not a Redis error after the user's index was written.
+func TestActiveEndRefusesAWrongTypedBucketIndexFirst(t *testing.T) {
+	redisstoretest.Each(t, func(t *testing.T, srv *redisstoretest.Server) {
+		h := start(t, srv, nil)
+		l := srv.Layout()
+		c := srv.Client(t)
+		user, global := l.MetaIndex("alice", "agent", "x"), l.MetaGlobal(l.Bucket("alice"), "agent", "x")
+		for _, cmd := range []rueidis.Completed{
+			c.B().Zadd().Key(user).ScoreMember().ScoreMember(9e15, "dead").Build(), // an expired session's
+			c.B().Set().Key(global).Value("someone else's").Build(),
+		} {
+			if err := c.Do(t.Context(), cmd).Error(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		before := redisstoretest.Snapshot(t, c, user, global)
+		if r := h.Do(t, "POST", "/v1/users/alice/active-session/end", `{"match":{"agent":"x"}}`); r.Status != 409 || r.Code() != "key_wrong_type" {
+			t.Errorf("end with the bucket index a string: %d %s, want 409 key_wrong_type", r.Status, r.Body)
+		}
+		if after := redisstoretest.Snapshot(t, c, user, global); !slices.Equal(after, before) {
+			t.Errorf("end with the bucket index a string changed Redis:\n%q\nwas\n%q", after, before)
+		}
+	})
+}
+
+// Creating a session with an initial state refuses a state key of another
+// type (another program wrote it) with 409 key_wrong_type and writes
+// nothing, as a state PATCH does, instead of replacing that key.
+func TestCreateRefusesAWrongTypedStateKey(t *testing.T) {
+	redisstoretest.Each(t, func(t *testing.T, srv *redisstoretest.Server) {
+		h := start(t, srv, nil)
+		l := srv.Layout()
+		c := srv.Client(t)
+		key := l.SessionState("alice", "s1")
+		if err := c.Do(t.Context(), c.B().Hset().Key(key).FieldValue().FieldValue("theirs", "1").Build()).Error(); err != nil {
+			t.Fatal(err)
+		}
+		before := redisstoretest.Snapshot(t, c, key, l.Session("alice", "s1").Record, l.SessionEvents("alice", "s1"))
+		if r := h.Do(t, "POST", "/v1/users/alice/sessions", `{"session_id":"s1","state":{"a":1}}`); r.Status != 409 || r.Code() != "key_wrong_type" {
+			t.Errorf("create with the state key a hash: %d %s, want 409 key_wrong_type", r.Status, r.Body)
+		}
+		if after := redisstoretest.Snapshot(t, c, key, l.Session("alice", "s1").Record, l.SessionEvents("alice", "s1")); !slices.Equal(after, before) {
+			t.Errorf("create with the state key a hash changed Redis:\n%q\nwas\n%q", after, before)
+		}
+	})
+}

@@ -2,12 +2,10 @@ package sessions
 
 import (
 	"context"
-
-	"github.com/redis/rueidis"
+	"errors"
 
 	"github.com/agentsidecar/agentsidecar/lua"
 	"github.com/agentsidecar/agentsidecar/redisstore"
-	"github.com/agentsidecar/agentsidecar/sessionstore"
 )
 
 // The id indexes (the entries list by qa_id, the context list by id) are
@@ -16,7 +14,7 @@ import (
 // it rewrote a list, the index is made again from the start. One script
 // indexes at most one step (lua/session_lib.lua: 256 elements, about
 // 1 MiB), so no script's work grows with the list: a script that needs the
-// whole index and finds it short answers {"index_build", which} before its
+// whole index and finds it short answers {'index_build', which} before its
 // first write, and exec runs session_index_build one step at a time until
 // the index covers the list, then the script again.
 const (
@@ -46,34 +44,28 @@ func listName(which string) string {
 // exec runs a session script that finds an element through an id index,
 // building the index first, a step at a time, whenever the script asks
 // for it. Each step is one short script; the loop honours ctx.
-func (s *Store) exec(ctx context.Context, script *lua.Script, user, session string, args ...string) (rueidis.RedisMessage, error) {
+func (s *Store) exec(ctx context.Context, script *lua.Script, user, session string, args ...string) (lua.Reply, error) {
 	steps := 0
 	for round := 0; ; round++ {
-		msg, err := s.Exec(ctx, script, user, session, args...)
-		if err != nil {
-			return msg, err
-		}
-		which, ok := indexBuild(msg)
-		if !ok {
-			return msg, nil
+		r, err := s.Run(ctx, script, user, session, args...)
+		var build *lua.IndexBuild
+		if !errors.As(err, &build) {
+			return r, err
 		}
 		if round == MaxIndexRounds {
-			return rueidis.RedisMessage{}, errIndexUnsettled(user, session, which)
+			return lua.Reply{}, errIndexUnsettled(user, session, build.Which)
 		}
-		if err := s.buildIndex(ctx, user, session, which, &steps); err != nil {
-			return rueidis.RedisMessage{}, err
+		if err := s.buildIndex(ctx, user, session, build.Which, &steps); err != nil {
+			return lua.Reply{}, err
 		}
 	}
 }
 
-// execFound is exec for a script that answers 1 (done) or 0 (no such
-// element: redisstore.ErrNotFound).
+// execFound is exec for a script that answers 'ok' (done) or 'missing' (no
+// such element: redisstore.ErrNotFound).
 func (s *Store) execFound(ctx context.Context, script *lua.Script, user, session string, args ...string) error {
-	msg, err := s.exec(ctx, script, user, session, args...)
-	if err != nil {
-		return err
-	}
-	return sessionstore.FoundReply(script, msg)
+	_, err := s.exec(ctx, script, user, session, args...)
+	return err
 }
 
 // buildIndex runs session_index_build until the index which covers its
@@ -87,31 +79,15 @@ func (s *Store) buildIndex(ctx context.Context, user, session, which string, ste
 			return errIndexUnsettled(user, session, which)
 		}
 		*steps++
-		msg, err := s.Exec(ctx, lua.SessionIndexBuild, user, session, which)
+		r, err := s.Run(ctx, lua.SessionIndexBuild, user, session, which)
 		if err != nil {
 			return err
 		}
 		indexSteps.WithLabelValues(which).Inc()
-		if done, err := msg.AsInt64(); err != nil {
+		if done, err := r.Flag(0); err != nil {
 			return redisstore.Wrap(lua.SessionIndexBuild.Name, err)
-		} else if done == 1 {
+		} else if done {
 			return nil
 		}
 	}
-}
-
-// indexBuild reports whether msg is a script's {"index_build", which}.
-func indexBuild(msg rueidis.RedisMessage) (string, bool) {
-	if !msg.IsArray() {
-		return "", false
-	}
-	arr, err := msg.ToArray()
-	if err != nil || len(arr) != 2 || !arr[0].IsString() {
-		return "", false
-	}
-	if tag, _ := arr[0].ToString(); tag != "index_build" {
-		return "", false
-	}
-	which, err := arr[1].ToString()
-	return which, err == nil
 }

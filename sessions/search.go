@@ -128,12 +128,12 @@ func (s *Store) ReindexEntry(ctx context.Context, user, session, qaID string, st
 	for range reindexTries {
 		sum := sha1.Sum(stored)
 		args := append([]string{qaID, hex.EncodeToString(sum[:])}, analyseEntry(stored).args()...)
-		msg, err := s.exec(ctx, lua.SessionSearchEntry, user, session, args...)
+		r, err := s.exec(ctx, lua.SessionSearchEntry, user, session, args...)
 		if err != nil {
 			return err
 		}
-		if got, _ := msg.AsInt64(); got != 0 {
-			return nil
+		if got, err := r.Int(0); err != nil || got != 0 {
+			return err
 		}
 		if stored, err = s.Entry(ctx, user, session, qaID); err != nil {
 			if errors.Is(err, redisstore.ErrNotFound) {
@@ -184,27 +184,33 @@ func (s *Store) CatchUp(ctx context.Context, user, session string, steps int) (b
 // of what it read: session_search_catchup's arguments, nil when the index
 // lacks nothing.
 func (s *Store) catchupRead(ctx context.Context, user, session string) ([]string, error) {
-	msg, err := s.Exec(ctx, lua.SessionSearchPending, user, session, strconv.Itoa(StepEntries))
+	r, err := s.Run(ctx, lua.SessionSearchPending, user, session, strconv.Itoa(StepEntries))
 	if err != nil {
 		return nil, err
 	}
-	arr, err := msg.ToArray()
-	if err != nil || len(arr) < 3 || (len(arr)-3)%4 != 0 {
-		return nil, redisstore.Wrap(lua.SessionSearchPending.Name, fmt.Errorf("unexpected script reply"))
+	bad := func(err error) error { return redisstore.Wrap(lua.SessionSearchPending.Name, err) }
+	if len(r.Values) < 3 || (len(r.Values)-3)%4 != 0 {
+		return nil, bad(fmt.Errorf("unexpected script reply of %d values", len(r.Values)))
 	}
-	start, _ := arr[0].AsInt64()
-	mode, _ := arr[1].AsInt64()
-	cov, _ := arr[2].ToString()
-	read := (len(arr) - 3) / 4
+	start, err1 := r.Int(0)
+	mode, err2 := r.Int(1)
+	cov, err3 := r.String(2)
+	if err := errors.Join(err1, err2, err3); err != nil {
+		return nil, bad(err)
+	}
+	read := (len(r.Values) - 3) / 4
 	if read == 0 && mode == 0 {
 		return nil, nil
 	}
 	docs, terms, n := make([]string, 0, 6*read), 0, 0
 	for ; n < read; n++ {
-		id, _ := arr[3+4*n].ToString()
-		fp, _ := arr[4+4*n].ToString()
-		sum, _ := arr[5+4*n].ToString()
-		el, _ := arr[6+4*n].ToString()
+		id, err1 := r.String(3 + 4*n)
+		fp, err2 := r.String(4 + 4*n)
+		sum, err3 := r.String(5 + 4*n)
+		el, err4 := r.String(6 + 4*n)
+		if err := errors.Join(err1, err2, err3, err4); err != nil {
+			return nil, bad(err)
+		}
 		if el == "" { // indexed already
 			docs = append(docs, id, fp, sum, "", "-1", "")
 			continue
@@ -224,23 +230,18 @@ func (s *Store) catchupRead(ctx context.Context, user, session string) ([]string
 // whether it stored them (false: the list or the index changed since the
 // read) and whether more is left.
 func (s *Store) catchupWrite(ctx context.Context, user, session string, args []string) (stored, more bool, err error) {
-	msg, err := s.Exec(ctx, lua.SessionSearchCatchup, user, session, args...)
+	r, err := s.Run(ctx, lua.SessionSearchCatchup, user, session, args...)
 	if err != nil {
 		return false, false, err
 	}
 	indexSteps.WithLabelValues("search").Inc()
-	res, err := msg.ToArray()
-	if err != nil || len(res) == 0 {
-		return false, false, redisstore.Wrap(lua.SessionSearchCatchup.Name, fmt.Errorf("unexpected script reply"))
+	if stored, err = r.Flag(0); err != nil || !stored {
+		return false, false, redisstore.Wrap(lua.SessionSearchCatchup.Name, err)
 	}
-	if done, _ := res[0].AsInt64(); done == 0 {
-		return false, false, nil
+	if more, err = r.Flag(1); err != nil {
+		return false, false, redisstore.Wrap(lua.SessionSearchCatchup.Name, err)
 	}
-	if len(res) < 2 {
-		return false, false, redisstore.Wrap(lua.SessionSearchCatchup.Name, fmt.Errorf("unexpected script reply"))
-	}
-	m, _ := res[1].AsInt64()
-	return true, m == 1, nil
+	return true, more, nil
 }
 
 // catchUp runs CatchUp for a request that does not fail with it: the write

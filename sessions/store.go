@@ -28,18 +28,15 @@ func (s *Store) Append(ctx context.Context, user, session, qaID string, entry []
 	if index {
 		args = append(args, analyseEntry(entry).args()...)
 	}
-	msg, err := s.exec(ctx, lua.SessionAppend, user, session, args...)
+	r, err := s.exec(ctx, lua.SessionAppend, user, session, args...)
 	if err != nil {
 		return sessionstore.Stored{}, false, err
 	}
-	st, err = sessionstore.StoredReply(msg, entry)
-	if err == nil && st.Created {
-		entriesAppended.Inc()
-		if arr, _ := msg.ToArray(); len(arr) == 2 {
-			p, _ := arr[1].AsInt64()
-			pending = p == 1
-		}
+	if st, err = sessionstore.StoredOf(r, entry); err != nil || !st.Created {
+		return st, false, err
 	}
+	entriesAppended.Inc()
+	pending, err = r.Flag(1)
 	return st, pending, err
 }
 
@@ -52,11 +49,11 @@ func (s *Store) UpdateEntry(ctx context.Context, user, session, qaID string, fie
 	for _, f := range fields {
 		args = append(args, f[0], f[1])
 	}
-	msg, err := s.exec(ctx, lua.SessionEntryUpdate, user, session, args...)
+	r, err := s.exec(ctx, lua.SessionEntryUpdate, user, session, args...)
 	if err != nil {
 		return nil, noEntry(err, user, session, qaID)
 	}
-	v, err := msg.ToString()
+	v, err := r.String(0)
 	if err == nil {
 		countFeedback(fields)
 	}
@@ -65,11 +62,11 @@ func (s *Store) UpdateEntry(ctx context.Context, user, session, qaID string, fie
 
 // Entry returns entry qaID, or a not-found refusal.
 func (s *Store) Entry(ctx context.Context, user, session, qaID string) ([]byte, error) {
-	msg, err := s.exec(ctx, lua.SessionEntryGet, user, session, qaID)
+	r, err := s.exec(ctx, lua.SessionEntryGet, user, session, qaID)
 	if err != nil {
 		return nil, noEntry(err, user, session, qaID)
 	}
-	v, err := msg.ToString()
+	v, err := r.String(0)
 	return []byte(v), err
 }
 
@@ -80,33 +77,31 @@ func (s *Store) DeleteEntry(ctx context.Context, user, session, qaID string) err
 
 // AppendTrace stores one trace step (encoded by cognee.NewTrace).
 func (s *Store) AppendTrace(ctx context.Context, user, session string, trace []byte) error {
-	msg, err := s.Exec(ctx, lua.SessionTraceAppend, user, session, string(trace))
+	r, err := s.Run(ctx, lua.SessionTraceAppend, user, session, string(trace))
 	if err != nil {
 		return err
 	}
-	if flag, _ := msg.AsInt64(); flag == 2 {
-		sessionstore.CountStarted()
-	}
-	return nil
+	_, err = sessionstore.StoredOf(r, trace)
+	return err
 }
 
 // AppendContext stores a session-context entry with id, unless one with that
 // id exists: then it returns the stored one with Created == false.
 func (s *Store) AppendContext(ctx context.Context, user, session, id string, entry []byte) (sessionstore.Stored, error) {
-	msg, err := s.exec(ctx, lua.SessionContextAppend, user, session, id, string(entry))
+	r, err := s.exec(ctx, lua.SessionContextAppend, user, session, id, string(entry))
 	if err != nil {
 		return sessionstore.Stored{}, err
 	}
-	return sessionstore.StoredReply(msg, entry)
+	return sessionstore.StoredOf(r, entry)
 }
 
 // UpdateContext merges patch (a JSON object) into context entry id.
 func (s *Store) UpdateContext(ctx context.Context, user, session, id string, patch []byte) ([]byte, error) {
-	msg, err := s.exec(ctx, lua.SessionContextUpdate, user, session, id, string(patch))
+	r, err := s.exec(ctx, lua.SessionContextUpdate, user, session, id, string(patch))
 	if err != nil {
 		return nil, noContext(err, user, session, id)
 	}
-	v, err := msg.ToString()
+	v, err := r.String(0)
 	return []byte(v), err
 }
 

@@ -7,7 +7,7 @@ import (
 )
 
 // sessionsStarted counts, per process, the sessions a write through this
-// sidecar started (whichever module wrote first). StoredReply records it
+// sidecar started (whichever module wrote first). StoredOf records it
 // where the scripts report it.
 var sessionsStarted = prometheus.NewCounter(prometheus.CounterOpts{
 	Name: "sidecar_sessions_started_total",

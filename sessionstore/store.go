@@ -78,8 +78,23 @@ func (s *Store) Keys(user, session string) redisstore.SessionKeys {
 // layout is the key layout of the connected Redis.
 func (s *Store) layout() redisstore.Layout { return redisstore.Layout{Cluster: s.conn.Cluster()} }
 
+// Run runs a session script as Exec does and decodes its answer in the
+// one reply convention (lua.Decode): the Reply of 'ok' or 'dup', else
+// redisstore.ErrNotFound ('missing'), the store refusal ('refused', 409,
+// nothing written) or *lua.IndexBuild.
+func (s *Store) Run(ctx context.Context, script *lua.Script, user, session string, args ...string) (lua.Reply, error) {
+	msg, err := s.Exec(ctx, script, user, session, args...)
+	if err != nil {
+		return lua.Reply{}, err
+	}
+	return lua.Decode(script.Name, msg)
+}
+
 // Exec runs a session script with the session's keys and the common ARGVs
-// followed by args. A nil reply is returned as redisstore.ErrNotFound.
+// followed by args, and returns its answer as it is, but for the answers
+// every script shares, returned as errors: a refusal or an index to build
+// (lua.Refusal), Redis's WRONGTYPE (a 409), a nil reply
+// (redisstore.ErrNotFound). Run decodes the rest too.
 func (s *Store) Exec(ctx context.Context, script *lua.Script, user, session string, args ...string) (rueidis.RedisMessage, error) {
 	client, err := s.conn.Client()
 	if err != nil {
@@ -111,6 +126,9 @@ func (s *Store) Exec(ctx context.Context, script *lua.Script, user, session stri
 			return msg, ref
 		}
 		return msg, redisstore.Wrap(script.Name, err)
+	}
+	if err := lua.Refusal(script.Name, msg); err != nil {
+		return msg, err
 	}
 	return msg, nil
 }
@@ -158,27 +176,11 @@ func wrongType(err error) error {
 	return nil
 }
 
-// ExecFound runs a script that answers 1 (done) or 0 (no such thing: then
-// redisstore.ErrNotFound).
+// ExecFound runs a script that answers 'ok' (done) or 'missing' (no such
+// thing: redisstore.ErrNotFound).
 func (s *Store) ExecFound(ctx context.Context, script *lua.Script, user, session string, args ...string) error {
-	msg, err := s.Exec(ctx, script, user, session, args...)
-	if err != nil {
-		return err
-	}
-	return FoundReply(script, msg)
-}
-
-// FoundReply decodes the reply of script that answers 1 (done) or 0 (no
-// such thing: redisstore.ErrNotFound).
-func FoundReply(script *lua.Script, msg rueidis.RedisMessage) error {
-	n, err := msg.AsInt64()
-	if err != nil {
-		return redisstore.Wrap(script.Name, err)
-	}
-	if n == 0 {
-		return redisstore.ErrNotFound
-	}
-	return nil
+	_, err := s.Run(ctx, script, user, session, args...)
+	return err
 }
 
 // Stored is what a storing script answered.
@@ -188,29 +190,23 @@ type Stored struct {
 	Started bool   // this write started the session (created its record)
 }
 
-// StoredReply decodes a storing script's reply: {1} stored, {2} stored and
-// started the session, {0, earlier} already there (nothing written). The
-// stored value of a new write is the caller's own (value), not echoed back.
-func StoredReply(msg rueidis.RedisMessage, value []byte) (Stored, error) {
-	arr, err := msg.ToArray()
-	if err != nil || len(arr) == 0 {
-		return Stored{}, errors.New("unexpected script reply")
+// StoredOf decodes a storing script's reply: {'ok', started} stored (started:
+// 1 when this write started the session), {'dup', earlier} already there
+// (nothing written). The stored value of a new write is the caller's own
+// (value), not echoed back.
+func StoredOf(r lua.Reply, value []byte) (Stored, error) {
+	if r.Dup {
+		v, err := r.String(0)
+		return Stored{Value: []byte(v)}, err
 	}
-	flag, err := arr[0].AsInt64()
+	started, err := r.Flag(0)
 	if err != nil {
 		return Stored{}, err
 	}
-	if flag == 0 {
-		if len(arr) != 2 {
-			return Stored{}, errors.New("unexpected script reply")
-		}
-		v, err := arr[1].ToString()
-		return Stored{Value: []byte(v)}, err
-	}
-	if flag == 2 {
+	if started {
 		CountStarted()
 	}
-	return Stored{Value: value, Created: true, Started: flag == 2}, nil
+	return Stored{Value: value, Created: true, Started: started}, nil
 }
 
 // missing turns ErrNotFound into the refusal "no session u/s".

@@ -2,12 +2,10 @@ package usage
 
 import (
 	"context"
-	"fmt"
+	"errors"
 	"slices"
 	"sort"
 	"strconv"
-
-	"github.com/redis/rueidis"
 
 	"github.com/agentsidecar/agentsidecar/lua"
 	"github.com/agentsidecar/agentsidecar/pricing"
@@ -68,29 +66,6 @@ type Usage struct {
 	Result []byte
 }
 
-// refusal decodes a script's {-1, code, message} refusal (nothing
-// written); nil for any other reply.
-func refusal(msg rueidis.RedisMessage) error {
-	arr, err := msg.ToArray()
-	if err != nil || len(arr) != 3 {
-		return nil
-	}
-	if flag, err := arr[0].AsInt64(); err != nil || flag != -1 {
-		return nil
-	}
-	code, _ := arr[1].ToString()
-	text, _ := arr[2].ToString()
-	switch code {
-	case "overflow":
-		return redisstore.Refuse(redisstore.ErrConflict, "usage_overflow",
-			"usage not counted: %s; nothing was written", text)
-	case "wrong_type": // the same answer as every session script's (sessionstore)
-		return redisstore.Refuse(redisstore.ErrConflict, "key_wrong_type",
-			"%s (another program wrote it); nothing was written: fix or delete that key", text)
-	}
-	return fmt.Errorf("script refused (%s): %s", code, text)
-}
-
 // AddUsage counts u in the session record (created running if absent), its
 // per-model breakdown, the all-time totals and the day's per-model totals,
 // in one script. For a repeated idempotency key it counts nothing and
@@ -103,17 +78,14 @@ func (s *Store) AddUsage(ctx context.Context, user, session string, u Usage) (se
 		failed = "1"
 	}
 	l := s.Limits.orDefaults()
-	msg, err := s.Exec(ctx, lua.SessionUsage, user, session, u.Model,
+	r, err := s.Run(ctx, lua.SessionUsage, user, session, u.Model,
 		strconv.FormatInt(u.TokensIn, 10), strconv.FormatInt(u.TokensOut, 10),
 		strconv.FormatInt(u.CostNanoUSD, 10), failed, u.IdempotencyKey, string(u.Result),
 		strconv.Itoa(l.SessionModels), strconv.Itoa(l.DayModels), strconv.Itoa((l.Days+1)*86400))
 	if err != nil {
 		return sessionstore.Stored{}, err
 	}
-	if err := refusal(msg); err != nil {
-		return sessionstore.Stored{}, err
-	}
-	return sessionstore.StoredReply(msg, u.Result)
+	return sessionstore.StoredOf(r, u.Result)
 }
 
 // CostByModel is the per-model usage of the last days UTC days (1 to
@@ -172,26 +144,12 @@ func (s *Store) End(ctx context.Context, user, session, status string, summary *
 	if summary != nil {
 		hasSummary, text = "1", *summary
 	}
-	msg, err := s.Exec(ctx, lua.SessionEnd, user, session, status, hasSummary, text)
-	if err != nil {
-		return false, err
-	}
-	if err := refusal(msg); err != nil {
-		return false, err
-	}
-	if arr, aerr := msg.ToArray(); aerr == nil && len(arr) == 2 {
-		st, _ := arr[1].ToString()
-		return false, redisstore.Refuse(redisstore.ErrConflict, "session_ended", "session %s/%s already ended (%s)", user, session, st)
-	}
-	n, err := msg.AsInt64()
-	if err != nil {
-		return false, redisstore.Wrap("session_end", err)
-	}
-	switch n {
-	case 0:
+	r, err := s.Run(ctx, lua.SessionEnd, user, session, status, hasSummary, text)
+	if errors.Is(err, redisstore.ErrNotFound) {
 		return false, redisstore.NotFound("no session %s/%s", user, session)
-	case 2:
-		return false, nil
 	}
-	return true, nil
+	if err != nil {
+		return false, err
+	}
+	return !r.Dup, nil
 }

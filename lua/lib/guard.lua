@@ -4,12 +4,8 @@
 -- script would write (or read as that type) and refuses the first key
 -- another program wrote with another type, before anything is written.
 --
--- A refusal is an error reply the sidecar maps to 409 key_wrong_type:
---   "KEYTYPE <key> <type> <wanted type>"  a key of another type
---   "BADKEY <message>"                     a record field that is not what
---                                          the scripts keep there
--- and "BADVALUE <key> <id>" (409 stored_value_invalid) for an element that
--- is not a JSON object where one is edited in place.
+-- A refusal is reply.lua's {'refused', 'key_wrong_type', text} (409).
+--- @include reply
 
 -- key_type is TYPE's answer as a string ('none' for a missing key).
 local function key_type(k)
@@ -19,13 +15,11 @@ local function key_type(k)
 end
 
 -- refusal is the reply refusing key, of type got where want is kept.
-local function refusal(key, got, want)
-  return redis.error_reply('KEYTYPE ' .. key .. ' ' .. got .. ' ' .. want)
-end
+local refusal = reply.wrong_type
 
 -- bad_field is the reply refusing record field of key: what it is not.
 local function bad_field(key, field, what)
-  return redis.error_reply('BADKEY field ' .. field .. ' of Redis key ' .. key .. ' is not ' .. what)
+  return reply.bad_key('field ' .. field .. ' of Redis key ' .. key .. ' is not ' .. what)
 end
 
 -- check returns the refusal of the first pair of checks ({key, type} each)
