@@ -156,11 +156,11 @@ func (m *Module) helloSession(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	msg, err := m.sessions.Exec(r.Context(), sessionScript, user, session, SessionFamily.Prefix)
+	rep, err := m.sessions.Run(r.Context(), sessionScript, user, session, SessionFamily.Prefix)
 	if err != nil {
 		return err // a key of another type: 409 key_wrong_type; an outage: 503
 	}
-	n, err := msg.AsInt64()
+	n, err := rep.Int(0)
 	if err != nil {
 		return redisstore.Wrap("hello_session", err)
 	}

@@ -7,8 +7,10 @@
 -- ARGV[1..4] TTL, max entries, user_id, session_id (lua/lib/session.lua)
 -- ARGV[5] the family's prefix, sidecar_hello_session
 -- emits x-hello {"count": n}.
--- returns the session's count after this call; KEYTYPE (409 key_wrong_type)
--- when a key it writes holds another type, before anything is written.
+-- returns (lua/lib/reply.lua) {'ok', n}: the session's count after this
+--   call; {'refused', 'key_wrong_type', ...} when a key it writes holds
+--   another type, before anything is written.
+--- @include reply
 --- @include session
 --- @include events
 
@@ -21,4 +23,4 @@ events.emit(c, 'x-hello', 'custom', nil, '{"count":' .. string.format('%d', n) .
 -- a counter just made is a new key of the session: slide now, so it gets
 -- the session's TTL at once
 session.finish_write(c, false, n == 1, nil, false, rec)
-return n
+return reply.ok(n)
