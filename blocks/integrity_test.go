@@ -115,8 +115,8 @@ func TestHandWrittenContentNotAString(t *testing.T) {
 		c := srv.Client(t)
 		hand := `{"label":"m","description":null,"content":"a"b","max_tokens":null,"writable":true,"position":0,"tokens":1,"counts":"1,1,1,1,1","created_at":1,"updated_at":1}`
 		for _, scope := range []struct{ key, events, path string }{
-			{l.UserBlocks("alice"), l.UserEvents("alice"), "/v1/users/alice/blocks/m"},
-			{l.SessionBlocks("alice", "s1"), l.SessionEvents("alice", "s1"), "/v1/users/alice/sessions/s1/blocks/m"},
+			{l.UserKey(blocks.UserBlocksFamily, "alice"), l.UserEvents("alice"), "/v1/users/alice/blocks/m"},
+			{l.SessionKey(blocks.SessionBlocksFamily, "alice", "s1"), l.SessionEvents("alice", "s1"), "/v1/users/alice/sessions/s1/blocks/m"},
 		} {
 			if err := c.Do(t.Context(), c.B().Hset().Key(scope.key).FieldValue().FieldValue("m", hand).Build()).Error(); err != nil {
 				t.Fatal(err)
