@@ -220,11 +220,9 @@ func (m *Module) appendTo(scope string) sidecar.HandlerFunc {
 		if err := m.checkContent("content", *req.Content); err != nil {
 			return err
 		}
+		// no such block, or one that does not take the content, is Set's refusal
 		res, err := m.store.Set(r.Context(), user, session, setCall{scope: scope, label: l, action: actionAppend, content: *req.Content})
 		if err != nil {
-			return err
-		}
-		if err := res.refusal(l); err != nil {
 			return err
 		}
 		sidecar.WriteJSON(w, http.StatusOK, res.block)

@@ -45,35 +45,29 @@ func (s *Store) Put(ctx context.Context, user, session, scope string, b stored) 
 	if err != nil {
 		return Block{}, false, err
 	}
-	most, setting, owner := s.cfg.MaxPerUser, "BLOCKS_MAX_PER_USER", "user "+user
+	most := s.cfg.MaxPerUser
 	if scope == scopeSession {
-		most, setting, owner = s.cfg.MaxPerSession, "BLOCKS_MAX_PER_SESSION", "session "+user+"/"+session
+		most = s.cfg.MaxPerSession
 	}
-	msg, err := s.Exec(ctx, lua.BlocksPut, user, sessionArg(session), scope, b.Label, string(raw), itoa(most))
+	// a full scope is the script's too_many_blocks refusal (409)
+	r, err := s.Run(ctx, lua.BlocksPut, user, sessionArg(session), scope, b.Label, string(raw), itoa(most))
 	if err != nil {
 		return Block{}, false, err
 	}
-	arr, err := msg.ToArray()
-	if err != nil || len(arr) == 0 {
-		return Block{}, false, redisstore.Wrap(lua.BlocksPut.Name, errors.Join(err, errors.New("unexpected reply")))
+	stored, err1 := r.String(0)
+	created, err2 := r.Flag(1)
+	started, err3 := r.Flag(2)
+	if err := errors.Join(err1, err2, err3); err != nil {
+		return Block{}, false, redisstore.Wrap(lua.BlocksPut.Name, err)
 	}
-	code, _ := arr[0].AsInt64()
-	if code == -1 {
-		return Block{}, false, redisstore.Refuse(redisstore.ErrConflict, "too_many_blocks",
-			"%s has %d blocks, the most allowed (%s); delete one first; nothing was written", owner, most, setting)
-	}
-	if len(arr) != 3 {
-		return Block{}, false, redisstore.Wrap(lua.BlocksPut.Name, errors.New("unexpected reply"))
-	}
-	if started, _ := arr[2].AsInt64(); started == 1 {
+	if started {
 		sessionstore.CountStarted()
 	}
-	stored, _ := arr[1].ToString()
 	out, err := decodeBlock(stored, scope)
 	if err != nil {
 		return Block{}, false, fmt.Errorf("put block %s: %w", b.Label, err)
 	}
-	return out, code == 1, nil
+	return out, created, nil
 }
 
 // The actions of an append-or-replace.
@@ -92,16 +86,29 @@ type setCall struct {
 	toolCallID string // "" for none
 }
 
+// The outcomes of blocks_set: written (or a repeated tool call), else,
+// for a tool call, the API code of the refusal it answers any other
+// caller with (nothing written).
+const (
+	setWritten      = "written"
+	setFull         = "block_full"
+	setReadOnly     = "block_readonly"
+	setTooLarge     = "block_too_large"
+	setInvalidBlock = "stored_value_invalid"
+)
+
 // setResult is what blocks_set answered.
 type setResult struct {
-	code    int64 // 1 written, 2 a repeated tool call, 0 no block, -1 full, -2 read-only, -3 too large, -4 not a block
-	block   Block
-	outcome string // "<label>\t<action>\t<scope>\t<tokens>\t<max>"
-	n, most int64  // -1: the tokens it would take and max_tokens; -3: bytes and the setting
+	code    string // setWritten (also for a repeated tool call), or a tool call's set* refusal
+	block   Block  // the block written (not for a repeated tool call)
+	outcome string // setWritten: "<label>\t<action>\t<scope>\t<tokens>\t<max>"
+	n, most int64  // setFull: the tokens it would take and max_tokens; setTooLarge: bytes and the setting
 }
 
 // Set appends to or replaces the content of an existing block in one
-// script (nothing written unless code is 1).
+// script. No such block is a not-found refusal; what the block does not
+// take is, for a tool call, a setResult with its code (nothing written),
+// else the script's refusal (409).
 func (s *Store) Set(ctx context.Context, user, session string, c setCall) (setResult, error) {
 	piece, err := json.Marshal(c.content)
 	if err != nil {
@@ -111,71 +118,66 @@ func (s *Store) Set(ctx context.Context, user, session string, c setCall) (setRe
 	if c.tool {
 		tool = "1"
 	}
-	msg, err := s.Exec(ctx, lua.BlocksSet, user, sessionArg(session), c.scope, c.label, c.action, string(piece),
+	r, err := s.Run(ctx, lua.BlocksSet, user, sessionArg(session), c.scope, c.label, c.action, string(piece),
 		formatCounts(tokens.Count(c.content)), tool, c.toolCallID, itoa(s.cfg.MaxContentBytes))
+	if errors.Is(err, redisstore.ErrNotFound) {
+		return setResult{}, redisstore.NotFound("no block %q", c.label)
+	}
 	if err != nil {
 		return setResult{}, err
 	}
-	arr, err := msg.ToArray()
-	if err != nil || len(arr) == 0 {
-		return setResult{}, redisstore.Wrap(lua.BlocksSet.Name, errors.Join(err, errors.New("unexpected reply")))
+	bad := func(err error) error { return redisstore.Wrap(lua.BlocksSet.Name, err) }
+	if r.Dup { // a repeated tool call: its first outcome
+		outcome, err := r.String(0)
+		if err != nil {
+			return setResult{}, bad(err)
+		}
+		return setResult{code: setWritten, outcome: outcome}, nil
 	}
 	var out setResult
-	out.code, _ = arr[0].AsInt64()
-	switch {
-	case out.code == 1 && len(arr) == 5:
-		raw, _ := arr[1].ToString()
-		scope, _ := arr[2].ToString()
+	if out.code, err = r.String(0); err != nil {
+		return setResult{}, bad(err)
+	}
+	if out.code != setWritten && !c.tool {
+		return setResult{}, bad(fmt.Errorf("outcome %q of a call that is no tool call", out.code))
+	}
+	switch out.code {
+	case setWritten:
+		raw, err1 := r.String(1)
+		scope, err2 := r.String(2)
+		started, err3 := r.Flag(3)
+		outcome, err4 := r.String(4)
+		if err := errors.Join(err1, err2, err3, err4); err != nil {
+			return setResult{}, bad(err)
+		}
 		if out.block, err = decodeBlock(raw, scope); err != nil {
 			return setResult{}, fmt.Errorf("set block %s: %w", c.label, err)
 		}
-		if started, _ := arr[3].AsInt64(); started == 1 {
+		if started {
 			sessionstore.CountStarted()
 		}
-		out.outcome, _ = arr[4].ToString()
-	case out.code == 2 && len(arr) == 2:
-		out.outcome, _ = arr[1].ToString()
-	case (out.code == -1 || out.code == -3) && len(arr) == 3:
-		out.n, _ = arr[1].AsInt64()
-		out.most, _ = arr[2].AsInt64()
+		out.outcome = outcome
+	case setFull, setTooLarge:
+		n, err1 := r.Int(1)
+		most, err2 := r.Int(2)
+		if err := errors.Join(err1, err2); err != nil {
+			return setResult{}, bad(err)
+		}
+		out.n, out.most = n, most
+	case setReadOnly, setInvalidBlock:
+	default:
+		return setResult{}, bad(fmt.Errorf("unknown outcome %q", out.code))
 	}
 	return out, nil
 }
 
-// refusal is the API's answer to a set that wrote nothing (nil when it wrote).
-func (r setResult) refusal(label string) error {
-	switch r.code {
-	case 1, 2:
-		return nil
-	case 0:
-		return redisstore.NotFound("no block %q", label)
-	case -1:
-		return redisstore.Refuse(redisstore.ErrConflict, "block_full",
-			"block %q: the content would be %d tokens, over its max_tokens %d; nothing was written", label, r.n, r.most)
-	case -2:
-		return redisstore.Refuse(redisstore.ErrConflict, "block_readonly", "block %q is read-only; nothing was written", label)
-	case -3:
-		return redisstore.Refuse(redisstore.ErrConflict, "block_too_large",
-			"block %q: the content would be %d bytes, over BLOCKS_MAX_CONTENT_BYTES %d; nothing was written", label, r.n, r.most)
-	}
-	return redisstore.Refuse(redisstore.ErrConflict, "stored_value_invalid",
-		"block %q holds a value the sidecar did not write (another program wrote it); nothing was changed", label)
-}
-
 // Delete removes the block of scope (on a session path the session's only).
 func (s *Store) Delete(ctx context.Context, user, session, scope, label string) error {
-	msg, err := s.Exec(ctx, lua.BlocksDelete, user, sessionArg(session), scope, label)
-	if err != nil {
-		return err
-	}
-	n, err := msg.AsInt64()
-	if err != nil {
-		return redisstore.Wrap(lua.BlocksDelete.Name, err)
-	}
-	if n == 0 {
+	_, err := s.Run(ctx, lua.BlocksDelete, user, sessionArg(session), scope, label)
+	if errors.Is(err, redisstore.ErrNotFound) {
 		return redisstore.NotFound("no %s block %q", scope, label)
 	}
-	return nil
+	return err
 }
 
 // view is the blocks a prompt is rendered from, read at one instant.
@@ -197,17 +199,16 @@ func (s *Store) Read(ctx context.Context, user, session string, withDigest bool)
 	if withDigest {
 		digest = "1"
 	}
-	msg, err := s.Exec(ctx, lua.BlocksRead, user, sessionArg(session), withSession, digest)
+	r, err := s.Run(ctx, lua.BlocksRead, user, sessionArg(session), withSession, digest)
 	if err != nil {
 		return view{}, err
 	}
-	arr, err := msg.ToArray()
-	if err != nil || len(arr) != 3 {
-		return view{}, redisstore.Wrap(lua.BlocksRead.Name, errors.Join(err, errors.New("unexpected reply")))
+	if len(r.Values) != 3 {
+		return view{}, redisstore.Wrap(lua.BlocksRead.Name, fmt.Errorf("reply has %d values, want 3", len(r.Values)))
 	}
 	merged := map[string]Block{}
 	for i, scope := range []string{scopeUser, scopeSession} {
-		flat, err := arr[i].AsStrSlice()
+		flat, err := r.Values[i].AsStrSlice()
 		if err != nil {
 			return view{}, redisstore.Wrap(lua.BlocksRead.Name, err)
 		}
@@ -225,7 +226,9 @@ func (s *Store) Read(ctx context.Context, user, session string, withDigest bool)
 		v.blocks = append(v.blocks, b)
 	}
 	sortBlocks(v.blocks)
-	v.digest, _ = arr[2].ToString()
+	if v.digest, err = r.String(2); err != nil {
+		return view{}, redisstore.Wrap(lua.BlocksRead.Name, err)
+	}
 	return v, nil
 }
 
@@ -323,29 +326,40 @@ var errChanged = errors.New("blocks changed")
 // returns it), "refresh" replaces it. errChanged when the blocks changed
 // since the read (nothing written).
 func (s *Store) Freeze(ctx context.Context, user, session, mode, digest, prompt string, n int) (frozen, error) {
-	msg, err := s.Exec(ctx, lua.BlocksFreeze, user, session, mode, digest, prompt, itoa(n))
+	r, err := s.Run(ctx, lua.BlocksFreeze, user, session, mode, digest, prompt, itoa(n))
 	if err != nil {
 		return frozen{}, err
 	}
-	arr, err := msg.ToArray()
-	if err != nil || len(arr) == 0 {
-		return frozen{}, redisstore.Wrap(lua.BlocksFreeze.Name, errors.Join(err, errors.New("unexpected reply")))
+	bad := func(err error) error { return redisstore.Wrap(lua.BlocksFreeze.Name, err) }
+	at := 0 // where the prompt's values start: {'dup', prompt, ...}, {'ok', 'stored', prompt, ...}
+	if !r.Dup {
+		status, err := r.String(0)
+		if err != nil {
+			return frozen{}, bad(err)
+		}
+		switch status {
+		case "changed":
+			return frozen{}, errChanged
+		case "stored":
+		default:
+			return frozen{}, bad(fmt.Errorf("unknown status %q", status))
+		}
+		at = 1
 	}
-	code, _ := arr[0].AsInt64()
-	if code == -2 {
-		return frozen{}, errChanged
+	p, err1 := r.String(at)
+	toks, err2 := r.Int(at + 1)
+	frozenAt, err3 := r.Int(at + 2)
+	if err := errors.Join(err1, err2, err3); err != nil {
+		return frozen{}, bad(err)
 	}
-	if len(arr) < 4 {
-		return frozen{}, redisstore.Wrap(lua.BlocksFreeze.Name, errors.New("unexpected reply"))
-	}
-	if code == 1 && len(arr) == 5 {
-		if started, _ := arr[4].AsInt64(); started == 1 {
+	if !r.Dup {
+		started, err := r.Flag(at + 3)
+		if err != nil {
+			return frozen{}, bad(err)
+		}
+		if started {
 			sessionstore.CountStarted()
 		}
 	}
-	f, ok, _ := parseFrozen(arr[1:4])
-	if !ok {
-		return frozen{}, redisstore.Wrap(lua.BlocksFreeze.Name, errors.New("unexpected reply"))
-	}
-	return f, nil
+	return frozen{prompt: p, tokens: int(toks), at: frozenAt}, nil
 }

@@ -3,10 +3,12 @@ package blocks
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
 
+	"github.com/agentsidecar/agentsidecar/redisstore"
 	"github.com/agentsidecar/agentsidecar/sidecar"
 )
 
@@ -257,20 +259,21 @@ func callSetContext(m *Module, r *http.Request, c toolCall) (toolResult, error) 
 	}
 	res, err := m.store.Set(r.Context(), c.user, c.session, setCall{scope: scopeSession, label: label, action: action,
 		content: *a.Content, tool: true, toolCallID: c.id})
+	if errors.Is(err, redisstore.ErrNotFound) {
+		return m.noBlock(r, c, label)
+	}
 	if err != nil {
 		return toolResult{}, err
 	}
 	switch res.code {
-	case 1, 2:
+	case setWritten:
 		return toolResult{Result: outcomeText(res.outcome)}, nil
-	case 0:
-		return m.noBlock(r, c, label)
-	case -1:
+	case setFull:
 		return failed("Block %q is full: the new content would take %d tokens and the block holds at most %d. Nothing was written. "+
 			"Write a shorter content, or replace the block's content with a condensed version of what it holds.", label, res.n, res.most), nil
-	case -2:
+	case setReadOnly:
 		return m.readOnly(r, c, label)
-	case -3:
+	case setTooLarge:
 		return failed("Block %q would hold %d bytes, over its limit of %d. Nothing was written: replace its content with a shorter version.", label, res.n, res.most), nil
 	}
 	return failed("Block %q cannot be written (its stored value is damaged); nothing was written. Use another block.", label), nil

@@ -1,7 +1,7 @@
 package lua
 
 // Context-block scripts (blocks module): session scripts over the same KEYS
-// and first ARGVs as session_*.lua, with blocks_lib.lua's helpers.
+// and first ARGVs as session_*.lua, with lib/blocks.lua.
 var (
 	BlocksPut    = load("blocks_put")
 	BlocksSet    = load("blocks_set")

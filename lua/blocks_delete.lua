@@ -5,8 +5,11 @@
 -- ARGV[5] 'user' or 'session': whose block
 -- ARGV[6] the label (lower-case)
 -- emits block_changed {label, scope, deleted: true}.
--- returns 1 deleted, 0 no such block (nothing written); guard's KEYTYPE or
---   session_refused's BADKEY error (nothing written).
+-- returns {'ok'} deleted; {'missing'} no such block (nothing written);
+--   {'refused', 'key_wrong_type', text} (nothing written) when a key it
+--   would write holds another type (session.guard), or a record field
+--   finish_write reads is not what the scripts keep (session_refused).
+--- @include reply
 --- @include session
 --- @include blocks
 
@@ -19,8 +22,8 @@ if of_session then
   refused = blocks.session_refused(c)
   if refused then return refused end
 end
-if redis.call('HDEL', key, ARGV[6]) == 0 then return 0 end
+if redis.call('HDEL', key, ARGV[6]) == 0 then return reply.missing() end
 if of_session then session.finish_write(c, false, false) end
 blocks.slide_user(c)
 blocks.changed(c, ARGV[5], ARGV[6], nil)
-return 1
+return reply.ok()

@@ -9,10 +9,14 @@
 --   (added here); its tokens already checked against its max_tokens
 -- ARGV[8] the most blocks the user (or the session) may have
 -- emits block_changed (the session's stream, or the user's for a user block).
--- returns {1, block, started} created, {0, block, started} replaced
---   (started: 1 when this started the session), {-1} the scope has
---   ARGV[8] blocks already (nothing written), or guard's KEYTYPE error
---   (for a session block, also session_refused's BADKEY: nothing written).
+-- returns {'ok', block, created, started}: the stored block, created 1
+--   (0: it replaced one), started 1 when this started the session (else
+--   0); {'refused', 'too_many_blocks', text} the scope has ARGV[8] blocks
+--   already; {'refused', 'key_wrong_type', text} when a key it would write
+--   holds another type (session.guard) or, for a session block, a record
+--   field finish_write reads is not what the scripts keep
+--   (session_refused). Nothing is written when refused.
+--- @include reply
 --- @include json
 --- @include clock
 --- @include session
@@ -28,7 +32,12 @@ if of_session then
   if refused then return refused end
 end
 local old = redis.call('HGET', key, ARGV[6])
-if not old and redis.call('HLEN', key) >= tonumber(ARGV[8]) then return { -1 } end
+if not old and redis.call('HLEN', key) >= tonumber(ARGV[8]) then
+  local owner, setting = 'user ' .. c.uid, 'BLOCKS_MAX_PER_USER'
+  if of_session then owner, setting = 'session ' .. c.uid .. '/' .. c.sid, 'BLOCKS_MAX_PER_SESSION' end
+  return reply.refused('too_many_blocks', owner .. ' has ' .. ARGV[8] .. ' blocks, the most allowed (' .. setting
+    .. '); delete one first; nothing was written')
+end
 local now = string.format('%d', clock.now_us())
 local created_at = now
 if old then
@@ -45,4 +54,4 @@ if of_session then
 end
 blocks.slide_user(c)
 blocks.changed(c, ARGV[5], ARGV[6], block)
-return { old and 0 or 1, block, started and 1 or 0 }
+return reply.ok(block, old and 0 or 1, started and 1 or 0)

@@ -6,11 +6,12 @@
 -- ARGV[1..4] TTL, max entries, user_id, session_id (session.lua)
 -- ARGV[5] '1': the session's blocks too, else '0'
 -- ARGV[6] '1': their digest too (for a freeze), else '0'
--- returns {user blocks (field, value, ...), session blocks (idem), digest
---   or ''}
+-- returns {'ok', user blocks (field, value, ...), session blocks (idem),
+--   digest or ''}
 -- Bounded: each hash holds at most BLOCKS_MAX_PER_USER / BLOCKS_MAX_PER_SESSION
 -- blocks (at most 128) of at most BLOCKS_MAX_CONTENT_BYTES (at most 256 KiB),
 -- checked by every write; with the defaults 32 blocks of 32 KiB, 1 MiB a hash.
+--- @include reply
 --- @include session
 --- @include blocks
 
@@ -20,4 +21,4 @@ local session_blocks = {}
 if ARGV[5] == '1' then session_blocks = redis.call('HGETALL', c.blocks) end
 local d = ''
 if ARGV[6] == '1' then d = blocks.digest_of(user_blocks, session_blocks) end
-return { user_blocks, session_blocks, d }
+return reply.ok(user_blocks, session_blocks, d)

@@ -11,41 +11,63 @@
 -- ARGV[7] 'append' or 'replace'
 -- ARGV[8] the piece: a JSON string
 -- ARGV[9] the piece's counts ("<bytes>,<chars>,<words>,<lead>,<trail>")
--- ARGV[10] '1' for a tool call (a read-only block is refused), else '0'
+-- ARGV[10] '1' for a tool call (a read-only block is refused, and what
+--   the call could not do is its outcome, not a refusal), else '0'
 -- ARGV[11] the tool call's id ('' for none): a repeat answers the first
 --   outcome and writes nothing
 -- ARGV[12] the largest content in bytes
 -- emits block_changed on the stream of the block's scope when written.
--- returns {1, block, scope, started, outcome} written (outcome:
+-- returns {'ok', 'written', block, scope, started, outcome} written
+--   (started: 1 when this started the session, else 0; outcome:
 --   "<label>\t<action>\t<scope>\t<tokens>\t<max_tokens or ''>");
---   {2, outcome} a repeated tool call id (nothing written);
---   {0} no such block; {-1, tokens, max} past max_tokens; {-2} read-only
---   (tool calls only); {-3, bytes, max} past ARGV[12] bytes; {-4} the
---   stored block is not one the sidecar wrote (nothing written for all);
---   guard's KEYTYPE or session_refused's BADKEY error (nothing written).
+--   {'dup', outcome} a repeated tool call id; {'missing'} no such block.
+--   A write the block does not take answers, for a tool call, {'ok',
+--   code, ...} (the call's outcome, a 200 for the model), else
+--   {'refused', code, text} (409), code the API's: block_full (tool call:
+--   tokens, max) past max_tokens; block_readonly a read-only block (tool
+--   calls only); block_too_large (tool call: bytes, max) past ARGV[12]
+--   bytes; stored_value_invalid the stored block is not one the sidecar
+--   wrote. {'refused', 'key_wrong_type', text} when
+--   a key it would write holds another type (session.guard) or a record
+--   field finish_write reads is not what the scripts keep
+--   (session_refused). Nothing is written but for 'written'.
+--- @include reply
 --- @include clock
 --- @include session
 --- @include blocks
 
 local c = blocks.open(session.open(KEYS, ARGV))
 local mode, label, action, piece = ARGV[5], ARGV[6], ARGV[7], ARGV[8]
-local tool_id = ARGV[11]
+local tool_id, tool = ARGV[11], ARGV[10] == '1'
+
+-- cannot is the answer when the content cannot be written: for a tool
+-- call an outcome ({'ok', code, ...} values), else the refusal (text).
+local function cannot(code, text, ...)
+  if tool then return reply.ok(code, ...) end
+  return reply.refused(code, text)
+end
+
 local refused = session.guard(c, 'keep', { c.blocks, 'hash' }, { c.ublocks, 'hash' }, { c.tool_calls, 'hash' },
   { c.user_events, 'stream' })
 if refused then return refused end
 if tool_id ~= '' then
   local seen = blocks.tool_call_seen(c, tool_id)
-  if seen then return { 2, seen } end
+  if seen then return reply.dup(seen) end
 end
 local key, old, scope = blocks.find(c, mode, label)
-if not key then return { 0 } end
+if not key then return reply.missing() end
 local f = blocks.fields(old)
-if not f or (action == 'append' and not blocks.one_string(f.content)) then return { -4 } end
+if not f or (action == 'append' and not blocks.one_string(f.content)) then
+  return cannot('stored_value_invalid', 'block "' .. label
+    .. '" holds a value the sidecar did not write (another program wrote it); nothing was changed')
+end
 if key == c.blocks or tool_id ~= '' then
   refused = blocks.session_refused(c)
   if refused then return refused end
 end
-if ARGV[10] == '1' and not f.writable then return { -2 } end
+if tool and not f.writable then
+  return cannot('block_readonly', 'block "' .. label .. '" is read-only; nothing was written')
+end
 local counts = blocks.parse_counts(ARGV[9])
 local content = piece
 if action == 'append' then
@@ -53,8 +75,16 @@ if action == 'append' then
   content = string.sub(f.content, 1, -2) .. string.sub(piece, 2)
 end
 local tokens = blocks.counts_tokens(counts)
-if f.max and tokens > f.max then return { -1, tokens, f.max } end
-if counts.bytes > tonumber(ARGV[12]) then return { -3, counts.bytes, tonumber(ARGV[12]) } end
+if f.max and tokens > f.max then
+  return cannot('block_full', string.format('block "%s": the content would be %d tokens, over its max_tokens %d; nothing was written',
+    label, tokens, f.max), tokens, f.max)
+end
+local most = tonumber(ARGV[12])
+if counts.bytes > most then
+  return cannot('block_too_large', string.format(
+    'block "%s": the content would be %d bytes, over BLOCKS_MAX_CONTENT_BYTES %d; nothing was written', label, counts.bytes,
+    most), counts.bytes, most)
+end
 local block = blocks.with(old, f, content, { { 'tokens', string.format('%d', tokens) },
   { 'counts', '"' .. blocks.format_counts(counts) .. '"' }, { 'updated_at', string.format('%d', clock.now_us()) } })
 local outcome = table.concat({ label, action, scope, string.format('%d', tokens), f.max and string.format('%d', f.max) or '' }, '\t')
@@ -68,4 +98,4 @@ if key == c.blocks or tool_id ~= '' then
 end
 blocks.slide_user(c)
 blocks.changed(c, scope, label, block)
-return { 1, block, scope, started and 1 or 0, outcome }
+return reply.ok('written', block, scope, started and 1 or 0, outcome)

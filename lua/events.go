@@ -1,7 +1,7 @@
 package lua
 
 // Events scripts (events module): session scripts over the same KEYS and
-// first ARGVs as session_*.lua (session_lib.lua's prelude).
+// first ARGVs as session_*.lua (lib/session.lua).
 var (
 	EventsCustom = load("events_custom")
 	EventsAbort  = load("events_abort")

@@ -16,7 +16,7 @@ import (
 )
 
 // The library names carry a digest of their text, so pinning the names
-// pins the libraries: a change to a script or prelude, or to how the
+// pins the libraries: a change to a script or library, or to how the
 // libraries are made, shows here (go test ./lua -update, then review).
 func TestLibrariesPinned(t *testing.T) {
 	var b strings.Builder

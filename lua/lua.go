@@ -4,22 +4,22 @@
 // scripts and registers them with New, so they run, count in the metrics
 // and load at readiness alike.
 //
-// A script named "x" whose first line is "--! prelude: y" runs with the
-// shared helpers of y.lua prepended (one copy of the JSON scanner and the
-// session bookkeeping instead of one per script); y may have its own prelude.
+// Shared Lua lives in small libraries (lib/*.lua) a script includes by name
+// ("--- @include session"; include.go): each library once, after those it
+// includes. A script opens its call's context (session.open(KEYS, ARGV))
+// and passes it to every helper; no library keeps state between calls.
+// Every script answers in one reply convention (lib/reply.lua), decoded
+// by Decode (reply.go).
 //
 // Two call paths, one per client (Path):
 //
-//   - Redis Functions (Redis 7 and later): the scripts of one prelude chain
-//     form one library (library.go), agentsidecar_<chain>_<digest>, whose
-//     preludes' helpers Redis defines once, at FUNCTION LOAD, and each
-//     script is a function <name>_<digest> called with FCALL (FCALL_RO for
-//     the scripts flagged no-writes). EVAL would define the ~1 000 lines of
-//     helpers again on every call. A prelude's per-call statements (values
-//     from KEYS and ARGV, caches) sit between "--! per-call" and
-//     "--! end per-call" comment lines and run at the start of every call;
-//     everything else in a prelude runs once and must keep no state. The
-//     digest in the names lets two versions of the sidecar share one Redis.
+//   - Redis Functions (Redis 7 and later): one library (library.go),
+//     agentsidecar_scripts_<digest>, holds every included library once,
+//     defined at FUNCTION LOAD, and each script as a function
+//     <name>_<digest> called with FCALL (FCALL_RO for the scripts flagged
+//     no-writes). EVAL would define a script's libraries again on every
+//     call. The digest in the names lets two versions of the sidecar share
+//     one Redis.
 //   - EVALSHA, then EVAL when Redis answers NOSCRIPT (after a restart or
 //     failover): miniredis, Redis 6, a user whose ACL refuses FUNCTION or
 //     FCALL, a server that refused a library (OOM).
@@ -27,7 +27,7 @@
 // Load (readiness, on every node of a cluster) holds both ready: SCRIPT
 // LOAD and FUNCTION LOAD of what a node lacks, and decides the path. A call
 // answered "Function not found" (FUNCTION FLUSH, a new or failed-over
-// node) loads the libraries and is sent once more, then goes through
+// node) loads the library and is sent once more, then goes through
 // EVALSHA if that did not help; a client Load has not seen tries FCALL and
 // keeps to EVALSHA from the first refusal of the command. Both paths run
 // the same text and answer the same (cmd/sidecar's
@@ -41,7 +41,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"sort"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -58,7 +57,6 @@ var files embed.FS
 type Script struct {
 	Name     string   // file name without .lua: the label in metrics
 	body     string   // the script's own text, as given to New
-	chain    []string // its preludes, outermost first (the old "--! prelude:" form)
 	includes []string // the libraries it includes, each after those it includes
 
 	once sync.Once // resolves the text below at the first use, after every init
@@ -81,11 +79,7 @@ func (s *Script) Source() string {
 // (keys) depends on what every package registered at init.
 func (s *Script) resolve() {
 	s.once.Do(func() {
-		if len(s.chain) > 0 {
-			s.src = withPrelude(s.Name, s.body)
-		} else {
-			s.src = evalSource(s.includes, s.body)
-		}
+		s.src = evalSource(s.includes, s.body)
 		sum := sha1.Sum([]byte(s.src))
 		s.sha1 = hex.EncodeToString(sum[:])
 		s.lua = rueidis.NewLuaScript(s.src)
@@ -112,23 +106,18 @@ func load(name string) *Script {
 // New registers a script a module outside this package embeds itself
 // (//go:embed hello.lua, then a package-level New("hello", src)), exactly
 // as the stock scripts are: its SHA1 for EVALSHA, its series of the script
-// metrics (labelled name), and SCRIPT LOAD by readiness. A first line
-// "--! prelude: y" prepends the stock y.lua as for a stock script
-// (session_lib, for a script that keeps a session's record and TTLs
-// current). name is a metrics label of
-// lowercase letters, digits and '_': prefix it with the module's name. A
-// bad or already registered name, or an unknown prelude, panics: New runs
-// at package init, so the mistake shows at the first start.
+// metrics (labelled name), and SCRIPT LOAD by readiness. Its
+// "--- @include name" lines name the libraries it uses (session, for a
+// script that keeps a session's record and TTLs current; include.go).
+// name is a metrics label of lowercase letters, digits and '_': prefix it
+// with the module's name. A bad or already registered name, or an unknown
+// library, panics: New runs at package init, so the mistake shows at the
+// first start.
 func New(name, source string) *Script {
 	if !validName(name) {
 		panic(fmt.Sprintf("lua: script name %q: want lowercase letters, digits and _", name))
 	}
-	s := &Script{Name: name, body: source, chain: preludeChain(source)}
-	if len(s.chain) > 0 {
-		withPrelude(name, source) // an unknown prelude panics here, at init
-	} else {
-		s.includes = resolveIncludes(name, source)
-	}
+	s := &Script{Name: name, body: source, includes: resolveIncludes(name, source)}
 	registry.Lock()
 	defer registry.Unlock()
 	if _, dup := registry.m[name]; dup {
@@ -138,33 +127,6 @@ func New(name, source string) *Script {
 	s.duration, s.errors = scriptDuration.WithLabelValues(name), scriptErrors.WithLabelValues(name)
 	registry.m[name] = s
 	return s
-}
-
-// withPrelude prepends to src the stock script its first line names
-// ("--! prelude: y"), itself with its own prelude.
-func withPrelude(name, src string) string {
-	first, _, _ := strings.Cut(src, "\n")
-	if !strings.HasPrefix(first, "--! prelude: ") {
-		return src
-	}
-	pre := strings.TrimSpace(strings.TrimPrefix(first, "--! prelude: "))
-	body, err := files.ReadFile(pre + ".lua")
-	if err != nil {
-		panic(fmt.Sprintf("lua: prelude of %s.lua: %v", name, err))
-	}
-	return withPrelude(pre, string(body)) + "\n" + src
-}
-
-// preludeChain lists the preludes withPrelude prepends to src, outermost
-// first.
-func preludeChain(src string) []string {
-	first, _, _ := strings.Cut(src, "\n")
-	if !strings.HasPrefix(first, "--! prelude: ") {
-		return nil
-	}
-	pre := strings.TrimSpace(strings.TrimPrefix(first, "--! prelude: "))
-	body, _ := files.ReadFile(pre + ".lua")
-	return append(preludeChain(string(body)), pre)
 }
 
 func validName(name string) bool {

@@ -15,7 +15,7 @@ import (
 
 var update = flag.Bool("update", false, "rewrite testdata/scripts.sha1")
 
-// Each script's SHA1 is pinned, so any edit to a script (or to the prelude
+// Each script's SHA1 is pinned, so any edit to a script (or to a library
 // it includes) shows in review: run `go test ./lua -update` and commit the
 // new testdata/scripts.sha1 with the change. These are the stock scripts
 // only: this test binary links no module, and a module outside this
@@ -124,7 +124,7 @@ func TestScriptsLoad(t *testing.T) {
 }
 
 // New refuses a name already taken (a stock script's), a name that is no
-// metrics label, and an unknown prelude, at once and without registering
+// metrics label, and an unknown library, at once and without registering
 // anything; the registry still holds exactly the stock scripts.
 func TestNewRefusesBadScripts(t *testing.T) {
 	before := len(lua.All())
@@ -132,7 +132,7 @@ func TestNewRefusesBadScripts(t *testing.T) {
 		{"lock_acquire", "return 1", `lua: script "lock_acquire" registered twice`},
 		{"Hello-World", "return 1", `lua: script name "Hello-World": want lowercase letters, digits and _`},
 		{"", "return 1", `lua: script name "": want lowercase letters, digits and _`},
-		{"nolib", "--! prelude: nosuchlib\nreturn 1", "lua: prelude of nolib.lua: open nosuchlib.lua: file does not exist"},
+		{"nolib", "--- @include nosuchlib\nreturn 1", "lua: nolib includes nosuchlib: no such library"},
 	} {
 		if got := panicOf(func() { lua.New(c.name, c.source) }); got != c.want {
 			t.Errorf("New(%q): got panic %q, want %q", c.name, got, c.want)

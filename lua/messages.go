@@ -1,8 +1,8 @@
 package lua
 
 // Messages scripts (messages module): session scripts over the same KEYS
-// and first ARGVs as session_*.lua, with messages_lib.lua's prelude (the
-// tree helpers, itself on session_lib.lua).
+// and first ARGVs as session_*.lua, with lib/msgtree.lua and lib/messages.lua (the
+// tree helpers and the append).
 var (
 	MessagesAppend = load("messages_append")
 	MessagesRead   = load("messages_read")

@@ -1,9 +1,8 @@
---! prelude: messages_lib
 -- messages_append: append one message, or several chained in order (each
 -- the parent of the next), all or nothing; the latest leaf becomes the
 -- last of them. Counts as activity (finish_write).
--- KEYS[1..15] the session's keys, indexes and totals (session_lib.lua)
--- ARGV[1..4] TTL, max entries, user_id, session_id (session_lib.lua)
+-- KEYS[1..15] the session's keys, indexes and totals (lib/session.lua)
+-- ARGV[1..4] TTL, max entries, user_id, session_id (lib/session.lua)
 -- ARGV[5] '1' when ARGV[6] is the latest leaf the caller expects (If-Match;
 --   '' = none), else '0'
 -- ARGV[7] the first message's parent: 'latest' (the latest leaf, or a new
@@ -17,7 +16,7 @@
 --   parent_id and created_at, which this script appends), and for the
 --   search index its terms ("term tf ...", '' = not indexed), length and
 --   preview
--- emits message_appended for each stored message (append_messages), and
+-- emits message_appended for each stored message (messages.append), and
 -- compaction_suggested when the latest path (as read, with the frozen
 -- system prompt) passes ARGV[11] tokens.
 -- returns {1, message...} stored ({2, ...} when this started the session);
@@ -27,6 +26,11 @@
 --   field of the wrong type), 'leaf_moved' (detail: the latest leaf),
 --   'id_conflict' (an id held with other fields), 'unknown_parent',
 --   'session_full' (detail: the message count).
+--- @include session
+--- @include msgtree
+--- @include messages
+
+local c = msgtree.open(session.open(KEYS, ARGV))
 local batch = {}
 for i = 12, #ARGV, 7 do
   batch[#batch + 1] = { id = ARGV[i], fp = ARGV[i + 1], tokens = tonumber(ARGV[i + 2]), body = ARGV[i + 3],
@@ -34,5 +38,5 @@ for i = 12, #ARGV, 7 do
 end
 local if_match
 if ARGV[5] == '1' then if_match = ARGV[6] end
-local reply = append_messages(batch, ARGV[7], ARGV[8], if_match, tonumber(ARGV[9]), ARGV[10], tonumber(ARGV[11]))
+local reply = messages.append(c, batch, ARGV[7], ARGV[8], if_match, tonumber(ARGV[9]), ARGV[10], tonumber(ARGV[11]))
 return reply

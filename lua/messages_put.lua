@@ -1,11 +1,10 @@
---! prelude: messages_lib
 -- messages_put: store a message by id. A new id is an append (the parent
 -- rules of messages_append); an id the session holds keeps its place in
 -- the tree (parent, created_at) and gets the new fields; a change of its
 -- tokens moves the path tokens of its descendants (O(subtree)). PATCH sends
 -- the stored message it read (ARGV[9]) and is refused when it changed since.
--- KEYS[1..15] the session's keys, indexes and totals (session_lib.lua)
--- ARGV[1..4] TTL, max entries, user_id, session_id (session_lib.lua)
+-- KEYS[1..15] the session's keys, indexes and totals (lib/session.lua)
+-- ARGV[1..4] TTL, max entries, user_id, session_id (lib/session.lua)
 -- ARGV[5] id, ARGV[6] fingerprint, ARGV[7] tokens, ARGV[8] body (the
 --   message's JSON object without parent_id and created_at)
 -- ARGV[9] '' or the stored message the new one was made from (PATCH)
@@ -21,36 +20,45 @@
 --   {3, message} replaced; with nothing written, {-1, code, detail}: the
 --   codes of messages_append, 'not_found' (patch: no such message) and
 --   'changed' (patch: the message changed since it was read).
+--- @include json
+--- @include clock
+--- @include session
+--- @include events
+--- @include search
+--- @include msgtree
+--- @include messages
+
+local c = msgtree.open(session.open(KEYS, ARGV))
 local id, fp, tokens, body, expect, mode = ARGV[5], ARGV[6], tonumber(ARGV[7]), ARGV[8], ARGV[9], ARGV[10]
 local pmode, pid = ARGV[11], ARGV[12]
-local n = node(id)
+local n = msgtree.node(c, id)
 if not n then
   if mode == 'patch' then return { -1, 'not_found', id } end
-  local reply = append_messages({ { id = id, fp = fp, tokens = tokens, body = body, spec = ARGV[14],
+  local reply = messages.append(c, { { id = id, fp = fp, tokens = tokens, body = body, spec = ARGV[14],
     len = tonumber(ARGV[15]), preview = ARGV[16] } }, pmode, pid, nil, tonumber(ARGV[13]), '', tonumber(ARGV[17]))
   return reply
 end
-local refused = write_checks() or check_terms({ { spec = ARGV[14] } })
+local refused = messages.write_checks(c) or search.check_terms(c, { { spec = ARGV[14] } })
 if refused then return refused end
-local old = redis.call('HGET', K_MSGS, id)
+local old = redis.call('HGET', c.msgs, id)
 if expect ~= '' and old ~= expect then return { -1, 'changed', id } end
 if (pmode == 'root' and n.parent ~= '') or (pmode == 'id' and n.parent ~= pid) then
   return { -1, 'id_conflict', id }
 end
 local suggest = tonumber(ARGV[17]) or 0
-local latest = node(rec_msgs())
+local latest = msgtree.node(c, msgtree.rec_msgs(c))
 local before = 0
-if suggest > 0 then before = path_tokens(latest) end
-local created_at = (old and field_raw(old, 'created_at')) or ('"' .. iso_time(now_us()) .. '"')
+if suggest > 0 then before = messages.path_tokens(c, latest) end
+local created_at = (old and json.field_raw(old, 'created_at')) or ('"' .. clock.iso_time(clock.now_us()) .. '"')
 
-local json = stored_json(body, n.parent, created_at)
+local text = messages.stored_json(body, n.parent, created_at)
 local delta = tokens - n.tokens
 n.tokens, n.cum, n.fp = tokens, n.cum + delta, fp
-redis.call('HSET', K_MSGS, id, json)
-redis.call('HSET', K_MTREE, id, node_text(n))
-if delta ~= 0 then add_tokens(n, delta) end
-index_doc(K_SDOCS, 'message', id, ARGV[14], tonumber(ARGV[15]) or 0, ARGV[16], now_us())
-emit('message_updated', 'message', id, json)
-if suggest > 0 then suggest_crossed(suggest, before, path_tokens(latest)) end
-finish_write(false, false)
-return { 3, json }
+redis.call('HSET', c.msgs, id, text)
+redis.call('HSET', c.mtree, id, msgtree.node_text(n))
+if delta ~= 0 then msgtree.add_tokens(c, n, delta) end
+search.index_doc(c, c.sdocs, 'message', id, ARGV[14], tonumber(ARGV[15]) or 0, ARGV[16], clock.now_us())
+events.emit(c, 'message_updated', 'message', id, text)
+if suggest > 0 then messages.suggest_crossed(c, suggest, before, messages.path_tokens(c, latest)) end
+session.finish_write(c, false, false)
+return { 3, text }

@@ -1,8 +1,7 @@
---! prelude: messages_lib
 -- messages_read: the reads of a session's messages, each one atomic step
 -- of bounded work (writes nothing).
--- KEYS[1..15] the session's keys, indexes and totals (session_lib.lua)
--- ARGV[1..4] TTL, max entries, user_id, session_id (session_lib.lua)
+-- KEYS[1..15] the session's keys, indexes and totals (lib/session.lua)
+-- ARGV[1..4] TTL, max entries, user_id, session_id (lib/session.lua)
 -- ARGV[5] what to read:
 --   'path': a page of the path root..leaf. ARGV[6] the leaf ('' = the
 --     latest leaf), ARGV[7] 'asc' or 'desc', ARGV[8] limit, ARGV[9] ''
@@ -18,41 +17,47 @@
 --   'children': ARGV[6] the message id, ARGV[7] the most children.
 --   'compactions': the compactions in force.
 -- returns for 'path' {total, total_tokens, next_cursor ('' = none), tokens
---   of the latest path as read plus the frozen system prompt's, 1 when the
---   byte cap cut the page else 0,
---   message...} in the page's order; for 'one' the
---   message, or nil; for 'children' {0, message...} oldest first; for
---   'compactions' {0, compaction...} oldest first; and
+--   of the latest path as read with its compactions (even for a raw page)
+--   plus the frozen system prompt's, 1 when the byte cap cut the page
+--   else 0, message...} in the page's order; for 'one' the message, or
+--   nil; for 'children' {0, message...} oldest first; for 'compactions'
+--   {0, compaction...} oldest first; and
 --   {-1, code, id} for 'not_found' (no such message: the leaf, or the one
 --   asked for) and 'invalid_cursor' (the cursor is not on the path).
+--- @include session
+--- @include msgtree
+--- @include messages
+
+local c = msgtree.open(session.open(KEYS, ARGV))
+local node, ancestor = msgtree.node, msgtree.ancestor
 local what = ARGV[5]
 
 if what == 'one' then
-  return redis.call('HGET', K_MSGS, ARGV[6])
+  return redis.call('HGET', c.msgs, ARGV[6])
 end
 
 if what == 'children' then
-  if not node(ARGV[6]) then return { -1, 'not_found', ARGV[6] } end
-  local ids = children(ARGV[6], tonumber(ARGV[7]))
+  if not node(c, ARGV[6]) then return { -1, 'not_found', ARGV[6] } end
+  local ids = msgtree.children(c, ARGV[6], tonumber(ARGV[7]))
   local out = { 0 }
   if #ids > 0 then
-    for _, m in ipairs(redis.call('HMGET', K_MSGS, unpack(ids))) do out[#out + 1] = m end
+    for _, m in ipairs(redis.call('HMGET', c.msgs, unpack(ids))) do out[#out + 1] = m end
   end
   return out
 end
 
 if what == 'compactions' then
   local out = { 0 }
-  for _, c in ipairs(compactions()) do out[#out + 1] = c.json end
+  for _, cp in ipairs(messages.compactions(c)) do out[#out + 1] = cp.json end
   return out
 end
 
 -- 'path'
-local latest = rec_msgs()
+local latest = msgtree.rec_msgs(c)
 local leaf_id, order, limit, kind, cursor, offset = ARGV[6], ARGV[7], tonumber(ARGV[8]), ARGV[9], ARGV[10], tonumber(ARGV[11])
 local max_bytes, raw = tonumber(ARGV[12]), ARGV[13] == '1'
 if leaf_id == '' then leaf_id = latest end
-local leaf = node(leaf_id)
+local leaf = node(c, leaf_id)
 if not leaf then
   if ARGV[6] ~= '' then return { -1, 'not_found', ARGV[6] } end
   return { 0, 0, '', 0, 0 }
@@ -60,25 +65,25 @@ end
 -- The path as read: each compaction in force on it stands for its range
 -- (unless raw). Read positions count a compaction as one message.
 local ovs = {}
-if not raw then ovs = overlays(leaf) end
+if not raw then ovs = messages.overlays(c, leaf) end
 local total, total_tokens = leaf.depth + 1, leaf.cum
 for _, o in ipairs(ovs) do
   total = total - (o.td - o.fd)
   total_tokens = total_tokens - o.tokens + o.c.stokens
 end
--- the latest path's tokens as read, plus the frozen system prompt's (blocks
--- module), for compaction_suggested
+-- the latest path's tokens as read with its compactions (whether this page
+-- is raw or not), plus the frozen system prompt's (blocks module), for
+-- compaction_suggested
 local latest_tokens = total_tokens
-if latest and latest ~= leaf.id then
-  local l = node(latest)
+if latest and (latest ~= leaf.id or raw) then
+  local l = node(c, latest)
   latest_tokens = 0
   if l then
     latest_tokens = l.cum
-    for _, o in ipairs(overlays(l)) do latest_tokens = latest_tokens - o.tokens + o.c.stokens end
+    for _, o in ipairs(messages.overlays(c, l)) do latest_tokens = latest_tokens - o.tokens + o.c.stokens end
   end
 end
-local prompt = redis.pcall('HGET', K_PROMPT, 'tokens')
-if type(prompt) == 'string' then latest_tokens = latest_tokens + (tonumber(prompt) or 0) end
+latest_tokens = latest_tokens + messages.prompt_tokens(c)
 
 -- at returns what stands at read position pos: a depth (a message of the
 -- path), or an overlay.
@@ -104,14 +109,14 @@ local function pos_of(id)
     end
     return nil
   end
-  local c = node(id)
-  if not c or c.depth > leaf.depth or ancestor(leaf, c.depth).id ~= c.id then return nil end
+  local m = node(c, id)
+  if not m or m.depth > leaf.depth or ancestor(c, leaf, m.depth).id ~= m.id then return nil end
   for _, o in ipairs(ovs) do
-    if c.depth < o.fd then break end
-    if c.depth <= o.td then return nil end -- inside a compacted range
+    if m.depth < o.fd then break end
+    if m.depth <= o.td then return nil end -- inside a compacted range
     shift = shift + (o.td - o.fd)
   end
-  return c.depth - shift
+  return m.depth - shift
 end
 
 local last = total - 1
@@ -144,7 +149,7 @@ if lo <= hi and hi >= 0 and lo <= last then
       items[#items + 1] = { o = o }
       v = nil
     else
-      if v and v.depth == d + 1 then v = node(v.parent) else v = ancestor(leaf, d) end
+      if v and v.depth == d + 1 then v = node(c, v.parent) else v = ancestor(c, leaf, d) end
       items[#items + 1] = { id = v.id }
     end
   end
@@ -161,10 +166,10 @@ end
 local size, kept, cut = 0, {}, 0
 for _, it in ipairs(walk) do
   if it.o then
-    it.json = synthetic(it.o)
+    it.json = messages.synthetic(it.o)
     size = size + #it.json + 1
   else
-    size = size + redis.call('HSTRLEN', K_MSGS, it.id) + 1
+    size = size + redis.call('HSTRLEN', c.msgs, it.id) + 1
   end
   if size > max_bytes and #kept > 0 then
     cut = 1
@@ -183,7 +188,7 @@ for _, it in ipairs(kept) do
 end
 local bodies = {}
 if #ids > 0 then
-  local got = redis.call('HMGET', K_MSGS, unpack(ids))
+  local got = redis.call('HMGET', c.msgs, unpack(ids))
   for i, id in ipairs(ids) do bodies[id] = got[i] end
 end
 local out = { total, total_tokens, next_cursor, latest_tokens, cut }

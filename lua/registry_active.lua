@@ -12,10 +12,12 @@
 -- ARGV[9] match: a flat JSON string map, or '' (every running session)
 -- emits status {status: reused} into a reused session, {status: started}
 -- into a new one, and each auto-closed session's status event.
--- returns {session_id, 1 created / 0 reused, {closed session ids...}}; the
---   KEYTYPE error of guard (nothing written) when a key it would write
---   holds another type, or one it reads for an auto-summary (an abandoned
---   session's entries, message order or messages).
+-- returns {'ok', session_id, 1 created / 0 reused, {closed session
+--   ids...}}; {'refused', 'key_wrong_type', text} (nothing written) when a
+--   key it would write holds another type, or one it reads for an
+--   auto-summary (an abandoned session's entries, message order or
+--   messages).
+--- @include reply
 --- @include clock
 --- @include meta
 --- @include session
@@ -47,7 +49,7 @@ if refused then return refused end
 if reuse then
   events.emit(found[1].c, 'status', 'state', nil, '{"status":"reused"}')
   session.finish_write(found[1].c, false, false)
-  return { found[1].sid, 0, {} }
+  return reply.ok(found[1].sid, 0, {})
 end
 local closed = {}
 for _, f in ipairs(found) do -- all abandoned: the newest is
@@ -61,4 +63,4 @@ if ARGV[8] ~= '' then fields[#fields + 1], fields[#fields + 2] = 'metadata', ARG
 if #fields > 0 then redis.call('HSET', c.record, unpack(fields)) end
 events.emit(c, 'status', 'state', nil, '{"status":"started"}')
 session.finish_write(c, false, true)
-return { c.sid, 1, closed }
+return reply.ok(c.sid, 1, closed)

@@ -7,9 +7,11 @@
 -- ARGV[5] SESSION_ABANDON_AFTER_SECONDS in µs
 -- ARGV[6] '1' when ARGV[7] is a human summary, else '0'
 -- ARGV[8] match: a flat JSON string map, or ''
--- returns the ended session's id, or false when there is none; the KEYTYPE
---   error of guard (nothing written) when a key it would write holds
---   another type.
+-- returns {'ok', session_id} the session it ended; {'missing'} when there
+--   is none (nothing written but the expired sessions it met dropped from
+--   the metadata index it read); {'refused', 'key_wrong_type', text}
+--   (nothing written) when a key it would write holds another type.
+--- @include reply
 --- @include clock
 --- @include session
 --- @include registry
@@ -21,7 +23,7 @@ local found, gone = registry.candidates(c, match, 1)
 if #found == 0 or found[1].last < clock.now_us() - tonumber(ARGV[5]) then
   local refused = registry.drop_expired(c, gone)
   if refused then return refused end
-  return false
+  return reply.missing()
 end
 -- the session ended, found[1].c: every check before the first write (Redis
 -- does not roll back)
@@ -33,4 +35,4 @@ if refused then return refused end
 local summary = nil
 if ARGV[6] == '1' then summary = ARGV[7] end
 registry.end_session(ended, 'completed', summary, false)
-return found[1].sid
+return reply.ok(found[1].sid)

@@ -8,18 +8,20 @@
 -- ARGV[9] the initial state: a JSON object, or '' for none (its key is
 --   agent_session_state:<u>:<s>, c.state, slid by finish_write)
 -- emits status {status: started} when it creates the session.
--- returns 1 created; 2 a repeat of ARGV[8] (the session exists and was
---   created with that key: nothing written); 0 the session exists; the
---   KEYTYPE error of guard (nothing written) when a key it would write
---   holds another type.
+-- returns {'ok'} created; {'dup'} a repeat of ARGV[8] (the session
+--   exists and was created with that key: nothing written); {'refused',
+--   'session_exists', text} the session exists; {'refused',
+--   'key_wrong_type', text} when a key it would write holds another type
+--   (session.guard). Nothing is written when refused.
+--- @include reply
 --- @include meta
 --- @include session
 --- @include events
 
 local c = session.open(KEYS, ARGV)
 if session.exists(c) then
-  if ARGV[8] ~= '' and redis.call('HGET', c.record, 'create_key') == ARGV[8] then return 2 end
-  return 0
+  if ARGV[8] ~= '' and redis.call('HGET', c.record, 'create_key') == ARGV[8] then return reply.dup() end
+  return reply.refused('session_exists', 'session ' .. c.uid .. '/' .. c.sid .. ' already exists')
 end
 -- every check before the first write (Redis does not roll back): the
 -- metadata indexes, and the state key (SET would replace a key of another
@@ -36,4 +38,4 @@ if ARGV[9] ~= '' then redis.call('SET', c.state, ARGV[9]) end
 if #f > 0 then redis.call('HSET', c.record, unpack(f)) end
 events.emit(c, 'status', 'state', nil, '{"status":"started"}')
 session.finish_write(c, false, true)
-return 1
+return reply.ok()

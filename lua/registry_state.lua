@@ -6,19 +6,22 @@
 -- ARGV[5] the patch: a JSON object (validated by the sidecar)
 -- ARGV[6] the largest state in bytes
 -- emits state_changed (the new state).
--- returns {1, new state} ({2, ...} when this started the session's record,
---   for a session only Cognee wrote); 0 no such session (nothing created); -1 the
---   state would exceed ARGV[6] bytes (nothing written); the KEYTYPE error
---   of guard (nothing written) when a key it would write holds another type.
+-- returns {'ok', 'stored', new state, started} (started: 1 when this
+--   started the session's record, for a session only Cognee wrote, else
+--   0); {'ok', 'too_big'} the state would exceed ARGV[6] bytes (nothing
+--   written: the sidecar answers a 400); {'missing'} no such session
+--   (nothing created); {'refused', 'key_wrong_type', text} when a key it
+--   would write holds another type (session.guard; nothing written).
+--- @include reply
 --- @include session
 --- @include events
 --- @include registry
 
 local c = session.open(KEYS, ARGV)
-if not session.exists(c) then return 0 end
+if not session.exists(c) then return reply.missing() end
 local old = redis.call('GET', c.state)
 local state = registry.merge_patch(old or nil, ARGV[5])
-if #state > tonumber(ARGV[6]) then return -1 end
+if #state > tonumber(ARGV[6]) then return reply.ok('too_big') end
 -- every check before the first write (Redis does not roll back)
 local refused = session.guard(c, 'keep')
 if refused then return refused end
@@ -26,4 +29,4 @@ redis.call('SET', c.state, state, 'KEEPTTL')
 events.emit(c, 'state_changed', 'state', nil, state)
 -- a new key gets the session's TTL at once
 local _, started = session.finish_write(c, false, not old)
-return { session.stored_flag(started), state }
+return reply.ok('stored', state, started and 1 or 0)

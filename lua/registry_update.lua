@@ -9,17 +9,20 @@
 -- ARGV[8] the most metadata keys a session may hold
 -- ARGV[9..] metadata keys to remove (the patch's nulls)
 -- emits session_updated {title, metadata} (both as they are now).
--- returns 1 updated (2: and this started the session's record, for a
---   session only Cognee wrote); 0 no such session (nothing created); -1 the patch
---   would leave more than ARGV[8] keys (nothing written); the KEYTYPE
---   error of guard (nothing written) when a key it would write holds
---   another type.
+-- returns {'ok', 'updated', started} updated (started: 1 when this
+--   started the session's record, for a session only Cognee wrote, else
+--   0); {'ok', 'too_many_keys'} the patch would leave more than ARGV[8]
+--   keys (nothing written: the sidecar answers a 400); {'missing'} no such
+--   session (nothing created); {'refused', 'key_wrong_type', text} when a
+--   key it would write holds another type (session.guard; nothing
+--   written).
+--- @include reply
 --- @include meta
 --- @include session
 --- @include events
 
 local c = session.open(KEYS, ARGV)
-if not session.exists(c) then return 0 end
+if not session.exists(c) then return reply.missing() end
 local old = redis.call('HGET', c.record, 'metadata')
 local patched = ARGV[7] ~= '' or #ARGV > 8
 local merged, encoded = {}, nil
@@ -33,7 +36,7 @@ if patched then
   for i = 9, #ARGV do merged[ARGV[i]] = nil end
   local n = 0
   for _ in pairs(merged) do n = n + 1 end
-  if n > tonumber(ARGV[8]) then return -1 end
+  if n > tonumber(ARGV[8]) then return reply.ok('too_many_keys') end
   if n > 0 then encoded = cjson.encode(merged) end
 end
 -- every check before the first write (Redis does not roll back): the
@@ -57,4 +60,4 @@ local t = redis.call('HMGET', c.record, 'title', 'metadata')
 events.emit(c, 'session_updated', 'state', nil, '{"title":' .. (t[1] and cjson.encode(t[1]) or 'null') .. ',"metadata":' .. (t[2] or '{}') .. '}')
 -- a metadata change slides, so new indexes get their TTL at once
 local _, started = session.finish_write(c, false, patched)
-return session.stored_flag(started)
+return reply.ok('updated', started and 1 or 0)

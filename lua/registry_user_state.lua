@@ -9,9 +9,11 @@
 -- ARGV[5] the patch: a JSON object (validated by the sidecar)
 -- ARGV[6] the largest state in bytes
 -- emits user_state_changed (the new state) on the user's stream.
--- returns the new state, or -1 when it would exceed ARGV[6] bytes (nothing
---   written); guard's KEYTYPE error when the user's event stream holds
---   another type (nothing written).
+-- returns {'ok', 'stored', new state}; {'ok', 'too_big'} when it would
+--   exceed ARGV[6] bytes (nothing written: the sidecar answers a 400);
+--   {'refused', 'key_wrong_type', text} when the user's event stream holds
+--   another type (events.user_refused; nothing written).
+--- @include reply
 --- @include meta
 --- @include session
 --- @include events
@@ -22,9 +24,9 @@ local refused = events.user_refused(c)
 if refused then return refused end
 local key = c.user_state
 local state = registry.merge_patch(redis.call('GET', key) or nil, ARGV[5])
-if #state > tonumber(ARGV[6]) then return -1 end
+if #state > tonumber(ARGV[6]) then return reply.ok('too_big') end
 local p = redis.call('PTTL', key)
 redis.call('SET', key, state, 'KEEPTTL')
 meta.expire(key, c.default_ttl, p)
 events.emit_user(c, 'user_state_changed', 'state', nil, state)
-return state
+return reply.ok('stored', state)

@@ -3,7 +3,7 @@ package lua
 // Session scripts (sessions, ttl and usage modules). Every one but
 // session_sweep takes the session's keys, indexes and totals and
 // SESSION_TTL_SECONDS, SESSION_MAX_ENTRIES, user_id, session_id first; see
-// session_lib.lua.
+// lib/session.lua.
 var (
 	SessionAppend        = load("session_append")
 	SessionEntryGet      = load("session_entry_get")

@@ -26,13 +26,8 @@
 --- @include session
 
 local c = session.open(KEYS, ARGV)
-for _, k in ipairs({ { c.entries, 'list' }, { c.qa_index, 'hash' }, { c.edocs, 'hash' }, { c.sstats, 'hash' } }) do
-  local got = guard.key_type(k[1])
-  if got ~= 'none' and got ~= k[2] then
-    return redis.error_reply('KEYTYPE ' .. k[1] .. ' ' .. got .. ' ' .. k[2])
-  end
-end
-local refused = search.check_terms(c, { { spec = ARGV[7] } })
+local refused = guard.check({ { c.entries, 'list' }, { c.qa_index, 'hash' }, { c.edocs, 'hash' }, { c.sstats, 'hash' } })
+  or search.check_terms(c, { { spec = ARGV[7] } })
 if refused then return refused end
 local pos, el = idindex.locate(c, 'qa', ARGV[5])
 if type(pos) == 'table' then return pos end

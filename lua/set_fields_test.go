@@ -16,19 +16,19 @@ import (
 // them flat, with escapes, nesting, duplicate keys, other spacing and
 // cut-off ends.
 func TestSetFieldsQuickEqualsScan(t *testing.T) {
-	lib, err := os.ReadFile("session_lib.lua")
+	lib, err := os.ReadFile("lib/json.lua")
 	if err != nil {
 		t.Fatal(err)
 	}
 	// For each (object, update pairs) in ARGV[5..]: the quick answer, or
 	// "-" when it left the object to the scan, then the scan's answer (or
 	// "error").
-	src := string(lib) + `
+	src := "local json = (function()\n" + string(lib) + "\nend)()\n" + `
 local out = {}
 for i = 5, #ARGV, 2 do
   local u = cjson.decode(ARGV[i + 1])
-  local q = set_fields_quick(ARGV[i], u) or '-'
-  local ok, s = pcall(set_fields_scan, ARGV[i], u)
+  local q = json.set_fields_quick(ARGV[i], u) or '-'
+  local ok, s = pcall(json.set_fields_scan, ARGV[i], u)
   out[#out + 1] = q
   out[#out + 1] = ok and s or 'error'
 end

@@ -121,6 +121,31 @@ func TestCompactionSuggested(t *testing.T) {
 	})
 }
 
+// compaction_suggested is about the latest path as it reads with its
+// compactions (as the compaction_suggested event counts it), whatever the
+// page: a raw read (compacted=false) of the latest leaf says what a raw
+// read of another leaf, and a compacted read, say.
+func TestCompactionSuggestedOnARawRead(t *testing.T) {
+	redisstoretest.Each(t, func(t *testing.T, srv *redisstoretest.Server) {
+		h := start(t, srv, envconf.Env{"SESSION_COMPACT_AFTER_TOKENS": "25"})
+		for _, id := range []string{"a", "b", "c"} {
+			post(t, h, `{"id":"`+id+`","role":"user","content":"word word word word"}`, 201) // 10 tokens
+		}
+		if !path(t, h, "compacted=false").CompactionSuggested {
+			t.Fatal("raw read: not suggested at 30 tokens of 25")
+		}
+		if rep := h.Do(t, "POST", "/v1/users/alice/sessions/s1/compactions", `{"summary":"ab","from_id":"a","to_id":"b"}`); rep.Status != 201 {
+			t.Fatal(rep)
+		}
+		// the latest path reads as 6 + 10 tokens now
+		for _, q := range []string{"", "compacted=false", "compacted=false&leaf=c", "compacted=false&leaf=a", "leaf=a"} {
+			if p := path(t, h, q); p.CompactionSuggested {
+				t.Errorf("?%s after the compaction: suggested (total_tokens %d)", q, p.TotalTokens)
+			}
+		}
+	})
+}
+
 // The session's TTL covers its message keys: PUT .../ttl persists them and
 // sets them, like every key of the session.
 func TestMessageKeysFollowTheSessionTTL(t *testing.T) {

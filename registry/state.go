@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
@@ -164,24 +165,42 @@ func (s *Store) SessionState(ctx context.Context, user, session string) (string,
 
 // PatchSessionState merges patch into the session's state in one script.
 func (s *Store) PatchSessionState(ctx context.Context, user, session, patch string) (string, error) {
-	msg, err := s.Exec(ctx, lua.RegistryState, user, session, patch, strconv.Itoa(MaxStateBytes))
+	r, err := s.Run(ctx, lua.RegistryState, user, session, patch, strconv.Itoa(MaxStateBytes))
+	if errors.Is(err, redisstore.ErrNotFound) {
+		return "", redisstore.NotFound("no session %s/%s", user, session)
+	}
 	if err != nil {
 		return "", err
 	}
-	if arr, aerr := msg.ToArray(); aerr == nil && len(arr) == 2 {
-		if flag, _ := arr[0].AsInt64(); flag == 2 {
-			sessionstore.CountStarted()
-		}
-		return arr[1].ToString()
+	state, err := storedState(lua.RegistryState, r)
+	if err != nil {
+		return "", err
 	}
-	n, err := msg.AsInt64()
+	started, err := r.Flag(2)
 	if err != nil {
 		return "", redisstore.Wrap(lua.RegistryState.Name, err)
 	}
-	if n == -1 {
+	if started {
+		sessionstore.CountStarted()
+	}
+	return state, nil
+}
+
+// storedState decodes the answer r of state script: the state of
+// {'ok', 'stored', state, ...}, errStateTooBig for {'ok', 'too_big'}.
+func storedState(script *lua.Script, r lua.Reply) (string, error) {
+	status, err := r.String(0)
+	if err != nil {
+		return "", redisstore.Wrap(script.Name, err)
+	}
+	switch status {
+	case "stored":
+		state, err := r.String(1)
+		return state, redisstore.Wrap(script.Name, err)
+	case "too_big":
 		return "", errStateTooBig
 	}
-	return "", redisstore.NotFound("no session %s/%s", user, session)
+	return "", redisstore.Wrap(script.Name, fmt.Errorf("unknown status %q", status))
 }
 
 // UserState reads the user's state ({} when none).
@@ -203,16 +222,9 @@ func (s *Store) UserState(ctx context.Context, user string) (string, error) {
 
 // PatchUserState merges patch into the user's state in one script.
 func (s *Store) PatchUserState(ctx context.Context, user, patch string) (string, error) {
-	msg, err := s.Exec(ctx, lua.RegistryUserState, user, newSessionID(), patch, strconv.Itoa(MaxStateBytes))
+	r, err := s.Run(ctx, lua.RegistryUserState, user, newSessionID(), patch, strconv.Itoa(MaxStateBytes))
 	if err != nil {
 		return "", err
 	}
-	if n, ierr := msg.AsInt64(); ierr == nil && n == -1 {
-		return "", errStateTooBig
-	}
-	state, err := msg.ToString()
-	if err != nil {
-		return "", redisstore.Wrap(lua.RegistryUserState.Name, errors.Join(err, errors.New("unexpected reply")))
-	}
-	return state, nil
+	return storedState(lua.RegistryUserState, r)
 }

@@ -3,6 +3,7 @@ package registry
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 
 	"github.com/agentsidecar/agentsidecar/lua"
@@ -28,19 +29,10 @@ type NewSession struct {
 // written); an existing session is a session_exists conflict.
 func (s *Store) Create(ctx context.Context, user, session string, n NewSession) (created bool, err error) {
 	hasTitle, title := flag(n.Title)
-	msg, err := s.Exec(ctx, lua.RegistryCreate, user, session, hasTitle, title, n.Metadata, n.Key, n.State)
-	if err != nil {
+	// an existing session is the script's session_exists refusal (409)
+	r, err := s.Run(ctx, lua.RegistryCreate, user, session, hasTitle, title, n.Metadata, n.Key, n.State)
+	if err != nil || r.Dup {
 		return false, err
-	}
-	code, err := msg.AsInt64()
-	if err != nil {
-		return false, redisstore.Wrap(lua.RegistryCreate.Name, err)
-	}
-	switch code {
-	case 0:
-		return false, redisstore.Refuse(redisstore.ErrConflict, "session_exists", "session %s/%s already exists", user, session)
-	case 2:
-		return false, nil
 	}
 	sessionstore.CountStarted()
 	return true, nil
@@ -59,23 +51,32 @@ type Update struct {
 // when the merged metadata would exceed MaxMetadataKeys).
 func (s *Store) Update(ctx context.Context, user, session string, u Update) error {
 	args := append([]string{u.Title, u.TitleValue, u.MetaSet, strconv.Itoa(MaxMetadataKeys)}, u.MetaRemove...)
-	msg, err := s.Exec(ctx, lua.RegistryUpdate, user, session, args...)
+	r, err := s.Run(ctx, lua.RegistryUpdate, user, session, args...)
+	if errors.Is(err, redisstore.ErrNotFound) {
+		return redisstore.NotFound("no session %s/%s", user, session)
+	}
 	if err != nil {
 		return err
 	}
-	code, err := msg.AsInt64()
+	bad := func(err error) error { return redisstore.Wrap(lua.RegistryUpdate.Name, err) }
+	status, err := r.String(0)
 	if err != nil {
-		return redisstore.Wrap(lua.RegistryUpdate.Name, err)
+		return bad(err)
 	}
-	switch code {
-	case 0:
-		return redisstore.NotFound("no session %s/%s", user, session)
-	case -1:
+	switch status {
+	case "too_many_keys":
 		return sidecar.BadRequest("invalid_field", "field \"metadata\": the merged metadata would hold more than %d keys", MaxMetadataKeys)
-	case 2:
-		sessionstore.CountStarted()
+	case "updated":
+		started, err := r.Flag(1)
+		if err != nil {
+			return bad(err)
+		}
+		if started {
+			sessionstore.CountStarted()
+		}
+		return nil
 	}
-	return nil
+	return bad(fmt.Errorf("unknown status %q", status))
 }
 
 // flag turns an optional string into the scripts' ('1', value) / ('0', ”).
@@ -108,19 +109,21 @@ func (s *Store) abandonArg() string {
 // Active starts or reuses the user's active session in one script.
 func (s *Store) Active(ctx context.Context, user string, st Start) (Started, error) {
 	hasTitle, title := flag(st.Title)
-	msg, err := s.Exec(ctx, lua.RegistryActive, user, newSessionID(), s.abandonArg(), hasTitle, title, st.Metadata, st.Match)
+	r, err := s.Run(ctx, lua.RegistryActive, user, newSessionID(), s.abandonArg(), hasTitle, title, st.Metadata, st.Match)
 	if err != nil {
 		return Started{}, err
 	}
-	arr, err := msg.ToArray()
-	if err != nil || len(arr) != 3 {
-		return Started{}, redisstore.Wrap(lua.RegistryActive.Name, errors.Join(err, errors.New("unexpected reply")))
+	if len(r.Values) != 3 {
+		return Started{}, redisstore.Wrap(lua.RegistryActive.Name, fmt.Errorf("reply has %d values, want 3", len(r.Values)))
 	}
 	var out Started
-	out.SessionID, _ = arr[0].ToString()
-	n, _ := arr[1].AsInt64()
-	out.New = n == 1
-	out.Closed, _ = arr[2].AsStrSlice()
+	sid, err1 := r.String(0)
+	created, err2 := r.Flag(1)
+	closed, err3 := r.Values[2].AsStrSlice()
+	if err := errors.Join(err1, err2, err3); err != nil {
+		return Started{}, redisstore.Wrap(lua.RegistryActive.Name, err)
+	}
+	out.SessionID, out.New, out.Closed = sid, created, closed
 	if out.New {
 		sessionstore.CountStarted()
 	}
@@ -134,14 +137,14 @@ func (s *Store) Active(ctx context.Context, user string, st Start) (Started, err
 // summary (nil = none); a not-found refusal when none is running.
 func (s *Store) ActiveEnd(ctx context.Context, user string, summary *string, match string) (string, error) {
 	hasSummary, text := flag(summary)
-	msg, err := s.Exec(ctx, lua.RegistryActiveEnd, user, newSessionID(), s.abandonArg(), hasSummary, text, match)
+	r, err := s.Run(ctx, lua.RegistryActiveEnd, user, newSessionID(), s.abandonArg(), hasSummary, text, match)
 	if errors.Is(err, redisstore.ErrNotFound) {
 		return "", redisstore.NotFound("user %s has no active session", user)
 	}
 	if err != nil {
 		return "", err
 	}
-	sid, err := msg.ToString()
+	sid, err := r.String(0)
 	if err != nil {
 		return "", redisstore.Wrap(lua.RegistryActiveEnd.Name, err)
 	}

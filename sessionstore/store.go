@@ -141,35 +141,12 @@ const (
 	AbortHeader = "Sidecar-Abort-Requested"
 )
 
-// wrongType turns a script's refusal of a key of the wrong type (the
-// "KEYTYPE <key> <type> <wanted>" reply of session_lib.lua's guard, its
-// "BADKEY <message>" for check_finish's refusals, or Redis's own WRONGTYPE
-// from a read that came first) into a 409
-// key_wrong_type, and its refusal to edit an element that is not a JSON
-// object ("BADVALUE <key> <id>") into a 409 stored_value_invalid; nil for
-// any other error. The script wrote nothing.
+// wrongType turns Redis's own WRONGTYPE (a read that came first met a key
+// another program wrote with another type) into a 409 key_wrong_type; nil
+// for any other error. The scripts' own refusals are replies (lua.Decode).
 func wrongType(err error) error {
 	var re *rueidis.RedisError
-	if !errors.As(err, &re) {
-		return nil
-	}
-	msg := re.Error()
-	if _, rest, ok := strings.Cut(msg, "KEYTYPE "); ok {
-		if f := strings.Fields(rest); len(f) >= 3 {
-			return redisstore.Refuse(redisstore.ErrConflict, "key_wrong_type",
-				"Redis key %s holds a %s where the sidecar keeps a %s (another program wrote it); nothing was changed: delete or rename that key", f[0], f[1], f[2])
-		}
-	}
-	if _, rest, ok := strings.Cut(msg, "BADKEY "); ok && rest != "" {
-		return redisstore.Refuse(redisstore.ErrConflict, "key_wrong_type", "%s (another program wrote it); nothing was changed", rest)
-	}
-	if _, rest, ok := strings.Cut(msg, "BADVALUE "); ok {
-		if f := strings.Fields(rest); len(f) >= 2 {
-			return redisstore.Refuse(redisstore.ErrConflict, "stored_value_invalid",
-				"the element %s of Redis list %s is not a JSON object (another program wrote it); nothing was changed", f[1], f[0])
-		}
-	}
-	if strings.Contains(msg, "WRONGTYPE") {
+	if errors.As(err, &re) && strings.Contains(re.Error(), "WRONGTYPE") {
 		return redisstore.Refuse(redisstore.ErrConflict, "key_wrong_type",
 			"a Redis key of this session holds another type of value than the sidecar keeps there (another program wrote it); nothing was changed")
 	}

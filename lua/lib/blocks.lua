@@ -20,6 +20,7 @@
 -- Events: each write emits one block_changed (block_changed below): a
 -- session block's on the session's stream, a user block's on the user's
 -- stream only (no copy into each of the user's sessions).
+--- @include reply
 --- @include json
 --- @include clock
 --- @include ring
@@ -54,13 +55,13 @@ local function slide_user(c)
   end
 end
 
--- session_refused is session.check_finish's refusal as an error reply
--- (BADKEY, a 409 key_wrong_type), else nil: a script that will call
+-- session_refused is session.check_finish's finding as a refusal
+-- (reply.bad_key: a 409 key_wrong_type), else nil: a script that will call
 -- session.finish_write checks it before its first write, with
 -- session.guard.
 local function session_refused(c)
   local bad = session.check_finish(c, nil, false)
-  if bad then return redis.error_reply('BADKEY ' .. bad) end
+  if bad then return reply.bad_key(bad) end
   return nil
 end
 

@@ -1,0 +1,312 @@
+-- messages: the writes of a session's messages (the messages module) and
+-- its compactions, over the tree of msgtree.lua. c is a session context
+-- made ready by msgtree.open (messages.at for another session of the user:
+-- fork and split write a new one).
+--- @include json
+--- @include clock
+--- @include ring
+--- @include session
+--- @include events
+--- @include search
+--- @include msgtree
+
+local MAX_KEYS = 1000 -- Idempotency-Keys remembered per session (c.mkeys)
+local node, fmt_int = msgtree.node, msgtree.fmt_int
+
+-- at is the context of session sid of c's user, with its messages keys.
+local function at(c, sid)
+  return msgtree.open(session.at(c, sid))
+end
+
+-- stored_json is the message as stored: body (a JSON object from the
+-- sidecar, without parent_id and created_at) with them appended.
+local function stored_json(body, parent, created_at)
+  local p = 'null'
+  if parent ~= '' then p = '"' .. parent .. '"' end
+  local close = string.find(body, '}%s*$')
+  local sep = ','
+  if string.find(string.sub(body, 1, close - 1), '^%s*{%s*$') then sep = '' end
+  return string.sub(body, 1, close - 1) .. sep .. '"parent_id":' .. p .. ',"created_at":' .. created_at .. '}'
+end
+
+-- check_keys is session.guard('keep') over the messages keys: nil, or the
+-- refusal.
+local function check_keys(c)
+  return (session.guard(c, 'keep', { c.msgs, 'hash' }, { c.mtree, 'hash' }, { c.mkids, 'zset' },
+    { c.morder, 'zset' }, { c.mkeys, 'hash' }, { c.mcomp, 'hash' }, { c.sdocs, 'hash' }, { c.sstats, 'hash' }))
+end
+
+-- write_checks makes the checks of every messages write before its first
+-- write: nil, or the reply refusing it.
+local function write_checks(c)
+  local refused = check_keys(c)
+  if refused then return refused end
+  local bad = session.check_finish(c, nil, false, false)
+  if bad then return { -1, 'wrong_type', bad } end
+  return nil
+end
+
+-- keyed returns the stored messages of an append made with Idempotency-Key
+-- key, or nil when the ring does not hold the key (or they are all gone).
+local function keyed(c, key)
+  if key == '' then return nil end
+  local ids = ring.get(c.mkeys, key, true)
+  if not ids then return nil end
+  local out = {}
+  for id in string.gmatch(ids, '%S+') do
+    local m = redis.call('HGET', c.msgs, id)
+    if m then out[#out + 1] = m end
+  end
+  -- every message of that append is gone since: the key is stale, and the
+  -- append is made again (its slot in the ring is taken anew)
+  if #out == 0 then return nil end
+  return out
+end
+
+-- remember stores Idempotency-Key key -> the ids (space-separated) in the
+-- session's ring of the MAX_KEYS newest keys (tagged: a key stored again
+-- keeps its newer slot). Returns whether it created the hash.
+local function remember(c, key, ids)
+  if key == '' then return false end
+  return ring.put(c.mkeys, key, table.concat(ids, ' '), MAX_KEYS, true)
+end
+
+-- is_user reports whether stored message json has the role user: the
+-- sidecar writes {"id":"...","role":"..." first, and neither an id nor a
+-- role needs an escape.
+local function is_user(json)
+  return string.match(json, '^{"id":"[^"]*","role":"user"') ~= nil
+end
+
+-- emit_deleted emits message_deleted for the messages of ids (the first
+-- one named, the rest its descendants), with extra JSON fields after them.
+local function emit_deleted(c, first, ids, extra)
+  local quoted = {}
+  for i, id in ipairs(ids) do quoted[i] = '"' .. id .. '"' end
+  return events.emit(c, 'message_deleted', 'message', first,
+    '{"id":"' .. first .. '","ids":[' .. table.concat(quoted, ',') .. ']' .. (extra or '') .. '}')
+end
+
+-- new_session_checks checks that session sid of c's user can be created
+-- with key (an Idempotency-Key, or ''). Returns sid's context (messages.at)
+-- and nil when it can; 'again' when it was created by that key (a retry);
+-- else the refusal.
+local function new_session_checks(c, sid, key)
+  local to = at(c, sid)
+  if session.exists(to) then
+    if key ~= '' and redis.call('HGET', to.record, 'create_key') == key then return to, 'again' end
+    return to, { -1, 'session_exists', sid }
+  end
+  return to, write_checks(to)
+end
+
+-- Compactions ------------------------------------------------------------------
+
+-- compactions returns the compactions in force, oldest first: {id, from,
+-- to, seq, stokens (the summary's tokens), json}. Their number is at most
+-- the cap of messages_compact.lua, so one HGETALL is bounded.
+local function compactions(c)
+  if redis.call('EXISTS', c.mcomp) == 0 then return {} end
+  local all = redis.call('HGETALL', c.mcomp)
+  local by, out = {}, {}
+  for i = 1, #all, 2 do
+    local f, v = all[i], all[i + 1]
+    local b = string.byte(f, 1)
+    if b == 35 then -- '#': the meta of compaction f[2..]
+      local from, to, seq, st = string.match(v, '^([^\t]*)\t([^\t]*)\t(%d+)\t(%d+)$')
+      local cp = by[string.sub(f, 2)] or {}
+      cp.id, cp.from, cp.to, cp.seq, cp.stokens = string.sub(f, 2), from, to, tonumber(seq), tonumber(st)
+      by[cp.id] = cp
+    elseif b ~= 32 then -- not ' seq'
+      local cp = by[f] or {}
+      cp.json = v
+      by[f] = cp
+    end
+  end
+  for _, cp in pairs(by) do
+    if cp.from and cp.json then out[#out + 1] = cp end
+  end
+  table.sort(out, function(a, b) return a.seq < b.seq end)
+  return out
+end
+
+-- on_path returns the nodes (from, to) of compaction cp when its range lies
+-- on the path root..leaf, else nil.
+local function on_path(c, cp, leaf)
+  local to = node(c, cp.to)
+  if not to or to.depth > leaf.depth or msgtree.ancestor(c, leaf, to.depth).id ~= to.id then return nil end
+  local from = node(c, cp.from)
+  if not from or from.depth > to.depth then return nil end
+  return from, to
+end
+
+-- overlays returns the compactions on the path root..leaf, shallowest
+-- first, each {c=, fd=, td= (depths), tokens= (of the range)}: c the
+-- compaction (compactions).
+local function overlays(c, leaf)
+  local out = {}
+  for _, cp in ipairs(compactions(c)) do
+    local from, to = on_path(c, cp, leaf)
+    if from then
+      out[#out + 1] = { c = cp, fd = from.depth, td = to.depth, tokens = to.cum - from.cum + from.tokens }
+    end
+  end
+  table.sort(out, function(a, b) return a.fd < b.fd end)
+  return out
+end
+
+-- prompt_tokens is the tokens of the session's frozen system prompt (the
+-- blocks module's agent_session_prompt hash), 0 without one.
+local function prompt_tokens(c)
+  local prompt = redis.pcall('HGET', session.key(c, 'agent_session_prompt'), 'tokens')
+  if type(prompt) == 'string' then return tonumber(prompt) or 0 end
+  return 0
+end
+
+-- path_tokens is the tokens of the path root..n as read, plus the frozen
+-- system prompt's.
+local function path_tokens(c, n)
+  local t = 0
+  if n then
+    t = n.cum
+    for _, o in ipairs(overlays(c, n)) do t = t - o.tokens + o.c.stokens end
+  end
+  return t + prompt_tokens(c)
+end
+
+-- synthetic is the message that stands for overlay o on a path.
+local function synthetic(o)
+  local cp = o.c
+  return '{"id":"compaction:' .. cp.id .. '","role":"system","content":' .. json.field_raw(cp.json, 'summary') ..
+    ',"compaction":{"id":"' .. cp.id .. '","from_id":"' .. cp.from .. '","to_id":"' .. cp.to .. '"},"tokens":' ..
+    fmt_int(cp.stokens) .. '}'
+end
+
+-- drop_compactions deletes the compactions with an endpoint in gone (a set
+-- of message ids).
+local function drop_compactions(c, gone)
+  if redis.call('EXISTS', c.mcomp) == 0 then return end
+  for _, cp in ipairs(compactions(c)) do
+    if gone[cp.from] or gone[cp.to] then redis.call('HDEL', c.mcomp, cp.id, '#' .. cp.id) end
+  end
+end
+
+-- suggest_crossed emits compaction_suggested when the latest path's tokens
+-- went from before to after across threshold (0 = never) upward.
+local function suggest_crossed(c, threshold, before, after)
+  if threshold > 0 and before <= threshold and after > threshold then
+    events.emit(c, 'compaction_suggested', 'message', nil,
+      '{"total_tokens":' .. fmt_int(after) .. ',"threshold":' .. fmt_int(threshold) .. '}')
+  end
+end
+
+-- Appends -----------------------------------------------------------------------
+
+-- append is an append of one message or a chained batch, all checks first.
+-- batch: {id=, fp=, tokens=, body=, and for the search index spec=, len=,
+-- preview=} in order; mode 'latest' (parent: the latest leaf), 'root' or
+-- 'id' (parent pid); if_match nil or the leaf the caller expects; max the
+-- most messages a session holds; key the Idempotency-Key or ''; suggest
+-- SESSION_COMPACT_AFTER_TOKENS (nil or 0 = never). Returns the script's
+-- reply (messages_append.lua).
+local function append(c, batch, mode, pid, if_match, max, key, suggest)
+  local refused = check_keys(c) or search.check_terms(c, batch)
+  if refused then return refused end
+  local bad = session.check_finish(c, nil, false, false)
+  if bad then return { -1, 'wrong_type', bad } end
+  local again = keyed(c, key)
+  if again then
+    local out = { 0 }
+    for _, m in ipairs(again) do out[#out + 1] = m end
+    return out
+  end
+  local leaf, seq = msgtree.rec_msgs(c)
+  if if_match and if_match ~= (leaf or '') then return { -1, 'leaf_moved', leaf or '' } end
+  -- ids the session holds already: all of them identical is a retry
+  local held = 0
+  for i, m in ipairs(batch) do
+    local n = node(c, m.id)
+    if n then
+      held = held + 1
+      local want_parent
+      if i > 1 then want_parent = batch[i - 1].id
+      elseif mode == 'root' then want_parent = ''
+      elseif mode == 'id' then want_parent = pid end
+      if n.fp ~= m.fp or (want_parent and n.parent ~= want_parent) then
+        return { -1, 'id_conflict', m.id }
+      end
+    end
+  end
+  if held > 0 then
+    if held < #batch then
+      for _, m in ipairs(batch) do
+        if not node(c, m.id) then return { -1, 'id_conflict', m.id } end
+      end
+    end
+    local out = { 0 }
+    for _, m in ipairs(batch) do out[#out + 1] = redis.call('HGET', c.msgs, m.id) end
+    return out
+  end
+  local parent
+  if mode == 'latest' then
+    parent = node(c, leaf)
+  elseif mode == 'id' then
+    parent = node(c, pid)
+    if not parent then return { -1, 'unknown_parent', pid } end
+  end
+  local count = redis.call('ZCARD', c.morder)
+  if count + #batch > max then return { -1, 'session_full', fmt_int(count) } end
+  suggest = suggest or 0
+  local before = 0
+  if suggest > 0 then before = path_tokens(c, node(c, leaf)) end
+
+  -- the writes
+  local now = clock.now_us()
+  local created_at = '"' .. clock.iso_time(now) .. '"'
+  local out, ids = { 1 }, {}
+  for _, m in ipairs(batch) do
+    seq = seq + 1
+    local n = msgtree.new_node(c, m.id, parent, m.tokens, seq, m.fp)
+    c.nodes[m.id] = n
+    local text = stored_json(m.body, n.parent, created_at)
+    redis.call('HSET', c.mtree, m.id, msgtree.node_text(n))
+    redis.call('HSET', c.msgs, m.id, text)
+    redis.call('ZADD', c.mkids, 0, msgtree.kid_member(n))
+    redis.call('ZADD', c.morder, seq, m.id)
+    if m.spec then search.index_doc(c, c.sdocs, 'message', m.id, m.spec, m.len, m.preview, now) end
+    out[#out + 1] = text
+    ids[#ids + 1] = m.id
+    parent = n
+  end
+  redis.call('HSET', c.record, 'msg_seq', fmt_int(seq))
+  msgtree.set_leaf(c, parent.id)
+  local new_ring = remember(c, key, ids)
+  -- one message_appended each; a user message clears a pending abort
+  local user = false
+  for i = 2, #out do
+    events.emit(c, 'message_appended', 'message', ids[i - 1], out[i])
+    user = user or is_user(out[i])
+  end
+  if user and session.clear_abort(c) then events.emit(c, 'abort_cleared', 'state', nil, '{}') end
+  if suggest > 0 then suggest_crossed(c, suggest, before, path_tokens(c, parent)) end
+  local _, started = session.finish_write(c, false, count == 0 or new_ring)
+  out[1] = session.stored_flag(started)
+  return out
+end
+
+return {
+  at = at,
+  stored_json = stored_json,
+  write_checks = write_checks,
+  emit_deleted = emit_deleted,
+  new_session_checks = new_session_checks,
+  compactions = compactions,
+  on_path = on_path,
+  overlays = overlays,
+  prompt_tokens = prompt_tokens,
+  path_tokens = path_tokens,
+  synthetic = synthetic,
+  drop_compactions = drop_compactions,
+  suggest_crossed = suggest_crossed,
+  append = append,
+}
