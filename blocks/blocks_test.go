@@ -136,7 +136,7 @@ func TestUserAndSessionBlocks(t *testing.T) {
 		wantCode(t, h.Do(t, "POST", u+"task/append", `{"content":"x"}`), 404, "not_found")
 
 		// Stored: one hash per scope, the session's a key of the session.
-		sk, uk := l.SessionBlocks("alice", "s1"), l.UserBlocks("alice")
+		sk, uk := l.SessionKey(blocks.SessionBlocksFamily, "alice", "s1"), l.UserKey(blocks.UserBlocksFamily, "alice")
 		var sb map[string]any
 		if err := json.Unmarshal([]byte(hget(t, srv, sk, "memory")), &sb); err != nil || sb["content"] != "in this chat: likes coffee, and tea" {
 			t.Errorf("stored session block %v (%v)", sb, err)
@@ -248,7 +248,7 @@ func TestWrongTypedKeys(t *testing.T) {
 		h := start(t, srv, nil)
 		l := srv.Layout()
 		c := srv.Client(t)
-		for _, key := range []string{l.UserBlocks("alice"), l.SessionBlocks("alice", "s1"), l.SessionPrompt("alice", "s1")} {
+		for _, key := range []string{l.UserKey(blocks.UserBlocksFamily, "alice"), l.SessionKey(blocks.SessionBlocksFamily, "alice", "s1"), l.SessionKey(blocks.PromptFamily, "alice", "s1")} {
 			if err := c.Do(t.Context(), c.B().Set().Key(key).Value("x").Build()).Error(); err != nil {
 				t.Fatal(err)
 			}
@@ -256,7 +256,7 @@ func TestWrongTypedKeys(t *testing.T) {
 				{"GET", "/v1/users/alice/sessions/s1/system-prompt?frozen=true", ""},
 				{"POST", "/v1/users/alice/sessions/s1/system-prompt/refresh", ""},
 			}
-			if key != l.SessionPrompt("alice", "s1") { // the block routes do not touch the prompt
+			if key != l.SessionKey(blocks.PromptFamily, "alice", "s1") { // the block routes do not touch the prompt
 				routes = append(routes,
 					struct{ method, path, body string }{"PUT", "/v1/users/alice/sessions/s1/blocks/m", `{"content":"x"}`},
 					struct{ method, path, body string }{"GET", "/v1/users/alice/sessions/s1/blocks", ""},
@@ -303,7 +303,7 @@ func TestAppendKeepsJSONIntact(t *testing.T) {
 		l := srv.Layout()
 		c := srv.Client(t)
 		hand := `{"counts": "3,3,1,1,1", "content": "abc", "writable": true, "position": 0, "label": "hand", "tokens": 1, "max_tokens": null, "description": null, "created_at": 1, "updated_at": 1}`
-		if err := c.Do(t.Context(), c.B().Hset().Key(l.UserBlocks("alice")).FieldValue().FieldValue("hand", hand).Build()).Error(); err != nil {
+		if err := c.Do(t.Context(), c.B().Hset().Key(l.UserKey(blocks.UserBlocksFamily, "alice")).FieldValue().FieldValue("hand", hand).Build()).Error(); err != nil {
 			t.Fatal(err)
 		}
 		got = wantBlock(t, h.Do(t, "POST", "/v1/users/alice/blocks/hand/append", `{"content":" def"}`), 200)

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentsidecar/agentsidecar/blocks"
 	"github.com/agentsidecar/agentsidecar/redisstore/redisstoretest"
 )
 
@@ -73,7 +74,7 @@ func TestWrongTypedUserStreamRefusesBlockWrites(t *testing.T) {
 			t.Fatal(err)
 		}
 		wantCode(t, h.Do(t, "PUT", "/v1/users/alice/blocks/persona", `{"content":"helpful"}`), 409, "key_wrong_type")
-		if n, _ := c.Do(t.Context(), c.B().Exists().Key(l.UserBlocks("alice")).Build()).AsInt64(); n != 0 {
+		if n, _ := c.Do(t.Context(), c.B().Exists().Key(l.UserKey(blocks.UserBlocksFamily, "alice")).Build()).AsInt64(); n != 0 {
 			t.Errorf("the user block was written before the refusal")
 		}
 	})

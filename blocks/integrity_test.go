@@ -4,6 +4,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/agentsidecar/agentsidecar/blocks"
 	"github.com/agentsidecar/agentsidecar/redisstore/redisstoretest"
 )
 
@@ -36,7 +37,7 @@ func TestSessionChecksBeforeWrite(t *testing.T) {
 			// a block to append to, written by hand before the corruption
 			// could stop the sidecar's own PUT
 			hand := `{"label":"m","description":null,"content":"a","max_tokens":null,"writable":true,"position":0,"tokens":1,"counts":"1,1,1,1,1","created_at":1,"updated_at":1}`
-			if err := c.Do(t.Context(), c.B().Hset().Key(l.SessionBlocks("alice", "s1")).FieldValue().FieldValue("m", hand).Build()).Error(); err != nil {
+			if err := c.Do(t.Context(), c.B().Hset().Key(l.SessionKey(blocks.SessionBlocksFamily, "alice", "s1")).FieldValue().FieldValue("m", hand).Build()).Error(); err != nil {
 				t.Fatal(err)
 			}
 			routes := []struct{ method, path, body string }{
@@ -52,11 +53,11 @@ func TestSessionChecksBeforeWrite(t *testing.T) {
 					t.Errorf("%s: %s %s: got %d %s, want 409 key_wrong_type", bad.name, r.method, r.path, rep.Status, rep.Body)
 				}
 			}
-			got, _ := c.Do(t.Context(), c.B().Hgetall().Key(l.SessionBlocks("alice", "s1")).Build()).AsStrMap()
+			got, _ := c.Do(t.Context(), c.B().Hgetall().Key(l.SessionKey(blocks.SessionBlocksFamily, "alice", "s1")).Build()).AsStrMap()
 			if len(got) != 1 || got["m"] != hand {
 				t.Errorf("%s: session blocks %v after the refused calls, want only the hand-written m", bad.name, got)
 			}
-			for _, key := range []string{l.SessionEvents("alice", "s1"), l.SessionToolCalls("alice", "s1"), l.SessionPrompt("alice", "s1")} {
+			for _, key := range []string{l.SessionEvents("alice", "s1"), l.SessionKey(blocks.ToolCallsFamily, "alice", "s1"), l.SessionKey(blocks.PromptFamily, "alice", "s1")} {
 				if n, _ := c.Do(t.Context(), c.B().Exists().Key(key).Build()).AsInt64(); n != 0 {
 					t.Errorf("%s: %s written by a refused call", bad.name, key)
 				}
@@ -77,8 +78,8 @@ func TestHandWrittenCreatedAt(t *testing.T) {
 		c := srv.Client(t)
 		hand := `{"label":"m","description":null,"content":"a","max_tokens":null,"writable":true,"position":0,"tokens":1,"counts":"1,1,1,1,1","created_at":"yesterday","updated_at":1}`
 		for _, scope := range []struct{ key, path string }{
-			{l.UserBlocks("alice"), "/v1/users/alice/blocks/m"},
-			{l.SessionBlocks("alice", "s1"), "/v1/users/alice/sessions/s1/blocks/m"},
+			{l.UserKey(blocks.UserBlocksFamily, "alice"), "/v1/users/alice/blocks/m"},
+			{l.SessionKey(blocks.SessionBlocksFamily, "alice", "s1"), "/v1/users/alice/sessions/s1/blocks/m"},
 		} {
 			if err := c.Do(t.Context(), c.B().Hset().Key(scope.key).FieldValue().FieldValue("m", hand).Build()).Error(); err != nil {
 				t.Fatal(err)
@@ -114,8 +115,8 @@ func TestHandWrittenContentNotAString(t *testing.T) {
 		c := srv.Client(t)
 		hand := `{"label":"m","description":null,"content":"a"b","max_tokens":null,"writable":true,"position":0,"tokens":1,"counts":"1,1,1,1,1","created_at":1,"updated_at":1}`
 		for _, scope := range []struct{ key, events, path string }{
-			{l.UserBlocks("alice"), l.UserEvents("alice"), "/v1/users/alice/blocks/m"},
-			{l.SessionBlocks("alice", "s1"), l.SessionEvents("alice", "s1"), "/v1/users/alice/sessions/s1/blocks/m"},
+			{l.UserKey(blocks.UserBlocksFamily, "alice"), l.UserEvents("alice"), "/v1/users/alice/blocks/m"},
+			{l.SessionKey(blocks.SessionBlocksFamily, "alice", "s1"), l.SessionEvents("alice", "s1"), "/v1/users/alice/sessions/s1/blocks/m"},
 		} {
 			if err := c.Do(t.Context(), c.B().Hset().Key(scope.key).FieldValue().FieldValue("m", hand).Build()).Error(); err != nil {
 				t.Fatal(err)

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/agentsidecar/agentsidecar/blocks"
 	"github.com/agentsidecar/agentsidecar/redisstore/redisstoretest"
 	"github.com/agentsidecar/agentsidecar/sidecar/sidecartest"
 	"github.com/agentsidecar/agentsidecar/tokens"
@@ -113,7 +114,7 @@ func TestFrozenPrompt(t *testing.T) {
 			t.Errorf("frozen after refresh %+v, want %+v", got, fresh)
 		}
 		// Stored in a key of the session, with its TTL.
-		k := srv.Layout().SessionPrompt("alice", "s1")
+		k := srv.Layout().SessionKey(blocks.PromptFamily, "alice", "s1")
 		if hget(t, srv, k, "prompt") != fresh.Prompt || ttlOf(t, srv, k) <= 0 {
 			t.Errorf("stored prompt %q, TTL %d", hget(t, srv, k, "prompt"), ttlOf(t, srv, k))
 		}

@@ -239,9 +239,9 @@ func (s *Store) Get(ctx context.Context, user, session, label string) (Block, er
 		return Block{}, err
 	}
 	l := s.layout()
-	keys := []string{l.UserBlocks(user)}
+	keys := []string{l.UserKey(UserBlocksFamily, user)}
 	if session != "" {
-		keys = append(keys, l.SessionBlocks(user, session))
+		keys = append(keys, l.SessionKey(SessionBlocksFamily, user, session))
 	}
 	cmds := make(rueidis.Commands, len(keys))
 	for i, k := range keys {
@@ -294,7 +294,7 @@ func (s *Store) Frozen(ctx context.Context, user, session string) (f frozen, ok 
 	if err != nil {
 		return frozen{}, false, err
 	}
-	key := s.layout().SessionPrompt(user, session)
+	key := s.layout().SessionKey(PromptFamily, user, session)
 	v, err := client.Do(ctx, client.B().Hmget().Key(key).Field("prompt", "tokens", "frozen_at").Build()).ToArray()
 	if err != nil {
 		return frozen{}, false, readErr("frozen prompt", key, err)

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentsidecar/agentsidecar/blocks"
 	"github.com/agentsidecar/agentsidecar/redisstore/redisstoretest"
 	"github.com/agentsidecar/agentsidecar/sidecar/sidecartest"
 )
@@ -130,12 +131,12 @@ func TestSetContext(t *testing.T) {
 		if got := wantBlock(t, h.Do(t, "GET", "/v1/users/alice/blocks/memory", ""), 200); got.Content != "likes coffee a lot" {
 			t.Errorf("after the repeat: %q", got.Content)
 		}
-		if v := hget(t, srv, l.SessionToolCalls("alice", "s1"), "call_2"); v == "" || ttlOf(t, srv, l.SessionToolCalls("alice", "s1")) <= 0 {
+		if v := hget(t, srv, l.SessionKey(blocks.ToolCallsFamily, "alice", "s1"), "call_2"); v == "" || ttlOf(t, srv, l.SessionKey(blocks.ToolCallsFamily, "alice", "s1")) <= 0 {
 			t.Errorf("tool call memory %q", v)
 		}
 
 		// The model's mistakes: 200 with is_error and a text it can act on, nothing written.
-		before := hget(t, srv, l.UserBlocks("alice"), "memory")
+		before := hget(t, srv, l.UserKey(blocks.UserBlocksFamily, "alice"), "memory")
 		for _, c := range []struct{ body, says string }{
 			{`{"arguments":{"label":"soul","content":"be rude"}}`, `Block "soul" is read-only; nothing was written. Writable blocks: memory.`},
 			{`{"arguments":{"label":"memory","content":"one two three four five six seven eight nine"}}`, `Block "memory" is full: the new content would take 12 tokens and the block holds at most 10.`},
@@ -153,7 +154,7 @@ func TestSetContext(t *testing.T) {
 				t.Errorf("%s: %+v, want is_error saying %q", c.body, r, c.says)
 			}
 		}
-		if after := hget(t, srv, l.UserBlocks("alice"), "memory"); after != before {
+		if after := hget(t, srv, l.UserKey(blocks.UserBlocksFamily, "alice"), "memory"); after != before {
 			t.Errorf("the refused calls wrote: %s -> %s", before, after)
 		}
 		// A malformed envelope is the caller's mistake: 400; an unknown tool 404.
@@ -214,7 +215,7 @@ func TestToolCallIDsBounded(t *testing.T) {
 		call(t, h, "set_context", fmt.Sprintf(`{"arguments":{"label":"n","content":"%d"},"tool_call_id":"id-%d"}`, i, i))
 	}
 	c := srv.Client(t)
-	k := srv.Layout().SessionToolCalls("alice", "s1")
+	k := srv.Layout().SessionKey(blocks.ToolCallsFamily, "alice", "s1")
 	n, _ := c.Do(t.Context(), c.B().Hlen().Key(k).Build()).AsInt64()
 	if n != 2*1000+1 {
 		t.Errorf("tool call hash: %d fields, want 2001 (1000 ids, 1000 ring slots, the count)", n)

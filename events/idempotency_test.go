@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentsidecar/agentsidecar/events"
 	"github.com/agentsidecar/agentsidecar/redisstore/redisstoretest"
 )
 
@@ -53,7 +54,7 @@ func TestCustomEventIdempotencyKey(t *testing.T) {
 		if len(deltas) != 4 || deltas[0] != first || deltas[1] != second {
 			t.Errorf("x-delta events %v, want 4 (chunk-1 once, chunk-2, two without a key)", deltas)
 		}
-		keys := srv.Layout().SessionEventKeys("u1", "s1")
+		keys := srv.Layout().SessionKey(events.EventKeysFamily, "u1", "s1")
 		if ttl, _ := c.Do(t.Context(), c.B().Ttl().Key(keys).Build()).AsInt64(); ttl <= 0 {
 			t.Errorf("the key ring's TTL %d, want the session's", ttl)
 		}

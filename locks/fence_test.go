@@ -9,7 +9,6 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/agentsidecar/agentsidecar/locks"
-	"github.com/agentsidecar/agentsidecar/redisstore"
 	"github.com/agentsidecar/agentsidecar/redisstore/redisstoretest"
 	"github.com/agentsidecar/agentsidecar/sidecar/sidecartest"
 )
@@ -45,7 +44,7 @@ func TestFenceKeyExpiresAndTokensStillGrow(t *testing.T) {
 	redisstoretest.EachWithCluster(t, func(t *testing.T, s *redisstoretest.Server) {
 		h := sidecartest.Start(t, s, nil, locks.Factory)
 		rc := s.Client(t)
-		keys := redisstore.Lock("once")
+		keys := locks.KeysOf("once")
 
 		g1 := acquire(t, h.API, "once", `{"ttl_ms":30000}`)
 		if n := pttl(t, rc, keys.Fence); n <= 0 || n > locks.FenceTTL.Milliseconds() {
@@ -83,7 +82,7 @@ func TestFenceKeyExpiresAndTokensStillGrow(t *testing.T) {
 
 		// A counter left by an older sidecar (small, no TTL) is taken over:
 		// the token grows past it and the key gets its TTL.
-		legacy := redisstore.Lock("legacy")
+		legacy := locks.KeysOf("legacy")
 		if err := rc.Do(t.Context(), rc.B().Set().Key(legacy.Fence).Value("7").Build()).Error(); err != nil {
 			t.Fatal(err)
 		}
@@ -160,7 +159,7 @@ func TestCompanionKeyOfAnotherTypeWritesNothing(t *testing.T) {
 					t.Fatalf("acquire %s %s: got %d %s, want 409 lock_key_conflict naming %s", tc.name, body, r.status, r.body, tc.key)
 				}
 			}
-			k := redisstore.Lock(tc.name)
+			k := locks.KeysOf(tc.name)
 			if n, err := rc.Do(t.Context(), rc.B().Exists().Key(k.Lock).Build()).AsInt64(); err != nil || n != 0 {
 				t.Fatalf("%s: the lock key exists after a refused acquire (%d, %v): a lock held by nobody", tc.name, n, err)
 			}

@@ -139,7 +139,7 @@ func TestLockLifecycle(t *testing.T) {
 			t.Fatalf("key default_lock holds %q (%v), want the token", v, err)
 		}
 		fence := strconv.FormatInt(g.FencingToken, 10)
-		if v, err := get(t, rc, redisstore.Lock("default_lock").Fence); err != nil || v != fence {
+		if v, err := get(t, rc, locks.KeysOf("default_lock").Fence); err != nil || v != fence {
 			t.Fatalf("fence key %q (%v), want the token granted, %s", v, err, fence)
 		}
 		if st := inspect(t, base, "default_lock"); !st.Held || st.Owner != "worker-1" || st.FencingToken != g.FencingToken || st.TTLMs == nil || *st.TTLMs < 55000 {
@@ -178,7 +178,7 @@ func TestLockLifecycle(t *testing.T) {
 		if n := pttl(t, rc, "default_lock"); n < 110000 {
 			t.Fatalf("PTTL after refresh %d, want about 120000", n)
 		}
-		if n := pttl(t, rc, redisstore.Lock("default_lock").Meta); n < 110000 {
+		if n := pttl(t, rc, locks.KeysOf("default_lock").Meta); n < 110000 {
 			t.Fatalf("meta PTTL after refresh %d, want about 120000", n)
 		}
 		r = do(t, t.Context(), "POST", base+"/v1/locks/default_lock/refresh", tokenBody(g.Token))
@@ -198,7 +198,7 @@ func TestLockLifecycle(t *testing.T) {
 		if st := inspect(t, base, "default_lock"); st.Held || st.TTLMs != nil || st.Owner != "" {
 			t.Fatalf("inspect after release %+v, want only held=false", st)
 		}
-		n, err := rc.Do(t.Context(), rc.B().Exists().Key("default_lock", redisstore.Lock("default_lock").Meta).Build()).AsInt64()
+		n, err := rc.Do(t.Context(), rc.B().Exists().Key("default_lock", locks.KeysOf("default_lock").Meta).Build()).AsInt64()
 		if err != nil || n != 0 {
 			t.Fatalf("%d lock keys left after release (%v), want 0 (only the fence key stays, for locks.FenceTTL)", n, err)
 		}

@@ -14,14 +14,10 @@ import (
 	"github.com/agentsidecar/agentsidecar/redisstore"
 )
 
-// ReleaseChannel is the Pub/Sub channel of lock releases (the keyspace
-// names it: redisstore.LockReleaseChannel).
-const ReleaseChannel = redisstore.LockReleaseChannel
-
-// The lock's keys, from the keyspace (redisstore.Lock).
-func lockKey(name string) string  { return redisstore.Lock(name).Lock }
-func fenceKey(name string) string { return redisstore.Lock(name).Fence }
-func metaKey(name string) string  { return redisstore.Lock(name).Meta }
+// The lock's keys (keys.go).
+func lockKey(name string) string  { return KeysOf(name).Lock }
+func fenceKey(name string) string { return KeysOf(name).Fence }
+func metaKey(name string) string  { return KeysOf(name).Meta }
 
 // newToken returns 128 random bits as 32 lowercase hex characters (the
 // length of redis-py's uuid1().hex tokens).

@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentsidecar/agentsidecar/envconf"
 	"github.com/agentsidecar/agentsidecar/lua"
+	"github.com/agentsidecar/agentsidecar/messages"
 	"github.com/agentsidecar/agentsidecar/redisstore/redisstoretest"
 	"github.com/agentsidecar/agentsidecar/search"
 	"github.com/agentsidecar/agentsidecar/sessionstore"
@@ -188,7 +189,7 @@ func TestMessagesIndexScript(t *testing.T) {
 		h := start(t, srv, envconf.Env{"SEARCH_INDEX": "false"})
 		post(t, h, `{"id":"a","role":"user","content":"apples from the orchard"}`, 201)
 		l, c, ctx := srv.Layout(), srv.Client(t), t.Context()
-		node, err := c.Do(ctx, c.B().Hget().Key(l.Messages("alice", "s1").Tree).Field("a").Build()).ToString()
+		node, err := c.Do(ctx, c.B().Hget().Key(messages.SessionKeys(l, "alice", "s1").Tree).Field("a").Build()).ToString()
 		if err != nil {
 			t.Fatal(err)
 		}

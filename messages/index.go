@@ -110,7 +110,7 @@ func (s *Store) nodeFingerprints(ctx context.Context, user, session string, docs
 	if err != nil {
 		return err
 	}
-	keys := redisstore.Layout{Cluster: s.Conn().Cluster()}.Messages(user, session)
+	keys := SessionKeys(redisstore.Layout{Cluster: s.Conn().Cluster()}, user, session)
 	ids := make([]string, len(docs))
 	for i, d := range docs {
 		ids[i] = d.id

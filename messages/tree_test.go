@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/agentsidecar/agentsidecar/envconf"
+	"github.com/agentsidecar/agentsidecar/messages"
 	"github.com/agentsidecar/agentsidecar/redisstore/redisstoretest"
 )
 
@@ -154,7 +155,7 @@ func TestMessageKeysFollowTheSessionTTL(t *testing.T) {
 		if rep := h.Do(t, "POST", "/v1/users/alice/sessions/s1/compactions", `{"summary":"s","from_id":"a","to_id":"a"}`); rep.Status != 201 {
 			t.Fatal(rep)
 		}
-		k := srv.Layout().Messages("alice", "s1")
+		k := messages.SessionKeys(srv.Layout(), "alice", "s1")
 		keys := []string{k.Messages, k.Tree, k.Children, k.Order, k.Keys, k.Compactions}
 		c := srv.Client(t)
 		check := func(want func(int64) bool, what string) {

@@ -6,12 +6,17 @@
 //
 // # The keyspace
 //
-// keys.go names every key and channel the sidecar writes, with its TTL
-// policy beside it (Families); docs/keyspace.md is the same table for
-// operators. A module never builds a key name by hand: it adds its family
-// there, and the keyspace test drives every route and checks that each key
-// in Redis matches a family and has a TTL unless the family is declared
-// permanent (with the reason).
+// Every key and channel the sidecar writes belongs to a Family, declared
+// once with its scope, prefix and TTL policy by the package that owns it
+// (Register, in a package-level var of the module's keys.go; the families
+// every session write shares are in families.go). Families() lists them;
+// docs/keyspace.md is the same table for operators. A module never builds
+// a key name by hand: Layout.SessionKey, UserKey and BucketKey derive it
+// from the family, and the keyspace test drives every route and checks
+// that each key in Redis matches a family and has a TTL unless the family
+// is declared permanent (with the reason). SessionPrefixes gives the
+// scripts the session families, so a session's TTL slide and delete reach
+// a module's own session keys.
 //
 // # Scripts and Cluster
 //

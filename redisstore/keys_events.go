@@ -23,19 +23,12 @@ func EventsChannel(stream string) string { return EventsChannelPrefix + stream }
 // persisted with them). Deleting the session empties it but for its
 // `deleted` event, kept a short while as a tombstone.
 func (l Layout) SessionEvents(user, session string) string {
-	return "agent_session_events:" + l.tag(l.Bucket(user)) + user + ":" + session
-}
-
-// SessionEventKeys is the ring of the Idempotency-Keys of the session's
-// custom events (key -> the event id, the 1 000 newest):
-// agent_session_event_keys:<tag><u>:<s>, one of the session's own keys.
-func (l Layout) SessionEventKeys(user, session string) string {
-	return "agent_session_event_keys:" + l.tag(l.Bucket(user)) + user + ":" + session
+	return l.SessionKey(SessionEventsFamily, user, session)
 }
 
 // UserEvents is the user's event stream (user-level changes):
 // agent_user_events:<tag><u>, living SESSION_TTL_SECONDS from its last
 // event.
 func (l Layout) UserEvents(user string) string {
-	return "agent_user_events:" + l.tag(l.Bucket(user)) + user
+	return l.UserKey(UserEventsFamily, user)
 }

@@ -1,14 +1,23 @@
 package redisstore_test
 
 import (
+	"flag"
 	"os"
-	"path"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/agentsidecar/agentsidecar/blocks"
+	"github.com/agentsidecar/agentsidecar/events"
+	"github.com/agentsidecar/agentsidecar/locks"
+	"github.com/agentsidecar/agentsidecar/messages"
 	"github.com/agentsidecar/agentsidecar/redisstore"
+	"github.com/agentsidecar/agentsidecar/registry"
+
+	// Every stock module, so Families() is the product's keyspace (each
+	// module registers its own families at init).
+	_ "github.com/agentsidecar/agentsidecar/cmd/sidecar/modules"
 )
 
 // layouts are both key layouts, named for subtests.
@@ -17,40 +26,145 @@ var layouts = []struct {
 	l    redisstore.Layout
 }{{"standalone", redisstore.Layout{}}, {"cluster", redisstore.Layout{Cluster: true}}}
 
-// TestFamiliesWellFormed: names unique, patterns valid globs, a reason
-// exactly where a key may lack a TTL, every field filled.
+// TestFamiliesWellFormed: Register checked each family's fields when its
+// package was initialised; here, what follows from them: every family but
+// a lock's has a prefix that its patterns begin with, and the globs
+// derived from a scope are those of the scope's shape.
 func TestFamiliesWellFormed(t *testing.T) {
-	seen := map[string]bool{}
-	kinds := []redisstore.Kind{redisstore.KindString, redisstore.KindList, redisstore.KindHash,
-		redisstore.KindZSet, redisstore.KindStream, redisstore.KindChannel}
-	for _, f := range redisstore.Families {
-		if f.Name == "" || seen[f.Name] {
-			t.Errorf("family %q: empty or repeated name", f.Name)
+	fams := redisstore.Families()
+	if len(fams) < 38 {
+		t.Fatalf("%d families registered, want the stock modules' 38 at least", len(fams))
+	}
+	for _, name := range redisstore.StockOrder() {
+		if !slices.ContainsFunc(fams, func(f redisstore.Family) bool { return f.Name == name }) {
+			t.Errorf("the stock order names %q, which no stock module registers", name)
 		}
-		seen[f.Name] = true
+	}
+	for _, f := range fams {
+		if f.Scope == redisstore.ScopeLock {
+			if f.Prefix != "" {
+				t.Errorf("lock family %q: prefix %q", f.Name, f.Prefix)
+			}
+			continue
+		}
+		if f.Prefix == "" {
+			t.Errorf("family %q: no prefix", f.Name)
+		}
 		for _, p := range []string{f.Pattern, f.ClusterPattern} {
-			if _, err := path.Match(p, ""); p == "" || err != nil {
-				t.Errorf("family %q: pattern %q is not a glob (%v)", f.Name, p, err)
+			if !strings.HasPrefix(p, f.Prefix) {
+				t.Errorf("family %q: pattern %q does not begin with its prefix %q", f.Name, p, f.Prefix)
 			}
 		}
-		if !slices.Contains(kinds, f.Kind) {
-			t.Errorf("family %q: kind %q", f.Name, f.Kind)
+		if f.Scope == redisstore.ScopeSession && (f.Pattern != f.Prefix+":*:*" || f.ClusterPattern != f.Prefix+":{b*}:*:*") {
+			t.Errorf("session family %q: patterns %q, %q", f.Name, f.Pattern, f.ClusterPattern)
 		}
-		if f.Owner == "" || f.Description == "" {
-			t.Errorf("family %q: owner %q, description %q: both are required", f.Name, f.Owner, f.Description)
+		if !redisstore.Reserved(f.Prefix) {
+			t.Errorf("family %q: prefix %q is not reserved", f.Name, f.Prefix)
 		}
-		switch f.TTL {
-		case redisstore.SessionTTL, redisstore.LockTTL:
-			if f.Reason != "" {
-				t.Errorf("family %q: policy %s with a reason %q (reasons are for keys without a TTL)", f.Name, f.TTL, f.Reason)
+	}
+}
+
+// TestRegisterRefuses: a repeated name, a prefix overlapping another
+// family's, a missing field or patterns a scope derives panic at Register,
+// naming the family.
+func TestRegisterRefuses(t *testing.T) {
+	ok := redisstore.Family{
+		Name: "test family", Prefix: "test_family_x", Scope: redisstore.ScopeSession,
+		Kind: redisstore.KindHash, Owner: "test", TTL: redisstore.SessionTTL, Description: "d",
+	}
+	for name, change := range map[string]func(f *redisstore.Family){
+		"repeated name":            func(f *redisstore.Family) { f.Name = "entries" },
+		"same prefix":              func(f *redisstore.Family) { f.Prefix = "agent_session_msgs" },
+		"prefix inside another":    func(f *redisstore.Family) { f.Prefix = "agent_search:x" },
+		"prefix around another":    func(f *redisstore.Family) { f.Prefix = "sidecar" },
+		"no prefix":                func(f *redisstore.Family) { f.Prefix = "" },
+		"glob in prefix":           func(f *redisstore.Family) { f.Prefix = "test_*" },
+		"no scope":                 func(f *redisstore.Family) { f.Scope = 0 },
+		"no kind":                  func(f *redisstore.Family) { f.Kind = "" },
+		"no owner":                 func(f *redisstore.Family) { f.Owner = "" },
+		"no description":           func(f *redisstore.Family) { f.Description = "" },
+		"no TTL policy":            func(f *redisstore.Family) { f.TTL = 0 },
+		"session without its TTL":  func(f *redisstore.Family) { f.TTL, f.Reason = redisstore.RetentionTTL, "r" },
+		"permanent without reason": func(f *redisstore.Family) { f.Scope, f.TTL = redisstore.ScopeUser, redisstore.Permanent },
+		"session patterns given":   func(f *redisstore.Family) { f.Pattern, f.ClusterPattern = "test_family_x:*", "test_family_x:*" },
+		"suffix on a session":      func(f *redisstore.Family) { f.Suffix = "<x>" },
+		"channel without patterns": func(f *redisstore.Family) {
+			f.Scope, f.Kind, f.TTL, f.Reason = redisstore.ScopeChannel, redisstore.KindChannel, redisstore.Permanent, "r"
+		},
+		"pattern not at the prefix": func(f *redisstore.Family) { f.Scope, f.Pattern, f.ClusterPattern = redisstore.ScopeUser, "x:*", "x:*" },
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := ok
+			change(&f)
+			defer func() {
+				r := recover()
+				if msg, _ := r.(string); !strings.Contains(msg, "redisstore.Register") || !strings.Contains(msg, f.Name) {
+					t.Errorf("Register: panic %v, want one naming the family", r)
+				}
+			}()
+			redisstore.Register(f)
+		})
+	}
+	if slices.ContainsFunc(redisstore.Families(), func(f redisstore.Family) bool { return f.Prefix == ok.Prefix }) {
+		t.Error("a refused family was registered")
+	}
+}
+
+// sessionBuilders are the named builders of every session family of the
+// stock modules, by family name, for one layout.
+func sessionBuilders(l redisstore.Layout, user, session string) map[string]string {
+	k := l.Session(user, session)
+	m := messages.SessionKeys(l, user, session)
+	return map[string]string{
+		"entries": k.Entries, "traces": k.Traces, "context": k.Context, "record": k.Record,
+		"qa index": k.Index, "context index": k.ContextIndex, "usage ids": k.Usage,
+		"session state": l.SessionKey(registry.SessionStateFamily, user, session),
+		"messages":      m.Messages, "message tree": m.Tree, "message children": m.Children,
+		"message order": m.Order, "message keys": m.Keys, "compactions": m.Compactions,
+		"search documents": l.SearchDocs(user, session), "search entry documents": l.SearchEntryDocs(user, session),
+		"session blocks": l.SessionKey(blocks.SessionBlocksFamily, user, session),
+		"frozen prompt":  l.SessionKey(blocks.PromptFamily, user, session),
+		"tool calls":     l.SessionKey(blocks.ToolCallsFamily, user, session),
+		"session events": l.SessionEvents(user, session),
+		"event keys":     l.SessionKey(events.EventKeysFamily, user, session),
+	}
+}
+
+// TestSessionFamilies: the named builder of each session family is
+// Layout.SessionKey of the family, on both layouts, and
+// SessionPrefixes lists exactly the session families' prefixes (what the
+// scripts slide and delete with a session).
+func TestSessionFamilies(t *testing.T) {
+	var want []string
+	for _, lay := range layouts {
+		b := sessionBuilders(lay.l, "alice", "chat-1")
+		n := 0
+		for _, f := range redisstore.Families() {
+			if f.Scope != redisstore.ScopeSession {
+				if _, ok := b[f.Name]; ok {
+					t.Errorf("%s: family %q has a session builder, but scope %s", lay.name, f.Name, f.Scope)
+				}
+				continue
 			}
-		case redisstore.Permanent, redisstore.TemporaryException, redisstore.RetentionTTL:
-			if f.Reason == "" {
-				t.Errorf("family %q: policy %s needs a reason", f.Name, f.TTL)
+			n++
+			if lay.name == "standalone" {
+				want = append(want, f.Prefix)
 			}
-		default:
-			t.Errorf("family %q: no TTL policy", f.Name)
+			got, ok := b[f.Name]
+			if !ok {
+				t.Errorf("%s: session family %q: no builder in this test", lay.name, f.Name)
+			}
+			if sk := lay.l.SessionKey(f, "alice", "chat-1"); got != sk {
+				t.Errorf("%s: family %q: builder %q, SessionKey %q", lay.name, f.Name, got, sk)
+			}
 		}
+		if n != len(b) {
+			t.Errorf("%s: %d session families, %d builders", lay.name, n, len(b))
+		}
+	}
+	slices.Sort(want)
+	if got := redisstore.SessionPrefixes(); !slices.Equal(got, want) {
+		t.Errorf("SessionPrefixes() = %q, want %q", got, want)
 	}
 }
 
@@ -62,18 +176,19 @@ func TestMatchBuilders(t *testing.T) {
 			l := lay.l
 			k := l.Session("alice", "chat-1")
 			want := map[string]string{
-				k.Entries: "entries", k.Traces: "traces", k.Context: "context",
-				k.Record: "record", k.Index: "qa index", k.Usage: "usage ids",
 				k.Expiry: "expiry", k.Totals: "usage totals",
-				l.SessionBlocks("alice", "chat-1"): "session blocks", l.SessionPrompt("alice", "chat-1"): "frozen prompt",
-				l.SessionToolCalls("alice", "chat-1"): "tool calls", l.UserBlocks("alice"): "user blocks",
+				l.UserKey(blocks.UserBlocksFamily, "alice"):                  "user blocks",
+				l.UserKey(registry.UserStateFamily, "alice"):                 "user state",
+				l.UserEvents("alice"):                                        "user events",
+				l.MetaIndex("alice", "team", "a:b"):                          "metadata index",
+				l.MetaGlobal(l.Bucket("alice"), "team", "a"):                 "global metadata index",
+				l.SearchPostings("alice", "deploy"):                          "search postings",
+				l.SearchStats("alice"):                                       "search statistics",
+				redisstore.EventsChannel(l.SessionEvents("alice", "chat-1")): "events",
 			}
-			m := l.Messages("alice", "chat-1")
-			want[m.Messages], want[m.Tree], want[m.Children] = "messages", "message tree", "message children"
-			want[m.Order], want[m.Keys], want[m.Compactions] = "message order", "message keys", "compactions"
-			want[l.SearchPostings("alice", "deploy")], want[l.SearchDocs("alice", "chat-1")] = "search postings", "search documents"
-			want[l.SearchStats("alice")] = "search statistics"
-			want[l.SearchEntryDocs("alice", "chat-1")] = "search entry documents"
+			for fam, key := range sessionBuilders(l, "alice", "chat-1") {
+				want[key] = fam
+			}
 			day := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
 			for i := range redisstore.IndexStatuses {
 				want[k.UserIndex[i]] = "user index"
@@ -87,13 +202,20 @@ func TestMatchBuilders(t *testing.T) {
 				}
 			}
 			for _, name := range []string{"graph_writes", "a", "myapp.job-7@host", strings.Repeat("x", 128)} {
-				lk := redisstore.Lock(name)
+				lk := locks.KeysOf(name)
 				want[lk.Lock], want[lk.Fence], want[lk.Meta] = "lock", "lock fence", "lock meta"
 			}
-			want[redisstore.LockReleaseChannel] = "lock releases"
+			want[locks.ReleaseChannel] = "lock releases"
+			fams := map[string]bool{}
 			for key, fam := range want {
+				fams[fam] = true
 				if got := names(l.MatchAll(key)); !slices.Equal(got, []string{fam}) {
 					t.Errorf("%q matches %v, want [%s]", key, got, fam)
+				}
+			}
+			for _, f := range redisstore.Families() {
+				if !fams[f.Name] {
+					t.Errorf("family %q: no builder's key in this test", f.Name)
 				}
 			}
 		})
@@ -147,32 +269,93 @@ func docRow(f redisstore.Family) string {
 		string(f.Kind), ttl, owner, f.Description}, " | ") + " |"
 }
 
-// TestKeyspaceDoc: the table of docs/keyspace.md is Families, row for row,
-// so the operators' page cannot drift from the code.
+// update rewrites docs/keyspace.md's table from Families():
+// go test ./redisstore -run KeyspaceDoc -update, then review the diff.
+var update = flag.Bool("update", false, "rewrite docs/keyspace.md's table from redisstore.Families()")
+
+// TestKeyspaceDoc: the table of docs/keyspace.md is Families() (every
+// family the stock modules register), row for row, so the operators' page
+// cannot drift from the code.
 func TestKeyspaceDoc(t *testing.T) {
-	b, err := os.ReadFile("../docs/keyspace.md")
+	const file = "../docs/keyspace.md"
+	b, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got []string
-	in := false
+	var got, before, after []string // the table's rows, the lines around them
+	in, done := false, false
 	for line := range strings.Lines(string(b)) {
-		line = strings.TrimRight(line, "\n")
+		row := strings.TrimRight(line, "\n")
 		switch {
-		case strings.HasPrefix(line, "| family |"):
+		case !done && strings.HasPrefix(row, "| family |"):
 			in = true
-		case in && strings.HasPrefix(line, "|---"):
-		case in && strings.HasPrefix(line, "|"):
-			got = append(got, line)
+			before = append(before, line)
+		case in && strings.HasPrefix(row, "|---"):
+			before = append(before, line)
+		case in && strings.HasPrefix(row, "|"):
+			got = append(got, row)
 		case in:
-			in = false
+			in, done = false, true
+			after = append(after, line)
+		case done:
+			after = append(after, line)
+		default:
+			before = append(before, line)
 		}
 	}
 	var want []string
-	for _, f := range redisstore.Families {
+	for _, f := range redisstore.Families() {
 		want = append(want, docRow(f))
 	}
-	if !slices.Equal(got, want) {
-		t.Errorf("docs/keyspace.md's table differs from redisstore.Families; the table should read:\n%s", strings.Join(want, "\n"))
+	if slices.Equal(got, want) {
+		return
+	}
+	if *update {
+		text := strings.Join(before, "") + strings.Join(want, "\n") + "\n" + strings.Join(after, "")
+		if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%s: table rewritten (%d rows)", file, len(want))
+		return
+	}
+	t.Errorf("docs/keyspace.md's table differs from redisstore.Families() (-update rewrites it); the table should read:\n%s", strings.Join(want, "\n"))
+}
+
+// TestFamiliesOrder: Families() does not depend on the order in which
+// packages registered their families, and a family registered from outside
+// the stock modules joins its scope's rows (after the stock ones), the
+// session prefixes and the reserved names, and leaves with Unregister.
+func TestFamiliesOrder(t *testing.T) {
+	before := redisstore.Families()
+	for i := len(before) - 1; i >= 0; i-- {
+		redisstore.Unregister(before[i].Name)
+	}
+	for i := len(before) - 1; i >= 0; i-- {
+		redisstore.Register(redisstore.Declared(before[i]))
+	}
+	if got := redisstore.Families(); !slices.EqualFunc(got, before, func(a, b redisstore.Family) bool { return a == b }) {
+		t.Fatalf("registered in reverse: %v, want %v", names(got), names(before))
+	}
+
+	out := redisstore.Register(redisstore.Family{
+		Name: "a module's own", Prefix: "test_outside", Scope: redisstore.ScopeSession,
+		Kind: redisstore.KindString, Owner: "test", TTL: redisstore.SessionTTL, Description: "d",
+	})
+	defer redisstore.Unregister(out.Name)
+	fams := redisstore.Families()
+	i := slices.IndexFunc(fams, func(f redisstore.Family) bool { return f.Name == out.Name })
+	if i < 1 || fams[i-1].Scope != redisstore.ScopeSession || fams[i+1].Scope != redisstore.ScopeUser {
+		t.Errorf("the outside family is row %d of %v, want the last session row", i, names(fams))
+	}
+	if !slices.Contains(redisstore.SessionPrefixes(), "test_outside") || !redisstore.Reserved("test_outside") {
+		t.Errorf("SessionPrefixes() = %q, Reserved: %v; want the outside family's prefix in both", redisstore.SessionPrefixes(), redisstore.Reserved("test_outside"))
+	}
+	l := redisstore.Layout{Cluster: true}
+	if f, ok := l.Match(l.SessionKey(out, "alice", "s1")); !ok || f.Name != out.Name {
+		t.Errorf("its key matches %q (%v)", f.Name, ok)
+	}
+	redisstore.Unregister(out.Name)
+	if slices.Contains(redisstore.SessionPrefixes(), "test_outside") || redisstore.Reserved("test_outside") {
+		t.Error("unregistered, the family is still listed")
 	}
 }

@@ -5,21 +5,6 @@ import (
 	"strings"
 )
 
-// reserved holds the first segment (up to the first ':') of every key
-// family and Pub/Sub channel the sidecar uses, on both layouts, taken from
-// Families: a family added there is reserved with it.
-var reserved = func() map[string]bool {
-	out := map[string]bool{}
-	for _, f := range Families {
-		for _, p := range []string{f.Pattern, f.ClusterPattern} {
-			if name := family(p); !strings.ContainsAny(name, "*?[{") {
-				out[name] = true
-			}
-		}
-	}
-	return out
-}()
-
 func family(key string) string {
 	f, _, _ := strings.Cut(key, ":")
 	return f
@@ -31,12 +16,22 @@ func family(key string) string {
 // code names freely (a lock's key is the bare lock name, as in redis-py)
 // must not be reserved: with the name agent_usage_totals a lock would take
 // the global usage totals.
-func Reserved(name string) bool { return reserved[family(name)] }
+//
+// The reserved names are the first segments (up to the first ':') of the
+// Prefix of every registered family and channel (Register keeps them): a
+// family registered is reserved with it.
+func Reserved(name string) bool {
+	registry.RLock()
+	defer registry.RUnlock()
+	return registry.reserved[family(name)]
+}
 
 // ReservedNames lists the reserved family names, sorted.
 func ReservedNames() []string {
-	out := make([]string, 0, len(reserved))
-	for f := range reserved {
+	registry.RLock()
+	defer registry.RUnlock()
+	out := make([]string, 0, len(registry.reserved))
+	for f := range registry.reserved {
 		out = append(out, f)
 	}
 	slices.Sort(out)

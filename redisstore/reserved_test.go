@@ -5,7 +5,10 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/agentsidecar/agentsidecar/blocks"
+	"github.com/agentsidecar/agentsidecar/locks"
 	"github.com/agentsidecar/agentsidecar/redisstore"
+	"github.com/agentsidecar/agentsidecar/registry"
 )
 
 // layoutKeys is every key name and channel the layout's builders make, on
@@ -16,11 +19,11 @@ func layoutKeys() []string {
 		for i := range 20 {
 			user := "user-" + strconv.Itoa(i)
 			out = append(out, l.Session(user, "session.1").List()...)
-			out = append(out, l.MetaIndex(user, "k", "v"), l.UserState(user), l.SessionState(user, "session.1"))
-			out = append(out, l.SessionBlocks(user, "session.1"), l.SessionPrompt(user, "session.1"), l.SessionToolCalls(user, "session.1"), l.UserBlocks(user))
-			m := l.Messages(user, "session.1")
-			out = append(out, m.Messages, m.Tree, m.Children, m.Order, m.Keys, m.Compactions)
-			out = append(out, l.SearchPostings(user, "deploy"), l.SearchDocs(user, "session.1"), l.SearchEntryDocs(user, "session.1"), l.SearchStats(user))
+			out = append(out, l.MetaIndex(user, "k", "v"), l.UserKey(registry.UserStateFamily, user), l.UserKey(blocks.UserBlocksFamily, user))
+			for _, k := range sessionBuilders(l, user, "session.1") {
+				out = append(out, k)
+			}
+			out = append(out, l.SearchPostings(user, "deploy"), l.SearchStats(user), l.UserEvents(user))
 		}
 		for b := range l.Buckets() {
 			g := l.Global(b)
@@ -28,7 +31,7 @@ func layoutKeys() []string {
 			out = append(out, g.Expiry, g.Totals, g.ByModel, g.RecordPrefix, g.UserIndexPrefix, l.MetaGlobal(b, "k", "v"))
 		}
 	}
-	return append(out, redisstore.LockReleaseChannel)
+	return append(out, locks.ReleaseChannel)
 }
 
 // TestReservedCoversTheLayout: every key the sidecar builds is reserved,

@@ -337,7 +337,7 @@ func (s *Store) recentMessages(ctx context.Context, client rueidis.Client, user 
 	l := redisstore.Layout{Cluster: s.Conn().Cluster()}
 	cmds := make(rueidis.Commands, len(sessions))
 	for i, sid := range sessions {
-		cmds[i] = client.B().Zrevrange().Key(l.Messages(user, sid).Order).Start(0).Stop(RecentItems - 1).Build()
+		cmds[i] = client.B().Zrevrange().Key(l.SessionKey(redisstore.MessageOrderFamily, user, sid)).Start(0).Stop(RecentItems - 1).Build()
 	}
 	var gets rueidis.Commands
 	var of []string
@@ -347,7 +347,7 @@ func (s *Store) recentMessages(ctx context.Context, client rueidis.Client, user 
 			return nil, redisstore.Wrap("active session", err)
 		}
 		if len(ids) > 0 {
-			gets = append(gets, client.B().Hmget().Key(l.Messages(user, sessions[i]).Messages).Field(ids...).Build())
+			gets = append(gets, client.B().Hmget().Key(l.SessionKey(redisstore.MessagesFamily, user, sessions[i])).Field(ids...).Build())
 			of = append(of, sessions[i])
 		}
 	}

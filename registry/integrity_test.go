@@ -10,6 +10,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/agentsidecar/agentsidecar/envconf"
+	"github.com/agentsidecar/agentsidecar/redisstore"
 	"github.com/agentsidecar/agentsidecar/redisstore/redisstoretest"
 	"github.com/agentsidecar/agentsidecar/registry"
 	"github.com/agentsidecar/agentsidecar/sessions"
@@ -70,7 +71,7 @@ func TestUserStateSlidesWithTheUsersWrites(t *testing.T) {
 	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
 		h := start(t, srv, envconf.Env{"SESSION_TTL_SECONDS": "1000"})
 		l := srv.Layout()
-		key := l.UserState("alice")
+		key := l.UserKey(registry.UserStateFamily, "alice")
 		if rep := h.Do(t, "PATCH", "/v1/users/alice/state", `{"plan":"pro"}`); rep.Status != 200 {
 			t.Fatalf("user state: %d %s", rep.Status, rep.Body)
 		}
@@ -329,7 +330,7 @@ func TestActiveSessionAutoCloseRefusesWrongTypedMessageKeysFirst(t *testing.T) {
 			want(t, h.Do(t, "POST", "/v1/users/alice/sessions/"+s+"/entries", `{"question":"q","answer":"a","context":""}`), 201)
 		}
 		idle(t, srv)
-		for _, key := range []string{l.Messages("alice", "s1").Order, l.Messages("alice", "s1").Messages} {
+		for _, key := range []string{l.SessionKey(redisstore.MessageOrderFamily, "alice", "s1"), l.SessionKey(redisstore.MessagesFamily, "alice", "s1")} {
 			if err := c.Do(t.Context(), c.B().Set().Key(key).Value("someone else's").Build()).Error(); err != nil {
 				t.Fatal(err)
 			}
@@ -385,7 +386,7 @@ func TestCreateRefusesAWrongTypedStateKey(t *testing.T) {
 		h := start(t, srv, nil)
 		l := srv.Layout()
 		c := srv.Client(t)
-		key := l.SessionState("alice", "s1")
+		key := l.SessionKey(registry.SessionStateFamily, "alice", "s1")
 		if err := c.Do(t.Context(), c.B().Hset().Key(key).FieldValue().FieldValue("theirs", "1").Build()).Error(); err != nil {
 			t.Fatal(err)
 		}

@@ -144,7 +144,7 @@ func (s *Store) SessionState(ctx context.Context, user, session string) (string,
 	}
 	k := s.Keys(user, session)
 	res := client.DoMulti(ctx,
-		client.B().Get().Key(redisstore.Layout{Cluster: s.Conn().Cluster()}.SessionState(user, session)).Build(),
+		client.B().Get().Key(redisstore.Layout{Cluster: s.Conn().Cluster()}.SessionKey(SessionStateFamily, user, session)).Build(),
 		client.B().Exists().Key(k.Entries, k.Traces, k.Context, k.Record).Build())
 	n, err := res[1].AsInt64()
 	if err != nil {
@@ -209,7 +209,7 @@ func (s *Store) UserState(ctx context.Context, user string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	key := redisstore.Layout{Cluster: s.Conn().Cluster()}.UserState(user)
+	key := redisstore.Layout{Cluster: s.Conn().Cluster()}.UserKey(UserStateFamily, user)
 	state, err := client.Do(ctx, client.B().Get().Key(key).Build()).ToString()
 	if rueidis.IsRedisNil(err) {
 		return "{}", nil

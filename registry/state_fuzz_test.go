@@ -79,7 +79,7 @@ func FuzzStateMergePatch(f *testing.F) {
 		_ = json.Compact(&pb, []byte(patch))
 		n++
 		user := fmt.Sprintf("u%d", n)
-		if err := c.Do(t.Context(), c.B().Set().Key(srv.Layout().UserState(user)).Value(tb.String()).Build()).Error(); err != nil {
+		if err := c.Do(t.Context(), c.B().Set().Key(srv.Layout().UserKey(registry.UserStateFamily, user)).Value(tb.String()).Build()).Error(); err != nil {
 			t.Fatal(err)
 		}
 		got, err := store.PatchUserState(t.Context(), user, pb.String())

@@ -32,12 +32,12 @@ func TestSessionStateMergePatch(t *testing.T) {
 				t.Fatalf("patch %s: %d %s, want %s", s.patch, rep.Status, rep.Body, s.want)
 			}
 		}
-		if got := str(t, srv, l.SessionState("alice", "s1")); got != steps[len(steps)-1].want {
+		if got := str(t, srv, l.SessionKey(registry.SessionStateFamily, "alice", "s1")); got != steps[len(steps)-1].want {
 			t.Errorf("stored state %q", got)
 		}
 		// It is one of the session's keys: it has the session's TTL.
 		c := srv.Client(t)
-		if ttl, _ := c.Do(t.Context(), c.B().Ttl().Key(l.SessionState("alice", "s1")).Build()).AsInt64(); ttl <= 0 {
+		if ttl, _ := c.Do(t.Context(), c.B().Ttl().Key(l.SessionKey(registry.SessionStateFamily, "alice", "s1")).Build()).AsInt64(); ttl <= 0 {
 			t.Errorf("state TTL %d", ttl)
 		}
 		if rep := h.Do(t, "GET", "/v1/users/alice/sessions/s1/state", ""); rep.Status != 200 || strings.TrimSpace(rep.Body) != steps[len(steps)-1].want {
@@ -54,7 +54,7 @@ func TestSessionStateMergePatch(t *testing.T) {
 			}
 		}
 		// Bad patches: 400, nothing written.
-		before := str(t, srv, l.SessionState("alice", "s1"))
+		before := str(t, srv, l.SessionKey(registry.SessionStateFamily, "alice", "s1"))
 		big := `{"x":"` + strings.Repeat("x", registry.MaxStateBytes-100) + `"}`
 		bigState := strings.TrimSpace(h.Do(t, "PATCH", "/v1/users/alice/sessions/s1/state", big).Body)
 		for _, c := range []string{
@@ -66,7 +66,7 @@ func TestSessionStateMergePatch(t *testing.T) {
 				t.Errorf("patch %.40s: %d %s", c, rep.Status, rep.Body)
 			}
 		}
-		if after := str(t, srv, l.SessionState("alice", "s1")); after != bigState || before == after {
+		if after := str(t, srv, l.SessionKey(registry.SessionStateFamily, "alice", "s1")); after != bigState || before == after {
 			t.Errorf("state after refused patches: %d bytes", len(after))
 		}
 	})
@@ -106,7 +106,7 @@ func TestUserState(t *testing.T) {
 			t.Fatalf("patch: %d %s", rep.Status, rep.Body)
 		}
 		c := srv.Client(t)
-		key := srv.Layout().UserState("alice")
+		key := srv.Layout().UserKey(registry.UserStateFamily, "alice")
 		stored, _ := c.Do(t.Context(), c.B().Get().Key(key).Build()).ToString()
 		ttl, _ := c.Do(t.Context(), c.B().Ttl().Key(key).Build()).AsInt64()
 		if stored != strings.TrimSpace(rep.Body) || ttl <= 0 {
@@ -134,7 +134,7 @@ func TestUserStateRefusedByWrongTypedUserStream(t *testing.T) {
 		if rep := h.Do(t, "PATCH", "/v1/users/alice/state", `{"a":1}`); rep.Status != 409 || rep.Code() != "key_wrong_type" {
 			t.Errorf("PATCH: %d %s, want 409 key_wrong_type", rep.Status, rep.Body)
 		}
-		if n, _ := c.Do(t.Context(), c.B().Exists().Key(srv.Layout().UserState("alice")).Build()).AsInt64(); n != 0 {
+		if n, _ := c.Do(t.Context(), c.B().Exists().Key(srv.Layout().UserKey(registry.UserStateFamily, "alice")).Build()).AsInt64(); n != 0 {
 			t.Error("the state was written before the refusal")
 		}
 	})
@@ -183,13 +183,13 @@ func TestSessionStateFollowsTheSession(t *testing.T) {
 			t.Fatalf("ttl: %d %s", rep.Status, rep.Body)
 		}
 		c := srv.Client(t)
-		if ttl, _ := c.Do(t.Context(), c.B().Ttl().Key(l.SessionState("alice", "s1")).Build()).AsInt64(); ttl != -1 {
+		if ttl, _ := c.Do(t.Context(), c.B().Ttl().Key(l.SessionKey(registry.SessionStateFamily, "alice", "s1")).Build()).AsInt64(); ttl != -1 {
 			t.Errorf("state TTL after persist: %d", ttl)
 		}
 		if rep := h.Do(t, "DELETE", "/v1/users/alice/sessions/s1", ""); rep.Status != 204 {
 			t.Fatalf("delete: %d", rep.Status)
 		}
-		if v := str(t, srv, l.SessionState("alice", "s1")); v != "" {
+		if v := str(t, srv, l.SessionKey(registry.SessionStateFamily, "alice", "s1")); v != "" {
 			t.Errorf("state after delete: %q", v)
 		}
 	})

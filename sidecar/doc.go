@@ -37,8 +37,8 @@
 // # What a module may and may not do
 //
 // A module may serve any /v1 route no other module serves (a conflicting
-// pattern is an error at start), keep its own keys in Redis (named in the
-// keyspace, redisstore/keys.go, with a TTL policy), run its own Lua scripts
+// pattern is an error at start), keep its own keys in Redis (families it
+// registers with redisstore.Register, with a TTL policy), run its own Lua scripts
 // (lua.New) and register its own metrics. It must not import another module,
 // write a session key outside one atomic script, block Redis with unbounded
 // work, or hold a goroutine past Close. Decode bodies with DecodeJSON and

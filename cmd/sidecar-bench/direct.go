@@ -87,7 +87,7 @@ func (t *directTarget) do(ctx context.Context, w *worker, k kind) error {
 			return err
 		}
 		token := newToken()
-		lk := redisstore.Lock(w.lockName)
+		lk := locks.KeysOf(w.lockName)
 		vals, err := lua.LockAcquire.Exec(ctx, client,
 			[]string{lk.Lock, lk.Fence, lk.Meta},
 			[]string{token, strconv.Itoa(lockTTLms), "sidecar-bench", strconv.FormatInt(locks.FenceTTL.Milliseconds(), 10)}).ToArray()
@@ -107,8 +107,8 @@ func (t *directTarget) do(ctx context.Context, w *worker, k kind) error {
 		token := w.lockToken
 		w.lockToken = ""
 		n, err := lua.LockRelease.Exec(ctx, client,
-			[]string{redisstore.Lock(w.lockName).Lock, redisstore.Lock(w.lockName).Meta},
-			[]string{token, redisstore.LockReleaseChannel, w.lockName}).AsInt64()
+			[]string{locks.KeysOf(w.lockName).Lock, locks.KeysOf(w.lockName).Meta},
+			[]string{token, locks.ReleaseChannel, w.lockName}).AsInt64()
 		if err == nil && n != 1 {
 			err = fmt.Errorf("lock release: %d", n)
 		}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/agentsidecar/agentsidecar/cmd/sidecar/modules"
 	"github.com/agentsidecar/agentsidecar/envconf"
+	"github.com/agentsidecar/agentsidecar/locks"
 	"github.com/agentsidecar/agentsidecar/redisstore"
 	"github.com/agentsidecar/agentsidecar/redisstore/redisstoretest"
 	"github.com/agentsidecar/agentsidecar/sidecar"
@@ -26,7 +27,7 @@ import (
 // TestKeyspace drives every route of every module the product ships against
 // a real Redis and a real 3-master Redis Cluster, then scans the whole
 // keyspace: every key must belong to exactly one family of
-// redisstore.Families, be of its family's type, and carry a TTL unless its
+// redisstore.Families(), be of its family's type, and carry a TTL unless its
 // family is Permanent or a TemporaryException; every key family must occur
 // (so the drive reaches them all), each with the TTL it promises. A module
 // that writes a key the layout does not name, or forgets its TTL, fails
@@ -48,7 +49,7 @@ func checkKeyspace(t *testing.T, srv *redisstoretest.Server) {
 	for _, p := range problems {
 		t.Error(p)
 	}
-	for _, f := range redisstore.Families {
+	for _, f := range redisstore.Families() {
 		s := seen[f.Name]
 		switch {
 		case f.Kind == redisstore.KindChannel:
@@ -81,7 +82,7 @@ func checkKeyspace(t *testing.T, srv *redisstoretest.Server) {
 	defer resp.Body.Close()
 	var chans []string
 	want := 0
-	for _, f := range redisstore.Families {
+	for _, f := range redisstore.Families() {
 		if f.Kind == redisstore.KindChannel {
 			want++
 		}
@@ -97,7 +98,7 @@ func checkKeyspace(t *testing.T, srv *redisstoretest.Server) {
 			t.Errorf("Pub/Sub channel %q is no channel family of the keyspace", c)
 		}
 	}
-	for _, f := range redisstore.Families {
+	for _, f := range redisstore.Families() {
 		if f.Kind == redisstore.KindChannel && !slices.ContainsFunc(chans, func(c string) bool { m, _ := l.Match(c); return m.Name == f.Name }) {
 			t.Errorf("channel family %q: no subscriber (PUBSUB CHANNELS %v)", f.Name, chans)
 		}
@@ -106,7 +107,7 @@ func checkKeyspace(t *testing.T, srv *redisstoretest.Server) {
 	// Each family's glob, as docs/keyspace.md gives it for redis-cli --scan
 	// --pattern, finds exactly the keys of the family in Redis (the lock
 	// family's "*" finds them all).
-	for _, f := range redisstore.Families {
+	for _, f := range redisstore.Families() {
 		if f.Kind == redisstore.KindChannel || l.Glob(f) == "*" {
 			continue
 		}
@@ -126,7 +127,7 @@ func checkKeyspace(t *testing.T, srv *redisstoretest.Server) {
 	t.Run("strays are reported", func(t *testing.T) {
 		c := srv.Client(t)
 		rec := l.Session("carol", "stray").Record
-		meta := redisstore.Lock("orphan_lock").Meta
+		meta := locks.KeysOf("orphan_lock").Meta
 		strays := map[string]rueidis.Completed{
 			"myapp:cache:1": c.B().Set().Key("myapp:cache:1").Value("x").ExSeconds(600).Build(),         // no family
 			"orphan_lock":   c.B().Set().Key("orphan_lock").Value("x").Build(),                          // a lock without a TTL
@@ -436,7 +437,7 @@ func auditKeys(l redisstore.Layout, keys []keyInfo) ([]string, map[string]family
 			for _, f := range fams {
 				names = append(names, f.Name)
 			}
-			problems = append(problems, fmt.Sprintf("key %q (%s) matches %d families %v of the keyspace, want exactly one (redisstore.Families)", k.key, k.typ, len(fams), names))
+			problems = append(problems, fmt.Sprintf("key %q (%s) matches %d families %v of the keyspace, want exactly one (redisstore.Families())", k.key, k.typ, len(fams), names))
 			continue
 		}
 		f := fams[0]

@@ -1,5 +1,6 @@
 // Package hello is a module written from outside the sidecar, as anyone
-// would write one without forking: a route, a setting, a Lua script and a
+// would write one without forking: two routes, a setting, Lua scripts, a
+// key family of its own that lives and dies with the session, and a
 // metric. cmd/sidecar-hello is its binary: the stock modules plus this one.
 // docs/modules.md walks through it.
 package hello
@@ -19,6 +20,7 @@ import (
 	"github.com/agentsidecar/agentsidecar/envconf"
 	"github.com/agentsidecar/agentsidecar/lua"
 	"github.com/agentsidecar/agentsidecar/redisstore"
+	"github.com/agentsidecar/agentsidecar/sessionstore"
 	"github.com/agentsidecar/agentsidecar/sidecar"
 )
 
@@ -39,9 +41,17 @@ var helloSource string
 // the sidecar_redis_script_* series labelled "hello", SCRIPT LOAD by /readyz.
 var script = lua.New("hello", helloSource)
 
+//go:embed hello_session.lua
+var helloSessionSource string
+
+// sessionScript writes a session: it includes the stock session library
+// (--- @include session), so it keeps the session's record, indexes and
+// TTLs as the stock session scripts do.
+var sessionScript = lua.New("hello_session", helloSessionSource)
+
 // counterKey is the one place the module's key is named. Its prefix has a
 // ':' and the module's name, so it is nobody else's key (the stock keyspace,
-// redisstore/keys.go, takes no such name) and never looks like a lock name.
+// redisstore.Families(), takes no such name) and never looks like a lock name.
 func counterKey(user string) string { return "sidecar_hello:" + user }
 
 // Config is the module's setting.
@@ -60,10 +70,12 @@ func (c Config) Validate() error {
 	return nil
 }
 
-// Module serves POST /v1/users/{user_id}/hello.
+// Module serves POST /v1/users/{user_id}/hello and
+// POST /v1/users/{user_id}/sessions/{session_id}/hello.
 type Module struct {
 	cfg       Config
 	redis     *redisstore.Conn
+	sessions  *sessionstore.Store // the host's one session store, shared with the stock modules
 	greetings prometheus.Counter
 }
 
@@ -74,9 +86,14 @@ func New(_ context.Context, deps sidecar.Deps) (sidecar.Module, error) {
 	if err != nil {
 		return nil, err
 	}
+	sessions, err := sessionstore.FromDeps(deps)
+	if err != nil {
+		return nil, err
+	}
 	return &Module{
-		cfg:   cfg,
-		redis: deps.Redis,
+		cfg:      cfg,
+		redis:    deps.Redis,
+		sessions: sessions,
 		greetings: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "sidecar_hello_greetings_total",
 			Help: "Greetings answered by the hello module.",
@@ -87,9 +104,12 @@ func New(_ context.Context, deps sidecar.Deps) (sidecar.Module, error) {
 // Name is "hello", the name SIDECAR_MODULES selects.
 func (m *Module) Name() string { return "hello" }
 
-// Routes is the module's one route.
+// Routes are the module's routes: a user's greeting and a session's.
 func (m *Module) Routes() []sidecar.Route {
-	return []sidecar.Route{{Pattern: "POST /v1/users/{user_id}/hello", Handler: m.hello}}
+	return []sidecar.Route{
+		{Pattern: "POST /v1/users/{user_id}/hello", Handler: m.hello},
+		{Pattern: "POST /v1/users/{user_id}/sessions/{session_id}/hello", Handler: m.helloSession},
+	}
 }
 
 // Collectors registers the greetings counter with the host's registry.
@@ -117,6 +137,35 @@ func (m *Module) hello(w http.ResponseWriter, r *http.Request) error {
 	}
 	m.greetings.Inc()
 	sidecar.WriteJSON(w, http.StatusOK, Answer{Greeting: m.cfg.Greeting + ", " + user + "!", Count: n})
+	return nil
+}
+
+// SessionAnswer is the session route's JSON answer.
+type SessionAnswer struct {
+	Greeting  string `json:"greeting"`
+	SessionID string `json:"session_id"`
+	Count     int64  `json:"count"` // greetings of this session while it lives
+}
+
+// helloSession counts a greeting in the session's own key of
+// SessionFamily, through the session runner: the script gets the session's
+// keys and settings as every stock session script does, and a first
+// greeting starts the session.
+func (m *Module) helloSession(w http.ResponseWriter, r *http.Request) error {
+	user, session, err := sidecar.SessionIDs(r)
+	if err != nil {
+		return err
+	}
+	rep, err := m.sessions.Run(r.Context(), sessionScript, user, session, SessionFamily.Prefix)
+	if err != nil {
+		return err // a key of another type: 409 key_wrong_type; an outage: 503
+	}
+	n, err := rep.Int(0)
+	if err != nil {
+		return redisstore.Wrap("hello_session", err)
+	}
+	m.greetings.Inc()
+	sidecar.WriteJSON(w, http.StatusOK, SessionAnswer{Greeting: m.cfg.Greeting + ", " + user + "!", SessionID: session, Count: n})
 	return nil
 }
 

@@ -1,12 +1,18 @@
 package hello_test
 
 import (
+	"crypto/sha1"
+	"encoding/hex"
 	"errors"
+	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -158,5 +164,174 @@ func TestBinaryBuildsAndRuns(t *testing.T) {
 	out, err := exec.Command(bin, "--version").CombinedOutput()
 	if err != nil || !strings.HasPrefix(string(out), "sidecar ") {
 		t.Fatalf("sidecar-hello --version: got %q %v, want \"sidecar <version> (revision ...)\"", out, err)
+	}
+}
+
+// helloSessionSHA1 pins hello_session.lua's own text (the script Redis runs
+// also holds the stock libraries it includes, which change with them).
+const helloSessionSHA1 = "fd5bab75f234db272ef461a47215a812c0925d8e"
+
+// The session route's key is of the module's own session family, which no
+// stock file names: the stock session scripts slide its TTL with the
+// session's (PUT .../ttl) and delete it with the session (DELETE), on every
+// backend; another session's key is left alone, and a key of another type
+// is refused before anything is written.
+func TestSessionHello(t *testing.T) {
+	b, err := os.ReadFile("hello_session.lua")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum := sha1.Sum(b); hex.EncodeToString(sum[:]) != helloSessionSHA1 {
+		t.Errorf("hello_session.lua's SHA1 is %x, pinned %s: review the script change, then update helloSessionSHA1", sum, helloSessionSHA1)
+	}
+	if !slices.Contains(redisstore.SessionPrefixes(), hello.SessionFamily.Prefix) {
+		t.Fatalf("SessionPrefixes() = %q lacks the module's family", redisstore.SessionPrefixes())
+	}
+	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
+		h := sidecartest.Start(t, srv, envconf.Env{"HELLO_GREETING": "Howdy", "SESSION_TTL_SECONDS": "3600"},
+			append(modules.All(), hello.Factory)...)
+		checkSessionKey(t, srv, func(method, path, body string) sidecartest.Reply { return h.Do(t, method, path, body) })
+
+		// A key of another type where the counter lives: 409, nothing written.
+		c := srv.Client(t)
+		l := srv.Layout()
+		bad := l.SessionKey(hello.SessionFamily, "alice", "s3")
+		if err := c.Do(t.Context(), c.B().Hset().Key(bad).FieldValue().FieldValue("x", "1").Build()).Error(); err != nil {
+			t.Fatal(err)
+		}
+		if r := h.Do(t, "POST", "/v1/users/alice/sessions/s3/hello", ""); r.Status != 409 || r.Code() != "key_wrong_type" {
+			t.Fatalf("POST hello over a hash: got %d %s, want 409 key_wrong_type", r.Status, r.Body)
+		}
+		if n, _ := c.Do(t.Context(), c.B().Exists().Key(l.Session("alice", "s3").Record).Build()).AsInt64(); n != 0 {
+			t.Error("a refused hello wrote the session record")
+		}
+		if r := h.Do(t, "POST", "/v1/users/alice/sessions/not:an:id/hello", ""); r.Status != 400 || r.Code() != "invalid_id" {
+			t.Fatalf("bad session id: got %d %s, want 400 invalid_id", r.Status, r.Body)
+		}
+	})
+}
+
+// checkSessionKey drives the session route through do on a host whose
+// SESSION_TTL_SECONDS is 3600, and checks the key of srv: made with the
+// session's TTL, slid to the session's own TTL and persisted with it by
+// the stock ttl route, deleted by the stock session delete.
+func checkSessionKey(t *testing.T, srv *redisstoretest.Server, do func(method, path, body string) sidecartest.Reply) {
+	t.Helper()
+	c := srv.Client(t)
+	l := srv.Layout()
+	key, other := l.SessionKey(hello.SessionFamily, "alice", "s1"), l.SessionKey(hello.SessionFamily, "alice", "s2")
+	ttl := func(k string) int64 {
+		t.Helper()
+		n, err := c.Do(t.Context(), c.B().Ttl().Key(k).Build()).AsInt64()
+		if err != nil {
+			t.Fatalf("TTL %s: %v", k, err)
+		}
+		return n
+	}
+	for i, want := range []string{
+		`{"greeting":"Howdy, alice!","session_id":"s1","count":1}`,
+		`{"greeting":"Howdy, alice!","session_id":"s1","count":2}`,
+	} {
+		if r := do("POST", "/v1/users/alice/sessions/s1/hello", ""); r.Status != 200 || r.Body != want+"\n" {
+			t.Fatalf("POST session hello %d: got %d %q, want 200 %s", i+1, r.Status, r.Body, want)
+		}
+	}
+	if r := do("POST", "/v1/users/alice/sessions/s2/hello", ""); r.Status != 200 {
+		t.Fatalf("POST session hello s2: %d %s", r.Status, r.Body)
+	}
+	if n := ttl(key); n <= 3500 || n > 3600 {
+		t.Fatalf("TTL %s after the greetings: %d, want the session's 3600", key, n)
+	}
+	// The greeting started the session as any stock write does.
+	if r := do("GET", "/v1/users/alice/sessions/s1", ""); r.Status != 200 || !strings.Contains(r.Body, `"status":"running"`) {
+		t.Fatalf("GET the session: %d %s", r.Status, r.Body)
+	}
+
+	// The stock ttl route knows nothing of hello, yet moves its key.
+	if r := do("PUT", "/v1/users/alice/sessions/s1/ttl", `{"ttl_seconds":120}`); r.Status != 200 {
+		t.Fatalf("PUT ttl: %d %s", r.Status, r.Body)
+	}
+	rec := l.Session("alice", "s1").Record
+	if n, r := ttl(key), ttl(rec); n <= 100 || n > 120 || r <= 100 || r > 120 {
+		t.Fatalf("TTL after PUT ttl 120: %s %d, record %d; want both the session's 120", key, n, r)
+	}
+	if r := do("PUT", "/v1/users/alice/sessions/s1/ttl", `{"ttl_seconds":0}`); r.Status != 200 {
+		t.Fatalf("PUT ttl 0: %d %s", r.Status, r.Body)
+	}
+	if n := ttl(key); n != -1 {
+		t.Fatalf("TTL %s after PUT ttl 0: %d, want -1 (persisted with the session)", key, n)
+	}
+	if r := do("PUT", "/v1/users/alice/sessions/s1/ttl", `{"ttl_seconds":600}`); r.Status != 200 {
+		t.Fatalf("PUT ttl 600: %d %s", r.Status, r.Body)
+	}
+	if n := ttl(key); n <= 500 || n > 600 {
+		t.Fatalf("TTL %s after PUT ttl 600: %d", key, n)
+	}
+
+	// The stock delete removes it with the session's other keys.
+	if r := do("DELETE", "/v1/users/alice/sessions/s1", ""); r.Status != 204 {
+		t.Fatalf("DELETE the session: %d %s", r.Status, r.Body)
+	}
+	n, err := c.Do(t.Context(), c.B().Exists().Key(key, rec).Build()).AsInt64()
+	if err != nil || n != 0 {
+		t.Fatalf("EXISTS %s %s after DELETE: %d %v, want 0", key, rec, n, err)
+	}
+	if v, err := c.Do(t.Context(), c.B().Get().Key(other).Build()).ToString(); err != nil || v != "1" {
+		t.Fatalf("another session's counter %s: %q %v, want 1", other, v, err)
+	}
+	// The key is the family's, and of no stock family.
+	if f, ok := l.Match(other); !ok || f.Name != hello.SessionFamily.Name {
+		t.Errorf("%s matches %q (%v), want the module's family", other, f.Name, ok)
+	}
+}
+
+// The built binary on a real redis-server: the module's session key slides
+// and is deleted with the session, exactly as in the test host.
+func TestBinarySessionKey(t *testing.T) {
+	srv := redisstoretest.NewReal(t)
+	bin := filepath.Join(t.TempDir(), "sidecar-hello")
+	if out, err := exec.Command("go", "build", "-o", bin, "./cmd/sidecar-hello").CombinedOutput(); err != nil {
+		t.Fatalf("go build ./examples/hello/cmd/sidecar-hello: %v\n%s", err, out)
+	}
+	apiPort, err := redisstoretest.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	opsPort, err := redisstoretest.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	api, ops := fmt.Sprintf("http://127.0.0.1:%d", apiPort), fmt.Sprintf("http://127.0.0.1:%d", opsPort)
+	cmd := exec.Command(bin)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "REDIS_URL=" + srv.URL(), "HELLO_GREETING=Howdy", "SESSION_TTL_SECONDS=3600",
+		"SIDECAR_LISTEN_ADDR=" + api[len("http://"):], "SIDECAR_OPS_ADDR=" + ops[len("http://"):]}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	defer func() {
+		_ = cmd.Process.Kill()
+		<-exited
+		if t.Failed() {
+			t.Logf("sidecar-hello stderr:\n%s", stderr.String())
+		}
+	}()
+	sidecartest.NewClient(t, ops).WaitServing(t, "/readyz", 20*time.Second)
+	checkSessionKey(t, srv, func(method, path, body string) sidecartest.Reply { return sidecartest.Do(t, method, api+path, body) })
+
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-exited:
+		exited <- err // for the deferred wait
+		if err != nil {
+			t.Fatalf("sidecar-hello after SIGTERM: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("sidecar-hello still running 30 s after SIGTERM")
 	}
 }

@@ -1,0 +1,54 @@
+package messages
+
+import "github.com/agentsidecar/agentsidecar/redisstore"
+
+// The module's own key families: a session's messages are six keys
+// whatever their number, all in the session's slot and all session
+// families, so the session scripts slide and delete them with the session
+// (redisstore.SessionPrefixes). Two of the six, the messages and their
+// order, are declared in redisstore (redisstore.MessagesFamily,
+// redisstore.MessageOrderFamily): the registry module reads them too.
+var (
+	// TreeFamily: id -> parent, jump, depth, path tokens, seq (hash).
+	TreeFamily = redisstore.Register(redisstore.Family{
+		Name: "message tree", Prefix: "agent_session_msg_tree", Scope: redisstore.ScopeSession,
+		Kind: redisstore.KindHash, Owner: "messages", TTL: redisstore.SessionTTL,
+		Description: "message id → its parent, jump pointer, depth, path tokens, append number, tokens and fingerprint, so a page of a path costs O(limit + log n)",
+	})
+	// ChildrenFamily: "<parent>\0<seq>\0<id>" (zset, read by lex range).
+	ChildrenFamily = redisstore.Register(redisstore.Family{
+		Name: "message children", Prefix: "agent_session_msg_children", Scope: redisstore.ScopeSession,
+		Kind: redisstore.KindZSet, Owner: "messages", TTL: redisstore.SessionTTL,
+		Description: "one member `<parent>\\0<append number>\\0<id>` per message (score 0, read by lex range): a message's branches, oldest first",
+	})
+	// KeysFamily: Idempotency-Key -> ids, the 1 000 newest (hash).
+	KeysFamily = redisstore.Register(redisstore.Family{
+		Name: "message keys", Prefix: "agent_session_msg_keys", Scope: redisstore.ScopeSession,
+		Kind: redisstore.KindHash, Owner: "messages", TTL: redisstore.SessionTTL,
+		Description: "`Idempotency-Key` → the ids an append stored, the 1 000 newest keys, so a retried append stores nothing",
+	})
+	// CompactionsFamily: the compactions in force (hash).
+	CompactionsFamily = redisstore.Register(redisstore.Family{
+		Name: "compactions", Prefix: "agent_session_compactions", Scope: redisstore.ScopeSession,
+		Kind: redisstore.KindHash, Owner: "messages", TTL: redisstore.SessionTTL,
+		Description: "a session's compactions in force (at most 100): id → `{id, summary, from_id, to_id, created_at}`, `#<id>` → its range and summary tokens",
+	})
+)
+
+// Keys are the keys of one session's messages.
+type Keys struct {
+	Messages, Tree, Children, Order, Keys, Compactions string
+}
+
+// SessionKeys returns the keys of the messages of session (user, session)
+// on layout l.
+func SessionKeys(l redisstore.Layout, user, session string) Keys {
+	return Keys{
+		Messages:    l.SessionKey(redisstore.MessagesFamily, user, session),
+		Tree:        l.SessionKey(TreeFamily, user, session),
+		Children:    l.SessionKey(ChildrenFamily, user, session),
+		Order:       l.SessionKey(redisstore.MessageOrderFamily, user, session),
+		Keys:        l.SessionKey(KeysFamily, user, session),
+		Compactions: l.SessionKey(CompactionsFamily, user, session),
+	}
+}

@@ -1,0 +1,25 @@
+package registry
+
+import "github.com/agentsidecar/agentsidecar/redisstore"
+
+// The module's own key families. The metadata indexes are the registry's
+// too, but the shared listings read them, so they are declared in
+// redisstore (redisstore.MetaIndexFamily, redisstore.MetaGlobalFamily).
+var (
+	// SessionStateFamily: a session's state object (JSON text, a string),
+	// a session family: the session scripts slide and delete it with the
+	// session's other keys (redisstore.SessionPrefixes).
+	SessionStateFamily = redisstore.Register(redisstore.Family{
+		Name: "session state", Prefix: "agent_session_state", Scope: redisstore.ScopeSession,
+		Kind: redisstore.KindString, Owner: "registry", TTL: redisstore.SessionTTL,
+		Description: "the session's state object (JSON, at most 64 KiB), changed by JSON merge patch",
+	})
+	// UserStateFamily: the user's state object (JSON text, a string). It
+	// slides with SESSION_TTL_SECONDS on each write of it.
+	UserStateFamily = redisstore.Register(redisstore.Family{
+		Name: "user state", Prefix: "agent_user_state", Scope: redisstore.ScopeUser,
+		Kind: redisstore.KindString, Owner: "registry", TTL: redisstore.RetentionTTL,
+		Reason:      "at least `SESSION_TTL_SECONDS` from its last write, and at least the TTL of each of the user's sessions from its last write (none while one of them has none)",
+		Description: "the user's state object (JSON, at most 64 KiB), changed by JSON merge patch",
+	})
+)
