@@ -69,8 +69,10 @@ func QueryInt(r *http.Request, name string, def, lo, hi int) (int, error) {
 }
 
 // DecodeJSON reads the request body into v strictly: the body must be one
-// JSON value, unknown fields, wrong types and a key repeated in one object
-// (at any depth) are 400s naming the field, a body
+// JSON value of valid UTF-8 (checkText: no lone surrogates, at most
+// MaxDepth levels, numbers a float64 holds); unknown fields, names not
+// spelled exactly (case included), wrong types and a key repeated in one
+// object (at any depth) are 400s naming the field, a body
 // over the size limit is 413 and a non-JSON Content-Type is 415. A missing
 // Content-Type is taken as JSON.
 func DecodeJSON(r *http.Request, v any) error {
@@ -170,6 +172,11 @@ func DecodeJSONBytes(body []byte, v any) error {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return BadRequest("invalid_json", "request body is empty; send a JSON object")
 	}
+	if json.Valid(body) { // else the decoder names the syntax error
+		if err := checkText(body); err != nil {
+			return err
+		}
+	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
@@ -184,7 +191,7 @@ func DecodeJSONBytes(body []byte, v any) error {
 	if path := duplicateKey(body); path != "" {
 		return BadRequest("duplicate_field", "field %q appears twice in one object; send each field once", path)
 	}
-	return nil
+	return exactNames(body, v)
 }
 
 // duplicateKey returns the dotted path of the first key that appears twice
@@ -267,7 +274,7 @@ func jsonError(err error, v any) error {
 		return BadRequest("invalid_json", "malformed JSON at byte %d: %v", syntax.Offset, syntax)
 	case errors.As(err, &typ):
 		if typ.Field == "" {
-			return BadRequest("invalid_json", "request body must be a JSON %s, not %s", kindName(typ.Type), typ.Value)
+			return BadRequest("invalid_json", "request body must be %s, not %s", kindName(typ.Type), typ.Value)
 		}
 		return BadRequest("invalid_field", "field %q must be %s, not %s", typ.Field, kindName(typ.Type), typ.Value)
 	case errors.Is(err, io.ErrUnexpectedEOF):
