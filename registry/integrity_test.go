@@ -315,3 +315,33 @@ func sorted(s []string) []string {
 	slices.Sort(out)
 	return out
 }
+
+// A stored state another program wrote that is not a JSON object (not
+// JSON at all, or an array) is not answered as if it were the state: both
+// reads answer 409 state_unreadable and leave it as it is.
+func TestUnreadableStateIsRefusedOnRead(t *testing.T) {
+	redisstoretest.Each(t, func(t *testing.T, srv *redisstoretest.Server) {
+		h := start(t, srv, nil)
+		l := srv.Layout()
+		c := srv.Client(t)
+		if rep := h.Do(t, "POST", "/v1/users/alice/sessions", `{"session_id":"s1"}`); rep.Status != 201 {
+			t.Fatalf("create: %s", rep)
+		}
+		for _, stored := range []string{"not json", "[1,2]", `{"a":`, `"x"`} {
+			for key, path := range map[string]string{
+				l.SessionState("alice", "s1"): "/v1/users/alice/sessions/s1/state",
+				l.UserState("alice"):          "/v1/users/alice/state",
+			} {
+				if err := c.Do(t.Context(), c.B().Set().Key(key).Value(stored).Build()).Error(); err != nil {
+					t.Fatal(err)
+				}
+				if rep := h.Do(t, "GET", path, ""); rep.Status != 409 || rep.Code() != "state_unreadable" {
+					t.Errorf("GET %s holding %q: %s, want 409 state_unreadable", path, stored, rep)
+				}
+				if got, _ := c.Do(t.Context(), c.B().Get().Key(key).Build()).ToString(); got != stored {
+					t.Errorf("%s holds %q after the read, want %q", key, got, stored)
+				}
+			}
+		}
+	})
+}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/redis/rueidis"
 
@@ -132,6 +133,17 @@ func (m *Module) patchUserState(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// readableState refuses a stored state that is not a JSON object (another
+// program wrote it): answered as it is, it would break the document's
+// promise and every client's decoding.
+func readableState(what, state string) (string, error) {
+	if t := strings.TrimSpace(state); t == "" || t[0] != '{' || !json.Valid([]byte(t)) {
+		return "", redisstore.Refuse(redisstore.ErrConflict, "state_unreadable",
+			"the stored %s is not a JSON object (another program wrote it); nothing was changed: delete the key or write an object to it", what)
+	}
+	return state, nil
+}
+
 var errStateTooBig = sidecar.BadRequest("invalid_field", "the state after the patch would exceed %d bytes; nothing was changed", MaxStateBytes)
 
 // SessionState reads the session's state ({} when none was set); a
@@ -159,7 +171,7 @@ func (s *Store) SessionState(ctx context.Context, user, session string) (string,
 	if err != nil {
 		return "", redisstore.Wrap("session state", err)
 	}
-	return state, nil
+	return readableState("session state", state)
 }
 
 // PatchSessionState merges patch into the session's state in one script.
@@ -198,7 +210,7 @@ func (s *Store) UserState(ctx context.Context, user string) (string, error) {
 	if err != nil {
 		return "", redisstore.Wrap("user state", err)
 	}
-	return state, nil
+	return readableState("user state", state)
 }
 
 // PatchUserState merges patch into the user's state in one script.

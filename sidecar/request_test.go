@@ -145,3 +145,14 @@ func TestObjectFieldsStrictness(t *testing.T) {
 		t.Error("ObjectFields refused a valid pair and a finite number")
 	}
 }
+
+// A body of the wrong JSON type is named in plain words.
+func TestDecodeJSONWrongBodyType(t *testing.T) {
+	var v struct {
+		A int `json:"a"`
+	}
+	err := sidecar.DecodeJSON(httptest.NewRequest("POST", "/", strings.NewReader(`[1]`)), &v)
+	if err == nil || !strings.Contains(err.Error(), "request body must be an object, not array") {
+		t.Errorf("got %v, want the body named an object", err)
+	}
+}
