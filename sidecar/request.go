@@ -6,10 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"mime"
 	"net/http"
+	"net/url"
 	"os"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -53,6 +56,36 @@ func SessionIDs(r *http.Request) (user, session string, err error) {
 	}
 	session, err = PathID(r, "session_id")
 	return user, session, err
+}
+
+// checkQuery refuses a query string naming a parameter the route does not
+// take (400 unknown_parameter, listing those it takes), or one that does
+// not parse (400 invalid_query): the one check of every route's query.
+func (rt Route) checkQuery(raw string) *Error {
+	q, err := url.ParseQuery(raw)
+	if err != nil {
+		return BadRequest("invalid_query", "the query string does not parse: %v", err)
+	}
+	for _, name := range slices.Sorted(maps.Keys(q)) {
+		if rt.takes(name) {
+			continue
+		}
+		if len(rt.Query) == 0 {
+			return BadRequest("unknown_parameter", "unknown query parameter %q: this route takes none", name)
+		}
+		return BadRequest("unknown_parameter", "unknown query parameter %q; accepted: %s", name, strings.Join(rt.Query, ", "))
+	}
+	return nil
+}
+
+// takes reports whether the route takes the query parameter name.
+func (rt Route) takes(name string) bool {
+	for _, p := range rt.Query {
+		if prefix, ok := strings.CutSuffix(p, "*"); ok && len(name) > len(prefix) && strings.HasPrefix(name, prefix) || p == name {
+			return true
+		}
+	}
+	return false
 }
 
 // QueryInt parses an optional integer query parameter within [lo, hi].

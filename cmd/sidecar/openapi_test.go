@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/url"
 	"slices"
 	"strings"
@@ -49,6 +50,43 @@ func TestOpenAPIRoutes(t *testing.T) {
 	}
 	if len(registered) != len(documented) {
 		t.Errorf("%d routes registered, %d operations documented", len(registered), len(documented))
+	}
+}
+
+// TestOpenAPIQueryParameters: the query parameters each operation
+// documents are exactly those its route takes (sidecar.Route.Query), which
+// the host enforces: any other is 400 unknown_parameter. The free-form
+// metadata.<key> filters are documented in the operation's description.
+func TestOpenAPIQueryParameters(t *testing.T) {
+	d := openapiDoc(t)
+	ops := map[string]openapitest.Operation{}
+	for _, o := range d.Operations() {
+		ops[o.Pattern()] = o
+	}
+	for _, rt := range moduleRoutes(t, redisstoretest.New(t).Conn(t)) {
+		o, ok := ops[rt.Pattern]
+		if !ok {
+			continue // TestOpenAPIRoutes
+		}
+		params, err := d.Parameters(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var documented []string
+		for _, p := range params {
+			if p["in"] == "query" {
+				documented = append(documented, p["name"].(string))
+			}
+		}
+		takes := slices.DeleteFunc(slices.Clone(rt.Query), func(q string) bool { return q == "metadata.*" })
+		slices.Sort(documented)
+		slices.Sort(takes)
+		if !slices.Equal(documented, takes) {
+			t.Errorf("%s (%s): documents query parameters %v, the route takes %v", o.ID, rt.Pattern, documented, takes)
+		}
+		if len(takes) != len(rt.Query) && !strings.Contains(fmt.Sprint(o.Op["description"]), "metadata.<key>") {
+			t.Errorf("%s takes metadata.<key> parameters, which its description does not name", o.ID)
+		}
 	}
 }
 

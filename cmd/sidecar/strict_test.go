@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -51,5 +52,29 @@ func TestStrictBodies(t *testing.T) {
 	}
 	if n := srv.DBSize(t); n != 0 {
 		t.Errorf("%d keys after refused writes, want none: %v", n, srv.Keys(t, "*"))
+	}
+}
+
+// TestUnknownQueryParameters: every route of every module answers a query
+// parameter it does not take (a misspelt ?lastn=3) 400 unknown_parameter
+// listing those it takes, and writes nothing.
+func TestUnknownQueryParameters(t *testing.T) {
+	srv := redisstoretest.New(t)
+	h := sidecartest.Start(t, srv, nil, modules.All()...)
+	for _, rt := range moduleRoutes(t, srv.Conn(t)) {
+		method, path, _ := strings.Cut(rt.Pattern, " ")
+		path = regexp.MustCompile(`\{[a-z_]+\}`).ReplaceAllString(path, "a")
+		r := h.Do(t, method, path+"?lastn=3", `{}`)
+		var env struct{ Error struct{ Message string } }
+		_ = json.Unmarshal([]byte(r.Body), &env)
+		if r.Status != http.StatusBadRequest || r.Code() != "unknown_parameter" || !strings.Contains(env.Error.Message, strings.Join(rt.Query, ", ")) {
+			t.Errorf("%s ?lastn=3: %s, want 400 unknown_parameter listing %v", rt.Pattern, r, rt.Query)
+		}
+	}
+	if r := h.Do(t, "GET", "/v1/users/a/sessions?limit=1&metadata.team=x", ""); r.Status != http.StatusOK {
+		t.Errorf("listUserSessions with a metadata filter: %s", r)
+	}
+	if n := srv.DBSize(t); n != 0 {
+		t.Errorf("%d keys after refused calls, want none: %v", n, srv.Keys(t, "*"))
 	}
 }
