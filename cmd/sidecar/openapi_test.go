@@ -121,6 +121,7 @@ type call struct {
 	op     openapitest.Operation
 	path   map[string]string // path parameter overrides
 	body   string            // overrides the request body example ("" = the example)
+	query  url.Values        // query parameters added to the examples
 	status int               // the expected status (0 = any documented 2xx)
 }
 
@@ -132,6 +133,31 @@ type call struct {
 func TestOpenAPIExamples(t *testing.T) {
 	d := openapiDoc(t)
 	h := sidecartest.Start(t, redisstoretest.New(t), nil, modules.All()...)
+	driveExamples(t, d, h, h, nil)
+}
+
+// driveExamples is TestOpenAPIExamples' drive through h (the sidecar, or a
+// validating proxy in front of it), event streams through streams (a
+// proxy that waits for the end of an answer never ends a stream); seen,
+// when set, gets every other answer.
+func driveExamples(t *testing.T, d *openapitest.Doc, h, streams *sidecartest.Host, seen func(openapitest.Operation, sidecartest.Reply)) {
+	doRaw := func(t *testing.T, d *openapitest.Doc, h *sidecartest.Host, c call, header ...string) sidecartest.Reply {
+		t.Helper()
+		if isStream(t, d, c.op) {
+			return doRaw(t, d, streams, c, header...)
+		}
+		rep := doRaw(t, d, h, c, header...)
+		if seen != nil {
+			seen(c.op, rep)
+		}
+		return rep
+	}
+	do := func(t *testing.T, d *openapitest.Doc, h *sidecartest.Host, c call) sidecartest.Reply {
+		t.Helper()
+		rep := doRaw(t, d, h, c)
+		checkDocumented(t, d, c.op, rep, c.status)
+		return rep
+	}
 	get := func(id string) openapitest.Operation {
 		t.Helper()
 		o, ok := d.Op(id)
@@ -147,6 +173,10 @@ func TestOpenAPIExamples(t *testing.T) {
 		edit   func(c *call)
 	}{
 		{"appendEntry", 201, nil},
+		// an abort pending from here to clearAbort, and again from the
+		// messages on: every answer carrying Sidecar-Abort-Requested must
+		// declare it
+		{"requestAbort", 202, nil},
 		{"appendEntry", 200, nil}, // the retry
 		{"listEntries", 200, nil},
 		{"getEntry", 200, nil},
@@ -207,12 +237,14 @@ func TestOpenAPIExamples(t *testing.T) {
 		{"inspectLock", 200, nil},
 		{"refreshLock", 200, func(c *call) { c.body = `{"token":"` + lockToken + `","ttl_ms":30000}` }},
 		{"releaseLock", 200, func(c *call) { c.body = `{"token":"` + lockToken + `"}` }},
-		{"appendMessages", 201, nil},
+		{"appendMessages", 201, nil}, // a user message: clears an abort
+		{"requestAbort", 202, nil},
 		{"appendMessages", 200, nil}, // same Idempotency-Key
 		{"putMessage", 201, func(c *call) { c.path = map[string]string{"message_id": "m2"} }},
 		{"putMessage", 200, func(c *call) { c.path = map[string]string{"message_id": "m2"} }},
 		{"listMessages", 200, nil},
 		{"createCompaction", 201, nil},
+		{"listMessages", 200, nil}, // the compaction's synthetic message, id compaction:<uuid>
 		{"listCompactions", 200, nil},
 		{"searchUser", 200, nil},
 		{"forkSession", 201, nil},
@@ -260,11 +292,13 @@ func TestOpenAPIExamples(t *testing.T) {
 				break
 			}
 		}
+		rep := do(t, d, h, call{op: o, query: url.Values{"lastn": {"3"}}, status: 400})
+		wantCode(t, o, rep, "unknown_parameter")
 		body, ok := o.Op["requestBody"].(map[string]any)
 		if !ok {
 			continue
 		}
-		rep := doRaw(t, d, h, call{op: o, body: "x"}, "Content-Type", "text/plain")
+		rep = doRaw(t, d, h, call{op: o, body: "x"}, "Content-Type", "text/plain")
 		checkDocumented(t, d, o, rep, 415)
 		wantCode(t, o, rep, "unsupported_media_type")
 		schema, err := d.Deref(openapitest.JSONMedia(body)["schema"])
@@ -324,6 +358,9 @@ func doRaw(t *testing.T, d *openapitest.Doc, h *sidecartest.Host, c call, header
 				header = append(header, name, val)
 			}
 		}
+	}
+	for k, v := range c.query {
+		query[k] = v
 	}
 	if len(query) > 0 {
 		path += "?" + query.Encode()
@@ -386,6 +423,12 @@ func checkDocumented(t *testing.T, d *openapitest.Doc, o openapitest.Operation, 
 	if err != nil || !ok {
 		t.Errorf("%s: status %d is not documented (%v)", o.ID, rep.Status, err)
 		return
+	}
+	headers, _ := r["headers"].(map[string]any)
+	for name := range rep.Header {
+		if _, ok := headers[name]; strings.HasPrefix(name, "Sidecar-") && !ok {
+			t.Errorf("%s %d: the answer carries %s, which the document does not declare", o.ID, rep.Status, name)
+		}
 	}
 	if openapitest.EventStreamMedia(r) != nil {
 		checkStream(t, o, rep)

@@ -1435,8 +1435,12 @@ export interface components {
             node_ids?: string[];
             edge_ids?: string[];
         };
-        /** @description Cognee's `memify_metadata` (its model's `Dict[str, bool]`): a write takes booleans only (any other value is 400, as Cognee's model would refuse it on every later read of the session); a read shows what is stored, which may hold detail objects Cognee wrote itself. `{}` is stored as null. */
+        /** @description Cognee's `memify_metadata` (its model's `Dict[str, bool]`) as a write takes it: booleans only (any other value is 400 `invalid_field`, as Cognee's model would refuse it on every later read of the session). `{}` is stored as null. */
         MemifyMetadata: {
+            [key: string]: boolean;
+        };
+        /** @description `memify_metadata` as stored: the booleans the sidecar wrote, or detail objects Cognee itself wrote (which the sidecar never rewrites). */
+        StoredMemifyMetadata: {
             [key: string]: boolean | Record<string, never>;
         };
         /**
@@ -1465,7 +1469,7 @@ export interface components {
             feedback_text?: string | null;
             feedback_score?: number | null;
             used_graph_element_ids?: components["schemas"]["GraphElementIds"] | null;
-            memify_metadata?: components["schemas"]["MemifyMetadata"] | null;
+            memify_metadata?: components["schemas"]["StoredMemifyMetadata"] | null;
             used_session_context_ids?: string[] | null;
         };
         /** @description A new entry: Cognee's writable `SessionQAEntry` fields plus an optional `qa_id`. The sidecar fills `time`. */
@@ -1925,7 +1929,7 @@ export interface components {
          *     }
          */
         Message: {
-            id: components["schemas"]["Id"];
+            id: components["schemas"]["Id"] | string;
             /** @description `user`, `assistant`, `system`, `tool`, `developer`, or another lowercase word of 1-32 `[a-z_]` characters, stored as given. */
             role: string;
             /** @description The text (at most 256 KiB as sent). */
@@ -2144,26 +2148,6 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description `method_not_allowed`: the path exists but not with this method (any method this document does not list for the path). `Allow` lists the methods it has. */
-        MethodNotAllowed: {
-            headers: {
-                /** @example GET, HEAD, PUT */
-                Allow?: string;
-                [name: string]: unknown;
-            };
-            content: {
-                "application/json": components["schemas"]["Error"];
-            };
-        };
-        /** @description `not_found`: no route has this path (also a path id with a `/` in it). */
-        NoSuchRoute: {
-            headers: {
-                [name: string]: unknown;
-            };
-            content: {
-                "application/json": components["schemas"]["Error"];
-            };
-        };
     };
     parameters: {
         /**
@@ -2262,7 +2246,12 @@ export interface components {
         EventIdempotencyKey: string;
     };
     requestBodies: never;
-    headers: never;
+    headers: {
+        /** @description Present while an abort of the session is pending (`POST .../abort`): the time it was requested (ISO 8601, UTC). Every answer of a call that ran one of the session's scripts carries it, until the abort is cleared (`DELETE .../abort`, a status change, the next `user` message). */
+        AbortRequested: string;
+        /** @description `true` when the answer reached `SIDECAR_MAX_ANSWER_BYTES` and holds fewer elements than asked for (absent otherwise) */
+        Truncated: "true";
+    };
     pathItems: never;
 }
 export type $defs = Record<string, never>;
@@ -2322,6 +2311,7 @@ export interface operations {
              *
              *     - `invalid_id`: a path id is not 1-128 characters of `[A-Za-z0-9_.@-]`
              *     - `invalid_query`: a query parameter is malformed or out of bounds
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
@@ -2332,6 +2322,19 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            /**
+             * @description Another program's data is in the way; nothing was changed.
+             *
+             *     - `key_wrong_type`: a Redis key this call reads or writes holds another type than the sidecar keeps there (another program wrote it); nothing was changed: delete or repair the key
+             */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             500: components["responses"]["Internal"];
             503: components["responses"]["RedisUnavailable"];
         };
@@ -2370,6 +2373,7 @@ export interface operations {
             /** @description The session already holds this `qa_id` (a retry): the stored entry, nothing written. */
             200: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2379,6 +2383,7 @@ export interface operations {
             /** @description Appended; the stored entry (as Cognee stores it). */
             201: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2406,6 +2411,7 @@ export interface operations {
              *     - `invalid_json`: the body is not one JSON value of the right kind (malformed, empty, several values)
              *     - `invalid_field`: a field has the wrong type or is out of bounds; the message names it
              *     - `unknown_field`: the body holds a field this call does not know; the message names it
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
@@ -2416,6 +2422,19 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            /**
+             * @description Another program's data is in the way; nothing was changed.
+             *
+             *     - `key_wrong_type`: a Redis key this call reads or writes holds another type than the sidecar keeps there (another program wrote it); nothing was changed: delete or repair the key
+             */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             413: components["responses"]["BodyTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["Internal"];
@@ -2474,6 +2493,7 @@ export interface operations {
              * @description Bad input; nothing was changed.
              *
              *     - `invalid_id`: a path id is not 1-128 characters of `[A-Za-z0-9_.@-]`
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
@@ -2490,6 +2510,19 @@ export interface operations {
              *     - `not_found`: the session has no entry with this `qa_id`
              */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Another program's data is in the way; nothing was changed.
+             *
+             *     - `key_wrong_type`: a Redis key this call reads or writes holds another type than the sidecar keeps there (another program wrote it); nothing was changed: delete or repair the key
+             */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2529,6 +2562,7 @@ export interface operations {
             /** @description Done; no body. */
             204: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -2537,6 +2571,7 @@ export interface operations {
              * @description Bad input; nothing was changed.
              *
              *     - `invalid_id`: a path id is not 1-128 characters of `[A-Za-z0-9_.@-]`
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
@@ -2553,6 +2588,19 @@ export interface operations {
              *     - `not_found`: the session has no entry with this `qa_id`
              */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Another program's data is in the way; nothing was changed.
+             *
+             *     - `key_wrong_type`: a Redis key this call reads or writes holds another type than the sidecar keeps there (another program wrote it); nothing was changed: delete or repair the key
+             */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2603,6 +2651,7 @@ export interface operations {
             /** @description The updated entry. */
             200: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2616,6 +2665,7 @@ export interface operations {
              *     - `invalid_json`: the body is not one JSON value of the right kind (malformed, empty, several values)
              *     - `invalid_field`: a field has the wrong type or is out of bounds; the message names it
              *     - `unknown_field`: the body holds a field this call does not know; the message names it
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
@@ -2632,6 +2682,19 @@ export interface operations {
              *     - `not_found`: the session has no entry with this `qa_id`
              */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Another program's data is in the way; nothing was changed.
+             *
+             *     - `key_wrong_type`: a Redis key this call reads or writes holds another type than the sidecar keeps there (another program wrote it); nothing was changed: delete or repair the key
+             */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2683,6 +2746,7 @@ export interface operations {
             /** @description The updated entry. */
             200: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2696,6 +2760,7 @@ export interface operations {
              *     - `invalid_json`: the body is not one JSON value of the right kind (malformed, empty, several values)
              *     - `invalid_field`: a field has the wrong type or is out of bounds; the message names it
              *     - `unknown_field`: the body holds a field this call does not know; the message names it
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
@@ -2712,6 +2777,19 @@ export interface operations {
              *     - `not_found`: the session has no entry with this `qa_id`
              */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Another program's data is in the way; nothing was changed.
+             *
+             *     - `key_wrong_type`: a Redis key this call reads or writes holds another type than the sidecar keeps there (another program wrote it); nothing was changed: delete or repair the key
+             */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2753,6 +2831,7 @@ export interface operations {
             /** @description The updated entry. */
             200: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2763,6 +2842,7 @@ export interface operations {
              * @description Bad input; nothing was changed.
              *
              *     - `invalid_id`: a path id is not 1-128 characters of `[A-Za-z0-9_.@-]`
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
@@ -2779,6 +2859,19 @@ export interface operations {
              *     - `not_found`: the session has no entry with this `qa_id`
              */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Another program's data is in the way; nothing was changed.
+             *
+             *     - `key_wrong_type`: a Redis key this call reads or writes holds another type than the sidecar keeps there (another program wrote it); nothing was changed: delete or repair the key
+             */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2836,6 +2929,7 @@ export interface operations {
              *
              *     - `invalid_id`: a path id is not 1-128 characters of `[A-Za-z0-9_.@-]`
              *     - `invalid_query`: `q` holds no word (no searchable word for `relevance`), `limit` is out of bounds, or `rank` is not `recent` or `relevance`
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
@@ -2846,6 +2940,19 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            /**
+             * @description Another program's data is in the way; nothing was changed.
+             *
+             *     - `key_wrong_type`: a Redis key this call reads or writes holds another type than the sidecar keeps there (another program wrote it); nothing was changed: delete or repair the key
+             */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             500: components["responses"]["Internal"];
             503: components["responses"]["RedisUnavailable"];
         };
@@ -2883,6 +2990,7 @@ export interface operations {
              * @description Bad input; nothing was changed.
              *
              *     - `invalid_id`: a path id is not 1-128 characters of `[A-Za-z0-9_.@-]`
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
@@ -2899,6 +3007,19 @@ export interface operations {
              *     - `not_found`: no key of this session exists
              */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Another program's data is in the way; nothing was changed.
+             *
+             *     - `key_wrong_type`: a Redis key this call reads or writes holds another type than the sidecar keeps there (another program wrote it); nothing was changed: delete or repair the key
+             */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2941,6 +3062,7 @@ export interface operations {
              * @description Bad input; nothing was changed.
              *
              *     - `invalid_id`: a path id is not 1-128 characters of `[A-Za-z0-9_.@-]`
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
@@ -2957,6 +3079,19 @@ export interface operations {
              *     - `not_found`: no key of this session exists
              */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Another program's data is in the way; nothing was changed.
+             *
+             *     - `key_wrong_type`: a Redis key this call reads or writes holds another type than the sidecar keeps there (another program wrote it); nothing was changed: delete or repair the key
+             */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3004,6 +3139,7 @@ export interface operations {
             /** @description The record. */
             200: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3017,6 +3153,7 @@ export interface operations {
              *     - `invalid_json`: the body is not one JSON value of the right kind (malformed, empty, several values)
              *     - `invalid_field`: `title` too long or not a string, a bad metadata key or value, more than 32 keys after the merge
              *     - `unknown_field`: the body holds a field this call does not know; the message names it
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
@@ -3033,6 +3170,19 @@ export interface operations {
              *     - `not_found`: no key of this session exists
              */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Another program's data is in the way; nothing was changed.
+             *
+             *     - `key_wrong_type`: a Redis key this call reads or writes holds another type than the sidecar keeps there (another program wrote it); nothing was changed: delete or repair the key
+             */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3085,6 +3235,7 @@ export interface operations {
              *
              *     - `invalid_id`: a path id is not 1-128 characters of `[A-Za-z0-9_.@-]`
              *     - `invalid_query`: a query parameter is malformed or out of bounds
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
@@ -3095,6 +3246,19 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            /**
+             * @description Another program's data is in the way; nothing was changed.
+             *
+             *     - `key_wrong_type`: a Redis key this call reads or writes holds another type than the sidecar keeps there (another program wrote it); nothing was changed: delete or repair the key
+             */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             500: components["responses"]["Internal"];
             503: components["responses"]["RedisUnavailable"];
         };
@@ -3135,6 +3299,7 @@ export interface operations {
             /** @description Appended; the stored step. */
             201: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3148,6 +3313,7 @@ export interface operations {
              *     - `invalid_json`: the body is not one JSON value of the right kind (malformed, empty, several values)
              *     - `invalid_field`: a field has the wrong type or is out of bounds; the message names it
              *     - `unknown_field`: the body holds a field this call does not know; the message names it
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
@@ -3158,6 +3324,19 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            /**
+             * @description Another program's data is in the way; nothing was changed.
+             *
+             *     - `key_wrong_type`: a Redis key this call reads or writes holds another type than the sidecar keeps there (another program wrote it); nothing was changed: delete or repair the key
+             */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             413: components["responses"]["BodyTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["Internal"];
@@ -3199,6 +3378,7 @@ export interface operations {
              * @description Bad input; nothing was changed.
              *
              *     - `invalid_id`: a path id is not 1-128 characters of `[A-Za-z0-9_.@-]`
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
@@ -3209,6 +3389,19 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            /**
+             * @description Another program's data is in the way; nothing was changed.
+             *
+             *     - `key_wrong_type`: a Redis key this call reads or writes holds another type than the sidecar keeps there (another program wrote it); nothing was changed: delete or repair the key
+             */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             500: components["responses"]["Internal"];
             503: components["responses"]["RedisUnavailable"];
         };
@@ -3246,6 +3439,7 @@ export interface operations {
             /** @description The session already holds this `id`: the stored entry, nothing written. */
             200: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3255,6 +3449,7 @@ export interface operations {
             /** @description Appended; the stored entry. */
             201: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3267,6 +3462,7 @@ export interface operations {
              *     - `invalid_id`: a path id is not 1-128 characters of `[A-Za-z0-9_.@-]`
              *     - `invalid_json`: the body is not one JSON value of the right kind (malformed, empty, several values)
              *     - `invalid_field`: the body is not an object, or `id` is not a valid id string
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
@@ -3277,6 +3473,19 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            /**
+             * @description Another program's data is in the way; nothing was changed.
+             *
+             *     - `key_wrong_type`: a Redis key this call reads or writes holds another type than the sidecar keeps there (another program wrote it); nothing was changed: delete or repair the key
+             */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             413: components["responses"]["BodyTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["Internal"];
@@ -3311,6 +3520,7 @@ export interface operations {
             /** @description Done; no body. */
             204: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -3319,6 +3529,7 @@ export interface operations {
              * @description Bad input; nothing was changed.
              *
              *     - `invalid_id`: a path id is not 1-128 characters of `[A-Za-z0-9_.@-]`
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
@@ -3335,6 +3546,19 @@ export interface operations {
              *     - `not_found`: the session has no context entry with this `id`
              */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Another program's data is in the way; nothing was changed.
+             *
+             *     - `key_wrong_type`: a Redis key this call reads or writes holds another type than the sidecar keeps there (another program wrote it); nothing was changed: delete or repair the key
+             */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3383,6 +3607,7 @@ export interface operations {
             /** @description The updated entry. */
             200: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3395,6 +3620,7 @@ export interface operations {
              *     - `invalid_id`: a path id is not 1-128 characters of `[A-Za-z0-9_.@-]`
              *     - `invalid_json`: the body is not one JSON value of the right kind (malformed, empty, several values)
              *     - `invalid_field`: the body is not a non-empty object, or it tries to change `id`
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
@@ -3411,6 +3637,19 @@ export interface operations {
              *     - `not_found`: the session has no context entry with this `id`
              */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Another program's data is in the way; nothing was changed.
+             *
+             *     - `key_wrong_type`: a Redis key this call reads or writes holds another type than the sidecar keeps there (another program wrote it); nothing was changed: delete or repair the key
+             */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3462,6 +3701,7 @@ export interface operations {
              * @description Bad input; nothing was changed.
              *
              *     - `invalid_id`: a path id is not 1-128 characters of `[A-Za-z0-9_.@-]`
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
@@ -3478,6 +3718,19 @@ export interface operations {
              *     - `not_found`: no key of this session exists
              */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Another program's data is in the way; nothing was changed.
+             *
+             *     - `key_wrong_type`: a Redis key this call reads or writes holds another type than the sidecar keeps there (another program wrote it); nothing was changed: delete or repair the key
+             */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3521,6 +3774,7 @@ export interface operations {
             /** @description The TTL now in force (-1 = no expiry). */
             200: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3539,6 +3793,7 @@ export interface operations {
              *     - `invalid_json`: the body is not one JSON value of the right kind (malformed, empty, several values)
              *     - `invalid_field`: `ttl_seconds` is missing, not an integer or outside 0-315360000
              *     - `unknown_field`: the body holds a field this call does not know; the message names it
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
@@ -3555,6 +3810,19 @@ export interface operations {
              *     - `not_found`: no key of this session exists
              */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Another program's data is in the way; nothing was changed.
+             *
+             *     - `key_wrong_type`: a Redis key this call reads or writes holds another type than the sidecar keeps there (another program wrote it); nothing was changed: delete or repair the key
+             */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3608,6 +3876,7 @@ export interface operations {
             /** @description A repeated `Idempotency-Key`/`request_id`: the first result, nothing counted. */
             200: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3617,6 +3886,7 @@ export interface operations {
             /** @description Counted. */
             201: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3642,6 +3912,7 @@ export interface operations {
              *     - `invalid_json`: the body is not one JSON value of the right kind (malformed, empty, several values)
              *     - `invalid_field`: `model` missing or empty, a count or cost out of bounds, a bad idempotency key, or `Idempotency-Key` and `request_id` differ
              *     - `unknown_field`: the body holds a field this call does not know; the message names it
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
@@ -3656,6 +3927,7 @@ export interface operations {
              * @description Nothing was counted.
              *
              *     - `usage_overflow`: a sum this call adds to (the session's, the all-time totals, the day's per-model totals) would pass 9e18; the message names the Redis key and field
+             *     - `key_wrong_type`: a Redis key this call reads or writes holds another type than the sidecar keeps there (another program wrote it); nothing was changed: delete or repair the key
              */
             409: {
                 headers: {
@@ -3716,6 +3988,7 @@ export interface operations {
              *     - `invalid_json`: the body is not one JSON object
              *     - `invalid_field`: `summary` longer than 8192 characters
              *     - `unknown_field`: the body holds a field this call does not know
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
@@ -3743,6 +4016,7 @@ export interface operations {
              * @description Conflict.
              *
              *     - `session_ended`: the session already ended as `failed`
+             *     - `key_wrong_type`: a Redis key this call reads or writes holds another type than the sidecar keeps there (another program wrote it); nothing was changed: delete or repair the key
              */
             409: {
                 headers: {
@@ -3803,6 +4077,7 @@ export interface operations {
              *     - `invalid_json`: the body is not one JSON object
              *     - `invalid_field`: `summary` longer than 8192 characters
              *     - `unknown_field`: the body holds a field this call does not know
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
@@ -3830,6 +4105,7 @@ export interface operations {
              * @description Conflict.
              *
              *     - `session_ended`: the session already ended as `completed`
+             *     - `key_wrong_type`: a Redis key this call reads or writes holds another type than the sidecar keeps there (another program wrote it); nothing was changed: delete or repair the key
              */
             409: {
                 headers: {
@@ -3881,6 +4157,7 @@ export interface operations {
              *
              *     - `invalid_id`: a path id is not 1-128 characters of `[A-Za-z0-9_.@-]`
              *     - `invalid_query`: `status` is not a status, `limit` out of bounds, `cursor` not one this API returned, or a `metadata.<key>` parameter with a bad key, repeated, or a value over 512 characters
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
@@ -3891,6 +4168,19 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            /**
+             * @description Another program's data is in the way; nothing was changed.
+             *
+             *     - `key_wrong_type`: a Redis key this call reads or writes holds another type than the sidecar keeps there (another program wrote it); nothing was changed: delete or repair the key
+             */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             500: components["responses"]["Internal"];
             503: components["responses"]["RedisUnavailable"];
         };
@@ -3956,6 +4246,7 @@ export interface operations {
              *     - `invalid_field`: `session_id` not an id, `title` too long, a bad metadata key or value, more than 32 keys
              *     - `unknown_field`: the body holds a field this call does not know; the message names it
              *     - `invalid_header`: `Idempotency-Key` is not 1-255 printable ASCII characters
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
@@ -3970,6 +4261,7 @@ export interface operations {
              * @description Conflict.
              *
              *     - `session_exists`: a session with this id already exists; nothing changed
+             *     - `key_wrong_type`: a Redis key this call reads or writes holds another type than the sidecar keeps there (another program wrote it); nothing was changed: delete or repair the key
              */
             409: {
                 headers: {
@@ -4014,6 +4306,7 @@ export interface operations {
              * @description Bad input; nothing was changed.
              *
              *     - `invalid_query`: `status` is not a status, `limit` out of bounds, `cursor` not one this API returned, or a `metadata.<key>` parameter with a bad key, repeated, or a value over 512 characters
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
@@ -4024,6 +4317,19 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            /**
+             * @description Another program's data is in the way; nothing was changed.
+             *
+             *     - `key_wrong_type`: a Redis key this call reads or writes holds another type than the sidecar keeps there (another program wrote it); nothing was changed: delete or repair the key
+             */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             500: components["responses"]["Internal"];
             503: components["responses"]["RedisUnavailable"];
         };
@@ -4046,7 +4352,33 @@ export interface operations {
                     "application/json": components["schemas"]["SessionStats"];
                 };
             };
+            /**
+             * @description Bad input; nothing was changed.
+             *
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
+             */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             401: components["responses"]["Unauthorized"];
+            /**
+             * @description Another program's data is in the way; nothing was changed.
+             *
+             *     - `key_wrong_type`: a Redis key this call reads or writes holds another type than the sidecar keeps there (another program wrote it); nothing was changed: delete or repair the key
+             */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             500: components["responses"]["Internal"];
             503: components["responses"]["RedisUnavailable"];
         };
@@ -4079,6 +4411,7 @@ export interface operations {
              * @description Bad input; nothing was changed.
              *
              *     - `invalid_query`: `days` is not an integer from 1 to `USAGE_BY_MODEL_DAYS`
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
@@ -4089,6 +4422,19 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            /**
+             * @description Another program's data is in the way; nothing was changed.
+             *
+             *     - `key_wrong_type`: a Redis key this call reads or writes holds another type than the sidecar keeps there (another program wrote it); nothing was changed: delete or repair the key
+             */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             500: components["responses"]["Internal"];
             503: components["responses"]["RedisUnavailable"];
         };
@@ -4129,6 +4475,7 @@ export interface operations {
              * @description Bad input; nothing was changed.
              *
              *     - `invalid_id`: the lock name is not 1-128 characters of `[A-Za-z0-9_.@-]`, or is reserved (one of the sidecar's own key names; see the `name` parameter)
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
@@ -4139,6 +4486,19 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            /**
+             * @description Another program's data is in the way; nothing was changed.
+             *
+             *     - `key_wrong_type`: a Redis key this call reads or writes holds another type than the sidecar keeps there (another program wrote it); nothing was changed: delete or repair the key
+             */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             500: components["responses"]["Internal"];
             503: components["responses"]["RedisUnavailable"];
         };
@@ -4194,6 +4554,7 @@ export interface operations {
              *     - `invalid_json`: the body is not one JSON value of the right kind (malformed, empty, several values)
              *     - `invalid_field`: `ttl_ms`, `wait_ms` or `owner` out of bounds
              *     - `unknown_field`: the body holds a field this call does not know; the message names it
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
@@ -4209,6 +4570,7 @@ export interface operations {
              *
              *     - `lock_held`: someone else held the lock for all of `wait_ms`; the message names the holder's owner and remaining TTL
              *     - `lock_key_conflict`: the lock is free but its key `{name}:fence` or `{name}:meta` holds something it did not write (another type, a fence that is not a number); nothing was written, and waiting does not help
+             *     - `key_wrong_type`: a Redis key this call reads or writes holds another type than the sidecar keeps there (another program wrote it); nothing was changed: delete or repair the key
              */
             409: {
                 headers: {
@@ -4269,6 +4631,7 @@ export interface operations {
              *     - `invalid_json`: the body is not one JSON value of the right kind (malformed, empty, several values)
              *     - `invalid_field`: `token` missing, empty or over 256 characters
              *     - `unknown_field`: the body holds a field this call does not know; the message names it
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
@@ -4296,6 +4659,7 @@ export interface operations {
              * @description Someone else holds it.
              *
              *     - `not_owner`: another token holds the lock; it was left untouched
+             *     - `key_wrong_type`: a Redis key this call reads or writes holds another type than the sidecar keeps there (another program wrote it); nothing was changed: delete or repair the key
              */
             409: {
                 headers: {
@@ -4352,6 +4716,7 @@ export interface operations {
              *     - `invalid_json`: the body is not one JSON value of the right kind (malformed, empty, several values)
              *     - `invalid_field`: `token` or `ttl_ms` out of bounds
              *     - `unknown_field`: the body holds a field this call does not know; the message names it
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
@@ -4366,6 +4731,7 @@ export interface operations {
              * @description The lease is gone.
              *
              *     - `lock_lost`: the lock is not held with this token (expired, released or taken by another holder)
+             *     - `key_wrong_type`: a Redis key this call reads or writes holds another type than the sidecar keeps there (another program wrote it); nothing was changed: delete or repair the key
              */
             409: {
                 headers: {
@@ -4433,6 +4799,7 @@ export interface operations {
              *     - `invalid_json`: the body is not one JSON value of the right kind (malformed, empty, several values)
              *     - `invalid_field`: `title` too long, a bad `metadata`/`match` key or value, more than 32 keys together
              *     - `unknown_field`: the body holds a field this call does not know; the message names it
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
@@ -4443,6 +4810,19 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            /**
+             * @description Another program's data is in the way; nothing was changed.
+             *
+             *     - `key_wrong_type`: a Redis key this call reads or writes holds another type than the sidecar keeps there (another program wrote it); nothing was changed: delete or repair the key
+             */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             413: components["responses"]["BodyTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["Internal"];
@@ -4492,6 +4872,7 @@ export interface operations {
              *     - `invalid_json`: the body is not one JSON value of the right kind (malformed, empty, several values)
              *     - `invalid_field`: `summary` too long, a bad `match` key or value
              *     - `unknown_field`: the body holds a field this call does not know; the message names it
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
@@ -4508,6 +4889,19 @@ export interface operations {
              *     - `not_found`: the user has no active session (none running, or only abandoned ones)
              */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Another program's data is in the way; nothing was changed.
+             *
+             *     - `key_wrong_type`: a Redis key this call reads or writes holds another type than the sidecar keeps there (another program wrote it); nothing was changed: delete or repair the key
+             */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4554,6 +4948,7 @@ export interface operations {
              * @description Bad input; nothing was changed.
              *
              *     - `invalid_id`: a path id is not 1-128 characters of `[A-Za-z0-9_.@-]`
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
@@ -4570,6 +4965,20 @@ export interface operations {
              *     - `not_found`: no key of this session exists
              */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Another program's data is in the way; nothing was changed.
+             *
+             *     - `key_wrong_type`: a Redis key this call reads or writes holds another type than the sidecar keeps there (another program wrote it); nothing was changed: delete or repair the key
+             *     - `state_unreadable`: the stored state is not a JSON object (another program wrote it); it is left as it is: delete the key, or write an object to it
+             */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4616,6 +5025,7 @@ export interface operations {
             /** @description The new state. */
             200: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4628,6 +5038,7 @@ export interface operations {
              *     - `invalid_id`: a path id is not 1-128 characters of `[A-Za-z0-9_.@-]`
              *     - `invalid_json`: the body is not one JSON value of the right kind (malformed, empty, several values)
              *     - `invalid_field`: the patch is not a JSON object, nests deeper than 32 levels, or the state after it would pass 64 KiB
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
@@ -4644,6 +5055,19 @@ export interface operations {
              *     - `not_found`: no key of this session exists
              */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Another program's data is in the way; nothing was changed.
+             *
+             *     - `key_wrong_type`: a Redis key this call reads or writes holds another type than the sidecar keeps there (another program wrote it); nothing was changed: delete or repair the key
+             */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4685,6 +5109,7 @@ export interface operations {
              * @description Bad input; nothing was changed.
              *
              *     - `invalid_id`: a path id is not 1-128 characters of `[A-Za-z0-9_.@-]`
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
@@ -4695,6 +5120,20 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            /**
+             * @description Another program's data is in the way; nothing was changed.
+             *
+             *     - `key_wrong_type`: a Redis key this call reads or writes holds another type than the sidecar keeps there (another program wrote it); nothing was changed: delete or repair the key
+             *     - `state_unreadable`: the stored state is not a JSON object (another program wrote it); it is left as it is: delete the key, or write an object to it
+             */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             500: components["responses"]["Internal"];
             503: components["responses"]["RedisUnavailable"];
         };
@@ -4741,6 +5180,7 @@ export interface operations {
              *     - `invalid_id`: a path id is not 1-128 characters of `[A-Za-z0-9_.@-]`
              *     - `invalid_json`: the body is not one JSON value of the right kind (malformed, empty, several values)
              *     - `invalid_field`: the patch is not a JSON object, nests deeper than 32 levels, or the state after it would pass 64 KiB
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
@@ -4751,6 +5191,19 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            /**
+             * @description Another program's data is in the way; nothing was changed.
+             *
+             *     - `key_wrong_type`: a Redis key this call reads or writes holds another type than the sidecar keeps there (another program wrote it); nothing was changed: delete or repair the key
+             */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             413: components["responses"]["BodyTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["Internal"];
@@ -4785,6 +5238,7 @@ export interface operations {
              * @description Bad input; nothing was changed.
              *
              *     - `invalid_id`: a path id is not 1-128 characters of `[A-Za-z0-9_.@-]`
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
@@ -4846,6 +5300,7 @@ export interface operations {
              * @description Bad input; nothing was changed.
              *
              *     - `invalid_id`: a path id is not 1-128 characters of `[A-Za-z0-9_.@-]`
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
@@ -4873,6 +5328,7 @@ export interface operations {
              * @description Conflict; nothing was changed.
              *
              *     - `stored_value_invalid`: a stored block is not one the sidecar wrote
+             *     - `key_wrong_type`: a Redis key this call reads or writes holds another type than the sidecar keeps there (another program wrote it); nothing was changed: delete or repair the key
              */
             409: {
                 headers: {
@@ -4943,6 +5399,7 @@ export interface operations {
              *     - `invalid_field`: `content` missing or over `BLOCKS_MAX_CONTENT_BYTES`, `description` over 1 024 characters, `max_tokens` not 1-10 000 000, `position` out of range
              *     - `unknown_field`: the body names a field the call does not take
              *     - `duplicate_field`: a field appears twice in one object
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
@@ -5005,6 +5462,7 @@ export interface operations {
              * @description Bad input; nothing was changed.
              *
              *     - `invalid_id`: a path id is not 1-128 characters of `[A-Za-z0-9_.@-]`
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
@@ -5091,6 +5549,7 @@ export interface operations {
              *     - `invalid_field`: `content` missing or over `BLOCKS_MAX_CONTENT_BYTES`
              *     - `unknown_field`: the body names a field the call does not take
              *     - `duplicate_field`: a field appears twice in one object
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
@@ -5159,6 +5618,7 @@ export interface operations {
             /** @description The blocks. */
             200: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5169,6 +5629,7 @@ export interface operations {
              * @description Bad input; nothing was changed.
              *
              *     - `invalid_id`: a path id is not 1-128 characters of `[A-Za-z0-9_.@-]`
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
@@ -5225,6 +5686,7 @@ export interface operations {
             /** @description The block. */
             200: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5235,6 +5697,7 @@ export interface operations {
              * @description Bad input; nothing was changed.
              *
              *     - `invalid_id`: a path id is not 1-128 characters of `[A-Za-z0-9_.@-]`
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
@@ -5262,6 +5725,7 @@ export interface operations {
              * @description Conflict; nothing was changed.
              *
              *     - `stored_value_invalid`: a stored block is not one the sidecar wrote
+             *     - `key_wrong_type`: a Redis key this call reads or writes holds another type than the sidecar keeps there (another program wrote it); nothing was changed: delete or repair the key
              */
             409: {
                 headers: {
@@ -5313,6 +5777,7 @@ export interface operations {
             /** @description Replaced: the block. */
             200: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5322,6 +5787,7 @@ export interface operations {
             /** @description Created: the block. */
             201: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5336,6 +5802,7 @@ export interface operations {
              *     - `invalid_field`: `content` missing or over `BLOCKS_MAX_CONTENT_BYTES`, `description` over 1 024 characters, `max_tokens` not 1-10 000 000, `position` out of range
              *     - `unknown_field`: the body names a field the call does not take
              *     - `duplicate_field`: a field appears twice in one object
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
@@ -5395,6 +5862,7 @@ export interface operations {
             /** @description Deleted. */
             204: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -5403,6 +5871,7 @@ export interface operations {
              * @description Bad input; nothing was changed.
              *
              *     - `invalid_id`: a path id is not 1-128 characters of `[A-Za-z0-9_.@-]`
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
@@ -5480,6 +5949,7 @@ export interface operations {
             /** @description The block after the append. */
             200: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5494,6 +5964,7 @@ export interface operations {
              *     - `invalid_field`: `content` missing or over `BLOCKS_MAX_CONTENT_BYTES`
              *     - `unknown_field`: the body names a field the call does not take
              *     - `duplicate_field`: a field appears twice in one object
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
@@ -5573,6 +6044,7 @@ export interface operations {
             /** @description The prompt: its text, or with `format=json` `{prompt, tokens, frozen_at}`. */
             200: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5591,6 +6063,7 @@ export interface operations {
              *
              *     - `invalid_id`: a path id is not 1-128 characters of `[A-Za-z0-9_.@-]`
              *     - `invalid_query`: `format` or `frozen` is not one of its values
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
@@ -5649,6 +6122,7 @@ export interface operations {
             /** @description The new frozen prompt. */
             200: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5667,6 +6141,7 @@ export interface operations {
              *
              *     - `invalid_id`: a path id is not 1-128 characters of `[A-Za-z0-9_.@-]`
              *     - `invalid_query`: `format` is not `text` or `json`
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
@@ -5725,6 +6200,7 @@ export interface operations {
             /** @description The definitions. */
             200: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5736,6 +6212,7 @@ export interface operations {
              *
              *     - `invalid_id`: a path id is not 1-128 characters of `[A-Za-z0-9_.@-]`
              *     - `invalid_query`: `format` is not `openai` or `anthropic`
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
@@ -5802,6 +6279,7 @@ export interface operations {
             /** @description The tool's result. */
             200: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5822,6 +6300,7 @@ export interface operations {
              *     - `invalid_field`: `arguments` missing or neither an object nor a string, or a bad `tool_call_id`
              *     - `unknown_field`: the body names a field the call does not take
              *     - `duplicate_field`: a field appears twice in one object
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
@@ -5923,6 +6402,7 @@ export interface operations {
              *
              *     - `invalid_id`: a path id is not 1-128 characters of `[A-Za-z0-9_.@-]`
              *     - `invalid_field`: `Last-Event-ID` or `after` is not an event id
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
@@ -5939,6 +6419,19 @@ export interface operations {
              *     - `not_found`: no key of this session exists
              */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Another program's data is in the way; nothing was changed.
+             *
+             *     - `key_wrong_type`: a Redis key this call reads or writes holds another type than the sidecar keeps there (another program wrote it); nothing was changed: delete or repair the key
+             */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6006,6 +6499,7 @@ export interface operations {
             /** @description A repeat of an `Idempotency-Key` already seen: the first publish's event id; nothing was written. */
             200: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6015,6 +6509,7 @@ export interface operations {
             /** @description Published. */
             201: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6028,6 +6523,7 @@ export interface operations {
              *     - `invalid_json`: the body is not one JSON object
              *     - `unknown_field`: the body names a field the schema does not have
              *     - `invalid_field`: `event` is not `x-` and 1-64 characters of `[a-z0-9_.-]`, or `data` is missing
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
@@ -6137,6 +6633,7 @@ export interface operations {
              *
              *     - `invalid_id`: a path id is not 1-128 characters of `[A-Za-z0-9_.@-]`
              *     - `invalid_field`: `Last-Event-ID` or `after` is not an event id
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
@@ -6147,6 +6644,19 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            /**
+             * @description Another program's data is in the way; nothing was changed.
+             *
+             *     - `key_wrong_type`: a Redis key this call reads or writes holds another type than the sidecar keeps there (another program wrote it); nothing was changed: delete or repair the key
+             */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             500: components["responses"]["Internal"];
             /**
              * @description Every event stream slot is taken, or Redis is unreachable; retry after the `Retry-After` seconds.
@@ -6201,6 +6711,7 @@ export interface operations {
              * @description Bad input.
              *
              *     - `invalid_id`: a path id is not 1-128 characters of `[A-Za-z0-9_.@-]`
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
@@ -6272,6 +6783,7 @@ export interface operations {
              * @description Bad input.
              *
              *     - `invalid_id`: a path id is not 1-128 characters of `[A-Za-z0-9_.@-]`
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
@@ -6353,6 +6865,8 @@ export interface operations {
             /** @description The page. */
             200: {
                 headers: {
+                    "Sidecar-Truncated": components["headers"]["Truncated"];
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6365,6 +6879,7 @@ export interface operations {
              *     - `invalid_id`: a path id is not 1-128 characters of `[A-Za-z0-9_.@-]`
              *     - `invalid_query`: a query parameter is out of range or malformed; the message names it
              *     - `invalid_cursor`: `before`/`after` names no message of the path as read (or one inside a compacted range)
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
@@ -6381,6 +6896,19 @@ export interface operations {
              *     - `not_found`: `leaf` names no message of the session
              */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Another program's data is in the way; nothing was changed.
+             *
+             *     - `key_wrong_type`: a Redis key this call reads or writes holds another type than the sidecar keeps there (another program wrote it); nothing was changed: delete or repair the key
+             */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6434,6 +6962,7 @@ export interface operations {
             /** @description A retry: the stored messages, nothing written. */
             200: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6443,6 +6972,7 @@ export interface operations {
             /** @description Stored: the message (or `{messages}` for a batch). */
             201: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6458,6 +6988,7 @@ export interface operations {
              *     - `unknown_field`: the body holds a field this call does not know; the message names it
              *     - `unknown_parent`: `parent_id` names no message of the session
              *     - `invalid_header`: `If-Match` or `Idempotency-Key` is malformed
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
@@ -6525,6 +7056,7 @@ export interface operations {
             /** @description Done; no body. */
             204: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -6533,6 +7065,7 @@ export interface operations {
              * @description Bad input.
              *
              *     - `invalid_id`: a path id is not 1-128 characters of `[A-Za-z0-9_.@-]`
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
@@ -6549,6 +7082,19 @@ export interface operations {
              *     - `not_found`: no key of this session exists
              */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Another program's data is in the way; nothing was changed.
+             *
+             *     - `key_wrong_type`: a Redis key this call reads or writes holds another type than the sidecar keeps there (another program wrote it); nothing was changed: delete or repair the key
+             */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6588,6 +7134,7 @@ export interface operations {
             /** @description The message. */
             200: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6598,6 +7145,7 @@ export interface operations {
              * @description Bad input.
              *
              *     - `invalid_id`: a path id is not 1-128 characters of `[A-Za-z0-9_.@-]`
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
@@ -6614,6 +7162,19 @@ export interface operations {
              *     - `not_found`: the session has no such message
              */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Another program's data is in the way; nothing was changed.
+             *
+             *     - `key_wrong_type`: a Redis key this call reads or writes holds another type than the sidecar keeps there (another program wrote it); nothing was changed: delete or repair the key
+             */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6663,6 +7224,7 @@ export interface operations {
             /** @description Replaced. */
             200: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6672,6 +7234,7 @@ export interface operations {
             /** @description Created. */
             201: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6686,6 +7249,7 @@ export interface operations {
              *     - `invalid_field`: a field has the wrong type or is out of bounds; the message names it
              *     - `unknown_field`: the body holds a field this call does not know; the message names it
              *     - `unknown_parent`: `parent_id` names no message of the session
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
@@ -6701,6 +7265,7 @@ export interface operations {
              *
              *     - `id_conflict`: `parent_id` names another parent than the stored message's
              *     - `session_full`: a new message would pass `SESSION_MAX_MESSAGES`
+             *     - `key_wrong_type`: a Redis key this call reads or writes holds another type than the sidecar keeps there (another program wrote it); nothing was changed: delete or repair the key
              */
             409: {
                 headers: {
@@ -6747,6 +7312,7 @@ export interface operations {
             /** @description Done; no body. */
             204: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -6756,6 +7322,7 @@ export interface operations {
              *
              *     - `invalid_id`: a path id is not 1-128 characters of `[A-Za-z0-9_.@-]`
              *     - `invalid_query`: `subtree` is not `true` or `false`
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
@@ -6783,6 +7350,7 @@ export interface operations {
              * @description Conflict; nothing was deleted.
              *
              *     - `has_children`: the message has children and `subtree=true` was not given
+             *     - `key_wrong_type`: a Redis key this call reads or writes holds another type than the sidecar keeps there (another program wrote it); nothing was changed: delete or repair the key
              */
             409: {
                 headers: {
@@ -6835,6 +7403,7 @@ export interface operations {
             /** @description The message. */
             200: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6848,6 +7417,7 @@ export interface operations {
              *     - `invalid_json`: the body is not one JSON value of the right kind (malformed, empty, several values)
              *     - `invalid_field`: a field has the wrong type or is out of bounds; the message names it
              *     - `unknown_field`: the body holds a field this call does not know; the message names it
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
@@ -6875,6 +7445,7 @@ export interface operations {
              * @description Conflict; nothing was written.
              *
              *     - `concurrent_update`: the message kept changing under concurrent writes
+             *     - `key_wrong_type`: a Redis key this call reads or writes holds another type than the sidecar keeps there (another program wrote it); nothing was changed: delete or repair the key
              */
             409: {
                 headers: {
@@ -6921,6 +7492,7 @@ export interface operations {
             /** @description The children. */
             200: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6932,6 +7504,7 @@ export interface operations {
              *
              *     - `invalid_id`: a path id is not 1-128 characters of `[A-Za-z0-9_.@-]`
              *     - `invalid_query`: a query parameter is out of range or malformed; the message names it
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
@@ -6948,6 +7521,19 @@ export interface operations {
              *     - `not_found`: the session has no such message
              */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Another program's data is in the way; nothing was changed.
+             *
+             *     - `key_wrong_type`: a Redis key this call reads or writes holds another type than the sidecar keeps there (another program wrote it); nothing was changed: delete or repair the key
+             */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6982,6 +7568,7 @@ export interface operations {
             /** @description The removed message. */
             200: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6992,6 +7579,7 @@ export interface operations {
              * @description Bad input.
              *
              *     - `invalid_id`: a path id is not 1-128 characters of `[A-Za-z0-9_.@-]`
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
@@ -7019,6 +7607,7 @@ export interface operations {
              * @description Conflict; nothing was removed.
              *
              *     - `has_children`: the latest leaf has children (a branch was appended under it)
+             *     - `key_wrong_type`: a Redis key this call reads or writes holds another type than the sidecar keeps there (another program wrote it); nothing was changed: delete or repair the key
              */
             409: {
                 headers: {
@@ -7069,6 +7658,7 @@ export interface operations {
             /** @description A retry of the same `Idempotency-Key`: the record, nothing written. */
             200: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7078,6 +7668,7 @@ export interface operations {
             /** @description The new session's record. */
             201: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7091,6 +7682,7 @@ export interface operations {
              *     - `invalid_json`: the body is not one JSON value of the right kind (malformed, empty, several values)
              *     - `invalid_field`: `at` is not an id, `session_id` names this session, or `title` is too long
              *     - `unknown_field`: the body holds a field this call does not know; the message names it
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
@@ -7118,6 +7710,7 @@ export interface operations {
              * @description Conflict; nothing was written.
              *
              *     - `session_exists`: a session with the new id exists
+             *     - `key_wrong_type`: a Redis key this call reads or writes holds another type than the sidecar keeps there (another program wrote it); nothing was changed: delete or repair the key
              */
             409: {
                 headers: {
@@ -7169,6 +7762,7 @@ export interface operations {
             /** @description A retry of the same `Idempotency-Key`: the record, nothing written. */
             200: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7178,6 +7772,7 @@ export interface operations {
             /** @description The continuation's record. */
             201: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7191,6 +7786,7 @@ export interface operations {
              *     - `invalid_json`: the body is not one JSON value of the right kind (malformed, empty, several values)
              *     - `invalid_field`: `summary` is empty or too long, `session_id` names this session, or `title` is too long
              *     - `unknown_field`: the body holds a field this call does not know; the message names it
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
@@ -7219,6 +7815,7 @@ export interface operations {
              *
              *     - `session_exists`: a session with the new id exists
              *     - `session_ended`: this session has already ended
+             *     - `key_wrong_type`: a Redis key this call reads or writes holds another type than the sidecar keeps there (another program wrote it); nothing was changed: delete or repair the key
              */
             409: {
                 headers: {
@@ -7257,6 +7854,7 @@ export interface operations {
             /** @description The compactions. */
             200: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7267,6 +7865,7 @@ export interface operations {
              * @description Bad input.
              *
              *     - `invalid_id`: a path id is not 1-128 characters of `[A-Za-z0-9_.@-]`
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
@@ -7277,6 +7876,19 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            /**
+             * @description Another program's data is in the way; nothing was changed.
+             *
+             *     - `key_wrong_type`: a Redis key this call reads or writes holds another type than the sidecar keeps there (another program wrote it); nothing was changed: delete or repair the key
+             */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             500: components["responses"]["Internal"];
             503: components["responses"]["RedisUnavailable"];
         };
@@ -7315,6 +7927,7 @@ export interface operations {
             /** @description The compaction. */
             201: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7330,6 +7943,7 @@ export interface operations {
              *     - `unknown_field`: the body holds a field this call does not know; the message names it
              *     - `invalid_range`: an id names no message, or `from_id` is not an ancestor of (or equal to) `to_id` (after it, or on another branch)
              *     - `splits_tool_call`: the range holds a `tool` message without the message carrying its call, or a call without its result
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
@@ -7345,6 +7959,7 @@ export interface operations {
              *
              *     - `compaction_overlap`: the range partly overlaps a compaction in force
              *     - `too_many_compactions`: the session holds 100 compactions in force
+             *     - `key_wrong_type`: a Redis key this call reads or writes holds another type than the sidecar keeps there (another program wrote it); nothing was changed: delete or repair the key
              */
             409: {
                 headers: {
@@ -7397,6 +8012,7 @@ export interface operations {
              *
              *     - `invalid_id`: a path id is not 1-128 characters of `[A-Za-z0-9_.@-]`
              *     - `invalid_query`: `q` holds no searchable word, or `limit` is out of bounds
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
@@ -7407,6 +8023,19 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            /**
+             * @description Another program's data is in the way; nothing was changed.
+             *
+             *     - `key_wrong_type`: a Redis key this call reads or writes holds another type than the sidecar keeps there (another program wrote it); nothing was changed: delete or repair the key
+             */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             500: components["responses"]["Internal"];
             503: components["responses"]["RedisUnavailable"];
         };
