@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -481,6 +482,29 @@ func TestUnknownQueryParameters(t *testing.T) {
 		_ = json.Unmarshal([]byte(r.Body), &env)
 		if r.Status != tc.status || r.Code() != tc.code || !strings.Contains(env.Error.Message, tc.names) {
 			t.Errorf("%s %s: %s, want %d %s naming %s", tc.method, tc.path, r, tc.status, tc.code, tc.names)
+		}
+	}
+}
+
+// A port already taken ends the start with an error naming the setting,
+// and the modules built are closed first: their goroutines stop before the
+// process closes Redis, so none logs its subscription "lost" on the way out.
+func TestBusyPortClosesTheModules(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	for _, setting := range []string{"SIDECAR_LISTEN_ADDR", "SIDECAR_OPS_ADDR"} {
+		var closed atomic.Int32
+		env := envconf.Env{"REDIS_URL": redisstoretest.New(t).URL(), "SIDECAR_LISTEN_ADDR": "127.0.0.1:0", "SIDECAR_OPS_ADDR": "127.0.0.1:0"}
+		env[setting] = busy.Addr().String()
+		err := sidecar.Run(t.Context(), env, io.Discard, []sidecar.Factory{kvFactory(&closed)})
+		if err == nil || !strings.HasPrefix(err.Error(), setting+": ") {
+			t.Errorf("%s busy: got %v, want an error naming it", setting, err)
+		}
+		if closed.Load() != 1 {
+			t.Errorf("%s busy: kv module closed %d times, want 1", setting, closed.Load())
 		}
 	}
 }
