@@ -205,14 +205,14 @@ func DecodeJSONBytes(body []byte, v any) error {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return BadRequest("invalid_json", "request body is empty; send a JSON object")
 	}
-	if json.Valid(body) { // else the decoder names the syntax error
-		if err := checkText(body); err != nil {
-			return err
-		}
-	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
+		if json.Valid(body) { // a strictness error names the field better
+			if serr := checkText(body); serr != nil {
+				return serr
+			}
+		}
 		return jsonError(err, v)
 	}
 	if dec.More() {
@@ -220,6 +220,10 @@ func DecodeJSONBytes(body []byte, v any) error {
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		return BadRequest("invalid_json", "unexpected data after the JSON value")
+	}
+	// body is one valid JSON value: the strictness every body passes
+	if err := checkText(body); err != nil {
+		return err
 	}
 	if path := duplicateKey(body); path != "" {
 		return BadRequest("duplicate_field", "field %q appears twice in one object; send each field once", path)
