@@ -138,10 +138,16 @@ func (m *Module) patchUserState(w http.ResponseWriter, r *http.Request) error {
 // promise and every client's decoding.
 func readableState(what, state string) (string, error) {
 	if t := strings.TrimSpace(state); t == "" || t[0] != '{' || !json.Valid([]byte(t)) {
-		return "", redisstore.Refuse(redisstore.ErrConflict, "state_unreadable",
-			"the stored %s is not a JSON object (another program wrote it); nothing was changed: delete the key or write an object to it", what)
+		return "", errStateUnreadable(what)
 	}
 	return state, nil
+}
+
+// errStateUnreadable is the 409 of a read, or of a patch whose script
+// found the stored state not an object (its reply -2).
+func errStateUnreadable(what string) error {
+	return redisstore.Refuse(redisstore.ErrConflict, "state_unreadable",
+		"the stored %s is not a JSON object (another program wrote it); nothing was changed: delete the key or write an object to it", what)
 }
 
 var errStateTooBig = sidecar.BadRequest("invalid_field", "the state after the patch would exceed %d bytes; nothing was changed", MaxStateBytes)
@@ -190,8 +196,11 @@ func (s *Store) PatchSessionState(ctx context.Context, user, session, patch stri
 	if err != nil {
 		return "", redisstore.Wrap(lua.RegistryState.Name, err)
 	}
-	if n == -1 {
+	switch n {
+	case -1:
 		return "", errStateTooBig
+	case -2:
+		return "", errStateUnreadable("session state")
 	}
 	return "", redisstore.NotFound("no session %s/%s", user, session)
 }
@@ -221,6 +230,8 @@ func (s *Store) PatchUserState(ctx context.Context, user, patch string) (string,
 	}
 	if n, ierr := msg.AsInt64(); ierr == nil && n == -1 {
 		return "", errStateTooBig
+	} else if ierr == nil && n == -2 {
+		return "", errStateUnreadable("user state")
 	}
 	state, err := msg.ToString()
 	if err != nil {
