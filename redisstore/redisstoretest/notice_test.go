@@ -94,7 +94,7 @@ func TestSkipNoticeUnderGoTest(t *testing.T) {
 		return false
 	}), "PATH="+filepath.Dir(gobin), childEnv+"=main")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true} // no /dev/tty
-	out, err := cmd.CombinedOutput() // a pipe
+	out, err := cmd.CombinedOutput()                     // a pipe
 	if err != nil {
 		t.Fatalf("go test: %v\n%s", err, out)
 	}
