@@ -132,8 +132,52 @@ type call struct {
 // non-JSON Content-Type, an unknown field.
 func TestOpenAPIExamples(t *testing.T) {
 	d := openapiDoc(t)
-	h := sidecartest.Start(t, redisstoretest.New(t), nil, modules.All()...)
+	srv := redisstoretest.New(t)
+	h := sidecartest.Start(t, srv, nil, modules.All()...)
 	driveExamples(t, d, h, h, nil)
+	driveConflicts(t, d, srv, h, nil)
+}
+
+// driveConflicts: reads and writes of keys another program wrote with
+// another type or a state that is not an object, through h: each must
+// answer a documented 409 with its code.
+func driveConflicts(t *testing.T, d *openapitest.Doc, srv *redisstoretest.Server, h *sidecartest.Host, seen func(openapitest.Operation, sidecartest.Reply)) {
+	c := srv.Client(t)
+	l := srv.Layout()
+	set := func(key, value string) {
+		t.Helper()
+		if err := c.Do(t.Context(), c.B().Set().Key(key).Value(value).Build()).Error(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	k := l.Session("alice", "wrong-1")
+	set(k.Entries, "x")
+	set(k.Context, "x")
+	set(l.SessionEvents("alice", "wrong-1"), "x")
+	set(l.UserState("alice"), "[1,2]")
+	wrong := map[string]string{"session_id": "wrong-1"}
+	for _, tc := range []struct {
+		id, code string
+		path     map[string]string
+	}{
+		{"listEntries", "key_wrong_type", wrong},
+		{"searchEntries", "key_wrong_type", wrong},
+		{"appendEntry", "key_wrong_type", wrong},
+		{"listContext", "key_wrong_type", wrong},
+		{"appendContext", "key_wrong_type", wrong},
+		{"getUserState", "state_unreadable", nil},
+	} {
+		o, ok := d.Op(tc.id)
+		if !ok {
+			t.Fatalf("no operation %s", tc.id)
+		}
+		rep := doRaw(t, d, h, call{op: o, path: tc.path})
+		checkDocumented(t, d, o, rep, 409)
+		wantCode(t, o, rep, tc.code)
+		if seen != nil {
+			seen(o, rep)
+		}
+	}
 }
 
 // driveExamples is TestOpenAPIExamples' drive through h (the sidecar, or a

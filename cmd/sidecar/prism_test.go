@@ -25,7 +25,8 @@ var prismDir = filepath.Join("..", "..", "openapi", "prism")
 
 // TestOpenAPIPrism runs TestOpenAPIExamples' drive (every operation, then
 // the documented errors of each: bad ids, unknown parameters, non-JSON
-// bodies, unknown fields) through Stoplight Prism's validating proxy,
+// bodies, unknown fields, and 409s of keys another program wrote) through
+// Stoplight Prism's validating proxy,
 // which reads the document the sidecar serves at /openapi.json and checks
 // every answer against it: a third party's reading of the document, not
 // only our own validator's. Any response violation fails the test.
@@ -40,7 +41,8 @@ func TestOpenAPIPrism(t *testing.T) {
 		redisstoretest.Skip(t, reason+"; CI=true makes it fail instead")
 	}
 	d := openapiDoc(t)
-	h := sidecartest.Start(t, redisstoretest.New(t), nil, modules.All()...)
+	srv := redisstoretest.New(t)
+	h := sidecartest.Start(t, srv, nil, modules.All()...)
 	port := freePort(t)
 	var log bytes.Buffer
 	prism := exec.CommandContext(t.Context(), bin, "proxy", h.Ops+"/openapi.json", h.API,
@@ -70,7 +72,7 @@ func TestOpenAPIPrism(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 	}
 	checked := 0
-	driveExamples(t, d, proxy, h, func(o openapitest.Operation, rep sidecartest.Reply) {
+	verdict := func(o openapitest.Operation, rep sidecartest.Reply) {
 		t.Helper()
 		checked++
 		raw := rep.Header.Get("Sl-Violations")
@@ -95,7 +97,9 @@ func TestOpenAPIPrism(t *testing.T) {
 			}
 			t.Errorf("%s %d: prism: %s at %s (%v)", o.ID, rep.Status, v.Message, strings.Join(v.Location, "."), v.Code)
 		}
-	})
+	}
+	driveExamples(t, d, proxy, h, verdict)
+	driveConflicts(t, d, srv, proxy, verdict)
 	t.Logf("%d answers checked by prism", checked)
 }
 
