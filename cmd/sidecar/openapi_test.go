@@ -225,6 +225,7 @@ func driveExamples(t *testing.T, d *openapitest.Doc, h, streams *sidecartest.Hos
 		{"listEntries", 200, nil},
 		{"getEntry", 200, nil},
 		{"updateEntry", 200, nil},
+		{"updateEntry", 404, func(c *call) { c.path = map[string]string{"qa_id": "nope"} }}, // a refusal carries the abort too
 		{"setFeedback", 200, nil},
 		{"clearFeedback", 200, nil},
 		{"searchEntries", 200, nil},

@@ -2247,7 +2247,7 @@ export interface components {
     };
     requestBodies: never;
     headers: {
-        /** @description Present while an abort of the session is pending (`POST .../abort`): the time it was requested (ISO 8601, UTC). Every answer of a call that ran one of the session's scripts carries it, until the abort is cleared (`DELETE .../abort`, a status change, the next `user` message). */
+        /** @description Present while an abort of the session is pending (`POST .../abort`): the time it was requested (ISO 8601, UTC). Every answer of a call that ran one of the session's scripts carries it, a refusal by the script included, until the abort is cleared (`DELETE .../abort`, a status change, the next `user` message). */
         AbortRequested: string;
         /** @description `true` when the answer reached `SIDECAR_MAX_ANSWER_BYTES` and holds fewer elements than asked for (absent otherwise) */
         Truncated: "true";
@@ -2415,6 +2415,7 @@ export interface operations {
              */
             400: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2429,6 +2430,7 @@ export interface operations {
              */
             409: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2575,6 +2577,7 @@ export interface operations {
              */
             400: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2589,6 +2592,7 @@ export interface operations {
              */
             404: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2602,6 +2606,7 @@ export interface operations {
              */
             409: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2669,6 +2674,7 @@ export interface operations {
              */
             400: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2683,6 +2689,7 @@ export interface operations {
              */
             404: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2696,6 +2703,7 @@ export interface operations {
              */
             409: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2764,6 +2772,7 @@ export interface operations {
              */
             400: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2778,6 +2787,7 @@ export interface operations {
              */
             404: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2791,6 +2801,7 @@ export interface operations {
              */
             409: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2846,6 +2857,7 @@ export interface operations {
              */
             400: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2860,6 +2872,7 @@ export interface operations {
              */
             404: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2873,6 +2886,7 @@ export interface operations {
              */
             409: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3157,6 +3171,7 @@ export interface operations {
              */
             400: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3171,6 +3186,7 @@ export interface operations {
              */
             404: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3184,6 +3200,7 @@ export interface operations {
              */
             409: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3317,6 +3334,7 @@ export interface operations {
              */
             400: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3331,6 +3349,7 @@ export interface operations {
              */
             409: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3466,6 +3485,7 @@ export interface operations {
              */
             400: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3480,6 +3500,7 @@ export interface operations {
              */
             409: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3533,6 +3554,7 @@ export interface operations {
              */
             400: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3547,6 +3569,7 @@ export interface operations {
              */
             404: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3560,6 +3583,7 @@ export interface operations {
              */
             409: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3624,6 +3648,7 @@ export interface operations {
              */
             400: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3638,6 +3663,7 @@ export interface operations {
              */
             404: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3651,6 +3677,7 @@ export interface operations {
              */
             409: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3797,6 +3824,7 @@ export interface operations {
              */
             400: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3811,6 +3839,7 @@ export interface operations {
              */
             404: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3824,6 +3853,7 @@ export interface operations {
              */
             409: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3916,6 +3946,7 @@ export interface operations {
              */
             400: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3931,6 +3962,7 @@ export interface operations {
              */
             409: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5042,6 +5074,7 @@ export interface operations {
              */
             400: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5056,6 +5089,7 @@ export interface operations {
              */
             404: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5069,6 +5103,7 @@ export interface operations {
              */
             409: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5633,6 +5668,7 @@ export interface operations {
              */
             400: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5648,6 +5684,7 @@ export interface operations {
              */
             409: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5701,6 +5738,7 @@ export interface operations {
              */
             400: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5715,6 +5753,7 @@ export interface operations {
              */
             404: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5729,6 +5768,7 @@ export interface operations {
              */
             409: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5806,6 +5846,7 @@ export interface operations {
              */
             400: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5822,6 +5863,7 @@ export interface operations {
              */
             409: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5875,6 +5917,7 @@ export interface operations {
              */
             400: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5889,6 +5932,7 @@ export interface operations {
              */
             404: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5902,6 +5946,7 @@ export interface operations {
              */
             409: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5968,6 +6013,7 @@ export interface operations {
              */
             400: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5982,6 +6028,7 @@ export interface operations {
              */
             404: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5998,6 +6045,7 @@ export interface operations {
              */
             409: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6067,6 +6115,7 @@ export interface operations {
              */
             400: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6083,6 +6132,7 @@ export interface operations {
              */
             409: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6145,6 +6195,7 @@ export interface operations {
              */
             400: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6161,6 +6212,7 @@ export interface operations {
              */
             409: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6216,6 +6268,7 @@ export interface operations {
              */
             400: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6231,6 +6284,7 @@ export interface operations {
              */
             409: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6304,6 +6358,7 @@ export interface operations {
              */
             400: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6318,6 +6373,7 @@ export interface operations {
              */
             404: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6331,6 +6387,7 @@ export interface operations {
              */
             409: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6527,6 +6584,7 @@ export interface operations {
              */
             400: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6541,6 +6599,7 @@ export interface operations {
              */
             404: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6554,6 +6613,7 @@ export interface operations {
              */
             409: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6883,6 +6943,7 @@ export interface operations {
              */
             400: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6897,6 +6958,7 @@ export interface operations {
              */
             404: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6910,6 +6972,7 @@ export interface operations {
              */
             409: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6992,6 +7055,7 @@ export interface operations {
              */
             400: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7008,6 +7072,7 @@ export interface operations {
              */
             409: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7021,6 +7086,7 @@ export interface operations {
              */
             412: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7069,6 +7135,7 @@ export interface operations {
              */
             400: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7083,6 +7150,7 @@ export interface operations {
              */
             404: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7096,6 +7164,7 @@ export interface operations {
              */
             409: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7149,6 +7218,7 @@ export interface operations {
              */
             400: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7163,6 +7233,7 @@ export interface operations {
              */
             404: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7176,6 +7247,7 @@ export interface operations {
              */
             409: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7253,6 +7325,7 @@ export interface operations {
              */
             400: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7269,6 +7342,7 @@ export interface operations {
              */
             409: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7326,6 +7400,7 @@ export interface operations {
              */
             400: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7340,6 +7415,7 @@ export interface operations {
              */
             404: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7354,6 +7430,7 @@ export interface operations {
              */
             409: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7421,6 +7498,7 @@ export interface operations {
              */
             400: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7435,6 +7513,7 @@ export interface operations {
              */
             404: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7449,6 +7528,7 @@ export interface operations {
              */
             409: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7508,6 +7588,7 @@ export interface operations {
              */
             400: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7522,6 +7603,7 @@ export interface operations {
              */
             404: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7535,6 +7617,7 @@ export interface operations {
              */
             409: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7583,6 +7666,7 @@ export interface operations {
              */
             400: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7597,6 +7681,7 @@ export interface operations {
              */
             404: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7611,6 +7696,7 @@ export interface operations {
              */
             409: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7686,6 +7772,7 @@ export interface operations {
              */
             400: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7700,6 +7787,7 @@ export interface operations {
              */
             404: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7714,6 +7802,7 @@ export interface operations {
              */
             409: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7790,6 +7879,7 @@ export interface operations {
              */
             400: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7804,6 +7894,7 @@ export interface operations {
              */
             404: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7819,6 +7910,7 @@ export interface operations {
              */
             409: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7869,6 +7961,7 @@ export interface operations {
              */
             400: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7883,6 +7976,7 @@ export interface operations {
              */
             409: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7947,6 +8041,7 @@ export interface operations {
              */
             400: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7963,6 +8058,7 @@ export interface operations {
              */
             409: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
