@@ -88,9 +88,9 @@ func (m *Module) Routes() []sidecar.Route {
 		{Pattern: "PUT " + session + "/blocks/{label}", Handler: m.put(scopeSession)},
 		{Pattern: "POST " + session + "/blocks/{label}/append", Handler: m.appendTo(scopeSession)},
 		{Pattern: "DELETE " + session + "/blocks/{label}", Handler: m.delete(scopeSession)},
-		{Pattern: "GET " + session + "/system-prompt", Handler: m.systemPrompt},
-		{Pattern: "POST " + session + "/system-prompt/refresh", Handler: m.refreshPrompt},
-		{Pattern: "GET " + session + "/tools", Handler: m.listTools},
+		{Pattern: "GET " + session + "/system-prompt", Handler: m.systemPrompt, Query: []string{"format", "frozen"}},
+		{Pattern: "POST " + session + "/system-prompt/refresh", Handler: m.refreshPrompt, Query: []string{"format"}},
+		{Pattern: "GET " + session + "/tools", Handler: m.listTools, Query: []string{"format"}},
 		{Pattern: "POST " + session + "/tools/{name}", Handler: m.callTool},
 	}
 }

@@ -168,7 +168,7 @@ var schemaTypes = map[string]any{
 	"CustomEvent": CustomEvent{}, "EventID": EventID{}, "AbortRequest": AbortRequest{},
 }
 
-var notStructs = []string{"Error", "Id", "MemifyMetadata", "SessionStatus", "ContextEntry", "AppendContextRequest", "UpdateContextRequest", "Metadata", "State", "StatePatch",
+var notStructs = []string{"Error", "Id", "MemifyMetadata", "StoredMemifyMetadata", "SessionStatus", "ContextEntry", "AppendContextRequest", "UpdateContextRequest", "Metadata", "State", "StatePatch",
 	"AppendMessagesRequest", "AppendMessagesResult"}
 
 // TestTypesMatchSchemas: every struct has exactly its schema's properties

@@ -70,3 +70,29 @@ func TestDocsTypeScriptExample(t *testing.T) {
 		}
 	}
 }
+
+// TestDocsSuitesAloneNameTheirSettings: docs/clients.md's commands for the
+// suites alone set every variable the suites read (their support files),
+// so they pass as written.
+func TestDocsSuitesAloneNameTheirSettings(t *testing.T) {
+	b, err := os.ReadFile("../docs/clients.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, after, ok := strings.Cut(string(b), "The suites alone")
+	m := regexp.MustCompile("(?s)```sh\n(.*?)```").FindStringSubmatch(after)
+	if !ok || m == nil {
+		t.Fatal("docs/clients.md has no sh block after \"The suites alone\"")
+	}
+	for _, f := range []string{"python/tests/support.py", "typescript/tests/support.mjs"} {
+		src, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range regexp.MustCompile(`SIDECAR_[A-Z_]+`).FindAllString(string(src), -1) {
+			if !strings.Contains(m[1], v+"=") {
+				t.Errorf("%s reads %s, which docs/clients.md's suites-alone commands do not set", f, v)
+			}
+		}
+	}
+}

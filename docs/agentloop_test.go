@@ -5,6 +5,7 @@ package docs_test
 import (
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -44,7 +45,11 @@ func start(t *testing.T) *sidecartest.Host {
 func run(t *testing.T, api, name string, args ...string) string {
 	t.Helper()
 	cmd := exec.Command(name, args...)
-	cmd.Env = append(os.Environ(), "SIDECAR_URL="+api)
+	pyClient, err := filepath.Abs("../clients/python") // the Python client, as agent-loop.md runs it
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Env = append(os.Environ(), "SIDECAR_URL="+api, "PYTHONPATH="+pyClient)
 	out, err := cmd.Output()
 	if err != nil {
 		stderr := ""
@@ -95,6 +100,9 @@ func TestAgentLoopPython(t *testing.T) {
 		t.Skip("python3 not on PATH")
 	}
 	const script = "examples/agent_loop.py"
+	if src, err := os.ReadFile(script); err != nil || !strings.Contains(string(src), "\nfrom agentsidecar import ") {
+		t.Fatalf("%s does not use the Python client (clients/python), as a user would: %v", script, err)
+	}
 	run(t, "", "python3", "-c", "import ast,sys; ast.parse(open(sys.argv[1]).read(), feature_version=(3, 9))", script)
 	h := start(t)
 

@@ -71,9 +71,9 @@ func (m *Module) Name() string { return "events" }
 func (m *Module) Routes() []sidecar.Route {
 	const base = "/v1/users/{user_id}/sessions/{session_id}"
 	return []sidecar.Route{
-		{Pattern: "GET " + base + "/events", Handler: m.sessionEvents, Stream: true},
+		{Pattern: "GET " + base + "/events", Handler: m.sessionEvents, Stream: true, Query: []string{"after"}},
 		{Pattern: "POST " + base + "/events", Handler: m.publish},
-		{Pattern: "GET /v1/users/{user_id}/events", Handler: m.userEvents, Stream: true},
+		{Pattern: "GET /v1/users/{user_id}/events", Handler: m.userEvents, Stream: true, Query: []string{"after"}},
 		{Pattern: "POST " + base + "/abort", Handler: m.abort},
 		{Pattern: "DELETE " + base + "/abort", Handler: m.clearAbort},
 	}

@@ -9,7 +9,9 @@
 -- returns {'ok', 'stored', new state, started} (started: 1 when this
 --   started the session's record, for a session only Cognee wrote, else
 --   0); {'ok', 'too_big'} the state would exceed ARGV[6] bytes (nothing
---   written: the sidecar answers a 400); {'missing'} no such session
+--   written: the sidecar answers a 400); {'ok', 'unreadable'} the stored
+--   state is not a JSON object (another program wrote it: nothing written,
+--   409 state_unreadable); {'missing'} no such session
 --   (nothing created); {'refused', 'key_wrong_type', text} when a key it
 --   would write holds another type (session.guard; nothing written).
 --- @include reply
@@ -20,6 +22,7 @@
 local c = session.open(KEYS, ARGV)
 if not session.exists(c) then return reply.missing() end
 local old = redis.call('GET', c.state)
+if old and not registry.readable(old) then return reply.ok('unreadable') end
 local state = registry.merge_patch(old or nil, ARGV[5])
 if #state > tonumber(ARGV[6]) then return reply.ok('too_big') end
 -- every check before the first write (Redis does not roll back)

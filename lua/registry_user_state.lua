@@ -11,6 +11,8 @@
 -- emits user_state_changed (the new state) on the user's stream.
 -- returns {'ok', 'stored', new state}; {'ok', 'too_big'} when it would
 --   exceed ARGV[6] bytes (nothing written: the sidecar answers a 400);
+--   {'ok', 'unreadable'} the stored state is not a JSON object (another
+--   program wrote it: nothing written, 409 state_unreadable);
 --   {'refused', 'key_wrong_type', text} when the user's event stream holds
 --   another type (events.user_refused; nothing written).
 --- @include reply
@@ -23,7 +25,9 @@ local c = session.open(KEYS, ARGV)
 local refused = events.user_refused(c)
 if refused then return refused end
 local key = c.user_state
-local state = registry.merge_patch(redis.call('GET', key) or nil, ARGV[5])
+local old = redis.call('GET', key)
+if old and not registry.readable(old) then return reply.ok('unreadable') end
+local state = registry.merge_patch(old or nil, ARGV[5])
 if #state > tonumber(ARGV[6]) then return reply.ok('too_big') end
 local p = redis.call('PTTL', key)
 redis.call('SET', key, state, 'KEEPTTL')

@@ -264,9 +264,7 @@ func checkToolCalls(field string, raw json.RawMessage) error {
 	for i, c := range calls {
 		var tc toolCall
 		f := field + "[" + strconv.Itoa(i) + "]"
-		dec := json.NewDecoder(bytes.NewReader(c))
-		dec.DisallowUnknownFields()
-		if dec.Decode(&tc) != nil {
+		if sidecar.DecodeJSONBytes(c, &tc) != nil { // names exactly as declared, each once
 			return bad(f, "must be an object {id, name, arguments} (id and name strings)")
 		}
 		if tc.ID == nil || *tc.ID == "" || len(*tc.ID) > MaxNameLength {

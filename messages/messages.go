@@ -74,18 +74,18 @@ const base = "/v1/users/{user_id}/sessions/{session_id}/messages"
 func (m *Module) Routes() []sidecar.Route {
 	return []sidecar.Route{
 		{Pattern: "POST " + base, Handler: m.appendMessages, MaxBodyBytes: m.cfg.MaxBodyBytes},
-		{Pattern: "GET " + base, Handler: m.listMessages},
+		{Pattern: "GET " + base, Handler: m.listMessages, Query: []string{"leaf", "order", "limit", "after", "before", "offset", "compacted"}},
 		{Pattern: "GET " + base + "/{message_id}", Handler: m.getMessage},
-		{Pattern: "GET " + base + "/{message_id}/children", Handler: m.children},
+		{Pattern: "GET " + base + "/{message_id}/children", Handler: m.children, Query: []string{"limit"}},
 		{Pattern: "PUT " + base + "/{message_id}", Handler: m.putMessage, MaxBodyBytes: m.cfg.MaxBodyBytes},
 		{Pattern: "PATCH " + base + "/{message_id}", Handler: m.patchMessage, MaxBodyBytes: m.cfg.MaxBodyBytes},
-		{Pattern: "DELETE " + base + "/{message_id}", Handler: m.deleteMessage},
+		{Pattern: "DELETE " + base + "/{message_id}", Handler: m.deleteMessage, Query: []string{"subtree"}},
 		{Pattern: "POST " + base + "/pop", Handler: m.pop},
 		{Pattern: "DELETE " + base, Handler: m.clear},
 		{Pattern: "POST /v1/users/{user_id}/sessions/{session_id}/compactions", Handler: m.compact},
 		{Pattern: "GET /v1/users/{user_id}/sessions/{session_id}/compactions", Handler: m.listCompactions},
 		{Pattern: "POST /v1/users/{user_id}/sessions/{session_id}/fork", Handler: m.fork},
-		{Pattern: "GET /v1/users/{user_id}/search", Handler: m.searchUser},
+		{Pattern: "GET /v1/users/{user_id}/search", Handler: m.searchUser, Query: []string{"q", "limit"}},
 		{Pattern: "POST /v1/users/{user_id}/sessions/{session_id}/split", Handler: m.split},
 	}
 }

@@ -9,8 +9,9 @@ import (
 )
 
 // A raw field (content, parts, tool_calls, item, metadata) is stored and
-// answered as sent, so bytes that are not UTF-8 inside it are refused: the
-// answers and events would not be JSON text.
+// answered as sent, so bytes that are not UTF-8 inside it are refused (400
+// invalid_json naming it, as in every body): the answers and events would
+// not be JSON text.
 func TestRawFieldsNotUTF8(t *testing.T) {
 	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
 		h := start(t, srv, nil)
@@ -24,8 +25,8 @@ func TestRawFieldsNotUTF8(t *testing.T) {
 		}
 		for _, tt := range tests {
 			rep := h.Do(t, "POST", msgs, tt.body)
-			if rep.Status != 400 || rep.Code() != "invalid_field" || !strings.Contains(rep.Body, tt.field) {
-				t.Errorf("%s: got %s, want 400 invalid_field naming it", tt.field, rep)
+			if rep.Status != 400 || rep.Code() != "invalid_json" || !strings.Contains(rep.Body, tt.field) {
+				t.Errorf("%s: got %s, want 400 invalid_json naming it", tt.field, rep)
 			}
 		}
 		rep := h.Do(t, "GET", msgs, "")

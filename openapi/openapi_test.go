@@ -36,9 +36,26 @@ func TestDocument(t *testing.T) {
 	if info["title"] == nil || info["version"] == nil {
 		t.Errorf("info needs title and version: %v", info)
 	}
+	if license, _ := info["license"].(map[string]any); license["name"] == nil {
+		t.Errorf("info needs a license with a name: %v", info["license"])
+	}
 	for _, ref := range d.Refs() {
 		if _, err := d.Resolve(ref); err != nil {
 			t.Errorf("unresolved: %v", err)
+		}
+	}
+	// every component is used: a component nothing refers to documents
+	// nothing (a $ref inside a component counts; security schemes are
+	// named by the security requirements instead)
+	components, _ := d.Root["components"].(map[string]any)
+	for kind, m := range components {
+		if kind == "securitySchemes" {
+			continue
+		}
+		for name := range m.(map[string]any) {
+			if ref := "#/components/" + kind + "/" + name; !slices.Contains(d.Refs(), ref) {
+				t.Errorf("component %s is not used", ref)
+			}
 		}
 	}
 	ops := d.Operations()
@@ -270,5 +287,29 @@ func TestValidatorRejects(t *testing.T) {
 		if err := d.ValidateJSON(map[string]any{"$ref": "#/components/schemas/" + c.schema}, []byte(c.body)); err == nil {
 			t.Errorf("%s accepted %s", c.schema, c.body)
 		}
+	}
+}
+
+// A write's memify_metadata takes booleans only, as the server does (a
+// detail object is 400); a read may show objects Cognee wrote.
+func TestMemifyMetadata(t *testing.T) {
+	d := load(t)
+	write, err := d.Resolve("#/components/schemas/MemifyMetadata")
+	if err != nil {
+		t.Fatal(err)
+	}
+	read, err := d.Resolve("#/components/schemas/StoredMemifyMetadata")
+	if err != nil {
+		t.Fatal(err)
+	}
+	detail := map[string]any{"a": true, "b": map[string]any{"weight": json.Number("1")}}
+	if err := d.Validate(write, detail); err == nil {
+		t.Error("MemifyMetadata takes an object value, which the server refuses")
+	}
+	if err := d.Validate(write, map[string]any{"a": true, "b": false}); err != nil {
+		t.Errorf("MemifyMetadata refuses booleans: %v", err)
+	}
+	if err := d.Validate(read, detail); err != nil {
+		t.Errorf("StoredMemifyMetadata refuses Cognee's detail objects: %v", err)
 	}
 }

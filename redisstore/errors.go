@@ -131,3 +131,12 @@ func Refused(err error) (RedisRefusal, bool) {
 	}
 	return RedisRefusal{}, false
 }
+
+// WrongType reports whether err is Redis's WRONGTYPE reply: a command met
+// a key holding another type than it works on (another program wrote the
+// key). The host answers it 409 key_wrong_type, so a read that meets such
+// a key answers as the writes' own type checks do.
+func WrongType(err error) bool {
+	var redisErr *rueidis.RedisError
+	return errors.As(err, &redisErr) && strings.HasPrefix(redisErr.Error(), "WRONGTYPE")
+}

@@ -399,3 +399,46 @@ func TestCreateRefusesAWrongTypedStateKey(t *testing.T) {
 		}
 	})
 }
+
+// checkUnreadableState stores each of a few values that are not a JSON
+// object (as another program might) in the session's and the user's state
+// keys, sends method to the state's route, and wants 409 state_unreadable
+// with the key left as it was.
+func checkUnreadableState(t *testing.T, method, body string) {
+	redisstoretest.Each(t, func(t *testing.T, srv *redisstoretest.Server) {
+		h := start(t, srv, nil)
+		l := srv.Layout()
+		c := srv.Client(t)
+		if rep := h.Do(t, "POST", "/v1/users/alice/sessions", `{"session_id":"s1"}`); rep.Status != 201 {
+			t.Fatalf("create: %s", rep)
+		}
+		for _, stored := range []string{"not json", "[1,2]", `{"a":`, `"x"`} {
+			for key, path := range map[string]string{
+				l.SessionKey(registry.SessionStateFamily, "alice", "s1"): "/v1/users/alice/sessions/s1/state",
+				l.UserKey(registry.UserStateFamily, "alice"):             "/v1/users/alice/state",
+			} {
+				if err := c.Do(t.Context(), c.B().Set().Key(key).Value(stored).Build()).Error(); err != nil {
+					t.Fatal(err)
+				}
+				if rep := h.Do(t, method, path, body); rep.Status != 409 || rep.Code() != "state_unreadable" {
+					t.Errorf("%s %s holding %q: %s, want 409 state_unreadable", method, path, stored, rep)
+				}
+				if got, _ := c.Do(t.Context(), c.B().Get().Key(key).Build()).ToString(); got != stored {
+					t.Errorf("%s holds %q after the %s, want %q", key, got, method, stored)
+				}
+			}
+		}
+	})
+}
+
+// A stored state another program wrote that is not a JSON object (not
+// JSON at all, or an array) is not answered as if it were the state: both
+// reads answer 409 state_unreadable and leave it as it is.
+func TestUnreadableStateIsRefusedOnRead(t *testing.T) { checkUnreadableState(t, "GET", "") }
+
+// A PATCH over a stored state that is not a JSON object answers 409
+// state_unreadable and writes nothing: the merge would otherwise take it
+// as no state and overwrite what another program stored.
+func TestUnreadableStateIsNotPatched(t *testing.T) {
+	checkUnreadableState(t, "PATCH", `{"a":1}`)
+}

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/redis/rueidis"
 
@@ -133,6 +134,23 @@ func (m *Module) patchUserState(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// readableState refuses a stored state that is not a JSON object (another
+// program wrote it): answered as it is, it would break the document's
+// promise and every client's decoding.
+func readableState(what, state string) (string, error) {
+	if t := strings.TrimSpace(state); t == "" || t[0] != '{' || !json.Valid([]byte(t)) {
+		return "", errStateUnreadable(what)
+	}
+	return state, nil
+}
+
+// errStateUnreadable is the 409 of a read, or of a patch whose script
+// found the stored state not an object (its reply -2).
+func errStateUnreadable(what string) error {
+	return redisstore.Refuse(redisstore.ErrConflict, "state_unreadable",
+		"the stored %s is not a JSON object (another program wrote it); nothing was changed: delete the key or write an object to it", what)
+}
+
 var errStateTooBig = sidecar.BadRequest("invalid_field", "the state after the patch would exceed %d bytes; nothing was changed", MaxStateBytes)
 
 // SessionState reads the session's state ({} when none was set); a
@@ -160,7 +178,7 @@ func (s *Store) SessionState(ctx context.Context, user, session string) (string,
 	if err != nil {
 		return "", redisstore.Wrap("session state", err)
 	}
-	return state, nil
+	return readableState("session state", state)
 }
 
 // PatchSessionState merges patch into the session's state in one script.
@@ -172,7 +190,7 @@ func (s *Store) PatchSessionState(ctx context.Context, user, session, patch stri
 	if err != nil {
 		return "", err
 	}
-	state, err := storedState(lua.RegistryState, r)
+	state, err := storedState(lua.RegistryState, "session state", r)
 	if err != nil {
 		return "", err
 	}
@@ -186,9 +204,11 @@ func (s *Store) PatchSessionState(ctx context.Context, user, session, patch stri
 	return state, nil
 }
 
-// storedState decodes the answer r of state script: the state of
-// {'ok', 'stored', state, ...}, errStateTooBig for {'ok', 'too_big'}.
-func storedState(script *lua.Script, r lua.Reply) (string, error) {
+// storedState decodes the answer r of a state script about what (the
+// session's or the user's state): the state of {'ok', 'stored', state,
+// ...}, errStateTooBig for {'ok', 'too_big'}, errStateUnreadable for
+// {'ok', 'unreadable'} (a stored state that is not a JSON object).
+func storedState(script *lua.Script, what string, r lua.Reply) (string, error) {
 	status, err := r.String(0)
 	if err != nil {
 		return "", redisstore.Wrap(script.Name, err)
@@ -199,6 +219,8 @@ func storedState(script *lua.Script, r lua.Reply) (string, error) {
 		return state, redisstore.Wrap(script.Name, err)
 	case "too_big":
 		return "", errStateTooBig
+	case "unreadable":
+		return "", errStateUnreadable(what)
 	}
 	return "", redisstore.Wrap(script.Name, fmt.Errorf("unknown status %q", status))
 }
@@ -217,7 +239,7 @@ func (s *Store) UserState(ctx context.Context, user string) (string, error) {
 	if err != nil {
 		return "", redisstore.Wrap("user state", err)
 	}
-	return state, nil
+	return readableState("user state", state)
 }
 
 // PatchUserState merges patch into the user's state in one script.
@@ -226,5 +248,5 @@ func (s *Store) PatchUserState(ctx context.Context, user, patch string) (string,
 	if err != nil {
 		return "", err
 	}
-	return storedState(lua.RegistryUserState, r)
+	return storedState(lua.RegistryUserState, "user state", r)
 }

@@ -129,10 +129,14 @@ func TestTracesAreStoredWithCogneesLimits(t *testing.T) {
 			t.Fatalf("Redis holds %q", got)
 		}
 		// Numbers as Cognee's json.dumps writes what json.loads read; one too
-		// large for a float is Infinity in Redis and null for clients.
-		r = h.Do(t, "POST", base+"/traces", `{"trace_id":"t2","origin_function":"f","status":"ok","method_params":{"a":1.50,"b":1e5,"c":-0},"method_return_value":1e400}`)
-		stored := `{"trace_id": "t2", "origin_function": "f", "status": "ok", "memory_query": "", "memory_context": "", "method_params": {"a": 1.5, "b": 100000.0, "c": 0}, "method_return_value": Infinity, "error_message": "", "session_feedback": ""}`
-		if r.Status != 201 || strings.TrimSpace(r.Body) != strings.Replace(stored, "Infinity", "null", 1) || lrange(t, c, keys.Traces)[1] != stored {
+		// large for a float (Infinity to Python) is refused, naming it.
+		r = h.Do(t, "POST", base+"/traces", `{"trace_id":"t2","origin_function":"f","status":"ok","method_return_value":1e400}`)
+		if r.Status != 400 || r.Code() != "invalid_field" || !strings.Contains(r.Body, "method_return_value") || len(lrange(t, c, keys.Traces)) != 1 {
+			t.Fatalf("trace with 1e400: %s, Redis %q", r, lrange(t, c, keys.Traces))
+		}
+		r = h.Do(t, "POST", base+"/traces", `{"trace_id":"t2","origin_function":"f","status":"ok","method_params":{"a":1.50,"b":1e5,"c":-0},"method_return_value":1e300}`)
+		stored := `{"trace_id": "t2", "origin_function": "f", "status": "ok", "memory_query": "", "memory_context": "", "method_params": {"a": 1.5, "b": 100000.0, "c": 0}, "method_return_value": 1e+300, "error_message": "", "session_feedback": ""}`
+		if r.Status != 201 || strings.TrimSpace(r.Body) != stored || lrange(t, c, keys.Traces)[1] != stored {
 			t.Fatalf("trace with numbers: %d %s, Redis %q", r.Status, r.Body, lrange(t, c, keys.Traces))
 		}
 	})

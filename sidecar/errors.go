@@ -112,7 +112,8 @@ func refusal(err error) (*Error, bool) {
 }
 
 // errorFor maps any error a handler returns to what the client sees: API
-// errors as they are, a store's refusals as 404/409/412, Redis outages as
+// errors as they are, a store's refusals as 404/409/412, Redis's WRONGTYPE
+// (a read meeting a key another program wrote) as 409 key_wrong_type, Redis outages as
 // 503, everything else as a 500 whose detail goes to the log, never to the
 // client.
 func errorFor(ctx context.Context, logger *slog.Logger, redis *redisstore.Conn, route string, err error) *Error {
@@ -122,6 +123,9 @@ func errorFor(ctx context.Context, logger *slog.Logger, redis *redisstore.Conn, 
 	}
 	if e, ok := refusal(err); ok {
 		return e
+	}
+	if redisstore.WrongType(err) {
+		return Conflict("key_wrong_type", "a key of this call holds another type of value than the sidecar stores there (another program wrote it); delete or repair the key")
 	}
 	if r, ok := redisstore.Refused(err); ok {
 		redis.ReportRefusal(r)

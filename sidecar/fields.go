@@ -3,7 +3,8 @@ package sidecar
 import "encoding/json"
 
 // ObjectFields is a quick path for a hot handler's request body: when body
-// is one valid JSON object whose keys have no escapes and whose values are
+// is one valid JSON object passing the strictness every body passes (see
+// DecodeJSON) whose keys have no escapes and whose values are
 // strings, numbers, literals or arrays of those (no object at any depth),
 // it calls field with each member's key and raw value bytes (a slice of
 // body, whitespace trimmed) in order and reports true. It reports false as
@@ -13,7 +14,7 @@ import "encoding/json"
 // error of the full decoder. It allocates nothing; field receives key as
 // bytes (switch on string(key) does not allocate).
 func ObjectFields(body []byte, field func(key, raw []byte) bool) bool {
-	if !json.Valid(body) {
+	if !json.Valid(body) || checkText(body) != nil {
 		return false
 	}
 	i := skipSpace(body, 0)

@@ -163,11 +163,13 @@ func (h *Host) Addrs() (api, ops string) {
 func (h *Host) Run(ctx context.Context) error {
 	apiLn, err := net.Listen("tcp", h.cfg.ListenAddr)
 	if err != nil {
+		h.closeBuilt(ctx)
 		return envconf.Invalid("SIDECAR_LISTEN_ADDR", "%v", err)
 	}
 	opsLn, err := net.Listen("tcp", h.cfg.OpsAddr)
 	if err != nil {
 		apiLn.Close()
+		h.closeBuilt(ctx)
 		return envconf.Invalid("SIDECAR_OPS_ADDR", "%v", err)
 	}
 	h.mu.Lock()
@@ -233,6 +235,15 @@ func serve(srv *http.Server, ln net.Listener) error {
 		return err
 	}
 	return nil
+}
+
+// closeBuilt closes the modules of a host that will not serve (a port
+// taken): their goroutines stop before the process closes Redis under
+// them, so a module does not report its connection lost on the way out.
+func (h *Host) closeBuilt(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ShutdownGrace)
+	defer cancel()
+	h.closeModules(ctx)
 }
 
 func (h *Host) closeModules(ctx context.Context) {

@@ -2,10 +2,12 @@ package sidecar_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -38,7 +40,7 @@ func (m *kvModule) Name() string { return "kv" }
 func (m *kvModule) Routes() []sidecar.Route {
 	return []sidecar.Route{
 		{Pattern: "PUT /v1/kv/{key}", Handler: m.put},
-		{Pattern: "GET /v1/kv/{key}", Handler: m.get},
+		{Pattern: "GET /v1/kv/{key}", Handler: m.get, Query: []string{"fresh", "tag.*"}},
 		{Pattern: "GET /v1/panic", Handler: func(http.ResponseWriter, *http.Request) error { panic("boom") }},
 		{Pattern: "GET /v1/slow", Handler: m.slow},
 	}
@@ -455,5 +457,54 @@ func TestHTTPMetricsUseRoutePatterns(t *testing.T) {
 	}
 	if strings.Contains(m, "user-42") {
 		t.Error("metrics carry a raw id from the path")
+	}
+}
+
+// A query parameter the route does not take is 400 unknown_parameter
+// listing those it takes, before the handler runs; a prefix entry
+// ("tag.*") takes every parameter under it.
+func TestUnknownQueryParameters(t *testing.T) {
+	th := sidecartest.Start(t, redisstoretest.New(t), nil, kvFactory(nil))
+	for _, tc := range []struct {
+		method, path string
+		status       int
+		code, names  string
+	}{
+		{"GET", "/v1/kv/a?fresh=1&tag.x=2", 404, "not_found", ""},
+		{"GET", "/v1/kv/a?frsh=1", 400, "unknown_parameter", `"frsh"; accepted: fresh, tag.*`},
+		{"GET", "/v1/kv/a?Fresh=1", 400, "unknown_parameter", `"Fresh"`},
+		{"GET", "/v1/kv/a?tag.=1", 400, "unknown_parameter", `"tag."`},
+		{"PUT", "/v1/kv/a?fresh=1", 400, "unknown_parameter", `"fresh": this route takes none`},
+		{"GET", "/v1/kv/a?fresh=%zz", 400, "invalid_query", ""},
+	} {
+		r := th.Do(t, tc.method, tc.path, `{"value":"v"}`)
+		var env struct{ Error struct{ Message string } }
+		_ = json.Unmarshal([]byte(r.Body), &env)
+		if r.Status != tc.status || r.Code() != tc.code || !strings.Contains(env.Error.Message, tc.names) {
+			t.Errorf("%s %s: %s, want %d %s naming %s", tc.method, tc.path, r, tc.status, tc.code, tc.names)
+		}
+	}
+}
+
+// A port already taken ends the start with an error naming the setting,
+// and the modules built are closed first: their goroutines stop before the
+// process closes Redis, so none logs its subscription "lost" on the way out.
+func TestBusyPortClosesTheModules(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	for _, setting := range []string{"SIDECAR_LISTEN_ADDR", "SIDECAR_OPS_ADDR"} {
+		var closed atomic.Int32
+		env := envconf.Env{"REDIS_URL": redisstoretest.New(t).URL(), "SIDECAR_LISTEN_ADDR": "127.0.0.1:0", "SIDECAR_OPS_ADDR": "127.0.0.1:0"}
+		env[setting] = busy.Addr().String()
+		err := sidecar.Run(t.Context(), env, io.Discard, []sidecar.Factory{kvFactory(&closed)})
+		if err == nil || !strings.HasPrefix(err.Error(), setting+": ") {
+			t.Errorf("%s busy: got %v, want an error naming it", setting, err)
+		}
+		if closed.Load() != 1 {
+			t.Errorf("%s busy: kv module closed %d times, want 1", setting, closed.Load())
+		}
 	}
 }

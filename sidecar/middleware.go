@@ -46,6 +46,12 @@ func (h *Host) route(rt Route, logger *slog.Logger) http.Handler {
 			drain(body)
 			return
 		}
+		if r.URL.RawQuery != "" {
+			if err := rt.checkQuery(r.URL.RawQuery); err != nil {
+				WriteError(w, err)
+				return
+			}
+		}
 		if rt.Stream {
 			h.serveStream(w, r, rt, logger)
 			return

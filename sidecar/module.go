@@ -50,6 +50,12 @@ type Route struct {
 	// shut down, before the API drains. Its connection is active, so
 	// idle-connection shedding never closes it.
 	Stream bool
+	// Query lists the query parameters the route takes; a name ending in
+	// ".*" takes every parameter with that prefix ("metadata.*"). The host
+	// answers any other (a misspelt ?lastn=3, say) 400 unknown_parameter
+	// listing these, before the handler runs, so a parameter is never
+	// silently ignored. None: the route takes no query parameters.
+	Query []string
 }
 
 // HandlerFunc is an HTTP handler that returns its error instead of writing

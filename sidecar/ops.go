@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -112,9 +113,17 @@ func (h *Host) noteScriptPath(c rueidis.Client) {
 	changed := p != h.scriptPath
 	h.scriptPath = p
 	h.mu.Unlock()
-	if changed {
-		h.logger.Info("redis scripts", "path", p)
+	if !changed {
+		return
 	}
+	if h.redis.Embedded() != nil && strings.HasPrefix(p, "evalsha") {
+		// The embedded Redis has no Redis Functions: EVALSHA is the path it
+		// is meant to take, not a refusal to report.
+		h.logger.Info("redis scripts", "path", "evalsha", "why", "the embedded Redis has no Redis Functions")
+		h.logger.Debug("redis scripts", "path", p)
+		return
+	}
+	h.logger.Info("redis scripts", "path", p)
 }
 
 // redisReason says in a sentence why Redis could not serve a check.

@@ -6,10 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"mime"
 	"net/http"
+	"net/url"
 	"os"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -55,6 +58,36 @@ func SessionIDs(r *http.Request) (user, session string, err error) {
 	return user, session, err
 }
 
+// checkQuery refuses a query string naming a parameter the route does not
+// take (400 unknown_parameter, listing those it takes), or one that does
+// not parse (400 invalid_query): the one check of every route's query.
+func (rt Route) checkQuery(raw string) *Error {
+	q, err := url.ParseQuery(raw)
+	if err != nil {
+		return BadRequest("invalid_query", "the query string does not parse: %v", err)
+	}
+	for _, name := range slices.Sorted(maps.Keys(q)) {
+		if rt.takes(name) {
+			continue
+		}
+		if len(rt.Query) == 0 {
+			return BadRequest("unknown_parameter", "unknown query parameter %q: this route takes none", name)
+		}
+		return BadRequest("unknown_parameter", "unknown query parameter %q; accepted: %s", name, strings.Join(rt.Query, ", "))
+	}
+	return nil
+}
+
+// takes reports whether the route takes the query parameter name.
+func (rt Route) takes(name string) bool {
+	for _, p := range rt.Query {
+		if prefix, ok := strings.CutSuffix(p, "*"); ok && len(name) > len(prefix) && strings.HasPrefix(name, prefix) || p == name {
+			return true
+		}
+	}
+	return false
+}
+
 // QueryInt parses an optional integer query parameter within [lo, hi].
 func QueryInt(r *http.Request, name string, def, lo, hi int) (int, error) {
 	s := r.URL.Query().Get(name)
@@ -69,8 +102,10 @@ func QueryInt(r *http.Request, name string, def, lo, hi int) (int, error) {
 }
 
 // DecodeJSON reads the request body into v strictly: the body must be one
-// JSON value, unknown fields, wrong types and a key repeated in one object
-// (at any depth) are 400s naming the field, a body
+// JSON value of valid UTF-8 (checkText: no lone surrogates, at most
+// MaxDepth levels, numbers a float64 holds); unknown fields, names not
+// spelled exactly (case included), wrong types and a key repeated in one
+// object (at any depth) are 400s naming the field, a body
 // over the size limit is 413 and a non-JSON Content-Type is 415. A missing
 // Content-Type is taken as JSON.
 func DecodeJSON(r *http.Request, v any) error {
@@ -179,6 +214,11 @@ func DecodeJSONBytes(body []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
+		if json.Valid(body) { // a strictness error names the field better
+			if serr := checkText(body); serr != nil {
+				return serr
+			}
+		}
 		return jsonError(err, v)
 	}
 	if dec.More() {
@@ -187,10 +227,14 @@ func DecodeJSONBytes(body []byte, v any) error {
 	if _, err := dec.Token(); err != io.EOF {
 		return BadRequest("invalid_json", "unexpected data after the JSON value")
 	}
+	// body is one valid JSON value: the strictness every body passes
+	if err := checkText(body); err != nil {
+		return err
+	}
 	if path := duplicateKey(body); path != "" {
 		return BadRequest("duplicate_field", "field %q appears twice in one object; send each field once", path)
 	}
-	return nil
+	return exactNames(body, v)
 }
 
 // duplicateKey returns the dotted path of the first key that appears twice
@@ -273,7 +317,7 @@ func jsonError(err error, v any) error {
 		return BadRequest("invalid_json", "malformed JSON at byte %d: %v", syntax.Offset, syntax)
 	case errors.As(err, &typ):
 		if typ.Field == "" {
-			return BadRequest("invalid_json", "request body must be a JSON %s, not %s", kindName(typ.Type), typ.Value)
+			return BadRequest("invalid_json", "request body must be %s, not %s", kindName(typ.Type), typ.Value)
 		}
 		return BadRequest("invalid_field", "field %q must be %s, not %s", typ.Field, kindName(typ.Type), typ.Value)
 	case errors.Is(err, io.ErrUnexpectedEOF):

@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/agentsidecar/agentsidecar/sidecar"
 )
@@ -13,7 +14,7 @@ import (
 // Whatever the body, strict decoding either succeeds or answers a client
 // error (4xx) with a code: never a panic, never a 5xx.
 func FuzzDecodeJSON(f *testing.F) {
-	for _, s := range []string{`{"value":"x"}`, `{"value":5}`, `{"vaule":"x"}`, `{`, `[]`, ``, `{"value":"x"} {}`, "\xff", `{"value":"x","ttl_seconds":1e99}`, `{"value":"x","value":"y"}`, `{"value":"\u0076","ttl_seconds":1,"ttl_s\u0065conds":2}`} {
+	for _, s := range []string{`{"value":"x"}`, `{"value":5}`, `{"vaule":"x"}`, `{`, `[]`, ``, `{"value":"x"} {}`, "\xff", `{"value":"\ud800"}`, `{"value":"x","ttl_seconds":1e400}`, `{"Value":"x"}`, `{"value":"x","ttl_seconds":1e99}`, `{"value":"x","value":"y"}`, `{"value":"\u0076","ttl_seconds":1,"ttl_s\u0065conds":2}`} {
 		f.Add(s, "application/json")
 	}
 	f.Add(`{"value":"x"}`, "text/plain")
@@ -31,6 +32,9 @@ func FuzzDecodeJSON(f *testing.F) {
 			}
 			if hasDuplicateKey(body) {
 				t.Fatalf("accepted a repeated key in %q", body)
+			}
+			if !utf8.ValidString(body) {
+				t.Fatalf("accepted text that is not UTF-8 in %q", body)
 			}
 			return
 		}

@@ -80,3 +80,79 @@ func hasDuplicateKey(body string) bool {
 		top.n++
 	}
 }
+
+// Every body passes one strictness, whatever the route: names spelled
+// exactly (at any depth where a struct is decoded), valid UTF-8 without
+// lone surrogates, at most sidecar.MaxDepth levels, numbers a float64
+// holds. Each refusal is a 400 naming the field.
+func TestDecodeJSONStrictness(t *testing.T) {
+	type inner struct {
+		ID   string          `json:"id"`
+		Args json.RawMessage `json:"args"`
+	}
+	type body struct {
+		Question string          `json:"question"`
+		TokensIn int             `json:"tokens_in"`
+		Calls    []inner         `json:"calls"`
+		Meta     map[string]any  `json:"meta"`
+		Raw      json.RawMessage `json:"raw"`
+	}
+	deep := strings.Repeat(`[`, sidecar.MaxDepth) + strings.Repeat(`]`, sidecar.MaxDepth)
+	for _, tc := range []struct{ body, code, field string }{
+		{`{"question":"q","Question":"r"}`, "unknown_field", `"Question"`},
+		{`{"QUESTION":"q"}`, "unknown_field", `"QUESTION"`},
+		{`{"Tokens_In":10}`, "unknown_field", `"Tokens_In"`},
+		{`{"calls":[{"id":"a"},{"ID":"b"}]}`, "unknown_field", `"calls[1].ID"`},
+		{`{"raw":{"x":` + deep + `}}`, "invalid_field", `"raw.x`},
+		{`{"meta":{"a":1e400}}`, "invalid_field", `"meta.a"`},
+		{`{"raw":[1,-2E+309]}`, "invalid_field", `"raw[1]"`},
+		{`{"calls":[{"id":"a","args":{"n":1` + strings.Repeat("0", 400) + `}}]}`, "invalid_field", `"calls[0].args.n"`},
+		{`{"question":"\ud800"}`, "invalid_json", `"question"`},
+		{`{"question":"a\udc00b"}`, "invalid_json", `"question"`},
+		{`{"question":"\ud800\u0041"}`, "invalid_json", `"question"`},
+		{"{\"question\":\"a\xffb\"}", "invalid_json", `"question"`},
+		{"{\"meta\":{\"k\xc3\":1}}", "invalid_json", `"meta"`},
+		{"\"\xed\xa0\x80\"", "invalid_json", "the request body"},
+	} {
+		r := httptest.NewRequest("POST", "/", strings.NewReader(tc.body))
+		var v body
+		err := sidecar.DecodeJSON(r, &v)
+		var apiErr *sidecar.Error
+		if !errors.As(err, &apiErr) || apiErr.Status != 400 || apiErr.Code != tc.code || !strings.Contains(apiErr.Message, tc.field) {
+			t.Errorf("%.80s: %v, want 400 %s naming %s", tc.body, err, tc.code, tc.field)
+		}
+	}
+	for _, ok := range []string{
+		`{"question":"😀 \ud83d\ude00 é","meta":{"Question":1,"QUESTION":2,"n":1e308,"m":-1.5e-400},"raw":{"ID":[` + deep[3:len(deep)-3] + `]}}`,
+		`{"calls":[{"id":"a","args":{"ID":1}}],"meta":{"big":123456789012345678901234567890}}`,
+	} {
+		var v body
+		if err := sidecar.DecodeJSON(httptest.NewRequest("POST", "/", strings.NewReader(ok)), &v); err != nil {
+			t.Errorf("%.80s: %v", ok, err)
+		}
+	}
+}
+
+// The quick path takes only what the full decoder takes: a body it would
+// refuse goes to the full decoder, which gives the error.
+func TestObjectFieldsStrictness(t *testing.T) {
+	for _, b := range []string{`{"q":"\ud800"}`, "{\"q\":\"\xff\"}", `{"q":1e999}`, `{"q":[1,2e400]}`} {
+		if sidecar.ObjectFields([]byte(b), func(_, _ []byte) bool { return true }) {
+			t.Errorf("ObjectFields(%s) took it", b)
+		}
+	}
+	if !sidecar.ObjectFields([]byte(`{"q":"\ud83d\ude00","n":1e300}`), func(_, _ []byte) bool { return true }) {
+		t.Error("ObjectFields refused a valid pair and a finite number")
+	}
+}
+
+// A body of the wrong JSON type is named in plain words.
+func TestDecodeJSONWrongBodyType(t *testing.T) {
+	var v struct {
+		A int `json:"a"`
+	}
+	err := sidecar.DecodeJSON(httptest.NewRequest("POST", "/", strings.NewReader(`[1]`)), &v)
+	if err == nil || !strings.Contains(err.Error(), "request body must be an object, not array") {
+		t.Errorf("got %v, want the body named an object", err)
+	}
+}

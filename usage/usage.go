@@ -122,10 +122,10 @@ func (m *Module) Routes() []sidecar.Route {
 		{Pattern: "POST " + session + "/usage", Handler: m.addUsage},
 		{Pattern: "POST " + session + "/complete", Handler: m.end(sessionstore.StatusCompleted)},
 		{Pattern: "POST " + session + "/fail", Handler: m.end(sessionstore.StatusFailed)},
-		{Pattern: "GET /v1/users/{user_id}/sessions", Handler: m.listUser},
-		{Pattern: "GET /v1/sessions", Handler: m.listAll},
+		{Pattern: "GET /v1/users/{user_id}/sessions", Handler: m.listUser, Query: []string{"status", "limit", "cursor", "metadata.*"}},
+		{Pattern: "GET /v1/sessions", Handler: m.listAll, Query: []string{"status", "limit", "cursor", "metadata.*"}},
 		{Pattern: "GET /v1/sessions/stats", Handler: m.stats},
-		{Pattern: "GET /v1/sessions/cost-by-model", Handler: m.costByModel},
+		{Pattern: "GET /v1/sessions/cost-by-model", Handler: m.costByModel, Query: []string{"days"}},
 	}
 }
 

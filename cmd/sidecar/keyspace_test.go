@@ -322,17 +322,25 @@ func servedRoutes(t *testing.T, h *sidecartest.Host) map[string]bool {
 // ships, from their Routes().
 func modulePatterns(t *testing.T, conn *redisstore.Conn) []string {
 	t.Helper()
+	var out []string
+	for _, rt := range moduleRoutes(t, conn) {
+		out = append(out, rt.Pattern)
+	}
+	return out
+}
+
+// moduleRoutes is every route of every module the product ships.
+func moduleRoutes(t *testing.T, conn *redisstore.Conn) []sidecar.Route {
+	t.Helper()
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	ctx := context.Background()
-	var out []string
+	var out []sidecar.Route
 	for _, f := range modules.All() {
 		m, err := f.New(ctx, sidecar.Deps{Redis: conn, Logger: logger, Env: envconf.Env{}, Registerer: prometheus.NewRegistry()})
 		if err != nil {
 			t.Fatalf("module %s: %v", f.Name, err)
 		}
-		for _, rt := range m.Routes() {
-			out = append(out, rt.Pattern)
-		}
+		out = append(out, m.Routes()...)
 		if c, ok := m.(sidecar.Closer); ok {
 			if err := c.Close(ctx); err != nil {
 				t.Errorf("module %s: close: %v", f.Name, err)

@@ -158,6 +158,15 @@ func TestEmbeddedStartServesAndStopsOnSIGTERM(t *testing.T) {
 			if n := strings.Count(p.log(), `"level":"WARN"`); n != 1 {
 				t.Fatalf("%d warnings at a clean embedded start, want exactly 1", n)
 			}
+			// the scripts' path is the embedded Redis's own, not a refusal
+			for deadline := time.Now().Add(10 * time.Second); !strings.Contains(p.log(), `"msg":"redis scripts"`); time.Sleep(20 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatalf("no \"redis scripts\" line in the log:\n%s", p.log())
+				}
+			}
+			if strings.Contains(p.log(), "unknown command") {
+				t.Fatalf("the embedded start logs a refusal, not the path it takes:\n%s", p.log())
+			}
 			_ = p.cmd.Process.Signal(sig)
 			if code := p.wait(t, 15*time.Second); code != 0 {
 				t.Fatalf("exit code %d after %s, want 0", code, sig)

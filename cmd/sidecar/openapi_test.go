@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/url"
 	"slices"
 	"strings"
@@ -52,6 +53,43 @@ func TestOpenAPIRoutes(t *testing.T) {
 	}
 }
 
+// TestOpenAPIQueryParameters: the query parameters each operation
+// documents are exactly those its route takes (sidecar.Route.Query), which
+// the host enforces: any other is 400 unknown_parameter. The free-form
+// metadata.<key> filters are documented in the operation's description.
+func TestOpenAPIQueryParameters(t *testing.T) {
+	d := openapiDoc(t)
+	ops := map[string]openapitest.Operation{}
+	for _, o := range d.Operations() {
+		ops[o.Pattern()] = o
+	}
+	for _, rt := range moduleRoutes(t, redisstoretest.New(t).Conn(t)) {
+		o, ok := ops[rt.Pattern]
+		if !ok {
+			continue // TestOpenAPIRoutes
+		}
+		params, err := d.Parameters(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var documented []string
+		for _, p := range params {
+			if p["in"] == "query" {
+				documented = append(documented, p["name"].(string))
+			}
+		}
+		takes := slices.DeleteFunc(slices.Clone(rt.Query), func(q string) bool { return q == "metadata.*" })
+		slices.Sort(documented)
+		slices.Sort(takes)
+		if !slices.Equal(documented, takes) {
+			t.Errorf("%s (%s): documents query parameters %v, the route takes %v", o.ID, rt.Pattern, documented, takes)
+		}
+		if len(takes) != len(rt.Query) && !strings.Contains(fmt.Sprint(o.Op["description"]), "metadata.<key>") {
+			t.Errorf("%s takes metadata.<key> parameters, which its description does not name", o.ID)
+		}
+	}
+}
+
 // TestOpenAPIServed: the ops listener answers GET /openapi.json with it,
 // without the API token; the API's 401 is as documented.
 func TestOpenAPIServed(t *testing.T) {
@@ -83,6 +121,7 @@ type call struct {
 	op     openapitest.Operation
 	path   map[string]string // path parameter overrides
 	body   string            // overrides the request body example ("" = the example)
+	query  url.Values        // query parameters added to the examples
 	status int               // the expected status (0 = any documented 2xx)
 }
 
@@ -93,7 +132,76 @@ type call struct {
 // non-JSON Content-Type, an unknown field.
 func TestOpenAPIExamples(t *testing.T) {
 	d := openapiDoc(t)
-	h := sidecartest.Start(t, redisstoretest.New(t), nil, modules.All()...)
+	srv := redisstoretest.New(t)
+	h := sidecartest.Start(t, srv, nil, modules.All()...)
+	driveExamples(t, d, h, h, nil)
+	driveConflicts(t, d, srv, h, nil)
+}
+
+// driveConflicts: reads and writes of keys another program wrote with
+// another type or a state that is not an object, through h: each must
+// answer a documented 409 with its code.
+func driveConflicts(t *testing.T, d *openapitest.Doc, srv *redisstoretest.Server, h *sidecartest.Host, seen func(openapitest.Operation, sidecartest.Reply)) {
+	c := srv.Client(t)
+	l := srv.Layout()
+	set := func(key, value string) {
+		t.Helper()
+		if err := c.Do(t.Context(), c.B().Set().Key(key).Value(value).Build()).Error(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	k := l.Session("alice", "wrong-1")
+	set(k.Entries, "x")
+	set(k.Context, "x")
+	set(l.SessionEvents("alice", "wrong-1"), "x")
+	set(l.UserState("alice"), "[1,2]")
+	wrong := map[string]string{"session_id": "wrong-1"}
+	for _, tc := range []struct {
+		id, code string
+		path     map[string]string
+	}{
+		{"listEntries", "key_wrong_type", wrong},
+		{"searchEntries", "key_wrong_type", wrong},
+		{"appendEntry", "key_wrong_type", wrong},
+		{"listContext", "key_wrong_type", wrong},
+		{"appendContext", "key_wrong_type", wrong},
+		{"getUserState", "state_unreadable", nil},
+	} {
+		o, ok := d.Op(tc.id)
+		if !ok {
+			t.Fatalf("no operation %s", tc.id)
+		}
+		rep := doRaw(t, d, h, call{op: o, path: tc.path})
+		checkDocumented(t, d, o, rep, 409)
+		wantCode(t, o, rep, tc.code)
+		if seen != nil {
+			seen(o, rep)
+		}
+	}
+}
+
+// driveExamples is TestOpenAPIExamples' drive through h (the sidecar, or a
+// validating proxy in front of it), event streams through streams (a
+// proxy that waits for the end of an answer never ends a stream); seen,
+// when set, gets every other answer.
+func driveExamples(t *testing.T, d *openapitest.Doc, h, streams *sidecartest.Host, seen func(openapitest.Operation, sidecartest.Reply)) {
+	doRaw := func(t *testing.T, d *openapitest.Doc, h *sidecartest.Host, c call, header ...string) sidecartest.Reply {
+		t.Helper()
+		if isStream(t, d, c.op) {
+			return doRaw(t, d, streams, c, header...)
+		}
+		rep := doRaw(t, d, h, c, header...)
+		if seen != nil {
+			seen(c.op, rep)
+		}
+		return rep
+	}
+	do := func(t *testing.T, d *openapitest.Doc, h *sidecartest.Host, c call) sidecartest.Reply {
+		t.Helper()
+		rep := doRaw(t, d, h, c)
+		checkDocumented(t, d, c.op, rep, c.status)
+		return rep
+	}
 	get := func(id string) openapitest.Operation {
 		t.Helper()
 		o, ok := d.Op(id)
@@ -109,10 +217,15 @@ func TestOpenAPIExamples(t *testing.T) {
 		edit   func(c *call)
 	}{
 		{"appendEntry", 201, nil},
+		// an abort pending from here to clearAbort, and again from the
+		// messages on: every answer carrying Sidecar-Abort-Requested must
+		// declare it
+		{"requestAbort", 202, nil},
 		{"appendEntry", 200, nil}, // the retry
 		{"listEntries", 200, nil},
 		{"getEntry", 200, nil},
 		{"updateEntry", 200, nil},
+		{"updateEntry", 404, func(c *call) { c.path = map[string]string{"qa_id": "nope"} }}, // a refusal carries the abort too
 		{"setFeedback", 200, nil},
 		{"clearFeedback", 200, nil},
 		{"searchEntries", 200, nil},
@@ -169,12 +282,14 @@ func TestOpenAPIExamples(t *testing.T) {
 		{"inspectLock", 200, nil},
 		{"refreshLock", 200, func(c *call) { c.body = `{"token":"` + lockToken + `","ttl_ms":30000}` }},
 		{"releaseLock", 200, func(c *call) { c.body = `{"token":"` + lockToken + `"}` }},
-		{"appendMessages", 201, nil},
+		{"appendMessages", 201, nil}, // a user message: clears an abort
+		{"requestAbort", 202, nil},
 		{"appendMessages", 200, nil}, // same Idempotency-Key
 		{"putMessage", 201, func(c *call) { c.path = map[string]string{"message_id": "m2"} }},
 		{"putMessage", 200, func(c *call) { c.path = map[string]string{"message_id": "m2"} }},
 		{"listMessages", 200, nil},
 		{"createCompaction", 201, nil},
+		{"listMessages", 200, nil}, // the compaction's synthetic message, id compaction:<uuid>
 		{"listCompactions", 200, nil},
 		{"searchUser", 200, nil},
 		{"forkSession", 201, nil},
@@ -222,11 +337,13 @@ func TestOpenAPIExamples(t *testing.T) {
 				break
 			}
 		}
+		rep := do(t, d, h, call{op: o, query: url.Values{"lastn": {"3"}}, status: 400})
+		wantCode(t, o, rep, "unknown_parameter")
 		body, ok := o.Op["requestBody"].(map[string]any)
 		if !ok {
 			continue
 		}
-		rep := doRaw(t, d, h, call{op: o, body: "x"}, "Content-Type", "text/plain")
+		rep = doRaw(t, d, h, call{op: o, body: "x"}, "Content-Type", "text/plain")
 		checkDocumented(t, d, o, rep, 415)
 		wantCode(t, o, rep, "unsupported_media_type")
 		schema, err := d.Deref(openapitest.JSONMedia(body)["schema"])
@@ -286,6 +403,9 @@ func doRaw(t *testing.T, d *openapitest.Doc, h *sidecartest.Host, c call, header
 				header = append(header, name, val)
 			}
 		}
+	}
+	for k, v := range c.query {
+		query[k] = v
 	}
 	if len(query) > 0 {
 		path += "?" + query.Encode()
@@ -348,6 +468,12 @@ func checkDocumented(t *testing.T, d *openapitest.Doc, o openapitest.Operation, 
 	if err != nil || !ok {
 		t.Errorf("%s: status %d is not documented (%v)", o.ID, rep.Status, err)
 		return
+	}
+	headers, _ := r["headers"].(map[string]any)
+	for name := range rep.Header {
+		if _, ok := headers[name]; strings.HasPrefix(name, "Sidecar-") && !ok {
+			t.Errorf("%s %d: the answer carries %s, which the document does not declare", o.ID, rep.Status, name)
+		}
 	}
 	if openapitest.EventStreamMedia(r) != nil {
 		checkStream(t, o, rep)

@@ -182,6 +182,15 @@ local function key_name(raw)
   return raw
 end
 
+-- readable reports whether stored state text s is a JSON object (what the
+-- sidecar stores); a state another program wrote otherwise is refused, not
+-- merged over.
+local function readable(s)
+  if string.byte(s, skip_ws(s, 1)) ~= 123 then return false end
+  local ok, v = pcall(cjson.decode, s)
+  return ok and type(v) == 'table'
+end
+
 -- merge_patch applies the JSON merge patch text patch (RFC 7396) to the
 -- JSON text target (nil: none) and returns the result text. Objects are
 -- merged key by key (a null removes the key), anything else replaces; the
@@ -232,4 +241,5 @@ return {
   summary_checks = summary_checks,
   end_session = end_session,
   merge_patch = merge_patch,
+  readable = readable,
 }

@@ -5,8 +5,10 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 )
 
@@ -14,8 +16,9 @@ import (
 // skips for want of redis-server would go unnoticed. Every skip of the rig
 // is recorded, and the package gets one notice line naming the skipped tests
 // and why: at the end of the run when its TestMain calls Main, else at its
-// first skip. The line goes to the terminal (/dev/tty) unless the run is
-// verbose, where stderr is shown anyway; without a terminal, to stderr.
+// first skip. The line goes to the go command's own stderr (noticeWriter),
+// so `go test ./...` shows it beside the package's "ok" line, unless the
+// run is verbose, where stderr is shown anyway.
 
 // maxNamed is how many skipped tests the notice names before "and N more".
 const maxNamed = 6
@@ -103,14 +106,60 @@ func failInstead(rig bool) string {
 }
 
 func writeNotice(line string) {
-	var w io.Writer = os.Stderr
+	w, done := noticeWriter()
+	defer done()
+	fmt.Fprintln(w, line)
+}
+
+// noticeWriter is where the notice line is seen: stderr under -v (shown
+// anyway); else the go command's own stderr when it runs this binary, as
+// `go test ./...` drops a passing package's output (a terminal, a pipe, or
+// a file opened for appending: a file go writes at its own offset would
+// lose the line); else the terminal; else stderr.
+func noticeWriter() (io.Writer, func()) {
 	if !testing.Verbose() {
+		if f := goStderr(); f != nil {
+			return f, func() { _ = f.Close() }
+		}
 		if tty, err := os.OpenFile("/dev/tty", os.O_WRONLY, 0); err == nil {
-			defer tty.Close()
-			w = tty
+			return tty, func() { _ = tty.Close() }
 		}
 	}
-	fmt.Fprintln(w, line)
+	return os.Stderr, func() {}
+}
+
+// goStderr opens the stderr of this process's parent when the parent is
+// the go command (Linux's /proc), or returns nil.
+func goStderr() *os.File {
+	parent := fmt.Sprintf("/proc/%d/", os.Getppid())
+	comm, err := os.ReadFile(parent + "comm")
+	if err != nil || strings.TrimSpace(string(comm)) != "go" {
+		return nil
+	}
+	fi, err := os.Stat(parent + "fd/2")
+	if err != nil {
+		return nil
+	}
+	if fi.Mode().IsRegular() {
+		info, err := os.ReadFile(parent + "fdinfo/2")
+		flags := ""
+		for _, l := range strings.Split(string(info), "\n") {
+			if v, ok := strings.CutPrefix(l, "flags:"); ok {
+				flags = strings.TrimSpace(v)
+			}
+		}
+		n, perr := strconv.ParseInt(flags, 8, 64)
+		if err != nil || perr != nil || n&syscall.O_APPEND == 0 {
+			return nil
+		}
+	} else if fi.Mode()&(os.ModeCharDevice|os.ModeNamedPipe) == 0 {
+		return nil
+	}
+	f, err := os.OpenFile(parent+"fd/2", os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		return nil
+	}
+	return f
 }
 
 // packageName is the test binary's package, from its name (sessions.test).

@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -70,5 +73,32 @@ func TestSkipNotice(t *testing.T) {
 				t.Fatalf("stderr\n%q\nwant one notice line\n%q", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestSkipNoticeUnderGoTest: the notice reaches `go test ./...`'s own
+// output, which drops a passing package's stderr: run by the go command in
+// package list mode, not verbose, without a terminal, into a pipe.
+func TestSkipNoticeUnderGoTest(t *testing.T) {
+	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
+	if _, err := os.Stat(gobin); err != nil {
+		t.Skipf("no go command at %s", gobin)
+	}
+	cmd := exec.Command(gobin, "test", "-count=1", "-run=^TestSkipNoticeChild$", ".")
+	cmd.Env = append(slices.DeleteFunc(os.Environ(), func(e string) bool {
+		for _, v := range []string{"PATH=", "GOFLAGS=", "REQUIRE_REAL_REDIS=", "CI="} {
+			if strings.HasPrefix(e, v) {
+				return true
+			}
+		}
+		return false
+	}), "PATH="+filepath.Dir(gobin), childEnv+"=main")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true} // no /dev/tty
+	out, err := cmd.CombinedOutput()                     // a pipe
+	if err != nil {
+		t.Fatalf("go test: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "redisstoretest: 3 tests skipped (") || !strings.Contains(string(out), "\nok  \t") {
+		t.Fatalf("go test's output holds no notice line:\n%s", out)
 	}
 }

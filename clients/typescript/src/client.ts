@@ -55,7 +55,17 @@ export class SidecarCore {
   private readonly retries: number;
   private readonly fetchFn: (input: Request) => Promise<Response>;
 
+  /** Throws TypeError for a base URL that is not http(s)://host[:port] ("localhost:7480" lacks its scheme). */
   constructor(baseUrl = "http://127.0.0.1:7480", options: SidecarOptions = {}) {
+    let u: URL | undefined;
+    try {
+      u = new URL(baseUrl);
+    } catch {
+      u = undefined;
+    }
+    if (!u || (u.protocol !== "http:" && u.protocol !== "https:") || !u.hostname) {
+      throw new TypeError(`base URL ${JSON.stringify(baseUrl)}: want http://host:port`);
+    }
     this.baseUrl = baseUrl.replace(/\/+$/, "");
     this.headers = { "User-Agent": options.userAgent ?? DEFAULT_USER_AGENT, Accept: "application/json" };
     if (options.token) this.headers.Authorization = `Bearer ${options.token}`;

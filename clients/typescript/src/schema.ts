@@ -1435,8 +1435,12 @@ export interface components {
             node_ids?: string[];
             edge_ids?: string[];
         };
-        /** @description Cognee's `memify_metadata` (its model's `Dict[str, bool]`): a write takes booleans only (any other value is 400, as Cognee's model would refuse it on every later read of the session); a read shows what is stored, which may hold detail objects Cognee wrote itself. `{}` is stored as null. */
+        /** @description Cognee's `memify_metadata` (its model's `Dict[str, bool]`) as a write takes it: booleans only (any other value is 400 `invalid_field`, as Cognee's model would refuse it on every later read of the session). `{}` is stored as null. */
         MemifyMetadata: {
+            [key: string]: boolean;
+        };
+        /** @description `memify_metadata` as stored: the booleans the sidecar wrote, or detail objects Cognee itself wrote (which the sidecar never rewrites). */
+        StoredMemifyMetadata: {
             [key: string]: boolean | Record<string, never>;
         };
         /**
@@ -1465,7 +1469,7 @@ export interface components {
             feedback_text?: string | null;
             feedback_score?: number | null;
             used_graph_element_ids?: components["schemas"]["GraphElementIds"] | null;
-            memify_metadata?: components["schemas"]["MemifyMetadata"] | null;
+            memify_metadata?: components["schemas"]["StoredMemifyMetadata"] | null;
             used_session_context_ids?: string[] | null;
         };
         /** @description A new entry: Cognee's writable `SessionQAEntry` fields plus an optional `qa_id`. The sidecar fills `time`. */
@@ -1925,7 +1929,7 @@ export interface components {
          *     }
          */
         Message: {
-            id: components["schemas"]["Id"];
+            id: components["schemas"]["Id"] | string;
             /** @description `user`, `assistant`, `system`, `tool`, `developer`, or another lowercase word of 1-32 `[a-z_]` characters, stored as given. */
             role: string;
             /** @description The text (at most 256 KiB as sent). */
@@ -2144,26 +2148,6 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description `method_not_allowed`: the path exists but not with this method (any method this document does not list for the path). `Allow` lists the methods it has. */
-        MethodNotAllowed: {
-            headers: {
-                /** @example GET, HEAD, PUT */
-                Allow?: string;
-                [name: string]: unknown;
-            };
-            content: {
-                "application/json": components["schemas"]["Error"];
-            };
-        };
-        /** @description `not_found`: no route has this path (also a path id with a `/` in it). */
-        NoSuchRoute: {
-            headers: {
-                [name: string]: unknown;
-            };
-            content: {
-                "application/json": components["schemas"]["Error"];
-            };
-        };
     };
     parameters: {
         /**
@@ -2262,7 +2246,12 @@ export interface components {
         EventIdempotencyKey: string;
     };
     requestBodies: never;
-    headers: never;
+    headers: {
+        /** @description Present while an abort of the session is pending (`POST .../abort`): the time it was requested (ISO 8601, UTC). Every answer of a call that ran one of the session's scripts carries it, a refusal by the script included, until the abort is cleared (`DELETE .../abort`, a status change, the next `user` message). */
+        AbortRequested: string;
+        /** @description `true` when the answer reached `SIDECAR_MAX_ANSWER_BYTES` and holds fewer elements than asked for (absent otherwise) */
+        Truncated: "true";
+    };
     pathItems: never;
 }
 export type $defs = Record<string, never>;
@@ -2322,6 +2311,7 @@ export interface operations {
              *
              *     - `invalid_id`: a path id is not 1-128 characters of `[A-Za-z0-9_.@-]`
              *     - `invalid_query`: a query parameter is malformed or out of bounds
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
@@ -2332,6 +2322,19 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            /**
+             * @description Another program's data is in the way; nothing was changed.
+             *
+             *     - `key_wrong_type`: a Redis key this call reads or writes holds another type than the sidecar keeps there (another program wrote it); nothing was changed: delete or repair the key
+             */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             500: components["responses"]["Internal"];
             503: components["responses"]["RedisUnavailable"];
         };
@@ -2370,6 +2373,7 @@ export interface operations {
             /** @description The session already holds this `qa_id` (a retry): the stored entry, nothing written. */
             200: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2379,6 +2383,7 @@ export interface operations {
             /** @description Appended; the stored entry (as Cognee stores it). */
             201: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2406,9 +2411,11 @@ export interface operations {
              *     - `invalid_json`: the body is not one JSON value of the right kind (malformed, empty, several values)
              *     - `invalid_field`: a field has the wrong type or is out of bounds; the message names it
              *     - `unknown_field`: the body holds a field this call does not know; the message names it
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2416,6 +2423,20 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            /**
+             * @description Another program's data is in the way; nothing was changed.
+             *
+             *     - `key_wrong_type`: a Redis key this call reads or writes holds another type than the sidecar keeps there (another program wrote it); nothing was changed: delete or repair the key
+             */
+            409: {
+                headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             413: components["responses"]["BodyTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["Internal"];
@@ -2474,6 +2495,7 @@ export interface operations {
              * @description Bad input; nothing was changed.
              *
              *     - `invalid_id`: a path id is not 1-128 characters of `[A-Za-z0-9_.@-]`
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
@@ -2490,6 +2512,19 @@ export interface operations {
              *     - `not_found`: the session has no entry with this `qa_id`
              */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Another program's data is in the way; nothing was changed.
+             *
+             *     - `key_wrong_type`: a Redis key this call reads or writes holds another type than the sidecar keeps there (another program wrote it); nothing was changed: delete or repair the key
+             */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2529,6 +2564,7 @@ export interface operations {
             /** @description Done; no body. */
             204: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -2537,9 +2573,11 @@ export interface operations {
              * @description Bad input; nothing was changed.
              *
              *     - `invalid_id`: a path id is not 1-128 characters of `[A-Za-z0-9_.@-]`
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2554,6 +2592,21 @@ export interface operations {
              */
             404: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Another program's data is in the way; nothing was changed.
+             *
+             *     - `key_wrong_type`: a Redis key this call reads or writes holds another type than the sidecar keeps there (another program wrote it); nothing was changed: delete or repair the key
+             */
+            409: {
+                headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2603,6 +2656,7 @@ export interface operations {
             /** @description The updated entry. */
             200: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2616,9 +2670,11 @@ export interface operations {
              *     - `invalid_json`: the body is not one JSON value of the right kind (malformed, empty, several values)
              *     - `invalid_field`: a field has the wrong type or is out of bounds; the message names it
              *     - `unknown_field`: the body holds a field this call does not know; the message names it
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2633,6 +2689,21 @@ export interface operations {
              */
             404: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Another program's data is in the way; nothing was changed.
+             *
+             *     - `key_wrong_type`: a Redis key this call reads or writes holds another type than the sidecar keeps there (another program wrote it); nothing was changed: delete or repair the key
+             */
+            409: {
+                headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2683,6 +2754,7 @@ export interface operations {
             /** @description The updated entry. */
             200: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2696,9 +2768,11 @@ export interface operations {
              *     - `invalid_json`: the body is not one JSON value of the right kind (malformed, empty, several values)
              *     - `invalid_field`: a field has the wrong type or is out of bounds; the message names it
              *     - `unknown_field`: the body holds a field this call does not know; the message names it
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2713,6 +2787,21 @@ export interface operations {
              */
             404: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Another program's data is in the way; nothing was changed.
+             *
+             *     - `key_wrong_type`: a Redis key this call reads or writes holds another type than the sidecar keeps there (another program wrote it); nothing was changed: delete or repair the key
+             */
+            409: {
+                headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2753,6 +2842,7 @@ export interface operations {
             /** @description The updated entry. */
             200: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2763,9 +2853,11 @@ export interface operations {
              * @description Bad input; nothing was changed.
              *
              *     - `invalid_id`: a path id is not 1-128 characters of `[A-Za-z0-9_.@-]`
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2780,6 +2872,21 @@ export interface operations {
              */
             404: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Another program's data is in the way; nothing was changed.
+             *
+             *     - `key_wrong_type`: a Redis key this call reads or writes holds another type than the sidecar keeps there (another program wrote it); nothing was changed: delete or repair the key
+             */
+            409: {
+                headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2836,6 +2943,7 @@ export interface operations {
              *
              *     - `invalid_id`: a path id is not 1-128 characters of `[A-Za-z0-9_.@-]`
              *     - `invalid_query`: `q` holds no word (no searchable word for `relevance`), `limit` is out of bounds, or `rank` is not `recent` or `relevance`
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
@@ -2846,6 +2954,19 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            /**
+             * @description Another program's data is in the way; nothing was changed.
+             *
+             *     - `key_wrong_type`: a Redis key this call reads or writes holds another type than the sidecar keeps there (another program wrote it); nothing was changed: delete or repair the key
+             */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             500: components["responses"]["Internal"];
             503: components["responses"]["RedisUnavailable"];
         };
@@ -2883,6 +3004,7 @@ export interface operations {
              * @description Bad input; nothing was changed.
              *
              *     - `invalid_id`: a path id is not 1-128 characters of `[A-Za-z0-9_.@-]`
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
@@ -2899,6 +3021,19 @@ export interface operations {
              *     - `not_found`: no key of this session exists
              */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Another program's data is in the way; nothing was changed.
+             *
+             *     - `key_wrong_type`: a Redis key this call reads or writes holds another type than the sidecar keeps there (another program wrote it); nothing was changed: delete or repair the key
+             */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2941,6 +3076,7 @@ export interface operations {
              * @description Bad input; nothing was changed.
              *
              *     - `invalid_id`: a path id is not 1-128 characters of `[A-Za-z0-9_.@-]`
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
@@ -2957,6 +3093,19 @@ export interface operations {
              *     - `not_found`: no key of this session exists
              */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Another program's data is in the way; nothing was changed.
+             *
+             *     - `key_wrong_type`: a Redis key this call reads or writes holds another type than the sidecar keeps there (another program wrote it); nothing was changed: delete or repair the key
+             */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3004,6 +3153,7 @@ export interface operations {
             /** @description The record. */
             200: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3017,9 +3167,11 @@ export interface operations {
              *     - `invalid_json`: the body is not one JSON value of the right kind (malformed, empty, several values)
              *     - `invalid_field`: `title` too long or not a string, a bad metadata key or value, more than 32 keys after the merge
              *     - `unknown_field`: the body holds a field this call does not know; the message names it
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3034,6 +3186,21 @@ export interface operations {
              */
             404: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Another program's data is in the way; nothing was changed.
+             *
+             *     - `key_wrong_type`: a Redis key this call reads or writes holds another type than the sidecar keeps there (another program wrote it); nothing was changed: delete or repair the key
+             */
+            409: {
+                headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3085,6 +3252,7 @@ export interface operations {
              *
              *     - `invalid_id`: a path id is not 1-128 characters of `[A-Za-z0-9_.@-]`
              *     - `invalid_query`: a query parameter is malformed or out of bounds
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
@@ -3095,6 +3263,19 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            /**
+             * @description Another program's data is in the way; nothing was changed.
+             *
+             *     - `key_wrong_type`: a Redis key this call reads or writes holds another type than the sidecar keeps there (another program wrote it); nothing was changed: delete or repair the key
+             */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             500: components["responses"]["Internal"];
             503: components["responses"]["RedisUnavailable"];
         };
@@ -3135,6 +3316,7 @@ export interface operations {
             /** @description Appended; the stored step. */
             201: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3148,9 +3330,11 @@ export interface operations {
              *     - `invalid_json`: the body is not one JSON value of the right kind (malformed, empty, several values)
              *     - `invalid_field`: a field has the wrong type or is out of bounds; the message names it
              *     - `unknown_field`: the body holds a field this call does not know; the message names it
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3158,6 +3342,20 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            /**
+             * @description Another program's data is in the way; nothing was changed.
+             *
+             *     - `key_wrong_type`: a Redis key this call reads or writes holds another type than the sidecar keeps there (another program wrote it); nothing was changed: delete or repair the key
+             */
+            409: {
+                headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             413: components["responses"]["BodyTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["Internal"];
@@ -3199,6 +3397,7 @@ export interface operations {
              * @description Bad input; nothing was changed.
              *
              *     - `invalid_id`: a path id is not 1-128 characters of `[A-Za-z0-9_.@-]`
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
@@ -3209,6 +3408,19 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            /**
+             * @description Another program's data is in the way; nothing was changed.
+             *
+             *     - `key_wrong_type`: a Redis key this call reads or writes holds another type than the sidecar keeps there (another program wrote it); nothing was changed: delete or repair the key
+             */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             500: components["responses"]["Internal"];
             503: components["responses"]["RedisUnavailable"];
         };
@@ -3246,6 +3458,7 @@ export interface operations {
             /** @description The session already holds this `id`: the stored entry, nothing written. */
             200: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3255,6 +3468,7 @@ export interface operations {
             /** @description Appended; the stored entry. */
             201: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3267,9 +3481,11 @@ export interface operations {
              *     - `invalid_id`: a path id is not 1-128 characters of `[A-Za-z0-9_.@-]`
              *     - `invalid_json`: the body is not one JSON value of the right kind (malformed, empty, several values)
              *     - `invalid_field`: the body is not an object, or `id` is not a valid id string
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3277,6 +3493,20 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            /**
+             * @description Another program's data is in the way; nothing was changed.
+             *
+             *     - `key_wrong_type`: a Redis key this call reads or writes holds another type than the sidecar keeps there (another program wrote it); nothing was changed: delete or repair the key
+             */
+            409: {
+                headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             413: components["responses"]["BodyTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["Internal"];
@@ -3311,6 +3541,7 @@ export interface operations {
             /** @description Done; no body. */
             204: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -3319,9 +3550,11 @@ export interface operations {
              * @description Bad input; nothing was changed.
              *
              *     - `invalid_id`: a path id is not 1-128 characters of `[A-Za-z0-9_.@-]`
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3336,6 +3569,21 @@ export interface operations {
              */
             404: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Another program's data is in the way; nothing was changed.
+             *
+             *     - `key_wrong_type`: a Redis key this call reads or writes holds another type than the sidecar keeps there (another program wrote it); nothing was changed: delete or repair the key
+             */
+            409: {
+                headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3383,6 +3631,7 @@ export interface operations {
             /** @description The updated entry. */
             200: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3395,9 +3644,11 @@ export interface operations {
              *     - `invalid_id`: a path id is not 1-128 characters of `[A-Za-z0-9_.@-]`
              *     - `invalid_json`: the body is not one JSON value of the right kind (malformed, empty, several values)
              *     - `invalid_field`: the body is not a non-empty object, or it tries to change `id`
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3412,6 +3663,21 @@ export interface operations {
              */
             404: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Another program's data is in the way; nothing was changed.
+             *
+             *     - `key_wrong_type`: a Redis key this call reads or writes holds another type than the sidecar keeps there (another program wrote it); nothing was changed: delete or repair the key
+             */
+            409: {
+                headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3462,6 +3728,7 @@ export interface operations {
              * @description Bad input; nothing was changed.
              *
              *     - `invalid_id`: a path id is not 1-128 characters of `[A-Za-z0-9_.@-]`
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
@@ -3478,6 +3745,19 @@ export interface operations {
              *     - `not_found`: no key of this session exists
              */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Another program's data is in the way; nothing was changed.
+             *
+             *     - `key_wrong_type`: a Redis key this call reads or writes holds another type than the sidecar keeps there (another program wrote it); nothing was changed: delete or repair the key
+             */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3521,6 +3801,7 @@ export interface operations {
             /** @description The TTL now in force (-1 = no expiry). */
             200: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3539,9 +3820,11 @@ export interface operations {
              *     - `invalid_json`: the body is not one JSON value of the right kind (malformed, empty, several values)
              *     - `invalid_field`: `ttl_seconds` is missing, not an integer or outside 0-315360000
              *     - `unknown_field`: the body holds a field this call does not know; the message names it
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3556,6 +3839,21 @@ export interface operations {
              */
             404: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Another program's data is in the way; nothing was changed.
+             *
+             *     - `key_wrong_type`: a Redis key this call reads or writes holds another type than the sidecar keeps there (another program wrote it); nothing was changed: delete or repair the key
+             */
+            409: {
+                headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3608,6 +3906,7 @@ export interface operations {
             /** @description A repeated `Idempotency-Key`/`request_id`: the first result, nothing counted. */
             200: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3617,6 +3916,7 @@ export interface operations {
             /** @description Counted. */
             201: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3642,9 +3942,11 @@ export interface operations {
              *     - `invalid_json`: the body is not one JSON value of the right kind (malformed, empty, several values)
              *     - `invalid_field`: `model` missing or empty, a count or cost out of bounds, a bad idempotency key, or `Idempotency-Key` and `request_id` differ
              *     - `unknown_field`: the body holds a field this call does not know; the message names it
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3656,9 +3958,11 @@ export interface operations {
              * @description Nothing was counted.
              *
              *     - `usage_overflow`: a sum this call adds to (the session's, the all-time totals, the day's per-model totals) would pass 9e18; the message names the Redis key and field
+             *     - `key_wrong_type`: a Redis key this call reads or writes holds another type than the sidecar keeps there (another program wrote it); nothing was changed: delete or repair the key
              */
             409: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3716,6 +4020,7 @@ export interface operations {
              *     - `invalid_json`: the body is not one JSON object
              *     - `invalid_field`: `summary` longer than 8192 characters
              *     - `unknown_field`: the body holds a field this call does not know
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
@@ -3743,6 +4048,7 @@ export interface operations {
              * @description Conflict.
              *
              *     - `session_ended`: the session already ended as `failed`
+             *     - `key_wrong_type`: a Redis key this call reads or writes holds another type than the sidecar keeps there (another program wrote it); nothing was changed: delete or repair the key
              */
             409: {
                 headers: {
@@ -3803,6 +4109,7 @@ export interface operations {
              *     - `invalid_json`: the body is not one JSON object
              *     - `invalid_field`: `summary` longer than 8192 characters
              *     - `unknown_field`: the body holds a field this call does not know
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
@@ -3830,6 +4137,7 @@ export interface operations {
              * @description Conflict.
              *
              *     - `session_ended`: the session already ended as `completed`
+             *     - `key_wrong_type`: a Redis key this call reads or writes holds another type than the sidecar keeps there (another program wrote it); nothing was changed: delete or repair the key
              */
             409: {
                 headers: {
@@ -3881,6 +4189,7 @@ export interface operations {
              *
              *     - `invalid_id`: a path id is not 1-128 characters of `[A-Za-z0-9_.@-]`
              *     - `invalid_query`: `status` is not a status, `limit` out of bounds, `cursor` not one this API returned, or a `metadata.<key>` parameter with a bad key, repeated, or a value over 512 characters
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
@@ -3891,6 +4200,19 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            /**
+             * @description Another program's data is in the way; nothing was changed.
+             *
+             *     - `key_wrong_type`: a Redis key this call reads or writes holds another type than the sidecar keeps there (another program wrote it); nothing was changed: delete or repair the key
+             */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             500: components["responses"]["Internal"];
             503: components["responses"]["RedisUnavailable"];
         };
@@ -3956,6 +4278,7 @@ export interface operations {
              *     - `invalid_field`: `session_id` not an id, `title` too long, a bad metadata key or value, more than 32 keys
              *     - `unknown_field`: the body holds a field this call does not know; the message names it
              *     - `invalid_header`: `Idempotency-Key` is not 1-255 printable ASCII characters
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
@@ -3970,6 +4293,7 @@ export interface operations {
              * @description Conflict.
              *
              *     - `session_exists`: a session with this id already exists; nothing changed
+             *     - `key_wrong_type`: a Redis key this call reads or writes holds another type than the sidecar keeps there (another program wrote it); nothing was changed: delete or repair the key
              */
             409: {
                 headers: {
@@ -4014,6 +4338,7 @@ export interface operations {
              * @description Bad input; nothing was changed.
              *
              *     - `invalid_query`: `status` is not a status, `limit` out of bounds, `cursor` not one this API returned, or a `metadata.<key>` parameter with a bad key, repeated, or a value over 512 characters
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
@@ -4024,6 +4349,19 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            /**
+             * @description Another program's data is in the way; nothing was changed.
+             *
+             *     - `key_wrong_type`: a Redis key this call reads or writes holds another type than the sidecar keeps there (another program wrote it); nothing was changed: delete or repair the key
+             */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             500: components["responses"]["Internal"];
             503: components["responses"]["RedisUnavailable"];
         };
@@ -4046,7 +4384,33 @@ export interface operations {
                     "application/json": components["schemas"]["SessionStats"];
                 };
             };
+            /**
+             * @description Bad input; nothing was changed.
+             *
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
+             */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             401: components["responses"]["Unauthorized"];
+            /**
+             * @description Another program's data is in the way; nothing was changed.
+             *
+             *     - `key_wrong_type`: a Redis key this call reads or writes holds another type than the sidecar keeps there (another program wrote it); nothing was changed: delete or repair the key
+             */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             500: components["responses"]["Internal"];
             503: components["responses"]["RedisUnavailable"];
         };
@@ -4079,6 +4443,7 @@ export interface operations {
              * @description Bad input; nothing was changed.
              *
              *     - `invalid_query`: `days` is not an integer from 1 to `USAGE_BY_MODEL_DAYS`
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
@@ -4089,6 +4454,19 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            /**
+             * @description Another program's data is in the way; nothing was changed.
+             *
+             *     - `key_wrong_type`: a Redis key this call reads or writes holds another type than the sidecar keeps there (another program wrote it); nothing was changed: delete or repair the key
+             */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             500: components["responses"]["Internal"];
             503: components["responses"]["RedisUnavailable"];
         };
@@ -4129,6 +4507,7 @@ export interface operations {
              * @description Bad input; nothing was changed.
              *
              *     - `invalid_id`: the lock name is not 1-128 characters of `[A-Za-z0-9_.@-]`, or is reserved (one of the sidecar's own key names; see the `name` parameter)
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
@@ -4139,6 +4518,19 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            /**
+             * @description Another program's data is in the way; nothing was changed.
+             *
+             *     - `key_wrong_type`: a Redis key this call reads or writes holds another type than the sidecar keeps there (another program wrote it); nothing was changed: delete or repair the key
+             */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             500: components["responses"]["Internal"];
             503: components["responses"]["RedisUnavailable"];
         };
@@ -4194,6 +4586,7 @@ export interface operations {
              *     - `invalid_json`: the body is not one JSON value of the right kind (malformed, empty, several values)
              *     - `invalid_field`: `ttl_ms`, `wait_ms` or `owner` out of bounds
              *     - `unknown_field`: the body holds a field this call does not know; the message names it
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
@@ -4209,6 +4602,7 @@ export interface operations {
              *
              *     - `lock_held`: someone else held the lock for all of `wait_ms`; the message names the holder's owner and remaining TTL
              *     - `lock_key_conflict`: the lock is free but its key `{name}:fence` or `{name}:meta` holds something it did not write (another type, a fence that is not a number); nothing was written, and waiting does not help
+             *     - `key_wrong_type`: a Redis key this call reads or writes holds another type than the sidecar keeps there (another program wrote it); nothing was changed: delete or repair the key
              */
             409: {
                 headers: {
@@ -4269,6 +4663,7 @@ export interface operations {
              *     - `invalid_json`: the body is not one JSON value of the right kind (malformed, empty, several values)
              *     - `invalid_field`: `token` missing, empty or over 256 characters
              *     - `unknown_field`: the body holds a field this call does not know; the message names it
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
@@ -4296,6 +4691,7 @@ export interface operations {
              * @description Someone else holds it.
              *
              *     - `not_owner`: another token holds the lock; it was left untouched
+             *     - `key_wrong_type`: a Redis key this call reads or writes holds another type than the sidecar keeps there (another program wrote it); nothing was changed: delete or repair the key
              */
             409: {
                 headers: {
@@ -4352,6 +4748,7 @@ export interface operations {
              *     - `invalid_json`: the body is not one JSON value of the right kind (malformed, empty, several values)
              *     - `invalid_field`: `token` or `ttl_ms` out of bounds
              *     - `unknown_field`: the body holds a field this call does not know; the message names it
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
@@ -4366,6 +4763,7 @@ export interface operations {
              * @description The lease is gone.
              *
              *     - `lock_lost`: the lock is not held with this token (expired, released or taken by another holder)
+             *     - `key_wrong_type`: a Redis key this call reads or writes holds another type than the sidecar keeps there (another program wrote it); nothing was changed: delete or repair the key
              */
             409: {
                 headers: {
@@ -4433,6 +4831,7 @@ export interface operations {
              *     - `invalid_json`: the body is not one JSON value of the right kind (malformed, empty, several values)
              *     - `invalid_field`: `title` too long, a bad `metadata`/`match` key or value, more than 32 keys together
              *     - `unknown_field`: the body holds a field this call does not know; the message names it
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
@@ -4443,6 +4842,19 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            /**
+             * @description Another program's data is in the way; nothing was changed.
+             *
+             *     - `key_wrong_type`: a Redis key this call reads or writes holds another type than the sidecar keeps there (another program wrote it); nothing was changed: delete or repair the key
+             */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             413: components["responses"]["BodyTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["Internal"];
@@ -4492,6 +4904,7 @@ export interface operations {
              *     - `invalid_json`: the body is not one JSON value of the right kind (malformed, empty, several values)
              *     - `invalid_field`: `summary` too long, a bad `match` key or value
              *     - `unknown_field`: the body holds a field this call does not know; the message names it
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
@@ -4508,6 +4921,19 @@ export interface operations {
              *     - `not_found`: the user has no active session (none running, or only abandoned ones)
              */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Another program's data is in the way; nothing was changed.
+             *
+             *     - `key_wrong_type`: a Redis key this call reads or writes holds another type than the sidecar keeps there (another program wrote it); nothing was changed: delete or repair the key
+             */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4554,6 +4980,7 @@ export interface operations {
              * @description Bad input; nothing was changed.
              *
              *     - `invalid_id`: a path id is not 1-128 characters of `[A-Za-z0-9_.@-]`
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
@@ -4570,6 +4997,20 @@ export interface operations {
              *     - `not_found`: no key of this session exists
              */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Another program's data is in the way; nothing was changed.
+             *
+             *     - `key_wrong_type`: a Redis key this call reads or writes holds another type than the sidecar keeps there (another program wrote it); nothing was changed: delete or repair the key
+             *     - `state_unreadable`: the stored state is not a JSON object (another program wrote it); it is left as it is: delete the key, or write an object to it
+             */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4616,6 +5057,7 @@ export interface operations {
             /** @description The new state. */
             200: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4628,9 +5070,11 @@ export interface operations {
              *     - `invalid_id`: a path id is not 1-128 characters of `[A-Za-z0-9_.@-]`
              *     - `invalid_json`: the body is not one JSON value of the right kind (malformed, empty, several values)
              *     - `invalid_field`: the patch is not a JSON object, nests deeper than 32 levels, or the state after it would pass 64 KiB
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4645,6 +5089,21 @@ export interface operations {
              */
             404: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Another program's data is in the way; nothing was changed.
+             *
+             *     - `key_wrong_type`: a Redis key this call reads or writes holds another type than the sidecar keeps there (another program wrote it); nothing was changed: delete or repair the key
+             */
+            409: {
+                headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4685,6 +5144,7 @@ export interface operations {
              * @description Bad input; nothing was changed.
              *
              *     - `invalid_id`: a path id is not 1-128 characters of `[A-Za-z0-9_.@-]`
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
@@ -4695,6 +5155,20 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            /**
+             * @description Another program's data is in the way; nothing was changed.
+             *
+             *     - `key_wrong_type`: a Redis key this call reads or writes holds another type than the sidecar keeps there (another program wrote it); nothing was changed: delete or repair the key
+             *     - `state_unreadable`: the stored state is not a JSON object (another program wrote it); it is left as it is: delete the key, or write an object to it
+             */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             500: components["responses"]["Internal"];
             503: components["responses"]["RedisUnavailable"];
         };
@@ -4741,6 +5215,7 @@ export interface operations {
              *     - `invalid_id`: a path id is not 1-128 characters of `[A-Za-z0-9_.@-]`
              *     - `invalid_json`: the body is not one JSON value of the right kind (malformed, empty, several values)
              *     - `invalid_field`: the patch is not a JSON object, nests deeper than 32 levels, or the state after it would pass 64 KiB
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
@@ -4751,6 +5226,19 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            /**
+             * @description Another program's data is in the way; nothing was changed.
+             *
+             *     - `key_wrong_type`: a Redis key this call reads or writes holds another type than the sidecar keeps there (another program wrote it); nothing was changed: delete or repair the key
+             */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             413: components["responses"]["BodyTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["Internal"];
@@ -4785,6 +5273,7 @@ export interface operations {
              * @description Bad input; nothing was changed.
              *
              *     - `invalid_id`: a path id is not 1-128 characters of `[A-Za-z0-9_.@-]`
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
@@ -4846,6 +5335,7 @@ export interface operations {
              * @description Bad input; nothing was changed.
              *
              *     - `invalid_id`: a path id is not 1-128 characters of `[A-Za-z0-9_.@-]`
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
@@ -4873,6 +5363,7 @@ export interface operations {
              * @description Conflict; nothing was changed.
              *
              *     - `stored_value_invalid`: a stored block is not one the sidecar wrote
+             *     - `key_wrong_type`: a Redis key this call reads or writes holds another type than the sidecar keeps there (another program wrote it); nothing was changed: delete or repair the key
              */
             409: {
                 headers: {
@@ -4943,6 +5434,7 @@ export interface operations {
              *     - `invalid_field`: `content` missing or over `BLOCKS_MAX_CONTENT_BYTES`, `description` over 1 024 characters, `max_tokens` not 1-10 000 000, `position` out of range
              *     - `unknown_field`: the body names a field the call does not take
              *     - `duplicate_field`: a field appears twice in one object
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
@@ -5005,6 +5497,7 @@ export interface operations {
              * @description Bad input; nothing was changed.
              *
              *     - `invalid_id`: a path id is not 1-128 characters of `[A-Za-z0-9_.@-]`
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
@@ -5091,6 +5584,7 @@ export interface operations {
              *     - `invalid_field`: `content` missing or over `BLOCKS_MAX_CONTENT_BYTES`
              *     - `unknown_field`: the body names a field the call does not take
              *     - `duplicate_field`: a field appears twice in one object
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
@@ -5159,6 +5653,7 @@ export interface operations {
             /** @description The blocks. */
             200: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5169,9 +5664,11 @@ export interface operations {
              * @description Bad input; nothing was changed.
              *
              *     - `invalid_id`: a path id is not 1-128 characters of `[A-Za-z0-9_.@-]`
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5187,6 +5684,7 @@ export interface operations {
              */
             409: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5225,6 +5723,7 @@ export interface operations {
             /** @description The block. */
             200: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5235,9 +5734,11 @@ export interface operations {
              * @description Bad input; nothing was changed.
              *
              *     - `invalid_id`: a path id is not 1-128 characters of `[A-Za-z0-9_.@-]`
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5252,6 +5753,7 @@ export interface operations {
              */
             404: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5262,9 +5764,11 @@ export interface operations {
              * @description Conflict; nothing was changed.
              *
              *     - `stored_value_invalid`: a stored block is not one the sidecar wrote
+             *     - `key_wrong_type`: a Redis key this call reads or writes holds another type than the sidecar keeps there (another program wrote it); nothing was changed: delete or repair the key
              */
             409: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5313,6 +5817,7 @@ export interface operations {
             /** @description Replaced: the block. */
             200: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5322,6 +5827,7 @@ export interface operations {
             /** @description Created: the block. */
             201: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5336,9 +5842,11 @@ export interface operations {
              *     - `invalid_field`: `content` missing or over `BLOCKS_MAX_CONTENT_BYTES`, `description` over 1 024 characters, `max_tokens` not 1-10 000 000, `position` out of range
              *     - `unknown_field`: the body names a field the call does not take
              *     - `duplicate_field`: a field appears twice in one object
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5355,6 +5863,7 @@ export interface operations {
              */
             409: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5395,6 +5904,7 @@ export interface operations {
             /** @description Deleted. */
             204: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -5403,9 +5913,11 @@ export interface operations {
              * @description Bad input; nothing was changed.
              *
              *     - `invalid_id`: a path id is not 1-128 characters of `[A-Za-z0-9_.@-]`
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5420,6 +5932,7 @@ export interface operations {
              */
             404: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5433,6 +5946,7 @@ export interface operations {
              */
             409: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5480,6 +5994,7 @@ export interface operations {
             /** @description The block after the append. */
             200: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5494,9 +6009,11 @@ export interface operations {
              *     - `invalid_field`: `content` missing or over `BLOCKS_MAX_CONTENT_BYTES`
              *     - `unknown_field`: the body names a field the call does not take
              *     - `duplicate_field`: a field appears twice in one object
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5511,6 +6028,7 @@ export interface operations {
              */
             404: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5527,6 +6045,7 @@ export interface operations {
              */
             409: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5573,6 +6092,7 @@ export interface operations {
             /** @description The prompt: its text, or with `format=json` `{prompt, tokens, frozen_at}`. */
             200: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5591,9 +6111,11 @@ export interface operations {
              *
              *     - `invalid_id`: a path id is not 1-128 characters of `[A-Za-z0-9_.@-]`
              *     - `invalid_query`: `format` or `frozen` is not one of its values
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5610,6 +6132,7 @@ export interface operations {
              */
             409: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5649,6 +6172,7 @@ export interface operations {
             /** @description The new frozen prompt. */
             200: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5667,9 +6191,11 @@ export interface operations {
              *
              *     - `invalid_id`: a path id is not 1-128 characters of `[A-Za-z0-9_.@-]`
              *     - `invalid_query`: `format` is not `text` or `json`
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5686,6 +6212,7 @@ export interface operations {
              */
             409: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5725,6 +6252,7 @@ export interface operations {
             /** @description The definitions. */
             200: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5736,9 +6264,11 @@ export interface operations {
              *
              *     - `invalid_id`: a path id is not 1-128 characters of `[A-Za-z0-9_.@-]`
              *     - `invalid_query`: `format` is not `openai` or `anthropic`
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5754,6 +6284,7 @@ export interface operations {
              */
             409: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5802,6 +6333,7 @@ export interface operations {
             /** @description The tool's result. */
             200: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5822,9 +6354,11 @@ export interface operations {
              *     - `invalid_field`: `arguments` missing or neither an object nor a string, or a bad `tool_call_id`
              *     - `unknown_field`: the body names a field the call does not take
              *     - `duplicate_field`: a field appears twice in one object
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5839,6 +6373,7 @@ export interface operations {
              */
             404: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5852,6 +6387,7 @@ export interface operations {
              */
             409: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5923,6 +6459,7 @@ export interface operations {
              *
              *     - `invalid_id`: a path id is not 1-128 characters of `[A-Za-z0-9_.@-]`
              *     - `invalid_field`: `Last-Event-ID` or `after` is not an event id
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
@@ -5939,6 +6476,19 @@ export interface operations {
              *     - `not_found`: no key of this session exists
              */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Another program's data is in the way; nothing was changed.
+             *
+             *     - `key_wrong_type`: a Redis key this call reads or writes holds another type than the sidecar keeps there (another program wrote it); nothing was changed: delete or repair the key
+             */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6006,6 +6556,7 @@ export interface operations {
             /** @description A repeat of an `Idempotency-Key` already seen: the first publish's event id; nothing was written. */
             200: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6015,6 +6566,7 @@ export interface operations {
             /** @description Published. */
             201: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6028,9 +6580,11 @@ export interface operations {
              *     - `invalid_json`: the body is not one JSON object
              *     - `unknown_field`: the body names a field the schema does not have
              *     - `invalid_field`: `event` is not `x-` and 1-64 characters of `[a-z0-9_.-]`, or `data` is missing
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6045,6 +6599,7 @@ export interface operations {
              */
             404: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6058,6 +6613,7 @@ export interface operations {
              */
             409: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6137,6 +6693,7 @@ export interface operations {
              *
              *     - `invalid_id`: a path id is not 1-128 characters of `[A-Za-z0-9_.@-]`
              *     - `invalid_field`: `Last-Event-ID` or `after` is not an event id
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
@@ -6147,6 +6704,19 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            /**
+             * @description Another program's data is in the way; nothing was changed.
+             *
+             *     - `key_wrong_type`: a Redis key this call reads or writes holds another type than the sidecar keeps there (another program wrote it); nothing was changed: delete or repair the key
+             */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             500: components["responses"]["Internal"];
             /**
              * @description Every event stream slot is taken, or Redis is unreachable; retry after the `Retry-After` seconds.
@@ -6201,6 +6771,7 @@ export interface operations {
              * @description Bad input.
              *
              *     - `invalid_id`: a path id is not 1-128 characters of `[A-Za-z0-9_.@-]`
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
@@ -6272,6 +6843,7 @@ export interface operations {
              * @description Bad input.
              *
              *     - `invalid_id`: a path id is not 1-128 characters of `[A-Za-z0-9_.@-]`
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
@@ -6353,6 +6925,8 @@ export interface operations {
             /** @description The page. */
             200: {
                 headers: {
+                    "Sidecar-Truncated": components["headers"]["Truncated"];
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6365,9 +6939,11 @@ export interface operations {
              *     - `invalid_id`: a path id is not 1-128 characters of `[A-Za-z0-9_.@-]`
              *     - `invalid_query`: a query parameter is out of range or malformed; the message names it
              *     - `invalid_cursor`: `before`/`after` names no message of the path as read (or one inside a compacted range)
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6382,6 +6958,21 @@ export interface operations {
              */
             404: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Another program's data is in the way; nothing was changed.
+             *
+             *     - `key_wrong_type`: a Redis key this call reads or writes holds another type than the sidecar keeps there (another program wrote it); nothing was changed: delete or repair the key
+             */
+            409: {
+                headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6434,6 +7025,7 @@ export interface operations {
             /** @description A retry: the stored messages, nothing written. */
             200: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6443,6 +7035,7 @@ export interface operations {
             /** @description Stored: the message (or `{messages}` for a batch). */
             201: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6458,9 +7051,11 @@ export interface operations {
              *     - `unknown_field`: the body holds a field this call does not know; the message names it
              *     - `unknown_parent`: `parent_id` names no message of the session
              *     - `invalid_header`: `If-Match` or `Idempotency-Key` is malformed
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6477,6 +7072,7 @@ export interface operations {
              */
             409: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6490,6 +7086,7 @@ export interface operations {
              */
             412: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6525,6 +7122,7 @@ export interface operations {
             /** @description Done; no body. */
             204: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -6533,9 +7131,11 @@ export interface operations {
              * @description Bad input.
              *
              *     - `invalid_id`: a path id is not 1-128 characters of `[A-Za-z0-9_.@-]`
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6550,6 +7150,21 @@ export interface operations {
              */
             404: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Another program's data is in the way; nothing was changed.
+             *
+             *     - `key_wrong_type`: a Redis key this call reads or writes holds another type than the sidecar keeps there (another program wrote it); nothing was changed: delete or repair the key
+             */
+            409: {
+                headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6588,6 +7203,7 @@ export interface operations {
             /** @description The message. */
             200: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6598,9 +7214,11 @@ export interface operations {
              * @description Bad input.
              *
              *     - `invalid_id`: a path id is not 1-128 characters of `[A-Za-z0-9_.@-]`
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6615,6 +7233,21 @@ export interface operations {
              */
             404: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Another program's data is in the way; nothing was changed.
+             *
+             *     - `key_wrong_type`: a Redis key this call reads or writes holds another type than the sidecar keeps there (another program wrote it); nothing was changed: delete or repair the key
+             */
+            409: {
+                headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6663,6 +7296,7 @@ export interface operations {
             /** @description Replaced. */
             200: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6672,6 +7306,7 @@ export interface operations {
             /** @description Created. */
             201: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6686,9 +7321,11 @@ export interface operations {
              *     - `invalid_field`: a field has the wrong type or is out of bounds; the message names it
              *     - `unknown_field`: the body holds a field this call does not know; the message names it
              *     - `unknown_parent`: `parent_id` names no message of the session
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6701,9 +7338,11 @@ export interface operations {
              *
              *     - `id_conflict`: `parent_id` names another parent than the stored message's
              *     - `session_full`: a new message would pass `SESSION_MAX_MESSAGES`
+             *     - `key_wrong_type`: a Redis key this call reads or writes holds another type than the sidecar keeps there (another program wrote it); nothing was changed: delete or repair the key
              */
             409: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6747,6 +7386,7 @@ export interface operations {
             /** @description Done; no body. */
             204: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -6756,9 +7396,11 @@ export interface operations {
              *
              *     - `invalid_id`: a path id is not 1-128 characters of `[A-Za-z0-9_.@-]`
              *     - `invalid_query`: `subtree` is not `true` or `false`
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6773,6 +7415,7 @@ export interface operations {
              */
             404: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6783,9 +7426,11 @@ export interface operations {
              * @description Conflict; nothing was deleted.
              *
              *     - `has_children`: the message has children and `subtree=true` was not given
+             *     - `key_wrong_type`: a Redis key this call reads or writes holds another type than the sidecar keeps there (another program wrote it); nothing was changed: delete or repair the key
              */
             409: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6835,6 +7480,7 @@ export interface operations {
             /** @description The message. */
             200: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6848,9 +7494,11 @@ export interface operations {
              *     - `invalid_json`: the body is not one JSON value of the right kind (malformed, empty, several values)
              *     - `invalid_field`: a field has the wrong type or is out of bounds; the message names it
              *     - `unknown_field`: the body holds a field this call does not know; the message names it
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6865,6 +7513,7 @@ export interface operations {
              */
             404: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6875,9 +7524,11 @@ export interface operations {
              * @description Conflict; nothing was written.
              *
              *     - `concurrent_update`: the message kept changing under concurrent writes
+             *     - `key_wrong_type`: a Redis key this call reads or writes holds another type than the sidecar keeps there (another program wrote it); nothing was changed: delete or repair the key
              */
             409: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6921,6 +7572,7 @@ export interface operations {
             /** @description The children. */
             200: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6932,9 +7584,11 @@ export interface operations {
              *
              *     - `invalid_id`: a path id is not 1-128 characters of `[A-Za-z0-9_.@-]`
              *     - `invalid_query`: a query parameter is out of range or malformed; the message names it
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6949,6 +7603,21 @@ export interface operations {
              */
             404: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Another program's data is in the way; nothing was changed.
+             *
+             *     - `key_wrong_type`: a Redis key this call reads or writes holds another type than the sidecar keeps there (another program wrote it); nothing was changed: delete or repair the key
+             */
+            409: {
+                headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6982,6 +7651,7 @@ export interface operations {
             /** @description The removed message. */
             200: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6992,9 +7662,11 @@ export interface operations {
              * @description Bad input.
              *
              *     - `invalid_id`: a path id is not 1-128 characters of `[A-Za-z0-9_.@-]`
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7009,6 +7681,7 @@ export interface operations {
              */
             404: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7019,9 +7692,11 @@ export interface operations {
              * @description Conflict; nothing was removed.
              *
              *     - `has_children`: the latest leaf has children (a branch was appended under it)
+             *     - `key_wrong_type`: a Redis key this call reads or writes holds another type than the sidecar keeps there (another program wrote it); nothing was changed: delete or repair the key
              */
             409: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7069,6 +7744,7 @@ export interface operations {
             /** @description A retry of the same `Idempotency-Key`: the record, nothing written. */
             200: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7078,6 +7754,7 @@ export interface operations {
             /** @description The new session's record. */
             201: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7091,9 +7768,11 @@ export interface operations {
              *     - `invalid_json`: the body is not one JSON value of the right kind (malformed, empty, several values)
              *     - `invalid_field`: `at` is not an id, `session_id` names this session, or `title` is too long
              *     - `unknown_field`: the body holds a field this call does not know; the message names it
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7108,6 +7787,7 @@ export interface operations {
              */
             404: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7118,9 +7798,11 @@ export interface operations {
              * @description Conflict; nothing was written.
              *
              *     - `session_exists`: a session with the new id exists
+             *     - `key_wrong_type`: a Redis key this call reads or writes holds another type than the sidecar keeps there (another program wrote it); nothing was changed: delete or repair the key
              */
             409: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7169,6 +7851,7 @@ export interface operations {
             /** @description A retry of the same `Idempotency-Key`: the record, nothing written. */
             200: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7178,6 +7861,7 @@ export interface operations {
             /** @description The continuation's record. */
             201: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7191,9 +7875,11 @@ export interface operations {
              *     - `invalid_json`: the body is not one JSON value of the right kind (malformed, empty, several values)
              *     - `invalid_field`: `summary` is empty or too long, `session_id` names this session, or `title` is too long
              *     - `unknown_field`: the body holds a field this call does not know; the message names it
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7208,6 +7894,7 @@ export interface operations {
              */
             404: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7219,9 +7906,11 @@ export interface operations {
              *
              *     - `session_exists`: a session with the new id exists
              *     - `session_ended`: this session has already ended
+             *     - `key_wrong_type`: a Redis key this call reads or writes holds another type than the sidecar keeps there (another program wrote it); nothing was changed: delete or repair the key
              */
             409: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7257,6 +7946,7 @@ export interface operations {
             /** @description The compactions. */
             200: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7267,9 +7957,11 @@ export interface operations {
              * @description Bad input.
              *
              *     - `invalid_id`: a path id is not 1-128 characters of `[A-Za-z0-9_.@-]`
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7277,6 +7969,20 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            /**
+             * @description Another program's data is in the way; nothing was changed.
+             *
+             *     - `key_wrong_type`: a Redis key this call reads or writes holds another type than the sidecar keeps there (another program wrote it); nothing was changed: delete or repair the key
+             */
+            409: {
+                headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             500: components["responses"]["Internal"];
             503: components["responses"]["RedisUnavailable"];
         };
@@ -7315,6 +8021,7 @@ export interface operations {
             /** @description The compaction. */
             201: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7330,9 +8037,11 @@ export interface operations {
              *     - `unknown_field`: the body holds a field this call does not know; the message names it
              *     - `invalid_range`: an id names no message, or `from_id` is not an ancestor of (or equal to) `to_id` (after it, or on another branch)
              *     - `splits_tool_call`: the range holds a `tool` message without the message carrying its call, or a call without its result
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7345,9 +8054,11 @@ export interface operations {
              *
              *     - `compaction_overlap`: the range partly overlaps a compaction in force
              *     - `too_many_compactions`: the session holds 100 compactions in force
+             *     - `key_wrong_type`: a Redis key this call reads or writes holds another type than the sidecar keeps there (another program wrote it); nothing was changed: delete or repair the key
              */
             409: {
                 headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7397,6 +8108,7 @@ export interface operations {
              *
              *     - `invalid_id`: a path id is not 1-128 characters of `[A-Za-z0-9_.@-]`
              *     - `invalid_query`: `q` holds no searchable word, or `limit` is out of bounds
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
                 headers: {
@@ -7407,6 +8119,19 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            /**
+             * @description Another program's data is in the way; nothing was changed.
+             *
+             *     - `key_wrong_type`: a Redis key this call reads or writes holds another type than the sidecar keeps there (another program wrote it); nothing was changed: delete or repair the key
+             */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             500: components["responses"]["Internal"];
             503: components["responses"]["RedisUnavailable"];
         };

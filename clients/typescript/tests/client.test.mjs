@@ -15,6 +15,15 @@ async function rejects(p, status, code, Cls = SidecarError) {
   });
 }
 
+test("a base URL without its scheme is refused at construction", () => {
+  for (const bad of ["localhost:7480", "127.0.0.1:7480", "ftp://127.0.0.1:7480", "http://", "not a url"]) {
+    assert.throws(() => new Sidecar(bad), (e) => e instanceof TypeError && e.message.includes("want http://host:port"), bad);
+  }
+  for (const ok of ["http://127.0.0.1:7480", "https://sidecar.local/", "http://[::1]:7480"]) {
+    assert.equal(new Sidecar(ok).baseUrl, ok.replace(/\/+$/, ""));
+  }
+});
+
 test("every operation has a method", { skip }, async () => {
   for (const [id, m, p] of await operations()) {
     assert.equal(typeof Sidecar.prototype[id], "function", `Sidecar has no ${id} (${m} ${p})`);
