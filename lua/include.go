@@ -80,8 +80,8 @@ func stockLibraries() map[string]func() string {
 // Call it at package init, before New of a script that includes it. A name
 // already taken, or not of lowercase letters, digits and '_', panics.
 func NewLibrary(name, source string) {
-	if !validName(name) {
-		panic(fmt.Sprintf("lua: library name %q: want lowercase letters, digits and _", name))
+	if !includeName.MatchString(name) || luaNames[name] {
+		panic(fmt.Sprintf("lua: library name %q: want a lowercase letter, then letters, digits and _, and no Lua keyword or global", name))
 	}
 	libs.Lock()
 	defer libs.Unlock()
@@ -89,6 +89,26 @@ func NewLibrary(name, source string) {
 		panic(fmt.Sprintf("lua: library %q registered twice", name))
 	}
 	libs.src[name] = func() string { return source }
+}
+
+// includeName is what an include line names.
+var includeName = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
+
+// luaNames are names a library must not take: every library is a local of
+// that name ahead of every script in the Functions library, so a library
+// called string or redis would hide Redis's own for every script there,
+// and a keyword would not compile.
+var luaNames = map[string]bool{}
+
+func init() {
+	for _, n := range strings.Fields(`and break do else elseif end false for function goto if in local nil
+		not or repeat return then true until while
+		_G _VERSION assert bit cjson cmsgpack collectgarbage coroutine debug error gcinfo getfenv
+		getmetatable ipairs load loadstring math module newproxy next os pairs pcall print rawequal
+		rawget rawset redis require select setfenv setmetatable string struct table tonumber tostring
+		type unpack xpcall`) {
+		luaNames[n] = true
+	}
 }
 
 // libText returns the text of library name, and whether there is one.

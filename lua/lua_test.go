@@ -148,3 +148,21 @@ func panicOf(f func()) (msg string) {
 	f()
 	return "no panic"
 }
+
+// NewLibrary refuses a name no include line can name, a name already
+// taken, and the name of a Lua keyword or of a global Redis's Lua has (a
+// library is a local of its name ahead of every script in the Functions
+// library: "string" would hide string.format from every stock script).
+func TestNewLibraryRefusesBadNames(t *testing.T) {
+	for _, c := range []struct{ name, want string }{
+		{"string", `lua: library name "string": want a lowercase letter, then letters, digits and _, and no Lua keyword or global`},
+		{"redis", `lua: library name "redis": want a lowercase letter, then letters, digits and _, and no Lua keyword or global`},
+		{"end", `lua: library name "end": want a lowercase letter, then letters, digits and _, and no Lua keyword or global`},
+		{"1lib", `lua: library name "1lib": want a lowercase letter, then letters, digits and _, and no Lua keyword or global`},
+		{"session", `lua: library "session" registered twice`},
+	} {
+		if got := panicOf(func() { lua.NewLibrary(c.name, "return {}") }); got != c.want {
+			t.Errorf("NewLibrary(%q): got panic %q, want %q", c.name, got, c.want)
+		}
+	}
+}

@@ -110,12 +110,8 @@ func (r Reply) String(i int) (string, error) {
 	return r.Values[i].ToString()
 }
 
-// Flag is value i as a boolean (an integer other than 0), false when the
-// reply has no value i.
+// Flag is value i as a boolean (an integer other than 0).
 func (r Reply) Flag(i int) (bool, error) {
-	if i >= len(r.Values) {
-		return false, nil
-	}
-	n, err := r.Values[i].AsInt64()
+	n, err := r.Int(i)
 	return n != 0, err
 }

@@ -357,13 +357,6 @@ local function finish_write(c, moved, force, count, own_first, rec)
   return status, started
 end
 
--- stored_flag is what a storing script answers: 2 when the write started the
--- session, else 1 (0 is "already there, nothing written").
-local function stored_flag(started)
-  if started then return 2 end
-  return 1
-end
-
 -- clear_abort removes a pending abort request (a status change, the next
 -- user message); returns whether one was set. Call it before finish_write.
 local function clear_abort(c)
@@ -387,6 +380,5 @@ return {
   exists = exists,
   started_at_of = started_at_of,
   finish_write = finish_write,
-  stored_flag = stored_flag,
   clear_abort = clear_abort,
 }
