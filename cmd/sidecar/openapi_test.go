@@ -14,6 +14,7 @@ import (
 	"github.com/agentsidecar/agentsidecar/openapi"
 	"github.com/agentsidecar/agentsidecar/openapi/openapitest"
 	"github.com/agentsidecar/agentsidecar/redisstore/redisstoretest"
+	"github.com/agentsidecar/agentsidecar/registry"
 	"github.com/agentsidecar/agentsidecar/sidecar/sidecartest"
 )
 
@@ -154,7 +155,7 @@ func driveConflicts(t *testing.T, d *openapitest.Doc, srv *redisstoretest.Server
 	set(k.Entries, "x")
 	set(k.Context, "x")
 	set(l.SessionEvents("alice", "wrong-1"), "x")
-	set(l.UserState("alice"), "[1,2]")
+	set(l.UserKey(registry.UserStateFamily, "alice"), "[1,2]")
 	wrong := map[string]string{"session_id": "wrong-1"}
 	for _, tc := range []struct {
 		id, code string
