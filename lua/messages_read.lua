@@ -14,14 +14,18 @@
 --     message is found through the jump pointers, then the page is walked
 --     up parent by parent.
 --   'one': ARGV[6] the message id.
---   'children': ARGV[6] the message id, ARGV[7] the most children.
+--   'children': ARGV[6] the message id, ARGV[7] the most children,
+--     ARGV[8] the answer's byte cap (at least one child is answered; the
+--     rest stop before they pass it: read a few at a time, so Redis never
+--     holds more than about the cap).
 --   'compactions': the compactions in force.
 -- returns (reply.lua) for 'path' {'ok', 'page', total, total_tokens,
 --   next_cursor ('' = none), tokens of the latest path as read with its
 --   compactions (even for a raw page) plus the frozen system prompt's, 1
 --   when the byte cap cut the page else 0, message...} in the page's
 --   order, or {'ok', 'invalid_cursor', id} (the cursor is not on the
---   path); for 'one' {'ok', message}; for 'children' {'ok', message...}
+--   path); for 'one' {'ok', message}; for 'children' {'ok', cut, message...} (cut 1 when the byte cap
+--   left children out)
 --   oldest first; for 'compactions' {'ok', compaction...} oldest first;
 --   and {'missing'} for no such message (the leaf, or the one asked for).
 --   The tag comes first, so no message id or text is read as one.
@@ -43,10 +47,25 @@ end
 if what == 'children' then
   if not node(c, ARGV[6]) then return reply.missing() end
   local ids = msgtree.children(c, ARGV[6], tonumber(ARGV[7]))
-  local out = reply.ok()
-  if #ids > 0 then
-    for _, m in ipairs(redis.call('HMGET', c.msgs, unpack(ids))) do out[#out + 1] = m end
+  local cap = tonumber(ARGV[8]) or math.huge
+  local out, bytes, cut = reply.ok(0), 0, false
+  for i = 1, #ids, 16 do
+    local got = redis.call('HMGET', c.msgs, unpack(ids, i, math.min(i + 15, #ids)))
+    for j = 1, math.min(16, #ids - i + 1) do
+      local m = got[j]
+      if m then
+        if #out > 2 and bytes + #m > cap then
+          cut = true
+          break
+        end
+        out[#out + 1], bytes = m, bytes + #m
+      else
+        out[#out + 1] = m -- a child without its message: nil, as before
+      end
+    end
+    if cut then break end
   end
+  if cut then out[2] = 1 end
   return out
 end
 

@@ -247,9 +247,12 @@ func (m *Module) children(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	msgs, err := m.store.Children(r.Context(), ids[0], ids[1], ids[2], limit)
+	msgs, cut, err := m.store.Children(r.Context(), ids[0], ids[1], ids[2], limit)
 	if err != nil {
 		return err
+	}
+	if cut {
+		w.Header().Set(TruncatedHeader, "true")
 	}
 	sidecar.WriteBody(w, http.StatusOK, messagesObject(msgs))
 	return nil

@@ -225,26 +225,30 @@ func (s *Store) One(ctx context.Context, user, session, id string) ([]byte, erro
 	return []byte(v), nil
 }
 
-// Children reads up to limit children of message id, oldest first.
-func (s *Store) Children(ctx context.Context, user, session, id string, limit int) ([][]byte, error) {
-	// The script has no byte cap for children (only their count): the
-	// answer is counted against the in-flight byte budget as a page's is,
-	// which bounds how many are read at once, not one answer's size.
-	_, done, err := sidecar.ReserveAnswer(ctx, s.cfg.MaxAnswerBytes)
+// Children reads up to limit children of message id, oldest first, within
+// the answer's byte cap (one child at least): cut says the cap left
+// children out.
+func (s *Store) Children(ctx context.Context, user, session, id string, limit int) (msgs [][]byte, cut bool, err error) {
+	// the answer's bytes count against the host's in-flight byte budget,
+	// which may cap it below SIDECAR_MAX_ANSWER_BYTES
+	maxBytes, done, err := sidecar.ReserveAnswer(ctx, s.cfg.MaxAnswerBytes)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	size := 0
 	defer func() { done(size) }()
-	r, err := s.Run(ctx, lua.MessagesRead, user, session, "children", id, strconv.Itoa(limit))
+	r, err := s.Run(ctx, lua.MessagesRead, user, session, "children", id, strconv.Itoa(limit), strconv.Itoa(maxBytes))
 	if err != nil {
-		return nil, missing(err, user, session, id)
+		return nil, false, missing(err, user, session, id)
 	}
-	msgs, err := texts(r, 0)
+	if cut, err = r.Flag(0); err != nil {
+		return nil, false, redisstore.Wrap(lua.MessagesRead.Name, err)
+	}
+	msgs, err = texts(r, 1)
 	for _, m := range msgs {
 		size += len(m) + 1
 	}
-	return msgs, redisstore.Wrap(lua.MessagesRead.Name, err)
+	return msgs, cut, redisstore.Wrap(lua.MessagesRead.Name, err)
 }
 
 // Put stores m by id: a new message as an append under parent, a held one

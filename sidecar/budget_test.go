@@ -51,7 +51,7 @@ func (holdModule) Routes() []sidecar.Route {
 			w.WriteHeader(http.StatusNoContent)
 			return nil
 		}, Timeout: 30 * time.Second},
-		{Pattern: "GET /v1/answer", Handler: func(w http.ResponseWriter, r *http.Request) error {
+		{Pattern: "GET /v1/answer", Query: []string{"max"}, Handler: func(w http.ResponseWriter, r *http.Request) error {
 			want, _ := strconv.Atoi(r.URL.Query().Get("max"))
 			limit, done, err := sidecar.ReserveAnswer(r.Context(), want)
 			if err != nil {

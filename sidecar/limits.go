@@ -133,8 +133,12 @@ func (l *limitListener) shedIdle() bool {
 	return true
 }
 
-// shedSlowestUpload ends the upload that has brought the fewest bytes per
-// second (over at least its first second), if any: its read deadline is
+// shedMinAge is how long an upload runs before it may be shed as slow: a
+// body just begun has read nothing yet, and would rank below any trickle.
+const shedMinAge = time.Second
+
+// shedSlowestUpload ends the upload older than shedMinAge that has brought
+// the fewest bytes per second, if any: its read deadline is
 // moved to now, so its body read fails and the request is answered 408
 // request_timeout; the connection then closes, giving its slot up.
 func (l *limitListener) shedSlowestUpload() {
@@ -143,7 +147,10 @@ func (l *limitListener) shedSlowestUpload() {
 	var slowest *limitConn
 	var lowest float64
 	for c, u := range l.uploads {
-		rate := float64(u.read.Load()) / max(now.Sub(u.start).Seconds(), 1)
+		if now.Sub(u.start) < shedMinAge {
+			continue // just begun (or waiting for budget room): not yet slow
+		}
+		rate := float64(u.read.Load()) / now.Sub(u.start).Seconds()
 		if slowest == nil || rate < lowest {
 			slowest, lowest = c, rate
 		}

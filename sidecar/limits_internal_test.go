@@ -3,10 +3,12 @@ package sidecar
 import (
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"runtime/debug"
 	"testing"
+	"time"
 )
 
 func TestMemoryLimitFromTheContainer(t *testing.T) {
@@ -56,4 +58,37 @@ func TestMemoryLimitFromTheContainer(t *testing.T) {
 			t.Fatalf("with GOMEMLIMIT set the container's limit was applied: %d", got)
 		}
 	})
+}
+
+// recordConn is a connection whose read deadline shows whether it was shed.
+type recordConn struct {
+	net.Conn
+	shed bool
+}
+
+func (c *recordConn) SetReadDeadline(time.Time) error { c.shed = true; return nil }
+
+// The slowest upload is shed, never one just begun: a body whose first
+// bytes have not arrived yet (or that waits for budget room) reads nothing
+// so far and would rank below any trickle.
+func TestShedSpareAFreshUpload(t *testing.T) {
+	l := &limitListener{uploads: map[*limitConn]*upload{}}
+	now := time.Now()
+	conns := map[string]*recordConn{}
+	add := func(name string, age time.Duration, read int64) {
+		rc := &recordConn{}
+		conns[name] = rc
+		u := &upload{start: now.Add(-age)}
+		u.read.Store(read)
+		l.uploads[&limitConn{Conn: rc, l: l}] = u
+	}
+	add("trickle", 10*time.Second, 10)
+	add("steady", 10*time.Second, 1<<20)
+	add("fresh", 10*time.Millisecond, 0)
+	l.shedSlowestUpload()
+	for name, c := range conns {
+		if c.shed != (name == "trickle") {
+			t.Errorf("%s shed: %v; want only the trickle shed", name, c.shed)
+		}
+	}
 }

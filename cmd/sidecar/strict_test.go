@@ -67,7 +67,11 @@ func TestUnknownQueryParameters(t *testing.T) {
 		r := h.Do(t, method, path+"?lastn=3", `{}`)
 		var env struct{ Error struct{ Message string } }
 		_ = json.Unmarshal([]byte(r.Body), &env)
-		if r.Status != http.StatusBadRequest || r.Code() != "unknown_parameter" || !strings.Contains(env.Error.Message, strings.Join(rt.Query, ", ")) {
+		listed := "this route takes none"
+		if len(rt.Query) > 0 {
+			listed = "accepted: " + strings.Join(rt.Query, ", ")
+		}
+		if r.Status != http.StatusBadRequest || r.Code() != "unknown_parameter" || !strings.Contains(env.Error.Message, listed) {
 			t.Errorf("%s ?lastn=3: %s, want 400 unknown_parameter listing %v", rt.Pattern, r, rt.Query)
 		}
 	}

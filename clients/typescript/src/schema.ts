@@ -7572,6 +7572,7 @@ export interface operations {
             /** @description The children. */
             200: {
                 headers: {
+                    "Sidecar-Truncated": components["headers"]["Truncated"];
                     "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
