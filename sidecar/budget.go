@@ -1,6 +1,7 @@
 package sidecar
 
 import (
+	"bufio"
 	"context"
 	"io"
 	"net/http"
@@ -184,8 +185,9 @@ func ReserveAnswer(ctx context.Context, max int) (limit int, done func(n int), e
 }
 
 // holdBody counts the request's body against the budget: one announced by
-// Content-Length whole before the handler runs (waiting briefly for room),
-// one sent in chunks as it arrives (a read past the budget fails with 503
+// Content-Length whole once its first bytes have arrived, before the
+// handler runs (waiting briefly for room), one sent in chunks as it
+// arrives (a read past the budget fails with 503
 // overloaded). A body that could never fit, the budget empty, is 413: this
 // pod's memory cannot take it, and a retry would not help. A non-nil error
 // refuses the request.
@@ -196,6 +198,14 @@ func (h *Host) holdBody(r *http.Request) (*hold, *Error) {
 		if n > h.budget.limit {
 			return hd, errBodyPastBudget(h.budget)
 		}
+		// The body's first bytes come before its share: a client that
+		// announces a body and sends none holds nothing that others wait
+		// behind (its read deadline answers it 408).
+		first := bufio.NewReaderSize(r.Body, firstBytes)
+		r.Body = bufferedBody{Reader: first, Closer: r.Body}
+		if _, err := first.Peek(1); err != nil {
+			return hd, nil // the handler's read meets the same error
+		}
 		if !h.budget.wait(r.Context(), n, bodyWait) {
 			return hd, errOverloaded()
 		}
@@ -204,6 +214,16 @@ func (h *Host) holdBody(r *http.Request) (*hold, *Error) {
 		r.Body = &heldBody{ReadCloser: r.Body, h: hd}
 	}
 	return hd, nil
+}
+
+// firstBytes is the buffer a body announced by Content-Length is read
+// through: its first bytes are awaited before it is counted.
+const firstBytes = 4096
+
+// bufferedBody is a request body read through a bufio.Reader.
+type bufferedBody struct {
+	*bufio.Reader
+	io.Closer
 }
 
 // errBodyPastBudget is the answer to a body bigger than the whole budget

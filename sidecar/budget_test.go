@@ -3,7 +3,9 @@ package sidecar_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -157,5 +159,35 @@ func TestBodyPastTheWholeBudgetIs413(t *testing.T) {
 	}
 	if resp := do(t, "POST", th.API+"/v1/hold", string(jsonBody(1_000_000))); resp.Status != 204 {
 		t.Errorf("a 1 MB body: %d, want 204", resp.Status)
+	}
+}
+
+// A body announced by Content-Length is counted once its first bytes
+// arrive: a client that sends the headers of a big body and then nothing
+// holds no share of the budget that other requests would wait behind (its
+// read deadline answers it 408).
+func TestStalledBodyHoldsNoBudget(t *testing.T) {
+	th := sidecartest.Start(t, redisstoretest.New(t), envconf.Env{"SIDECAR_INFLIGHT_BYTES": strconv.Itoa(8 << 20), "SIDECAR_MAX_BODY_BYTES": strconv.Itoa(2 << 20),
+		"SIDECAR_REQUEST_TIMEOUT": "2s"}, holdFactory)
+	release := make(chan struct{})
+	defer close(release)
+	holdRelease.Store(&release)
+	conn, err := net.Dial("tcp", strings.TrimPrefix(th.API, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	// 7.8 MB of the 8.4 MB budget, were it counted now
+	if _, err := fmt.Fprintf(conn, "POST /v1/hold HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", 1_300_000); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond) // the headers are read; no body byte comes
+	r := do(t, "GET", th.API+"/v1/answer?max="+strconv.Itoa(64<<20), "")
+	if r.Status != 200 {
+		t.Errorf("an answer beside a stalled 1.3 MB body: got %d %s, want 200", r.Status, r.Body)
+	}
+	m := do(t, "GET", th.Ops+"/metrics", "")
+	if !strings.Contains(m.Body, "sidecar_inflight_bytes 0\n") {
+		t.Errorf("a stalled body holds budget:\n%s", grepLines(m.Body, "inflight_bytes"))
 	}
 }
