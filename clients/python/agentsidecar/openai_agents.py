@@ -8,7 +8,9 @@ the class matches the protocol by shape (duck typing). Each item is stored
 as one message holding it unchanged (``item`` with ``format:
 "openai.responses"``), so it comes back byte for byte; each write is one
 call of the API, and a read follows the pages' cursors until it holds what
-was asked for.
+was asked for. Reads are of the raw path (``compacted=False``): a compaction
+overlay made through the API is for other readers and never shows here, so
+``pop_item`` removes exactly the newest item ``get_items`` showed.
 """
 
 import asyncio
@@ -32,8 +34,8 @@ def _role(item: Dict[str, Any]) -> str:
 
 def _item(message: Dict[str, Any]) -> Dict[str, Any]:
     """The SDK item a message holds: its own item when an adapter stored
-    one, else one built from its role and text (a compaction's summary,
-    messages written by other clients)."""
+    one, else one built from its role and text (messages written by other
+    clients)."""
     item = message.get("item")
     if isinstance(item, dict):
         return item
@@ -59,7 +61,8 @@ class SidecarSession:
         """The conversation's items, oldest first; with ``limit`` exactly the
         newest ``limit`` of them (all when there are fewer), still oldest
         first. Pages follow the API's cursors, so no answer cap (a page cut
-        with ``Sidecar-Truncated``) and no page size shortens the result."""
+        with ``Sidecar-Truncated``) and no page size shortens the result. The
+        raw path: compaction overlays are not applied."""
         return await self._run(self._get_items, limit)
 
     def _get_items(self, limit: Optional[int]) -> List[Dict[str, Any]]:
@@ -70,7 +73,7 @@ class SidecarSession:
             newest: List[Dict[str, Any]] = []
             after = None
             while len(newest) < limit:
-                page = sc.list_messages(u, s, order="desc", limit=min(limit - len(newest), _PAGE), after=after)
+                page = sc.list_messages(u, s, order="desc", limit=min(limit - len(newest), _PAGE), after=after, compacted=False)
                 newest.extend(_item(m) for m in page["messages"])
                 after = page.get("next_cursor")
                 if not after or not page["messages"]:
@@ -79,7 +82,7 @@ class SidecarSession:
         items: List[Dict[str, Any]] = []
         after = None
         while True:
-            page = sc.list_messages(u, s, order="asc", limit=_PAGE, after=after)
+            page = sc.list_messages(u, s, order="asc", limit=_PAGE, after=after, compacted=False)
             items.extend(_item(m) for m in page["messages"])
             after = page.get("next_cursor")
             if not after or not page["messages"]:
@@ -93,8 +96,11 @@ class SidecarSession:
         await self._run(self.sidecar.append_messages, self.user_id, self.session_id, messages)
 
     async def pop_item(self) -> Optional[Dict[str, Any]]:
-        """Remove the newest item and return it (None when there is none):
-        one atomic call, so concurrent pops never return the same item."""
+        """Remove the newest item of the raw path, the last one ``get_items``
+        shows, and return it (None when there is none): one atomic call, so
+        concurrent pops never return the same item. A compaction overlay
+        ending at that item ends with it (the API's rule for an endpoint);
+        overlays over older items stay."""
         try:
             message = await self._run(self.sidecar.pop_message, self.user_id, self.session_id)
         except NotFound:
