@@ -11,6 +11,10 @@ call of the API, and a read follows the pages' cursors until it holds what
 was asked for. Reads are of the raw path (``compacted=False``): a compaction
 overlay made through the API is for other readers and never shows here, so
 ``pop_item`` removes exactly the newest item ``get_items`` showed.
+
+``session_settings`` is the protocol's optional attribute: the SDK's
+``SessionSettings`` (or any object with a ``limit``, or a dict), whose
+``limit`` is what ``get_items()`` reads when it is given no ``limit``.
 """
 
 import asyncio
@@ -46,12 +50,25 @@ class SidecarSession:
     """An OpenAI Agents SDK session stored in the sidecar session
     ``(user_id, session_id)``."""
 
-    session_settings = None  # the SDK's optional per-session settings: none
+    session_settings: Any = None  # the protocol's optional SessionSettings
 
-    def __init__(self, sidecar: Any, user_id: str, session_id: str):
+    def __init__(self, sidecar: Any, user_id: str, session_id: str, *, session_settings: Any = None):
         self.sidecar = sidecar
         self.user_id = user_id
         self.session_id = session_id
+        self.session_settings = session_settings
+
+    def _limit(self, limit: Optional[int]) -> Optional[int]:
+        """The limit a read uses: the one given, else ``session_settings``'
+        ``limit`` (None: every item), as the SDK's own sessions resolve it."""
+        if limit is not None:
+            return limit
+        settings = self.session_settings
+        if settings is None:
+            return None
+        if isinstance(settings, dict):
+            return settings.get("limit")
+        return getattr(settings, "limit", None)
 
     async def _run(self, fn: Any, *args: Any, **kw: Any) -> Any:
         loop = asyncio.get_running_loop()
@@ -60,10 +77,11 @@ class SidecarSession:
     async def get_items(self, limit: Optional[int] = None) -> List[Dict[str, Any]]:
         """The conversation's items, oldest first; with ``limit`` exactly the
         newest ``limit`` of them (all when there are fewer), still oldest
-        first. Pages follow the API's cursors, so no answer cap (a page cut
-        with ``Sidecar-Truncated``) and no page size shortens the result. The
-        raw path: compaction overlays are not applied."""
-        return await self._run(self._get_items, limit)
+        first; without ``limit``, ``session_settings.limit`` when set. Pages
+        follow the API's cursors, so no answer cap (a page cut with
+        ``Sidecar-Truncated``) and no page size shortens the result. The raw
+        path: compaction overlays are not applied."""
+        return await self._run(self._get_items, self._limit(limit))
 
     def _get_items(self, limit: Optional[int]) -> List[Dict[str, Any]]:
         sc, u, s = self.sidecar, self.user_id, self.session_id

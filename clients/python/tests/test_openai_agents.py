@@ -35,6 +35,13 @@ class ListSession:
         self.items.clear()
 
 
+class Settings:
+    """The SDK's SessionSettings by shape: a ``limit`` (None: every item)."""
+
+    def __init__(self, limit=None):
+        self.limit = limit
+
+
 class Protocol(unittest.TestCase):
     def test_shape(self):
         """The protocol of agents.memory.Session: session_id and four
@@ -48,6 +55,17 @@ class Protocol(unittest.TestCase):
             self.assertEqual(list(inspect.signature(fn).parameters), params, name)
         self.assertIsNone(inspect.signature(s.get_items).parameters["limit"].default)
         self.assertEqual(FORMAT, "openai.responses")
+
+    def test_session_settings(self):
+        """The protocol's optional session_settings: None unless given, by
+        keyword, as the SDK's own sessions take it."""
+        sc = Sidecar("http://127.0.0.1:1")
+        self.assertIsNone(SidecarSession.session_settings)
+        self.assertIsNone(SidecarSession(sc, "alice", "chat-1").session_settings)
+        settings = Settings(limit=3)
+        self.assertIs(SidecarSession(sc, "alice", "chat-1", session_settings=settings).session_settings, settings)
+        self.assertEqual(inspect.signature(SidecarSession).parameters["session_settings"].kind,
+                         inspect.Parameter.KEYWORD_ONLY)
 
 
 @unittest.skipUnless(URL and has_route("POST", MESSAGES) and has_route("POST", MESSAGES + "/pop"),
@@ -103,6 +121,24 @@ class Live(unittest.TestCase):
                 self.assertEqual(await step(ours), await step(ref), "step %d" % i)
 
         asyncio.run(run())
+
+    def test_session_settings_limit(self):
+        """get_items() without a limit reads session_settings.limit, as the
+        SDK's sessions resolve it; a limit given wins, None reads all."""
+        sc = Sidecar(URL)
+        self.addCleanup(sc.close)
+        user = unique("py-settings")
+        items = [{"role": "user", "content": "q%d" % i} for i in range(5)]
+        asyncio.run(SidecarSession(sc, user, "chat-1").add_items(items))
+        cases = [(Settings(2), None, items[-2:]), (Settings(2), 4, items[-4:]), (Settings(2), 0, []),
+                 (Settings(0), None, []), (Settings(None), None, items), (Settings(9), None, items),
+                 ({"limit": 3}, None, items[-3:]), ({}, None, items), (None, None, items), (None, 1, items[-1:])]
+        for settings, limit, want in cases:
+            with self.subTest(settings=getattr(settings, "limit", settings), limit=limit):
+                s = SidecarSession(sc, user, "chat-1", session_settings=settings)
+                self.assertEqual(asyncio.run(s.get_items(limit)), want)
+                if limit is None:
+                    self.assertEqual(asyncio.run(s.get_items()), want)
 
 
 @unittest.skipUnless(URL and has_route("POST", MESSAGES + "/pop") and has_route("POST", COMPACTIONS),
