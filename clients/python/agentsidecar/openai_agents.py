@@ -8,7 +8,13 @@ the class matches the protocol by shape (duck typing). Each item is stored
 as one message holding it unchanged (``item`` with ``format:
 "openai.responses"``), so it comes back byte for byte; each write is one
 call of the API, and a read follows the pages' cursors until it holds what
-was asked for.
+was asked for. Reads are of the raw path (``compacted=False``): a compaction
+overlay made through the API is for other readers and never shows here, so
+``pop_item`` removes exactly the newest item ``get_items`` showed.
+
+``session_settings`` is the protocol's optional attribute: the SDK's
+``SessionSettings`` (or any object with a ``limit``, or a dict), whose
+``limit`` is what ``get_items()`` reads when it is given no ``limit``.
 """
 
 import asyncio
@@ -32,8 +38,8 @@ def _role(item: Dict[str, Any]) -> str:
 
 def _item(message: Dict[str, Any]) -> Dict[str, Any]:
     """The SDK item a message holds: its own item when an adapter stored
-    one, else one built from its role and text (a compaction's summary,
-    messages written by other clients)."""
+    one, else one built from its role and text (messages written by other
+    clients)."""
     item = message.get("item")
     if isinstance(item, dict):
         return item
@@ -44,12 +50,25 @@ class SidecarSession:
     """An OpenAI Agents SDK session stored in the sidecar session
     ``(user_id, session_id)``."""
 
-    session_settings = None  # the SDK's optional per-session settings: none
+    session_settings: Any = None  # the protocol's optional SessionSettings
 
-    def __init__(self, sidecar: Any, user_id: str, session_id: str):
+    def __init__(self, sidecar: Any, user_id: str, session_id: str, *, session_settings: Any = None):
         self.sidecar = sidecar
         self.user_id = user_id
         self.session_id = session_id
+        self.session_settings = session_settings
+
+    def _limit(self, limit: Optional[int]) -> Optional[int]:
+        """The limit a read uses: the one given, else ``session_settings``'
+        ``limit`` (None: every item), as the SDK's own sessions resolve it."""
+        if limit is not None:
+            return limit
+        settings = self.session_settings
+        if settings is None:
+            return None
+        if isinstance(settings, dict):
+            return settings.get("limit")
+        return getattr(settings, "limit", None)
 
     async def _run(self, fn: Any, *args: Any, **kw: Any) -> Any:
         loop = asyncio.get_running_loop()
@@ -58,9 +77,11 @@ class SidecarSession:
     async def get_items(self, limit: Optional[int] = None) -> List[Dict[str, Any]]:
         """The conversation's items, oldest first; with ``limit`` exactly the
         newest ``limit`` of them (all when there are fewer), still oldest
-        first. Pages follow the API's cursors, so no answer cap (a page cut
-        with ``Sidecar-Truncated``) and no page size shortens the result."""
-        return await self._run(self._get_items, limit)
+        first; without ``limit``, ``session_settings.limit`` when set. Pages
+        follow the API's cursors, so no answer cap (a page cut with
+        ``Sidecar-Truncated``) and no page size shortens the result. The raw
+        path: compaction overlays are not applied."""
+        return await self._run(self._get_items, self._limit(limit))
 
     def _get_items(self, limit: Optional[int]) -> List[Dict[str, Any]]:
         sc, u, s = self.sidecar, self.user_id, self.session_id
@@ -70,7 +91,7 @@ class SidecarSession:
             newest: List[Dict[str, Any]] = []
             after = None
             while len(newest) < limit:
-                page = sc.list_messages(u, s, order="desc", limit=min(limit - len(newest), _PAGE), after=after)
+                page = sc.list_messages(u, s, order="desc", limit=min(limit - len(newest), _PAGE), after=after, compacted=False)
                 newest.extend(_item(m) for m in page["messages"])
                 after = page.get("next_cursor")
                 if not after or not page["messages"]:
@@ -79,7 +100,7 @@ class SidecarSession:
         items: List[Dict[str, Any]] = []
         after = None
         while True:
-            page = sc.list_messages(u, s, order="asc", limit=_PAGE, after=after)
+            page = sc.list_messages(u, s, order="asc", limit=_PAGE, after=after, compacted=False)
             items.extend(_item(m) for m in page["messages"])
             after = page.get("next_cursor")
             if not after or not page["messages"]:
@@ -93,8 +114,11 @@ class SidecarSession:
         await self._run(self.sidecar.append_messages, self.user_id, self.session_id, messages)
 
     async def pop_item(self) -> Optional[Dict[str, Any]]:
-        """Remove the newest item and return it (None when there is none):
-        one atomic call, so concurrent pops never return the same item."""
+        """Remove the newest item of the raw path, the last one ``get_items``
+        shows, and return it (None when there is none): one atomic call, so
+        concurrent pops never return the same item. A compaction overlay
+        ending at that item ends with it (the API's rule for an endpoint);
+        overlays over older items stay."""
         try:
             message = await self._run(self.sidecar.pop_message, self.user_id, self.session_id)
         except NotFound:

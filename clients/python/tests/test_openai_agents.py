@@ -11,6 +11,7 @@ from agentsidecar.openai_agents import FORMAT, SidecarSession
 from .support import URL, has_route, unique
 
 MESSAGES = "/v1/users/{user_id}/sessions/{session_id}/messages"
+COMPACTIONS = "/v1/users/{user_id}/sessions/{session_id}/compactions"
 
 
 class ListSession:
@@ -34,6 +35,13 @@ class ListSession:
         self.items.clear()
 
 
+class Settings:
+    """The SDK's SessionSettings by shape: a ``limit`` (None: every item)."""
+
+    def __init__(self, limit=None):
+        self.limit = limit
+
+
 class Protocol(unittest.TestCase):
     def test_shape(self):
         """The protocol of agents.memory.Session: session_id and four
@@ -47,6 +55,17 @@ class Protocol(unittest.TestCase):
             self.assertEqual(list(inspect.signature(fn).parameters), params, name)
         self.assertIsNone(inspect.signature(s.get_items).parameters["limit"].default)
         self.assertEqual(FORMAT, "openai.responses")
+
+    def test_session_settings(self):
+        """The protocol's optional session_settings: None unless given, by
+        keyword, as the SDK's own sessions take it."""
+        sc = Sidecar("http://127.0.0.1:1")
+        self.assertIsNone(SidecarSession.session_settings)
+        self.assertIsNone(SidecarSession(sc, "alice", "chat-1").session_settings)
+        settings = Settings(limit=3)
+        self.assertIs(SidecarSession(sc, "alice", "chat-1", session_settings=settings).session_settings, settings)
+        self.assertEqual(inspect.signature(SidecarSession).parameters["session_settings"].kind,
+                         inspect.Parameter.KEYWORD_ONLY)
 
 
 @unittest.skipUnless(URL and has_route("POST", MESSAGES) and has_route("POST", MESSAGES + "/pop"),
@@ -100,6 +119,93 @@ class Live(unittest.TestCase):
         async def run():
             for i, step in enumerate(steps):
                 self.assertEqual(await step(ours), await step(ref), "step %d" % i)
+
+        asyncio.run(run())
+
+    def test_session_settings_limit(self):
+        """get_items() without a limit reads session_settings.limit, as the
+        SDK's sessions resolve it; a limit given wins, None reads all."""
+        sc = Sidecar(URL)
+        self.addCleanup(sc.close)
+        user = unique("py-settings")
+        items = [{"role": "user", "content": "q%d" % i} for i in range(5)]
+        asyncio.run(SidecarSession(sc, user, "chat-1").add_items(items))
+        cases = [(Settings(2), None, items[-2:]), (Settings(2), 4, items[-4:]), (Settings(2), 0, []),
+                 (Settings(0), None, []), (Settings(None), None, items), (Settings(9), None, items),
+                 ({"limit": 3}, None, items[-3:]), ({}, None, items), (None, None, items), (None, 1, items[-1:])]
+        for settings, limit, want in cases:
+            with self.subTest(settings=getattr(settings, "limit", settings), limit=limit):
+                s = SidecarSession(sc, user, "chat-1", session_settings=settings)
+                self.assertEqual(asyncio.run(s.get_items(limit)), want)
+                if limit is None:
+                    self.assertEqual(asyncio.run(s.get_items()), want)
+
+
+@unittest.skipUnless(URL and has_route("POST", MESSAGES + "/pop") and has_route("POST", COMPACTIONS),
+                     "the sidecar serves no %s yet" % COMPACTIONS)
+class Overlays(unittest.TestCase):
+    """A compaction overlay made through the API (for other readers) never
+    shows in the SDK's view: get_items reads the raw path, so it answers as
+    the reference does, and pop_item removes exactly the newest item it
+    showed."""
+
+    def test_overlay_stays_out_of_the_sdk_view(self):
+        sc = Sidecar(URL)
+        self.addCleanup(sc.close)
+        u, s = unique("py-overlay"), "chat-1"
+        ours, ref = SidecarSession(sc, u, s), ListSession()
+        items = [{"role": "user", "content": "Where is the dog?"}, _call("c1", 10), _output("c1", 10),
+                 _say("In the garden."), {"role": "user", "content": "And the cat?"}, _say("On the roof.")]
+
+        def raw():
+            return [m["id"] for m in sc.list_messages(u, s, compacted=False, limit=1000)["messages"]]
+
+        def read():
+            return [m["id"] for m in sc.list_messages(u, s, limit=1000)["messages"]]
+
+        def in_force():
+            return [c["id"] for c in sc.list_compactions(u, s)["compactions"]]
+
+        async def both(step):
+            got = await step(ours)
+            self.assertEqual(got, await step(ref))
+            return got
+
+        async def run():
+            await both(lambda x: x.add_items(items))
+            ids = raw()
+            self.assertEqual(len(ids), len(items))
+            a = sc.create_compaction(u, s, "The dog is in the garden.", ids[0], ids[3])["id"]
+            self.assertEqual(read(), ["compaction:" + a, ids[4], ids[5]], "the overlay is in force for other readers")
+
+            self.assertEqual(await both(lambda x: x.get_items()), items)
+            for limit in (3, 5, 10):
+                await both(lambda x: x.get_items(limit))
+            self.assertEqual(await both(lambda x: x.pop_item()), items[5])
+            self.assertEqual(in_force(), [a], "a pop after the range keeps the overlay")
+            self.assertEqual(read(), ["compaction:" + a, ids[4]])
+            self.assertEqual(await both(lambda x: x.get_items()), items[:5])
+
+            # an overlay ending at the newest item: the pop answers that item
+            # (the one get_items showed, not the summary); the overlay ends with it
+            b = sc.create_compaction(u, s, "Asked about the cat.", ids[4], ids[4])["id"]
+            self.assertEqual(read(), ["compaction:" + a, "compaction:" + b])
+            self.assertEqual(await both(lambda x: x.get_items(1)), [items[4]])
+            self.assertEqual(await both(lambda x: x.pop_item()), items[4])
+            self.assertEqual(in_force(), [a])
+            self.assertEqual(read(), ["compaction:" + a])
+            self.assertEqual(await both(lambda x: x.get_items()), items[:4])
+
+            # popping the older overlay's endpoint ends it too; the rest stays raw
+            self.assertEqual(await both(lambda x: x.pop_item()), items[3])
+            self.assertEqual(in_force(), [])
+            self.assertEqual(read(), ids[:3])
+            await both(lambda x: x.add_items([_say("Still in the garden.")]))
+            await both(lambda x: x.get_items())
+            await both(lambda x: x.get_items(2))
+            await both(lambda x: x.clear_session())
+            await both(lambda x: x.get_items())
+            await both(lambda x: x.pop_item())
 
         asyncio.run(run())
 

@@ -4,7 +4,10 @@
  * keeps the conversation in the sidecar, shared by every process and pod.
  * Each item is one message holding it unchanged (`item`, `format:
  * "openai.responses"`); each write is one call of the API, and a read
- * follows the pages' cursors until it holds what was asked for.
+ * follows the pages' cursors until it holds what was asked for. Reads are
+ * of the raw path (`compacted: false`): a compaction overlay made through
+ * the API is for other readers and never shows here, so `popItem` removes
+ * exactly the newest item `getItems` showed.
  * `@openai/agents-core` is a peer dependency, imported for its types only.
  */
 import type { AgentInputItem, Session } from "@openai/agents-core";
@@ -48,7 +51,8 @@ export class SidecarSession implements Session {
    * The items, oldest first; with limit, exactly the newest `limit` (or all
    * when there are fewer), still oldest first. Pages follow the API's
    * cursors, so no answer cap (`SIDECAR_MAX_ANSWER_BYTES`, a page cut with
-   * `Sidecar-Truncated`) and no page size shortens the result.
+   * `Sidecar-Truncated`) and no page size shortens the result. The raw
+   * path: compaction overlays are not applied.
    */
   async getItems(limit?: number): Promise<AgentInputItem[]> {
     const { sidecar: sc, userId: u, sessionId: s } = this;
@@ -56,7 +60,7 @@ export class SidecarSession implements Session {
       if (limit <= 0) return [];
       const newest: AgentInputItem[] = [];
       for (let after: string | undefined; newest.length < limit; ) {
-        const page = await sc.listMessages(u, s, { order: "desc", limit: Math.min(limit - newest.length, PAGE), after });
+        const page = await sc.listMessages(u, s, { order: "desc", limit: Math.min(limit - newest.length, PAGE), after, compacted: false });
         newest.push(...page.messages.map(toItem));
         if (!page.next_cursor || page.messages.length === 0) break;
         after = page.next_cursor;
@@ -65,7 +69,7 @@ export class SidecarSession implements Session {
     }
     const items: AgentInputItem[] = [];
     for (let after: string | undefined; ; ) {
-      const page = await sc.listMessages(u, s, { order: "asc", limit: PAGE, after });
+      const page = await sc.listMessages(u, s, { order: "asc", limit: PAGE, after, compacted: false });
       items.push(...page.messages.map(toItem));
       if (!page.next_cursor || page.messages.length === 0) return items;
       after = page.next_cursor;
@@ -82,7 +86,12 @@ export class SidecarSession implements Session {
     );
   }
 
-  /** Removes and returns the newest item: one atomic call, so concurrent pops never return the same item. */
+  /**
+   * Removes and returns the newest item of the raw path, the last one
+   * `getItems` shows: one atomic call, so concurrent pops never return the
+   * same item. A compaction overlay ending at that item ends with it (the
+   * API's rule for an endpoint); overlays over older items stay.
+   */
   async popItem(): Promise<AgentInputItem | undefined> {
     try {
       return toItem(await this.sidecar.popMessage(this.userId, this.sessionId));

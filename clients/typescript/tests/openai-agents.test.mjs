@@ -52,3 +52,72 @@ test("behaves as the SDK's MemorySession", { skip: absent }, async () => {
     assert.deepEqual(await step(ours), await step(ref), `step ${i}: ${step}`);
   }
 });
+
+const COMPACTIONS = "/v1/users/{user_id}/sessions/{session_id}/compactions";
+const noOverlays = absent || (!(await hasRoute("POST", COMPACTIONS)) && `the sidecar serves no ${COMPACTIONS} yet`);
+
+// A compaction overlay made through the API (for other readers) never shows
+// in the SDK's view: getItems reads the raw path, so it answers as
+// MemorySession does, and popItem removes exactly the newest item it showed.
+test("a compaction overlay stays out of the SDK's view", { skip: noOverlays }, async () => {
+  const { MemorySession } = await import("@openai/agents-core");
+  const sc = new Sidecar(URL_);
+  const u = unique("ts-overlay");
+  const s = "chat-1";
+  const ours = new SidecarSession(sc, u, s);
+  const ref = new MemorySession();
+  const say = (text) => ({ role: "assistant", status: "completed", content: [{ type: "output_text", text }] });
+  const items = [
+    { role: "user", content: "Where is the dog?" },
+    { type: "function_call", callId: "c1", name: "look", arguments: '{"where": "garden"}' },
+    { type: "function_call_result", callId: "c1", name: "look", status: "completed", output: { type: "text", text: "in the garden" } },
+    say("In the garden."),
+    { role: "user", content: "And the cat?" },
+    say("On the roof."),
+  ];
+  /** The same call on both sessions, the same answer. */
+  const both = async (step) => {
+    const got = await step(ours);
+    assert.deepEqual(got, await step(ref), `${step}`);
+    return got;
+  };
+  const raw = async () => (await sc.listMessages(u, s, { compacted: false, limit: 1000 })).messages.map((m) => m.id);
+  const read = async () => (await sc.listMessages(u, s, { limit: 1000 })).messages.map((m) => m.id);
+  const inForce = async () => (await sc.listCompactions(u, s)).compactions.map((c) => c.id);
+
+  await both((x) => x.addItems(items));
+  const ids = await raw();
+  assert.equal(ids.length, items.length);
+  const a = (await sc.createCompaction(u, s, { summary: "The dog is in the garden.", from_id: ids[0], to_id: ids[3] })).id;
+  assert.deepEqual(await read(), [`compaction:${a}`, ids[4], ids[5]], "the overlay is in force for other readers");
+
+  assert.deepEqual(await both((x) => x.getItems()), items);
+  await both((x) => x.getItems(3));
+  await both((x) => x.getItems(5));
+  await both((x) => x.getItems(10));
+  assert.deepEqual(await both((x) => x.popItem()), items[5]);
+  assert.deepEqual(await inForce(), [a], "a pop after the range keeps the overlay");
+  assert.deepEqual(await read(), [`compaction:${a}`, ids[4]]);
+  assert.deepEqual(await both((x) => x.getItems()), items.slice(0, 5));
+
+  // an overlay ending at the newest item: the pop answers that item (the
+  // one getItems showed, not the summary), and the overlay ends with it
+  const b = (await sc.createCompaction(u, s, { summary: "Asked about the cat.", from_id: ids[4], to_id: ids[4] })).id;
+  assert.deepEqual(await read(), [`compaction:${a}`, `compaction:${b}`]);
+  assert.deepEqual(await both((x) => x.getItems(1)), [items[4]]);
+  assert.deepEqual(await both((x) => x.popItem()), items[4]);
+  assert.deepEqual(await inForce(), [a]);
+  assert.deepEqual(await read(), [`compaction:${a}`]);
+  assert.deepEqual(await both((x) => x.getItems()), items.slice(0, 4));
+
+  // popping the older overlay's endpoint ends it too; the rest stays raw
+  assert.deepEqual(await both((x) => x.popItem()), items[3]);
+  assert.deepEqual(await inForce(), []);
+  assert.deepEqual(await read(), ids.slice(0, 3));
+  await both((x) => x.addItems([say("Still in the garden.")]));
+  await both((x) => x.getItems());
+  await both((x) => x.getItems(2));
+  await both((x) => x.clearSession());
+  await both((x) => x.getItems());
+  await both((x) => x.popItem());
+});
