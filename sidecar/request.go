@@ -231,17 +231,18 @@ func DecodeJSONBytes(body []byte, v any) error {
 	if err := checkText(body); err != nil {
 		return err
 	}
-	if path := duplicateKey(body); path != "" {
+	if path, dup := duplicateKey(body); dup {
 		return BadRequest("duplicate_field", "field %q appears twice in one object; send each field once", path)
 	}
 	return exactNames(body, v)
 }
 
 // duplicateKey returns the dotted path of the first key that appears twice
-// in one object of body (valid JSON), or "". Go's decoder keeps the last of
+// in one object of body (valid JSON) and true, or false (the path of an
+// empty key at the top level is "" too). Go's decoder keeps the last of
 // two equal keys, but the raw bytes a handler passes on keep both, and
 // Python's json.loads and Redis scripts would each pick a different one.
-func duplicateKey(body []byte) string {
+func duplicateKey(body []byte) (string, bool) {
 	type frame struct {
 		object bool
 		key    string
@@ -299,14 +300,14 @@ func duplicateKey(body []byte) string {
 							path = append(path, f.key)
 						}
 					}
-					return strings.Join(path, ".")
+					return strings.Join(path, "."), true
 				}
 				expectKey = false
 			}
 			i = j
 		}
 	}
-	return ""
+	return "", false
 }
 
 func jsonError(err error, v any) error {

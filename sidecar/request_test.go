@@ -24,6 +24,7 @@ func TestDecodeJSONRefusesDuplicateKeys(t *testing.T) {
 		{`{"x":1,"\u0078":2}`, "x"},
 		{`{"a":{"x":1},"b":"{\"a\":1,\"a\":2}","a":3}`, "a"},
 		{many + `"kaa":2}`, "kaa"},
+		{`{"":[],"":0.00}`, ""}, // an empty key: its path is "" too
 	} {
 		r := httptest.NewRequest("POST", "/", strings.NewReader(tc.body))
 		var v any
