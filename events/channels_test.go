@@ -55,7 +55,7 @@ func TestNoSubscriptionWhileIdle(t *testing.T) {
 			t.Fatalf("PUBSUB CHANNELS * = %q with no stream open, want none", got)
 		}
 		s := open(t, b.API, base+"/events", "")
-		<-s.frames
+		s.first(t)
 		waitFor(t, "a subscription while a stream is open", func() bool { return numsub(t, srv, ch) == 1 })
 		s.cancel()
 		waitFor(t, "no subscription once the stream closed", func() bool { return len(pubsubChannels(t, srv, "*")) == 0 })
@@ -80,12 +80,12 @@ func TestChannelFollowsWatchers(t *testing.T) {
 		l := srv.Layout()
 		ch, uch := redisstore.EventsChannel(l.SessionEvents("u1", "s1")), redisstore.EventsChannel(l.UserEvents("u1"))
 		x1 := open(t, h.API, base+"/events", "")
-		<-x1.frames
+		x1.first(t)
 		waitFor(t, "the stream's channel subscribed", func() bool { return slices.Equal(pubsubChannels(t, srv, "sidecar:events:*"), []string{ch}) })
 		x2 := open(t, h.API, base+"/events", "")
-		<-x2.frames
+		x2.first(t)
 		u := open(t, h.API, "/v1/users/u1/events", "")
-		<-u.frames
+		u.first(t)
 		want := []string{ch, uch}
 		slices.Sort(want)
 		waitFor(t, "the user stream's channel subscribed", func() bool { return slices.Equal(pubsubChannels(t, srv, "sidecar:events:*"), want) })
@@ -243,7 +243,7 @@ func TestChannelACL(t *testing.T) {
 		return h.Do(t, "POST", base+"/entries", `{"question":"q","answer":"a","qa_id":"q1"}`).Status == 201
 	})
 	s := open(t, h.API, base+"/events", "")
-	<-s.frames
+	s.first(t)
 	ch := redisstore.EventsChannel(srv.Layout().SessionEvents("u1", "s1"))
 	waitFor(t, "the channel subscribed", func() bool { return numsub(t, srv, ch) == 1 })
 	if r := h.Do(t, "POST", base+"/events", `{"event":"x-n","data":1}`); r.Status != 201 {

@@ -28,7 +28,7 @@ func TestMultilineData(t *testing.T) {
 			t.Fatalf("first message: %d %s", r.Status, r.Body)
 		}
 		s := open(t, h.API, base+"/events", "")
-		<-s.frames // retry
+		s.first(t) // retry
 		body := "{\"id\":\"m1\",\"role\":\"assistant\",\"parts\":[\n  {\"type\":\"text\",\r\n   \"text\":\"one\"},\r  {\"type\":\"text\",\"text\":\"two\"}\n]}"
 		if r := h.Do(t, "POST", base+"/messages", body); r.Status != 201 {
 			t.Fatalf("message with line breaks: %d %s", r.Status, r.Body)
@@ -58,7 +58,7 @@ func TestFreshStreamStartsNow(t *testing.T) {
 		h := start(t, srv, envconf.Env{"SIDECAR_SSE_HEARTBEAT": "2m"})
 		h.Do(t, "POST", base+"/entries", `{"question":"q","answer":"a","qa_id":"q1"}`)
 		a := open(t, h.API, base+"/events", "")
-		<-a.frames // retry
+		a.first(t) // retry
 		// an event the reader is not woken for (as after a lost Pub/Sub
 		// message): only a heartbeat's re-read would find it
 		c := srv.Client(t)
@@ -67,7 +67,7 @@ func TestFreshStreamStartsNow(t *testing.T) {
 			t.Fatal(err)
 		}
 		b := open(t, h.API, base+"/events", "")
-		<-b.frames // retry
+		b.first(t) // retry
 		if r := h.Do(t, "POST", base+"/events", `{"event":"x-next","data":1}`); r.Status != 201 {
 			t.Fatalf("publish: %d %s", r.Status, r.Body)
 		}
@@ -90,7 +90,7 @@ func TestTrimmedUnderLiveReader(t *testing.T) {
 		h := start(t, srv, envconf.Env{"SIDECAR_SSE_HEARTBEAT": "2m", "SESSION_EVENTS_MAXLEN": "10"})
 		h.Do(t, "POST", base+"/entries", `{"question":"q","answer":"a","qa_id":"q1"}`)
 		s := open(t, h.API, base+"/events", "")
-		<-s.frames // retry
+		s.first(t) // retry
 		if r := h.Do(t, "POST", base+"/events", `{"event":"x-seen","data":0}`); r.Status != 201 {
 			t.Fatalf("publish: %d %s", r.Status, r.Body)
 		}
@@ -131,7 +131,7 @@ func TestTrimmedUnderLiveReader(t *testing.T) {
 			}
 		}
 		r := open(t, h.API, base+"/events", seen.ID)
-		<-r.frames
+		r.first(t)
 		if f := r.next(t, 10*time.Second); f.Event != "reconnected" || !strings.Contains(f.Data, `"gap":true`) {
 			t.Fatalf("resumed: %+v, want reconnected with a gap", f)
 		}

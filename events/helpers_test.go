@@ -96,6 +96,30 @@ func open(t *testing.T, base, path, lastID string) *stream {
 	return s
 }
 
+// first reads the stream's first frame (the retry line), failing when the
+// stream was refused or ended first, or after 10 s: a test never waits
+// for a frame without a bound.
+func (s *stream) first(t *testing.T) frame {
+	t.Helper()
+	if s.Status != http.StatusOK {
+		t.Fatalf("the stream answered %d, want 200", s.Status)
+	}
+	select {
+	case f := <-s.frames:
+		return f
+	case <-s.done:
+		select {
+		case f := <-s.frames:
+			return f
+		default:
+		}
+		t.Fatal("the stream ended before its first frame")
+	case <-time.After(10 * time.Second):
+		t.Fatal("no first frame within 10 s")
+	}
+	return frame{}
+}
+
 // next returns the next event frame (skipping keepalives), failing after d.
 func (s *stream) next(t *testing.T, d time.Duration) frame {
 	t.Helper()

@@ -62,7 +62,7 @@ func TestStreamLive(t *testing.T) {
 			t.Fatalf("a new stream of a deleted session: %d %s", r.Status, r.Body)
 		}
 		re := open(t, h.API, base+"/events", got[1].ID)
-		<-re.frames
+		re.first(t)
 		if fs := types(re.events(t, 2)); !slices.Equal(fs, []string{"reconnected", "deleted"}) {
 			t.Fatalf("resuming a deleted session: %v", fs)
 		}
@@ -114,7 +114,7 @@ func TestAcrossHosts(t *testing.T) {
 		a, b := start(t, srv, pubsubOnly), start(t, srv, pubsubOnly)
 		a.Do(t, "POST", base+"/entries", `{"question":"q","answer":"a","qa_id":"q0"}`)
 		s := open(t, b.API, base+"/events", "")
-		<-s.frames // retry
+		s.first(t) // retry
 		for i := 1; i <= 5; i++ {
 			a.Do(t, "POST", base+"/entries", fmt.Sprintf(`{"question":"q","answer":"a","qa_id":"q%d"}`, i))
 		}
@@ -130,7 +130,7 @@ func TestAcrossHosts(t *testing.T) {
 			a.Do(t, "POST", base+"/entries", fmt.Sprintf(`{"question":"q","answer":"a","qa_id":"q%d"}`, i))
 		}
 		r := open(t, a.API, base+"/events", got[4].ID)
-		<-r.frames // retry
+		r.first(t) // retry
 		if f := r.next(t, 5*time.Second); f.Event != "reconnected" || !strings.Contains(f.Data, `"gap":false`) {
 			t.Fatalf("got %+v, want reconnected without gap", f)
 		}
@@ -149,7 +149,7 @@ func TestGapAfterTrim(t *testing.T) {
 		h := start(t, srv, envconf.Env{"SESSION_EVENTS_MAXLEN": "10"})
 		h.Do(t, "POST", base+"/entries", `{"question":"q","answer":"a","qa_id":"q0"}`)
 		s := open(t, h.API, base+"/events", "0")
-		<-s.frames
+		s.first(t)
 		if f := s.next(t, 5*time.Second); f.Event != "reconnected" {
 			t.Fatalf("got %+v", f)
 		}
@@ -159,7 +159,7 @@ func TestGapAfterTrim(t *testing.T) {
 			h.Do(t, "POST", base+"/events", `{"event":"x-n","data":`+fmt.Sprint(i)+`}`)
 		}
 		r := open(t, h.API, base+"/events?after="+first.ID, "")
-		<-r.frames
+		r.first(t)
 		f := r.next(t, 5*time.Second)
 		if f.Event != "reconnected" || !strings.Contains(f.Data, `"gap":true`) || !strings.Contains(f.Data, `"oldest_id":"`) {
 			t.Fatalf("got %+v, want reconnected with a gap and the oldest id", f)
@@ -244,7 +244,7 @@ func TestShutdownEndsStreams(t *testing.T) {
 		h := start(t, srv, envconf.Env{"SIDECAR_SSE_HEARTBEAT": "60s"})
 		h.Do(t, "POST", base+"/entries", `{"question":"q","answer":"a"}`)
 		s := open(t, h.API, base+"/events", "")
-		<-s.frames
+		s.first(t)
 		done := make(chan error, 1)
 		go func() { done <- h.Stop() }()
 		s.ended(t, 5*time.Second)
@@ -262,7 +262,7 @@ func TestStreamCap(t *testing.T) {
 		h.Do(t, "POST", base+"/entries", `{"question":"q","answer":"a"}`)
 		for range 3 {
 			s := open(t, h.API, base+"/events", "")
-			<-s.frames
+			s.first(t)
 		}
 		if r := h.Do(t, "GET", base+"/events", ""); r.Status != 503 || r.Code() != "too_many_streams" {
 			t.Fatalf("4th stream: %d %s", r.Status, r.Body)
@@ -320,7 +320,7 @@ func TestRedisOutageMidStream(t *testing.T) {
 	h := start(t, srv, nil)
 	h.Do(t, "POST", base+"/entries", `{"question":"q","answer":"a","qa_id":"q1"}`)
 	s := open(t, h.API, base+"/events", "")
-	<-s.frames
+	s.first(t)
 	h.Do(t, "POST", base+"/events", `{"event":"x-a","data":1}`)
 	first := s.next(t, 5*time.Second)
 	if first.Event != "x-a" {
@@ -349,8 +349,17 @@ func TestRedisOutageMidStream(t *testing.T) {
 	// The stream's channel is subscribed again on the restarted server.
 	ch := redisstore.EventsChannel(srv.Layout().SessionEvents("u1", "s1"))
 	waitFor(t, "the channel subscribed again", func() bool { return slices.Equal(pubsubChannels(t, srv, "*"), []string{ch}) })
-	re := open(t, h.API, base+"/events", first.ID)
-	<-re.frames
+	// the sidecar's own client may still be renewing after the restart:
+	// a stream refused meanwhile (503) is opened again
+	var re *stream
+	for range 100 {
+		if re = open(t, h.API, base+"/events", first.ID); re.Status == http.StatusOK {
+			break
+		}
+		re.cancel()
+		time.Sleep(50 * time.Millisecond)
+	}
+	re.first(t)
 	if got := types(re.events(t, 2)); !slices.Equal(got, []string{"reconnected", "x-b"}) {
 		t.Fatalf("replay after the outage: %v", got)
 	}
@@ -405,7 +414,7 @@ func TestReplayAfterRestart(t *testing.T) {
 		a := start(t, srv, nil)
 		a.Do(t, "POST", base+"/entries", `{"question":"q","answer":"a","qa_id":"q1"}`)
 		s := open(t, a.API, base+"/events", "")
-		<-s.frames
+		s.first(t)
 		a.Do(t, "POST", base+"/events", `{"event":"x-n","data":1}`)
 		last := s.next(t, 5*time.Second)
 		if err := a.Stop(); err != nil {
@@ -417,7 +426,7 @@ func TestReplayAfterRestart(t *testing.T) {
 			b.Do(t, "POST", base+"/events", fmt.Sprintf(`{"event":"x-n","data":%d}`, i))
 		}
 		r := open(t, b.API, base+"/events", last.ID)
-		<-r.frames
+		r.first(t)
 		got := r.events(t, 4)
 		if got[0].Event != "reconnected" || got[1].Data != "2" || got[2].Data != "3" || got[3].Data != "4" {
 			t.Fatalf("after the restart: %+v", got)
@@ -435,7 +444,7 @@ func TestWokenByPubSub(t *testing.T) {
 		a, b := start(t, srv, env), start(t, srv, env)
 		a.Do(t, "POST", base+"/entries", `{"question":"q","answer":"a"}`)
 		s := open(t, b.API, base+"/events", "")
-		<-s.frames
+		s.first(t)
 		// The subscription may still be on its way: publish until one lands
 		// (each is a new event; any of them proves the wake-up).
 		for i := 0; ; i++ {
