@@ -166,7 +166,7 @@ var stockOrder = func() map[string]int {
 		"session blocks", "frozen prompt", "tool calls", "session events", "event keys",
 		// user
 		"user index", "metadata index", "search postings", "search statistics", "user state",
-		"user blocks", "user events",
+		"user blocks", "user events", "user erasure",
 		// bucket
 		"global metadata index", "global index", "expiry", "usage totals", "usage by model",
 		// lock
