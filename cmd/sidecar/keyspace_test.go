@@ -261,6 +261,9 @@ func driveEveryRoute(t *testing.T, h *sidecartest.Host) {
 		{"getUserEvents", 200, nil, nil},
 		{"requestAbort", 202, reg1, nil},
 		{"clearAbort", 204, reg1, nil},
+		// erin's erasure leaves its progress key (30 s, named by a hash)
+		{"appendEntry", 201, map[string]string{"user_id": "erin"}, nil},
+		{"eraseUser", 200, map[string]string{"user_id": "erin"}, nil},
 	}
 	for _, s := range steps {
 		o, ok := d.Op(s.id)

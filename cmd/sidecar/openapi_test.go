@@ -304,6 +304,8 @@ func driveExamples(t *testing.T, d *openapitest.Doc, h, streams *sidecartest.Hos
 		{"deleteContext", 204, nil},
 		{"deleteEntry", 204, nil},
 		{"deleteSession", 204, nil},
+		// another user: alice's writes below would be refused while her erasure settles
+		{"eraseUser", 200, func(c *call) { c.path = map[string]string{"user_id": "erin"} }},
 	}
 	covered := map[string]bool{}
 	for _, s := range steps {
