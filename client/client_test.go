@@ -309,6 +309,15 @@ func TestEveryOperation(t *testing.T) {
 	wantErr(t, err, 404, "not_found")
 	wantErr(t, c.DeleteSession(ctx, u, s), 404, "not_found")
 
+	// Erasure: another user, erased whole; its writes refused a while after.
+	eu := u + "-erased"
+	must(c.AppendEntry(ctx, eu, "s1", client.AppendEntryRequest{Question: "q", Answer: "a"})).ok(t)
+	if e := must(c.EraseUser(ctx, eu)).ok(t); !e.Erased || e.Remaining != nil {
+		t.Fatalf("EraseUser: %+v", e)
+	}
+	_, err = c.AppendEntry(ctx, eu, "s1", client.AppendEntryRequest{Question: "q", Answer: "a"})
+	wantErr(t, err, 409, "user_erasing")
+
 	// Locks.
 	g := must(c.AcquireLock(ctx, "t-every-lock", client.AcquireLockRequest{Owner: "me", TTLMs: 5000})).ok(t)
 	if len(g.Token) != 32 || g.FencingToken < 1 || g.Owner != "me" || g.TTLMs != 5000 || g.ExpiresAt.IsZero() {

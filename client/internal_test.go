@@ -156,7 +156,7 @@ var schemaTypes = map[string]any{
 	"AcquireLockRequest": AcquireLockRequest{}, "RefreshLockRequest": RefreshLockRequest{}, "ReleaseLockRequest": releaseLockRequest{},
 	"LockGrant": LockGrant{}, "LockReleased": lockReleased{}, "LockInfo": LockInfo{},
 	"CreateSessionRequest": CreateSessionRequest{}, "UpdateSessionRequest": UpdateSessionRequest{}, "EndSessionRequest": EndSessionRequest{},
-	"StartSessionRequest": StartSessionRequest{}, "SessionStart": SessionStart{}, "SessionContext": SessionContext{},
+	"Erasure": Erasure{}, "StartSessionRequest": StartSessionRequest{}, "SessionStart": SessionStart{}, "SessionContext": SessionContext{},
 	"EndActiveSessionRequest": EndActiveSessionRequest{},
 	"Message":                 Message{}, "MessageInput": MessageInput{}, "MessageBatch": MessageBatch{}, "MessageList": MessageList{},
 	"MessagePage": MessagePage{}, "MessagePatch": MessagePatch{},
