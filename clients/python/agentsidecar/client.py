@@ -15,6 +15,7 @@ from .types import (
     AgentTrace,
     ContextEntry,
     CostByModel,
+    Erasure,
     LockGrant,
     LockInfo,
     SessionList,
@@ -372,6 +373,14 @@ class Sidecar(MessagesAPI, BlocksAPI):
     def patch_user_state(self, user_id: str, patch: Mapping[str, Any]) -> Dict[str, Any]:
         """Merge-patch the user's state and return it (patchUserState)."""
         return self._t.call("PATCH", path("users", user_id, "state"), body=dict(patch), safe=True).body
+
+    def erase_user(self, user_id: str) -> Erasure:
+        """Erase every key and index member of the user in bounded steps
+        (eraseUser): ``{"erased": True}`` when done, else ``{"erased":
+        False, "remaining": n}`` (an estimate of the sessions left): call
+        again, from any process, until done. Until 30 s after it is done
+        the user's writes raise ``Conflict`` with code ``user_erasing``."""
+        return self._t.call("DELETE", path("users", user_id), safe=True).body
 
     # -- locks ---------------------------------------------------------------
 

@@ -155,6 +155,14 @@ class EveryOperation(unittest.TestCase):
         with self.assertRaises(NotFound):
             sc.get_session(u, s)
 
+        # Erasure: another user, erased whole; its writes refused a while after.
+        eu = u + "-erased"
+        sc.append_entry(eu, "s1", "q", "a")
+        self.assertEqual(sc.erase_user(eu), {"erased": True})
+        with self.assertRaises(Conflict) as cm:
+            sc.append_entry(eu, "s1", "q", "a")
+        self.assertEqual(cm.exception.code, "user_erasing")
+
         # Locks.
         name = unique("py-every-lock")
         g = sc.acquire_lock(name, owner="me", ttl_ms=5000)

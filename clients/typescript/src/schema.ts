@@ -1407,6 +1407,36 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/users/{user_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The user (Cognee's user id).
+                 * @example alice
+                 */
+                user_id: components["parameters"]["UserId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Erase a user
+         * @description Erases every key and every index member of the user: all sessions (entries, traces and context, also of sessions only Cognee wrote; records, messages, compactions, blocks, state, events, search, idempotency keys, usage records), the user's state, blocks, events and indexes, and the user's members of the indexes across users. The all-time totals and the per-day cost by model keep what the user spent (they name no user).
+         *
+         *     The work runs in bounded steps (a few ms of Redis each) until it is done or the request's deadline is near: 200 `{"erased": true}` when done, else 202 with an estimate of the sessions left; call again (from any sidecar: the progress is kept in Redis) until 200. Idempotent: erasing an erased or unknown user answers 200.
+         *
+         *     From the first step until 30 s after the erasure is done, every write of the user is refused with 409 `user_erasing`, so nothing is written behind the erasure; an erasure left half-way keeps refusing them for an hour after its last step. Cognee's own writes to its lists bypass the sidecar and are not refused. See docs/operations.md, Erasure.
+         */
+        delete: operations["eraseUser"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -2093,6 +2123,13 @@ export interface components {
         };
         SearchResults: {
             results: components["schemas"]["SearchResult"][];
+        };
+        /** @description The state of a user's erasure. */
+        Erasure: {
+            /** @description true: nothing of the user is left; false: call again */
+            erased: boolean;
+            /** @description With erased false: an estimate of the user's sessions left to erase */
+            remaining?: number;
         };
     };
     responses: {
@@ -8133,6 +8170,69 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            500: components["responses"]["Internal"];
+            503: components["responses"]["RedisUnavailable"];
+        };
+    };
+    eraseUser: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The user (Cognee's user id).
+                 * @example alice
+                 */
+                user_id: components["parameters"]["UserId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The user is erased: nothing of the user is left in Redis. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "erased": true
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Erasure"];
+                };
+            };
+            /** @description Erasure under way: the request's deadline came first. Call again to continue. */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "erased": false,
+                     *       "remaining": 120
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Erasure"];
+                };
+            };
+            /**
+             * @description Bad input; nothing was changed.
+             *
+             *     - `invalid_id`: a path id is not 1-128 characters of `[A-Za-z0-9_.@-]`
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
+             */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
             500: components["responses"]["Internal"];
             503: components["responses"]["RedisUnavailable"];
         };

@@ -139,6 +139,12 @@ test("every operation", { skip }, async () => {
   await sc.deleteSession(u, s);
   await rejects(sc.getSession(u, s), 404, "not_found");
 
+  // Erasure: another user, erased whole; its writes refused a while after.
+  const eu = u + "-erased";
+  await sc.appendEntry(eu, "s1", { question: "q", answer: "a" });
+  assert.deepEqual(await sc.eraseUser(eu), { erased: true });
+  await rejects(sc.appendEntry(eu, "s1", { question: "q", answer: "a" }), 409, "user_erasing");
+
   // Locks.
   const name = unique("ts-every-lock");
   const g = await sc.acquireLock(name, { owner: "me", ttl_ms: 5000 });
