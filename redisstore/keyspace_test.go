@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/agentsidecar/agentsidecar/blocks"
+	"github.com/agentsidecar/agentsidecar/erasure"
 	"github.com/agentsidecar/agentsidecar/events"
 	"github.com/agentsidecar/agentsidecar/locks"
 	"github.com/agentsidecar/agentsidecar/messages"
@@ -179,6 +180,7 @@ func TestMatchBuilders(t *testing.T) {
 				k.Expiry: "expiry", k.Totals: "usage totals",
 				l.UserKey(blocks.UserBlocksFamily, "alice"):                  "user blocks",
 				l.UserKey(registry.UserStateFamily, "alice"):                 "user state",
+				erasure.ProgressKey(l, "alice"):                              "user erasure",
 				l.UserEvents("alice"):                                        "user events",
 				l.MetaIndex("alice", "team", "a:b"):                          "metadata index",
 				l.MetaGlobal(l.Bucket("alice"), "team", "a"):                 "global metadata index",
