@@ -242,6 +242,7 @@ func TestEraseInSteps(t *testing.T) {
 		}
 		ok(t, hosts[0], "POST", "/v1/users/bob/sessions/b1/entries", `{"question":"q","answer":"a"}`)
 		var calls, accepted int
+		prev := int64(n)
 		for {
 			calls++
 			if calls > 10000 {
@@ -262,6 +263,11 @@ func TestEraseInSteps(t *testing.T) {
 			if a.Erased || a.Remaining == nil || *a.Remaining < 1 {
 				t.Fatalf("call %d: %s", calls, r.Body)
 			}
+			// one step erases at most SessionsPerStep sessions
+			if *a.Remaining < prev-erasure.SessionsPerStep || *a.Remaining > prev {
+				t.Errorf("call %d: remaining %d after %d", calls, *a.Remaining, prev)
+			}
+			prev = *a.Remaining
 			accepted++
 		}
 		if accepted < 3 {
