@@ -28,7 +28,7 @@ func TestMain(m *testing.M) { os.Exit(redisstoretest.Main(m)) }
 // of forgetting (its own tests); these tests cover every other key.
 var noSearch = envconf.Env{"SEARCH_INDEX": "false"}
 
-func start(t *testing.T, srv *redisstoretest.Server, env envconf.Env) *sidecartest.Host {
+func start(t testing.TB, srv *redisstoretest.Server, env envconf.Env) *sidecartest.Host {
 	t.Helper()
 	e := envconf.Env{}
 	for k, v := range noSearch {
@@ -41,7 +41,7 @@ func start(t *testing.T, srv *redisstoretest.Server, env envconf.Env) *sidecarte
 }
 
 // ok sends one request and fails the test unless it answered a 2xx.
-func ok(t *testing.T, h *sidecartest.Host, method, path, body string, header ...string) sidecartest.Reply {
+func ok(t testing.TB, h *sidecartest.Host, method, path, body string, header ...string) sidecartest.Reply {
 	t.Helper()
 	r := h.Do(t, method, path, body, header...)
 	if r.Status < 200 || r.Status > 299 {
@@ -57,7 +57,7 @@ func ok(t *testing.T, h *sidecartest.Host, method, path, body string, header ...
 // and the user's state, naming neither),
 // metadata, usage with an Idempotency-Key, custom events. When from is not
 // empty, s is first forked from session from (which must hold message m1).
-func fill(t *testing.T, h *sidecartest.Host, u, s, word, from string) {
+func fill(t testing.TB, h *sidecartest.Host, u, s, word, from string) {
 	t.Helper()
 	base := "/v1/users/" + u + "/sessions/" + s
 	if from != "" {
