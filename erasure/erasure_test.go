@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -174,11 +175,16 @@ func TestEraseUser(t *testing.T) {
 		// Redis expired before the sweep met it
 		cognee := l.SessionKey(redisstore.EntriesFamily, "alice", "cognee-only")
 		g := l.Global(l.Bucket("alice"))
+		shared := l.MetaGlobal(l.Bucket("alice"), "topic", "shared")
 		for _, cmd := range [][]string{
 			{"RPUSH", cognee, `{"question":"quokka?","answer":"quokka"}`},
 			{"EXPIRE", cognee, "3600"},
 			{"ZADD", g.Index[0], "1", "alice:ghost"},
 			{"ZADD", g.Expiry, "1", "alice:ghost"},
+			// a metadata index across users holding a member of alice's
+			// that expired with her own index of the pair
+			{"ZADD", shared, "1", "alice:ghost", "2", "carol:c1"},
+			{"EXPIRE", shared, "3600"},
 		} {
 			if err := c.Do(ctx, c.B().Arbitrary(cmd[0]).Keys(cmd[1]).Args(cmd[2:]...).Build()).Error(); err != nil {
 				t.Fatal(err)
@@ -195,6 +201,9 @@ func TestEraseUser(t *testing.T) {
 		}
 		if bobAfter := keysOf(dump(t, srv), "bob"); !slices.Equal(bobAfter, bobBefore) {
 			t.Errorf("bob's data changed:\nbefore %q\nafter  %q", bobBefore, bobAfter)
+		}
+		if got, err := c.Do(ctx, c.B().Zrange().Key(shared).Min("0").Max("-1").Build()).AsStrSlice(); err != nil || !slices.Equal(got, []string{"carol:c1"}) {
+			t.Errorf("%s: %q %v, want carol's member alone", shared, got, err)
 		}
 		gb := l.Global(l.Bucket("bob"))
 		for _, k := range []string{gb.Index[0], gb.Expiry} {
@@ -241,6 +250,19 @@ func TestEraseInSteps(t *testing.T) {
 			ok(t, hosts[0], "POST", fmt.Sprintf("/v1/users/alice/sessions/s%d/entries", i), `{"question":"walrus?","answer":"walrus"}`)
 		}
 		ok(t, hosts[0], "POST", "/v1/users/bob/sessions/b1/entries", `{"question":"q","answer":"a"}`)
+		// a metadata index across users far bigger than a step's ZSCAN
+		// budget, holding three expired members of alice's among 5 000
+		l := srv.Layout()
+		big := l.MetaGlobal(l.Bucket("alice"), "env", "prod")
+		zadd := []string{}
+		for i := range 5000 {
+			zadd = append(zadd, strconv.Itoa(i), fmt.Sprintf("u%d:s", i))
+		}
+		zadd = append(zadd, "1", "alice:x1", "2500", "alice:x2", "6000", "alice:x3")
+		c := srv.Client(t)
+		if err := c.Do(t.Context(), c.B().Arbitrary("ZADD").Keys(big).Args(zadd...).Build()).Error(); err != nil {
+			t.Fatal(err)
+		}
 		var calls, accepted int
 		prev := int64(n)
 		for {
@@ -278,6 +300,9 @@ func TestEraseInSteps(t *testing.T) {
 		}
 		if len(naming(dump(t, srv), "", "bob")) == 0 {
 			t.Error("bob's session went too")
+		}
+		if n, err := c.Do(t.Context(), c.B().Zcard().Key(big).Build()).AsInt64(); err != nil || n != 5000 {
+			t.Errorf("%s: %d members %v, want the 5 000 of other users", big, n, err)
 		}
 	})
 }

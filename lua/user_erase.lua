@@ -15,6 +15,10 @@
 --   phase 'members': ZSCAN of the bucket's status sets and expiry set,
 --     MATCH <u>:*, removing the members of sessions Redis expired (their
 --     keys gone, the sweep not yet run).
+--   phase 'meta': SCAN of the bucket's metadata indexes across users
+--     (agent_session_meta_global:<tag>*), each ZSCANned for the user's
+--     members: those of sessions that expired with the user's own index of
+--     the pair.
 --   phase 'done': the key stays erasure.SETTLE s more, refusing writes sent
 --     before the erasure answered.
 -- KEYS[1..15] the keys of session '-' of the user (lib/session.lua): its
@@ -144,22 +148,72 @@ if phase == 'keys' then
   return reply.ok(0, remaining())
 end
 
--- phase 'members'
-local sets = { c.global_sets.running, c.global_sets.completed, c.global_sets.failed, c.expiry }
-local r = redis.pcall('ZSCAN', sets[set], zcursor, 'MATCH', c.uid .. ':*', 'COUNT', count)
-if type(r) ~= 'table' or r.err then
-  r = { '0', {} }
+-- zscan_user removes the user's members ("<u>:<s>") from zset key, from
+-- ZSCAN cursor zc on, until the scan ends or about budget members were
+-- examined; returns the cursor to go on from ('0': done) and the members
+-- examined.
+local function zscan_user(key, zc, budget)
+  local examined = 0
+  repeat
+    local z = redis.pcall('ZSCAN', key, zc, 'MATCH', c.uid .. ':*', 'COUNT', 100)
+    if type(z) ~= 'table' or z.err then return '0', examined end
+    local found = {}
+    for i = 1, #z[2], 2 do found[#found + 1] = z[2][i] end
+    zrem(key, found)
+    zc, examined = z[1], examined + 100
+  until zc == '0' or examined >= budget
+  return zc, examined
 end
-local found = {}
-for i = 1, #r[2], 2 do found[#found + 1] = r[2][i] end
-zrem(sets[set], found)
-zcursor = r[1]
-if zcursor == '0' then set = set + 1 end
-if set > #sets then
-  redis.call('HSET', fence, 'phase', 'done', 'cursor', '0', 'set', set, 'zcursor', '0', 'erased', erased)
-  redis.call('EXPIRE', fence, erasure.SETTLE)
-  return reply.ok(1, 0)
+
+local budget = count * 5
+if phase == 'members' then
+  local sets = { c.global_sets.running, c.global_sets.completed, c.global_sets.failed, c.expiry }
+  zcursor = zscan_user(sets[set], zcursor, budget)
+  if zcursor == '0' then set = set + 1 end
+  if set > #sets then phase, cursor = 'meta', '0' end
+  redis.call('HSET', fence, 'phase', phase, 'cursor', cursor, 'set', set, 'zcursor', zcursor)
+  redis.call('EXPIRE', fence, tonumber(ARGV[8]))
+  return reply.ok(0, remaining())
 end
-redis.call('HSET', fence, 'set', set, 'zcursor', zcursor)
-redis.call('EXPIRE', fence, tonumber(ARGV[8]))
-return reply.ok(0, remaining())
+
+-- phase 'meta': the bucket's metadata indexes (one per pair, across users)
+-- may hold members of the user's sessions that expired with the user's own
+-- index of the pair. The key under way (mkey, from zcursor on) goes first;
+-- the keys of this SCAN batch finished are noted (by SHA1) until the
+-- batch is done, so a batch of several big keys still ends.
+local extra = redis.call('HMGET', fence, 'mkey', 'dn')
+local mkey, finished = extra[1], {}
+for h in string.gmatch(extra[2] or '', '%S+') do finished[h] = true end
+local r = redis.call('SCAN', cursor, 'MATCH', 'agent_session_meta_global:' .. c.tag .. '*', 'COUNT', count)
+local order = {}
+if mkey then order[1] = mkey end
+for _, k in ipairs(r[2]) do
+  if k ~= mkey then order[#order + 1] = k end
+end
+local spent = 0
+for _, k in ipairs(order) do
+  local h = redis.sha1hex(k)
+  if not finished[h] then
+    local zc, examined = '0', 0
+    if k == mkey then zc = zcursor end
+    zc, examined = zscan_user(k, zc, math.max(100, budget - spent))
+    spent = spent + examined
+    if zc ~= '0' then
+      local dn = {}
+      for f in pairs(finished) do dn[#dn + 1] = f end
+      redis.call('HSET', fence, 'mkey', k, 'zcursor', zc, 'dn', table.concat(dn, ' '))
+      redis.call('EXPIRE', fence, tonumber(ARGV[8]))
+      return reply.ok(0, remaining())
+    end
+    finished[h] = true
+  end
+end
+redis.call('HDEL', fence, 'mkey', 'dn')
+if r[1] ~= '0' then
+  redis.call('HSET', fence, 'cursor', r[1], 'zcursor', '0')
+  redis.call('EXPIRE', fence, tonumber(ARGV[8]))
+  return reply.ok(0, remaining())
+end
+redis.call('HSET', fence, 'phase', 'done', 'cursor', '0', 'zcursor', '0', 'erased', erased)
+redis.call('EXPIRE', fence, erasure.SETTLE)
+return reply.ok(1, 0)
