@@ -73,6 +73,12 @@ func New(_ context.Context, deps sidecar.Deps) (sidecar.Module, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The script tells a family's keys by the prefix before their first ':'.
+	for _, f := range redisstore.Families() {
+		if (f.Scope == redisstore.ScopeSession || f.Scope == redisstore.ScopeUser) && strings.Contains(f.Prefix, ":") {
+			return nil, fmt.Errorf("erasure: family %q: prefix %q holds a ':'; the erasure could not tell its keys", f.Name, f.Prefix)
+		}
+	}
 	return &Module{cfg: cfg, sessions: store}, nil
 }
 

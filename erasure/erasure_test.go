@@ -229,8 +229,8 @@ func TestEraseUser(t *testing.T) {
 		ok(t, h, "POST", "/v1/users/bob/sessions/notes/entries", `{"question":"q","answer":"a"}`)
 		// the progress key, in alice's slot, names no one
 		pk := erasure.ProgressKey(l, "alice")
-		if n, err := c.Do(ctx, c.B().Exists().Key(pk).Build()).AsInt64(); err != nil || n != 1 {
-			t.Errorf("progress key %s: %d %v", pk, n, err)
+		if ms, err := c.Do(ctx, c.B().Pttl().Key(pk).Build()).AsInt64(); err != nil || ms <= 0 || ms > erasure.Settle.Milliseconds() {
+			t.Errorf("progress key %s: PTTL %d ms %v, want at most %v", pk, ms, err, erasure.Settle)
 		}
 		if h.Do(t, "DELETE", "/v1/users/a:b", "").Status != http.StatusBadRequest {
 			t.Error("a bad user id was not refused")
