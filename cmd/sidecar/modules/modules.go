@@ -7,6 +7,7 @@ package modules
 
 import (
 	"github.com/agentsidecar/agentsidecar/blocks"
+	"github.com/agentsidecar/agentsidecar/checkpoints"
 	"github.com/agentsidecar/agentsidecar/events"
 	"github.com/agentsidecar/agentsidecar/locks"
 	"github.com/agentsidecar/agentsidecar/messages"
@@ -31,5 +32,6 @@ func All() []sidecar.Factory {
 		locks.Factory,
 		metrics.Factory,
 		events.Factory,
+		checkpoints.Factory,
 	}
 }
