@@ -89,9 +89,6 @@ func (s *Store) PutWrites(ctx context.Context, user, session string, b *writesBo
 		args = append(args, itoa(w.Idx), string(v))
 	}
 	r, err := s.Run(ctx, lua.CheckpointsWrites, user, session, args...)
-	if errors.Is(err, redisstore.ErrNotFound) {
-		return 0, redisstore.NotFound("thread %s/%s has no checkpoint %s in namespace %q", user, session, b.CheckpointID, b.CheckpointNS)
-	}
 	if err != nil {
 		return 0, err
 	}

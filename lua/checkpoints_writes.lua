@@ -10,8 +10,9 @@
 -- ARGV[9] the most writes a checkpoint keeps
 -- ARGV[10..] pairs: idx, the write {"channel","type","data"}
 -- emits checkpoint_writes {"checkpoint_ns","checkpoint_id","task_id","stored"}.
--- returns (reply.lua) {'ok', stored}: the writes stored now; {'missing'}
---   when the thread has no such checkpoint; {'refused',
+-- A write may come before its checkpoint: LangGraph puts a checkpoint and
+-- the writes against it concurrently.
+-- returns (reply.lua) {'ok', stored}: the writes stored now; {'refused',
 --   'checkpoint_writes_full', ...} past the cap; {'refused',
 --   'key_wrong_type', ...}; nothing written when refused.
 -- Bounded: at most 1 000 writes a call (the sidecar's check), three
@@ -25,7 +26,6 @@ local c = checkpoints.open(session.open(KEYS, ARGV))
 local ns, id, task, path = ARGV[5], ARGV[6], ARGV[7], ARGV[8]
 local refused, rec = session.guard(c, 'keep', { c.cp_hash, 'hash' }, { c.cp_order, 'zset' })
 if refused then return refused end
-if redis.call('HEXISTS', c.cp_hash, checkpoints.join('c', ns, id)) == 0 then return reply.missing() end
 local SEP = checkpoints.SEP
 local wp = checkpoints.join('w', ns, id)
 -- what each write does, decided before the first write

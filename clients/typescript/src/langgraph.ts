@@ -107,7 +107,7 @@ function query(q: Record<string, string | number | undefined>): string {
   return s ? `?${s}` : "";
 }
 
-export class SidecarCheckpointSaver extends BaseCheckpointSaver {
+export class SidecarCheckpointSaver extends BaseCheckpointSaver<string | number> {
   readonly sidecar: SidecarCore;
   readonly userId: string;
 
@@ -116,6 +116,17 @@ export class SidecarCheckpointSaver extends BaseCheckpointSaver {
     if (!ID.test(userId) || userId === "." || userId === "..") throw new TypeError(`userId ${JSON.stringify(userId)}: want 1-128 of A-Z a-z 0-9 _ . @ -`);
     this.sidecar = new SidecarCore(baseUrl, options);
     this.userId = userId;
+  }
+
+  /**
+   * A channel's next version: the count, then a random part, as LangGraph's
+   * Postgres saver makes them. A value is stored once per (channel,
+   * version), so a thread forked from an earlier checkpoint must not write
+   * the versions its first branch wrote.
+   */
+  override getNextVersion(current: string | number | undefined): string {
+    const n = current === undefined ? 0 : typeof current === "number" ? current : Number(String(current).split(".")[0]);
+    return `${String(n + 1).padStart(32, "0")}.${Math.random().toString().slice(2, 18)}`;
   }
 
   async getTuple(config: RunnableConfig): Promise<CheckpointTuple | undefined> {
