@@ -90,13 +90,13 @@ const (
 func name(field, v string, most int, empty bool) error {
 	switch {
 	case v == "" && !empty:
-		return sidecar.BadRequest("invalid_body", "%s is required", field)
+		return sidecar.BadRequest("invalid_field", "%s is required", field)
 	case len(v) > most:
-		return sidecar.BadRequest("invalid_body", "%s is %d bytes, more than %d", field, len(v), most)
+		return sidecar.BadRequest("invalid_field", "%s is %d bytes, more than %d", field, len(v), most)
 	case strings.IndexByte(v, 0) >= 0:
-		return sidecar.BadRequest("invalid_body", "%s holds a NUL character", field)
+		return sidecar.BadRequest("invalid_field", "%s holds a NUL character", field)
 	case !utf8.ValidString(v):
-		return sidecar.BadRequest("invalid_body", "%s is not UTF-8", field)
+		return sidecar.BadRequest("invalid_field", "%s is not UTF-8", field)
 	}
 	return nil
 }
@@ -108,14 +108,14 @@ func blob(field, typ, data string, most int) error {
 		return err
 	}
 	if base64.StdEncoding.DecodedLen(len(data)) > most+2 {
-		return sidecar.BadRequest("item_too_large", "%s.data is more than %d bytes (SESSION_MAX_ITEM_BYTES)", field, most)
+		return sidecar.BadRequest("invalid_field", "%s.data is more than %d bytes (SESSION_MAX_ITEM_BYTES)", field, most)
 	}
 	n, err := base64.StdEncoding.DecodeString(data)
 	if err != nil {
-		return sidecar.BadRequest("invalid_body", "%s.data is not standard base64", field)
+		return sidecar.BadRequest("invalid_field", "%s.data is not standard base64", field)
 	}
 	if len(n) > most {
-		return sidecar.BadRequest("item_too_large", "%s.data is %d bytes, more than %d (SESSION_MAX_ITEM_BYTES)", field, len(n), most)
+		return sidecar.BadRequest("invalid_field", "%s.data is %d bytes, more than %d (SESSION_MAX_ITEM_BYTES)", field, len(n), most)
 	}
 	return nil
 }
@@ -124,10 +124,10 @@ func blob(field, typ, data string, most int) error {
 func object(field string, raw json.RawMessage, most int) error {
 	t := strings.TrimSpace(string(raw))
 	if !strings.HasPrefix(t, "{") {
-		return sidecar.BadRequest("invalid_body", "%s must be a JSON object", field)
+		return sidecar.BadRequest("invalid_field", "%s must be a JSON object", field)
 	}
 	if len(raw) > most {
-		return sidecar.BadRequest("item_too_large", "%s is %d bytes, more than %d (SESSION_MAX_ITEM_BYTES)", field, len(raw), most)
+		return sidecar.BadRequest("invalid_field", "%s is %d bytes, more than %d (SESSION_MAX_ITEM_BYTES)", field, len(raw), most)
 	}
 	return nil
 }
@@ -151,7 +151,7 @@ func (p *putBody) check(most int) error {
 		return err
 	}
 	if len(p.ChannelVersions) > MaxChannels {
-		return sidecar.BadRequest("invalid_body", "channel_versions names %d channels, more than %d", len(p.ChannelVersions), MaxChannels)
+		return sidecar.BadRequest("invalid_field", "channel_versions names %d channels, more than %d", len(p.ChannelVersions), MaxChannels)
 	}
 	for ch, v := range p.ChannelVersions {
 		if err := errors.Join(name("channel_versions key", ch, maxID, false), name("channel_versions."+ch, v, maxVersion, false)); err != nil {
@@ -159,7 +159,7 @@ func (p *putBody) check(most int) error {
 		}
 	}
 	if len(p.ChannelValues) > MaxChannels {
-		return sidecar.BadRequest("invalid_body", "channel_values holds %d values, more than %d", len(p.ChannelValues), MaxChannels)
+		return sidecar.BadRequest("invalid_field", "channel_values holds %d values, more than %d", len(p.ChannelValues), MaxChannels)
 	}
 	seen := make(map[string]bool, len(p.ChannelValues))
 	for i, v := range p.ChannelValues {
@@ -172,7 +172,7 @@ func (p *putBody) check(most int) error {
 		}
 		k := v.Channel + "\x00" + v.Version
 		if seen[k] {
-			return sidecar.BadRequest("invalid_body", "%s repeats channel %q at version %q", f, v.Channel, v.Version)
+			return sidecar.BadRequest("invalid_field", "%s repeats channel %q at version %q", f, v.Channel, v.Version)
 		}
 		seen[k] = true
 	}
@@ -185,15 +185,15 @@ func (b *writesBody) check(most int) error {
 		return first(err)
 	}
 	if len(b.Writes) > MaxWrites {
-		return sidecar.BadRequest("invalid_body", "writes holds %d writes, more than %d", len(b.Writes), MaxWrites)
+		return sidecar.BadRequest("invalid_field", "writes holds %d writes, more than %d", len(b.Writes), MaxWrites)
 	}
 	for i, w := range b.Writes {
 		f := "writes[" + itoa(i) + "]"
 		if w.TaskID != "" || w.TaskPath != "" {
-			return sidecar.BadRequest("invalid_body", "%s: task_id and task_path belong to the body, not a write", f)
+			return sidecar.BadRequest("invalid_field", "%s: task_id and task_path belong to the body, not a write", f)
 		}
 		if w.Idx < -1000 || w.Idx >= 1000000 {
-			return sidecar.BadRequest("invalid_body", "%s.idx must be from -1000 to 999999, not %d", f, w.Idx)
+			return sidecar.BadRequest("invalid_field", "%s.idx must be from -1000 to 999999, not %d", f, w.Idx)
 		}
 		if err := name(f+".channel", w.Channel, maxID, false); err != nil {
 			return err

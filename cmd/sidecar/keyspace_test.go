@@ -261,6 +261,11 @@ func driveEveryRoute(t *testing.T, h *sidecartest.Host) {
 		{"getUserEvents", 200, nil, nil},
 		{"requestAbort", 202, reg1, nil},
 		{"clearAbort", 204, reg1, nil},
+		// checkpoints: both families of a LangGraph thread left in place
+		{"putCheckpoint", 200, nil, nil},
+		{"putCheckpointWrites", 200, nil, nil},
+		{"getCheckpointTuple", 200, nil, nil},
+		{"listCheckpoints", 200, nil, nil},
 	}
 	for _, s := range steps {
 		o, ok := d.Op(s.id)
