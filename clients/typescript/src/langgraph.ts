@@ -39,8 +39,10 @@ import {
 } from "@langchain/langgraph-checkpoint";
 import type { RunnableConfig } from "@langchain/core/runnables";
 
-import { SidecarCore, type SidecarOptions } from "./client.js";
+import type { SidecarOptions } from "./client.js";
 import { SidecarError } from "./errors.js";
+import type { components } from "./schema.js";
+import { Sidecar } from "./sidecar.js";
 
 /** The user a saver keeps its threads under when given none. */
 export const DEFAULT_USER = "langgraph";
@@ -73,23 +75,7 @@ export interface SidecarCheckpointSaverOptions extends SidecarOptions {
   serde?: SerializerProtocol;
 }
 
-interface Blob {
-  type: string;
-  data: string;
-}
-interface StoredTuple {
-  checkpoint_ns: string;
-  checkpoint_id: string;
-  parent_checkpoint_id: string | null;
-  checkpoint: Blob;
-  metadata: Record<string, unknown>;
-  channel_values: { channel: string; version: string; type: string; data: string }[];
-  pending_writes: { task_id: string; task_path?: string; idx: number; channel: string; type: string; data: string }[];
-}
-interface Page {
-  checkpoints: StoredTuple[];
-  next_before: string | null;
-}
+type StoredTuple = components["schemas"]["CheckpointTuple"];
 
 function b64(bytes: Uint8Array): string {
   return Buffer.from(bytes).toString("base64");
@@ -97,24 +83,14 @@ function b64(bytes: Uint8Array): string {
 function bytes(data: string): Uint8Array {
   return new Uint8Array(Buffer.from(data, "base64"));
 }
-function path(user: string, session: string, tail = ""): string {
-  return `/v1/users/${encodeURIComponent(user)}/sessions/${encodeURIComponent(session)}/checkpoints${tail}`;
-}
-function query(q: Record<string, string | number | undefined>): string {
-  const p = new URLSearchParams();
-  for (const [k, v] of Object.entries(q)) if (v !== undefined) p.set(k, String(v));
-  const s = p.toString();
-  return s ? `?${s}` : "";
-}
-
 export class SidecarCheckpointSaver extends BaseCheckpointSaver<string | number> {
-  readonly sidecar: SidecarCore;
+  readonly sidecar: Sidecar;
   readonly userId: string;
 
   constructor({ baseUrl, userId = DEFAULT_USER, serde, ...options }: SidecarCheckpointSaverOptions) {
     super(serde);
     if (!ID.test(userId) || userId === "." || userId === "..") throw new TypeError(`userId ${JSON.stringify(userId)}: want 1-128 of A-Z a-z 0-9 _ . @ -`);
-    this.sidecar = new SidecarCore(baseUrl, options);
+    this.sidecar = new Sidecar(baseUrl, options);
     this.userId = userId;
   }
 
@@ -146,12 +122,15 @@ export class SidecarCheckpointSaver extends BaseCheckpointSaver<string | number>
     const ns: string | undefined = config.configurable?.checkpoint_ns;
     const only: string | undefined = config.configurable?.checkpoint_id || undefined;
     const threads = threadId !== undefined && threadId !== null ? [String(threadId)] : this.threads();
-    const f = filter && Object.keys(filter).length > 0 ? JSON.stringify(filter) : undefined;
     for await (const thread of threads) {
       let cursor: string | undefined = before?.configurable?.checkpoint_id || undefined;
       for (;;) {
-        const q = query({ checkpoint_ns: ns, before: cursor, filter: f, limit: Math.min(remaining ?? PAGE, PAGE) });
-        const page = await this.sidecar.raw<Page>(true, "GET", path(this.userId, sessionIdOf(thread), q));
+        const page = await this.sidecar.listCheckpoints(this.userId, sessionIdOf(thread), {
+          checkpoint_ns: ns,
+          before: cursor,
+          filter,
+          limit: Math.min(remaining ?? PAGE, PAGE),
+        });
         for (const t of page.checkpoints) {
           if (only !== undefined && t.checkpoint_id !== only) continue;
           yield await this.tuple(thread, t);
@@ -181,7 +160,7 @@ export class SidecarCheckpointSaver extends BaseCheckpointSaver<string | number>
       channelValues.push({ channel, version: String(version), type: t, data: b64(d) });
     }
     const channelVersions = Object.fromEntries(Object.entries(copy.channel_versions ?? {}).map(([k, v]) => [k, String(v)]));
-    await this.sidecar.raw(true, "POST", path(this.userId, sessionIdOf(String(threadId))), {
+    await this.sidecar.putCheckpoint(this.userId, sessionIdOf(String(threadId)), {
       checkpoint_ns: ns,
       checkpoint_id: checkpoint.id,
       parent_checkpoint_id: parent ?? null,
@@ -205,7 +184,7 @@ export class SidecarCheckpointSaver extends BaseCheckpointSaver<string | number>
     }
     // A retry stores each write once: the sidecar keeps the first of a
     // (task, idx) and replaces only the special channels' (idx < 0).
-    await this.sidecar.raw(true, "POST", path(this.userId, sessionIdOf(String(threadId)), "/writes"), {
+    await this.sidecar.putCheckpointWrites(this.userId, sessionIdOf(String(threadId)), {
       checkpoint_ns: config.configurable?.checkpoint_ns ?? "",
       checkpoint_id: id,
       task_id: taskId,
@@ -216,7 +195,7 @@ export class SidecarCheckpointSaver extends BaseCheckpointSaver<string | number>
 
   async deleteThread(threadId: string): Promise<void> {
     try {
-      await this.sidecar.raw(false, "DELETE", `/v1/users/${encodeURIComponent(this.userId)}/sessions/${encodeURIComponent(sessionIdOf(threadId))}`);
+      await this.sidecar.deleteSession(this.userId, sessionIdOf(threadId));
     } catch (e) {
       if (!(e instanceof SidecarError && e.status === 404)) throw e;
     }
@@ -230,7 +209,7 @@ export class SidecarCheckpointSaver extends BaseCheckpointSaver<string | number>
   /** One stored checkpoint, undefined when there is none. */
   private async read(thread: string, ns: string, id?: string): Promise<StoredTuple | undefined> {
     try {
-      return await this.sidecar.raw<StoredTuple>(true, "GET", path(this.userId, sessionIdOf(thread), "/tuple" + query({ checkpoint_ns: ns, checkpoint_id: id })));
+      return await this.sidecar.getCheckpointTuple(this.userId, sessionIdOf(thread), { checkpoint_ns: ns, checkpoint_id: id });
     } catch (e) {
       if (e instanceof SidecarError && e.status === 404) return undefined;
       throw e;
@@ -243,7 +222,7 @@ export class SidecarCheckpointSaver extends BaseCheckpointSaver<string | number>
     checkpoint.channel_values = {};
     for (const v of t.channel_values) checkpoint.channel_values[v.channel] = await this.serde.loadsTyped(v.type, bytes(v.data));
     const pendingWrites: CheckpointPendingWrite[] = [];
-    for (const w of t.pending_writes) pendingWrites.push([w.task_id, w.channel, await this.serde.loadsTyped(w.type, bytes(w.data))]);
+    for (const w of t.pending_writes) pendingWrites.push([w.task_id ?? "", w.channel, await this.serde.loadsTyped(w.type, bytes(w.data))]);
     const parent = t.parent_checkpoint_id ?? undefined;
     if (checkpoint.v < 4 && parent !== undefined) await this.migratePendingSends(checkpoint, thread, ns, parent);
     const out: CheckpointTuple = {
