@@ -213,23 +213,34 @@ func first(err error) error {
 	return err
 }
 
-func (m *Module) put(w http.ResponseWriter, r *http.Request) error {
-	user, session, err := sidecar.SessionIDs(r)
-	if err != nil {
-		return err
+// decode reads a write's ids and body and checks the body.
+func decode[B any, P interface {
+	*B
+	check(int) error
+}](r *http.Request, most int) (user, session string, body *B, err error) {
+	if user, session, err = sidecar.SessionIDs(r); err != nil {
+		return "", "", nil, err
 	}
 	raw, err := sidecar.ReadJSON(r)
 	if err != nil {
+		return "", "", nil, err
+	}
+	body = new(B)
+	if err := sidecar.DecodeJSONBytes(raw, body); err != nil {
+		return "", "", nil, err
+	}
+	if err := P(body).check(most); err != nil {
+		return "", "", nil, err
+	}
+	return user, session, body, nil
+}
+
+func (m *Module) put(w http.ResponseWriter, r *http.Request) error {
+	user, session, body, err := decode[putBody](r, m.cfg.MaxItemBytes)
+	if err != nil {
 		return err
 	}
-	var body putBody
-	if err := sidecar.DecodeJSONBytes(raw, &body); err != nil {
-		return err
-	}
-	if err := body.check(m.cfg.MaxItemBytes); err != nil {
-		return err
-	}
-	if err := m.store.Put(r.Context(), user, session, &body); err != nil {
+	if err := m.store.Put(r.Context(), user, session, body); err != nil {
 		return err
 	}
 	sidecar.WriteJSON(w, http.StatusOK, ref{CheckpointNS: body.CheckpointNS, CheckpointID: body.CheckpointID})
@@ -237,22 +248,11 @@ func (m *Module) put(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (m *Module) putWrites(w http.ResponseWriter, r *http.Request) error {
-	user, session, err := sidecar.SessionIDs(r)
+	user, session, body, err := decode[writesBody](r, m.cfg.MaxItemBytes)
 	if err != nil {
 		return err
 	}
-	raw, err := sidecar.ReadJSON(r)
-	if err != nil {
-		return err
-	}
-	var body writesBody
-	if err := sidecar.DecodeJSONBytes(raw, &body); err != nil {
-		return err
-	}
-	if err := body.check(m.cfg.MaxItemBytes); err != nil {
-		return err
-	}
-	n, err := m.store.PutWrites(r.Context(), user, session, &body)
+	n, err := m.store.PutWrites(r.Context(), user, session, body)
 	if err != nil {
 		return err
 	}
@@ -284,11 +284,17 @@ func (m *Module) getTuple(w http.ResponseWriter, r *http.Request) error {
 		}
 		return redisstore.NotFound("thread %s/%s has no checkpoint %s in namespace %q", user, session, id, ns)
 	}
+	return answer(w, t, err, done)
+}
+
+// answer writes a read's answer v (or returns its err), giving back to the
+// in-flight budget what it did not use.
+func answer(w http.ResponseWriter, v any, err error, done func(int)) error {
 	if err != nil {
 		done(0)
 		return err
 	}
-	body, err := json.Marshal(t)
+	body, err := json.Marshal(v)
 	if err != nil {
 		done(0)
 		return err
@@ -341,18 +347,7 @@ func (m *Module) list(w http.ResponseWriter, r *http.Request) error {
 	out, err := m.store.List(r.Context(), user, session, listQuery{
 		NS: ns, ByNS: byNS, Before: before, Limit: limit, Filter: filter, MaxBytes: most,
 	})
-	if err != nil {
-		done(0)
-		return err
-	}
-	body, err := json.Marshal(out)
-	if err != nil {
-		done(0)
-		return err
-	}
-	done(len(body))
-	sidecar.WriteBody(w, http.StatusOK, body)
-	return nil
+	return answer(w, out, err, done)
 }
 
 // matches reports whether metadata holds every filter key with an equal
