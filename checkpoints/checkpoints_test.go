@@ -302,3 +302,64 @@ func TestConcurrentWrites(t *testing.T) {
 		}
 	})
 }
+
+// TestAnswerCap: a read past the cap is 409 checkpoint_too_large; a list
+// page ends before the checkpoint that would pass it and next_before
+// continues there.
+func TestAnswerCap(t *testing.T) {
+	redisstoretest.Each(t, func(t *testing.T, srv *redisstoretest.Server) {
+		h := start(t, srv, envconf.Env{
+			"SIDECAR_MAX_ANSWER_BYTES": "4096", "SIDECAR_MAX_MESSAGE_BODY_BYTES": "65536", "SESSION_MAX_ITEM_BYTES": "60000",
+		})
+		big := `"` + strings.Repeat("x", 30000) + `"` // 40 KB in base64
+		want(t, put(t, h, base, "", "c1", "", `{}`, map[string]string{"a": "1=" + big}), 200)
+		want(t, put(t, h, base, "", "c2", "c1", `{}`, map[string]string{"b": "1=" + big}), 200)
+		if _, rep := get(t, h, "", "c2"); rep.Status != 200 {
+			t.Fatalf("c2 alone: %d %s", rep.Status, rep.Body)
+		}
+		got, next := ids(t, h, "limit=2")
+		if got != "/c2" || next == nil || *next != "c2" {
+			t.Fatalf("first page: %s %v", got, next)
+		}
+		if got, next := ids(t, h, "limit=2&before=c2"); got != "/c1" || next != nil {
+			t.Fatalf("second page: %s %v", got, next)
+		}
+		// c3 carries both values over: 80 KB, past the 64 KiB cap
+		want(t, put(t, h, base, "", "c3", "c2", `{}`, map[string]string{"a": "1", "b": "1"}), 200)
+		_, rep := get(t, h, "", "c3")
+		if rep.Status != 409 || rep.Code() != "checkpoint_too_large" {
+			t.Fatalf("c3: %d %s", rep.Status, rep.Body)
+		}
+		if rep := h.Do(t, "GET", base, ""); rep.Status != 409 || rep.Code() != "checkpoint_too_large" {
+			t.Fatalf("a list whose first checkpoint is too large: %d %s", rep.Status, rep.Body)
+		}
+	})
+}
+
+// TestWrongType: a key of the thread holding another type refuses the
+// write (409 key_wrong_type) and nothing is written.
+func TestWrongType(t *testing.T) {
+	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
+		h := start(t, srv, nil)
+		c := srv.Client(t)
+		key := srv.Layout().SessionKey(checkpoints.OrderFamily, "u1", "t1")
+		if err := c.Do(t.Context(), c.B().Set().Key(key).Value("x").Build()).Error(); err != nil {
+			t.Fatal(err)
+		}
+		before := srv.Keys(t, "*")
+		for _, rep := range []sidecartest.Reply{
+			put(t, h, base, "", "c1", "", `{}`, map[string]string{"a": "1=1"}),
+			writes(t, h, "", "c1", "ta", "", "0:x:1"),
+		} {
+			if rep.Status != 409 || rep.Code() != "key_wrong_type" {
+				t.Fatalf("%d %s", rep.Status, rep.Body)
+			}
+		}
+		if after := srv.Keys(t, "*"); strings.Join(sorted(after), ",") != strings.Join(sorted(before), ",") {
+			t.Fatalf("keys %v became %v", before, after)
+		}
+		if _, rep := get(t, h, "", ""); rep.Status != 409 || rep.Code() != "key_wrong_type" {
+			t.Fatalf("read: %d %s", rep.Status, rep.Body)
+		}
+	})
+}
