@@ -29,7 +29,7 @@ func b64(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) 
 
 // put stores checkpoint id of ns with parent (or none), metadata and the
 // channel values given as channel → "version=value".
-func put(t *testing.T, h *sidecartest.Host, path, ns, id, parent, metadata string, values map[string]string) sidecartest.Reply {
+func put(t testing.TB, h *sidecartest.Host, path, ns, id, parent, metadata string, values map[string]string) sidecartest.Reply {
 	t.Helper()
 	body := map[string]any{
 		"checkpoint_ns": ns, "checkpoint_id": id,
@@ -54,7 +54,7 @@ func put(t *testing.T, h *sidecartest.Host, path, ns, id, parent, metadata strin
 	return h.Do(t, "POST", path, string(raw))
 }
 
-func writes(t *testing.T, h *sidecartest.Host, ns, id, task, path string, ws ...string) sidecartest.Reply {
+func writes(t testing.TB, h *sidecartest.Host, ns, id, task, path string, ws ...string) sidecartest.Reply {
 	t.Helper()
 	list := []map[string]any{}
 	for _, w := range ws { // "idx:channel:value"
