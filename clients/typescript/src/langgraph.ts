@@ -57,7 +57,7 @@ const PAGE = 100;
 export function sessionIdOf(t: string): string {
   if (ID.test(t) && t !== "." && t !== ".." && !t.startsWith(ENCODED)) return t;
   const s = ENCODED + Buffer.from(t, "utf8").toString("base64url");
-  if (s.length > 128) throw new TypeError(`thread_id ${JSON.stringify(t.slice(0, 40))}…: longer than the sidecar's session ids can hold (90 bytes encoded)`);
+  if (s.length > 128) throw new TypeError(`thread_id ${JSON.stringify(t.slice(0, 40))}…: more than the 93 bytes of UTF-8 a session id can hold encoded`);
   return s;
 }
 
