@@ -363,3 +363,19 @@ func TestWrongType(t *testing.T) {
 		}
 	})
 }
+
+// TestWritesFirstGetTTL: writes that make the thread's keys in a session
+// that already exists (slid a moment ago) give them its TTL at once.
+func TestWritesFirstGetTTL(t *testing.T) {
+	redisstoretest.Each(t, func(t *testing.T, srv *redisstoretest.Server) {
+		h := start(t, srv, envconf.Env{"SESSION_TTL_SECONDS": "604800"})
+		want(t, h.Do(t, "POST", "/v1/users/u1/sessions/t1/entries", `{"question":"q","answer":"a"}`), 201)
+		want(t, writes(t, h, "", "c1", "ta", "", "0:x:1"), 200)
+		c := srv.Client(t)
+		for _, k := range srv.Keys(t, "agent_checkpoint*") {
+			if ttl, _ := c.Do(t.Context(), c.B().Ttl().Key(k).Build()).AsInt64(); ttl <= 0 || ttl > 604800 {
+				t.Fatalf("%s: TTL %d", k, ttl)
+			}
+		}
+	})
+}

@@ -27,6 +27,7 @@ local ns, id, task, path = ARGV[5], ARGV[6], ARGV[7], ARGV[8]
 local refused, rec = session.guard(c, 'keep', { c.cp_hash, 'hash' }, { c.cp_order, 'zset' })
 if refused then return refused end
 local SEP = checkpoints.SEP
+local fresh_key = redis.call('EXISTS', c.cp_hash) == 0
 local wp = checkpoints.join('w', ns, id)
 -- what each write does, decided before the first write
 local plan, seen, new = {}, {}, 0
@@ -64,5 +65,6 @@ end
 events.emit(c, 'checkpoint_writes', 'checkpoint', id,
   '{"checkpoint_ns":' .. cjson.encode(ns) .. ',"checkpoint_id":' .. cjson.encode(id)
   .. ',"task_id":' .. cjson.encode(task) .. ',"stored":' .. #plan .. '}')
-session.finish_write(c, false, false, nil, false, rec)
+-- a thread key just made gets the session's TTL at once
+session.finish_write(c, false, fresh_key and #plan > 0, nil, false, rec)
 return reply.ok(#plan)
