@@ -370,7 +370,18 @@ func TestWritesFirstGetTTL(t *testing.T) {
 	redisstoretest.Each(t, func(t *testing.T, srv *redisstoretest.Server) {
 		h := start(t, srv, envconf.Env{"SESSION_TTL_SECONDS": "604800"})
 		want(t, h.Do(t, "POST", "/v1/users/u1/sessions/t1/entries", `{"question":"q","answer":"a"}`), 201)
+		n := started(t, h)
 		want(t, writes(t, h, "", "c1", "ta", "", "0:x:1"), 200)
+		if got := started(t, h); got != n {
+			t.Fatalf("writes to a session that exists: started %v → %v", n, got)
+		}
+		// writes that start a thread start its session, counted once
+		raw := `{"checkpoint_id":"c1","task_id":"ta","writes":[{"idx":0,"channel":"x","type":"json","data":"MQ=="}]}`
+		want(t, h.Do(t, "POST", "/v1/users/u1/sessions/t2/checkpoints/writes", raw), 200)
+		want(t, h.Do(t, "POST", "/v1/users/u1/sessions/t2/checkpoints/writes", raw), 200)
+		if got := started(t, h); got != n+1 {
+			t.Fatalf("writes starting a thread: started %v → %v", n, got)
+		}
 		c := srv.Client(t)
 		for _, k := range srv.Keys(t, "agent_checkpoint*") {
 			if ttl, _ := c.Do(t.Context(), c.B().Ttl().Key(k).Build()).AsInt64(); ttl <= 0 || ttl > 604800 {
@@ -378,4 +389,18 @@ func TestWritesFirstGetTTL(t *testing.T) {
 			}
 		}
 	})
+}
+
+// started is the host's sidecar_sessions_started_total.
+func started(t *testing.T, h *sidecartest.Host) float64 {
+	t.Helper()
+	for _, line := range strings.Split(h.Metrics(t), "\n") {
+		if v, ok := strings.CutPrefix(line, "sidecar_sessions_started_total "); ok {
+			var f float64
+			fmt.Sscan(v, &f)
+			return f
+		}
+	}
+	t.Fatal("no sidecar_sessions_started_total")
+	return 0
 }

@@ -92,9 +92,13 @@ func (s *Store) PutWrites(ctx context.Context, user, session string, b *writesBo
 	if err != nil {
 		return 0, err
 	}
-	n, err := r.Int(0)
-	if err != nil {
+	n, err1 := r.Int(0)
+	started, err2 := r.Flag(1)
+	if err := errors.Join(err1, err2); err != nil {
 		return 0, redisstore.Wrap(lua.CheckpointsWrites.Name, err)
+	}
+	if started {
+		sessionstore.CountStarted()
 	}
 	return int(n), nil
 }

@@ -12,7 +12,8 @@
 -- emits checkpoint_writes {"checkpoint_ns","checkpoint_id","task_id","stored"}.
 -- A write may come before its checkpoint: LangGraph puts a checkpoint and
 -- the writes against it concurrently.
--- returns (reply.lua) {'ok', stored}: the writes stored now; {'refused',
+-- returns (reply.lua) {'ok', stored, started}: the writes stored now, 1
+--   when this write made the session's record; {'refused',
 --   'checkpoint_writes_full', ...} past the cap; {'refused',
 --   'key_wrong_type', ...}; nothing written when refused.
 -- Bounded: at most 1 000 writes a call (the sidecar's check), three
@@ -66,5 +67,5 @@ events.emit(c, 'checkpoint_writes', 'checkpoint', id,
   '{"checkpoint_ns":' .. cjson.encode(ns) .. ',"checkpoint_id":' .. cjson.encode(id)
   .. ',"task_id":' .. cjson.encode(task) .. ',"stored":' .. #plan .. '}')
 -- a thread key just made gets the session's TTL at once
-session.finish_write(c, false, fresh_key and #plan > 0, nil, false, rec)
-return reply.ok(#plan)
+local _, started = session.finish_write(c, false, fresh_key and #plan > 0, nil, false, rec)
+return reply.ok(#plan, started and 1 or 0)
