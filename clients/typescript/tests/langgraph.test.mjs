@@ -11,7 +11,7 @@ import { promisify } from "node:util";
 import { Command } from "@langchain/langgraph";
 import { SidecarCheckpointSaver, sessionIdOf, threadIdOf } from "../dist/langgraph.js";
 import { graph } from "./langgraph_graph.mjs";
-import { URL_, skip, unique } from "./support.mjs";
+import { TOKEN, TOKEN_URL, URL_, skip, unique } from "./support.mjs";
 
 const run = promisify(execFile);
 const here = dirname(fileURLToPath(import.meta.url));
@@ -37,7 +37,7 @@ test("@langchain/langgraph-checkpoint-validation passes whole", { skip, timeout:
   }
 });
 
-test("a graph interrupted in one process resumes in another, then rewinds", { skip, timeout: 120_000 }, async () => {
+test("a graph interrupted in one process resumes in another (another sidecar), then rewinds", { skip, timeout: 120_000 }, async () => {
   const user = unique("lgg");
   const thread = `thread ${unique("t")}/ü`; // not a session id: encoded
   const config = { configurable: { thread_id: thread } };
@@ -46,8 +46,14 @@ test("a graph interrupted in one process resumes in another, then rewinds", { sk
   assert.deepEqual(first.log, ["start", "plan"]);
   assert.deepEqual((await app.getState(config)).next, ["ask"]);
 
-  // another process, another saver: the answer resumes the interrupt
-  const { stdout } = await run(process.execPath, [join(here, "langgraph_worker.mjs"), URL_, user, thread, "yes"], { cwd: root });
+  // another process, another saver, another sidecar on the same Redis
+  // (the harness's second one, with a token): the answer resumes the
+  // interrupt
+  const other = TOKEN_URL || URL_;
+  const { stdout } = await run(process.execPath, [join(here, "langgraph_worker.mjs"), other, user, thread, "yes"], {
+    cwd: root,
+    env: { ...process.env, SIDECAR_TOKEN: TOKEN_URL ? TOKEN : "" },
+  });
   assert.deepEqual(JSON.parse(stdout).log, ["start", "plan", "approved:yes", "act"]);
   assert.deepEqual((await app.getState(config)).values.log, ["start", "plan", "approved:yes", "act"]);
 

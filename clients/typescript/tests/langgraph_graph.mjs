@@ -8,8 +8,8 @@ const State = Annotation.Root({
   log: Annotation({ reducer: (a, b) => a.concat(b), default: () => [] }),
 });
 
-export function graph(baseUrl, userId) {
-  const saver = new SidecarCheckpointSaver({ baseUrl, userId });
+export function graph(baseUrl, userId, token) {
+  const saver = new SidecarCheckpointSaver({ baseUrl, userId, token });
   const g = new StateGraph(State)
     .addNode("plan", () => ({ log: ["plan"] }))
     .addNode("ask", () => ({ log: [`approved:${interrupt("approve?")}`] }))
