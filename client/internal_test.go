@@ -166,6 +166,9 @@ var schemaTypes = map[string]any{
 	"Block": Block{}, "PutBlockRequest": PutBlockRequest{}, "AppendBlockRequest": AppendBlockRequest{}, "BlockList": BlockList{},
 	"SystemPrompt": SystemPrompt{}, "ToolList": ToolList{}, "ToolCallRequest": ToolCallRequest{}, "ToolResult": ToolResult{},
 	"CustomEvent": CustomEvent{}, "EventID": EventID{}, "AbortRequest": AbortRequest{},
+	"CheckpointBlob": CheckpointBlob{}, "CheckpointChannelValue": CheckpointChannelValue{}, "CheckpointWrite": CheckpointWrite{},
+	"PutCheckpointRequest": PutCheckpointRequest{}, "CheckpointRef": CheckpointRef{}, "PutCheckpointWritesRequest": PutCheckpointWritesRequest{},
+	"CheckpointWritesStored": CheckpointWritesStored{}, "CheckpointTuple": CheckpointTuple{}, "CheckpointPage": CheckpointPage{},
 }
 
 var notStructs = []string{"Error", "Id", "MemifyMetadata", "StoredMemifyMetadata", "SessionStatus", "ContextEntry", "AppendContextRequest", "UpdateContextRequest", "Metadata", "State", "StatePatch",

@@ -27,6 +27,8 @@ const libPrefix = "agentsidecar_"
 // flag: a write in such a function fails.
 var noWrites = map[string]bool{
 	"blocks_read":            true,
+	"checkpoints_list":       true,
+	"checkpoints_read":       true,
 	"lock_inspect":           true,
 	"messages_read":          true,
 	"session_read":           true,

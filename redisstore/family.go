@@ -164,6 +164,7 @@ var stockOrder = func() map[string]int {
 		"session state", "messages", "message tree", "message children", "message order",
 		"message keys", "compactions", "search documents", "search entry documents",
 		"session blocks", "frozen prompt", "tool calls", "session events", "event keys",
+		"checkpoints", "checkpoint order",
 		// user
 		"user index", "metadata index", "search postings", "search statistics", "user state",
 		"user blocks", "user events", "user erasure",

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/agentsidecar/agentsidecar/blocks"
+	"github.com/agentsidecar/agentsidecar/checkpoints"
 	"github.com/agentsidecar/agentsidecar/erasure"
 	"github.com/agentsidecar/agentsidecar/events"
 	"github.com/agentsidecar/agentsidecar/locks"
@@ -123,11 +124,13 @@ func sessionBuilders(l redisstore.Layout, user, session string) map[string]strin
 		"messages":      m.Messages, "message tree": m.Tree, "message children": m.Children,
 		"message order": m.Order, "message keys": m.Keys, "compactions": m.Compactions,
 		"search documents": l.SearchDocs(user, session), "search entry documents": l.SearchEntryDocs(user, session),
-		"session blocks": l.SessionKey(blocks.SessionBlocksFamily, user, session),
-		"frozen prompt":  l.SessionKey(blocks.PromptFamily, user, session),
-		"tool calls":     l.SessionKey(blocks.ToolCallsFamily, user, session),
-		"session events": l.SessionEvents(user, session),
-		"event keys":     l.SessionKey(events.EventKeysFamily, user, session),
+		"session blocks":   l.SessionKey(blocks.SessionBlocksFamily, user, session),
+		"frozen prompt":    l.SessionKey(blocks.PromptFamily, user, session),
+		"tool calls":       l.SessionKey(blocks.ToolCallsFamily, user, session),
+		"session events":   l.SessionEvents(user, session),
+		"event keys":       l.SessionKey(events.EventKeysFamily, user, session),
+		"checkpoints":      l.SessionKey(checkpoints.HashFamily, user, session),
+		"checkpoint order": l.SessionKey(checkpoints.OrderFamily, user, session),
 	}
 }
 

@@ -44,6 +44,7 @@ func TestReservedCoversTheLayout(t *testing.T) {
 		}
 	}
 	want := []string{
+		"agent_checkpoint_order", "agent_checkpoints",
 		"agent_search", "agent_search_docs", "agent_search_entry_docs", "agent_search_stats",
 		"agent_session_blocks", "agent_session_compactions", "agent_session_context_index", "agent_session_event_keys", "agent_session_events",
 		"agent_session_meta", "agent_session_meta_global",

@@ -264,6 +264,11 @@ func driveEveryRoute(t *testing.T, h *sidecartest.Host) {
 		// erin's erasure leaves its progress key (30 s, named by a hash)
 		{"appendEntry", 201, map[string]string{"user_id": "erin"}, nil},
 		{"eraseUser", 200, map[string]string{"user_id": "erin"}, nil},
+		// checkpoints: both families of a LangGraph thread left in place
+		{"putCheckpoint", 200, nil, nil},
+		{"putCheckpointWrites", 200, nil, nil},
+		{"getCheckpointTuple", 200, nil, nil},
+		{"listCheckpoints", 200, nil, nil},
 	}
 	for _, s := range steps {
 		o, ok := d.Op(s.id)

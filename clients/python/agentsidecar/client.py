@@ -6,6 +6,7 @@ import uuid
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple
 
 from ._blocks import BlocksAPI
+from ._checkpoints import CheckpointsAPI
 from ._messages import MessagesAPI
 from ._transport import Transport, path, stored
 from .events import Event, events
@@ -47,7 +48,7 @@ def _query(**kw: Any) -> List[Tuple[str, str]]:
     return out
 
 
-class Sidecar(MessagesAPI, BlocksAPI):
+class Sidecar(MessagesAPI, BlocksAPI, CheckpointsAPI):
     """A client of one sidecar, e.g. ``Sidecar("http://127.0.0.1:7480")``.
 
     ``token`` is the sidecar's SIDECAR_API_TOKEN (sent as a bearer token;

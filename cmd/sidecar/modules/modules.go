@@ -7,6 +7,7 @@ package modules
 
 import (
 	"github.com/agentsidecar/agentsidecar/blocks"
+	"github.com/agentsidecar/agentsidecar/checkpoints"
 	"github.com/agentsidecar/agentsidecar/erasure"
 	"github.com/agentsidecar/agentsidecar/events"
 	"github.com/agentsidecar/agentsidecar/locks"
@@ -33,5 +34,6 @@ func All() []sidecar.Factory {
 		metrics.Factory,
 		events.Factory,
 		erasure.Factory,
+		checkpoints.Factory,
 	}
 }
