@@ -61,17 +61,18 @@ for _, k in ipairs(session.own_keys(c)) do
 end
 local n = redis.call('DEL', unpack(own))
 if n > 0 then
-  redis.call('DEL', marker)
   if watched then
     -- The stream keeps only its `deleted` event, a tombstone for readers
-    -- on every pod, for events.TOMBSTONE_SECONDS.
+    -- on every pod, for events.TOMBSTONE_SECONDS; the marker stays as
+    -- long at most (its readers keep it while they read).
     events.xadd(c, c.events, 'deleted', '{"user_id":' .. cjson.encode(ARGV[3]) .. ',"session_id":' .. cjson.encode(ARGV[4]) .. '}')
     redis.call('XTRIM', c.events, 'MAXLEN', 1)
     redis.call('EXPIRE', c.events, events.TOMBSTONE_SECONDS)
+    redis.call('EXPIRE', marker, events.TOMBSTONE_SECONDS)
   else
     -- nobody watches (SESSION_EVENTS=watched): no tombstone, no key left
     -- that names the session
-    redis.call('DEL', c.events)
+    redis.call('DEL', c.events, marker)
   end
 end
 if n == 0 then return reply.missing() end

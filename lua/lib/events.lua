@@ -97,7 +97,15 @@ end
 -- stream of another type before anything is written, and emit returns the
 -- refusal (a table) instead of the event id.
 local function emit(c, typ, kind, id, json, first)
-  if not recording(c) then return unrecorded() end
+  if not recording(c) then
+    -- unrecorded, the stream's type is still checked where the XADD would
+    -- have: a wrong-typed key refuses the write as it did
+    if first then
+      local refused = guard.check({ { c.events, 'stream' } })
+      if refused then return refused end
+    end
+    return unrecorded()
+  end
   local eid, fresh = xadd(c, c.events, typ, data(kind, id, json), first)
   if type(eid) == 'table' then return eid end
   if fresh then
