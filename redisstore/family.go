@@ -164,9 +164,10 @@ var stockOrder = func() map[string]int {
 		"session state", "messages", "message tree", "message children", "message order",
 		"message keys", "compactions", "search documents", "search entry documents",
 		"session blocks", "frozen prompt", "tool calls", "session events", "event keys",
+		"session events watch",
 		// user
 		"user index", "metadata index", "search postings", "search statistics", "user state",
-		"user blocks", "user events",
+		"user blocks", "user events", "user events watch",
 		// bucket
 		"global metadata index", "global index", "expiry", "usage totals", "usage by model",
 		// lock

@@ -122,11 +122,12 @@ func sessionBuilders(l redisstore.Layout, user, session string) map[string]strin
 		"messages":      m.Messages, "message tree": m.Tree, "message children": m.Children,
 		"message order": m.Order, "message keys": m.Keys, "compactions": m.Compactions,
 		"search documents": l.SearchDocs(user, session), "search entry documents": l.SearchEntryDocs(user, session),
-		"session blocks": l.SessionKey(blocks.SessionBlocksFamily, user, session),
-		"frozen prompt":  l.SessionKey(blocks.PromptFamily, user, session),
-		"tool calls":     l.SessionKey(blocks.ToolCallsFamily, user, session),
-		"session events": l.SessionEvents(user, session),
-		"event keys":     l.SessionKey(events.EventKeysFamily, user, session),
+		"session blocks":       l.SessionKey(blocks.SessionBlocksFamily, user, session),
+		"frozen prompt":        l.SessionKey(blocks.PromptFamily, user, session),
+		"tool calls":           l.SessionKey(blocks.ToolCallsFamily, user, session),
+		"session events":       l.SessionEvents(user, session),
+		"event keys":           l.SessionKey(events.EventKeysFamily, user, session),
+		"session events watch": l.SessionKey(events.WatchFamily, user, session),
 	}
 }
 
@@ -180,6 +181,7 @@ func TestMatchBuilders(t *testing.T) {
 				l.UserKey(blocks.UserBlocksFamily, "alice"):                  "user blocks",
 				l.UserKey(registry.UserStateFamily, "alice"):                 "user state",
 				l.UserEvents("alice"):                                        "user events",
+				l.UserKey(events.UserWatchFamily, "alice"):                   "user events watch",
 				l.MetaIndex("alice", "team", "a:b"):                          "metadata index",
 				l.MetaGlobal(l.Bucket("alice"), "team", "a"):                 "global metadata index",
 				l.SearchPostings("alice", "deploy"):                          "search postings",
