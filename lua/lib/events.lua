@@ -79,14 +79,27 @@ local function watched(marker)
 end
 
 -- recording reports whether the session's events are recorded now (always
--- with SESSION_EVENTS=always).
+-- with SESSION_EVENTS=always). It asks once per call and context: a script
+-- that emits many events (a batch of messages) reads the marker once.
 local function recording(c)
-  return not c.events_watched or watched(session.key(c, WATCH_SESSION))
+  if not c.events_watched then return true end
+  local r = rawget(c, 'events_recording')
+  if r == nil then
+    r = watched(session.key(c, WATCH_SESSION))
+    rawset(c, 'events_recording', r)
+  end
+  return r
 end
 
--- unrecorded is the id an event nobody watches gets: the time, no sequence.
-local function unrecorded()
-  return string.format('%d-0', math.floor(clock.now_us() / 1000))
+-- unrecorded is the id an event nobody watches gets: the time, no
+-- sequence (once per call and context).
+local function unrecorded(c)
+  local id = rawget(c, 'events_unrecorded')
+  if not id then
+    id = string.format('%d-0', math.floor(clock.now_us() / 1000))
+    rawset(c, 'events_unrecorded', id)
+  end
+  return id
 end
 
 -- emit appends the write's event to the session's stream (see the header).
@@ -104,7 +117,7 @@ local function emit(c, typ, kind, id, json, first)
       local refused = guard.check({ { c.events, 'stream' } })
       if refused then return refused end
     end
-    return unrecorded()
+    return unrecorded(c)
   end
   local eid, fresh = xadd(c, c.events, typ, data(kind, id, json), first)
   if type(eid) == 'table' then return eid end
@@ -118,7 +131,7 @@ end
 -- emit_user appends an event to the user's stream, which lives
 -- SESSION_TTL_SECONDS from its last event (none when 0).
 local function emit_user(c, typ, kind, id, json)
-  if c.events_watched and not watched(session.user_key(c, WATCH_USER)) then return unrecorded() end
+  if c.events_watched and not watched(session.user_key(c, WATCH_USER)) then return unrecorded(c) end
   local eid = xadd(c, c.user_events, typ, data(kind, id, json))
   if c.default_ttl > 0 then redis.call('EXPIRE', c.user_events, c.default_ttl) end
   return eid
