@@ -228,3 +228,30 @@ func markerSince(t *testing.T, srv *redisstoretest.Server, marker string) string
 }
 
 func eventsWatchFamily() redisstore.Family { return events.WatchFamily }
+
+// TestLapsedMarkerEndsStreams: when a stream's marker lapsed under an open
+// stream (here deleted by hand, as a long outage would let it expire), the
+// writes meanwhile recorded nothing: the next refresh finds a new watch
+// and ends the stream, so the client reconnects with its id and learns of
+// the gap.
+func TestLapsedMarkerEndsStreams(t *testing.T) {
+	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
+		h := start(t, srv, shortGrace)
+		h.Do(t, "POST", base+"/entries", `{"question":"q","answer":"a","qa_id":"q0"}`)
+		s := open(t, h.API, base+"/events", "")
+		s.first(t)
+		h.Do(t, "POST", base+"/entries", `{"question":"q","answer":"a","qa_id":"q1"}`)
+		last := s.next(t, 10*time.Second)
+		marker := srv.Layout().SessionKey(eventsWatchFamily(), "u1", "s1")
+		c := srv.Client(t)
+		if err := c.Do(t.Context(), c.B().Del().Key(marker).Build()).Error(); err != nil {
+			t.Fatal(err)
+		}
+		s.ended(t, 10*time.Second)
+		r := open(t, h.API, base+"/events", last.ID)
+		r.first(t)
+		if f := r.next(t, 10*time.Second); f.Event != "reconnected" || !strings.Contains(f.Data, `"gap":true`) {
+			t.Fatalf("got %+v, want reconnected with a gap", f)
+		}
+	})
+}
