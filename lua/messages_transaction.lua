@@ -147,23 +147,21 @@ elseif #gone > 0 then
 end
 local now = clock.now_us()
 local created_at = '"' .. clock.iso_time(now) .. '"'
-local out, ids, user = reply.ok('stored'), {}, false
+local out, ids, user, nodes, texts = reply.ok('stored'), {}, false, {}, {}
 for _, e in ipairs(entries) do
   seq = seq + 1
   local n = msgtree.new_node(c, e.id, parent, e.tokens, seq, e.fp)
   c.nodes[e.id] = n
   local text
   if e.keep then text = reparent(e.text, n.parent) else text = messages.stored_json(e.body, n.parent, created_at) end
-  redis.call('HSET', c.mtree, e.id, msgtree.node_text(n))
-  redis.call('HSET', c.msgs, e.id, text)
-  redis.call('ZADD', c.mkids, 0, msgtree.kid_member(n))
-  redis.call('ZADD', c.morder, seq, e.id)
   if not e.keep and e.spec and e.spec ~= '' then
     search.index_doc(c, c.sdocs, 'message', e.id, e.spec, e.len, e.preview, now)
   end
-  out[#out + 1], ids[#ids + 1] = text, e.id
+  out[#out + 1], ids[#ids + 1], nodes[#nodes + 1], texts[#texts + 1] = text, e.id, n, text
   parent = n
 end
+-- the four writes of every message, a command per key (not per message)
+msgtree.copy_path(c, nodes, texts)
 redis.call('HSET', c.record, 'msg_seq', fmt_int(seq))
 msgtree.set_leaf(c, parent and parent.id or nil)
 local new_ring = ring.put(c.mkeys, op, digest .. ' ' .. table.concat(ids, ' '), MAX_KEYS, true)

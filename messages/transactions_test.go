@@ -2,6 +2,7 @@ package messages_test
 
 import (
 	"fmt"
+	"math/bits"
 	"strings"
 	"sync"
 	"testing"
@@ -194,5 +195,38 @@ func TestTransactionsConcurrent(t *testing.T) {
 	}
 	if applied != 1 || len(items(t, h)) != 4 {
 		t.Fatalf("statuses %v, items %v", statuses, items(t, h))
+	}
+}
+
+// A transaction's Redis work is bounded by what it removes and writes, not
+// by the session: on a 2 000-message path a replace_suffix of 3 reads
+// O(3 + log n) nodes (the tail's page and the script's checks), and
+// replace_history removes every message with O(1) commands.
+func TestTransactionsBoundedWork(t *testing.T) {
+	srv := redisstoretest.NewReal(t)
+	h := start(t, srv, nil)
+	c := srv.Client(t)
+	const n = 2000
+	chain(t, h, "s1", n)
+	logn := bits.Len(uint(n))
+	resetStats(t, c)
+	tx(t, h, `{"operation_id":"b1","type":"replace_suffix","expected_suffix":[`+
+		`{"id":"c1997","role":"user","content":"message 1997"},{"role":"user","content":"message 1998"},{"role":"user","content":"message 1999"}],`+
+		`"messages":[`+item("x")+`]}`, 201, "")
+	if got, most := calls(t, c, "hget"), 3*3+4*logn+16; got > most {
+		t.Errorf("replace_suffix of 3 on %d messages: %d HGETs, want at most %d", n, got, most)
+	}
+	for _, cmd := range []string{"hgetall", "hvals", "hkeys", "zrange", "lrange"} {
+		if got := calls(t, c, cmd); got > 0 {
+			t.Errorf("replace_suffix: %d %s, want none", got, cmd)
+		}
+	}
+	resetStats(t, c)
+	tx(t, h, `{"operation_id":"b2","type":"replace_history","messages":[`+item("summary")+`]}`, 201, "")
+	if got := calls(t, c, "hdel") + calls(t, c, "zrem") + calls(t, c, "hget"); got > 8 {
+		t.Errorf("replace_history of %d messages: %d per-message commands, want O(1)", n, got)
+	}
+	if p := path(t, h, "compacted=false"); p.Total != 1 {
+		t.Fatalf("after replace_history: %d messages", p.Total)
 	}
 }
