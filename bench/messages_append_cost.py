@@ -11,6 +11,7 @@ it (go run ./bench/libraries):
     `calls` appends on a plain redis-server (swings with the load).
 
   /usr/bin/python3 bench/messages_append_cost.py [calls]   # default 20
+  MESSAGES=100 /usr/bin/python3 bench/messages_append_cost.py   # another batch size
 
 To compare two trees, run it from each (git archive <commit> | tar -x -C
 /tmp/old; cd /tmp/old; /usr/bin/python3 bench/messages_append_cost.py).
@@ -30,7 +31,7 @@ import time
 import redis
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
-N = 1000
+N = int(os.environ.get("MESSAGES", "1000"))  # messages per append
 
 
 def free_port():
