@@ -3,10 +3,12 @@ package messages_test
 import (
 	"fmt"
 	"math/bits"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/agentsidecar/agentsidecar/envconf"
 	"github.com/agentsidecar/agentsidecar/redisstore/redisstoretest"
 	"github.com/agentsidecar/agentsidecar/sidecar/sidecartest"
 )
@@ -229,4 +231,69 @@ func TestTransactionsBoundedWork(t *testing.T) {
 	if p := path(t, h, "compacted=false"); p.Total != 1 {
 		t.Fatalf("after replace_history: %d messages", p.Total)
 	}
+}
+
+// A transaction emits its events in its script, on every backend: the
+// removed messages in one message_deleted naming the operation, then one
+// message_appended per message written; a repeat, a conflict or a stale
+// suffix emits nothing.
+func TestTransactionsEmitEvents(t *testing.T) {
+	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
+		h := start(t, srv, nil)
+		l, c := srv.Layout(), srv.Client(t)
+		app := `{"operation_id":"e1","type":"append_items","messages":[{"id":"a","role":"user","content":"q"},{"id":"b","role":"assistant","content":"x"}]}`
+		tx(t, h, app, 201, "")
+		tx(t, h, app, 200, "")
+		tx(t, h, `{"operation_id":"e1","type":"append_items","messages":[{"role":"user","content":"other"}]}`, 409, "operation_conflict")
+		tx(t, h, `{"operation_id":"e2","type":"replace_suffix","expected_suffix":[{"role":"assistant","content":"y"}],"messages":[]}`, 409, "suffix_mismatch")
+		tx(t, h, `{"operation_id":"e3","type":"replace_suffix","expected_suffix":[{"role":"assistant","content":"x"}],"messages":[{"id":"c","role":"assistant","content":"z"}]}`, 201, "")
+		tx(t, h, `{"operation_id":"e4","type":"replace_history","messages":[{"id":"d","role":"system","content":"summary"}]}`, 201, "")
+		got := redisstoretest.StreamEvents(t, c, l.SessionEvents("alice", "s1"))
+		want := []string{"message_appended", "message_appended", "message_deleted", "message_appended", "message_deleted", "message_appended"}
+		if g := types(got); !slices.Equal(g, want) {
+			t.Fatalf("events:\n got %v\nwant %v", g, want)
+		}
+		if d := got[2].Data; d["id"] != "b" || d["operation_id"] != "e3" || len(d["ids"].([]any)) != 1 {
+			t.Errorf("replace_suffix's message_deleted: %v", d)
+		}
+		if d := got[3].Data; d["id"] != "c" || d["parent_id"] != "a" {
+			t.Errorf("replace_suffix's message_appended: %v", d)
+		}
+		if d := got[4].Data; d["cleared"] != true || d["count"] != float64(2) || d["operation_id"] != "e4" {
+			t.Errorf("replace_history's message_deleted: %v", d)
+		}
+		if p := path(t, h, "compacted=false"); p.Total != 1 || p.Messages[0].ID != "d" {
+			t.Errorf("after replace_history: %+v", p)
+		}
+	})
+}
+
+// The refusals that depend on what the session holds write nothing: a
+// suffix with another branch under it, a session that would pass
+// SESSION_MAX_MESSAGES, a new id held by a message the transaction keeps.
+func TestTransactionsRefusals(t *testing.T) {
+	redisstoretest.Each(t, func(t *testing.T, srv *redisstoretest.Server) {
+		h := start(t, srv, envconf.Env{"SESSION_MAX_MESSAGES": "5"})
+		tx(t, h, `{"operation_id":"r1","type":"append_items","messages":[{"id":"a","role":"user","content":"q"},{"id":"b","role":"assistant","content":"x"}]}`, 201, "")
+		post(t, h, `{"id":"b2","role":"assistant","content":"y","parent_id":"a"}`, 201) // a branch under a
+		post(t, h, `{"id":"c","role":"user","content":"z","parent_id":"b"}`, 201)       // the latest leaf: c, under b
+		before := snapshot(t, srv)
+		// a, b and c replaced: a has another branch (b2) under it
+		tx(t, h, `{"operation_id":"r2","type":"replace_suffix","expected_suffix":[{"role":"user","content":"q"},{"role":"assistant","content":"x"},{"role":"user","content":"z"}],"messages":[]}`, 409, "has_children")
+		if got := snapshot(t, srv); got != before {
+			t.Fatalf("has_children wrote:\n%s\nwas\n%s", got, before)
+		}
+		tx(t, h, `{"operation_id":"r3","type":"append_items","messages":[{"role":"user","content":"1"}]}`, 201, "")
+		before = snapshot(t, srv)
+		tx(t, h, `{"operation_id":"r4","type":"append_items","messages":[{"role":"user","content":"2"}]}`, 409, "session_full")
+		tx(t, h, `{"operation_id":"r5","type":"replace_suffix","expected_suffix":[],"messages":[{"id":"a","role":"user","content":"q"}]}`, 409, "id_conflict")
+		if got := snapshot(t, srv); got != before {
+			t.Fatalf("refusals wrote:\n%s\nwas\n%s", got, before)
+		}
+		// a replacement within the cap: two out, one in
+		tx(t, h, `{"operation_id":"r6","type":"replace_suffix","expected_suffix":[{"role":"user","content":"z"},{"role":"user","content":"1"}],"messages":[{"role":"user","content":"w"}]}`, 201, "")
+		if p := path(t, h, "compacted=false"); p.Total != 3 {
+			t.Fatalf("after r6: %d messages on the path", p.Total)
+		}
+	})
 }
