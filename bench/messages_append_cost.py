@@ -12,6 +12,7 @@ it (go run ./bench/libraries):
 
   /usr/bin/python3 bench/messages_append_cost.py [calls]   # default 20
   MESSAGES=100 /usr/bin/python3 bench/messages_append_cost.py   # another batch size
+  TRANSACTION=1 /usr/bin/python3 bench/messages_append_cost.py  # a replace_suffix of 1 000 by 1 000
 
 To compare two trees, run it from each (git archive <commit> | tar -x -C
 /tmp/old; cd /tmp/old; /usr/bin/python3 bench/messages_append_cost.py).
@@ -41,12 +42,14 @@ def free_port():
 
 
 def library():
-    """The scripts library as the sidecar loads it, and messages_append's name in it."""
+    """The scripts library as the sidecar loads it, and messages_append's
+    and messages_transaction's names in it."""
     d = tempfile.mkdtemp()
     name = subprocess.run(["go", "run", "./bench/libraries", d], cwd=ROOT, check=True,
                           capture_output=True, text=True).stdout.split()[0]
     src = open(os.path.join(d, name + ".lua")).read()
-    return src, "messages_append_" + name.rsplit("_", 1)[1]
+    suffix = "_" + name.rsplit("_", 1)[1]
+    return src, "messages_append" + suffix, "messages_transaction" + suffix
 
 
 def keys(u, s):
@@ -71,6 +74,18 @@ def args(u, s):
     return out
 
 
+def replace_args(u, s):
+    """messages_transaction's ARGV replacing the N messages args(u, s) stored
+    by N new ones (a replace_suffix of N by N)."""
+    out = ["86400", "0:1000", u, s, "op-" + s, "digest", "suffix", "0", "10000", "0", str(N)]
+    for j in range(N):
+        out += ["%s-m%04d" % (s, j), "fp%08d" % j]
+    new = args(u, s + "-new")[11:]
+    for j in range(N):
+        out += ["new"] + new[7 * j:7 * j + 7]
+    return out
+
+
 def start(port, valgrind=None):
     cmd = ["redis-server", "--port", str(port), "--save", "", "--appendonly", "no", "--busy-reply-threshold", "600000"]
     if valgrind:
@@ -89,7 +104,8 @@ def start(port, valgrind=None):
 
 def main():
     calls = int(sys.argv[1]) if len(sys.argv) > 1 else 20
-    src, fn = library()
+    src, fn, txfn = library()
+    tx = os.environ.get("TRANSACTION")  # set: measure a replace_suffix of N by N instead
 
     # instructions: one warm-up append (the library's first call), then 3 counted
     out = tempfile.mktemp(prefix="callgrind.")
@@ -97,10 +113,16 @@ def main():
     try:
         r.function_load(src)
         r.fcall(fn, 15, *keys("cg", "warm"), *args("cg", "warm"))
+        if tx:
+            for i in range(3):
+                r.fcall(fn, 15, *keys("cg", "s%d" % i), *args("cg", "s%d" % i))
         subprocess.run(["callgrind_control", "-z", str(p.pid)], capture_output=True)
         subprocess.run(["callgrind_control", "-i", "on", str(p.pid)], capture_output=True)
         for i in range(3):
-            r.fcall(fn, 15, *keys("cg", "s%d" % i), *args("cg", "s%d" % i))
+            if tx:
+                r.fcall(txfn, 15, *keys("cg", "s%d" % i), *replace_args("cg", "s%d" % i))
+            else:
+                r.fcall(fn, 15, *keys("cg", "s%d" % i), *args("cg", "s%d" % i))
         subprocess.run(["callgrind_control", "-d", str(p.pid)], capture_output=True)
     finally:
         r.shutdown(nosave=True)
@@ -111,7 +133,8 @@ def main():
             if line.startswith("summary:") or line.startswith("totals:"):
                 total = max(total, int(line.split()[1]))
                 break
-    print("instructions per %d-message append: %.1f M" % (N, total / 3 / 1e6))
+    what = "replace_suffix of %d by %d" % (N, N) if tx else "%d-message append" % N
+    print("instructions per %s: %.1f M" % (what, total / 3 / 1e6))
     if os.environ.get("ANNOTATE"):
         for f in glob.glob(out + "*"):
             print(subprocess.run(["callgrind_annotate", "--inclusive=no", f], capture_output=True, text=True).stdout[:int(os.environ["ANNOTATE"])])
@@ -125,11 +148,14 @@ def main():
         took = []
         for i in range(calls):
             a = args("t", "s%d" % i)
+            if tx:
+                r.fcall(fn, 15, *keys("t", "s%d" % i), *a)
+                a = replace_args("t", "s%d" % i)
             r.slowlog_reset()
-            r.fcall(fn, 15, *keys("t", "s%d" % i), *a)
+            r.fcall(txfn if tx else fn, 15, *keys("t", "s%d" % i), *a)
             took.extend(e["duration"] for e in r.slowlog_get(10) if e["command"].split()[0].upper() == b"FCALL" or str(e["command"]).upper().startswith("FCALL"))
-        print("Redis time per %d-message append: median %.1f ms, min %.1f ms (%d calls)" % (
-            N, statistics.median(took) / 1000, min(took) / 1000, len(took)))
+        print("Redis time per %s: median %.1f ms, min %.1f ms (%d calls)" % (
+            what, statistics.median(took) / 1000, min(took) / 1000, len(took)))
     finally:
         r.shutdown(nosave=True)
         p.wait()
