@@ -391,6 +391,9 @@ func (m *Module) replaceFunctionCall(ctx context.Context, user, session string, 
 	if got := callOf(msg.Item); got != callID {
 		return Stored{}, bad("message.item", "must be a function_call item of call %s", callID)
 	}
+	if _, err := msg.check("message.", m.cfg.MaxItemBytes); err != nil {
+		return Stored{}, err // refused before anything is read
+	}
 	for try := 0; ; try++ {
 		path, err := m.store.tail(ctx, user, session, MaxMessagesCeiling)
 		if err != nil {

@@ -131,6 +131,7 @@ func TestTransactions(t *testing.T) {
 			`{"operation_id":"x","type":"append_items","messages":[` + item("a") + `],"call_id":"c"}`,
 			`{"operation_id":"x","type":"replace_suffix","messages":[]}`,
 			`{"operation_id":"x","type":"replace_function_call","call_id":"c","message":` + item("a") + `}`,
+			`{"operation_id":"x","type":"replace_function_call","call_id":"c2","message":{"role":"Bad","format":"openai.responses","item":{"type":"function_call","callId":"c2"}}}`,
 			`{"operation_id":"x","type":"append_items","messages":[{"role":"user","content":"a","parent_id":null}]}`,
 		} {
 			if rep := h.Do(t, "POST", txPath, body); rep.Status != 400 {
