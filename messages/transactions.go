@@ -41,6 +41,9 @@ type txIn struct {
 	ExpectedSuffix []messageIn `json:"expected_suffix"`
 	CallID         *string     `json:"call_id"`
 	Message        *messageIn  `json:"message"`
+	// Replacements: several replace_function_calls in one transaction,
+	// applied in order (instead of call_id and message)
+	Replacements []callReplacement `json:"replacements"`
 }
 
 // txEntry is a message a transaction writes: new, or one of the replaced
@@ -274,12 +277,15 @@ func (m *Module) transaction(w http.ResponseWriter, r *http.Request) error {
 	if !ok {
 		return bad("type", "must be %s, %s, %s or %s", TxAppendItems, TxReplaceSuffix, TxReplaceFunctionCall, TxReplaceHistory)
 	}
+	// replace_function_call: call_id and message, or replacements
+	list := in.Replacements != nil
 	for _, f := range []struct {
 		name      string
 		has, want bool
 	}{
 		{"messages", in.Messages != nil, w3[0]}, {"expected_suffix", in.ExpectedSuffix != nil, w3[1]},
-		{"call_id", in.CallID != nil, w3[2]}, {"message", in.Message != nil, w3[2]},
+		{"call_id", in.CallID != nil, w3[2] && !list}, {"message", in.Message != nil, w3[2] && !list},
+		{"replacements", list, list && w3[2]},
 	} {
 		if f.has != f.want {
 			if f.want {
@@ -305,7 +311,11 @@ func (m *Module) transaction(w http.ResponseWriter, r *http.Request) error {
 	case TxReplaceSuffix:
 		st, err = m.replaceSuffix(ctx, user, session, t, in.ExpectedSuffix)
 	case TxReplaceFunctionCall:
-		st, err = m.replaceFunctionCall(ctx, user, session, t, *in.CallID, *in.Message)
+		reps := in.Replacements
+		if !list {
+			reps = []callReplacement{{CallID: in.CallID, Message: in.Message}}
+		}
+		st, err = m.replaceFunctionCall(ctx, user, session, t, reps, list)
 	}
 	if err != nil {
 		return err
@@ -375,67 +385,113 @@ func (m *Module) replaceSuffix(ctx context.Context, user, session string, t txAr
 	}
 }
 
-// replaceFunctionCall replaces, on the latest raw path, the first message
-// whose item is the function call callID by msg (keeping its id and place)
-// and removes the later ones of that call (the SDK's
-// replace_function_call): the segment from that message to the leaf is
-// rewritten, its other messages kept as stored. No such call on the path:
-// a not-found refusal, nothing written.
-func (m *Module) replaceFunctionCall(ctx context.Context, user, session string, t txArgs, callID string, msg messageIn) (Stored, error) {
-	if callID == "" || len(callID) > MaxNameLength {
-		return Stored{}, bad("call_id", "must be 1-%d bytes", MaxNameLength)
+// callReplacement is one replace_function_call: the call, its new message.
+type callReplacement struct {
+	CallID  *string    `json:"call_id"`
+	Message *messageIn `json:"message"`
+}
+
+// MaxReplacements bounds the replacements of one replace_function_call.
+const MaxReplacements = 100
+
+// pathEntry is a message of the path while replacements apply: orig its
+// index on the path read, msg its new fields (nil: kept as stored).
+type pathEntry struct {
+	orig int
+	id   string
+	call string
+	msg  *messageIn
+}
+
+// replaceFunctionCall applies the SDK's replace_function_call for each of
+// reps in order, on the latest raw path: the first message whose item is
+// the function call gets the replacement (keeping its id and place), the
+// later ones of that call go. The segment from the first message changed
+// to the leaf is rewritten in one transaction, its other messages kept as
+// stored. A call no message holds is skipped; none held: a not-found
+// refusal, nothing written.
+func (m *Module) replaceFunctionCall(ctx context.Context, user, session string, t txArgs, reps []callReplacement, listed bool) (Stored, error) {
+	if len(reps) == 0 || len(reps) > MaxReplacements {
+		return Stored{}, bad("replacements", "must hold 1 to %d replacements", MaxReplacements)
 	}
-	if msg.ParentID != nil {
-		return Stored{}, bad("message.parent_id", "must be absent: the message takes the replaced one's place")
-	}
-	if got := callOf(msg.Item); got != callID {
-		return Stored{}, bad("message.item", "must be a function_call item of call %s", callID)
-	}
-	if _, err := msg.check("message.", m.cfg.MaxItemBytes); err != nil {
-		return Stored{}, err // refused before anything is read
+	for i, r := range reps {
+		at := ""
+		if listed {
+			at = "replacements[" + strconv.Itoa(i) + "]."
+		}
+		if r.CallID == nil || *r.CallID == "" || len(*r.CallID) > MaxNameLength {
+			return Stored{}, bad(at+"call_id", "must be 1-%d bytes", MaxNameLength)
+		}
+		if r.Message == nil {
+			return Stored{}, bad(at+"message", "is required")
+		}
+		if r.Message.ParentID != nil {
+			return Stored{}, bad(at+"message.parent_id", "must be absent: the message takes the replaced one's place")
+		}
+		if got := callOf(r.Message.Item); got != *r.CallID {
+			return Stored{}, bad(at+"message.item", "must be a function_call item of call %s", *r.CallID)
+		}
+		if _, err := r.Message.check(at+"message.", m.cfg.MaxItemBytes); err != nil {
+			return Stored{}, err // refused before anything is read
+		}
 	}
 	for try := 0; ; try++ {
 		path, err := m.store.tail(ctx, user, session, MaxMessagesCeiling)
 		if err != nil {
 			return Stored{}, err
 		}
-		first := -1
-		var seg []txSeg
-		var entries []txEntry
+		cur := make([]pathEntry, len(path))
+		seg := make([]txSeg, len(path))
 		for i, raw := range path {
 			s, err := storedIn(raw)
 			if err != nil {
 				return Stored{}, err
 			}
-			match := callOf(s.Item) == callID
-			if first < 0 && !match {
-				continue
+			cur[i] = pathEntry{orig: i, id: *s.ID, call: callOf(s.Item)}
+			seg[i] = txSeg{ID: *s.ID, FP: s.fingerprint()}
+		}
+		first := len(path)
+		for _, r := range reps {
+			next := cur[:0:0]
+			kept := false
+			for _, e := range cur {
+				if e.call != *r.CallID {
+					next = append(next, e)
+					continue
+				}
+				first = min(first, e.orig)
+				if !kept {
+					next = append(next, pathEntry{orig: e.orig, id: e.id, call: e.call, msg: r.Message})
+					kept = true
+				}
 			}
-			seg = append(seg, txSeg{ID: *s.ID, FP: s.fingerprint()})
+			cur = next
+		}
+		if first == len(path) {
+			return Stored{}, redisstore.NotFound("the latest path of session %s/%s has no function call of the replacements", user, session)
+		}
+		if len(path)-first > MaxBatch {
+			return Stored{}, redisstore.Refuse(redisstore.ErrConflict, "transaction_too_large",
+				"the first call replaced is %d messages from the latest one; a transaction rewrites at most %d; nothing was written", len(path)-first, MaxBatch)
+		}
+		t.Segment, t.Entries = seg[first:], nil
+		for _, e := range cur {
 			switch {
-			case first < 0:
-				first = i
-				in := msg
+			case e.orig < first:
+			case e.msg == nil:
+				t.Entries = append(t.Entries, txEntry{Keep: true, Msg: message{ID: e.id}})
+			default:
+				in := *e.msg
 				if in.ID == nil {
-					in.ID = s.ID
+					in.ID = &e.id
 				}
 				nm, err := in.check("message.", m.cfg.MaxItemBytes)
 				if err != nil {
 					return Stored{}, err
 				}
-				entries = append(entries, txEntry{Msg: nm})
-			case !match:
-				entries = append(entries, txEntry{Keep: true, Msg: message{ID: *s.ID}})
+				t.Entries = append(t.Entries, txEntry{Msg: nm})
 			}
 		}
-		if first < 0 {
-			return Stored{}, redisstore.NotFound("the latest path of session %s/%s has no function call %s", user, session, callID)
-		}
-		if len(seg) > MaxBatch {
-			return Stored{}, redisstore.Refuse(redisstore.ErrConflict, "transaction_too_large",
-				"call %s is %d messages from the latest one; a transaction rewrites at most %d; nothing was written", callID, len(seg), MaxBatch)
-		}
-		t.Segment, t.Entries = seg, entries
 		st, err := m.store.Transaction(ctx, user, session, t)
 		if errors.Is(err, errSuffixMismatch) && try < txRetries {
 			continue

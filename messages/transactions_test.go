@@ -298,3 +298,36 @@ func TestTransactionsRefusals(t *testing.T) {
 		}
 	})
 }
+
+// Several replace_function_calls in one transaction apply in order, all or
+// nothing, as the SDK's applyHistoryMutations does with its list.
+func TestTransactionsReplacements(t *testing.T) {
+	redisstoretest.Each(t, func(t *testing.T, srv *redisstoretest.Server) {
+		h := start(t, srv, nil)
+		tx(t, h, `{"operation_id":"p1","type":"append_items","messages":[`+item("a")+`,`+call("c1", "{}")+`,`+item("b")+`,`+call("c2", "{}")+`,`+call("c1", "{}")+`,`+item("c")+`]}`, 201, "")
+		r := tx(t, h, `{"operation_id":"p2","type":"replace_function_call","replacements":[`+
+			`{"call_id":"c2","message":`+call("c2", `{"v":2}`)+`},{"call_id":"c1","message":`+call("c1", `{"v":1}`)+`},`+
+			`{"call_id":"c9","message":`+call("c9", `{}`)+`}]}`, 201, "")
+		if len(r.Messages) != 4 { // c1 (new), b, c2 (new), c: from c1 on
+			t.Fatalf("wrote %d messages, want 4", len(r.Messages))
+		}
+		want := []string{`{"type":"message","role":"assistant","content":"a"}`,
+			`{"type":"function_call","callId":"c1","name":"f","arguments":"{\"v\":1}"}`,
+			`{"type":"message","role":"assistant","content":"b"}`,
+			`{"type":"function_call","callId":"c2","name":"f","arguments":"{\"v\":2}"}`,
+			`{"type":"message","role":"assistant","content":"c"}`}
+		if got := items(t, h); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("after the replacements:\n%v\nwant\n%v", got, want)
+		}
+		for _, body := range []string{
+			`{"operation_id":"p3","type":"replace_function_call","replacements":[]}`,
+			`{"operation_id":"p3","type":"replace_function_call","replacements":[{"call_id":"c1"}]}`,
+			`{"operation_id":"p3","type":"replace_function_call","call_id":"c1","replacements":[{"call_id":"c1","message":` + call("c1", "{}") + `}]}`,
+		} {
+			if rep := h.Do(t, "POST", txPath, body); rep.Status != 400 {
+				t.Errorf("%s: got %s, want 400", body, rep)
+			}
+		}
+		tx(t, h, `{"operation_id":"p4","type":"replace_function_call","replacements":[{"call_id":"c8","message":`+call("c8", "{}")+`}]}`, 404, "not_found")
+	})
+}

@@ -13,7 +13,8 @@
  * `@openai/agents-core` on the sidecar's atomic, idempotent history
  * transactions (`POST .../messages/transactions`, one Redis script each):
  * `applyHistoryTransaction` (append_items, replace_suffix),
- * `applyHistoryMutations` (replace_function_call), `replaceHistoryWithCompaction`
+ * `applyHistoryMutations` (replace_function_call, the list in one
+ * transaction), `replaceHistoryWithCompaction`
  * (the whole history replaced at once: other pods never see it half done),
  * `runCompaction` (with a `compact` function of yours: the sidecar never
  * calls a model) and `RunContextAwareSession`. The `prepareHistoryItem*`
@@ -267,19 +268,20 @@ export class SidecarSession
   }
 
   /**
-   * replace_function_call: the first item of that call gets the
-   * replacement (in its place), later items of the call go; one
-   * transaction per mutation. A call the history does not hold is left
-   * alone, as MemorySession does.
+   * replace_function_call: for each mutation in order, the first item of
+   * that call gets the replacement (in its place) and later items of the
+   * call go; all of them in one transaction. A call the history does not
+   * hold is left alone, as MemorySession does.
    */
   async applyHistoryMutations(args: SessionHistoryRewriteArgs): Promise<void> {
-    for (const m of args.mutations) {
-      if (m.type !== "replace_function_call") continue;
-      try {
-        await this.transaction({ operation_id: randomUUID(), type: "replace_function_call", call_id: m.callId, message: message(m.replacement) });
-      } catch (e) {
-        if (!(e instanceof SidecarError && e.status === 404)) throw e;
-      }
+    const replacements = args.mutations
+      .filter((m) => m.type === "replace_function_call")
+      .map((m) => ({ call_id: m.callId, message: message(m.replacement) }));
+    if (replacements.length === 0) return;
+    try {
+      await this.transaction({ operation_id: randomUUID(), type: "replace_function_call", replacements });
+    } catch (e) {
+      if (!(e instanceof SidecarError && e.status === 404)) throw e;
     }
   }
 

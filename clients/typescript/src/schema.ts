@@ -1310,7 +1310,7 @@ export interface paths {
          *
          *     - `append_items`: `messages` (1-1000) chained after the latest leaf.
          *     - `replace_suffix`: when the latest path ends with `expected_suffix` (0-1000 messages, compared by role, content, parts, tool fields, item, format and metadata as JSON values, and `id` when given), those messages are removed and `messages` (0-1000) chained in their place; else 409 `suffix_mismatch`.
-         *     - `replace_function_call`: the first message of the latest path whose item is the function call `call_id` (`{"type": "function_call", "callId"|"call_id": ...}`) gets `message` (keeping its id and place), later messages of that call are removed, the others stay as stored; at most 1000 messages from it to the latest leaf.
+         *     - `replace_function_call`: the first message of the latest path whose item is the function call `call_id` (`{"type": "function_call", "callId"|"call_id": ...}`) gets `message` (keeping its id and place), later messages of that call are removed, the others stay as stored; `replacements` (1-100 `{call_id, message}`) applies several in order in the one transaction, skipping a call no message holds; at most 1000 messages from the first one changed to the latest leaf.
          *     - `replace_history`: every message and compaction of the session is removed and `messages` (0-1000) stored as the new history (replace-with-compaction).
          *
          *     New messages take no `parent_id`. A compaction overlay with an endpoint among the removed messages is deleted. The body is at most `SIDECAR_MAX_MESSAGE_BODY_BYTES`.
@@ -2146,6 +2146,11 @@ export interface components {
             call_id?: string;
             /** @description `replace_function_call`: the new message, its item a function call of `call_id`. */
             message?: components["schemas"]["MessageInput"];
+            /** @description `replace_function_call`: several replacements applied in order in the one transaction (instead of `call_id` and `message`); a call no message holds is skipped. */
+            replacements?: {
+                call_id: string;
+                message: components["schemas"]["MessageInput"];
+            }[];
         };
         MessageTransactionResult: {
             operation_id: string;
@@ -7850,7 +7855,7 @@ export interface operations {
             /**
              * @description Not found; nothing was written.
              *
-             *     - `not_found`: `replace_function_call` names a call that no message of the latest path holds
+             *     - `not_found`: `replace_function_call` names calls that no message of the latest path holds
              */
             404: {
                 headers: {

@@ -65,6 +65,18 @@ ported("applies history mutations atomically", async (make) => {
   // a call the history does not hold: nothing changes
   await s.applyHistoryMutations({ mutations: [{ type: "replace_function_call", callId: "call-9", replacement: fcall("call-9", "{}") }] });
   assert.deepEqual(await s.getItems(), [user("start"), replacement]);
+  // several mutations at once, a missing call among them
+  await s.addItems([fcall("call-2", "{}"), say("between"), fcall("call-2", '{"again":true}')]);
+  const r1 = fcall("call-1", '{"v":1}');
+  const r2 = fcall("call-2", '{"v":2}');
+  await s.applyHistoryMutations({
+    mutations: [
+      { type: "replace_function_call", callId: "call-2", replacement: r2 },
+      { type: "replace_function_call", callId: "call-8", replacement: fcall("call-8", "{}") },
+      { type: "replace_function_call", callId: "call-1", replacement: r1 },
+    ],
+  });
+  assert.deepEqual(await s.getItems(), [user("start"), r1, r2, say("between")]);
 });
 
 ported("applies append transactions idempotently", async (make) => {
