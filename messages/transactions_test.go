@@ -240,7 +240,7 @@ func TestTransactionsBoundedWork(t *testing.T) {
 // suffix emits nothing.
 func TestTransactionsEmitEvents(t *testing.T) {
 	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
-		h := start(t, srv, nil)
+		h := start(t, srv, envconf.Env{"SESSION_EVENTS": "always"}) // reads what every write recorded
 		l, c := srv.Layout(), srv.Client(t)
 		app := `{"operation_id":"e1","type":"append_items","messages":[{"id":"a","role":"user","content":"q"},{"id":"b","role":"assistant","content":"x"}]}`
 		tx(t, h, app, 201, "")
