@@ -380,3 +380,42 @@ func TestEraseRacingWriters(t *testing.T) {
 		}
 	})
 }
+
+// TestEraseFencesIndexWrites: the search index's catch-up of entries
+// another program appended is a write of the user too. Half-way through an
+// erasure, a relevance search of a session not erased yet must not index
+// them: postings written behind the erasure's scan would outlive it.
+func TestEraseFencesIndexWrites(t *testing.T) {
+	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
+		h := start(t, srv, envconf.Env{"SEARCH_INDEX": "true", "USER_ERASE_STEPS_PER_CALL": "1"})
+		l := srv.Layout()
+		const n = 2*erasure.SessionsPerStep + 5
+		for i := range n {
+			ok(t, h, "POST", fmt.Sprintf("/v1/users/alice/sessions/s%d/entries", i), `{"question":"walrus?","answer":"walrus"}`)
+		}
+		if r := h.Do(t, "DELETE", "/v1/users/alice", ""); r.Status != http.StatusAccepted {
+			t.Fatalf("first step: %s, want 202", r)
+		}
+		// a session the first step left, and an entry Cognee appends to it
+		left := ""
+		for i := range n {
+			if len(srv.Keys(t, l.SessionKey(redisstore.RecordFamily, "alice", fmt.Sprintf("s%d", i)))) > 0 {
+				left = fmt.Sprintf("s%d", i)
+				break
+			}
+		}
+		if left == "" {
+			t.Fatal("the first step erased every session")
+		}
+		c := srv.Client(t)
+		if err := c.Do(t.Context(), c.B().Rpush().Key(l.SessionKey(redisstore.EntriesFamily, "alice", left)).
+			Element(`{"question":"narwhal?","answer":"narwhal","qa_id":"cognee-1"}`).Build()).Error(); err != nil {
+			t.Fatal(err)
+		}
+		before := dump(t, srv)
+		h.Do(t, "GET", "/v1/users/alice/sessions/"+left+"/search?rank=relevance&q=narwhal", "")
+		if after := dump(t, srv); !slices.Equal(after, before) {
+			t.Errorf("a search during the erasure wrote:\n%s", strings.Join(naming(after, "", "narwhal"), "\n"))
+		}
+	})
+}
