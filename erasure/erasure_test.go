@@ -2,6 +2,7 @@ package erasure_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -16,8 +17,10 @@ import (
 	"github.com/agentsidecar/agentsidecar/cmd/sidecar/modules"
 	"github.com/agentsidecar/agentsidecar/envconf"
 	"github.com/agentsidecar/agentsidecar/erasure"
+	"github.com/agentsidecar/agentsidecar/lua"
 	"github.com/agentsidecar/agentsidecar/redisstore"
 	"github.com/agentsidecar/agentsidecar/redisstore/redisstoretest"
+	"github.com/agentsidecar/agentsidecar/sessionstore"
 	"github.com/agentsidecar/agentsidecar/sidecar/sidecartest"
 )
 
@@ -416,6 +419,37 @@ func TestEraseFencesIndexWrites(t *testing.T) {
 		h.Do(t, "GET", "/v1/users/alice/sessions/"+left+"/search?rank=relevance&q=narwhal", "")
 		if after := dump(t, srv); !slices.Equal(after, before) {
 			t.Errorf("a search during the erasure wrote:\n%s", strings.Join(naming(after, "", "narwhal"), "\n"))
+		}
+	})
+}
+
+// TestEraseFencesIndexScripts: the search index's scripts that run apart
+// from the write they follow (a reindex after an entry's update, a
+// catch-up, a fork's message indexing) refuse while the user is erased, so
+// a write that passed the fence just before it cannot index behind it.
+func TestEraseFencesIndexScripts(t *testing.T) {
+	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
+		h := start(t, srv, envconf.Env{"USER_ERASE_STEPS_PER_CALL": "1"})
+		for i := range erasure.SessionsPerStep + 5 {
+			ok(t, h, "POST", fmt.Sprintf("/v1/users/alice/sessions/s%d/entries", i), `{"question":"walrus?","answer":"walrus"}`)
+		}
+		if r := h.Do(t, "DELETE", "/v1/users/alice", ""); r.Status != http.StatusAccepted {
+			t.Fatalf("first step: %s, want 202", r)
+		}
+		st := sessionstore.New(srv.Conn(t), sessionstore.Config{TTLSeconds: 600})
+		for _, run := range []struct {
+			script *lua.Script
+			args   []string
+		}{
+			{lua.SessionSearchEntry, []string{"qa-1", strings.Repeat("0", 40), "narwhal 1", "1", "narwhal"}},
+			{lua.SessionSearchCatchup, []string{"0", "0", "\n", "0"}},
+			{lua.MessagesIndex, []string{"0"}},
+		} {
+			_, err := st.Run(t.Context(), run.script, "alice", "s0", run.args...)
+			var ref *redisstore.Refusal
+			if !errors.As(err, &ref) || ref.Code != "user_erasing" {
+				t.Errorf("%s during the erasure: %v, want the user_erasing refusal", run.script.Name, err)
+			}
 		}
 	})
 }
