@@ -11,8 +11,10 @@ import (
 
 	"github.com/agentsidecar/agentsidecar/checkpoints"
 	"github.com/agentsidecar/agentsidecar/envconf"
+	"github.com/agentsidecar/agentsidecar/lua"
 	"github.com/agentsidecar/agentsidecar/redisstore/redisstoretest"
 	"github.com/agentsidecar/agentsidecar/sessions"
+	"github.com/agentsidecar/agentsidecar/sessionstore"
 	"github.com/agentsidecar/agentsidecar/sidecar/sidecartest"
 	"github.com/agentsidecar/agentsidecar/ttl"
 	"github.com/agentsidecar/agentsidecar/usage"
@@ -403,4 +405,37 @@ func started(t *testing.T, h *sidecartest.Host) float64 {
 	}
 	t.Fatal("no sidecar_sessions_started_total")
 	return 0
+}
+
+// TestListMetadataBytes: a list's page script answers each candidate's
+// metadata (up to SESSION_MAX_ITEM_BYTES each, 100 a page), so it stops
+// before the metadata passes its byte cap; a filtered list still reaches
+// the oldest checkpoint through the shorter pages.
+func TestListMetadataBytes(t *testing.T) {
+	redisstoretest.Each(t, func(t *testing.T, srv *redisstoretest.Server) {
+		h := start(t, srv, envconf.Env{
+			"SIDECAR_MAX_ANSWER_BYTES": "4096", "SIDECAR_MAX_MESSAGE_BODY_BYTES": "65536", "SESSION_MAX_ITEM_BYTES": "60000",
+		})
+		pad := strings.Repeat("x", 25000)
+		for i := 1; i <= 5; i++ {
+			md := fmt.Sprintf(`{"step":%d,"pad":%q}`, i, pad)
+			want(t, put(t, h, base, "", fmt.Sprintf("c%d", i), "", md, nil), 200)
+		}
+		st := sessionstore.New(srv.Conn(t), sessionstore.Config{TTLSeconds: 600})
+		r, err := st.Run(t.Context(), lua.CheckpointsList, "u1", "t1", "0", "", "", "100", "60000")
+		if err != nil {
+			t.Fatal(err)
+		}
+		page, err := r.Values[0].ToArray()
+		if err != nil {
+			t.Fatal(err)
+		}
+		more, _ := r.Values[1].AsInt64()
+		if n := len(page) / 3; n != 2 || more != 1 {
+			t.Errorf("a page of 100 under a 60 000-byte cap: %d checkpoints of about 25 000 bytes (more %d), want 2 and more", n, more)
+		}
+		if got, next := ids(t, h, `filter={"step":1}`); got != "/c1" || next != nil {
+			t.Errorf("filtered list: %s %v, want /c1 alone", got, next)
+		}
+	})
 }
