@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/agentsidecar/agentsidecar/checkpoints"
 	"github.com/agentsidecar/agentsidecar/envconf"
@@ -437,5 +438,50 @@ func TestListMetadataBytes(t *testing.T) {
 		if got, next := ids(t, h, `filter={"step":1}`); got != "/c1" || next != nil {
 			t.Errorf("filtered list: %s %v, want /c1 alone", got, next)
 		}
+	})
+}
+
+// TestDeleteFreesOffThread: a thread's hash can hold tens of thousands of
+// fields (CHECKPOINTS_MAX_PER_THREAD checkpoints, their values and
+// writes); the session's delete hands it to Redis's lazy-free thread
+// (UNLINK), as the erasure does, instead of freeing it inside the script.
+func TestDeleteFreesOffThread(t *testing.T) {
+	redisstoretest.Each(t, func(t *testing.T, srv *redisstoretest.Server) {
+		if srv.Mini != nil {
+			t.Skip("miniredis has no lazy-free thread")
+		}
+		h := start(t, srv, nil)
+		for i := range 4 {
+			var ws []string
+			for j := range 250 {
+				ws = append(ws, fmt.Sprintf("%d:ch:%d", j, j))
+			}
+			want(t, writes(t, h, "", fmt.Sprintf("c%d", i), "task", "", ws...), 200)
+		}
+		c := srv.Client(t)
+		lazy := func() int64 {
+			info, err := c.Do(t.Context(), c.B().Info().Section("memory").Build()).ToString()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, l := range strings.Split(info, "\n") {
+				if v, ok := strings.CutPrefix(strings.TrimSpace(l), "lazyfreed_objects:"); ok {
+					var n int64
+					fmt.Sscan(v, &n)
+					return n
+				}
+			}
+			t.Fatalf("INFO memory has no lazyfreed_objects: %q", info)
+			return 0
+		}
+		before := lazy()
+		want(t, h.Do(t, "DELETE", "/v1/users/u1/sessions/t1", ""), 204)
+		for range 100 {
+			if lazy() > before {
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		t.Error("the delete freed the thread's 1 000-field hash on Redis's main thread")
 	})
 }
