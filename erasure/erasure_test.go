@@ -454,3 +454,42 @@ func TestEraseFencesIndexScripts(t *testing.T) {
 		}
 	})
 }
+
+// TestEraseOnAnotherServer: a SCAN cursor means nothing to another
+// redis-server (a replica promoted, a restart, the slot migrated): an
+// erasure whose progress another server wrote scans again from the
+// start, so it leaves no key behind.
+func TestEraseOnAnotherServer(t *testing.T) {
+	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
+		h := start(t, srv, envconf.Env{"USER_ERASE_STEPS_PER_CALL": "1"})
+		for i := range 2*erasure.SessionsPerStep + 5 {
+			ok(t, h, "POST", fmt.Sprintf("/v1/users/alice/sessions/s%d/entries", i), `{"question":"walrus?","answer":"walrus"}`)
+		}
+		if r := h.Do(t, "DELETE", "/v1/users/alice", ""); r.Status != http.StatusAccepted {
+			t.Fatalf("first step: %s, want 202", r)
+		}
+		// the progress as another server left it: its cursor (the last
+		// bucket in SCAN's order here) and its run_id
+		c := srv.Client(t)
+		pk := erasure.ProgressKey(srv.Layout(), "alice")
+		if err := c.Do(t.Context(), c.B().Hset().Key(pk).FieldValue().
+			FieldValue("cursor", "18446744073709551615").FieldValue("node", "another").Build()).Error(); err != nil {
+			t.Fatal(err)
+		}
+		for calls := 1; ; calls++ {
+			if calls > 1000 {
+				t.Fatal("the erasure never finished")
+			}
+			r := h.Do(t, "DELETE", "/v1/users/alice", "")
+			if r.Status == http.StatusOK {
+				break
+			}
+			if r.Status != http.StatusAccepted {
+				t.Fatalf("erase: %s", r)
+			}
+		}
+		if left := naming(dump(t, srv), "", "alice", "walrus"); len(left) > 0 {
+			t.Errorf("after the erasure:\n%s", strings.Join(left, "\n"))
+		}
+	})
+}
