@@ -50,7 +50,8 @@ func ok(t testing.TB, h *sidecartest.Host, method, path, body string, header ...
 // traces, context, messages on two branches with a compaction, a session
 // block, a tool call, the frozen prompt, session state (and a user block
 // and the user's state, naming neither),
-// metadata, usage with an Idempotency-Key, custom events. When from is not
+// metadata, usage with an Idempotency-Key, custom events, a LangGraph
+// checkpoint and its pending write. When from is not
 // empty, s is first forked from session from (which must hold message m1).
 func fill(t testing.TB, h *sidecartest.Host, u, s, word, from string) {
 	t.Helper()
@@ -83,6 +84,11 @@ func fill(t testing.TB, h *sidecartest.Host, u, s, word, from string) {
 	ok(t, h, "PATCH", "/v1/users/"+u+"/state", `{"note":"`+u+` user state"}`)
 	ok(t, h, "POST", base+"/usage", `{"model":"gpt-4o-mini","tokens_in":12,"tokens_out":3}`, "Idempotency-Key", "use-"+s)
 	ok(t, h, "POST", base+"/events", `{"event":"x-note","data":{"text":"`+word+` event"}}`, "Idempotency-Key", "ev-"+s)
+	ok(t, h, "POST", base+"/checkpoints", `{"checkpoint_id":"cp-`+s+`","checkpoint":{"type":"json","data":"e30="},`+
+		`"metadata":{"note":"`+word+` checkpoint"},"channel_versions":{"x":"1"},`+
+		`"channel_values":[{"channel":"x","version":"1","type":"json","data":"e30="}]}`)
+	ok(t, h, "POST", base+"/checkpoints/writes", `{"checkpoint_id":"cp-`+s+`","task_id":"task-`+s+`",`+
+		`"writes":[{"idx":0,"channel":"x","type":"json","data":"e30="}]}`)
 }
 
 // dump is every key of the server with its type, value and whether it has
