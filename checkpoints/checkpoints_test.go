@@ -8,11 +8,14 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/agentsidecar/agentsidecar/checkpoints"
 	"github.com/agentsidecar/agentsidecar/envconf"
+	"github.com/agentsidecar/agentsidecar/lua"
 	"github.com/agentsidecar/agentsidecar/redisstore/redisstoretest"
 	"github.com/agentsidecar/agentsidecar/sessions"
+	"github.com/agentsidecar/agentsidecar/sessionstore"
 	"github.com/agentsidecar/agentsidecar/sidecar/sidecartest"
 	"github.com/agentsidecar/agentsidecar/ttl"
 	"github.com/agentsidecar/agentsidecar/usage"
@@ -403,4 +406,82 @@ func started(t *testing.T, h *sidecartest.Host) float64 {
 	}
 	t.Fatal("no sidecar_sessions_started_total")
 	return 0
+}
+
+// TestListMetadataBytes: a list's page script answers each candidate's
+// metadata (up to SESSION_MAX_ITEM_BYTES each, 100 a page), so it stops
+// before the metadata passes its byte cap; a filtered list still reaches
+// the oldest checkpoint through the shorter pages.
+func TestListMetadataBytes(t *testing.T) {
+	redisstoretest.Each(t, func(t *testing.T, srv *redisstoretest.Server) {
+		h := start(t, srv, envconf.Env{
+			"SIDECAR_MAX_ANSWER_BYTES": "4096", "SIDECAR_MAX_MESSAGE_BODY_BYTES": "65536", "SESSION_MAX_ITEM_BYTES": "60000",
+		})
+		pad := strings.Repeat("x", 25000)
+		for i := 1; i <= 5; i++ {
+			md := fmt.Sprintf(`{"step":%d,"pad":%q}`, i, pad)
+			want(t, put(t, h, base, "", fmt.Sprintf("c%d", i), "", md, nil), 200)
+		}
+		st := sessionstore.New(srv.Conn(t), sessionstore.Config{TTLSeconds: 600})
+		r, err := st.Run(t.Context(), lua.CheckpointsList, "u1", "t1", "0", "", "", "100", "60000")
+		if err != nil {
+			t.Fatal(err)
+		}
+		page, err := r.Values[0].ToArray()
+		if err != nil {
+			t.Fatal(err)
+		}
+		more, _ := r.Values[1].AsInt64()
+		if n := len(page) / 3; n != 2 || more != 1 {
+			t.Errorf("a page of 100 under a 60 000-byte cap: %d checkpoints of about 25 000 bytes (more %d), want 2 and more", n, more)
+		}
+		if got, next := ids(t, h, `filter={"step":1}`); got != "/c1" || next != nil {
+			t.Errorf("filtered list: %s %v, want /c1 alone", got, next)
+		}
+	})
+}
+
+// TestDeleteFreesOffThread: a thread's hash can hold tens of thousands of
+// fields (CHECKPOINTS_MAX_PER_THREAD checkpoints, their values and
+// writes); the session's delete hands it to Redis's lazy-free thread
+// (UNLINK), as the erasure does, instead of freeing it inside the script.
+func TestDeleteFreesOffThread(t *testing.T) {
+	redisstoretest.Each(t, func(t *testing.T, srv *redisstoretest.Server) {
+		if srv.Mini != nil {
+			t.Skip("miniredis has no lazy-free thread")
+		}
+		h := start(t, srv, nil)
+		for i := range 4 {
+			var ws []string
+			for j := range 250 {
+				ws = append(ws, fmt.Sprintf("%d:ch:%d", j, j))
+			}
+			want(t, writes(t, h, "", fmt.Sprintf("c%d", i), "task", "", ws...), 200)
+		}
+		c := srv.Client(t)
+		lazy := func() int64 {
+			info, err := c.Do(t.Context(), c.B().Info().Section("memory").Build()).ToString()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, l := range strings.Split(info, "\n") {
+				if v, ok := strings.CutPrefix(strings.TrimSpace(l), "lazyfreed_objects:"); ok {
+					var n int64
+					fmt.Sscan(v, &n)
+					return n
+				}
+			}
+			t.Fatalf("INFO memory has no lazyfreed_objects: %q", info)
+			return 0
+		}
+		before := lazy()
+		want(t, h.Do(t, "DELETE", "/v1/users/u1/sessions/t1", ""), 204)
+		for range 100 {
+			if lazy() > before {
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		t.Error("the delete freed the thread's 1 000-field hash on Redis's main thread")
+	})
 }

@@ -199,7 +199,7 @@ func (s *Store) List(ctx context.Context, user, session string, q listQuery) (li
 		if len(q.Filter) == 0 {
 			n = min(n, q.Limit-len(out.Checkpoints)) // every candidate is answered
 		}
-		page, more, err := s.page(ctx, user, session, byNS, q.NS, before, n)
+		page, more, err := s.page(ctx, user, session, byNS, q.NS, before, n, q.MaxBytes)
 		if err != nil {
 			return listAnswer{}, err
 		}
@@ -247,9 +247,10 @@ func (s *Store) List(ctx context.Context, user, session string, q listQuery) (li
 	}
 }
 
-// page is one checkpoints_list call.
-func (s *Store) page(ctx context.Context, user, session, byNS, ns, before string, n int) ([]candidate, bool, error) {
-	r, err := s.Run(ctx, lua.CheckpointsList, user, session, byNS, ns, before, itoa(n))
+// page is one checkpoints_list call, its metadata at most maxBytes (the
+// first candidate's always).
+func (s *Store) page(ctx context.Context, user, session, byNS, ns, before string, n, maxBytes int) ([]candidate, bool, error) {
+	r, err := s.Run(ctx, lua.CheckpointsList, user, session, byNS, ns, before, itoa(n), itoa(maxBytes))
 	if err != nil {
 		return nil, false, err
 	}

@@ -2,6 +2,7 @@ package erasure_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -16,8 +17,10 @@ import (
 	"github.com/agentsidecar/agentsidecar/cmd/sidecar/modules"
 	"github.com/agentsidecar/agentsidecar/envconf"
 	"github.com/agentsidecar/agentsidecar/erasure"
+	"github.com/agentsidecar/agentsidecar/lua"
 	"github.com/agentsidecar/agentsidecar/redisstore"
 	"github.com/agentsidecar/agentsidecar/redisstore/redisstoretest"
+	"github.com/agentsidecar/agentsidecar/sessionstore"
 	"github.com/agentsidecar/agentsidecar/sidecar/sidecartest"
 )
 
@@ -25,20 +28,11 @@ import (
 // (flushed before each) and stops it at the end.
 func TestMain(m *testing.M) { os.Exit(redisstoretest.Main(m)) }
 
-// noSearch: the search postings and documents are the search index's part
-// of forgetting (its own tests); these tests cover every other key.
-var noSearch = envconf.Env{"SEARCH_INDEX": "false"}
-
+// start runs every module, the search index on (SEARCH_INDEX's default):
+// its documents, postings and statistics are the user's data too.
 func start(t testing.TB, srv *redisstoretest.Server, env envconf.Env) *sidecartest.Host {
 	t.Helper()
-	e := envconf.Env{}
-	for k, v := range noSearch {
-		e[k] = v
-	}
-	for k, v := range env {
-		e[k] = v
-	}
-	return sidecartest.Start(t, srv, e, modules.All()...)
+	return sidecartest.Start(t, srv, env, modules.All()...)
 }
 
 // ok sends one request and fails the test unless it answered a 2xx.
@@ -56,7 +50,8 @@ func ok(t testing.TB, h *sidecartest.Host, method, path, body string, header ...
 // traces, context, messages on two branches with a compaction, a session
 // block, a tool call, the frozen prompt, session state (and a user block
 // and the user's state, naming neither),
-// metadata, usage with an Idempotency-Key, custom events. When from is not
+// metadata, usage with an Idempotency-Key, custom events, a LangGraph
+// checkpoint and its pending write. When from is not
 // empty, s is first forked from session from (which must hold message m1).
 func fill(t testing.TB, h *sidecartest.Host, u, s, word, from string) {
 	t.Helper()
@@ -89,6 +84,11 @@ func fill(t testing.TB, h *sidecartest.Host, u, s, word, from string) {
 	ok(t, h, "PATCH", "/v1/users/"+u+"/state", `{"note":"`+u+` user state"}`)
 	ok(t, h, "POST", base+"/usage", `{"model":"gpt-4o-mini","tokens_in":12,"tokens_out":3}`, "Idempotency-Key", "use-"+s)
 	ok(t, h, "POST", base+"/events", `{"event":"x-note","data":{"text":"`+word+` event"}}`, "Idempotency-Key", "ev-"+s)
+	ok(t, h, "POST", base+"/checkpoints", `{"checkpoint_id":"cp-`+s+`","checkpoint":{"type":"json","data":"e30="},`+
+		`"metadata":{"note":"`+word+` checkpoint"},"channel_versions":{"x":"1"},`+
+		`"channel_values":[{"channel":"x","version":"1","type":"json","data":"e30="}]}`)
+	ok(t, h, "POST", base+"/checkpoints/writes", `{"checkpoint_id":"cp-`+s+`","task_id":"task-`+s+`",`+
+		`"writes":[{"idx":0,"channel":"x","type":"json","data":"e30="}]}`)
 }
 
 // dump is every key of the server with its type, value and whether it has
@@ -150,8 +150,18 @@ func TestDeleteSessionForgets(t *testing.T) {
 		// `deleted` event for readers on every pod (lib/events.lua
 		// TOMBSTONE_SECONDS); the events module's change makes it live only
 		// while someone watches.
+		// The other: the user's search postings (agent_search:<u>:<term>,
+		// members "<s>\t<kind>\t<id>...") keep the session's, go stale and
+		// are dropped when a query meets them or they expire (lib/search.lua);
+		// the session's documents and its share of the statistics go.
 		tomb := srv.Layout().SessionKey(redisstore.SessionEventsFamily, "alice", "chat-1")
-		if left := naming(dump(t, srv), tomb, "zanzibar", "chat-1"); len(left) > 0 {
+		var kept []string
+		for _, l := range dump(t, srv) {
+			if !strings.HasPrefix(l, redisstore.SearchPostingsFamily.Prefix+":") {
+				kept = append(kept, l)
+			}
+		}
+		if left := naming(kept, tomb, "zanzibar", "chat-1"); len(left) > 0 {
 			t.Errorf("after the delete, Redis still names the session:\n%s", strings.Join(left, "\n"))
 		}
 		// the other sessions' keys are as they were, byte for byte
@@ -375,6 +385,115 @@ func TestEraseRacingWriters(t *testing.T) {
 			t.Error("no write was refused: nothing raced the erasure")
 		}
 		t.Logf("%d writes stored, %d refused", written.Load(), refused.Load())
+		if left := naming(dump(t, srv), "", "alice", "walrus"); len(left) > 0 {
+			t.Errorf("after the erasure:\n%s", strings.Join(left, "\n"))
+		}
+	})
+}
+
+// TestEraseFencesIndexWrites: the search index's catch-up of entries
+// another program appended is a write of the user too. Half-way through an
+// erasure, a relevance search of a session not erased yet must not index
+// them: postings written behind the erasure's scan would outlive it.
+func TestEraseFencesIndexWrites(t *testing.T) {
+	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
+		h := start(t, srv, envconf.Env{"SEARCH_INDEX": "true", "USER_ERASE_STEPS_PER_CALL": "1"})
+		l := srv.Layout()
+		const n = 2*erasure.SessionsPerStep + 5
+		for i := range n {
+			ok(t, h, "POST", fmt.Sprintf("/v1/users/alice/sessions/s%d/entries", i), `{"question":"walrus?","answer":"walrus"}`)
+		}
+		if r := h.Do(t, "DELETE", "/v1/users/alice", ""); r.Status != http.StatusAccepted {
+			t.Fatalf("first step: %s, want 202", r)
+		}
+		// a session the first step left, and an entry Cognee appends to it
+		left := ""
+		for i := range n {
+			if len(srv.Keys(t, l.SessionKey(redisstore.RecordFamily, "alice", fmt.Sprintf("s%d", i)))) > 0 {
+				left = fmt.Sprintf("s%d", i)
+				break
+			}
+		}
+		if left == "" {
+			t.Fatal("the first step erased every session")
+		}
+		c := srv.Client(t)
+		if err := c.Do(t.Context(), c.B().Rpush().Key(l.SessionKey(redisstore.EntriesFamily, "alice", left)).
+			Element(`{"question":"narwhal?","answer":"narwhal","qa_id":"cognee-1"}`).Build()).Error(); err != nil {
+			t.Fatal(err)
+		}
+		before := dump(t, srv)
+		h.Do(t, "GET", "/v1/users/alice/sessions/"+left+"/search?rank=relevance&q=narwhal", "")
+		if after := dump(t, srv); !slices.Equal(after, before) {
+			t.Errorf("a search during the erasure wrote:\n%s", strings.Join(naming(after, "", "narwhal"), "\n"))
+		}
+	})
+}
+
+// TestEraseFencesIndexScripts: the search index's scripts that run apart
+// from the write they follow (a reindex after an entry's update, a
+// catch-up, a fork's message indexing) refuse while the user is erased, so
+// a write that passed the fence just before it cannot index behind it.
+func TestEraseFencesIndexScripts(t *testing.T) {
+	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
+		h := start(t, srv, envconf.Env{"USER_ERASE_STEPS_PER_CALL": "1"})
+		for i := range erasure.SessionsPerStep + 5 {
+			ok(t, h, "POST", fmt.Sprintf("/v1/users/alice/sessions/s%d/entries", i), `{"question":"walrus?","answer":"walrus"}`)
+		}
+		if r := h.Do(t, "DELETE", "/v1/users/alice", ""); r.Status != http.StatusAccepted {
+			t.Fatalf("first step: %s, want 202", r)
+		}
+		st := sessionstore.New(srv.Conn(t), sessionstore.Config{TTLSeconds: 600})
+		for _, run := range []struct {
+			script *lua.Script
+			args   []string
+		}{
+			{lua.SessionSearchEntry, []string{"qa-1", strings.Repeat("0", 40), "narwhal 1", "1", "narwhal"}},
+			{lua.SessionSearchCatchup, []string{"0", "0", "\n", "0"}},
+			{lua.MessagesIndex, []string{"0"}},
+		} {
+			_, err := st.Run(t.Context(), run.script, "alice", "s0", run.args...)
+			var ref *redisstore.Refusal
+			if !errors.As(err, &ref) || ref.Code != "user_erasing" {
+				t.Errorf("%s during the erasure: %v, want the user_erasing refusal", run.script.Name, err)
+			}
+		}
+	})
+}
+
+// TestEraseOnAnotherServer: a SCAN cursor means nothing to another
+// redis-server (a replica promoted, a restart, the slot migrated): an
+// erasure whose progress another server wrote scans again from the
+// start, so it leaves no key behind.
+func TestEraseOnAnotherServer(t *testing.T) {
+	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
+		h := start(t, srv, envconf.Env{"USER_ERASE_STEPS_PER_CALL": "1"})
+		for i := range 2*erasure.SessionsPerStep + 5 {
+			ok(t, h, "POST", fmt.Sprintf("/v1/users/alice/sessions/s%d/entries", i), `{"question":"walrus?","answer":"walrus"}`)
+		}
+		if r := h.Do(t, "DELETE", "/v1/users/alice", ""); r.Status != http.StatusAccepted {
+			t.Fatalf("first step: %s, want 202", r)
+		}
+		// the progress as another server left it: its cursor (the last
+		// bucket in SCAN's order here) and its run_id
+		c := srv.Client(t)
+		pk := erasure.ProgressKey(srv.Layout(), "alice")
+		if err := c.Do(t.Context(), c.B().Hset().Key(pk).FieldValue().
+			FieldValue("cursor", "18446744073709551615").FieldValue("node", "another").Build()).Error(); err != nil {
+			t.Fatal(err)
+		}
+		for calls := 1; ; calls++ {
+			if calls > 1000 {
+				t.Fatal("the erasure never finished")
+			}
+			r := h.Do(t, "DELETE", "/v1/users/alice", "")
+			if r.Status == http.StatusOK {
+				break
+			}
+			if r.Status != http.StatusAccepted {
+				t.Fatalf("erase: %s", r)
+			}
+		}
 		if left := naming(dump(t, srv), "", "alice", "walrus"); len(left) > 0 {
 			t.Errorf("after the erasure:\n%s", strings.Join(left, "\n"))
 		}

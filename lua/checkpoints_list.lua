@@ -7,9 +7,13 @@
 -- ARGV[6] checkpoint_ns
 -- ARGV[7] before: only ids below it ('' none)
 -- ARGV[8] the most checkpoints to answer (at most 100: the sidecar's check)
+-- ARGV[9] the most bytes of metadata to answer (the first checkpoint's
+--   always): the page ends before the checkpoint that would pass it
 -- returns (reply.lua) {'ok', {ns, id, metadata, ...}, more}: more 1 when
 --   older checkpoints follow.
--- Bounded: one ZRANGE BYLEX of ARGV[8] + 1 members and one HMGET.
+-- Bounded: one ZRANGE BYLEX of ARGV[8] + 1 members, an HSTRLEN each and
+--   one HMGET of at most ARGV[9] bytes (each metadata up to
+--   SESSION_MAX_ITEM_BYTES: a page of 100 would be 100 of them).
 --- @include reply
 --- @include session
 --- @include checkpoints
@@ -33,7 +37,7 @@ if #members > n then
   more = 1
   members[#members] = nil
 end
-local out, mfields = {}, {}
+local out, mfields, bytes, cap = {}, {}, 0, tonumber(ARGV[9])
 for i, m in ipairs(members) do
   local ns, id
   if ARGV[5] == '1' then
@@ -43,9 +47,15 @@ for i, m in ipairs(members) do
     local at = string.find(rest, SEP, 1, true)
     id, ns = string.sub(rest, 1, at - 1), string.sub(rest, at + 1)
   end
+  local mf = checkpoints.join('m', ns, id)
+  bytes = bytes + redis.call('HSTRLEN', c.cp_hash, mf)
+  if i > 1 and bytes > cap then
+    more = 1
+    break
+  end
   out[#out + 1] = ns
   out[#out + 1] = id
-  mfields[i] = checkpoints.join('m', ns, id)
+  mfields[i] = mf
 end
 if #mfields > 0 then
   local metas = redis.call('HMGET', c.cp_hash, unpack(mfields))

@@ -14,10 +14,12 @@
 --   messages and 4 096 terms a call.
 -- returns (reply.lua) {'ok', n}: n of the k messages indexed, the others
 --   skipped; {'refused', 'key_wrong_type', text} when a key holds another
---   type (nothing written).
+--   type, {'refused', 'user_erasing', text} when the user is being erased
+--   (nothing written).
 --- @include reply
 --- @include clock
 --- @include guard
+--- @include erasure
 --- @include session
 --- @include search
 --- @include msgtree
@@ -25,7 +27,8 @@
 local c = msgtree.open(session.open(KEYS, ARGV))
 local k = tonumber(ARGV[5]) or 0
 if #ARGV ~= 5 + k * 6 then return redis.error_reply('ERR messages_index: want 6 arguments per message') end
-local refused = guard.check({ { c.mtree, 'hash' }, { c.sdocs, 'hash' }, { c.sstats, 'hash' } })
+local refused = erasure.fenced(c) -- postings behind the erasure's scan would outlive it
+  or guard.check({ { c.mtree, 'hash' }, { c.sdocs, 'hash' }, { c.sstats, 'hash' } })
 if refused then return refused end
 local now = clock.now_us()
 local docs = {}

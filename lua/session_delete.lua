@@ -59,7 +59,9 @@ local own = {}
 for _, k in ipairs(session.own_keys(c)) do
   if k ~= c.events and k ~= marker then own[#own + 1] = k end
 end
-local n = redis.call('DEL', unpack(own))
+-- UNLINK: a big key (a thread's checkpoints, tens of thousands of fields)
+-- is freed off Redis's main thread, as the erasure frees it
+local n = redis.call('UNLINK', unpack(own))
 if n > 0 then
   if watched then
     -- The stream keeps only its `deleted` event, a tombstone for readers

@@ -20,10 +20,12 @@
 -- returns (reply.lua) {'ok', 1, more} when stored (more 1 when entries
 --   after them are still to take in); {'ok', 0} when the list or the index
 --   changed since the read (nothing written: read again); {'refused', ...}
---   when a key holds another type (nothing written).
+--   when the user is being erased or a key holds another type (nothing
+--   written).
 --- @include reply
 --- @include clock
 --- @include guard
+--- @include erasure
 --- @include session
 --- @include search
 
@@ -36,7 +38,8 @@ for i = 1, count do
   docs[i] = { id = ARGV[j], fp = ARGV[j + 1], sha = ARGV[j + 2], spec = ARGV[j + 3],
     len = tonumber(ARGV[j + 4]) or 0, preview = ARGV[j + 5] }
 end
-local refused = guard.check({ { c.entries, 'list' }, { c.edocs, 'hash' }, { c.sstats, 'hash' } })
+local refused = erasure.fenced(c) -- postings behind the erasure's scan would outlive it
+  or guard.check({ { c.entries, 'list' }, { c.edocs, 'hash' }, { c.sstats, 'hash' } })
   or search.check_terms(c, docs)
 if refused then return refused end
 local f = redis.call('HMGET', c.edocs, ' cov', ' refresh')

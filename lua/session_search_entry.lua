@@ -16,17 +16,19 @@
 --   written; read it again); {'ok', 2} when it lies past the covered prefix
 --   (nothing written); {'index_build', 'qa'} when finding it needs more
 --   index steps (nothing written but one step: run session_index_build,
---   then this again); {'refused', ...} when a key holds another type
---   (nothing written).
+--   then this again); {'refused', ...} when the user is being erased or a
+--   key holds another type (nothing written).
 --- @include reply
 --- @include clock
 --- @include guard
+--- @include erasure
 --- @include idindex
 --- @include search
 --- @include session
 
 local c = session.open(KEYS, ARGV)
-local refused = guard.check({ { c.entries, 'list' }, { c.qa_index, 'hash' }, { c.edocs, 'hash' }, { c.sstats, 'hash' } })
+local refused = erasure.fenced(c) -- postings behind the erasure's scan would outlive it
+  or guard.check({ { c.entries, 'list' }, { c.qa_index, 'hash' }, { c.edocs, 'hash' }, { c.sstats, 'hash' } })
   or search.check_terms(c, { { spec = ARGV[7] } })
 if refused then return refused end
 local pos, el = idindex.locate(c, 'qa', ARGV[5])

@@ -1,6 +1,6 @@
 -- user_erase: one bounded step of erasing a user (DELETE /v1/users/{u}).
 -- The user's progress key erasure.key(c) (agent_user_erasure:<tag><sha1(u)>, a
--- hash: phase, cursor, set, zcursor, sessions, erased) is the fence every
+-- hash: phase, cursor, set, zcursor, sessions, erased, node) is the fence every
 -- write of the user checks first (lib/erasure.lua): from the first step on
 -- nothing of the user is written, so a SCAN of the user's keys misses none.
 --   phase 'keys': one SCAN of the node holding the user's slot, MATCH
@@ -21,6 +21,10 @@
 --     the pair.
 --   phase 'done': the key stays erasure.SETTLE s more, refusing writes sent
 --     before the erasure answered.
+-- A SCAN or ZSCAN cursor is good only on the server that gave it (its
+-- run_id, kept as 'node'): a step on another one (a failover, a restart,
+-- the slot migrated) scans its phase again from the start; what was
+-- erased stays erased.
 -- KEYS[1..15] the keys of session '-' of the user (lib/session.lua): its
 --   user sets, the bucket's status sets and expiry set are used
 -- ARGV[1..4] TTL, max entries, user_id, '-' (lib/session.lua)
@@ -40,10 +44,16 @@ local c = session.open(KEYS, ARGV)
 local count, max_sessions = tonumber(ARGV[6]), tonumber(ARGV[7])
 local max_members = max_sessions * 50
 local fence = erasure.key(c)
-local st = redis.call('HMGET', fence, 'phase', 'cursor', 'set', 'zcursor', 'sessions', 'erased')
+local st = redis.call('HMGET', fence, 'phase', 'cursor', 'set', 'zcursor', 'sessions', 'erased', 'node')
 local phase, cursor, set, zcursor = st[1], st[2] or '0', tonumber(st[3] or '1'), st[4] or '0'
 local total, erased = tonumber(st[5] or '0'), tonumber(st[6] or '0')
 if phase == 'done' then return reply.ok(1, 0) end
+local info = redis.pcall('INFO', 'server')
+local node = type(info) == 'string' and string.match(info, 'run_id:(%x+)') or ''
+if phase and st[7] ~= node then
+  cursor, zcursor = '0', '0'
+  redis.call('HDEL', fence, 'mkey', 'dn')
+end
 if not phase then
   phase = 'keys'
   for _, k in pairs(c.user_sets) do
@@ -143,7 +153,7 @@ if phase == 'keys' then
   if whole then cursor = r[1] end
   if whole and cursor == '0' then phase, set, zcursor = 'members', 1, '0' end
   redis.call('HSET', fence, 'phase', phase, 'cursor', cursor, 'set', set, 'zcursor', zcursor,
-    'sessions', total, 'erased', erased)
+    'sessions', total, 'erased', erased, 'node', node)
   redis.call('EXPIRE', fence, tonumber(ARGV[8]))
   return reply.ok(0, remaining())
 end
@@ -171,7 +181,7 @@ if phase == 'members' then
   zcursor = zscan_user(sets[set], zcursor, budget)
   if zcursor == '0' then set = set + 1 end
   if set > #sets then phase, cursor = 'meta', '0' end
-  redis.call('HSET', fence, 'phase', phase, 'cursor', cursor, 'set', set, 'zcursor', zcursor)
+  redis.call('HSET', fence, 'phase', phase, 'cursor', cursor, 'set', set, 'zcursor', zcursor, 'node', node)
   redis.call('EXPIRE', fence, tonumber(ARGV[8]))
   return reply.ok(0, remaining())
 end
@@ -201,7 +211,7 @@ for _, k in ipairs(order) do
     if zc ~= '0' then
       local dn = {}
       for f in pairs(finished) do dn[#dn + 1] = f end
-      redis.call('HSET', fence, 'mkey', k, 'zcursor', zc, 'dn', table.concat(dn, ' '))
+      redis.call('HSET', fence, 'mkey', k, 'zcursor', zc, 'dn', table.concat(dn, ' '), 'cursor', cursor, 'node', node)
       redis.call('EXPIRE', fence, tonumber(ARGV[8]))
       return reply.ok(0, remaining())
     end
@@ -210,7 +220,7 @@ for _, k in ipairs(order) do
 end
 redis.call('HDEL', fence, 'mkey', 'dn')
 if r[1] ~= '0' then
-  redis.call('HSET', fence, 'cursor', r[1], 'zcursor', '0')
+  redis.call('HSET', fence, 'cursor', r[1], 'zcursor', '0', 'node', node)
   redis.call('EXPIRE', fence, tonumber(ARGV[8]))
   return reply.ok(0, remaining())
 end
