@@ -1952,8 +1952,8 @@ export interface components {
             model?: string;
             /** @description The message's tokens as the caller counted them; `tokens` is this when given. */
             token_count?: number;
-            /** @description Any JSON object, at most 16 KiB. */
-            metadata?: Record<string, never>;
+            /** @description Any JSON value (the AI SDK's UIMessage allows any: an object, a string, a number, a list), at most 16 KiB. */
+            metadata?: unknown;
             /** @description The parent message; null for a root. */
             parent_id?: string | null;
             /**
@@ -1996,8 +1996,8 @@ export interface components {
             model?: string;
             /** @description The message's tokens as the caller counted them; `tokens` is this when given. */
             token_count?: number;
-            /** @description Any JSON object, at most 16 KiB. */
-            metadata?: Record<string, never>;
+            /** @description Any JSON value (the AI SDK's UIMessage allows any: an object, a string, a number, a list), at most 16 KiB. */
+            metadata?: unknown;
             /** @description Absent: the latest leaf (the most recently appended message; none yet: a new root). null: a new root. An id: that message (a parent with children starts a branch; an unknown id is 400 `unknown_parent`). */
             parent_id?: string | null;
         };
@@ -2033,7 +2033,7 @@ export interface components {
             item?: unknown;
             /** @description The format of `item` (e.g. `openai.responses`, `ai-sdk.ui`, `adk.event`); required with `item`. Null removes it. */
             format?: unknown;
-            /** @description Any JSON object, at most 16 KiB. Null removes it. */
+            /** @description Any JSON value (the AI SDK's UIMessage allows any), at most 16 KiB. Null removes it. */
             metadata?: unknown;
             /** @description The message's tokens as the caller counted them; `tokens` is this when given. Null removes it. */
             token_count?: unknown;
