@@ -6,6 +6,7 @@
 package modules
 
 import (
+	"github.com/agentsidecar/agentsidecar/adk"
 	"github.com/agentsidecar/agentsidecar/blocks"
 	"github.com/agentsidecar/agentsidecar/events"
 	"github.com/agentsidecar/agentsidecar/locks"
@@ -31,5 +32,6 @@ func All() []sidecar.Factory {
 		locks.Factory,
 		metrics.Factory,
 		events.Factory,
+		adk.Factory,
 	}
 }
