@@ -166,10 +166,12 @@ var schemaTypes = map[string]any{
 	"Block": Block{}, "PutBlockRequest": PutBlockRequest{}, "AppendBlockRequest": AppendBlockRequest{}, "BlockList": BlockList{},
 	"SystemPrompt": SystemPrompt{}, "ToolList": ToolList{}, "ToolCallRequest": ToolCallRequest{}, "ToolResult": ToolResult{},
 	"CustomEvent": CustomEvent{}, "EventID": EventID{}, "AbortRequest": AbortRequest{},
+	"AdkCreateRequest": AdkCreateRequest{}, "AdkSession": AdkSession{}, "AdkSessionList": AdkSessionList{},
+	"AdkAppendRequest": AdkAppendRequest{}, "AdkAppended": AdkAppended{},
 }
 
 var notStructs = []string{"Error", "Id", "MemifyMetadata", "StoredMemifyMetadata", "SessionStatus", "ContextEntry", "AppendContextRequest", "UpdateContextRequest", "Metadata", "State", "StatePatch",
-	"AppendMessagesRequest", "AppendMessagesResult"}
+	"AppendMessagesRequest", "AppendMessagesResult", "AdkState"}
 
 // TestTypesMatchSchemas: every struct has exactly its schema's properties
 // as JSON names (nested objects included), and every schema has a type.

@@ -3,7 +3,8 @@
  * `new Runner({ appName, agent, sessionService: new SidecarSessionService({ baseUrl }) })`,
  * and every process and pod running the agent shares its sessions. An ADK
  * session (appName, userId, sessionId) is the sidecar session
- * userId/sessionId of module `adk` (`/v1/adk/apps/{app}/users/{u}/sessions`):
+ * userId/sessionId of module `adk` (`/v1/adk/apps/{app}/users/{u}/sessions`,
+ * the Sidecar's *Adk* calls):
  * its events, its state, the `user:` state the user's sessions of the app
  * share and the `app:` state every user of the app shares are kept in
  * Redis; `temp:` keys are never sent.
@@ -31,7 +32,7 @@ import {
   type Session,
 } from "@google/adk";
 
-import { Sidecar } from "./sidecar.js";
+import { Sidecar, type AdkSession } from "./sidecar.js";
 import type { SidecarOptions } from "./client.js";
 import { SidecarError } from "./errors.js";
 
@@ -54,26 +55,6 @@ export class StaleSessionError extends Error {
     this.cause = cause;
   }
 }
-
-type Wire = {
-  id: string;
-  app_name: string;
-  user_id: string;
-  state?: Record<string, unknown>;
-  last_update_time?: number;
-  events: Event[];
-  next_cursor: string | null;
-};
-
-type WireList = {
-  sessions: { id: string; app_name: string; user_id: string; last_update_time: number }[];
-  page: number;
-  limit: number;
-  total_items: number;
-  total_pages: number;
-};
-
-const enc = encodeURIComponent;
 
 function withoutTemp(state: Record<string, unknown> | undefined): Record<string, unknown> | undefined {
   if (!state) return undefined;
@@ -98,23 +79,15 @@ export class SidecarSessionService extends BaseSessionService {
     }
   }
 
-  private path(appName: string, userId: string, sessionId?: string): string {
-    for (const x of [appName, userId, ...(sessionId === undefined ? [] : [sessionId])]) {
-      if (typeof x !== "string" || x === "") throw new TypeError(`ADK id ${JSON.stringify(x)} must be a non-empty string`);
-    }
-    const p = `/v1/adk/apps/${enc(appName)}/users/${enc(userId)}/sessions`;
-    return sessionId === undefined ? p : `${p}/${enc(sessionId)}`;
-  }
-
   /** ADK's createSession: a sessionId that exists already is an error (the sidecar's 409 session_exists). */
   async createSession({ appName, userId, state, sessionId }: CreateSessionRequest): Promise<Session> {
-    const body: Record<string, unknown> = {};
+    const body: { session_id?: string; state?: Record<string, unknown> } = {};
     if (sessionId) body.session_id = sessionId;
     const st = withoutTemp(state);
     if (st) body.state = st;
     try {
-      const w = await this.sidecar.raw<Wire>(false, "POST", this.path(appName, userId), body);
-      return this.toSession(w, w.events);
+      const w = await this.sidecar.createAdkSession(appName, userId, body);
+      return this.toSession(w, w.events as unknown as Event[]);
     } catch (e) {
       if (e instanceof SidecarError && e.status === 409 && e.code === "session_exists") {
         throw new Error(`Session with id ${sessionId} already exists.`, { cause: e });
@@ -124,26 +97,26 @@ export class SidecarSessionService extends BaseSessionService {
   }
 
   async getSession({ appName, userId, sessionId, config }: GetSessionRequest): Promise<Session | undefined> {
-    const base = this.path(appName, userId, sessionId);
-    const q = new URLSearchParams({ limit: String(this.pageSize) });
-    if (config?.numRecentEvents && config.numRecentEvents > 0) q.set("num_recent_events", String(config.numRecentEvents));
-    if (config?.afterTimestamp) q.set("after_timestamp", String(config.afterTimestamp));
-    let first: Wire;
+    const q = {
+      limit: this.pageSize,
+      num_recent_events: config?.numRecentEvents && config.numRecentEvents > 0 ? config.numRecentEvents : undefined,
+      after_timestamp: config?.afterTimestamp || undefined,
+    };
+    let first: AdkSession;
     try {
-      first = await this.sidecar.raw<Wire>(true, "GET", `${base}?${q}`);
+      first = await this.sidecar.getAdkSession(appName, userId, sessionId, q);
     } catch (e) {
       if (e instanceof SidecarError && e.status === 404) return undefined;
       throw e;
     }
     // pages come newest first, each oldest first within
-    const pages: Event[][] = [first.events];
+    const pages = [first.events];
     for (let cursor = first.next_cursor; cursor; ) {
-      q.set("cursor", cursor);
-      const page = await this.sidecar.raw<Wire>(true, "GET", `${base}?${q}`);
+      const page = await this.sidecar.getAdkSession(appName, userId, sessionId, { ...q, cursor });
       pages.push(page.events);
       cursor = page.next_cursor;
     }
-    return this.toSession(first, pages.reverse().flat());
+    return this.toSession(first, pages.reverse().flat() as unknown as Event[]);
   }
 
   /** ADK's listSessions for one user (ADK's own services also list every user of an app; the sidecar keeps sessions by user). */
@@ -151,13 +124,7 @@ export class SidecarSessionService extends BaseSessionService {
     if (userId === undefined) {
       throw new TypeError("SidecarSessionService.listSessions needs a userId: the sidecar keeps sessions by user");
     }
-    const q = new URLSearchParams();
-    if (limit !== undefined) q.set("limit", String(limit));
-    if (offset) q.set("offset", String(offset));
-    if (page !== undefined) q.set("page", String(page));
-    if (order) q.set("order", order);
-    const s = q.toString();
-    const w = await this.sidecar.raw<WireList>(true, "GET", this.path(appName, userId) + (s ? `?${s}` : ""));
+    const w = await this.sidecar.listAdkSessions(appName, userId, { limit, offset: offset || undefined, page, order });
     return {
       sessions: w.sessions.map((x) => ({ id: x.id, appName: x.app_name, userId: x.user_id, state: {}, events: [], lastUpdateTime: x.last_update_time })),
       page: w.page,
@@ -170,7 +137,7 @@ export class SidecarSessionService extends BaseSessionService {
   /** Deletes the whole sidecar session; a missing one is no error (as ADK's services). */
   async deleteSession({ appName, userId, sessionId }: DeleteSessionRequest): Promise<void> {
     try {
-      await this.sidecar.raw<undefined>(false, "DELETE", this.path(appName, userId, sessionId));
+      await this.sidecar.deleteAdkSession(appName, userId, sessionId);
     } catch (e) {
       if (!(e instanceof SidecarError && e.status === 404)) throw e;
     }
@@ -199,8 +166,8 @@ export class SidecarSessionService extends BaseSessionService {
     // the event as ADK stores it: its delta without temp: keys
     const wire = event.actions?.stateDelta ? { ...event, actions: { ...event.actions, stateDelta } } : event;
     try {
-      await this.sidecar.raw(false, "POST", `${this.path(session.appName, session.userId, session.id)}/events`, {
-        event: wire,
+      await this.sidecar.appendAdkEvent(session.appName, session.userId, session.id, {
+        event: wire as unknown as Record<string, unknown>,
         last_update_time: last,
         state_delta: stateDelta,
       });
@@ -214,7 +181,7 @@ export class SidecarSessionService extends BaseSessionService {
     return event;
   }
 
-  private toSession(w: Wire, events: Event[]): Session {
+  private toSession(w: AdkSession, events: Event[]): Session {
     return {
       id: w.id,
       appName: w.app_name,

@@ -2251,11 +2251,8 @@ export interface components {
             total_pages: number;
         };
         AdkAppendRequest: {
-            /** @description The ADK Event, stored and answered byte for byte (at most `ADK_MAX_EVENT_BYTES`); its `timestamp` (a number) becomes the session's last update time; an `id` the session holds already replaces that event in place. */
-            event: {
-                id?: string;
-                timestamp: number;
-            };
+            /** @description The ADK Event, stored and answered byte for byte (at most `ADK_MAX_EVENT_BYTES`): a JSON object with a numeric `timestamp`, which becomes the session's last update time; an `id` (a string) the session holds already replaces that event in place. */
+            event: Record<string, never>;
             /** @description `lastUpdateTime` of the caller's copy of the session: the append is refused (409 `stale_session`) when the stored session was updated after it. */
             last_update_time: number;
             state_delta?: components["schemas"]["AdkState"];

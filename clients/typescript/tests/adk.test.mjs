@@ -13,7 +13,7 @@ import { InMemorySessionService, State, createEvent, createEventActions } from "
 
 import { Sidecar } from "../dist/index.js";
 import { SidecarSessionService, StaleSessionError } from "../dist/adk.js";
-import { URL_, hasRoute, skip, unique } from "./support.mjs";
+import { URL_, hasRoute, operations, recorder, skip, templateRegex, unique } from "./support.mjs";
 
 const ADK = "/v1/adk/apps/{app_name}/users/{user_id}/sessions";
 const absent = skip || (!(await hasRoute("POST", ADK)) && `the sidecar serves no ${ADK} yet`);
@@ -30,6 +30,34 @@ test("shape", () => {
 });
 
 const sidecar = () => new SidecarSessionService({ baseUrl: URL_ });
+
+// The Sidecar's *Adk* calls, each of the document's adk operations sent.
+test("every adk operation", { skip: absent }, async () => {
+  const rec = recorder();
+  const sc = new Sidecar(URL_, { fetch: rec.fetch });
+  const app = unique("app");
+  const u = unique("u");
+  const s = await sc.createAdkSession(app, u, { session_id: "s1", state: { a: 1, "user:b": 2, "temp:c": 3 } });
+  assert.deepEqual([s.id, s.app_name, s.user_id, s.state, s.events, s.next_cursor, s.event_count], ["s1", app, u, { a: 1, "user:b": 2 }, [], null, 0]);
+  const t = s.last_update_time + 1;
+  assert.deepEqual(await sc.appendAdkEvent(app, u, "s1", { event: { id: "e1", timestamp: t }, last_update_time: s.last_update_time, state_delta: { a: 5 } }), {
+    index: 0,
+    replaced: false,
+    last_update_time: t,
+  });
+  await assert.rejects(sc.appendAdkEvent(app, u, "s1", { event: { id: "e2", timestamp: t + 1 }, last_update_time: t - 1 }), (e) => e.status === 409 && e.code === "stale_session");
+  const g = await sc.getAdkSession(app, u, "s1", { limit: 10 });
+  assert.deepEqual([g.state, g.events, g.last_update_time], [{ a: 5, "user:b": 2 }, [{ id: "e1", timestamp: t }], t]);
+  const l = await sc.listAdkSessions(app, u, { limit: 5, order: "desc" });
+  assert.deepEqual([l.sessions.map((x) => x.id), l.total_items, l.total_pages, l.page, l.limit], [["s1"], 1, 1, 1, 5]);
+  await sc.deleteAdkSession(app, u, "s1");
+  await assert.rejects(sc.getAdkSession(app, u, "s1"), (e) => e.status === 404);
+  for (const [id, m, p] of await operations()) {
+    if (!p.startsWith("/v1/adk/")) continue;
+    const rx = templateRegex(p);
+    assert.ok(rec.sent.some(([sm, sp]) => sm === m && rx.test(sp)), `${id} (${m} ${p}) was not called`);
+  }
+});
 
 /**
  * Runs scenario on ADK's InMemorySessionService and on the sidecar, each
