@@ -15,6 +15,7 @@
 local key = KEYS[1]
 local refused = guard.check({ { key, 'hash' } })
 if refused then return refused end
+local p = redis.call('PTTL', key) -- before the write: meta.expire tells a new key by -2
 local total = tonumber(redis.call('HGET', key, '#') or '0') or 0
 local args = {}
 for i = 3, #ARGV - 1, 2 do
@@ -31,6 +32,6 @@ if total > tonumber(ARGV[1]) then
 end
 if #args > 0 then
   redis.call('HSET', key, '#', tostring(total), unpack(args))
-  meta.expire(key, tonumber(ARGV[2]), redis.call('PTTL', key))
+  meta.expire(key, tonumber(ARGV[2]), p)
 end
 return reply.ok()

@@ -58,6 +58,9 @@ for scope, b in pairs(sizes) do
   end
 end
 -- every check done: the writes (a key made now gets the session's TTL at once)
+local kept = { k.user, k.index }
+if k.app and #d.a > 0 then kept[3] = k.app end
+local p = adk.pttls(kept)
 local fresh = n == 0 or (#d.s > 0 and redis.call('EXISTS', k.state) == 0)
 if not at then
   at = tostring(n)
@@ -68,13 +71,8 @@ redis.call('HSET', k.events, 'e' .. at, ARGV[10], 't' .. at, ARGV[8])
 redis.call('HSET', k.rec, 'last_update', ARGV[8])
 adk.apply(k.state, d.s, sizes.s)
 adk.apply(k.user, d.u, sizes.u)
-local ttl = session.ttl(c)
-if k.app and #d.a > 0 then
-  adk.apply(k.app, d.a, sizes.a)
-  adk.keep(k.app, ttl)
-end
+if k.app and #d.a > 0 then adk.apply(k.app, d.a, sizes.a) end
 events.emit(c, 'adk_event', 'event', ARGV[9], ARGV[10])
 session.finish_write(c, false, fresh, nil, false, rec)
-adk.keep(k.user, ttl)
-adk.keep(k.index, ttl)
+adk.keep(kept, session.ttl(c), p)
 return reply.ok(tonumber(at), replaced, (not k.app and #d.a > 0) and 1 or 0)

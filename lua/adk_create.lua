@@ -54,6 +54,9 @@ for scope, n in pairs(sizes) do
       .. ' state would be ' .. n .. ' bytes; at most ' .. limit .. ' (ADK_MAX_STATE_BYTES); nothing was changed')
   end
 end
+local kept = { k.index, k.user }
+if k.app and #d.a > 0 then kept[3] = k.app end
+local p = adk.pttls(kept)
 local t = redis.call('TIME')
 local ms = string.format('%d', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
 redis.call('HSET', k.rec, 'app', app, 'created', ms, 'last_update', ms, 'n', '0')
@@ -64,8 +67,5 @@ local last = redis.call('ZRANGE', k.index, -1, -1, 'WITHSCORES')
 redis.call('ZADD', k.index, (tonumber(last[2]) or 0) + 1, c.sid)
 events.emit(c, 'status', 'state', nil, '{"status":"started"}')
 session.finish_write(c, false, true, nil, false, rec)
-local ttl = session.ttl(c)
-adk.keep(k.index, ttl)
-adk.keep(k.user, ttl)
-if k.app and #d.a > 0 then adk.keep(k.app, ttl) end
+adk.keep(kept, session.ttl(c), p)
 return reply.ok(ms)

@@ -261,6 +261,13 @@ func driveEveryRoute(t *testing.T, h *sidecartest.Host) {
 		{"getUserEvents", 200, nil, nil},
 		{"requestAbort", 202, reg1, nil},
 		{"clearAbort", 204, reg1, nil},
+		// adk: the session's, the user's and the app's keys left in place
+		{"createAdkSession", 201, nil, nil},
+		{"appendAdkEvent", 201, nil, nil},
+		{"getAdkSession", 200, nil, nil},
+		{"listAdkSessions", 200, nil, nil},
+		{"createAdkSession", 201, nil, func() string { return `{"session_id":"adk-2"}` }},
+		{"deleteAdkSession", 204, map[string]string{"session_id": "adk-2"}, nil},
 	}
 	for _, s := range steps {
 		o, ok := d.Op(s.id)

@@ -78,10 +78,18 @@ local function state(key)
   return out
 end
 
--- keep gives a user-level key at least ttl seconds (none for 0), as the
--- session's keys get theirs: meta.expire's rule.
-local function keep(key, ttl)
-  meta.expire(key, ttl, redis.call('PTTL', key))
+-- pttls are the PTTLs of keys, read before the script's first write for
+-- keep (meta.expire tells a new key by its -2).
+local function pttls(keys)
+  local out = {}
+  for i, k in ipairs(keys) do out[i] = redis.call('PTTL', k) end
+  return out
 end
 
-return { keys = keys, deltas = deltas, size = size, apply = apply, state = state, keep = keep }
+-- keep gives user-level keys at least ttl seconds (none for 0), as the
+-- session's keys get theirs (meta.expire's rule); p: their pttls.
+local function keep(keys, ttl, p)
+  for i, k in ipairs(keys) do meta.expire(k, ttl, p[i]) end
+end
+
+return { keys = keys, deltas = deltas, size = size, apply = apply, state = state, pttls = pttls, keep = keep }
