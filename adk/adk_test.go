@@ -138,3 +138,28 @@ func adkKeys(srv *redisstoretest.Server, app, user, session string) []string {
 		sk.Record, l.SessionEvents(user, session),
 	}
 }
+
+// Every ADK write emits exactly one live event in its own script (create:
+// status, append: adk_event carrying the stored event); a refused append
+// emits none.
+func TestEvents(t *testing.T) {
+	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
+		h := start(t, srv, nil)
+		s := want(t, h.Do(t, "POST", app, `{"session_id":"s1"}`), 201)
+		last := s.LastUpdateTime
+		want(t, h.Do(t, "POST", app+"/s1/events", appendBody("e1", last+1, last, `{"k":1}`)), 201)
+		want(t, h.Do(t, "POST", app+"/s1/events", appendBody("e2", last+2, last, `{"k":2}`)), 409) // stale
+		want(t, h.Do(t, "POST", app+"/s1/events", appendBody("e1", last+2, last+1, `{}`)), 201)    // replaced
+		got := redisstoretest.StreamEvents(t, srv.Client(t), srv.Layout().SessionEvents("alice", "s1"))
+		var types []string
+		for _, e := range got {
+			types = append(types, e.Type)
+		}
+		if !slices.Equal(types, []string{"status", "adk_event", "adk_event"}) {
+			t.Fatalf("events %v", types)
+		}
+		if got[1].Data["id"] != "e1" || got[2].Data["timestamp"] != last+2 {
+			t.Fatalf("adk_event data %v, %v", got[1].Data, got[2].Data)
+		}
+	})
+}
