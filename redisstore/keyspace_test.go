@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentsidecar/agentsidecar/adk"
 	"github.com/agentsidecar/agentsidecar/blocks"
 	"github.com/agentsidecar/agentsidecar/events"
 	"github.com/agentsidecar/agentsidecar/locks"
@@ -122,11 +123,14 @@ func sessionBuilders(l redisstore.Layout, user, session string) map[string]strin
 		"messages":      m.Messages, "message tree": m.Tree, "message children": m.Children,
 		"message order": m.Order, "message keys": m.Keys, "compactions": m.Compactions,
 		"search documents": l.SearchDocs(user, session), "search entry documents": l.SearchEntryDocs(user, session),
-		"session blocks": l.SessionKey(blocks.SessionBlocksFamily, user, session),
-		"frozen prompt":  l.SessionKey(blocks.PromptFamily, user, session),
-		"tool calls":     l.SessionKey(blocks.ToolCallsFamily, user, session),
-		"session events": l.SessionEvents(user, session),
-		"event keys":     l.SessionKey(events.EventKeysFamily, user, session),
+		"session blocks":    l.SessionKey(blocks.SessionBlocksFamily, user, session),
+		"frozen prompt":     l.SessionKey(blocks.PromptFamily, user, session),
+		"tool calls":        l.SessionKey(blocks.ToolCallsFamily, user, session),
+		"session events":    l.SessionEvents(user, session),
+		"event keys":        l.SessionKey(events.EventKeysFamily, user, session),
+		"adk session":       l.SessionKey(adk.SessionFamily, user, session),
+		"adk session state": l.SessionKey(adk.StateFamily, user, session),
+		"adk events":        l.SessionKey(adk.EventsFamily, user, session),
 	}
 }
 
@@ -177,14 +181,17 @@ func TestMatchBuilders(t *testing.T) {
 			k := l.Session("alice", "chat-1")
 			want := map[string]string{
 				k.Expiry: "expiry", k.Totals: "usage totals",
-				l.UserKey(blocks.UserBlocksFamily, "alice"):                  "user blocks",
-				l.UserKey(registry.UserStateFamily, "alice"):                 "user state",
-				l.UserEvents("alice"):                                        "user events",
-				l.MetaIndex("alice", "team", "a:b"):                          "metadata index",
-				l.MetaGlobal(l.Bucket("alice"), "team", "a"):                 "global metadata index",
-				l.SearchPostings("alice", "deploy"):                          "search postings",
-				l.SearchStats("alice"):                                       "search statistics",
-				redisstore.EventsChannel(l.SessionEvents("alice", "chat-1")): "events",
+				l.UserKey(blocks.UserBlocksFamily, "alice"):                     "user blocks",
+				l.UserKey(registry.UserStateFamily, "alice"):                    "user state",
+				l.UserEvents("alice"):                                           "user events",
+				l.MetaIndex("alice", "team", "a:b"):                             "metadata index",
+				l.MetaGlobal(l.Bucket("alice"), "team", "a"):                    "global metadata index",
+				l.SearchPostings("alice", "deploy"):                             "search postings",
+				l.SearchStats("alice"):                                          "search statistics",
+				redisstore.EventsChannel(l.SessionEvents("alice", "chat-1")):    "events",
+				l.UserKey(adk.UserStateFamily, "alice", "weather"):              "adk user state",
+				l.UserKey(adk.IndexFamily, "alice", "weather"):                  "adk sessions of a user",
+				l.BucketKey(adk.AppStateFamily, l.Bucket("weather"), "weather"): "adk app state",
 			}
 			for fam, key := range sessionBuilders(l, "alice", "chat-1") {
 				want[key] = fam
