@@ -15,7 +15,7 @@ import (
 	"github.com/agentsidecar/agentsidecar/ttl"
 )
 
-func start(t *testing.T, srv *redisstoretest.Server, env envconf.Env) *sidecartest.Host {
+func start(t testing.TB, srv *redisstoretest.Server, env envconf.Env) *sidecartest.Host {
 	t.Helper()
 	return sidecartest.Start(t, srv, env, sessions.Factory, ttl.Factory, adk.Factory)
 }
@@ -33,7 +33,7 @@ type session struct {
 	NextCursor     *string                    `json:"next_cursor"`
 }
 
-func want(t *testing.T, rep sidecartest.Reply, status int) session {
+func want(t testing.TB, rep sidecartest.Reply, status int) session {
 	t.Helper()
 	if rep.Status != status {
 		t.Fatalf("got %s, want %d", rep, status)
