@@ -311,6 +311,15 @@ func TestEveryOperation(t *testing.T) {
 	wantErr(t, err, 404, "not_found")
 	wantErr(t, c.DeleteSession(ctx, u, s), 404, "not_found")
 
+	// Erasure: another user, erased whole; its writes refused a while after.
+	eu := u + "-erased"
+	must(c.AppendEntry(ctx, eu, "s1", client.AppendEntryRequest{Question: "q", Answer: "a"})).ok(t)
+	if e := must(c.EraseUser(ctx, eu)).ok(t); !e.Erased || e.Remaining != nil {
+		t.Fatalf("EraseUser: %+v", e)
+	}
+	_, err = c.AppendEntry(ctx, eu, "s1", client.AppendEntryRequest{Question: "q", Answer: "a"})
+	wantErr(t, err, 409, "user_erasing")
+
 	// Google ADK sessions.
 	adkSID := "adk-1"
 	created := must(c.CreateAdkSession(ctx, "weather", u, client.AdkCreateRequest{SessionID: &adkSID,
@@ -368,6 +377,30 @@ func TestEveryOperation(t *testing.T) {
 	}
 	if info := must(c.InspectLock(ctx, "t-every-lock")).ok(t); info.Held || info.Owner != "" || info.FencingToken != 0 {
 		t.Fatalf("InspectLock after release: %+v", info)
+	}
+
+	// LangGraph checkpoints: a write may come before its checkpoint.
+	blob := client.CheckpointBlob{Type: "json", Data: "e30="}
+	w := client.PutCheckpointWritesRequest{CheckpointID: "c1", TaskID: "t1",
+		Writes: []client.CheckpointWrite{{Idx: 0, Channel: "x", Type: "json", Data: "MQ=="}}}
+	if st := must(c.PutCheckpointWrites(ctx, u, "thread-1", w)).ok(t); st.Stored != 1 {
+		t.Fatalf("PutCheckpointWrites: %+v", st)
+	}
+	ref := must(c.PutCheckpoint(ctx, u, "thread-1", client.PutCheckpointRequest{CheckpointID: "c1", Checkpoint: blob,
+		Metadata: map[string]any{"source": "input"}, ChannelVersions: map[string]string{"x": "1"},
+		ChannelValues: []client.CheckpointChannelValue{{Channel: "x", Version: "1", Type: "json", Data: "Mg=="}}})).ok(t)
+	if ref.CheckpointID != "c1" || ref.CheckpointNS != "" {
+		t.Fatalf("PutCheckpoint: %+v", ref)
+	}
+	if tp := must(c.GetCheckpointTuple(ctx, u, "thread-1", "", "")).ok(t); tp.CheckpointID != "c1" || len(tp.ChannelValues) != 1 || len(tp.PendingWrites) != 1 || tp.PendingWrites[0].TaskID != "t1" {
+		t.Fatalf("GetCheckpointTuple: %+v", tp)
+	}
+	_, err = c.GetCheckpointTuple(ctx, u, "thread-1", "", "nope")
+	if !client.IsNotFound(err) {
+		t.Fatalf("GetCheckpointTuple of nothing: %v", err)
+	}
+	if pg := must(c.ListCheckpoints(ctx, u, "thread-1", client.ListCheckpointsOptions{Filter: map[string]any{"source": "input"}, Limit: 5})).ok(t); len(pg.Checkpoints) != 1 || pg.NextBefore != nil {
+		t.Fatalf("ListCheckpoints: %+v", pg)
 	}
 
 	// Every operation of the document was sent.

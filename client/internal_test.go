@@ -156,7 +156,7 @@ var schemaTypes = map[string]any{
 	"AcquireLockRequest": AcquireLockRequest{}, "RefreshLockRequest": RefreshLockRequest{}, "ReleaseLockRequest": releaseLockRequest{},
 	"LockGrant": LockGrant{}, "LockReleased": lockReleased{}, "LockInfo": LockInfo{},
 	"CreateSessionRequest": CreateSessionRequest{}, "UpdateSessionRequest": UpdateSessionRequest{}, "EndSessionRequest": EndSessionRequest{},
-	"StartSessionRequest": StartSessionRequest{}, "SessionStart": SessionStart{}, "SessionContext": SessionContext{},
+	"Erasure": Erasure{}, "StartSessionRequest": StartSessionRequest{}, "SessionStart": SessionStart{}, "SessionContext": SessionContext{},
 	"EndActiveSessionRequest": EndActiveSessionRequest{},
 	"Message":                 Message{}, "MessageInput": MessageInput{}, "MessageBatch": MessageBatch{}, "MessageList": MessageList{},
 	"MessagePage": MessagePage{}, "MessagePatch": MessagePatch{},
@@ -166,6 +166,9 @@ var schemaTypes = map[string]any{
 	"Block": Block{}, "PutBlockRequest": PutBlockRequest{}, "AppendBlockRequest": AppendBlockRequest{}, "BlockList": BlockList{},
 	"SystemPrompt": SystemPrompt{}, "ToolList": ToolList{}, "ToolCallRequest": ToolCallRequest{}, "ToolResult": ToolResult{},
 	"CustomEvent": CustomEvent{}, "EventID": EventID{}, "AbortRequest": AbortRequest{},
+	"CheckpointBlob": CheckpointBlob{}, "CheckpointChannelValue": CheckpointChannelValue{}, "CheckpointWrite": CheckpointWrite{},
+	"PutCheckpointRequest": PutCheckpointRequest{}, "CheckpointRef": CheckpointRef{}, "PutCheckpointWritesRequest": PutCheckpointWritesRequest{},
+	"CheckpointWritesStored": CheckpointWritesStored{}, "CheckpointTuple": CheckpointTuple{}, "CheckpointPage": CheckpointPage{},
 	"AdkCreateRequest": AdkCreateRequest{}, "AdkSession": AdkSession{}, "AdkSessionList": AdkSessionList{},
 	"AdkAppendRequest": AdkAppendRequest{}, "AdkAppended": AdkAppended{},
 }

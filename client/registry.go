@@ -89,3 +89,12 @@ func rawAnswer(ctx context.Context, c *Client, method, path string, body any, pa
 	}
 	return *out, nil
 }
+
+// EraseUser erases every key and index member of the user, in bounded
+// steps (eraseUser): Erased true when done, else Remaining estimates the
+// sessions left and the caller calls again (from any process) until done.
+// Until 30 s after it is done, the user's writes answer 409 user_erasing.
+func (c *Client) EraseUser(ctx context.Context, user string) (*Erasure, error) {
+	p, err := apiPath("users", user)
+	return answer[Erasure](ctx, c, http.MethodDelete, p, nil, err)
+}

@@ -422,3 +422,10 @@ type EndActiveSessionRequest struct {
 	Summary *string           `json:"summary,omitempty"`
 	Match   map[string]string `json:"match,omitempty"`
 }
+
+// Erasure is the answer of EraseUser: Erased, or an estimate of the
+// sessions left.
+type Erasure struct {
+	Erased    bool   `json:"erased"`
+	Remaining *int64 `json:"remaining,omitempty"`
+}

@@ -28,6 +28,8 @@ const libPrefix = "agentsidecar_"
 var noWrites = map[string]bool{
 	"adk_read":               true,
 	"blocks_read":            true,
+	"checkpoints_list":       true,
+	"checkpoints_read":       true,
 	"lock_inspect":           true,
 	"messages_read":          true,
 	"session_read":           true,

@@ -30,10 +30,13 @@
 --- @include clock
 --- @include guard
 --- @include ring
+--- @include erasure
 --- @include session
 --- @include events
 
 local c = session.open(KEYS, ARGV)
+local erasing = erasure.fenced(c) -- a user being erased writes nothing
+if erasing then return erasing end
 local model, tin, tout, nano, failed, key, result = ARGV[5], ARGV[6], ARGV[7], ARGV[8], ARGV[9], ARGV[10], ARGV[11]
 local max_session_models, max_day_models, day_ttl = tonumber(ARGV[12]), tonumber(ARGV[13]), ARGV[14]
 local OTHER = 'other'

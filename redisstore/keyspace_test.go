@@ -10,6 +10,8 @@ import (
 
 	"github.com/agentsidecar/agentsidecar/adk"
 	"github.com/agentsidecar/agentsidecar/blocks"
+	"github.com/agentsidecar/agentsidecar/checkpoints"
+	"github.com/agentsidecar/agentsidecar/erasure"
 	"github.com/agentsidecar/agentsidecar/events"
 	"github.com/agentsidecar/agentsidecar/locks"
 	"github.com/agentsidecar/agentsidecar/messages"
@@ -128,6 +130,8 @@ func sessionBuilders(l redisstore.Layout, user, session string) map[string]strin
 		"tool calls":        l.SessionKey(blocks.ToolCallsFamily, user, session),
 		"session events":    l.SessionEvents(user, session),
 		"event keys":        l.SessionKey(events.EventKeysFamily, user, session),
+		"checkpoints":       l.SessionKey(checkpoints.HashFamily, user, session),
+		"checkpoint order":  l.SessionKey(checkpoints.OrderFamily, user, session),
 		"adk session":       l.SessionKey(adk.SessionFamily, user, session),
 		"adk session state": l.SessionKey(adk.StateFamily, user, session),
 		"adk events":        l.SessionKey(adk.EventsFamily, user, session),
@@ -183,6 +187,7 @@ func TestMatchBuilders(t *testing.T) {
 				k.Expiry: "expiry", k.Totals: "usage totals",
 				l.UserKey(blocks.UserBlocksFamily, "alice"):                     "user blocks",
 				l.UserKey(registry.UserStateFamily, "alice"):                    "user state",
+				erasure.ProgressKey(l, "alice"):                                 "user erasure",
 				l.UserEvents("alice"):                                           "user events",
 				l.MetaIndex("alice", "team", "a:b"):                             "metadata index",
 				l.MetaGlobal(l.Bucket("alice"), "team", "a"):                    "global metadata index",

@@ -261,6 +261,14 @@ func driveEveryRoute(t *testing.T, h *sidecartest.Host) {
 		{"getUserEvents", 200, nil, nil},
 		{"requestAbort", 202, reg1, nil},
 		{"clearAbort", 204, reg1, nil},
+		// erin's erasure leaves its progress key (30 s, named by a hash)
+		{"appendEntry", 201, map[string]string{"user_id": "erin"}, nil},
+		{"eraseUser", 200, map[string]string{"user_id": "erin"}, nil},
+		// checkpoints: both families of a LangGraph thread left in place
+		{"putCheckpoint", 200, nil, nil},
+		{"putCheckpointWrites", 200, nil, nil},
+		{"getCheckpointTuple", 200, nil, nil},
+		{"listCheckpoints", 200, nil, nil},
 		// adk: the session's, the user's and the app's keys left in place
 		{"createAdkSession", 201, nil, nil},
 		{"appendAdkEvent", 201, nil, nil},

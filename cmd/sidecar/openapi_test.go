@@ -311,9 +311,16 @@ func driveExamples(t *testing.T, d *openapitest.Doc, h, streams *sidecartest.Hos
 		{"popMessage", 200, nil}, // m2
 		{"deleteMessage", 204, nil},
 		{"clearMessages", 204, nil},
+		{"putCheckpointWrites", 200, nil}, // before its checkpoint, as LangGraph may
+		{"putCheckpoint", 200, nil},
+		{"getCheckpointTuple", 200, nil},
+		{"getCheckpointTuple", 404, func(c *call) { c.query = url.Values{"checkpoint_ns": {"nope"}} }},
+		{"listCheckpoints", 200, nil},
 		{"deleteContext", 204, nil},
 		{"deleteEntry", 204, nil},
 		{"deleteSession", 204, nil},
+		// another user: alice's writes below would be refused while her erasure settles
+		{"eraseUser", 200, func(c *call) { c.path = map[string]string{"user_id": "erin"} }},
 	}
 	covered := map[string]bool{}
 	for _, s := range steps {

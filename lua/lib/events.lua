@@ -19,6 +19,7 @@
 -- the user's stream agent_user_events:<tag><u> (user-level changes such as
 -- user blocks), which lives SESSION_TTL_SECONDS from its last event.
 --- @include guard
+--- @include erasure
 --- @include session
 
 local CHANNEL = 'sidecar:events:'
@@ -77,11 +78,11 @@ local function emit_user(c, typ, kind, id, json)
   return eid
 end
 
--- user_refused is the refusal when the user's event stream holds another
--- type, else nil: a script that calls emit_user checks it before its first
--- write.
+-- user_refused is the refusal when the user is being erased
+-- (erasure.fenced) or the user's event stream holds another type, else
+-- nil: a script that calls emit_user checks it before its first write.
 local function user_refused(c)
-  return guard.check({ { c.user_events, 'stream' } })
+  return erasure.fenced(c) or guard.check({ { c.user_events, 'stream' } })
 end
 
 return {

@@ -52,6 +52,7 @@
 --- @include clock
 --- @include guard
 --- @include meta
+--- @include erasure
 
 local STATUSES = { 'running', 'completed', 'failed' }
 
@@ -156,8 +157,11 @@ end
 -- With nil, guard returns the record's fields as it read them
 -- ({status, ttl_seconds, slid_at, metadata}, finish_write's order; nil in
 -- mode 'indexes'), for a script that does not change them before
--- finish_write to pass on.
+-- finish_write to pass on. A user being erased has every write refused
+-- first (erasure.fenced).
 local function session_guard(c, mode, ...)
+  local erasing = erasure.fenced(c)
+  if erasing then return erasing end
   local checks = { ... }
   local status, read
   if mode ~= 'indexes' then

@@ -6,6 +6,7 @@ import uuid
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple
 
 from ._blocks import BlocksAPI
+from ._checkpoints import CheckpointsAPI
 from ._messages import MessagesAPI
 from ._transport import Transport, path, stored
 from .events import Event, events
@@ -15,6 +16,7 @@ from .types import (
     AgentTrace,
     ContextEntry,
     CostByModel,
+    Erasure,
     LockGrant,
     LockInfo,
     SessionList,
@@ -46,7 +48,7 @@ def _query(**kw: Any) -> List[Tuple[str, str]]:
     return out
 
 
-class Sidecar(MessagesAPI, BlocksAPI):
+class Sidecar(MessagesAPI, BlocksAPI, CheckpointsAPI):
     """A client of one sidecar, e.g. ``Sidecar("http://127.0.0.1:7480")``.
 
     ``token`` is the sidecar's SIDECAR_API_TOKEN (sent as a bearer token;
@@ -372,6 +374,14 @@ class Sidecar(MessagesAPI, BlocksAPI):
     def patch_user_state(self, user_id: str, patch: Mapping[str, Any]) -> Dict[str, Any]:
         """Merge-patch the user's state and return it (patchUserState)."""
         return self._t.call("PATCH", path("users", user_id, "state"), body=dict(patch), safe=True).body
+
+    def erase_user(self, user_id: str) -> Erasure:
+        """Erase every key and index member of the user in bounded steps
+        (eraseUser): ``{"erased": True}`` when done, else ``{"erased":
+        False, "remaining": n}`` (an estimate of the sessions left): call
+        again, from any process, until done. Until 30 s after it is done
+        the user's writes raise ``Conflict`` with code ``user_erasing``."""
+        return self._t.call("DELETE", path("users", user_id), safe=True).body
 
     # -- Google ADK sessions (module adk) -------------------------------------
 

@@ -13,6 +13,7 @@ from typing import Any, Dict, List, Literal, Optional, TypedDict
 
 __all__ = [
     "Stored",
+    "Erasure",
     "SessionQAEntry",
     "GraphElementIds",
     "AgentTrace",
@@ -41,6 +42,16 @@ class Stored(dict):
     (201), False when the sidecar already held it (200: nothing written)."""
 
     created: bool = False
+
+
+class _ErasureBase(TypedDict):
+    erased: bool
+
+
+class Erasure(_ErasureBase, total=False):
+    """The answer of erase_user: erased, or an estimate of the sessions left."""
+
+    remaining: int
 
 
 class GraphElementIds(TypedDict, total=False):

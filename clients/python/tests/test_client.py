@@ -1,5 +1,6 @@
 """Every operation of the served document, called live and checked."""
 
+import base64
 import datetime
 import re
 import threading
@@ -155,6 +156,14 @@ class EveryOperation(unittest.TestCase):
         with self.assertRaises(NotFound):
             sc.get_session(u, s)
 
+        # Erasure: another user, erased whole; its writes refused a while after.
+        eu = u + "-erased"
+        sc.append_entry(eu, "s1", "q", "a")
+        self.assertEqual(sc.erase_user(eu), {"erased": True})
+        with self.assertRaises(Conflict) as cm:
+            sc.append_entry(eu, "s1", "q", "a")
+        self.assertEqual(cm.exception.code, "user_erasing")
+
         # Locks.
         name = unique("py-every-lock")
         g = sc.acquire_lock(name, owner="me", ttl_ms=5000)
@@ -175,6 +184,25 @@ class EveryOperation(unittest.TestCase):
         with self.assertRaises(LockLost):
             sc.refresh_lock(name, g["token"])
         self.assertEqual(sc.inspect_lock(name), {"held": False})
+
+        # LangGraph checkpoints: a write may come before its checkpoint.
+        data = base64.b64encode(b'{"v":4}').decode()
+        w = {"checkpoint_id": "c1", "task_id": "t1", "writes": [{"idx": 0, "channel": "x", "type": "json", "data": data}]}
+        self.assertEqual(sc.put_checkpoint_writes(u, "thread-1", w), {"stored": 1})
+        self.assertEqual(sc.put_checkpoint_writes(u, "thread-1", w), {"stored": 0}, "a retry stores it once")
+        ref = sc.put_checkpoint(u, "thread-1", {"checkpoint_id": "c1", "checkpoint": {"type": "json", "data": data},
+                                                "metadata": {"source": "input", "step": -1},
+                                                "channel_versions": {"x": "1"},
+                                                "channel_values": [{"channel": "x", "version": "1", "type": "json", "data": data}]})
+        self.assertEqual(ref, {"checkpoint_ns": "", "checkpoint_id": "c1"})
+        t = sc.get_checkpoint_tuple(u, "thread-1")
+        self.assertEqual((t["checkpoint_id"], t["metadata"], len(t["channel_values"]), t["pending_writes"][0]["task_id"]),
+                         ("c1", {"source": "input", "step": -1}, 1, "t1"))
+        with self.assertRaises(NotFound):
+            sc.get_checkpoint_tuple(u, "thread-1", checkpoint_id="nope")
+        page = sc.list_checkpoints(u, "thread-1", filter={"source": "input"}, limit=5)
+        self.assertEqual(([c["checkpoint_id"] for c in page["checkpoints"]], page["next_before"]), (["c1"], None))
+        self.assertEqual(sc.list_checkpoints(u, "thread-1", checkpoint_ns="child")["checkpoints"], [])
 
         # Every operation of the document was sent (those of messages and
         # events are called by their own suites).

@@ -324,6 +324,13 @@ export class SidecarCore {
     const params = { path: { user_id: userId } };
     return this.data(true, () => this.api.PATCH("/v1/users/{user_id}/state", { params, body: patch as never }));
   }
+  /** Erases every key and index member of the user in bounded steps: `{erased: true}` when done, else
+   * `{erased: false, remaining}` (the sessions left, an estimate): call again, from any process, until done.
+   * Until 30 s after it is done the user's writes are refused (409 `user_erasing`). */
+  eraseUser(userId: string): Promise<T.Erasure> {
+    ids(userId);
+    return this.data(true, () => this.api.DELETE("/v1/users/{user_id}", { params: { path: { user_id: userId } } }));
+  }
 
   // -- locks ---------------------------------------------------------------------
 

@@ -1407,6 +1407,133 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/users/{user_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The user (Cognee's user id).
+                 * @example alice
+                 */
+                user_id: components["parameters"]["UserId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Erase a user
+         * @description Erases every key and every index member of the user: all sessions (entries, traces and context, also of sessions only Cognee wrote; records, messages, compactions, blocks, state, events, search, idempotency keys, usage records), the user's state, blocks, events and indexes, and the user's members of the indexes across users. The all-time totals and the per-day cost by model keep what the user spent (they name no user).
+         *
+         *     The work runs in bounded steps (a few ms of Redis each) until it is done or the request's deadline is near: 200 `{"erased": true}` when done, else 202 with an estimate of the sessions left; call again (from any sidecar: the progress is kept in Redis) until 200. Idempotent: erasing an erased or unknown user answers 200.
+         *
+         *     From the first step until 30 s after the erasure is done, every write of the user is refused with 409 `user_erasing`, so nothing is written behind the erasure; an erasure left half-way keeps refusing them for an hour after its last step. Cognee's own writes to its lists bypass the sidecar and are not refused. See docs/operations.md, Erasure.
+         */
+        delete: operations["eraseUser"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/users/{user_id}/sessions/{session_id}/checkpoints": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The user (Cognee's user id).
+                 * @example alice
+                 */
+                user_id: components["parameters"]["UserId"];
+                /**
+                 * @description The session of that user (Cognee's `session_id`, e.g. `default_session`).
+                 * @example chat-1
+                 */
+                session_id: components["parameters"]["SessionId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List a thread's checkpoints (LangGraph list)
+         * @description Newest checkpoint id first, with their channel values and pending writes. Bounded: a page examines at most 1 000 checkpoints (the metadata filter) and holds at most max(`SIDECAR_MAX_ANSWER_BYTES`, `SIDECAR_MAX_MESSAGE_BODY_BYTES`); `next_before` continues it. A thread without checkpoints answers an empty page.
+         */
+        get: operations["listCheckpoints"];
+        put?: never;
+        /**
+         * Store a checkpoint (LangGraph put)
+         * @description A LangGraph thread is a session: user = the saver's `userId`, session = the `thread_id` (see docs/checkpoints.md). One atomic script: the checkpoint, its metadata and channel values, the session's record, TTL slide and its `checkpoint_put` event. A put of an id the namespace holds replaces it. It counts as the session's activity and starts the session when it has no record.
+         */
+        post: operations["putCheckpoint"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/users/{user_id}/sessions/{session_id}/checkpoints/writes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The user (Cognee's user id).
+                 * @example alice
+                 */
+                user_id: components["parameters"]["UserId"];
+                /**
+                 * @description The session of that user (Cognee's `session_id`, e.g. `default_session`).
+                 * @example chat-1
+                 */
+                session_id: components["parameters"]["SessionId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Store a task's pending writes (LangGraph putWrites)
+         * @description One atomic script with the session's bookkeeping and its `checkpoint_writes` event. LangGraph's rules: a write to a special channel (negative `idx`) replaces the task's earlier one; any other keeps the first stored for its (task_id, idx), so a retried task writes once. At most 1 000 writes a checkpoint.
+         */
+        post: operations["putCheckpointWrites"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/users/{user_id}/sessions/{session_id}/checkpoints/tuple": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The user (Cognee's user id).
+                 * @example alice
+                 */
+                user_id: components["parameters"]["UserId"];
+                /**
+                 * @description The session of that user (Cognee's `session_id`, e.g. `default_session`).
+                 * @example chat-1
+                 */
+                session_id: components["parameters"]["SessionId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Read a checkpoint (LangGraph getTuple)
+         * @description By id, or the namespace's newest without one, with the values of its channels at its versions and its pending writes.
+         */
+        get: operations["getCheckpointTuple"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/adk/apps/{app_name}/users/{user_id}/sessions": {
         parameters: {
             query?: never;
@@ -1533,7 +1660,7 @@ export interface components {
          */
         Error: {
             error: {
-                /** @description Stable snake_case code: invalid_id, invalid_json, invalid_field, unknown_field, duplicate_field, invalid_query, invalid_body (the body could not be read), unauthorized, not_found, not_held, method_not_allowed, lock_held, lock_lost, not_owner, lock_key_conflict, key_wrong_type, stored_value_invalid, session_ended, session_exists, block_full, block_too_large, too_many_blocks, blocks_busy, usage_overflow, index_unsettled, invalid_cursor, invalid_header, unknown_parent, leaf_moved, id_conflict, has_children, session_full, concurrent_update, invalid_range, compaction_overlap, splits_tool_call, too_many_compactions, block_readonly, event_too_large, too_many_streams, request_timeout, body_too_large, unsupported_media_type, redis_unavailable, timeout, overloaded, redis_oom, redis_readonly, redis_masterdown, redis_loading, redis_busy, redis_clusterdown, redis_tryagain, redis_noreplicas, internal. Match on it, never on the message. */
+                /** @description Stable snake_case code: invalid_id, invalid_json, invalid_field, unknown_field, duplicate_field, invalid_query, invalid_body (the body could not be read), unauthorized, not_found, not_held, method_not_allowed, lock_held, lock_lost, not_owner, lock_key_conflict, key_wrong_type, stored_value_invalid, session_ended, session_exists, block_full, block_too_large, too_many_blocks, blocks_busy, usage_overflow, index_unsettled, invalid_cursor, invalid_header, unknown_parent, leaf_moved, id_conflict, has_children, session_full, concurrent_update, invalid_range, compaction_overlap, splits_tool_call, too_many_compactions, block_readonly, checkpoints_full, checkpoint_writes_full, checkpoint_too_large, event_too_large, too_many_streams, request_timeout, body_too_large, unsupported_media_type, redis_unavailable, timeout, overloaded, redis_oom, redis_readonly, redis_masterdown, redis_loading, redis_busy, redis_clusterdown, redis_tryagain, redis_noreplicas, internal. Match on it, never on the message. */
                 code: string;
                 /** @description Human text; may change between versions. */
                 message: string;
@@ -2204,6 +2331,107 @@ export interface components {
         };
         SearchResults: {
             results: components["schemas"]["SearchResult"][];
+        };
+        /** @description The state of a user's erasure. */
+        Erasure: {
+            /** @description true: nothing of the user is left; false: call again */
+            erased: boolean;
+            /** @description With erased false: an estimate of the user's sessions left to erase */
+            remaining?: number;
+        };
+        /** @description A value the saver serialized: its serde's type and the standard base64 of its bytes (at most `SESSION_MAX_ITEM_BYTES` decoded). The sidecar stores it as it came. */
+        CheckpointBlob: {
+            /** @description The serde's type (`json`, `bytes`, ...). */
+            type: string;
+            /** @description Standard base64 of the serialized bytes. */
+            data: string;
+        };
+        /** @description One channel's value at a version, stored once per (channel, version) of the namespace. */
+        CheckpointChannelValue: {
+            /** @description The channel. */
+            channel: string;
+            /** @description Its version, as a string. */
+            version: string;
+            /** @description The serde's type. */
+            type: string;
+            /** @description Standard base64 of the serialized bytes. */
+            data: string;
+        };
+        /** @description A pending write of a task against a checkpoint. */
+        CheckpointWrite: {
+            /** @description The task (in answers). */
+            task_id?: string;
+            /** @description The task's path (in answers; absent when empty). */
+            task_path?: string;
+            /** @description The write's index in its task's list, or LangGraph's negative index of a special channel (`WRITES_IDX_MAP`: error -1, scheduled -2, interrupt -3, resume -4). */
+            idx: number;
+            /** @description The channel written. */
+            channel: string;
+            /** @description The serde's type. */
+            type: string;
+            /** @description Standard base64 of the serialized bytes. */
+            data: string;
+        };
+        /** @description A LangGraph `put`: the checkpoint serialized without its channel values, its metadata, the version of every channel it has, and the values of the channels this put changed (LangGraph's `newVersions`). */
+        PutCheckpointRequest: {
+            /**
+             * @description The namespace (`""`: the root graph; a subgraph's otherwise).
+             * @default
+             */
+            checkpoint_ns?: string;
+            /** @description The checkpoint's id (LangGraph's, time-ordered: lists answer newest id first). */
+            checkpoint_id: string;
+            /** @description The checkpoint this one follows (the config's `checkpoint_id`), or null. */
+            parent_checkpoint_id?: string | null;
+            checkpoint: components["schemas"]["CheckpointBlob"];
+            /** @description The checkpoint's metadata as JSON (`source`, `step`, `parents`, the run's own); `list` filters on it. At most `SESSION_MAX_ITEM_BYTES`. */
+            metadata?: Record<string, never>;
+            /** @description Every channel of the checkpoint → its version: a read gives the values stored at these versions. */
+            channel_versions?: {
+                [key: string]: string;
+            };
+            /** @description The values this put stores (a channel at a version once). */
+            channel_values?: components["schemas"]["CheckpointChannelValue"][];
+        };
+        CheckpointRef: {
+            checkpoint_ns: string;
+            checkpoint_id: string;
+        };
+        /** @description A LangGraph `putWrites`: a task's writes against a checkpoint (which may be stored after them: LangGraph puts both at once). */
+        PutCheckpointWritesRequest: {
+            /** @default  */
+            checkpoint_ns?: string;
+            /** @description The checkpoint written against. */
+            checkpoint_id: string;
+            /** @description The task. */
+            task_id: string;
+            /**
+             * @description The task's path: writes are read in (task_path, task_id, idx) order.
+             * @default
+             */
+            task_path?: string;
+            writes: components["schemas"]["CheckpointWrite"][];
+        };
+        CheckpointWritesStored: {
+            /** @description The writes stored now: a write of a (task_id, idx) already stored is kept, not replaced, unless its idx is negative (a special channel). */
+            stored: number;
+        };
+        /** @description A checkpoint as the saver reads it back: the values of its channels at their versions, its pending writes in LangGraph's (task_path, task_id, idx) order. */
+        CheckpointTuple: {
+            checkpoint_ns: string;
+            checkpoint_id: string;
+            parent_checkpoint_id: string | null;
+            checkpoint: components["schemas"]["CheckpointBlob"];
+            metadata: Record<string, never>;
+            /** @description The stored values of the checkpoint's channels at its versions (a channel without a stored value is empty). */
+            channel_values: components["schemas"]["CheckpointChannelValue"][];
+            pending_writes: components["schemas"]["CheckpointWrite"][];
+        };
+        CheckpointPage: {
+            /** @description Newest id first. */
+            checkpoints: components["schemas"]["CheckpointTuple"][];
+            /** @description More may follow: ask again with `before` set to it. Null: none. */
+            next_before: string | null;
         };
         /**
          * @description ADK state: keys to any JSON values. Keys beginning `app:` are the app's state (every user of the app), `user:` the user's (every session of the user in the app), `temp:` are never stored; others are the session's. At most 1000 keys of at most 1024 bytes per request; each stored state at most `ADK_MAX_STATE_BYTES`.
@@ -8308,6 +8536,437 @@ export interface operations {
              */
             409: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            500: components["responses"]["Internal"];
+            503: components["responses"]["RedisUnavailable"];
+        };
+    };
+    eraseUser: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The user (Cognee's user id).
+                 * @example alice
+                 */
+                user_id: components["parameters"]["UserId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The user is erased: nothing of the user is left in Redis. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "erased": true
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Erasure"];
+                };
+            };
+            /** @description Erasure under way: the request's deadline came first. Call again to continue. */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "erased": false,
+                     *       "remaining": 120
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Erasure"];
+                };
+            };
+            /**
+             * @description Bad input; nothing was changed.
+             *
+             *     - `invalid_id`: a path id is not 1-128 characters of `[A-Za-z0-9_.@-]`
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
+             */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["RedisUnavailable"];
+        };
+    };
+    listCheckpoints: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Only this namespace (`""`: the root graph's). Absent: every namespace.
+                 * @example
+                 */
+                checkpoint_ns?: string;
+                /** @description Only ids below this checkpoint id. */
+                before?: string;
+                /**
+                 * @description The most checkpoints to answer.
+                 * @example 10
+                 */
+                limit?: number;
+                /**
+                 * @description A JSON object: only checkpoints whose metadata holds each of its keys with an equal value.
+                 * @example {"source":"loop"}
+                 */
+                filter?: string;
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description The user (Cognee's user id).
+                 * @example alice
+                 */
+                user_id: components["parameters"]["UserId"];
+                /**
+                 * @description The session of that user (Cognee's `session_id`, e.g. `default_session`).
+                 * @example chat-1
+                 */
+                session_id: components["parameters"]["SessionId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of checkpoints. */
+            200: {
+                headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CheckpointPage"];
+                };
+            };
+            /**
+             * @description Bad input.
+             *
+             *     - `invalid_id`: a path id is not 1-128 characters of `[A-Za-z0-9_.@-]`
+             *     - `invalid_query`: `limit` not 1-100, `filter` not a JSON object, a name over its bound or holding a NUL
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
+             */
+            400: {
+                headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            /**
+             * @description Conflict.
+             *
+             *     - `checkpoint_too_large`: the checkpoint with its channel values and pending writes holds more bytes than an answer may (max(`SIDECAR_MAX_ANSWER_BYTES`, `SIDECAR_MAX_MESSAGE_BODY_BYTES`))
+             *     - `key_wrong_type`: a Redis key of the session holds another type of value (another program wrote it)
+             */
+            409: {
+                headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            500: components["responses"]["Internal"];
+            503: components["responses"]["RedisUnavailable"];
+        };
+    };
+    putCheckpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The user (Cognee's user id).
+                 * @example alice
+                 */
+                user_id: components["parameters"]["UserId"];
+                /**
+                 * @description The session of that user (Cognee's `session_id`, e.g. `default_session`).
+                 * @example chat-1
+                 */
+                session_id: components["parameters"]["SessionId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "checkpoint_ns": "",
+                 *       "checkpoint_id": "1f0c2a4e-7b1d-6e2a-8001-4b5c6d7e8f90",
+                 *       "parent_checkpoint_id": "1f0c2a4e-7b1d-6e2a-8000-4b5c6d7e8f90",
+                 *       "checkpoint": {
+                 *         "type": "json",
+                 *         "data": "eyJ2Ijo0LCJpZCI6IjFmMGMyYTRlLTdiMWQtNmUyYS04MDAxLTRiNWM2ZDdlOGY5MCIsInRzIjoiMjAyNi0xMS0yN1QwNDowMDowMC4wMDBaIiwiY2hhbm5lbF92YWx1ZXMiOnt9LCJjaGFubmVsX3ZlcnNpb25zIjp7Im1lc3NhZ2VzIjoiMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDIuNDgyMTkzMDQxNzY1OTI2MyJ9LCJ2ZXJzaW9uc19zZWVuIjp7ImFnZW50Ijp7Im1lc3NhZ2VzIjoiMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDEuNzczMDAyMTgzNjQxMDI1NSJ9fX0="
+                 *       },
+                 *       "metadata": {
+                 *         "source": "loop",
+                 *         "step": 1,
+                 *         "parents": {}
+                 *       },
+                 *       "channel_versions": {
+                 *         "messages": "00000000000000000000000000000002.4821930417659263"
+                 *       },
+                 *       "channel_values": [
+                 *         {
+                 *           "channel": "messages",
+                 *           "version": "00000000000000000000000000000002.4821930417659263",
+                 *           "type": "json",
+                 *           "data": "W3sicm9sZSI6InVzZXIiLCJjb250ZW50IjoiaGkifSx7InJvbGUiOiJhc3Npc3RhbnQiLCJjb250ZW50IjoiaGVsbG8ifV0="
+                 *         }
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["PutCheckpointRequest"];
+            };
+        };
+        responses: {
+            /** @description Stored: which checkpoint. */
+            200: {
+                headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CheckpointRef"];
+                };
+            };
+            /**
+             * @description Bad input; nothing was changed.
+             *
+             *     - `invalid_id`: a path id is not 1-128 characters of `[A-Za-z0-9_.@-]`
+             *     - `invalid_json`: the body is not one JSON value of the right kind (malformed, empty, several values)
+             *     - `invalid_field`: a field missing, of the wrong type, a name over its bound or holding a NUL, `data` not standard base64 or over `SESSION_MAX_ITEM_BYTES` decoded, `metadata` not an object, more than 1 000 channels or writes
+             *     - `unknown_field`: the body names a field the call does not take
+             *     - `duplicate_field`: a field appears twice in one object
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
+             */
+            400: {
+                headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            /**
+             * @description Conflict; nothing was changed.
+             *
+             *     - `checkpoints_full`: the thread holds `CHECKPOINTS_MAX_PER_THREAD` checkpoints: a new id is refused
+             *     - `key_wrong_type`: a Redis key of the session holds another type of value (another program wrote it)
+             */
+            409: {
+                headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            413: components["responses"]["BodyTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["RedisUnavailable"];
+        };
+    };
+    putCheckpointWrites: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The user (Cognee's user id).
+                 * @example alice
+                 */
+                user_id: components["parameters"]["UserId"];
+                /**
+                 * @description The session of that user (Cognee's `session_id`, e.g. `default_session`).
+                 * @example chat-1
+                 */
+                session_id: components["parameters"]["SessionId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "checkpoint_ns": "",
+                 *       "checkpoint_id": "1f0c2a4e-7b1d-6e2a-8001-4b5c6d7e8f90",
+                 *       "task_id": "6c1e5f8a-2b3d-4e5f-9a0b-1c2d3e4f5a6b",
+                 *       "task_path": "~__pregel_pull, agent",
+                 *       "writes": [
+                 *         {
+                 *           "idx": 0,
+                 *           "channel": "messages",
+                 *           "type": "json",
+                 *           "data": "W3sicm9sZSI6ImFzc2lzdGFudCIsImNvbnRlbnQiOiJkb25lIn1d"
+                 *         }
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["PutCheckpointWritesRequest"];
+            };
+        };
+        responses: {
+            /** @description Stored. */
+            200: {
+                headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CheckpointWritesStored"];
+                };
+            };
+            /**
+             * @description Bad input; nothing was changed.
+             *
+             *     - `invalid_id`: a path id is not 1-128 characters of `[A-Za-z0-9_.@-]`
+             *     - `invalid_json`: the body is not one JSON value of the right kind (malformed, empty, several values)
+             *     - `invalid_field`: a field missing, of the wrong type, a name over its bound or holding a NUL, `data` not standard base64 or over `SESSION_MAX_ITEM_BYTES` decoded, `metadata` not an object, more than 1 000 channels or writes
+             *     - `unknown_field`: the body names a field the call does not take
+             *     - `duplicate_field`: a field appears twice in one object
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
+             */
+            400: {
+                headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            /**
+             * @description Conflict; nothing was changed.
+             *
+             *     - `checkpoint_writes_full`: the checkpoint would hold more than 1 000 pending writes
+             *     - `key_wrong_type`: a Redis key of the session holds another type of value (another program wrote it)
+             */
+            409: {
+                headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            413: components["responses"]["BodyTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["RedisUnavailable"];
+        };
+    };
+    getCheckpointTuple: {
+        parameters: {
+            query?: {
+                /**
+                 * @description The namespace (`""`: the root graph's).
+                 * @example
+                 */
+                checkpoint_ns?: string;
+                /**
+                 * @description The checkpoint; absent: the namespace's newest.
+                 * @example 1f0c2a4e-7b1d-6e2a-8001-4b5c6d7e8f90
+                 */
+                checkpoint_id?: string;
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description The user (Cognee's user id).
+                 * @example alice
+                 */
+                user_id: components["parameters"]["UserId"];
+                /**
+                 * @description The session of that user (Cognee's `session_id`, e.g. `default_session`).
+                 * @example chat-1
+                 */
+                session_id: components["parameters"]["SessionId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The checkpoint. */
+            200: {
+                headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CheckpointTuple"];
+                };
+            };
+            /**
+             * @description Bad input.
+             *
+             *     - `invalid_id`: a path id is not 1-128 characters of `[A-Za-z0-9_.@-]`
+             *     - `invalid_query`: a name over its bound or holding a NUL
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
+             */
+            400: {
+                headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            /**
+             * @description Not found.
+             *
+             *     - `not_found`: the thread has no such checkpoint (or none in the namespace)
+             */
+            404: {
+                headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Conflict.
+             *
+             *     - `checkpoint_too_large`: the checkpoint with its channel values and pending writes holds more bytes than an answer may (max(`SIDECAR_MAX_ANSWER_BYTES`, `SIDECAR_MAX_MESSAGE_BODY_BYTES`))
+             *     - `key_wrong_type`: a Redis key of the session holds another type of value (another program wrote it)
+             */
+            409: {
+                headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
                     [name: string]: unknown;
                 };
                 content: {

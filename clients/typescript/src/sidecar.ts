@@ -7,7 +7,10 @@ import { randomUUID } from "node:crypto";
 
 import { SidecarCore, ids, stored } from "./client.js";
 import { type SidecarEvent, eventStream } from "./events.js";
+import type { components } from "./schema.js";
 import type { SearchResult, SessionRecord, Stored } from "./types.js";
+
+type Checkpoints = components["schemas"];
 
 type Obj = Record<string, unknown>;
 /** A stored message: {id, role, content?, parts?, item?, format?, parent_id, created_at, tokens, ...}. */
@@ -235,6 +238,30 @@ export class Sidecar extends SidecarCore {
   callTool(userId: string, sessionId: string, name: string, args: Obj | string, toolCallId?: string): Promise<{ result: string; is_error: boolean }> {
     const body = toolCallId ? { arguments: args, tool_call_id: toolCallId } : { arguments: args };
     return this.raw(Boolean(toolCallId), "POST", this.sessionPath(userId, sessionId, "tools", name), body);
+  }
+
+  // -- LangGraph checkpoints (the saver is @agentsidecar/client/langgraph) --
+
+  /** putCheckpoint: one checkpoint of a thread (the session), with its changed channel values. */
+  putCheckpoint(userId: string, sessionId: string, body: Checkpoints["PutCheckpointRequest"]): Promise<Checkpoints["CheckpointRef"]> {
+    return this.raw(true, "POST", this.sessionPath(userId, sessionId, "checkpoints"), body);
+  }
+  /** putCheckpointWrites: a task's pending writes (a retry stores each once). */
+  putCheckpointWrites(userId: string, sessionId: string, body: Checkpoints["PutCheckpointWritesRequest"]): Promise<Checkpoints["CheckpointWritesStored"]> {
+    return this.raw(true, "POST", this.sessionPath(userId, sessionId, "checkpoints", "writes"), body);
+  }
+  /** getCheckpointTuple: by id, or the namespace's newest; 404 (SidecarError) when none. */
+  getCheckpointTuple(userId: string, sessionId: string, opts: { checkpoint_ns?: string; checkpoint_id?: string } = {}): Promise<Checkpoints["CheckpointTuple"]> {
+    return this.raw(true, "GET", this.sessionPath(userId, sessionId, "checkpoints", "tuple") + qs(opts));
+  }
+  /** listCheckpoints: a page, newest id first; next_before continues it. filter: metadata values. */
+  listCheckpoints(
+    userId: string,
+    sessionId: string,
+    opts: { checkpoint_ns?: string; before?: string; limit?: number; filter?: Record<string, unknown> } = {},
+  ): Promise<Checkpoints["CheckpointPage"]> {
+    const filter = opts.filter && Object.keys(opts.filter).length > 0 ? JSON.stringify(opts.filter) : undefined;
+    return this.raw(true, "GET", this.sessionPath(userId, sessionId, "checkpoints") + qs({ ...opts, filter }));
   }
 
   // -- Google ADK sessions (module adk; ./adk's SidecarSessionService uses these) --

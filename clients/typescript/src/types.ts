@@ -3,6 +3,7 @@ import type { components } from "./schema.js";
 
 type S = components["schemas"];
 export type SessionQAEntry = S["SessionQAEntry"];
+export type Erasure = S["Erasure"];
 export type AppendEntryRequest = S["AppendEntryRequest"];
 export type UpdateEntryRequest = S["UpdateEntryRequest"];
 export type FeedbackRequest = S["FeedbackRequest"];

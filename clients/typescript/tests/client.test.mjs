@@ -139,6 +139,12 @@ test("every operation", { skip }, async () => {
   await sc.deleteSession(u, s);
   await rejects(sc.getSession(u, s), 404, "not_found");
 
+  // Erasure: another user, erased whole; its writes refused a while after.
+  const eu = u + "-erased";
+  await sc.appendEntry(eu, "s1", { question: "q", answer: "a" });
+  assert.deepEqual(await sc.eraseUser(eu), { erased: true });
+  await rejects(sc.appendEntry(eu, "s1", { question: "q", answer: "a" }), 409, "user_erasing");
+
   // Locks.
   const name = unique("ts-every-lock");
   const g = await sc.acquireLock(name, { owner: "me", ttl_ms: 5000 });
@@ -155,7 +161,7 @@ test("every operation", { skip }, async () => {
 
   // Every operation of the document was sent (messages and events have their own suites).
   for (const [id, m, p] of await operations()) {
-    if (p === "/v1/users/{user_id}/search" || p.startsWith("/v1/adk/") || ["/messages", "/compactions", "/fork", "/split", "/events", "/abort", "/blocks", "/system-prompt", "/tools"].some((m) => p.includes(m))) continue; // messages.test.mjs, events.test.mjs, adk.test.mjs
+    if (p === "/v1/users/{user_id}/search" || p.startsWith("/v1/adk/") || ["/messages", "/compactions", "/fork", "/split", "/events", "/abort", "/blocks", "/system-prompt", "/tools", "/checkpoints"].some((m) => p.includes(m))) continue; // messages.test.mjs, events.test.mjs, langgraph.test.mjs
     const rx = templateRegex(p);
     assert.ok(rec.sent.some(([sm, sp]) => sm === m && rx.test(sp)), `${id} (${m} ${p}) was not called`);
   }

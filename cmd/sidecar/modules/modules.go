@@ -8,6 +8,8 @@ package modules
 import (
 	"github.com/agentsidecar/agentsidecar/adk"
 	"github.com/agentsidecar/agentsidecar/blocks"
+	"github.com/agentsidecar/agentsidecar/checkpoints"
+	"github.com/agentsidecar/agentsidecar/erasure"
 	"github.com/agentsidecar/agentsidecar/events"
 	"github.com/agentsidecar/agentsidecar/locks"
 	"github.com/agentsidecar/agentsidecar/messages"
@@ -32,6 +34,8 @@ func All() []sidecar.Factory {
 		locks.Factory,
 		metrics.Factory,
 		events.Factory,
+		erasure.Factory,
+		checkpoints.Factory,
 		adk.Factory,
 	}
 }

@@ -1,0 +1,103 @@
+#!/usr/bin/python3
+"""Redis's time per append (session_append, FCALL, 1000 per session, unique
+qa_ids, no search document) with this tree's libraries and with another
+tree's, alternating on one private redis-server: the cost of the erasure
+fence (lib/erasure.lua: one EXISTS of the user's progress key in every
+write's guard). Prints each run and the medians.
+
+  git archive <commit> | tar -x -C /tmp/before
+  /usr/bin/python3 bench/erase_fence_ab.py /tmp/before [rounds] [calls]
+
+Results: BENCHMARKS.md, "Erasure".
+"""
+import contextlib
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import redis
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import sessions_cognee as sc  # noqa: E402
+from sessions_lua_cost import keys  # noqa: E402
+
+HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+
+
+@contextlib.contextmanager
+def private_redis():
+    """A redis-server on a free loopback port, without persistence."""
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    with tempfile.TemporaryDirectory() as d:
+        srv = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+                                "--appendonly", "no", "--dir", d, "--logfile", ""],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            r = redis.Redis(host="127.0.0.1", port=port)
+            for _ in range(100):
+                try:
+                    r.ping()
+                    break
+                except redis.ConnectionError:
+                    time.sleep(0.05)
+            yield port
+        finally:
+            srv.terminate()
+            srv.wait()
+
+
+def library(tree):
+    """tree's library holding session_append, and that function's name."""
+    with tempfile.TemporaryDirectory() as d:
+        names = subprocess.run(["go", "run", "./bench/libraries", d], cwd=tree,
+                               check=True, capture_output=True, text=True).stdout.split()
+        for name in names:
+            src = open(os.path.join(d, name + ".lua")).read()
+            if "function_name = 'session_append_" in src:
+                return src, "session_append_" + name.rsplit("_", 1)[1]
+    raise SystemExit(f"{tree}: no library with session_append")
+
+
+def run(r, src, fn, n):
+    r.flushall()
+    r.function_flush()
+    r.function_load(src)
+    r.config_resetstat()
+    p = r.pipeline(transaction=False)
+    for i in range(n):
+        s = f"s{i // 1000}"
+        k = keys("bench", s)
+        p.fcall(fn, len(k), *k, 604800, 0, "bench", s, f"q{i}", sc.entry(f"q{i}"))
+        if i % 500 == 499:
+            p.execute()
+    p.execute()
+    return float(r.info("commandstats")["cmdstat_fcall"]["usec_per_call"])
+
+
+def main():
+    other = sys.argv[1]
+    rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 7
+    n = int(sys.argv[3]) if len(sys.argv) > 3 else 20000
+    libs = {"this tree": library(HERE), "other tree": library(other)}
+    got = {k: [] for k in libs}
+    with private_redis() as port:
+        r = redis.Redis(port=port)
+        for i in range(rounds):
+            for name, (src, fn) in libs.items():
+                got[name].append(run(r, src, fn, n))
+            print(f"round {i + 1}: " + ", ".join(f"{k} {v[-1]:.2f} µs" for k, v in got.items()), flush=True)
+    for k, v in got.items():
+        print(f"median {k}: {statistics.median(v):.2f} µs per append")
+    a, b = statistics.median(got["this tree"]), statistics.median(got["other tree"])
+    print(f"this / other: {a / b:.3f}")
+
+
+if __name__ == "__main__":
+    main()

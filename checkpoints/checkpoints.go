@@ -1,0 +1,117 @@
+// Package checkpoints is the LangGraph checkpoints module: a thread's
+// checkpoints, their metadata, channel values by version and pending
+// writes, kept as a LangGraph checkpoint saver keeps them, for the
+// TypeScript client's SidecarCheckpointSaver (@agentsidecar/client/langgraph).
+//
+// A thread is a session: user = the saver's userId, session = the
+// thread_id (the client encodes one session ids refuse). Its keys are two
+// session families (keys.go), so checkpoints slide with the session's
+// TTL, show in its record and metrics, and go with the session's delete
+// and the user's erasure. Each put and each putWrites is one script
+// (lua/checkpoints_*.lua) with the session's bookkeeping and its event.
+// The sidecar never decodes what the saver serialized: checkpoints,
+// channel values and writes are {type, data} pairs, data the base64 of
+// the serde's bytes. Metadata is JSON, so lists filter on it.
+package checkpoints
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/agentsidecar/agentsidecar/envconf"
+	"github.com/agentsidecar/agentsidecar/sessionstore"
+	"github.com/agentsidecar/agentsidecar/sidecar"
+)
+
+// Factory registers the module with the host.
+var Factory = sidecar.Factory{Name: "checkpoints", New: New}
+
+// Fixed bounds of one request and one checkpoint (docs/checkpoints.md).
+const (
+	// MaxChannels is the most channels one checkpoint names (its
+	// channel_versions), so a read fetches at most this many values.
+	MaxChannels = 1000
+	// MaxWrites is the most pending writes one checkpoint keeps, and one
+	// putWrites sends.
+	MaxWrites = 1000
+	// MaxListLimit is the most checkpoints one list answers; MaxListScan
+	// the most it examines (metadata filter) before answering a page with
+	// next_before.
+	MaxListLimit = 100
+	MaxListScan  = 1000
+	// DefaultListLimit is a list's limit when the query has none.
+	DefaultListLimit = 20
+)
+
+// Config is the module's settings.
+type Config struct {
+	// MaxPerThread caps a thread's checkpoints: past it a put of a new id
+	// is 409 checkpoints_full.
+	MaxPerThread int `env:"CHECKPOINTS_MAX_PER_THREAD" envDefault:"10000"`
+	// MaxItemBytes caps one serialized checkpoint, channel value or write
+	// (the messages module's item cap, the same setting).
+	MaxItemBytes int `env:"SESSION_MAX_ITEM_BYTES" envDefault:"1048576"`
+	// MaxBodyBytes caps a put's or putWrites' body (the messages module's
+	// body cap, the same setting).
+	MaxBodyBytes int64 `env:"SIDECAR_MAX_MESSAGE_BODY_BYTES" envDefault:"8388608"`
+	// MaxAnswerBytes caps a read (the answer cap, the same setting); a
+	// checkpoint read may hold max(it, MaxBodyBytes), what one put sends.
+	MaxAnswerBytes int `env:"SIDECAR_MAX_ANSWER_BYTES" envDefault:"4194304"`
+}
+
+// Validate implements envconf.Validator (the shared settings are checked
+// by the messages module with the same ranges).
+func (c Config) Validate() error {
+	if c.MaxPerThread < 1 || c.MaxPerThread > 1000000 {
+		return envconf.Invalid("CHECKPOINTS_MAX_PER_THREAD", "must be from 1 to 1000000, not %d", c.MaxPerThread)
+	}
+	if c.MaxBodyBytes < 64<<10 || c.MaxBodyBytes > 256<<20 {
+		return envconf.Invalid("SIDECAR_MAX_MESSAGE_BODY_BYTES", "must be from %d to %d, not %d", 64<<10, 256<<20, c.MaxBodyBytes)
+	}
+	if c.MaxItemBytes < 1024 || int64(c.MaxItemBytes) > c.MaxBodyBytes {
+		return envconf.Invalid("SESSION_MAX_ITEM_BYTES", "must be from 1024 to SIDECAR_MAX_MESSAGE_BODY_BYTES (%d), not %d", c.MaxBodyBytes, c.MaxItemBytes)
+	}
+	if c.MaxAnswerBytes < 4096 {
+		return envconf.Invalid("SIDECAR_MAX_ANSWER_BYTES", "must be at least 4096, not %d", c.MaxAnswerBytes)
+	}
+	return nil
+}
+
+// readCap is the most bytes one checkpoint read may hold.
+func (c Config) readCap() int { return max(c.MaxAnswerBytes, int(c.MaxBodyBytes)) }
+
+// Module serves the checkpoint routes.
+type Module struct {
+	store  *Store
+	cfg    Config
+	logger *slog.Logger
+}
+
+// New reads the module's settings and takes the host's session store.
+func New(_ context.Context, deps sidecar.Deps) (sidecar.Module, error) {
+	s, err := sessionstore.FromDeps(deps)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := envconf.Load[Config](deps.Env)
+	if err != nil {
+		return nil, err
+	}
+	return &Module{store: &Store{Store: s, cfg: cfg}, cfg: cfg, logger: deps.Logger}, nil
+}
+
+// Name implements sidecar.Module.
+func (m *Module) Name() string { return "checkpoints" }
+
+// Routes implements sidecar.Module.
+func (m *Module) Routes() []sidecar.Route {
+	const base = "/v1/users/{user_id}/sessions/{session_id}/checkpoints"
+	return []sidecar.Route{
+		{Pattern: "POST " + base, Handler: m.put, MaxBodyBytes: m.cfg.MaxBodyBytes},
+		{Pattern: "POST " + base + "/writes", Handler: m.putWrites, MaxBodyBytes: m.cfg.MaxBodyBytes},
+		{Pattern: "GET " + base + "/tuple", Handler: m.getTuple, Query: []string{"checkpoint_ns", "checkpoint_id"}},
+		{Pattern: "GET " + base, Handler: m.list, Query: []string{"checkpoint_ns", "before", "limit", "filter"}},
+	}
+}
+
+var _ sidecar.Module = (*Module)(nil)

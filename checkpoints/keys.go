@@ -1,0 +1,26 @@
+package checkpoints
+
+import "github.com/agentsidecar/agentsidecar/redisstore"
+
+// The module's key families, both session families: a thread is a
+// session, so its checkpoints slide with the session's TTL, are deleted
+// with it (DELETE /v1/users/{u}/sessions/{s}) and by the user's erasure,
+// without a line of stock code naming them (redisstore.SessionPrefixes).
+// lua/lib/checkpoints.lua describes their fields and members.
+var (
+	// HashFamily: a thread's checkpoints, metadata, channel versions,
+	// channel values and pending writes, one hash.
+	HashFamily = redisstore.Register(redisstore.Family{
+		Name: "checkpoints", Prefix: "agent_checkpoints", Scope: redisstore.ScopeSession,
+		Kind: redisstore.KindHash, Owner: "checkpoints", TTL: redisstore.SessionTTL,
+		Description: "a LangGraph thread's checkpoints, their metadata and channel versions, channel values by version, pending writes (fields `c`/`m`/`v`/`b`/`w` + `\\0`-joined names); at most `CHECKPOINTS_MAX_PER_THREAD` checkpoints",
+	})
+	// OrderFamily: the same thread's order, a zset read by lex range:
+	// checkpoints by namespace and id, by id across namespaces, writes in
+	// LangGraph's (task_path, task_id, idx) order.
+	OrderFamily = redisstore.Register(redisstore.Family{
+		Name: "checkpoint order", Prefix: "agent_checkpoint_order", Scope: redisstore.ScopeSession,
+		Kind: redisstore.KindZSet, Owner: "checkpoints", TTL: redisstore.SessionTTL,
+		Description: "a LangGraph thread's checkpoints newest first by namespace and across namespaces, and each checkpoint's pending writes in order (every score 0, read by lex range)",
+	})
+)
