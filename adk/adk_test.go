@@ -141,10 +141,11 @@ func adkKeys(srv *redisstoretest.Server, app, user, session string) []string {
 
 // Every ADK write emits exactly one live event in its own script (create:
 // status, append: adk_event carrying the stored event); a refused append
-// emits none.
+// emits none. (SESSION_EVENTS=always: the stream is written whether or
+// not someone watches.)
 func TestEvents(t *testing.T) {
 	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
-		h := start(t, srv, nil)
+		h := start(t, srv, envconf.Env{"SESSION_EVENTS": "always"}) // recorded without a watcher
 		s := want(t, h.Do(t, "POST", app, `{"session_id":"s1"}`), 201)
 		last := s.LastUpdateTime
 		want(t, h.Do(t, "POST", app+"/s1/events", appendBody("e1", last+1, last, `{"k":1}`)), 201)

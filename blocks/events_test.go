@@ -1,6 +1,7 @@
 package blocks_test
 
 import (
+	"github.com/agentsidecar/agentsidecar/envconf"
 	"strings"
 	"testing"
 
@@ -24,7 +25,7 @@ func ofType(evs []redisstoretest.StreamEvent, typ string) []redisstoretest.Strea
 // data is the block as clients read it; a refused write emits nothing.
 func TestBlockWritesEmitBlockChanged(t *testing.T) {
 	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
-		h := start(t, srv, nil)
+		h := start(t, srv, envconf.Env{"SESSION_EVENTS": "always"}) // reads what every write recorded
 		l, c := srv.Layout(), srv.Client(t)
 		const s = "/v1/users/alice/sessions/s1"
 		wantBlock(t, h.Do(t, "PUT", s+"/blocks/notes", `{"content":"first","max_tokens":10}`), 201)

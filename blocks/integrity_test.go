@@ -1,6 +1,7 @@
 package blocks_test
 
 import (
+	"github.com/agentsidecar/agentsidecar/envconf"
 	"slices"
 	"testing"
 
@@ -73,7 +74,7 @@ func TestSessionChecksBeforeWrite(t *testing.T) {
 // created_at): neither stores the block and then fails on its event.
 func TestHandWrittenCreatedAt(t *testing.T) {
 	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
-		h := start(t, srv, nil)
+		h := start(t, srv, envconf.Env{"SESSION_EVENTS": "always"}) // reads what every write recorded
 		l := srv.Layout()
 		c := srv.Client(t)
 		hand := `{"label":"m","description":null,"content":"a","max_tokens":null,"writable":true,"position":0,"tokens":1,"counts":"1,1,1,1,1","created_at":"yesterday","updated_at":1}`

@@ -2,6 +2,7 @@ package client_test
 
 import (
 	"fmt"
+	"github.com/agentsidecar/agentsidecar/envconf"
 	"os"
 	"testing"
 
@@ -26,7 +27,8 @@ func TestMain(m *testing.M) {
 func runMain(m *testing.M) int {
 	stop, err := redisstoretest.Setup(func(tb testing.TB) {
 		redisSrv = redisstoretest.New(tb)
-		sidecarURL = sidecartest.Start(tb, redisSrv, nil, modules.All()...).API
+		// the events tests read what every write recorded
+		sidecarURL = sidecartest.Start(tb, redisSrv, envconf.Env{"SESSION_EVENTS": "always"}, modules.All()...).API
 	})
 	defer stop()
 	if err != nil {

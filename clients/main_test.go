@@ -71,6 +71,9 @@ func startBinary(tb testing.TB, bin, redisURL string, env []string) sidecar {
 		"SIDECAR_LISTEN_ADDR=127.0.0.1:"+strconv.Itoa(api),
 		"SIDECAR_OPS_ADDR=127.0.0.1:"+strconv.Itoa(ops),
 		"LOG_LEVEL=warn",
+		// the suites' events tests watch after writing: they read what
+		// every write recorded
+		"SESSION_EVENTS=always",
 	)
 	cmd.Env = append(cmd.Env, env...)
 	if err := cmd.Start(); err != nil {

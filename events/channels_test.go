@@ -34,7 +34,7 @@ var pubsubOnly = envconf.Env{"SIDECAR_SSE_HEARTBEAT": "2m"}
 // write's empty message there).
 func TestNoSubscriptionWhileIdle(t *testing.T) {
 	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
-		a, b := start(t, srv, nil), start(t, srv, nil)
+		a, b := start(t, srv, always), start(t, srv, always)
 		ch := redisstore.EventsChannel(srv.Layout().SessionEvents("u1", "s1"))
 		msgs, stop := rawSubscribe(t, srv, ch)
 		a.Do(t, "POST", base+"/entries", `{"question":"q","answer":"a","qa_id":"q1"}`)
@@ -263,7 +263,7 @@ func TestWritesWithoutChannelPermission(t *testing.T) {
 	if reply, err := redisstoretest.RawCommand(srv.Addr, "ACL SETUSER nochan on >pw ~* resetchannels +@all", 5*time.Second); err != nil || reply != "+OK" {
 		t.Fatalf("ACL SETUSER: %q %v", reply, err)
 	}
-	h := sidecartest.StartURL(t, "redis://nochan:pw@"+srv.Addr, envconf.Env{"SIDECAR_SSE_HEARTBEAT": "1s"},
+	h := sidecartest.StartURL(t, "redis://nochan:pw@"+srv.Addr, envconf.Env{"SIDECAR_SSE_HEARTBEAT": "1s", "SESSION_EVENTS": "always"},
 		sessions.Factory, ttl.Factory, usage.Factory, registry.Factory, events.Factory)
 	waitFor(t, "the sidecar ready", func() bool {
 		return sidecartest.Do(t, "GET", h.Ops+"/readyz", "").Status == 200

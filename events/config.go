@@ -14,7 +14,18 @@ type Config struct {
 	// MaxStreams caps the event streams one sidecar serves at once (their
 	// own cap: they hold no SIDECAR_MAX_INFLIGHT slot).
 	MaxStreams int `env:"SIDECAR_SSE_MAX_STREAMS" envDefault:"1000"`
+	// GraceSeconds: with SESSION_EVENTS=watched, a stream's events are
+	// still recorded this long after its last reader left, so a reconnect
+	// within it replays without a gap.
+	GraceSeconds int `env:"SESSION_EVENTS_GRACE_SECONDS" envDefault:"300"`
 }
+
+// Grace is SESSION_EVENTS_GRACE_SECONDS as a duration.
+func (c Config) Grace() time.Duration { return time.Duration(c.GraceSeconds) * time.Second }
+
+// refreshEvery is how often a reader refreshes its stream's marker: every
+// heartbeat, and at least four times per grace period.
+func (c Config) refreshEvery() time.Duration { return min(c.Heartbeat, c.Grace()/4) }
 
 // Bounds of the settings.
 const (
@@ -23,6 +34,8 @@ const (
 	// lives, so every reader sees its deleted event.
 	MaxHeartbeat  = 2 * time.Minute
 	MaxMaxStreams = 100000
+	// MaxGraceSeconds: a day; past it, watch the stream instead.
+	MaxGraceSeconds = 86400
 )
 
 // Validate refuses values that parse but make no sense.
@@ -32,6 +45,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxStreams < 1 || c.MaxStreams > MaxMaxStreams {
 		return envconf.Invalid("SIDECAR_SSE_MAX_STREAMS", "must be 1 to %d, not %d", MaxMaxStreams, c.MaxStreams)
+	}
+	if c.GraceSeconds < 1 || c.GraceSeconds > MaxGraceSeconds {
+		return envconf.Invalid("SESSION_EVENTS_GRACE_SECONDS", "must be 1 to %d, not %d", MaxGraceSeconds, c.GraceSeconds)
 	}
 	return nil
 }

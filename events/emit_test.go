@@ -15,7 +15,7 @@ const base = "/v1/users/u1/sessions/s1"
 // exactly one event per write, in write order, none for the others.
 func TestEveryWriteEmitsOnce(t *testing.T) {
 	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
-		h := start(t, srv, nil)
+		h := start(t, srv, always)
 		steps := []struct {
 			method, path, body string
 			header             []string
@@ -93,7 +93,7 @@ func TestEveryWriteEmitsOnce(t *testing.T) {
 // TestLargeDataTruncated: an object past 8 KiB is announced by id and kind.
 func TestLargeDataTruncated(t *testing.T) {
 	redisstoretest.Each(t, func(t *testing.T, srv *redisstoretest.Server) {
-		h := start(t, srv, nil)
+		h := start(t, srv, always)
 		big := strings.Repeat("x", 9000)
 		if r := h.Do(t, "POST", base+"/entries", `{"question":"q","answer":"`+big+`","qa_id":"q1"}`); r.Status != 201 {
 			t.Fatalf("append: %d %s", r.Status, r.Body)
@@ -112,7 +112,7 @@ func TestLargeDataTruncated(t *testing.T) {
 // TestStreamTTL: the stream has the session's TTL, moves with PUT .../ttl.
 func TestStreamTTL(t *testing.T) {
 	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
-		h := start(t, srv, nil)
+		h := start(t, srv, always)
 		h.Do(t, "POST", base+"/entries", `{"question":"q","answer":"a"}`)
 		key := srv.Layout().SessionEvents("u1", "s1")
 		c := srv.Client(t)

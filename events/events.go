@@ -56,7 +56,11 @@ func New(_ context.Context, deps sidecar.Deps) (sidecar.Module, error) {
 	if m.requestTimeout <= 0 {
 		m.requestTimeout = 10 * time.Second
 	}
-	m.hub = newHub(deps.Redis, deps.Logger, m.m, cfg.Heartbeat)
+	var grace time.Duration // SESSION_EVENTS=always: no markers
+	if s.Config().Events == sessionstore.EventsWatched {
+		grace = cfg.Grace()
+	}
+	m.hub = newHub(deps.Redis, deps.Logger, m.m, cfg.Heartbeat, grace, cfg.refreshEvery())
 	ctx, stop := context.WithCancel(context.Background())
 	m.stop = stop
 	m.wg.Go(func() { m.hub.run(ctx) })
@@ -108,7 +112,8 @@ func (m *Module) sessionEvents(w http.ResponseWriter, r *http.Request) error {
 	if !ok {
 		return sidecar.NotFound("no session %s/%s", user, session)
 	}
-	return m.serve(w, r, streamTarget{key: m.store.SessionKey(user, session), session: true})
+	return m.serve(w, r, streamTarget{key: m.store.SessionKey(user, session),
+		marker: m.store.SessionWatchKey(user, session), session: true})
 }
 
 func (m *Module) userEvents(w http.ResponseWriter, r *http.Request) error {
@@ -116,7 +121,7 @@ func (m *Module) userEvents(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return m.serve(w, r, streamTarget{key: m.store.UserKey(user)})
+	return m.serve(w, r, streamTarget{key: m.store.UserKey(user), marker: m.store.UserWatchKey(user)})
 }
 
 // customName is a custom event's type.

@@ -29,6 +29,10 @@ func start(t *testing.T, srv *redisstoretest.Server, env envconf.Env) *sidecarte
 	return sidecartest.Start(t, srv, full, sessions.Factory, ttl.Factory, usage.Factory, registry.Factory, events.Factory)
 }
 
+// always is the env of a test that reads what every write recorded
+// (SESSION_EVENTS=always, as before recording followed watchers).
+var always = envconf.Env{"SESSION_EVENTS": "always"}
+
 // frame is one SSE frame: an event, a comment, or the retry line.
 type frame struct {
 	ID, Event, Data, Comment, Retry string

@@ -21,11 +21,20 @@ import (
 // each heartbeat: no wake-up is load-bearing. The number of Redis
 // connections does not grow with subscribers, and a write reaches only the
 // sidecars watching its stream.
+//
+// With SESSION_EVENTS=watched (grace > 0) the hub also keeps every watched
+// stream's marker (WatchFamily) alive: set when a subscriber joins, then
+// refreshed every refresh interval for as long as the stream is watched
+// here, so the writes on every pod record its events. A refresh that finds
+// the marker had lapsed (a longer outage) drops the stream's subscribers:
+// they reconnect with their ids and learn of the gap.
 type hub struct {
 	redis     *redisstore.Conn
 	logger    *slog.Logger
 	m         *metrics
 	heartbeat time.Duration
+	grace     time.Duration // 0: SESSION_EVENTS=always, no markers
+	refresh   time.Duration
 
 	mu      sync.Mutex
 	streams map[string]*watch
@@ -39,9 +48,11 @@ type hub struct {
 
 // watch is one stream and its subscribers on this sidecar.
 type watch struct {
-	key  string
-	last ID // the newest event delivered (only the reader moves it)
-	subs map[*sub]struct{}
+	key    string
+	marker string // the stream's watch marker ("" with SESSION_EVENTS=always)
+	since  uint64 // the marker's since (ms): events after it are recorded
+	last   ID     // the newest event delivered (only the reader moves it)
+	subs   map[*sub]struct{}
 }
 
 // sub is one subscriber: its buffer of live events (at most MaxLag, grown
@@ -80,8 +91,10 @@ func (s *sub) take() []Event {
 	return evs
 }
 
-func newHub(redis *redisstore.Conn, logger *slog.Logger, m *metrics, heartbeat time.Duration) *hub {
-	return &hub{redis: redis, logger: logger, m: m, heartbeat: heartbeat,
+// newHub makes the hub; grace is the markers' grace period (0: none kept)
+// and refresh how often they are refreshed.
+func newHub(redis *redisstore.Conn, logger *slog.Logger, m *metrics, heartbeat, grace, refresh time.Duration) *hub {
+	return &hub{redis: redis, logger: logger, m: m, heartbeat: heartbeat, grace: grace, refresh: refresh,
 		streams: map[string]*watch{}, dirty: map[string]bool{}, wake: make(chan struct{}, 1),
 		changed: map[string]bool{}, resub: make(chan struct{}, 1)}
 }
@@ -92,22 +105,44 @@ func newHub(redis *redisstore.Conn, logger *slog.Logger, m *metrics, heartbeat t
 // may be behind the stream, say after a lost wake-up, and a fresh stream
 // starts with the next write). A new watch is read at once, so an event
 // added while it was being made waits for no heartbeat.
-func (h *hub) join(ctx context.Context, key string) (*sub, ID, error) {
-	// The stream's newest id, read before the watch exists: anything added
-	// after the read is after `last`, so the reader gets it.
+//
+// With markers (grace > 0) join first marks the stream watched (marker,
+// its key), so every write after it records its event, and returns since
+// when the stream has been watched without a break (ms; 0 without
+// markers): a reader resuming from an older id may have missed events.
+func (h *hub) join(ctx context.Context, key, marker string) (*sub, ID, uint64, error) {
 	c, err := h.redis.Client()
 	if err != nil {
-		return nil, ID{}, err
+		return nil, ID{}, 0, err
 	}
+	var since uint64
+	if h.grace <= 0 {
+		marker = ""
+	}
+	if marker != "" {
+		s, errs := watchMarkers(ctx, c, h.grace, []string{marker})
+		if errs[0] != nil {
+			return nil, ID{}, 0, errs[0]
+		}
+		since = s[0]
+	}
+	// The stream's newest id, read before the watch exists: anything added
+	// after the read is after `last`, so the reader gets it.
 	last, err := lastID(ctx, c, key)
 	if err != nil {
-		return nil, ID{}, err
+		return nil, ID{}, 0, err
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	w := h.streams[key]
+	if w != nil && w.since < since {
+		// the marker lapsed and began anew since this watch was made: its
+		// subscribers may have missed events
+		h.drop(w)
+		w = nil
+	}
 	if w == nil {
-		w = &watch{key: key, last: last, subs: map[*sub]struct{}{}}
+		w = &watch{key: key, marker: marker, since: since, last: last, subs: map[*sub]struct{}{}}
 		h.streams[key] = w
 		h.dirty[key] = true
 		h.signal()
@@ -118,7 +153,7 @@ func (h *hub) join(ctx context.Context, key string) (*sub, ID, error) {
 	if last.Less(w.last) {
 		last = w.last
 	}
-	return s, last, nil
+	return s, last, since, nil
 }
 
 // leave unsubscribes s; the stream is no longer read once nobody watches.
@@ -188,14 +223,23 @@ func (h *hub) watched() int {
 }
 
 // run is the reader: it reads the dirty streams whenever woken, and every
-// stream at each heartbeat, until ctx ends.
+// stream at each heartbeat, and refreshes the markers, until ctx ends.
 func (h *hub) run(ctx context.Context) {
 	tick := time.NewTicker(h.heartbeat)
 	defer tick.Stop()
+	var refresh <-chan time.Time
+	if h.grace > 0 {
+		t := time.NewTicker(h.refresh)
+		defer t.Stop()
+		refresh = t.C
+	}
 	for {
 		select {
 		case <-ctx.Done():
 			return
+		case <-refresh:
+			h.refreshMarkers(ctx)
+			continue
 		case <-h.wake:
 		case <-tick.C:
 			h.mu.Lock()
@@ -323,6 +367,62 @@ func (h *hub) deliver(key string, evs []Event) {
 	}
 }
 
+// refreshMarkers keeps the marker of every stream watched here alive (one
+// pipelined script per marker, pipeline at a time). A marker found lapsed
+// (its since moved: the writes skipped events meanwhile) drops the
+// stream's subscribers, who reconnect with their ids and get the gap.
+func (h *hub) refreshMarkers(ctx context.Context) {
+	h.mu.Lock()
+	ws := make([]*watch, 0, len(h.streams))
+	for _, w := range h.streams {
+		if w.marker != "" {
+			ws = append(ws, w)
+		}
+	}
+	h.mu.Unlock()
+	if len(ws) == 0 {
+		return
+	}
+	c, err := h.redis.Client()
+	if err != nil {
+		return
+	}
+	for from := 0; from < len(ws); from += pipeline {
+		part := ws[from:min(from+pipeline, len(ws))]
+		markers := make([]string, len(part))
+		for i, w := range part {
+			markers[i] = w.marker
+		}
+		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		since, errs := watchMarkers(rctx, c, h.grace, markers)
+		cancel()
+		h.mu.Lock()
+		for i, w := range part {
+			if errs[i] != nil {
+				h.logger.Debug("event stream marker refresh", "err", errs[i])
+				continue
+			}
+			if w.since < since[i] && h.streams[w.key] == w {
+				h.drop(w)
+			}
+		}
+		h.mu.Unlock()
+	}
+}
+
+// drop ends every subscriber of w and the watch itself (h.mu held): they
+// reconnect with their ids.
+func (h *hub) drop(w *watch) {
+	for s := range w.subs {
+		close(s.lagged)
+		h.m.dropped.Inc()
+	}
+	clear(w.subs)
+	if h.streams[w.key] == w {
+		h.unwatch(w.key)
+	}
+}
+
 // cut drops every subscriber of key (they reconnect with their ids) when
 // the stream was trimmed past after, the last event delivered.
 func (h *hub) cut(key string, after ID) {
@@ -332,9 +432,5 @@ func (h *hub) cut(key string, after ID) {
 	if w == nil || w.last != after {
 		return
 	}
-	for s := range w.subs {
-		close(s.lagged)
-		h.m.dropped.Inc()
-	}
-	h.unwatch(key)
+	h.drop(w)
 }

@@ -21,16 +21,16 @@ func TestSlowSubscriberDropped(t *testing.T) {
 	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
 		conn := srv.Conn(t)
 		m := newMetrics()
-		h := newHub(conn, slog.New(slog.NewTextHandler(io.Discard, nil)), m, time.Hour)
+		h := newHub(conn, slog.New(slog.NewTextHandler(io.Discard, nil)), m, time.Hour, 0, time.Hour)
 		ctx, cancel := context.WithCancel(t.Context())
 		defer cancel()
 		go h.run(ctx)
 		key := srv.Layout().SessionEvents("u1", "s1")
-		slow, _, err := h.join(t.Context(), key)
+		slow, _, _, err := h.join(t.Context(), key, "")
 		if err != nil {
 			t.Fatal(err)
 		}
-		fast, start, err := h.join(t.Context(), key)
+		fast, start, _, err := h.join(t.Context(), key, "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -87,7 +87,7 @@ func TestReadOnSubscribe(t *testing.T) {
 	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
 		conn := srv.Conn(t)
 		m := newMetrics()
-		h := newHub(conn, slog.New(slog.NewTextHandler(io.Discard, nil)), m, time.Hour)
+		h := newHub(conn, slog.New(slog.NewTextHandler(io.Discard, nil)), m, time.Hour, 0, time.Hour)
 		ctx, cancel := context.WithCancel(t.Context())
 		var wg sync.WaitGroup
 		defer wg.Wait()
@@ -102,7 +102,7 @@ func TestReadOnSubscribe(t *testing.T) {
 			}
 		}
 		xadd("0")
-		s, _, err := h.join(t.Context(), key)
+		s, _, _, err := h.join(t.Context(), key, "")
 		if err != nil {
 			t.Fatal(err)
 		}

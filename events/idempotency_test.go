@@ -13,7 +13,7 @@ import (
 // stream; another key (or none) publishes again; a malformed key is 400.
 func TestCustomEventIdempotencyKey(t *testing.T) {
 	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
-		h := start(t, srv, nil)
+		h := start(t, srv, always)
 		if r := h.Do(t, "POST", base+"/entries", `{"question":"q","answer":"a"}`); r.Status != 201 {
 			t.Fatalf("append: %d %s", r.Status, r.Body)
 		}

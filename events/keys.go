@@ -13,3 +13,24 @@ var EventKeysFamily = redisstore.Register(redisstore.Family{
 	Kind: redisstore.KindHash, Owner: "events", TTL: redisstore.SessionTTL,
 	Description: "`Idempotency-Key` → the event id of a custom event (`POST .../events`), the 1 000 newest, so a retried publish writes once",
 })
+
+// WatchFamily and UserWatchFamily are the markers that say a stream is
+// watched (SESSION_EVENTS=watched): "<until ms>:<since ms>", set by every
+// reader of the stream (lua/events_watch.lua, from the hub on any pod) and
+// read by every write's script (lua/lib/events.lua), which records its
+// event only while <until> is ahead. The session's is one of the session's
+// own keys, so it is deleted with the session; a slide may keep it past
+// its grace period, which is why its value decides, not its TTL.
+var (
+	WatchFamily = redisstore.Register(redisstore.Family{
+		Name: "session events watch", Prefix: "agent_session_events_watch", Scope: redisstore.ScopeSession,
+		Kind: redisstore.KindString, Owner: "events", TTL: redisstore.SessionTTL,
+		Description: "`<until ms>:<since ms>`: the session's event stream is watched (its events recorded) until then, unbroken since then; set by every reader, `SESSION_EVENTS_GRACE_SECONDS` ahead, refreshed every heartbeat",
+	})
+	UserWatchFamily = redisstore.Register(redisstore.Family{
+		Name: "user events watch", Prefix: "agent_user_events_watch", Scope: redisstore.ScopeUser,
+		Kind: redisstore.KindString, Owner: "events", TTL: redisstore.RetentionTTL,
+		Reason:      "`SESSION_EVENTS_GRACE_SECONDS` from the last reader's refresh",
+		Description: "the same for the user's event stream (`GET /v1/users/{u}/events`)",
+	})
+)

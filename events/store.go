@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
+	"time"
 
 	"github.com/redis/rueidis"
 
@@ -32,6 +34,49 @@ func (s *Store) SessionKey(user, session string) string {
 
 // UserKey is the user's stream key.
 func (s *Store) UserKey(user string) string { return s.layout().UserEvents(user) }
+
+// SessionWatchKey and UserWatchKey are the streams' watch markers
+// (WatchFamily, UserWatchFamily).
+func (s *Store) SessionWatchKey(user, session string) string {
+	return s.layout().SessionKey(WatchFamily, user, session)
+}
+
+// UserWatchKey is the user's stream's watch marker.
+func (s *Store) UserWatchKey(user string) string { return s.layout().UserKey(UserWatchFamily, user) }
+
+// watchMarkers marks the streams of markers watched for grace from now
+// (lua/events_watch.lua, pipelined) and returns, per marker, since when
+// the stream has been watched without a break (Redis time, ms), or the
+// error of its call.
+func watchMarkers(ctx context.Context, c rueidis.Client, grace time.Duration, markers []string) ([]uint64, []error) {
+	ms := strconv.FormatInt(grace.Milliseconds(), 10)
+	calls := make([]lua.Call, len(markers))
+	for i, k := range markers {
+		calls[i] = lua.Call{Keys: []string{k}, Args: []string{ms}}
+	}
+	since := make([]uint64, len(markers))
+	errs := make([]error, len(markers))
+	for i, res := range lua.EventsWatch.ExecMulti(ctx, c, calls...) {
+		msg, err := res.ToMessage()
+		if err != nil {
+			errs[i] = redisstore.Wrap(lua.EventsWatch.Name, err)
+			continue
+		}
+		r, err := lua.Decode(lua.EventsWatch.Name, msg)
+		if err != nil {
+			errs[i] = err
+			continue
+		}
+		v, err := r.String(0)
+		if err == nil {
+			since[i], err = strconv.ParseUint(v, 10, 64)
+		}
+		if err != nil {
+			errs[i] = redisstore.Wrap(lua.EventsWatch.Name, err)
+		}
+	}
+	return since, errs
+}
 
 // Publish appends a custom event to the session's stream and returns its
 // id; with an Idempotency-Key key already seen (the session keeps its 1 000

@@ -13,7 +13,8 @@ import (
 // streamTarget is what one GET .../events reads.
 type streamTarget struct {
 	key     string
-	session bool // a session's stream: it ends at its deleted event
+	marker  string // its watch marker (SESSION_EVENTS=watched)
+	session bool   // a session's stream: it ends at its deleted event
 }
 
 // after is where a reconnecting client resumes: Last-Event-ID, else
@@ -108,7 +109,7 @@ func (m *Module) serve(w http.ResponseWriter, r *http.Request, t streamTarget) e
 	if err != nil {
 		return err
 	}
-	s, start, err := m.hub.join(rctx, t.key)
+	s, start, since, err := m.hub.join(rctx, t.key, t.marker)
 	if err != nil {
 		return err
 	}
@@ -118,6 +119,11 @@ func (m *Module) serve(w http.ResponseWriter, r *http.Request, t streamTarget) e
 	if resume {
 		if gap, oldest, err = gapAfter(rctx, client, t.key, from); err != nil {
 			return err
+		}
+		// Unwatched before since, the writes recorded nothing: events after
+		// the client's id may be missing.
+		if from.MS < since {
+			gap = true
 		}
 	}
 	m.m.subscribers.Inc()

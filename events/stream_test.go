@@ -146,7 +146,7 @@ func TestAcrossHosts(t *testing.T) {
 // TestGapAfterTrim: a reader whose id was trimmed away learns it.
 func TestGapAfterTrim(t *testing.T) {
 	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
-		h := start(t, srv, envconf.Env{"SESSION_EVENTS_MAXLEN": "10"})
+		h := start(t, srv, envconf.Env{"SESSION_EVENTS_MAXLEN": "10", "SESSION_EVENTS": "always"})
 		h.Do(t, "POST", base+"/entries", `{"question":"q","answer":"a","qa_id":"q0"}`)
 		s := open(t, h.API, base+"/events", "0")
 		s.first(t)
@@ -283,7 +283,7 @@ func TestStreamCap(t *testing.T) {
 // emits nothing; a status change clears it.
 func TestAbort(t *testing.T) {
 	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
-		h := start(t, srv, nil)
+		h := start(t, srv, always)
 		h.Do(t, "POST", base+"/entries", `{"question":"q","answer":"a","qa_id":"q1"}`)
 		r := h.Do(t, "POST", base+"/abort", "")
 		if r.Status != 202 || r.Header.Get("Sidecar-Abort-Requested") == "" || !strings.Contains(r.Body, "abort_requested_at") {

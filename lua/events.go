@@ -6,3 +6,7 @@ var (
 	EventsCustom = load("events_custom")
 	EventsAbort  = load("events_abort")
 )
+
+// EventsWatch marks an event stream watched (its own KEYS and ARGV, not a
+// session script's).
+var EventsWatch = load("events_watch")

@@ -7,7 +7,8 @@
 -- KEYS[1..15] the session's keys, indexes and totals (lib/session.lua)
 -- ARGV[1..4] TTL, max entries, user_id, session_id (lib/session.lua)
 -- The event stream is emptied but for the `deleted` event it gets, kept
--- 300 s (events.TOMBSTONE_SECONDS) so every pod's readers see it.
+-- 300 s (events.TOMBSTONE_SECONDS) so every pod's readers see it, when the
+-- stream is watched (lib/events.lua); else it goes with the rest.
 -- returns (reply.lua) {'ok', the number of the session's own keys
 --   removed}, {'missing'} when there is no such session; {'refused', ...}.
 -- Every read before the first write: a record of the wrong type (or with
@@ -50,17 +51,29 @@ for _, docs in ipairs(indexed) do
     search.hincr(c.sstats, 'len', -(tonumber(docs[2]) or 0))
   end
 end
+-- the stream and its watch marker are not counted (a reader keeps the
+-- marker); watched is read before they go
+local watched = events.recording(c)
+local marker = session.key(c, events.WATCH_SESSION)
 local own = {}
 for _, k in ipairs(session.own_keys(c)) do
-  if k ~= c.events then own[#own + 1] = k end
+  if k ~= c.events and k ~= marker then own[#own + 1] = k end
 end
 local n = redis.call('DEL', unpack(own))
 if n > 0 then
-  -- The stream keeps only its `deleted` event, a tombstone for readers on
-  -- every pod, for events.TOMBSTONE_SECONDS.
-  events.xadd(c, c.events, 'deleted', '{"user_id":' .. cjson.encode(ARGV[3]) .. ',"session_id":' .. cjson.encode(ARGV[4]) .. '}')
-  redis.call('XTRIM', c.events, 'MAXLEN', 1)
-  redis.call('EXPIRE', c.events, events.TOMBSTONE_SECONDS)
+  if watched then
+    -- The stream keeps only its `deleted` event, a tombstone for readers
+    -- on every pod, for events.TOMBSTONE_SECONDS; the marker stays as
+    -- long at most (its readers keep it while they read).
+    events.xadd(c, c.events, 'deleted', '{"user_id":' .. cjson.encode(ARGV[3]) .. ',"session_id":' .. cjson.encode(ARGV[4]) .. '}')
+    redis.call('XTRIM', c.events, 'MAXLEN', 1)
+    redis.call('EXPIRE', c.events, events.TOMBSTONE_SECONDS)
+    redis.call('EXPIRE', marker, events.TOMBSTONE_SECONDS)
+  else
+    -- nobody watches (SESSION_EVENTS=watched): no tombstone, no key left
+    -- that names the session
+    redis.call('DEL', c.events, marker)
+  end
 end
 if n == 0 then return reply.missing() end
 return reply.ok(n)

@@ -1,6 +1,7 @@
 package messages_test
 
 import (
+	"github.com/agentsidecar/agentsidecar/envconf"
 	"slices"
 	"testing"
 
@@ -22,7 +23,7 @@ func types(evs []redisstoretest.StreamEvent) []string {
 // pending abort (abort_cleared); a refused or repeated write emits nothing.
 func TestMessageWritesEmitEvents(t *testing.T) {
 	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
-		h := start(t, srv, nil)
+		h := start(t, srv, envconf.Env{"SESSION_EVENTS": "always"}) // reads what every write recorded
 		l, c := srv.Layout(), srv.Client(t)
 		const s = "/v1/users/alice/sessions/s1"
 		do := func(method, path, body string, status int) {

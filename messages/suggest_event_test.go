@@ -14,7 +14,7 @@ import (
 // stay above or below it.
 func TestCompactionSuggestedEvent(t *testing.T) {
 	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
-		h := start(t, srv, envconf.Env{"SESSION_COMPACT_AFTER_TOKENS": "25"})
+		h := start(t, srv, envconf.Env{"SESSION_COMPACT_AFTER_TOKENS": "25", "SESSION_EVENTS": "always"})
 		key := srv.Layout().SessionEvents("alice", "s1")
 		c := srv.Client(t)
 		suggested := func() int {

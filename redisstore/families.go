@@ -51,7 +51,7 @@ var (
 	SessionEventsFamily = Register(Family{
 		Name: "session events", Prefix: "agent_session_events", Scope: ScopeSession,
 		Kind: KindStream, Owner: "shared", TTL: SessionTTL,
-		Description: "the session's live events (`id` = stream id, fields `t` type and `d` JSON data), `XADD MAXLEN ~ SESSION_EVENTS_MAXLEN` by every write's script; after a delete only the `deleted` event, for 300 s",
+		Description: "the session's live events (`id` = stream id, fields `t` type and `d` JSON data), `XADD MAXLEN ~ SESSION_EVENTS_MAXLEN` by every write's script while the stream is watched (`SESSION_EVENTS`); after a watched session's delete only the `deleted` event, for 300 s",
 	})
 )
 

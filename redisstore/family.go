@@ -164,11 +164,11 @@ var stockOrder = func() map[string]int {
 		"session state", "messages", "message tree", "message children", "message order",
 		"message keys", "compactions", "search documents", "search entry documents",
 		"session blocks", "frozen prompt", "tool calls", "session events", "event keys",
-		"checkpoints", "checkpoint order",
+		"checkpoints", "checkpoint order", "session events watch",
 		"adk session", "adk session state", "adk events",
 		// user
 		"user index", "metadata index", "search postings", "search statistics", "user state",
-		"user blocks", "user events", "user erasure", "adk user state", "adk sessions of a user",
+		"user blocks", "user events", "user events watch", "user erasure", "adk user state", "adk sessions of a user",
 		// bucket
 		"global metadata index", "global index", "expiry", "usage totals", "usage by model",
 		"adk app state",

@@ -74,7 +74,7 @@ func fixture(t *testing.T, name string) string {
 func TestEntryLifecycle(t *testing.T) {
 	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
 		keys := srv.Layout().Session("u1", "s1")
-		h := start(t, srv, nil)
+		h := start(t, srv, envconf.Env{"SESSION_EVENTS": "always"}) // the tombstone: what every write recorded
 		c := srv.Client(t)
 
 		r := h.Do(t, "POST", base+"/entries", `{"question":"Where is the dog?","answer":"In the garden","qa_id":"q1","context":"ctx"}`)

@@ -19,7 +19,17 @@ type Config struct {
 	// EventsMaxLen keeps about the N newest events of a session's (and a
 	// user's) event stream (XADD MAXLEN ~).
 	EventsMaxLen int `env:"SESSION_EVENTS_MAXLEN" envDefault:"1000"`
+	// Events is when the writes record their events: "watched" (only
+	// while a reader watches the stream, and a grace period after; the
+	// events module keeps the marker) or "always".
+	Events string `env:"SESSION_EVENTS" envDefault:"watched"`
 }
+
+// The values of SESSION_EVENTS.
+const (
+	EventsWatched = "watched"
+	EventsAlways  = "always"
+)
 
 // MaxEventsMaxLen bounds SESSION_EVENTS_MAXLEN: a reader's replay and the
 // stream's memory grow with it.
@@ -44,6 +54,9 @@ func (c Config) Validate() error {
 	}
 	if c.EventsMaxLen < 1 || c.EventsMaxLen > MaxEventsMaxLen {
 		return envconf.Invalid("SESSION_EVENTS_MAXLEN", "must be 1 to %d, not %d", MaxEventsMaxLen, c.EventsMaxLen)
+	}
+	if c.Events != EventsWatched && c.Events != EventsAlways {
+		return envconf.Invalid("SESSION_EVENTS", "must be %s or %s, not %q", EventsWatched, EventsAlways, c.Events)
 	}
 	return nil
 }

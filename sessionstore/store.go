@@ -29,15 +29,23 @@ type Store struct {
 }
 
 // New returns the runner over conn with the session settings cfg (an
-// EventsMaxLen of 0 is the default, 1000).
+// EventsMaxLen of 0 is the default, 1000; an empty Events is "always", as
+// a Config made in code before SESSION_EVENTS existed meant).
 func New(conn *redisstore.Conn, cfg Config) *Store {
 	if cfg.EventsMaxLen <= 0 {
 		cfg.EventsMaxLen = DefaultEventsMaxLen
 	}
+	if cfg.Events == "" {
+		cfg.Events = EventsAlways
+	}
+	limits := strconv.Itoa(cfg.MaxEntries) + ":" + strconv.Itoa(cfg.EventsMaxLen)
+	if cfg.Events == EventsWatched {
+		limits += ":w" // lib/session.lua: c.events_watched
+	}
 	return &Store{
 		conn:   conn,
 		cfg:    cfg,
-		common: []string{strconv.Itoa(cfg.TTLSeconds), strconv.Itoa(cfg.MaxEntries) + ":" + strconv.Itoa(cfg.EventsMaxLen)},
+		common: []string{strconv.Itoa(cfg.TTLSeconds), limits},
 	}
 }
 

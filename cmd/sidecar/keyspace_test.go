@@ -158,6 +158,30 @@ func checkKeyspace(t *testing.T, srv *redisstoretest.Server) {
 // expiry sweep, a lock taken, refreshed and released, and one left held.
 // Then it checks that every route of every module answered a 2xx at least
 // once, so a new route cannot be left out.
+// watchAlice keeps the event streams of user alice and of her session
+// chat-1 (made by a drive's first step) watched on h until the test ends:
+// SESSION_EVENTS=watched records only watched streams, and the drive's
+// stream examples resume with after=0, wanting the events of its writes.
+func watchAlice(t *testing.T, h *sidecartest.Host) {
+	t.Helper()
+	for _, path := range []string{"/v1/users/alice/events", "/v1/users/alice/sessions/chat-1/events"} {
+		ctx, cancel := context.WithCancel(context.Background())
+		t.Cleanup(cancel)
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, h.API+path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET %s: %v %v", path, resp, err)
+		}
+		// read (and drop) its frames, so the stream never stalls on a full
+		// connection
+		go func() { _, _ = io.Copy(io.Discard, resp.Body) }()
+		t.Cleanup(func() { resp.Body.Close() })
+	}
+}
+
 func driveEveryRoute(t *testing.T, h *sidecartest.Host) {
 	t.Helper()
 	d := openapiDoc(t)
@@ -277,7 +301,7 @@ func driveEveryRoute(t *testing.T, h *sidecartest.Host) {
 		{"createAdkSession", 201, nil, func() string { return `{"session_id":"adk-2"}` }},
 		{"deleteAdkSession", 204, map[string]string{"session_id": "adk-2"}, nil},
 	}
-	for _, s := range steps {
+	for i, s := range steps {
 		o, ok := d.Op(s.id)
 		if !ok {
 			t.Fatalf("no operation %s in openapi.json", s.id)
@@ -287,6 +311,9 @@ func driveEveryRoute(t *testing.T, h *sidecartest.Host) {
 			c.body = s.body()
 		}
 		rep := do(t, d, h, c)
+		if i == 0 {
+			watchAlice(t, h)
+		}
 		if s.id == "acquireLock" && s.path == nil {
 			var g struct{ Token string }
 			rep.JSON(t, &g)

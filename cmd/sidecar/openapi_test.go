@@ -323,12 +323,15 @@ func driveExamples(t *testing.T, d *openapitest.Doc, h, streams *sidecartest.Hos
 		{"eraseUser", 200, func(c *call) { c.path = map[string]string{"user_id": "erin"} }},
 	}
 	covered := map[string]bool{}
-	for _, s := range steps {
+	for i, s := range steps {
 		c := call{op: get(s.id), status: s.status}
 		if s.edit != nil {
 			s.edit(&c)
 		}
 		rep := do(t, d, h, c)
+		if i == 0 {
+			watchAlice(t, streams)
+		}
 		covered[s.id] = true
 		if s.id == "acquireLock" {
 			var g struct{ Token string }

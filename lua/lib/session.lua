@@ -16,7 +16,9 @@
 -- and the same first ARGVs:
 --   ARGV[1] SESSION_TTL_SECONDS (0 = no expiry)
 --   ARGV[2] SESSION_MAX_ENTRIES (0 = unbounded), optionally followed by
---           ':' and SESSION_EVENTS_MAXLEN ("0:1000"; 1000 when absent)
+--           ':' and SESSION_EVENTS_MAXLEN ("0:1000"; 1000 when absent),
+--           then ':w' when SESSION_EVENTS=watched ("0:1000:w": events are
+--           recorded only while their stream is watched, lib/events.lua)
 --   ARGV[3] user_id
 --   ARGV[4] session_id
 -- Script-specific ARGVs start at ARGV[5].
@@ -37,7 +39,7 @@
 -- c.global_sets[status], c.expiry, c.totals, c.by_model, and, made when
 -- first asked, c.ctx_index, c.events, c.edocs, c.sdocs, c.state,
 -- c.user_events, c.user_state, c.sstats, c.search_prefix), its settings
--- (c.default_ttl, c.max_entries, c.events_maxlen) and ids (c.uid, c.sid,
+-- (c.default_ttl, c.max_entries, c.events_maxlen, c.events_watched) and ids (c.uid, c.sid,
 -- c.gid = "<u>:<s>", c.tag). session.at(c, sid) is the context of another
 -- session of the same user. Nothing outlives the call.
 --
@@ -91,7 +93,8 @@ local function open(KEYS, ARGV)
     expiry = KEYS[13], totals = KEYS[14], by_model = KEYS[15],
     default_ttl = tonumber(ARGV[1]),
     max_entries = tonumber(string.match(ARGV[2], '^%-?%d+')),
-    events_maxlen = tonumber(string.match(ARGV[2], ':(%d+)$') or '1000'),
+    events_maxlen = tonumber(string.match(ARGV[2], '^%-?%d+:(%d+)') or '1000'),
+    events_watched = string.sub(ARGV[2], -2) == ':w',
     uid = uid, sid = sid, gid = gid,
     tag = string.sub(record, #'agent_session_record:' + 1, #record - #gid),
   }, CTX)
@@ -110,6 +113,7 @@ local function at(c, sid)
     user_sets = c.user_sets, global_sets = c.global_sets,
     expiry = c.expiry, totals = c.totals, by_model = c.by_model,
     default_ttl = c.default_ttl, max_entries = c.max_entries, events_maxlen = c.events_maxlen,
+    events_watched = c.events_watched,
     uid = c.uid, sid = sid, gid = c.uid .. ':' .. sid, tag = c.tag,
   }, CTX)
 end

@@ -1054,13 +1054,13 @@ export interface paths {
         };
         /**
          * The session's live events (Server-Sent Events)
-         * @description A `text/event-stream` of every write to the session, as the write's own script recorded it in the session's Redis Stream: `entry_appended`, `entry_updated`, `entry_deleted`, `feedback`, `trace_appended`, `context_changed`, `usage`, `status`, `state_changed`, `session_updated`, `ttl_changed`, `abort`, `abort_cleared`, `deleted`, and callers' `x-<name>` events. `data` is the stored object when it is at most 8 KiB, else `{id, kind, truncated: true}`. Without `Last-Event-ID`/`after` the stream starts with the next write; with one it first answers `reconnected` and every later event still kept. Each event once per connection, in id order; the stream ends after `deleted`, when the sidecar shuts down, or when the client falls more than 1 000 events behind (reconnect with `Last-Event-ID`). Writes through any sidecar reach subscribers of every sidecar.
+         * @description A `text/event-stream` of every write to the session, as the write's own script recorded it in the session's Redis Stream: `entry_appended`, `entry_updated`, `entry_deleted`, `feedback`, `trace_appended`, `context_changed`, `usage`, `status`, `state_changed`, `session_updated`, `ttl_changed`, `abort`, `abort_cleared`, `deleted`, and callers' `x-<name>` events. `data` is the stored object when it is at most 8 KiB, else `{id, kind, truncated: true}`. With `SESSION_EVENTS=watched` (the default) events are recorded only while the stream is watched (by any reader on any pod, and `SESSION_EVENTS_GRACE_SECONDS` after the last left): a reader resuming from before that gets `reconnected` with `gap: true`. Without `Last-Event-ID`/`after` the stream starts with the next write; with one it first answers `reconnected` and every later event still kept. Each event once per connection, in id order; the stream ends after `deleted`, when the sidecar shuts down, or when the client falls more than 1 000 events behind (reconnect with `Last-Event-ID`). Writes through any sidecar reach subscribers of every sidecar.
          */
         get: operations["getSessionEvents"];
         put?: never;
         /**
          * Publish a custom event
-         * @description Appends the caller's own event (`x-<name>`, e.g. `x-delta` token chunks) to the session's stream, so every subscriber on every sidecar gets it and a reconnecting UI can resume it. Counts as activity of the session.
+         * @description Appends the caller's own event (`x-<name>`, e.g. `x-delta` token chunks) to the session's stream, so every subscriber on every sidecar gets it and a reconnecting UI can resume it. Counts as activity of the session. On a session nobody watches (`SESSION_EVENTS=watched`, past the grace period) it is accepted and not kept: its id is then the time it was accepted.
          */
         post: operations["publishSessionEvent"];
         delete?: never;
@@ -1084,7 +1084,7 @@ export interface paths {
         };
         /**
          * The user's live events (Server-Sent Events)
-         * @description The same stream as a session's, of user-level changes: `user_state_changed` (and user-block changes). It never ends by itself; the user's stream lives `SESSION_TTL_SECONDS` from its last event.
+         * @description The same stream as a session's, of user-level changes: `user_state_changed` (and user-block changes). It never ends by itself; the user's stream lives `SESSION_TTL_SECONDS` from its last event. Recorded only while watched, as a session's (`SESSION_EVENTS`).
          */
         get: operations["getUserEvents"];
         put?: never;
@@ -1117,7 +1117,7 @@ export interface paths {
         put?: never;
         /**
          * Ask the session's agent to stop
-         * @description Records `abort_requested_at` on the session's record and emits `abort`; a repeat while it is set answers 202 with the first time and emits nothing. Until it is cleared (`DELETE .../abort`, a status change, the next `user` message) every write answer of the session carries `Sidecar-Abort-Requested: <time>`, so the agent sees it on its next write through any sidecar.
+         * @description Records `abort_requested_at` on the session's record and emits `abort` (recorded only while the session's events are watched; the request itself works either way); a repeat while it is set answers 202 with the first time and emits nothing. Until it is cleared (`DELETE .../abort`, a status change, the next `user` message) every write answer of the session carries `Sidecar-Abort-Requested: <time>`, so the agent sees it on its next write through any sidecar.
          */
         post: operations["requestAbort"];
         /**

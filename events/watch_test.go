@@ -1,0 +1,257 @@
+package events_test
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentsidecar/agentsidecar/envconf"
+	"github.com/agentsidecar/agentsidecar/events"
+	"github.com/agentsidecar/agentsidecar/redisstore"
+	"github.com/agentsidecar/agentsidecar/redisstore/redisstoretest"
+)
+
+// shortGrace: SESSION_EVENTS=watched (the default) with a 2 s grace
+// period, so a test can outlive it; markers are refreshed every 0.5 s.
+var shortGrace = envconf.Env{"SESSION_EVENTS_GRACE_SECONDS": "2"}
+
+// eventKeys lists every key of an event stream or its marker.
+func eventKeys(t *testing.T, srv *redisstoretest.Server) []string {
+	t.Helper()
+	return append(srv.Keys(t, "agent_session_events*"), srv.Keys(t, "agent_user_events*")...)
+}
+
+// TestUnwatchedRecordsNothing: with nobody watching, no write leaves an
+// event stream, a custom event is still accepted (201 with an id) and an
+// abort still works (202, the header, cleared by 204); deleting the
+// session then leaves no key that names it.
+func TestUnwatchedRecordsNothing(t *testing.T) {
+	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
+		a, b := start(t, srv, nil), start(t, srv, nil)
+		for i := range 3 {
+			if r := a.Do(t, "POST", base+"/entries", fmt.Sprintf(`{"question":"q","answer":"a","qa_id":"q%d"}`, i)); r.Status != 201 {
+				t.Fatalf("append: %d %s", r.Status, r.Body)
+			}
+		}
+		r := b.Do(t, "POST", base+"/events", `{"event":"x-delta","data":"tok"}`)
+		if _, ok := parseIDBody(r.Body); r.Status != 201 || !ok {
+			t.Fatalf("custom event: %d %s, want 201 with an id", r.Status, r.Body)
+		}
+		if r := b.Do(t, "POST", base+"/abort", ""); r.Status != 202 {
+			t.Fatalf("abort: %d %s", r.Status, r.Body)
+		}
+		if r := a.Do(t, "POST", base+"/traces", `{"origin_function":"f","status":"ok"}`); r.Header.Get("Sidecar-Abort-Requested") == "" {
+			t.Fatalf("a write after the abort has no Sidecar-Abort-Requested header: %v", r.Header)
+		}
+		if r := a.Do(t, "DELETE", base+"/abort", ""); r.Status != 204 {
+			t.Fatalf("clear abort: %d %s", r.Status, r.Body)
+		}
+		if r := a.Do(t, "PATCH", "/v1/users/u1/state", `{"a":1}`); r.Status != 200 {
+			t.Fatalf("user state: %d %s", r.Status, r.Body)
+		}
+		if got := eventKeys(t, srv); len(got) != 0 {
+			t.Fatalf("event keys %q with nobody watching, want none", got)
+		}
+		if r := a.Do(t, "DELETE", base, ""); r.Status != 200 && r.Status != 204 {
+			t.Fatalf("delete: %d %s", r.Status, r.Body)
+		}
+		if got := srv.Keys(t, "*u1:s1*"); len(got) != 0 {
+			t.Fatalf("keys %q name the deleted, never watched session, want none", got)
+		}
+	})
+}
+
+func parseIDBody(body string) (string, bool) {
+	const p = `{"id":"`
+	if !strings.HasPrefix(body, p) {
+		return "", false
+	}
+	id, _, ok := strings.Cut(body[len(p):], `"`)
+	return id, ok && id != ""
+}
+
+// TestWatchedAcrossPods: a watcher on pod A makes writes through pod B
+// record and reach it, on a session's stream and on the user's; once it
+// left and the grace period ran out, writes record nothing again, and a
+// delete leaves no tombstone.
+func TestWatchedAcrossPods(t *testing.T) {
+	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
+		a, b := start(t, srv, shortGrace), start(t, srv, shortGrace)
+		b.Do(t, "POST", base+"/entries", `{"question":"q","answer":"a","qa_id":"q0"}`)
+		s := open(t, a.API, base+"/events", "")
+		s.first(t)
+		u := open(t, a.API, "/v1/users/u1/events", "")
+		u.first(t)
+		b.Do(t, "POST", base+"/entries", `{"question":"q","answer":"a","qa_id":"q1"}`)
+		if f := s.next(t, 10*time.Second); f.Event != "entry_appended" || !strings.Contains(f.Data, `"q1"`) {
+			t.Fatalf("got %+v, want q1's entry_appended", f)
+		}
+		b.Do(t, "PATCH", "/v1/users/u1/state", `{"a":1}`)
+		if f := u.next(t, 10*time.Second); f.Event != "user_state_changed" {
+			t.Fatalf("got %+v on the user's stream, want user_state_changed", f)
+		}
+		s.cancel()
+		u.cancel()
+		waitFor(t, "the markers gone after the grace period", func() bool {
+			return len(srv.Keys(t, "agent_*_events_watch*")) == 0
+		})
+		stream := srv.Layout().SessionEvents("u1", "s1")
+		before := len(xtypes(t, srv, stream))
+		b.Do(t, "POST", base+"/entries", `{"question":"q","answer":"a","qa_id":"q2"}`)
+		if got := xtypes(t, srv, stream); len(got) != before {
+			t.Fatalf("events %v after the grace period, want the %d of before", got, before)
+		}
+		b.Do(t, "DELETE", base, "")
+		if got := srv.Keys(t, "*u1:s1*"); len(got) != 0 {
+			t.Fatalf("keys %q after deleting a session nobody watches, want none", got)
+		}
+	})
+}
+
+// TestReconnectGrace: a reader that reconnects within the grace period
+// gets what it missed without a gap; one that comes back after it (the
+// writes meanwhile recorded nothing) learns of the gap.
+func TestReconnectGrace(t *testing.T) {
+	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
+		a, b := start(t, srv, shortGrace), start(t, srv, shortGrace)
+		a.Do(t, "POST", base+"/entries", `{"question":"q","answer":"a","qa_id":"q0"}`)
+		s := open(t, a.API, base+"/events", "")
+		s.first(t)
+		a.Do(t, "POST", base+"/entries", `{"question":"q","answer":"a","qa_id":"q1"}`)
+		last := s.next(t, 10*time.Second)
+		s.cancel()
+		a.Do(t, "POST", base+"/entries", `{"question":"q","answer":"a","qa_id":"q2"}`)
+		r := open(t, b.API, base+"/events", last.ID)
+		r.first(t)
+		if f := r.next(t, 10*time.Second); f.Event != "reconnected" || !strings.Contains(f.Data, `"gap":false`) {
+			t.Fatalf("got %+v, want reconnected without a gap within the grace period", f)
+		}
+		last = r.next(t, 10*time.Second)
+		if last.Event != "entry_appended" || !strings.Contains(last.Data, `"q2"`) {
+			t.Fatalf("got %+v, want q2's entry_appended replayed", last)
+		}
+		r.cancel()
+		marker := srv.Layout().SessionKey(eventsWatchFamily(), "u1", "s1")
+		waitFor(t, "the marker gone after the grace period", func() bool { return len(srv.Keys(t, marker)) == 0 })
+		a.Do(t, "POST", base+"/entries", `{"question":"q","answer":"a","qa_id":"q3"}`)
+		g := open(t, b.API, base+"/events", last.ID)
+		g.first(t)
+		if f := g.next(t, 10*time.Second); f.Event != "reconnected" || !strings.Contains(f.Data, `"gap":true`) {
+			t.Fatalf("got %+v, want reconnected with a gap after the grace period", f)
+		}
+		a.Do(t, "POST", base+"/entries", `{"question":"q","answer":"a","qa_id":"q4"}`)
+		if f := g.next(t, 10*time.Second); f.Event != "entry_appended" || !strings.Contains(f.Data, `"q4"`) {
+			t.Fatalf("got %+v, want q4's entry_appended live (q3 was never recorded)", f)
+		}
+	})
+}
+
+// TestWatchersOnSeveralPods: watchers on three pods, opened and closed
+// concurrently, keep the marker alive for each other: with a third of
+// them gone and several grace periods passed, every remaining watcher
+// still gets every write, without a break (no stream dropped), and the
+// marker's unbroken time is the first watcher's.
+func TestWatchersOnSeveralPods(t *testing.T) {
+	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
+		var pods []string
+		for range 3 {
+			pods = append(pods, start(t, srv, shortGrace).API)
+		}
+		w := start(t, srv, shortGrace)
+		w.Do(t, "POST", base+"/entries", `{"question":"q","answer":"a","qa_id":"q0"}`)
+		const n = 9
+		streams := make([]*stream, n)
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() {
+				streams[i] = open(t, pods[i%3], base+"/events", "")
+			})
+		}
+		wg.Wait()
+		for _, s := range streams {
+			s.first(t)
+		}
+		marker := srv.Layout().SessionKey(eventsWatchFamily(), "u1", "s1")
+		since := markerSince(t, srv, marker)
+		// pod 0's watchers leave, concurrently with writes
+		for i := 0; i < n; i += 3 {
+			wg.Go(func() { streams[i].cancel() })
+		}
+		for k := 1; k <= 3; k++ {
+			wg.Go(func() { w.Do(t, "POST", base+"/events", fmt.Sprintf(`{"event":"x-n","data":%d}`, k)) })
+		}
+		wg.Wait()
+		time.Sleep(3 * 2 * time.Second) // three grace periods: only the refreshes keep it
+		w.Do(t, "POST", base+"/events", `{"event":"x-last","data":0}`)
+		for i, s := range streams {
+			if i%3 == 0 {
+				continue
+			}
+			seen := map[string]int{}
+			for seen["x-last"] == 0 {
+				seen[s.next(t, 10*time.Second).Event]++
+			}
+			if seen["x-n"] != 3 {
+				t.Fatalf("watcher %d saw %v, want the 3 x-n events and x-last", i, seen)
+			}
+			if got := markerSince(t, srv, marker); got != since {
+				t.Fatalf("the marker's since moved from %s to %s: recording broke off", since, got)
+			}
+		}
+		for i, s := range streams {
+			if i%3 != 0 {
+				select {
+				case <-s.done:
+					t.Fatalf("watcher %d's stream ended", i)
+				default:
+				}
+			}
+		}
+	})
+}
+
+// markerSince is the marker's since (its value after the ':').
+func markerSince(t *testing.T, srv *redisstoretest.Server, marker string) string {
+	t.Helper()
+	c := srv.Client(t)
+	v, err := c.Do(t.Context(), c.B().Get().Key(marker).Build()).ToString()
+	if err != nil {
+		t.Fatalf("GET %s: %v", marker, err)
+	}
+	_, since, ok := strings.Cut(v, ":")
+	if !ok {
+		t.Fatalf("marker %q, want <until>:<since>", v)
+	}
+	return since
+}
+
+func eventsWatchFamily() redisstore.Family { return events.WatchFamily }
+
+// TestLapsedMarkerEndsStreams: when a stream's marker lapsed under an open
+// stream (here deleted by hand, as a long outage would let it expire), the
+// writes meanwhile recorded nothing: the next refresh finds a new watch
+// and ends the stream, so the client reconnects with its id and learns of
+// the gap.
+func TestLapsedMarkerEndsStreams(t *testing.T) {
+	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
+		h := start(t, srv, shortGrace)
+		h.Do(t, "POST", base+"/entries", `{"question":"q","answer":"a","qa_id":"q0"}`)
+		s := open(t, h.API, base+"/events", "")
+		s.first(t)
+		h.Do(t, "POST", base+"/entries", `{"question":"q","answer":"a","qa_id":"q1"}`)
+		last := s.next(t, 10*time.Second)
+		marker := srv.Layout().SessionKey(eventsWatchFamily(), "u1", "s1")
+		c := srv.Client(t)
+		if err := c.Do(t.Context(), c.B().Del().Key(marker).Build()).Error(); err != nil {
+			t.Fatal(err)
+		}
+		s.ended(t, 10*time.Second)
+		r := open(t, h.API, base+"/events", last.ID)
+		r.first(t)
+		if f := r.next(t, 10*time.Second); f.Event != "reconnected" || !strings.Contains(f.Data, `"gap":true`) {
+			t.Fatalf("got %+v, want reconnected with a gap", f)
+		}
+	})
+}
