@@ -26,5 +26,9 @@ var (
 // (a fork's copies).
 var MessagesIndex = load("messages_index")
 
+// MessagesTransaction applies one history transaction (append, replace a
+// suffix, replace the whole history), idempotent by its operation id.
+var MessagesTransaction = load("messages_transaction")
+
 // MessagesCompact stores a compaction overlay.
 var MessagesCompact = load("messages_compact")

@@ -21,11 +21,12 @@ var (
 		Kind: redisstore.KindZSet, Owner: "messages", TTL: redisstore.SessionTTL,
 		Description: "one member `<parent>\\0<append number>\\0<id>` per message (score 0, read by lex range): a message's branches, oldest first",
 	})
-	// KeysFamily: Idempotency-Key -> ids, the 1 000 newest (hash).
+	// KeysFamily: Idempotency-Key (or a transaction's operation id) -> ids,
+	// the 1 000 newest (hash).
 	KeysFamily = redisstore.Register(redisstore.Family{
 		Name: "message keys", Prefix: "agent_session_msg_keys", Scope: redisstore.ScopeSession,
 		Kind: redisstore.KindHash, Owner: "messages", TTL: redisstore.SessionTTL,
-		Description: "`Idempotency-Key` → the ids an append stored, the 1 000 newest keys, so a retried append stores nothing",
+		Description: "`Idempotency-Key` → the ids an append stored, and `tx <operation_id>` → a history transaction's digest and ids, the 1 000 newest keys, so a retry stores nothing; emptied by a clear",
 	})
 	// CompactionsFamily: the compactions in force (hash).
 	CompactionsFamily = redisstore.Register(redisstore.Family{

@@ -81,6 +81,7 @@ func (m *Module) Routes() []sidecar.Route {
 		{Pattern: "PATCH " + base + "/{message_id}", Handler: m.patchMessage, MaxBodyBytes: m.cfg.MaxBodyBytes},
 		{Pattern: "DELETE " + base + "/{message_id}", Handler: m.deleteMessage, Query: []string{"subtree"}},
 		{Pattern: "POST " + base + "/pop", Handler: m.pop},
+		{Pattern: "POST " + base + "/transactions", Handler: m.transaction, MaxBodyBytes: m.cfg.MaxBodyBytes},
 		{Pattern: "DELETE " + base, Handler: m.clear},
 		{Pattern: "POST /v1/users/{user_id}/sessions/{session_id}/compactions", Handler: m.compact},
 		{Pattern: "GET /v1/users/{user_id}/sessions/{session_id}/compactions", Handler: m.listCompactions},

@@ -256,6 +256,7 @@ func driveEveryRoute(t *testing.T, h *sidecartest.Host) {
 		{"patchMessage", 200, msg1, nil},
 		{"popMessage", 200, msg1, nil},
 		{"deleteMessage", 204, msg1, nil},
+		{"applyMessageTransaction", 201, msg1, nil},
 		{"appendMessages", 201, msg1, nil}, // the key's messages are gone: stored again
 		{"createCompaction", 201, msg1, nil},
 		{"listCompactions", 200, msg1, nil},

@@ -310,6 +310,8 @@ func driveExamples(t *testing.T, d *openapitest.Doc, h, streams *sidecartest.Hos
 		{"patchMessage", 200, nil},
 		{"popMessage", 200, nil}, // m2
 		{"deleteMessage", 204, nil},
+		{"applyMessageTransaction", 201, nil},
+		{"applyMessageTransaction", 200, nil}, // a repeat of the operation id
 		{"clearMessages", 204, nil},
 		{"putCheckpointWrites", 200, nil}, // before its checkpoint, as LangGraph may
 		{"putCheckpoint", 200, nil},

@@ -115,6 +115,16 @@ class MessagesAPI:
         there are no messages. Never retried (a repeat would pop another)."""
         return self._t.call("POST", path("users", user_id, "sessions", session_id, "messages", "pop")).body
 
+    def apply_message_transaction(self, user_id: str, session_id: str, transaction: Dict[str, Any]) -> Dict[str, Any]:
+        """One atomic history transaction on the latest path
+        (applyMessageTransaction): ``{"operation_id", "type": "append_items"
+        | "replace_suffix" | "replace_function_call" | "replace_history",
+        ...}``. Idempotent by ``operation_id`` (a repeat answers the first
+        result with ``applied`` false), so it is retried like a safe call.
+        Answers ``{operation_id, applied, messages}``."""
+        p = path("users", user_id, "sessions", session_id, "messages", "transactions")
+        return self._t.call("POST", p, body=transaction, safe=True).body
+
     def clear_messages(self, user_id: str, session_id: str) -> None:
         """Remove every message and compaction, keeping the record, usage
         and Q&A entries (clearMessages)."""

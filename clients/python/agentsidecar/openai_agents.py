@@ -15,11 +15,22 @@ overlay made through the API is for other readers and never shows here, so
 ``session_settings`` is the protocol's optional attribute: the SDK's
 ``SessionSettings`` (or any object with a ``limit``, or a dict), whose
 ``limit`` is what ``get_items()`` reads when it is given no ``limit``.
+
+The protocol's optional parts, where the Python SDK defines them: every
+history call takes the runner's ``wrapper`` (``RunContextWrapper``) by
+keyword, so the runner passes it (the sidecar keeps no use for it); and
+``run_compaction(args)`` (``OpenAIResponsesCompactionAwareSession``) runs a
+``compact`` function of yours (the sidecar never calls a model) and
+replaces the whole history with its result in one atomic transaction
+(``replace_history``): other pods see the history before or after, never
+between, and never an empty session.
 """
 
 import asyncio
 import functools
-from typing import Any, Dict, List, Optional
+import inspect
+import uuid
+from typing import Any, Callable, Dict, List, Optional
 
 from .errors import NotFound
 
@@ -46,17 +57,29 @@ def _item(message: Dict[str, Any]) -> Dict[str, Any]:
     return {"role": message.get("role", "assistant"), "content": message.get("content") or ""}
 
 
+def _messages(items: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
+    return [{"role": _role(dict(i)), "item": i, "format": FORMAT} for i in items]
+
+
 class SidecarSession:
     """An OpenAI Agents SDK session stored in the sidecar session
     ``(user_id, session_id)``."""
 
     session_settings: Any = None  # the protocol's optional SessionSettings
 
-    def __init__(self, sidecar: Any, user_id: str, session_id: str, *, session_settings: Any = None):
+    def __init__(self, sidecar: Any, user_id: str, session_id: str, *, session_settings: Any = None,
+                 compact: Optional[Callable[..., Any]] = None):
+        """``compact(items, args, wrapper)``, optional: the compaction
+        ``run_compaction`` runs (a function or a coroutine function), given
+        the whole history, the SDK's ``OpenAIResponsesCompactionArgs`` (or
+        None) and the run's wrapper (add the model call's usage to
+        ``wrapper.usage`` there); it answers the items that replace the
+        history, or None to skip this turn."""
         self.sidecar = sidecar
         self.user_id = user_id
         self.session_id = session_id
         self.session_settings = session_settings
+        self.compact = compact
 
     def _limit(self, limit: Optional[int]) -> Optional[int]:
         """The limit a read uses: the one given, else ``session_settings``'
@@ -74,7 +97,7 @@ class SidecarSession:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(None, functools.partial(fn, *args, **kw))
 
-    async def get_items(self, limit: Optional[int] = None) -> List[Dict[str, Any]]:
+    async def get_items(self, limit: Optional[int] = None, *, wrapper: Any = None) -> List[Dict[str, Any]]:
         """The conversation's items, oldest first; with ``limit`` exactly the
         newest ``limit`` of them (all when there are fewer), still oldest
         first; without ``limit``, ``session_settings.limit`` when set. Pages
@@ -106,14 +129,13 @@ class SidecarSession:
             if not after or not page["messages"]:
                 return items
 
-    async def add_items(self, items: List[Dict[str, Any]]) -> None:
+    async def add_items(self, items: List[Dict[str, Any]], *, wrapper: Any = None) -> None:
         """Append the items, in order, in one call (all or nothing)."""
         if not items:
             return
-        messages = [{"role": _role(dict(i)), "item": i, "format": FORMAT} for i in items]
-        await self._run(self.sidecar.append_messages, self.user_id, self.session_id, messages)
+        await self._run(self.sidecar.append_messages, self.user_id, self.session_id, _messages(items))
 
-    async def pop_item(self) -> Optional[Dict[str, Any]]:
+    async def pop_item(self, *, wrapper: Any = None) -> Optional[Dict[str, Any]]:
         """Remove the newest item of the raw path, the last one ``get_items``
         shows, and return it (None when there is none): one atomic call, so
         concurrent pops never return the same item. A compaction overlay
@@ -125,12 +147,34 @@ class SidecarSession:
             return None
         return _item(message)
 
-    async def clear_session(self) -> None:
+    async def clear_session(self, *, wrapper: Any = None) -> None:
         """Remove every item (the session's record, usage and Q&A entries stay)."""
         try:
             await self._run(self.sidecar.clear_messages, self.user_id, self.session_id)
         except NotFound:
             pass
+
+    async def replace_history(self, items: List[Dict[str, Any]], *, wrapper: Any = None) -> None:
+        """Replace every item by ``items`` (a compaction's output) in one
+        atomic, idempotent transaction of the API (``replace_history``):
+        readers see the old history or the new one, never an empty one."""
+        tx = {"operation_id": str(uuid.uuid4()), "type": "replace_history", "messages": _messages(items)}
+        await self._run(self.sidecar.apply_message_transaction, self.user_id, self.session_id, tx)
+
+    async def run_compaction(self, args: Optional[Dict[str, Any]] = None, *, wrapper: Any = None) -> None:
+        """The SDK's ``OpenAIResponsesCompactionAwareSession`` hook, which the
+        runner calls after each persisted turn: runs ``compact`` (given to
+        the constructor) on the whole history and replaces the history with
+        its answer in one transaction; nothing without ``compact`` or when
+        it answers None."""
+        if self.compact is None:
+            return
+        out = self.compact(await self.get_items(), args, wrapper)
+        if inspect.isawaitable(out):
+            out = await out
+        if out is None:
+            return
+        await self.replace_history(list(out))
 
 
 __all__ = ["SidecarSession", "FORMAT"]

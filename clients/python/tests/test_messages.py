@@ -69,6 +69,13 @@ class Messages(unittest.TestCase):
         with self.assertRaises(NotFound):
             sc.get_message(u, s, "m1")
         sc.append_message(u, s, "user", "again")
+        tx = {"operation_id": "op-1", "type": "append_items", "messages": [{"role": "user", "content": "tx"}]}
+        applied = sc.apply_message_transaction(u, s, tx)
+        self.assertEqual((applied["applied"], [m["content"] for m in applied["messages"]]), (True, ["tx"]))
+        self.assertFalse(sc.apply_message_transaction(u, s, tx)["applied"], "a repeat of the operation id")
+        with self.assertRaises(Conflict) as cm:
+            sc.apply_message_transaction(u, s, dict(tx, messages=[{"role": "user", "content": "other"}]))
+        self.assertEqual(cm.exception.code, "operation_conflict")
         sc.clear_messages(u, s)
         self.assertEqual(sc.list_messages(u, s)["messages"], [])
         with self.assertRaises(NotFound):

@@ -3,6 +3,7 @@ over the live messages API once the sidecar serves it."""
 
 import asyncio
 import inspect
+import threading
 import unittest
 
 from agentsidecar import Sidecar
@@ -48,13 +49,22 @@ class Protocol(unittest.TestCase):
         coroutines with its parameters."""
         s = SidecarSession(Sidecar("http://127.0.0.1:1"), "alice", "chat-1")
         self.assertEqual(s.session_id, "chat-1")
-        want = {"get_items": ["limit"], "add_items": ["items"], "pop_item": [], "clear_session": []}
+        want = {"get_items": ["limit", "wrapper"], "add_items": ["items", "wrapper"], "pop_item": ["wrapper"],
+                "clear_session": ["wrapper"], "run_compaction": ["args", "wrapper"]}
         for name, params in want.items():
             fn = getattr(s, name)
             self.assertTrue(inspect.iscoroutinefunction(fn), name)
             self.assertEqual(list(inspect.signature(fn).parameters), params, name)
+            # the SDK's _session_method_accepts_wrapper: a parameter named
+            # wrapper, passable by keyword; every history call has it, so
+            # the runner passes its RunContextWrapper to each
+            self.assertEqual(inspect.signature(fn).parameters["wrapper"].kind, inspect.Parameter.KEYWORD_ONLY, name)
+            self.assertIsNone(inspect.signature(fn).parameters["wrapper"].default, name)
         self.assertIsNone(inspect.signature(s.get_items).parameters["limit"].default)
         self.assertEqual(FORMAT, "openai.responses")
+        # the SDK's is_openai_responses_compaction_aware_session: a callable run_compaction
+        self.assertTrue(callable(getattr(s, "run_compaction", None)))
+        self.assertIsNone(asyncio.run(s.run_compaction()), "no compact function: nothing to do, nothing sent")
 
     def test_session_settings(self):
         """The protocol's optional session_settings: None unless given, by
@@ -94,6 +104,64 @@ class Live(unittest.TestCase):
             self.assertIsNone(await session.pop_item())
 
         asyncio.run(run())
+
+    def test_replace_history_is_one_transaction(self):
+        """replace_history (run_compaction's write) swaps the whole history
+        at once: a reader on another connection sees the 150 items or the
+        compacted 3, never an empty or a half-written session."""
+        sc, reader_sc = Sidecar(URL), Sidecar(URL)
+        self.addCleanup(sc.close)
+        self.addCleanup(reader_sc.close)
+        user = unique("py-replace")
+        session, reader = SidecarSession(sc, user, "chat-1"), SidecarSession(reader_sc, user, "chat-1")
+        before = [{"role": "user", "content": "q%d" % i} for i in range(150)]
+        after = [{"type": "compaction", "encrypted_content": "summary"}, before[-2], before[-1]]
+        asyncio.run(session.add_items(before))
+        seen, done = set(), threading.Event()
+
+        def read():
+            while not done.is_set():
+                seen.add(len(asyncio.run(reader.get_items())))
+
+        t = threading.Thread(target=read)
+        t.start()
+        try:
+            asyncio.run(session.replace_history(after))
+        finally:
+            done.set()
+            t.join()
+        self.assertEqual(asyncio.run(reader.get_items()), after)
+        self.assertTrue(seen <= {150, 3}, seen)
+
+    def test_run_compaction(self):
+        """run_compaction runs the compact function given (a function or a
+        coroutine function) on the whole history, with the runner's args and
+        wrapper, and replaces the history with its answer; None skips."""
+        sc = Sidecar(URL)
+        self.addCleanup(sc.close)
+        calls = []
+
+        def compact(items, args, wrapper):
+            calls.append((len(items), args, wrapper))
+            if len(items) < 3:
+                return None
+            return [{"type": "compaction", "encrypted_content": "of %d" % len(items)}, items[-1]]
+
+        async def acompact(items, args, wrapper):
+            return compact(items, args, wrapper)
+
+        for fn in (compact, acompact):
+            with self.subTest(fn=fn.__name__):
+                calls.clear()
+                s = SidecarSession(sc, unique("py-compact"), "chat-1", compact=fn)
+                items = [{"role": "user", "content": "q%d" % i} for i in range(3)]
+                asyncio.run(s.add_items(items[:2], wrapper="w"))
+                asyncio.run(s.run_compaction({"response_id": "r1"}, wrapper="w"))
+                self.assertEqual(asyncio.run(s.get_items(wrapper="w")), items[:2], "skipped: unchanged")
+                asyncio.run(s.add_items(items[2:]))
+                asyncio.run(s.run_compaction())
+                self.assertEqual(calls, [(2, {"response_id": "r1"}, "w"), (3, None, None)])
+                self.assertEqual(asyncio.run(s.get_items()), [{"type": "compaction", "encrypted_content": "of 3"}, items[2]])
 
     def test_same_answers_as_the_reference(self):
         sc = Sidecar(URL)

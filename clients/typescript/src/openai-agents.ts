@@ -8,11 +8,38 @@
  * of the raw path (`compacted: false`): a compaction overlay made through
  * the API is for other readers and never shows here, so `popItem` removes
  * exactly the newest item `getItems` showed.
+ *
+ * Besides `Session` it implements every optional interface of
+ * `@openai/agents-core` on the sidecar's atomic, idempotent history
+ * transactions (`POST .../messages/transactions`, one Redis script each):
+ * `applyHistoryTransaction` (append_items, replace_suffix),
+ * `applyHistoryMutations` (replace_function_call, the list in one
+ * transaction), `replaceHistoryWithCompaction`
+ * (the whole history replaced at once: other pods never see it half done),
+ * `runCompaction` (with a `compact` function of yours: the sidecar never
+ * calls a model) and `RunContextAwareSession`. The `prepareHistoryItem*`
+ * hooks do not apply: items are stored and answered unchanged, with no
+ * metadata of the sidecar's to strip.
  * `@openai/agents-core` is a peer dependency, imported for its types only.
  */
-import type { AgentInputItem, Session } from "@openai/agents-core";
+import { createHash, randomUUID } from "node:crypto";
 
-import type { Sidecar } from "./sidecar.js";
+import type {
+  AgentInputItem,
+  OpenAIResponsesCompactionArgs,
+  OpenAIResponsesCompactionAwareSession,
+  OpenAIResponsesCompactionResult,
+  RequestUsage,
+  RunContext,
+  RunContextAwareSession,
+  Session,
+  SessionHistoryRewriteArgs,
+  SessionHistoryRewriteAwareSession,
+  SessionHistoryTransactionArgs,
+  SessionHistoryTransactionAwareSession,
+} from "@openai/agents-core";
+
+import type { MessageTransaction, Sidecar } from "./sidecar.js";
 import { SidecarError } from "./errors.js";
 
 export const FORMAT = "openai.responses";
@@ -32,15 +59,99 @@ function toItem(m: Message): AgentInputItem {
   return { role: (m.role as "system") ?? "assistant", content: String(m.content ?? "") } as AgentInputItem;
 }
 
-export class SidecarSession implements Session {
+function message(item: AgentInputItem): Record<string, unknown> {
+  return { role: role(item), item, format: FORMAT };
+}
+
+/** The API's operation id for the SDK's: as it is when printable ASCII of at most 255 bytes, else a digest. */
+function operationId(id: string): string {
+  return /^[!-~]{1,255}$/.test(id) ? id : "sha256:" + createHash("sha256").update(id).digest("hex");
+}
+
+/** MemorySession's messages for the refusals of a transaction. */
+const SDK_MESSAGES: Record<string, string> = {
+  operation_conflict: "Session history operation was already applied with a different transaction.",
+  suffix_mismatch: "Session history suffix no longer matches the transaction precondition.",
+};
+
+const INVALID = "Session history transaction items contain invalid or unsupported data.";
+
+/** Refuses what is not plain JSON: the sidecar stores items as JSON, and a transaction is compared as JSON. */
+function plainJSON(v: unknown, seen: Set<object>): void {
+  if (v === null || typeof v === "string" || typeof v === "boolean") return;
+  if (typeof v === "number") {
+    if (Number.isFinite(v)) return;
+    throw new TypeError(INVALID);
+  }
+  if (typeof v !== "object" || seen.has(v)) throw new TypeError(INVALID);
+  seen.add(v);
+  if (Array.isArray(v)) {
+    for (let i = 0; i < v.length; i++) {
+      if (!(i in v)) throw new TypeError(INVALID);
+      plainJSON(v[i], seen);
+    }
+  } else {
+    const proto = Object.getPrototypeOf(v);
+    if (proto !== Object.prototype && proto !== null) throw new TypeError(INVALID);
+    for (const x of Object.values(v)) {
+      if (x !== undefined) plainJSON(x, seen);
+    }
+  }
+  seen.delete(v);
+}
+
+/** items checked: a list of plain JSON objects. */
+function jsonItems(items: unknown): AgentInputItem[] {
+  if (!Array.isArray(items)) throw new TypeError("Session history transaction fields are invalid.");
+  for (let i = 0; i < items.length; i++) {
+    const item = items[i];
+    if (!(i in items) || !item || typeof item !== "object" || Array.isArray(item)) throw new TypeError(INVALID);
+    plainJSON(item, new Set());
+  }
+  return items as AgentInputItem[];
+}
+
+/** What `compact` (SidecarSessionOptions) is given. */
+export type CompactionInput = {
+  /** The session's items, oldest first. */
+  items: AgentInputItem[];
+  args?: OpenAIResponsesCompactionArgs;
+  runContext?: RunContext<any>;
+};
+
+/** What `compact` answers: the history that replaces the items, and what the model call cost. */
+export type CompactionOutput = { items: AgentInputItem[]; usage: RequestUsage };
+
+export type SidecarSessionOptions = {
+  /**
+   * Compacts the history for `runCompaction` (the runner calls it after each
+   * turn): e.g. OpenAI's `responses.compact`, or a summary by your model.
+   * Answer null to skip this turn. The result replaces the whole history in
+   * one transaction. Without it `runCompaction` answers null.
+   */
+  compact?: (input: CompactionInput) => Promise<CompactionOutput | null> | CompactionOutput | null;
+};
+
+export class SidecarSession
+  implements
+    Session,
+    RunContextAwareSession<any>,
+    SessionHistoryTransactionAwareSession,
+    SessionHistoryRewriteAwareSession,
+    OpenAIResponsesCompactionAwareSession
+{
   readonly sidecar: Sidecar;
   readonly userId: string;
   readonly sessionId: string;
+  /** The runner passes its RunContext to every call (the sidecar keeps no use for it). */
+  readonly acceptsRunContext = true as const;
+  private readonly compact?: SidecarSessionOptions["compact"];
 
-  constructor(sidecar: Sidecar, userId: string, sessionId: string) {
+  constructor(sidecar: Sidecar, userId: string, sessionId: string, options: SidecarSessionOptions = {}) {
     this.sidecar = sidecar;
     this.userId = userId;
     this.sessionId = sessionId;
+    this.compact = options.compact;
   }
 
   async getSessionId(): Promise<string> {
@@ -54,7 +165,7 @@ export class SidecarSession implements Session {
    * `Sidecar-Truncated`) and no page size shortens the result. The raw
    * path: compaction overlays are not applied.
    */
-  async getItems(limit?: number): Promise<AgentInputItem[]> {
+  async getItems(limit?: number, _runContext?: RunContext<any>): Promise<AgentInputItem[]> {
     const { sidecar: sc, userId: u, sessionId: s } = this;
     if (limit !== undefined) {
       if (limit <= 0) return [];
@@ -77,7 +188,7 @@ export class SidecarSession implements Session {
   }
 
   /** Appends the items in order, in one call (all or nothing). */
-  async addItems(items: AgentInputItem[]): Promise<void> {
+  async addItems(items: AgentInputItem[], _runContext?: RunContext<any>): Promise<void> {
     if (items.length === 0) return;
     await this.sidecar.appendMessages(
       this.userId,
@@ -92,7 +203,7 @@ export class SidecarSession implements Session {
    * same item. A compaction overlay ending at that item ends with it (the
    * API's rule for an endpoint); overlays over older items stay.
    */
-  async popItem(): Promise<AgentInputItem | undefined> {
+  async popItem(_runContext?: RunContext<any>): Promise<AgentInputItem | undefined> {
     try {
       return toItem(await this.sidecar.popMessage(this.userId, this.sessionId));
     } catch (e) {
@@ -102,11 +213,93 @@ export class SidecarSession implements Session {
   }
 
   /** Removes every item (the session's record, usage and Q&A entries stay). */
-  async clearSession(): Promise<void> {
+  async clearSession(_runContext?: RunContext<any>): Promise<void> {
     try {
       await this.sidecar.clearMessages(this.userId, this.sessionId);
     } catch (e) {
       if (!(e instanceof SidecarError && e.status === 404)) throw e;
     }
+  }
+
+  /** One history transaction of the API (retried on outages: the operation id makes a repeat harmless). */
+  private async transaction(tx: MessageTransaction): Promise<void> {
+    await this.sidecar.applyMessageTransaction(this.userId, this.sessionId, tx);
+  }
+
+  /**
+   * Applies the runner's transaction atomically, idempotent by its
+   * operationId (stored with the change; a clearSession forgets it, as
+   * MemorySession does): the same id and transaction again changes
+   * nothing; another transaction under that id, or a replace_suffix whose
+   * expectedSuffix is not the stored suffix, throws (SidecarError 409
+   * `operation_conflict` / `suffix_mismatch`, with MemorySession's message)
+   * with nothing changed. Items that are not plain JSON (a Date, a cycle,
+   * a BigInt, a sparse array) are refused before anything is sent.
+   */
+  async applyHistoryTransaction(args: SessionHistoryTransactionArgs, _runContext?: RunContext<any>): Promise<void> {
+    const id = args?.operationId;
+    if (typeof id !== "string" || !id.trim()) throw new TypeError("Session history transaction operationId must be a non-empty string.");
+    const t = args.transaction as unknown;
+    if (!t || typeof t !== "object") throw new TypeError("Session history transaction must be an object.");
+    const op = operationId(id);
+    let tx: MessageTransaction;
+    const fields = Object.keys(t).sort().join(",");
+    if ((t as { type?: unknown }).type === "append_items") {
+      if (fields !== "items,type") throw new TypeError("Session history append transaction fields are invalid.");
+      const items = jsonItems((t as { items?: unknown }).items);
+      // no items: still one transaction, so the operation id is stored
+      tx = items.length === 0
+        ? { operation_id: op, type: "replace_suffix", expected_suffix: [], messages: [] }
+        : { operation_id: op, type: "append_items", messages: items.map(message) };
+    } else if ((t as { type?: unknown }).type === "replace_suffix") {
+      if (fields !== "expectedSuffix,replacement,type") throw new TypeError("Session history suffix transaction fields are invalid.");
+      const { expectedSuffix, replacement } = t as { expectedSuffix?: unknown; replacement?: unknown };
+      tx = { operation_id: op, type: "replace_suffix", expected_suffix: jsonItems(expectedSuffix).map(message), messages: jsonItems(replacement).map(message) };
+    } else {
+      throw new TypeError("Unsupported session history transaction type.");
+    }
+    try {
+      await this.transaction(tx);
+    } catch (e) {
+      const says = e instanceof SidecarError && e.status === 409 ? SDK_MESSAGES[e.code] : undefined;
+      if (says && e instanceof SidecarError) throw new SidecarError(e.status, e.code, `${says} (${e.message})`);
+      throw e;
+    }
+  }
+
+  /**
+   * replace_function_call: for each mutation in order, the first item of
+   * that call gets the replacement (in its place) and later items of the
+   * call go; all of them in one transaction. A call the history does not
+   * hold is left alone, as MemorySession does.
+   */
+  async applyHistoryMutations(args: SessionHistoryRewriteArgs): Promise<void> {
+    const replacements = args.mutations
+      .filter((m) => m.type === "replace_function_call")
+      .map((m) => ({ call_id: m.callId, message: message(m.replacement) }));
+    if (replacements.length === 0) return;
+    try {
+      await this.transaction({ operation_id: randomUUID(), type: "replace_function_call", replacements });
+    } catch (e) {
+      if (!(e instanceof SidecarError && e.status === 404)) throw e;
+    }
+  }
+
+  /** Replaces the whole history by items (a compaction's output) in one transaction. */
+  async replaceHistoryWithCompaction(items: AgentInputItem[], _runContext?: RunContext<any>): Promise<void> {
+    await this.transaction({ operation_id: randomUUID(), type: "replace_history", messages: items.map(message) });
+  }
+
+  /**
+   * Runs the `compact` function given to the constructor on the whole
+   * history and replaces it with the result in one transaction; null when
+   * there is no such function or it skipped this turn.
+   */
+  async runCompaction(args?: OpenAIResponsesCompactionArgs, runContext?: RunContext<any>): Promise<OpenAIResponsesCompactionResult | null> {
+    if (!this.compact) return null;
+    const out = await this.compact({ items: await this.getItems(), args, runContext });
+    if (!out) return null;
+    await this.replaceHistoryWithCompaction(out.items);
+    return { usage: out.usage };
   }
 }

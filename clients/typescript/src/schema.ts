@@ -1534,6 +1534,44 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/users/{user_id}/sessions/{session_id}/messages/transactions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The user (Cognee's user id).
+                 * @example alice
+                 */
+                user_id: components["parameters"]["UserId"];
+                /**
+                 * @description The session of that user (Cognee's `session_id`, e.g. `default_session`).
+                 * @example chat-1
+                 */
+                session_id: components["parameters"]["SessionId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Apply an atomic, idempotent history transaction
+         * @description Changes the latest path (the raw path, `compacted=false`: what the framework adapters read) in one script that also records activity, slides the session's TTL and emits `message_deleted` / `message_appended` events: other readers see the history before or after it, never between. `operation_id` is stored with the change (among the session's 1 000 newest keys, shared with `Idempotency-Key`): the same id with the same transaction (member order aside) answers 200 with the first answer's messages and writes nothing; with another transaction, 409 `operation_conflict`.
+         *
+         *     - `append_items`: `messages` (1-1000) chained after the latest leaf.
+         *     - `replace_suffix`: when the latest path ends with `expected_suffix` (0-1000 messages, compared by role, content, parts, tool fields, item, format and metadata as JSON values, and `id` when given), those messages are removed and `messages` (0-1000) chained in their place; else 409 `suffix_mismatch`.
+         *     - `replace_function_call`: the first message of the latest path whose item is the function call `call_id` (`{"type": "function_call", "callId"|"call_id": ...}`) gets `message` (keeping its id and place), later messages of that call are removed, the others stay as stored; `replacements` (1-100 `{call_id, message}`) applies several in order in the one transaction, skipping a call no message holds; at most 1000 messages from the first one changed to the latest leaf.
+         *     - `replace_history`: every message and compaction of the session is removed and `messages` (0-1000) stored as the new history (replace-with-compaction).
+         *
+         *     New messages take no `parent_id`. A compaction overlay with an endpoint among the removed messages is deleted. The body is at most `SIDECAR_MAX_MESSAGE_BODY_BYTES`.
+         */
+        post: operations["applyMessageTransaction"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/adk/apps/{app_name}/users/{user_id}/sessions": {
         parameters: {
             query?: never;
@@ -2432,6 +2470,33 @@ export interface components {
             checkpoints: components["schemas"]["CheckpointTuple"][];
             /** @description More may follow: ask again with `before` set to it. Null: none. */
             next_before: string | null;
+        };
+        /** @description One history transaction; the fields each `type` takes are listed in the operation. */
+        MessageTransaction: {
+            /** @description The operation's id, the same when it is retried (printable ASCII). */
+            operation_id: string;
+            /** @enum {string} */
+            type: "append_items" | "replace_suffix" | "replace_function_call" | "replace_history";
+            /** @description The messages written (`append_items`: at least one), chained in order; without `parent_id`. */
+            messages?: components["schemas"]["MessageInput"][];
+            /** @description `replace_suffix`: the latest path's last messages as read, oldest first. */
+            expected_suffix?: components["schemas"]["MessageInput"][];
+            /** @description `replace_function_call`: the call whose message is replaced. */
+            call_id?: string;
+            /** @description `replace_function_call`: the new message, its item a function call of `call_id`. */
+            message?: components["schemas"]["MessageInput"];
+            /** @description `replace_function_call`: several replacements applied in order in the one transaction (instead of `call_id` and `message`); a call no message holds is skipped. */
+            replacements?: {
+                call_id: string;
+                message: components["schemas"]["MessageInput"];
+            }[];
+        };
+        MessageTransactionResult: {
+            operation_id: string;
+            /** @description false: a repeat, nothing written now. */
+            applied: boolean;
+            /** @description The messages the transaction wrote, oldest first (a repeat: those still held). */
+            messages: components["schemas"]["Message"][];
         };
         /**
          * @description ADK state: keys to any JSON values. Keys beginning `app:` are the app's state (every user of the app), `user:` the user's (every session of the user in the app), `temp:` are never stored; others are the session's. At most 1000 keys of at most 1024 bytes per request; each stored state at most `ADK_MAX_STATE_BYTES`.
@@ -8973,6 +9038,125 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            500: components["responses"]["Internal"];
+            503: components["responses"]["RedisUnavailable"];
+        };
+    };
+    applyMessageTransaction: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The user (Cognee's user id).
+                 * @example alice
+                 */
+                user_id: components["parameters"]["UserId"];
+                /**
+                 * @description The session of that user (Cognee's `session_id`, e.g. `default_session`).
+                 * @example chat-1
+                 */
+                session_id: components["parameters"]["SessionId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "operation_id": "op-1",
+                 *       "type": "append_items",
+                 *       "messages": [
+                 *         {
+                 *           "role": "user",
+                 *           "format": "openai.responses",
+                 *           "item": {
+                 *             "role": "user",
+                 *             "content": "Where is the dog?"
+                 *           }
+                 *         }
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["MessageTransaction"];
+            };
+        };
+        responses: {
+            /** @description A repeat of an applied operation id with the same transaction: the first answer's messages still held, `applied: false`, nothing written. */
+            200: {
+                headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MessageTransactionResult"];
+                };
+            };
+            /** @description Applied: the messages the transaction wrote, oldest first. */
+            201: {
+                headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MessageTransactionResult"];
+                };
+            };
+            /**
+             * @description Bad input; nothing was changed.
+             *
+             *     - `invalid_id`: a path id is not 1-128 characters of `[A-Za-z0-9_.@-]`
+             *     - `invalid_json`: the body is not one JSON value of the right kind (malformed, empty, several values)
+             *     - `invalid_field`: a field has the wrong type or is out of bounds, is missing for the transaction's type or is not one of its fields; the message names it
+             *     - `unknown_field`: the body holds a field this call does not know; the message names it
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
+             */
+            400: {
+                headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            /**
+             * @description Not found; nothing was written.
+             *
+             *     - `not_found`: `replace_function_call` names calls that no message of the latest path holds
+             */
+            404: {
+                headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Conflict; nothing was written.
+             *
+             *     - `operation_conflict`: the operation id was already applied with another transaction
+             *     - `suffix_mismatch`: the latest messages are not `expected_suffix`
+             *     - `has_children`: a message of the replaced suffix has another branch under it
+             *     - `id_conflict`: a new message's `id` is held by a message the transaction keeps
+             *     - `session_full`: the session would pass `SESSION_MAX_MESSAGES`
+             *     - `transaction_too_large`: the function call is more than 1000 messages from the latest one
+             *     - `key_wrong_type`: a Redis key of the session holds another type of value (another program wrote it)
+             */
+            409: {
+                headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            413: components["responses"]["BodyTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["Internal"];
             503: components["responses"]["RedisUnavailable"];
         };

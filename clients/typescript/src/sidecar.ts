@@ -32,6 +32,15 @@ export interface ListMessagesOptions {
   compacted?: boolean;
 }
 /** A compaction: {id, summary, from_id, to_id, created_at}. */
+/** A history transaction (POST .../messages/transactions). */
+export type MessageTransaction =
+  | { operation_id: string; type: "append_items"; messages: Obj[] }
+  | { operation_id: string; type: "replace_suffix"; expected_suffix: Obj[]; messages: Obj[] }
+  | { operation_id: string; type: "replace_function_call"; call_id: string; message: Obj }
+  | { operation_id: string; type: "replace_function_call"; replacements: { call_id: string; message: Obj }[] }
+  | { operation_id: string; type: "replace_history"; messages: Obj[] };
+/** What a transaction wrote; `applied: false` for a repeat of its operation id. */
+export type MessageTransactionResult = { operation_id: string; applied: boolean; messages: Message[] };
 export type Compaction = { id: string; summary: string; from_id: string; to_id: string; created_at: string };
 /** An ADK session page: state, times and event_count on the first page; events oldest first. */
 export type AdkSession = {
@@ -153,6 +162,15 @@ export class Sidecar extends SidecarCore {
   /** popMessage: removes the latest leaf and returns it (404 when none). Never retried. */
   popMessage(userId: string, sessionId: string): Promise<Message> {
     return this.raw(false, "POST", this.sessionPath(userId, sessionId, "messages", "pop"));
+  }
+  /**
+   * applyMessageTransaction: one atomic history transaction on the latest
+   * path (append_items, replace_suffix, replace_function_call,
+   * replace_history), idempotent by `operation_id`: a repeat answers the
+   * first result (`applied: false`), so it is retried on outages.
+   */
+  applyMessageTransaction(userId: string, sessionId: string, transaction: MessageTransaction): Promise<MessageTransactionResult> {
+    return this.raw(true, "POST", this.sessionPath(userId, sessionId, "messages", "transactions"), transaction);
   }
   /** clearMessages: every message and compaction; the record, usage and Q&A entries stay. */
   async clearMessages(userId: string, sessionId: string): Promise<void> {

@@ -63,6 +63,11 @@ test("every messages operation", { skip: noMessages }, async () => {
   await sc.deleteMessage(u, s, "m1", { subtree: true });
   await rejects(sc.getMessage(u, s, "m1"), 404, "not_found");
   await sc.appendMessage(u, s, { role: "user", content: "again" });
+  const tx = { operation_id: "op-1", type: "append_items", messages: [{ role: "user", content: "tx" }] };
+  const applied = await sc.applyMessageTransaction(u, s, tx);
+  assert.deepEqual([applied.applied, applied.messages.map((m) => m.content)], [true, ["tx"]]);
+  assert.equal((await sc.applyMessageTransaction(u, s, tx)).applied, false, "a repeat of the operation id");
+  await rejects(sc.applyMessageTransaction(u, s, { ...tx, messages: [{ role: "user", content: "other" }] }), 409, "operation_conflict");
   await sc.clearMessages(u, s);
   assert.deepEqual((await sc.listMessages(u, s)).messages, []);
   await rejects(sc.popMessage(u, s), 404, "not_found");

@@ -1,0 +1,504 @@
+package messages
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha1"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"reflect"
+	"strconv"
+
+	"github.com/agentsidecar/agentsidecar/lua"
+	"github.com/agentsidecar/agentsidecar/redisstore"
+	"github.com/agentsidecar/agentsidecar/sidecar"
+)
+
+// Transaction types (POST .../messages/transactions).
+const (
+	TxAppendItems         = "append_items"
+	TxReplaceSuffix       = "replace_suffix"
+	TxReplaceFunctionCall = "replace_function_call"
+	TxReplaceHistory      = "replace_history"
+)
+
+// MaxOperationID bounds an operation id (printable ASCII, as an
+// Idempotency-Key).
+const MaxOperationID = 255
+
+// txRetries bounds the tries of a transaction whose suffix changed between
+// the read that compared it and the script (each try one read and one
+// script).
+const txRetries = 5
+
+// txIn is a transaction as a client sends it.
+type txIn struct {
+	OperationID    *string     `json:"operation_id"`
+	Type           string      `json:"type"`
+	Messages       []messageIn `json:"messages"`
+	ExpectedSuffix []messageIn `json:"expected_suffix"`
+	CallID         *string     `json:"call_id"`
+	Message        *messageIn  `json:"message"`
+	// Replacements: several replace_function_calls in one transaction,
+	// applied in order (instead of call_id and message)
+	Replacements []callReplacement `json:"replacements"`
+}
+
+// txEntry is a message a transaction writes: new, or one of the replaced
+// segment kept as stored (Msg.ID only).
+type txEntry struct {
+	Keep bool
+	Msg  message
+}
+
+// txSeg is a message of the replaced segment as the caller read it.
+type txSeg struct{ ID, FP string }
+
+// txArgs is one run of lua/messages_transaction.lua.
+type txArgs struct {
+	OpID, Digest string
+	Whole        bool // every message goes (replace_history)
+	Differs      bool // the stored suffix differs from the expected one
+	Segment      []txSeg
+	Entries      []txEntry
+}
+
+// errSuffixMismatch: the suffix changed between the read and the script.
+var errSuffixMismatch = errors.New("suffix_mismatch")
+
+func suffixMismatch(user, session string) error {
+	return redisstore.Refuse(redisstore.ErrConflict, "suffix_mismatch",
+		"the latest messages of session %s/%s are not the expected suffix; nothing was written", user, session)
+}
+
+// Transaction runs one history transaction: the messages written (or,
+// for a repeat, those of the first time still held; Created false).
+func (s *Store) Transaction(ctx context.Context, user, session string, t txArgs) (Stored, error) {
+	flag := func(b bool) string {
+		if b {
+			return "1"
+		}
+		return "0"
+	}
+	kind := "suffix"
+	if t.Whole {
+		kind = "whole"
+	}
+	args := make([]string, 0, 7+2*len(t.Segment)+8*len(t.Entries))
+	args = append(args, t.OpID, t.Digest, kind, flag(t.Differs), strconv.Itoa(s.cfg.MaxMessages),
+		strconv.FormatInt(s.cfg.CompactAfterTokens, 10), strconv.Itoa(len(t.Segment)))
+	for _, g := range t.Segment {
+		args = append(args, g.ID, g.FP)
+	}
+	for _, e := range t.Entries {
+		if e.Keep {
+			args = append(args, "keep", e.Msg.ID, "", "", "", "", "", "")
+			continue
+		}
+		m := e.Msg
+		args = append(args, "new", m.ID, m.FP, strconv.FormatInt(m.Tokens, 10), string(m.Body))
+		args = append(args, s.searchArgs(m)...)
+	}
+	r, err := s.Run(ctx, lua.MessagesTransaction, user, session, args...)
+	if err != nil {
+		return Stored{}, err
+	}
+	if !r.Dup {
+		if status, err := r.String(0); err == nil && status == "suffix_mismatch" {
+			return Stored{}, errSuffixMismatch
+		}
+	}
+	return s.stored(lua.MessagesTransaction.Name, r, user, session)
+}
+
+// tail reads the newest n messages of the latest raw path (no compaction
+// overlays: what the adapters read), oldest first, following the cursors
+// (a page cut by the answer's byte cap continues).
+func (s *Store) tail(ctx context.Context, user, session string, n int) ([][]byte, error) {
+	var out [][]byte
+	q := PageQuery{Desc: true, Raw: true}
+	for len(out) < n {
+		q.Limit = min(n-len(out), MaxLimit)
+		p, err := s.Path(ctx, user, session, q)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p.Messages...)
+		if p.NextCursor == "" || len(p.Messages) == 0 {
+			break
+		}
+		q.Cursor, q.At = "after", p.NextCursor
+	}
+	for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
+		out[i], out[j] = out[j], out[i]
+	}
+	return out, nil
+}
+
+// storedIn decodes a stored message; its raw fields are the bytes sent, so
+// its fingerprint is the one its tree node holds.
+func storedIn(b []byte) (messageIn, error) {
+	var m messageIn
+	if err := json.Unmarshal(b, &m); err != nil {
+		return m, redisstore.Wrap(lua.MessagesRead.Name, err)
+	}
+	return m, nil
+}
+
+// jsonEqual reports whether two raw JSON values are the same value (member
+// order and number spelling aside), absent and null alike.
+func jsonEqual(a, b json.RawMessage) bool {
+	if !present(a) || !present(b) {
+		return present(a) == present(b)
+	}
+	if bytes.Equal(a, b) {
+		return true
+	}
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return false
+	}
+	return reflect.DeepEqual(x, y)
+}
+
+func strEqual(a, b *string) bool {
+	return (a == nil) == (b == nil) && (a == nil || *a == *b)
+}
+
+// sameMessage reports whether stored message got is what expected
+// describes: the same role, content, parts, tool fields, item, format and
+// metadata (as JSON values), and the same id when expected names one.
+func sameMessage(expected, got messageIn) bool {
+	if expected.ID != nil && (got.ID == nil || *expected.ID != *got.ID) {
+		return false
+	}
+	return expected.Role == got.Role && jsonEqual(expected.Content, got.Content) && jsonEqual(expected.Parts, got.Parts) &&
+		jsonEqual(expected.ToolCalls, got.ToolCalls) && strEqual(expected.ToolCallID, got.ToolCallID) &&
+		jsonEqual(expected.Item, got.Item) && strEqual(expected.Format, got.Format) && jsonEqual(expected.Metadata, got.Metadata)
+}
+
+// callOf is the call id of a function call item ({"type": "function_call",
+// "callId"|"call_id": id}), or "".
+func callOf(item json.RawMessage) string {
+	if !present(item) || !bytes.Contains(item, []byte("function_call")) {
+		return ""
+	}
+	var v struct {
+		Type   string  `json:"type"`
+		CallID *string `json:"callId"`
+		Snake  *string `json:"call_id"`
+	}
+	if json.Unmarshal(item, &v) != nil || v.Type != "function_call" {
+		return ""
+	}
+	if v.CallID != nil {
+		return *v.CallID
+	}
+	if v.Snake != nil {
+		return *v.Snake
+	}
+	return ""
+}
+
+// digest is the transaction's identity: body without its operation id,
+// its members sorted, as SHA1.
+func txDigest(body []byte) (string, error) {
+	var v map[string]any
+	d := json.NewDecoder(bytes.NewReader(body))
+	d.UseNumber()
+	if err := d.Decode(&v); err != nil {
+		return "", err
+	}
+	delete(v, "operation_id")
+	b, err := json.Marshal(v)
+	if err != nil {
+		return "", err
+	}
+	h := sha1.Sum(b)
+	return hex.EncodeToString(h[:]), nil
+}
+
+// checkNew checks the messages a transaction writes (field names under
+// field): 0 to MaxBatch, each with no parent_id (they are chained on the
+// latest path), ids distinct.
+func checkNew(field string, in []messageIn, maxItem int) ([]txEntry, error) {
+	if len(in) > MaxBatch {
+		return nil, sidecar.BadRequest("invalid_field", "field %q holds %d messages; at most %d", field, len(in), MaxBatch)
+	}
+	out := make([]txEntry, len(in))
+	seen := map[string]bool{}
+	for i := range in {
+		at := field + "[" + strconv.Itoa(i) + "]."
+		if in[i].ParentID != nil {
+			return nil, bad(at+"parent_id", "must be absent: a transaction's messages are chained on the latest path")
+		}
+		msg, err := in[i].check(at, maxItem)
+		if err != nil {
+			return nil, err
+		}
+		if seen[msg.ID] {
+			return nil, bad(at+"id", "id %s appears twice in the transaction", msg.ID)
+		}
+		seen[msg.ID] = true
+		out[i] = txEntry{Msg: msg}
+	}
+	return out, nil
+}
+
+func (m *Module) transaction(w http.ResponseWriter, r *http.Request) error {
+	user, session, err := sidecar.SessionIDs(r)
+	if err != nil {
+		return err
+	}
+	body, err := sidecar.ReadJSON(r)
+	if err != nil {
+		return err
+	}
+	var in txIn
+	if err := sidecar.DecodeJSONBytes(body, &in); err != nil {
+		return err
+	}
+	if in.OperationID == nil || !validOperationID(*in.OperationID) {
+		return bad("operation_id", "is required: 1-%d printable ASCII characters, the same when the transaction is retried", MaxOperationID)
+	}
+	digest, err := txDigest(body)
+	if err != nil {
+		return err
+	}
+	t := txArgs{OpID: *in.OperationID, Digest: digest}
+	// which fields each type takes
+	want := map[string][3]bool{ // messages, expected_suffix, call_id+message
+		TxAppendItems: {true, false, false}, TxReplaceSuffix: {true, true, false},
+		TxReplaceFunctionCall: {false, false, true}, TxReplaceHistory: {true, false, false},
+	}
+	w3, ok := want[in.Type]
+	if !ok {
+		return bad("type", "must be %s, %s, %s or %s", TxAppendItems, TxReplaceSuffix, TxReplaceFunctionCall, TxReplaceHistory)
+	}
+	// replace_function_call: call_id and message, or replacements
+	list := in.Replacements != nil
+	for _, f := range []struct {
+		name      string
+		has, want bool
+	}{
+		{"messages", in.Messages != nil, w3[0]}, {"expected_suffix", in.ExpectedSuffix != nil, w3[1]},
+		{"call_id", in.CallID != nil, w3[2] && !list}, {"message", in.Message != nil, w3[2] && !list},
+		{"replacements", list, list && w3[2]},
+	} {
+		if f.has != f.want {
+			if f.want {
+				return bad(f.name, "is required for a %s transaction", in.Type)
+			}
+			return bad(f.name, "is not a field of a %s transaction", in.Type)
+		}
+	}
+	if t.Entries, err = checkNew("messages", in.Messages, m.cfg.MaxItemBytes); err != nil {
+		return err
+	}
+	if in.Type == TxAppendItems && len(t.Entries) == 0 {
+		return bad("messages", "must hold 1 to %d messages", MaxBatch)
+	}
+	ctx := r.Context()
+	var st Stored
+	switch in.Type {
+	case TxAppendItems:
+		st, err = m.store.Transaction(ctx, user, session, t)
+	case TxReplaceHistory:
+		t.Whole = true
+		st, err = m.store.Transaction(ctx, user, session, t)
+	case TxReplaceSuffix:
+		st, err = m.replaceSuffix(ctx, user, session, t, in.ExpectedSuffix)
+	case TxReplaceFunctionCall:
+		reps := in.Replacements
+		if !list {
+			reps = []callReplacement{{CallID: in.CallID, Message: in.Message}}
+		}
+		st, err = m.replaceFunctionCall(ctx, user, session, t, reps, list)
+	}
+	if err != nil {
+		return err
+	}
+	status := http.StatusOK
+	if st.Created {
+		status = http.StatusCreated
+		m.appended.Add(float64(len(st.Messages)))
+	}
+	head := `{"operation_id":` + string(jsonString(t.OpID)) + `,"applied":` + strconv.FormatBool(st.Created) + `,"messages":[`
+	sidecar.WriteBody(w, status, listObject(head, st.Messages, "]}"))
+	return nil
+}
+
+func validOperationID(s string) bool {
+	if s == "" || len(s) > MaxOperationID {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x21 || s[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+// replaceSuffix compares the latest raw path's last messages with expected
+// and replaces them by t.Entries in one script, which checks that they are
+// still the messages compared (else the read and the comparison again).
+func (m *Module) replaceSuffix(ctx context.Context, user, session string, t txArgs, expected []messageIn) (Stored, error) {
+	if len(expected) > MaxBatch {
+		return Stored{}, bad("expected_suffix", "holds %d messages; at most %d", len(expected), MaxBatch)
+	}
+	for i := range expected {
+		if _, err := expected[i].check("expected_suffix["+strconv.Itoa(i)+"].", m.cfg.MaxItemBytes); err != nil {
+			return Stored{}, err
+		}
+	}
+	for try := 0; ; try++ {
+		got, err := m.store.tail(ctx, user, session, len(expected))
+		if err != nil {
+			return Stored{}, err
+		}
+		t.Segment, t.Differs = t.Segment[:0], len(got) != len(expected)
+		for i := 0; i < len(got) && !t.Differs; i++ {
+			s, err := storedIn(got[i])
+			if err != nil {
+				return Stored{}, err
+			}
+			if !sameMessage(expected[i], s) {
+				t.Differs = true
+				break
+			}
+			t.Segment = append(t.Segment, txSeg{ID: *s.ID, FP: s.fingerprint()})
+		}
+		if t.Differs {
+			t.Segment = nil
+		}
+		st, err := m.store.Transaction(ctx, user, session, t)
+		if errors.Is(err, errSuffixMismatch) {
+			if t.Differs || try >= txRetries {
+				return Stored{}, suffixMismatch(user, session)
+			}
+			continue
+		}
+		return st, err
+	}
+}
+
+// callReplacement is one replace_function_call: the call, its new message.
+type callReplacement struct {
+	CallID  *string    `json:"call_id"`
+	Message *messageIn `json:"message"`
+}
+
+// MaxReplacements bounds the replacements of one replace_function_call.
+const MaxReplacements = 100
+
+// pathEntry is a message of the path while replacements apply: orig its
+// index on the path read, msg its new fields (nil: kept as stored).
+type pathEntry struct {
+	orig int
+	id   string
+	call string
+	msg  *messageIn
+}
+
+// replaceFunctionCall applies the SDK's replace_function_call for each of
+// reps in order, on the latest raw path: the first message whose item is
+// the function call gets the replacement (keeping its id and place), the
+// later ones of that call go. The segment from the first message changed
+// to the leaf is rewritten in one transaction, its other messages kept as
+// stored. A call no message holds is skipped; none held: a not-found
+// refusal, nothing written.
+func (m *Module) replaceFunctionCall(ctx context.Context, user, session string, t txArgs, reps []callReplacement, listed bool) (Stored, error) {
+	if len(reps) == 0 || len(reps) > MaxReplacements {
+		return Stored{}, bad("replacements", "must hold 1 to %d replacements", MaxReplacements)
+	}
+	for i, r := range reps {
+		at := ""
+		if listed {
+			at = "replacements[" + strconv.Itoa(i) + "]."
+		}
+		if r.CallID == nil || *r.CallID == "" || len(*r.CallID) > MaxNameLength {
+			return Stored{}, bad(at+"call_id", "must be 1-%d bytes", MaxNameLength)
+		}
+		if r.Message == nil {
+			return Stored{}, bad(at+"message", "is required")
+		}
+		if r.Message.ParentID != nil {
+			return Stored{}, bad(at+"message.parent_id", "must be absent: the message takes the replaced one's place")
+		}
+		if got := callOf(r.Message.Item); got != *r.CallID {
+			return Stored{}, bad(at+"message.item", "must be a function_call item of call %s", *r.CallID)
+		}
+		if _, err := r.Message.check(at+"message.", m.cfg.MaxItemBytes); err != nil {
+			return Stored{}, err // refused before anything is read
+		}
+	}
+	for try := 0; ; try++ {
+		path, err := m.store.tail(ctx, user, session, MaxMessagesCeiling)
+		if err != nil {
+			return Stored{}, err
+		}
+		cur := make([]pathEntry, len(path))
+		seg := make([]txSeg, len(path))
+		for i, raw := range path {
+			s, err := storedIn(raw)
+			if err != nil {
+				return Stored{}, err
+			}
+			cur[i] = pathEntry{orig: i, id: *s.ID, call: callOf(s.Item)}
+			seg[i] = txSeg{ID: *s.ID, FP: s.fingerprint()}
+		}
+		first := len(path)
+		for _, r := range reps {
+			next := cur[:0:0]
+			kept := false
+			for _, e := range cur {
+				if e.call != *r.CallID {
+					next = append(next, e)
+					continue
+				}
+				first = min(first, e.orig)
+				if !kept {
+					next = append(next, pathEntry{orig: e.orig, id: e.id, call: e.call, msg: r.Message})
+					kept = true
+				}
+			}
+			cur = next
+		}
+		if first == len(path) {
+			return Stored{}, redisstore.NotFound("the latest path of session %s/%s has no function call of the replacements", user, session)
+		}
+		if len(path)-first > MaxBatch {
+			return Stored{}, redisstore.Refuse(redisstore.ErrConflict, "transaction_too_large",
+				"the first call replaced is %d messages from the latest one; a transaction rewrites at most %d; nothing was written", len(path)-first, MaxBatch)
+		}
+		t.Segment, t.Entries = seg[first:], nil
+		for _, e := range cur {
+			switch {
+			case e.orig < first:
+			case e.msg == nil:
+				t.Entries = append(t.Entries, txEntry{Keep: true, Msg: message{ID: e.id}})
+			default:
+				in := *e.msg
+				if in.ID == nil {
+					in.ID = &e.id
+				}
+				nm, err := in.check("message.", m.cfg.MaxItemBytes)
+				if err != nil {
+					return Stored{}, err
+				}
+				t.Entries = append(t.Entries, txEntry{Msg: nm})
+			}
+		}
+		st, err := m.store.Transaction(ctx, user, session, t)
+		if errors.Is(err, errSuffixMismatch) && try < txRetries {
+			continue
+		}
+		if errors.Is(err, errSuffixMismatch) {
+			return Stored{}, suffixMismatch(user, session)
+		}
+		return st, err
+	}
+}

@@ -1,0 +1,333 @@
+package messages_test
+
+import (
+	"fmt"
+	"math/bits"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/agentsidecar/agentsidecar/envconf"
+	"github.com/agentsidecar/agentsidecar/redisstore/redisstoretest"
+	"github.com/agentsidecar/agentsidecar/sidecar/sidecartest"
+)
+
+const txPath = msgs + "/transactions"
+
+// txAnswer is a transaction's answer.
+type txAnswer struct {
+	OperationID string `json:"operation_id"`
+	Applied     bool   `json:"applied"`
+	Messages    []msg  `json:"messages"`
+}
+
+func tx(t *testing.T, h *sidecartest.Host, body string, status int, code string) txAnswer {
+	t.Helper()
+	rep := h.Do(t, "POST", txPath, body)
+	if rep.Status != status || (code != "" && rep.Code() != code) {
+		t.Fatalf("POST transactions %.300s: got %s, want %d %s", body, rep, status, code)
+	}
+	var a txAnswer
+	if status < 300 {
+		rep.JSON(t, &a)
+	}
+	return a
+}
+
+// items is the raw path's items, as the adapters read them.
+func items(t *testing.T, h *sidecartest.Host) []string {
+	t.Helper()
+	var out []string
+	for _, m := range path(t, h, "compacted=false&limit=1000").Messages {
+		out = append(out, string(m.Item))
+	}
+	return out
+}
+
+func item(text string) string {
+	return fmt.Sprintf(`{"role":"assistant","format":"openai.responses","item":{"type":"message","role":"assistant","content":%q}}`, text)
+}
+
+func call(id, args string) string {
+	return fmt.Sprintf(`{"role":"assistant","format":"openai.responses","item":{"type":"function_call","callId":%q,"name":"f","arguments":%q}}`, id, args)
+}
+
+// Each transaction is all or nothing, a repeat of its operation id answers
+// the first result and writes nothing, the same id with another
+// transaction or a stale expected suffix is refused with nothing written.
+func TestTransactions(t *testing.T) {
+	redisstoretest.Each(t, func(t *testing.T, srv *redisstoretest.Server) {
+		h := start(t, srv, nil)
+		app := `{"operation_id":"op-1","type":"append_items","messages":[` + item("a") + `,` + call("c1", "{}") + `,` + item("b") + `]}`
+		a := tx(t, h, app, 201, "")
+		if !a.Applied || len(a.Messages) != 3 || a.OperationID != "op-1" {
+			t.Fatalf("append: %+v", a)
+		}
+		// the same transaction again: the first answer, nothing written
+		before := snapshot(t, srv)
+		again := tx(t, h, strings.Replace(app, `"op-1","type"`, `"op-1", "type"`, 1), 200, "")
+		if again.Applied || len(again.Messages) != 3 || again.Messages[0].ID != a.Messages[0].ID {
+			t.Fatalf("repeat: %+v", again)
+		}
+		// the same id, another transaction
+		tx(t, h, `{"operation_id":"op-1","type":"append_items","messages":[`+item("x")+`]}`, 409, "operation_conflict")
+		if got := snapshot(t, srv); got != before {
+			t.Fatalf("a repeat or a conflict wrote:\n%s\nwas\n%s", got, before)
+		}
+
+		// replace_suffix: the expected suffix compared as JSON values
+		// (member order aside), a stale one refused
+		stale := `{"operation_id":"op-2","type":"replace_suffix","expected_suffix":[` + item("zzz") + `],"messages":[` + item("c") + `]}`
+		tx(t, h, stale, 409, "suffix_mismatch")
+		if got := snapshot(t, srv); got != before {
+			t.Fatalf("a stale suffix wrote:\n%s", got)
+		}
+		reordered := `{"item":{"content":"b","role":"assistant","type":"message"},"role":"assistant","format":"openai.responses"}`
+		rs := `{"operation_id":"op-3","type":"replace_suffix","expected_suffix":[` + call("c1", "{}") + `,` + reordered + `],"messages":[` + item("c") + `,` + item("d") + `]}`
+		r := tx(t, h, rs, 201, "")
+		if len(r.Messages) != 2 || *r.Messages[0].ParentID != a.Messages[0].ID {
+			t.Fatalf("replace_suffix: %+v", r)
+		}
+		want := []string{`{"type":"message","role":"assistant","content":"a"}`, `{"type":"message","role":"assistant","content":"c"}`, `{"type":"message","role":"assistant","content":"d"}`}
+		if got := items(t, h); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("after replace_suffix: %v", got)
+		}
+		// its repeat, though the suffix it expected is gone: the first answer
+		if again := tx(t, h, rs, 200, ""); again.Applied || len(again.Messages) != 2 {
+			t.Fatalf("repeat of replace_suffix: %+v", again)
+		}
+
+		// replace_function_call: the first call replaced in place, later
+		// ones of the same call removed, the rest kept as stored
+		tx(t, h, `{"operation_id":"op-4","type":"append_items","messages":[`+call("c2", "{}")+`,`+item("e")+`,`+call("c2", "{}")+`,`+item("f")+`]}`, 201, "")
+		rf := tx(t, h, `{"operation_id":"op-5","type":"replace_function_call","call_id":"c2","message":`+call("c2", `{"x":1}`)+`}`, 201, "")
+		if len(rf.Messages) != 3 {
+			t.Fatalf("replace_function_call wrote %d messages", len(rf.Messages))
+		}
+		want = append(want, `{"type":"function_call","callId":"c2","name":"f","arguments":"{\"x\":1}"}`,
+			`{"type":"message","role":"assistant","content":"e"}`, `{"type":"message","role":"assistant","content":"f"}`)
+		if got := items(t, h); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("after replace_function_call:\n%v\nwant\n%v", got, want)
+		}
+		tx(t, h, `{"operation_id":"op-6","type":"replace_function_call","call_id":"nope","message":`+call("nope", `{}`)+`}`, 404, "not_found")
+
+		// replace_history: the whole history at once
+		rh := tx(t, h, `{"operation_id":"op-7","type":"replace_history","messages":[`+item("summary")+`,`+item("g")+`]}`, 201, "")
+		if len(rh.Messages) != 2 || rh.Messages[0].ParentID != nil {
+			t.Fatalf("replace_history: %+v", rh)
+		}
+		if p := path(t, h, "compacted=false"); p.Total != 2 {
+			t.Fatalf("after replace_history: %d messages", p.Total)
+		}
+
+		// bad input: 400, nothing written
+		before = snapshot(t, srv)
+		for _, body := range []string{
+			`{"type":"append_items","messages":[` + item("a") + `]}`,
+			`{"operation_id":"","type":"append_items","messages":[` + item("a") + `]}`,
+			`{"operation_id":"x","type":"nope"}`,
+			`{"operation_id":"x","type":"append_items","messages":[]}`,
+			`{"operation_id":"x","type":"append_items","messages":[` + item("a") + `],"call_id":"c"}`,
+			`{"operation_id":"x","type":"replace_suffix","messages":[]}`,
+			`{"operation_id":"x","type":"replace_function_call","call_id":"c","message":` + item("a") + `}`,
+			`{"operation_id":"x","type":"replace_function_call","call_id":"c2","message":{"role":"Bad","format":"openai.responses","item":{"type":"function_call","callId":"c2"}}}`,
+			`{"operation_id":"x","type":"append_items","messages":[{"role":"user","content":"a","parent_id":null}]}`,
+		} {
+			if rep := h.Do(t, "POST", txPath, body); rep.Status != 400 {
+				t.Errorf("%s: got %s, want 400", body, rep)
+			}
+		}
+		if got := snapshot(t, srv); got != before {
+			t.Fatalf("bad input wrote:\n%s", got)
+		}
+	})
+}
+
+// Concurrent replace_suffix transactions expecting the same suffix: one
+// applies, every other is refused, and readers never see a half-applied
+// history (the path is always one of the two states).
+func TestTransactionsConcurrent(t *testing.T) {
+	srv := redisstoretest.NewReal(t)
+	h := start(t, srv, nil)
+	tx(t, h, `{"operation_id":"seed","type":"append_items","messages":[`+item("a")+`,`+item("b")+`,`+item("c")+`]}`, 201, "")
+	var wg sync.WaitGroup
+	statuses := make([]int, 8)
+	for i := range statuses {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			body := fmt.Sprintf(`{"operation_id":"w%d","type":"replace_suffix","expected_suffix":[%s,%s],"messages":[%s,%s,%s]}`,
+				i, item("b"), item("c"), item(fmt.Sprint("x", i)), item(fmt.Sprint("y", i)), item(fmt.Sprint("z", i)))
+			statuses[i] = h.Do(t, "POST", txPath, body).Status
+		}()
+	}
+	stop := make(chan struct{})
+	var readErr error
+	var rg sync.WaitGroup
+	rg.Add(1)
+	go func() {
+		defer rg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			n := len(items(t, h))
+			if n != 3 && n != 4 {
+				readErr = fmt.Errorf("a reader saw %d items", n)
+			}
+		}
+	}()
+	wg.Wait()
+	close(stop)
+	rg.Wait()
+	if readErr != nil {
+		t.Fatal(readErr)
+	}
+	applied := 0
+	for _, s := range statuses {
+		switch s {
+		case 201:
+			applied++
+		case 409:
+		default:
+			t.Fatalf("statuses %v", statuses)
+		}
+	}
+	if applied != 1 || len(items(t, h)) != 4 {
+		t.Fatalf("statuses %v, items %v", statuses, items(t, h))
+	}
+}
+
+// A transaction's Redis work is bounded by what it removes and writes, not
+// by the session: on a 2 000-message path a replace_suffix of 3 reads
+// O(3 + log n) nodes (the tail's page and the script's checks), and
+// replace_history removes every message with O(1) commands.
+func TestTransactionsBoundedWork(t *testing.T) {
+	srv := redisstoretest.NewReal(t)
+	h := start(t, srv, nil)
+	c := srv.Client(t)
+	const n = 2000
+	chain(t, h, "s1", n)
+	logn := bits.Len(uint(n))
+	resetStats(t, c)
+	tx(t, h, `{"operation_id":"b1","type":"replace_suffix","expected_suffix":[`+
+		`{"id":"c1997","role":"user","content":"message 1997"},{"role":"user","content":"message 1998"},{"role":"user","content":"message 1999"}],`+
+		`"messages":[`+item("x")+`]}`, 201, "")
+	if got, most := calls(t, c, "hget"), 3*3+4*logn+16; got > most {
+		t.Errorf("replace_suffix of 3 on %d messages: %d HGETs, want at most %d", n, got, most)
+	}
+	for _, cmd := range []string{"hgetall", "hvals", "hkeys", "zrange", "lrange"} {
+		if got := calls(t, c, cmd); got > 0 {
+			t.Errorf("replace_suffix: %d %s, want none", got, cmd)
+		}
+	}
+	resetStats(t, c)
+	tx(t, h, `{"operation_id":"b2","type":"replace_history","messages":[`+item("summary")+`]}`, 201, "")
+	if got := calls(t, c, "hdel") + calls(t, c, "zrem") + calls(t, c, "hget"); got > 8 {
+		t.Errorf("replace_history of %d messages: %d per-message commands, want O(1)", n, got)
+	}
+	if p := path(t, h, "compacted=false"); p.Total != 1 {
+		t.Fatalf("after replace_history: %d messages", p.Total)
+	}
+}
+
+// A transaction emits its events in its script, on every backend: the
+// removed messages in one message_deleted naming the operation, then one
+// message_appended per message written; a repeat, a conflict or a stale
+// suffix emits nothing.
+func TestTransactionsEmitEvents(t *testing.T) {
+	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
+		h := start(t, srv, envconf.Env{"SESSION_EVENTS": "always"}) // reads what every write recorded
+		l, c := srv.Layout(), srv.Client(t)
+		app := `{"operation_id":"e1","type":"append_items","messages":[{"id":"a","role":"user","content":"q"},{"id":"b","role":"assistant","content":"x"}]}`
+		tx(t, h, app, 201, "")
+		tx(t, h, app, 200, "")
+		tx(t, h, `{"operation_id":"e1","type":"append_items","messages":[{"role":"user","content":"other"}]}`, 409, "operation_conflict")
+		tx(t, h, `{"operation_id":"e2","type":"replace_suffix","expected_suffix":[{"role":"assistant","content":"y"}],"messages":[]}`, 409, "suffix_mismatch")
+		tx(t, h, `{"operation_id":"e3","type":"replace_suffix","expected_suffix":[{"role":"assistant","content":"x"}],"messages":[{"id":"c","role":"assistant","content":"z"}]}`, 201, "")
+		tx(t, h, `{"operation_id":"e4","type":"replace_history","messages":[{"id":"d","role":"system","content":"summary"}]}`, 201, "")
+		got := redisstoretest.StreamEvents(t, c, l.SessionEvents("alice", "s1"))
+		want := []string{"message_appended", "message_appended", "message_deleted", "message_appended", "message_deleted", "message_appended"}
+		if g := types(got); !slices.Equal(g, want) {
+			t.Fatalf("events:\n got %v\nwant %v", g, want)
+		}
+		if d := got[2].Data; d["id"] != "b" || d["operation_id"] != "e3" || len(d["ids"].([]any)) != 1 {
+			t.Errorf("replace_suffix's message_deleted: %v", d)
+		}
+		if d := got[3].Data; d["id"] != "c" || d["parent_id"] != "a" {
+			t.Errorf("replace_suffix's message_appended: %v", d)
+		}
+		if d := got[4].Data; d["cleared"] != true || d["count"] != float64(2) || d["operation_id"] != "e4" {
+			t.Errorf("replace_history's message_deleted: %v", d)
+		}
+		if p := path(t, h, "compacted=false"); p.Total != 1 || p.Messages[0].ID != "d" {
+			t.Errorf("after replace_history: %+v", p)
+		}
+	})
+}
+
+// The refusals that depend on what the session holds write nothing: a
+// suffix with another branch under it, a session that would pass
+// SESSION_MAX_MESSAGES, a new id held by a message the transaction keeps.
+func TestTransactionsRefusals(t *testing.T) {
+	redisstoretest.Each(t, func(t *testing.T, srv *redisstoretest.Server) {
+		h := start(t, srv, envconf.Env{"SESSION_MAX_MESSAGES": "5"})
+		tx(t, h, `{"operation_id":"r1","type":"append_items","messages":[{"id":"a","role":"user","content":"q"},{"id":"b","role":"assistant","content":"x"}]}`, 201, "")
+		post(t, h, `{"id":"b2","role":"assistant","content":"y","parent_id":"a"}`, 201) // a branch under a
+		post(t, h, `{"id":"c","role":"user","content":"z","parent_id":"b"}`, 201)       // the latest leaf: c, under b
+		before := snapshot(t, srv)
+		// a, b and c replaced: a has another branch (b2) under it
+		tx(t, h, `{"operation_id":"r2","type":"replace_suffix","expected_suffix":[{"role":"user","content":"q"},{"role":"assistant","content":"x"},{"role":"user","content":"z"}],"messages":[]}`, 409, "has_children")
+		if got := snapshot(t, srv); got != before {
+			t.Fatalf("has_children wrote:\n%s\nwas\n%s", got, before)
+		}
+		tx(t, h, `{"operation_id":"r3","type":"append_items","messages":[{"role":"user","content":"1"}]}`, 201, "")
+		before = snapshot(t, srv)
+		tx(t, h, `{"operation_id":"r4","type":"append_items","messages":[{"role":"user","content":"2"}]}`, 409, "session_full")
+		tx(t, h, `{"operation_id":"r5","type":"replace_suffix","expected_suffix":[],"messages":[{"id":"a","role":"user","content":"q"}]}`, 409, "id_conflict")
+		if got := snapshot(t, srv); got != before {
+			t.Fatalf("refusals wrote:\n%s\nwas\n%s", got, before)
+		}
+		// a replacement within the cap: two out, one in
+		tx(t, h, `{"operation_id":"r6","type":"replace_suffix","expected_suffix":[{"role":"user","content":"z"},{"role":"user","content":"1"}],"messages":[{"role":"user","content":"w"}]}`, 201, "")
+		if p := path(t, h, "compacted=false"); p.Total != 3 {
+			t.Fatalf("after r6: %d messages on the path", p.Total)
+		}
+	})
+}
+
+// Several replace_function_calls in one transaction apply in order, all or
+// nothing, as the SDK's applyHistoryMutations does with its list.
+func TestTransactionsReplacements(t *testing.T) {
+	redisstoretest.Each(t, func(t *testing.T, srv *redisstoretest.Server) {
+		h := start(t, srv, nil)
+		tx(t, h, `{"operation_id":"p1","type":"append_items","messages":[`+item("a")+`,`+call("c1", "{}")+`,`+item("b")+`,`+call("c2", "{}")+`,`+call("c1", "{}")+`,`+item("c")+`]}`, 201, "")
+		r := tx(t, h, `{"operation_id":"p2","type":"replace_function_call","replacements":[`+
+			`{"call_id":"c2","message":`+call("c2", `{"v":2}`)+`},{"call_id":"c1","message":`+call("c1", `{"v":1}`)+`},`+
+			`{"call_id":"c9","message":`+call("c9", `{}`)+`}]}`, 201, "")
+		if len(r.Messages) != 4 { // c1 (new), b, c2 (new), c: from c1 on
+			t.Fatalf("wrote %d messages, want 4", len(r.Messages))
+		}
+		want := []string{`{"type":"message","role":"assistant","content":"a"}`,
+			`{"type":"function_call","callId":"c1","name":"f","arguments":"{\"v\":1}"}`,
+			`{"type":"message","role":"assistant","content":"b"}`,
+			`{"type":"function_call","callId":"c2","name":"f","arguments":"{\"v\":2}"}`,
+			`{"type":"message","role":"assistant","content":"c"}`}
+		if got := items(t, h); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("after the replacements:\n%v\nwant\n%v", got, want)
+		}
+		for _, body := range []string{
+			`{"operation_id":"p3","type":"replace_function_call","replacements":[]}`,
+			`{"operation_id":"p3","type":"replace_function_call","replacements":[{"call_id":"c1"}]}`,
+			`{"operation_id":"p3","type":"replace_function_call","call_id":"c1","replacements":[{"call_id":"c1","message":` + call("c1", "{}") + `}]}`,
+		} {
+			if rep := h.Do(t, "POST", txPath, body); rep.Status != 400 {
+				t.Errorf("%s: got %s, want 400", body, rep)
+			}
+		}
+		tx(t, h, `{"operation_id":"p4","type":"replace_function_call","replacements":[{"call_id":"c8","message":`+call("c8", "{}")+`}]}`, 404, "not_found")
+	})
+}
