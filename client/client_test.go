@@ -2,7 +2,9 @@ package client_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"maps"
 	"net/http"
 	"net/http/httptest"
@@ -317,6 +319,33 @@ func TestEveryOperation(t *testing.T) {
 	}
 	_, err = c.AppendEntry(ctx, eu, "s1", client.AppendEntryRequest{Question: "q", Answer: "a"})
 	wantErr(t, err, 409, "user_erasing")
+
+	// Google ADK sessions.
+	adkSID := "adk-1"
+	created := must(c.CreateAdkSession(ctx, "weather", u, client.AdkCreateRequest{SessionID: &adkSID,
+		State: map[string]json.RawMessage{"city": json.RawMessage(`"Paris"`), "user:units": json.RawMessage(`"metric"`), "temp:x": json.RawMessage(`1`)}})).ok(t)
+	if created.ID != adkSID || created.LastUpdateTime == nil || string(created.State["user:units"]) != `"metric"` || created.State["temp:x"] != nil {
+		t.Fatalf("CreateAdkSession: %+v", created)
+	}
+	ev := json.RawMessage(fmt.Sprintf(`{"id":"e1","author":"user","timestamp":%v}`, *created.LastUpdateTime+1))
+	if a := must(c.AppendAdkEvent(ctx, "weather", u, adkSID, client.AdkAppendRequest{Event: ev, LastUpdateTime: *created.LastUpdateTime,
+		StateDelta: map[string]json.RawMessage{"city": json.RawMessage(`"Rome"`)}})).ok(t); a.Index != 0 || a.Replaced {
+		t.Fatalf("AppendAdkEvent: %+v", a)
+	}
+	if _, err := c.AppendAdkEvent(ctx, "weather", u, adkSID, client.AdkAppendRequest{Event: ev, LastUpdateTime: *created.LastUpdateTime}); !client.IsConflict(err) {
+		t.Fatalf("AppendAdkEvent of a stale copy: %v, want a conflict", err)
+	}
+	if got := must(c.GetAdkSession(ctx, "weather", u, adkSID, client.AdkGetOptions{NumRecentEvents: 5})).ok(t); len(got.Events) != 1 || string(got.State["city"]) != `"Rome"` || got.NextCursor != nil {
+		t.Fatalf("GetAdkSession: %+v", got)
+	}
+	one := 1
+	if l := must(c.ListAdkSessions(ctx, "weather", u, client.AdkListOptions{Limit: &one, Order: "desc"})).ok(t); len(l.Sessions) != 1 || l.TotalItems != 1 || l.Sessions[0].ID != adkSID {
+		t.Fatalf("ListAdkSessions: %+v", l)
+	}
+	mustNil(t, c.DeleteAdkSession(ctx, "weather", u, adkSID))
+	if _, err := c.GetAdkSession(ctx, "weather", u, adkSID, client.AdkGetOptions{}); !client.IsNotFound(err) {
+		t.Fatalf("GetAdkSession after delete: %v", err)
+	}
 
 	// Locks.
 	g := must(c.AcquireLock(ctx, "t-every-lock", client.AcquireLockRequest{Owner: "me", TTLMs: 5000})).ok(t)

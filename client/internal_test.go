@@ -169,10 +169,12 @@ var schemaTypes = map[string]any{
 	"CheckpointBlob": CheckpointBlob{}, "CheckpointChannelValue": CheckpointChannelValue{}, "CheckpointWrite": CheckpointWrite{},
 	"PutCheckpointRequest": PutCheckpointRequest{}, "CheckpointRef": CheckpointRef{}, "PutCheckpointWritesRequest": PutCheckpointWritesRequest{},
 	"CheckpointWritesStored": CheckpointWritesStored{}, "CheckpointTuple": CheckpointTuple{}, "CheckpointPage": CheckpointPage{},
+	"AdkCreateRequest": AdkCreateRequest{}, "AdkSession": AdkSession{}, "AdkSessionList": AdkSessionList{},
+	"AdkAppendRequest": AdkAppendRequest{}, "AdkAppended": AdkAppended{},
 }
 
 var notStructs = []string{"Error", "Id", "MemifyMetadata", "StoredMemifyMetadata", "SessionStatus", "ContextEntry", "AppendContextRequest", "UpdateContextRequest", "Metadata", "State", "StatePatch",
-	"AppendMessagesRequest", "AppendMessagesResult"}
+	"AppendMessagesRequest", "AppendMessagesResult", "AdkState"}
 
 // TestTypesMatchSchemas: every struct has exactly its schema's properties
 // as JSON names (nested objects included), and every schema has a type.

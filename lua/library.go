@@ -26,6 +26,7 @@ const libPrefix = "agentsidecar_"
 // maxmemory, where EVAL refused only its first write.) Redis enforces the
 // flag: a write in such a function fails.
 var noWrites = map[string]bool{
+	"adk_read":               true,
 	"blocks_read":            true,
 	"checkpoints_list":       true,
 	"checkpoints_read":       true,

@@ -170,11 +170,10 @@ func (m *messageIn) check(at string, maxItem int) (message, error) {
 	if m.TokenCount != nil && (*m.TokenCount < 0 || *m.TokenCount > MaxTokenCount) {
 		return out, bad(at+"token_count", "must be an integer from 0 to %d", MaxTokenCount)
 	}
+	// metadata is any JSON value, as the AI SDK's UIMessage allows (an
+	// object, a string, a number, a list): the host's strict decoder has
+	// already checked it is one well-formed value.
 	if present(m.Metadata) {
-		var obj map[string]json.RawMessage
-		if json.Unmarshal(m.Metadata, &obj) != nil {
-			return out, bad(at+"metadata", "must be a JSON object")
-		}
 		if len(m.Metadata) > MaxMetadataBytes {
 			return out, bad(at+"metadata", "is %d bytes; at most %d", len(m.Metadata), MaxMetadataBytes)
 		}

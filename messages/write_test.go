@@ -75,7 +75,7 @@ func TestRetriesAndConflicts(t *testing.T) {
 			{`{"id":"b","role":"user","content":5}`, nil, 400, "invalid_field"},
 			{`{"id":"b","role":"user","parts":{"a":1}}`, nil, 400, "invalid_field"},
 			{`{"id":"b","role":"user","item":{}}`, nil, 400, "invalid_field"},
-			{`{"id":"b","role":"user","metadata":[]}`, nil, 400, "invalid_field"},
+			{`{"id":"b","role":"user","metadata":"` + strings.Repeat("m", 16<<10) + `"}`, nil, 400, "invalid_field"},
 			{`{"id":"b","role":"user","tool_calls":[{"id":"c","name":"f"}]}`, nil, 400, "invalid_field"},
 			{`{"id":"b","role":"user","colour":"red"}`, nil, 400, "unknown_field"},
 			{`{"id":"b:c","role":"user"}`, nil, 400, "invalid_field"},

@@ -165,11 +165,13 @@ var stockOrder = func() map[string]int {
 		"message keys", "compactions", "search documents", "search entry documents",
 		"session blocks", "frozen prompt", "tool calls", "session events", "event keys",
 		"checkpoints", "checkpoint order", "session events watch",
+		"adk session", "adk session state", "adk events",
 		// user
 		"user index", "metadata index", "search postings", "search statistics", "user state",
-		"user blocks", "user events", "user events watch", "user erasure",
+		"user blocks", "user events", "user events watch", "user erasure", "adk user state", "adk sessions of a user",
 		// bucket
 		"global metadata index", "global index", "expiry", "usage totals", "usage by model",
+		"adk app state",
 		// lock
 		"lock", "lock fence", "lock meta",
 		// channel

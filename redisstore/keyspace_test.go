@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentsidecar/agentsidecar/adk"
 	"github.com/agentsidecar/agentsidecar/blocks"
 	"github.com/agentsidecar/agentsidecar/checkpoints"
 	"github.com/agentsidecar/agentsidecar/erasure"
@@ -132,6 +133,9 @@ func sessionBuilders(l redisstore.Layout, user, session string) map[string]strin
 		"checkpoints":          l.SessionKey(checkpoints.HashFamily, user, session),
 		"checkpoint order":     l.SessionKey(checkpoints.OrderFamily, user, session),
 		"session events watch": l.SessionKey(events.WatchFamily, user, session),
+		"adk session":          l.SessionKey(adk.SessionFamily, user, session),
+		"adk session state":    l.SessionKey(adk.StateFamily, user, session),
+		"adk events":           l.SessionKey(adk.EventsFamily, user, session),
 	}
 }
 
@@ -182,16 +186,19 @@ func TestMatchBuilders(t *testing.T) {
 			k := l.Session("alice", "chat-1")
 			want := map[string]string{
 				k.Expiry: "expiry", k.Totals: "usage totals",
-				l.UserKey(blocks.UserBlocksFamily, "alice"):                  "user blocks",
-				l.UserKey(registry.UserStateFamily, "alice"):                 "user state",
-				erasure.ProgressKey(l, "alice"):                              "user erasure",
-				l.UserEvents("alice"):                                        "user events",
-				l.UserKey(events.UserWatchFamily, "alice"):                   "user events watch",
-				l.MetaIndex("alice", "team", "a:b"):                          "metadata index",
-				l.MetaGlobal(l.Bucket("alice"), "team", "a"):                 "global metadata index",
-				l.SearchPostings("alice", "deploy"):                          "search postings",
-				l.SearchStats("alice"):                                       "search statistics",
-				redisstore.EventsChannel(l.SessionEvents("alice", "chat-1")): "events",
+				l.UserKey(blocks.UserBlocksFamily, "alice"):                     "user blocks",
+				l.UserKey(registry.UserStateFamily, "alice"):                    "user state",
+				erasure.ProgressKey(l, "alice"):                                 "user erasure",
+				l.UserEvents("alice"):                                           "user events",
+				l.UserKey(events.UserWatchFamily, "alice"):                      "user events watch",
+				l.MetaIndex("alice", "team", "a:b"):                             "metadata index",
+				l.MetaGlobal(l.Bucket("alice"), "team", "a"):                    "global metadata index",
+				l.SearchPostings("alice", "deploy"):                             "search postings",
+				l.SearchStats("alice"):                                          "search statistics",
+				redisstore.EventsChannel(l.SessionEvents("alice", "chat-1")):    "events",
+				l.UserKey(adk.UserStateFamily, "alice", "weather"):              "adk user state",
+				l.UserKey(adk.IndexFamily, "alice", "weather"):                  "adk sessions of a user",
+				l.BucketKey(adk.AppStateFamily, l.Bucket("weather"), "weather"): "adk app state",
 			}
 			for fam, key := range sessionBuilders(l, "alice", "chat-1") {
 				want[key] = fam

@@ -294,6 +294,13 @@ func driveEveryRoute(t *testing.T, h *sidecartest.Host) {
 		{"putCheckpointWrites", 200, nil, nil},
 		{"getCheckpointTuple", 200, nil, nil},
 		{"listCheckpoints", 200, nil, nil},
+		// adk: the session's, the user's and the app's keys left in place
+		{"createAdkSession", 201, nil, nil},
+		{"appendAdkEvent", 201, nil, nil},
+		{"getAdkSession", 200, nil, nil},
+		{"listAdkSessions", 200, nil, nil},
+		{"createAdkSession", 201, nil, func() string { return `{"session_id":"adk-2"}` }},
+		{"deleteAdkSession", 204, map[string]string{"session_id": "adk-2"}, nil},
 	}
 	for i, s := range steps {
 		o, ok := d.Op(s.id)

@@ -279,6 +279,16 @@ func driveExamples(t *testing.T, d *openapitest.Doc, h, streams *sidecartest.Hos
 		{"listSessions", 200, nil},
 		{"getSessionStats", 200, nil},
 		{"getCostByModel", 200, nil},
+		{"createAdkSession", 201, nil},
+		{"createAdkSession", 409, nil}, // session_exists
+		{"appendAdkEvent", 201, nil},
+		{"appendAdkEvent", 201, nil}, // the same event id: replaced
+		{"appendAdkEvent", 409, func(c *call) { // stale_session
+			c.body = `{"event":{"id":"e-2","timestamp":4102444800001},"last_update_time":1764000000000}`
+		}},
+		{"getAdkSession", 200, nil},
+		{"listAdkSessions", 200, nil},
+		{"deleteAdkSession", 204, nil},
 		{"acquireLock", 200, nil},
 		{"inspectLock", 200, nil},
 		{"refreshLock", 200, func(c *call) { c.body = `{"token":"` + lockToken + `","ttl_ms":30000}` }},

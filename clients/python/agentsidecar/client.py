@@ -383,6 +383,56 @@ class Sidecar(MessagesAPI, BlocksAPI, CheckpointsAPI):
         the user's writes raise ``Conflict`` with code ``user_erasing``."""
         return self._t.call("DELETE", path("users", user_id), safe=True).body
 
+    # -- Google ADK sessions (module adk) -------------------------------------
+
+    def create_adk_session(
+        self, app_name: str, user_id: str, session_id: Optional[str] = None, state: Optional[Mapping[str, Any]] = None
+    ) -> Dict[str, Any]:
+        """Create an ADK session (createAdkSession): state's app: and user:
+        keys go to the app's and the user's state, temp: keys are dropped;
+        an id in use raises Conflict (session_exists)."""
+        body: Dict[str, Any] = {}
+        if session_id is not None:
+            body["session_id"] = session_id
+        if state is not None:
+            body["state"] = dict(state)
+        return self._t.call("POST", path("adk", "apps", app_name, "users", user_id, "sessions"), body=body).body
+
+    def list_adk_sessions(
+        self, app_name: str, user_id: str, limit: Optional[int] = None, offset: Optional[int] = None,
+        page: Optional[int] = None, order: Optional[str] = None,
+    ) -> Dict[str, Any]:
+        """The user's ADK sessions of the app, ADK's paging and order
+        (listAdkSessions): {sessions, page, limit, total_items, total_pages}."""
+        p = path("adk", "apps", app_name, "users", user_id, "sessions")
+        return self._t.call("GET", p, _query(limit=limit, offset=offset, page=page, order=order), safe=True).body
+
+    def get_adk_session(
+        self, app_name: str, user_id: str, session_id: str, num_recent_events: Optional[int] = None,
+        after_timestamp: Optional[float] = None, limit: Optional[int] = None, cursor: Optional[str] = None,
+    ) -> Dict[str, Any]:
+        """A page of an ADK session (getAdkSession): state on the first page,
+        events oldest first; follow next_cursor for older events."""
+        p = path("adk", "apps", app_name, "users", user_id, "sessions", session_id)
+        q = _query(num_recent_events=num_recent_events, after_timestamp=after_timestamp, limit=limit, cursor=cursor)
+        return self._t.call("GET", p, q, safe=True).body
+
+    def delete_adk_session(self, app_name: str, user_id: str, session_id: str) -> None:
+        """Delete the ADK session, the whole sidecar session (deleteAdkSession)."""
+        self._t.call("DELETE", path("adk", "apps", app_name, "users", user_id, "sessions", session_id))
+
+    def append_adk_event(
+        self, app_name: str, user_id: str, session_id: str, event: Mapping[str, Any], last_update_time: float,
+        state_delta: Optional[Mapping[str, Any]] = None,
+    ) -> Dict[str, Any]:
+        """Store an event and its state delta in one script (appendAdkEvent);
+        a stale copy raises Conflict (stale_session), nothing stored."""
+        body: Dict[str, Any] = {"event": dict(event), "last_update_time": last_update_time}
+        if state_delta is not None:
+            body["state_delta"] = dict(state_delta)
+        p = path("adk", "apps", app_name, "users", user_id, "sessions", session_id, "events")
+        return self._t.call("POST", p, body=body).body
+
     # -- locks ---------------------------------------------------------------
 
     def acquire_lock(

@@ -210,7 +210,39 @@ class EveryOperation(unittest.TestCase):
         for op_id, method, template in operations():
             if template == "/v1/users/{user_id}/search" or any(m in template for m in ("/messages", "/compactions", "/fork", "/split", "/events", "/abort", "/blocks", "/system-prompt", "/tools")):
                 continue  # called by test_messages and test_events
+            if template.startswith("/v1/adk/"):
+                continue  # test_adk_operations
             with self.subTest(op=op_id):
+                rx = template_regex(template)
+                self.assertTrue(any(m == method and rx.match(p) for m, p in sent_paths), "%s (%s %s) was not called" % (op_id, method, template))
+
+
+    def test_adk_operations(self):
+        if not has_route("POST", "/v1/adk/apps/{app_name}/users/{user_id}/sessions"):
+            self.skipTest("the sidecar serves no ADK sessions")
+        sc = Sidecar(URL)
+        sent = recording(sc)
+        app, u = unique("py-app"), unique("py-adk")
+        s = sc.create_adk_session(app, u, "s1", {"a": 1, "user:b": 2, "temp:c": 3})
+        self.assertEqual((s["id"], s["state"], s["events"], s["next_cursor"]), ("s1", {"a": 1, "user:b": 2}, [], None))
+        with self.assertRaises(Conflict):
+            sc.create_adk_session(app, u, "s1")
+        t = s["last_update_time"] + 1
+        got = sc.append_adk_event(app, u, "s1", {"id": "e1", "timestamp": t}, s["last_update_time"], {"a": 5, "app:z": True})
+        self.assertEqual(got, {"index": 0, "replaced": False, "last_update_time": t})
+        with self.assertRaises(Conflict) as cm:
+            sc.append_adk_event(app, u, "s1", {"id": "e2", "timestamp": t + 1}, t - 1)
+        self.assertEqual(cm.exception.code, "stale_session")
+        g = sc.get_adk_session(app, u, "s1", num_recent_events=5, limit=10)
+        self.assertEqual((g["state"], g["events"]), ({"a": 5, "app:z": True, "user:b": 2}, [{"id": "e1", "timestamp": t}]))
+        page = sc.list_adk_sessions(app, u, limit=1, order="desc")
+        self.assertEqual(([x["id"] for x in page["sessions"]], page["total_items"]), (["s1"], 1))
+        sc.delete_adk_session(app, u, "s1")
+        with self.assertRaises(NotFound):
+            sc.get_adk_session(app, u, "s1")
+        sent_paths = {(m, p) for m, p, _ in sent}
+        for op_id, method, template in operations():
+            if template.startswith("/v1/adk/"):
                 rx = template_regex(template)
                 self.assertTrue(any(m == method and rx.match(p) for m, p in sent_paths), "%s (%s %s) was not called" % (op_id, method, template))
 

@@ -107,7 +107,7 @@ class Live(unittest.TestCase):
         # The streams' GETs go on their own connections (read above); the
         # other calls of the family went through the recorded transport.
         for op_id, method, template in operations():
-            if (template.endswith("/events") or template.endswith("/abort")) and method != "GET":
+            if (template.endswith("/events") or template.endswith("/abort")) and method != "GET" and not template.startswith("/v1/adk/"):  # ADK's: test_client
                 rx = template_regex(template)
                 self.assertTrue(any(m == method and rx.match(p) for m, p, _ in sent),
                                 "%s (%s %s) was not called" % (op_id, method, template))

@@ -6,7 +6,7 @@
  *   await sc.withLock("graph_writes", { ttl: 30, wait: 10 }, async (lock) => write(lock.fencingToken));
  */
 export { DEFAULT_USER_AGENT, SidecarCore, type SidecarOptions } from "./client.js";
-export { Sidecar, type Block, type Compaction, type ListMessagesOptions, type Message, type MessagePage, type MessageTransaction, type MessageTransactionResult } from "./sidecar.js";
+export { Sidecar, type AdkSession, type AdkSessionList, type Block, type Compaction, type ListMessagesOptions, type Message, type MessagePage, type MessageTransaction, type MessageTransactionResult } from "./sidecar.js";
 export { BadID, LockHeld, LockLost, SidecarError } from "./errors.js";
 export type { SidecarEvent } from "./events.js";
 export { Lock, type LockOptions } from "./lock.js";

@@ -527,7 +527,7 @@ export interface paths {
             header?: never;
             path: {
                 /**
-                 * @description The lock name: also its Redis key, as with redis-py. The sidecar's own key names are reserved (400 `invalid_id`): `agent_search`, `agent_search_docs`, `agent_search_entry_docs`, `agent_search_stats`, `agent_session_blocks`, `agent_session_compactions`, `agent_session_context_index`, `agent_session_event_keys`, `agent_session_events`, `agent_session_meta`, `agent_session_meta_global`, `agent_session_msg_children`, `agent_session_msg_keys`, `agent_session_msg_order`, `agent_session_msg_tree`, `agent_session_msgs`, `agent_session_prompt`, `agent_session_qa_index`, `agent_session_record`, `agent_session_state`, `agent_session_tool_calls`, `agent_session_usage_ids`, `agent_sessions`, `agent_sessions_by_user`, `agent_sessions_global`, `agent_traces`, `agent_usage_by_model`, `agent_usage_totals`, `agent_user_blocks`, `agent_user_events`, `agent_user_state`, `session_context` and `sidecar`.
+                 * @description The lock name: also its Redis key, as with redis-py. The sidecar's own key names are reserved (400 `invalid_id`): `adk_app_state`, `adk_events`, `adk_index`, `adk_session`, `adk_state`, `adk_user_state`, `agent_search`, `agent_search_docs`, `agent_search_entry_docs`, `agent_search_stats`, `agent_session_blocks`, `agent_session_compactions`, `agent_session_context_index`, `agent_session_event_keys`, `agent_session_events`, `agent_session_meta`, `agent_session_meta_global`, `agent_session_msg_children`, `agent_session_msg_keys`, `agent_session_msg_order`, `agent_session_msg_tree`, `agent_session_msgs`, `agent_session_prompt`, `agent_session_qa_index`, `agent_session_record`, `agent_session_state`, `agent_session_tool_calls`, `agent_session_usage_ids`, `agent_sessions`, `agent_sessions_by_user`, `agent_sessions_global`, `agent_traces`, `agent_usage_by_model`, `agent_usage_totals`, `agent_user_blocks`, `agent_user_events`, `agent_user_state`, `session_context` and `sidecar`.
                  * @example graph_writes
                  */
                 name: components["parameters"]["LockName"];
@@ -561,7 +561,7 @@ export interface paths {
             header?: never;
             path: {
                 /**
-                 * @description The lock name: also its Redis key, as with redis-py. The sidecar's own key names are reserved (400 `invalid_id`): `agent_search`, `agent_search_docs`, `agent_search_entry_docs`, `agent_search_stats`, `agent_session_blocks`, `agent_session_compactions`, `agent_session_context_index`, `agent_session_event_keys`, `agent_session_events`, `agent_session_meta`, `agent_session_meta_global`, `agent_session_msg_children`, `agent_session_msg_keys`, `agent_session_msg_order`, `agent_session_msg_tree`, `agent_session_msgs`, `agent_session_prompt`, `agent_session_qa_index`, `agent_session_record`, `agent_session_state`, `agent_session_tool_calls`, `agent_session_usage_ids`, `agent_sessions`, `agent_sessions_by_user`, `agent_sessions_global`, `agent_traces`, `agent_usage_by_model`, `agent_usage_totals`, `agent_user_blocks`, `agent_user_events`, `agent_user_state`, `session_context` and `sidecar`.
+                 * @description The lock name: also its Redis key, as with redis-py. The sidecar's own key names are reserved (400 `invalid_id`): `adk_app_state`, `adk_events`, `adk_index`, `adk_session`, `adk_state`, `adk_user_state`, `agent_search`, `agent_search_docs`, `agent_search_entry_docs`, `agent_search_stats`, `agent_session_blocks`, `agent_session_compactions`, `agent_session_context_index`, `agent_session_event_keys`, `agent_session_events`, `agent_session_meta`, `agent_session_meta_global`, `agent_session_msg_children`, `agent_session_msg_keys`, `agent_session_msg_order`, `agent_session_msg_tree`, `agent_session_msgs`, `agent_session_prompt`, `agent_session_qa_index`, `agent_session_record`, `agent_session_state`, `agent_session_tool_calls`, `agent_session_usage_ids`, `agent_sessions`, `agent_sessions_by_user`, `agent_sessions_global`, `agent_traces`, `agent_usage_by_model`, `agent_usage_totals`, `agent_user_blocks`, `agent_user_events`, `agent_user_state`, `session_context` and `sidecar`.
                  * @example graph_writes
                  */
                 name: components["parameters"]["LockName"];
@@ -1572,6 +1572,117 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/adk/apps/{app_name}/users/{user_id}/sessions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The ADK app's name (1-128 characters of `[A-Za-z0-9_.@-]`).
+                 * @example weather
+                 */
+                app_name: components["parameters"]["AppName"];
+                /**
+                 * @description The user (Cognee's user id).
+                 * @example alice
+                 */
+                user_id: components["parameters"]["UserId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List a user's ADK sessions of an app
+         * @description ADK's `listSessions`: the user's sessions of the app without events or state, in creation order, or by last update time (ties by id) with `order`; `limit` pages them from `offset`, or by `page` (from 1). Without `limit`: every session from `offset`, `limit` = `total_items`. Sessions that expired are dropped as met. A user holds at most `ADK_MAX_SESSIONS` sessions of an app, so a call reads at most that many.
+         */
+        get: operations["listAdkSessions"];
+        put?: never;
+        /**
+         * Create an ADK session
+         * @description ADK's `createSession`: makes the ADK session (and the sidecar session, `running`) with its initial state: `app:` and `user:` keys go to the app's and the user's state, `temp:` keys are dropped, the rest is the session's (as ADK's persistent session services do). One script; answers the session as `GET` does. A session id that is an ADK session already (of any app) is 409 `session_exists`.
+         */
+        post: operations["createAdkSession"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/adk/apps/{app_name}/users/{user_id}/sessions/{session_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The ADK app's name (1-128 characters of `[A-Za-z0-9_.@-]`).
+                 * @example weather
+                 */
+                app_name: components["parameters"]["AppName"];
+                /**
+                 * @description The user (Cognee's user id).
+                 * @example alice
+                 */
+                user_id: components["parameters"]["UserId"];
+                /**
+                 * @description The ADK session's id: the sidecar session's.
+                 * @example adk-1
+                 */
+                session_id: components["parameters"]["AdkSessionId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Read an ADK session
+         * @description ADK's `getSession`: the session with its merged state and its events, oldest first, as ADK picks them: the newest `num_recent_events` (all when absent or 0), then only those after the newest event whose timestamp is below `after_timestamp` (none when absent or 0). The events come a page at a time, newest pages first: at most `limit` events and `SIDECAR_MAX_ANSWER_BYTES` of them per page (one at least); follow `next_cursor` for the older ones. Each page is bounded work, whatever the session holds.
+         */
+        get: operations["getAdkSession"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete an ADK session
+         * @description ADK's `deleteSession`: deletes the whole sidecar session (every key of it, as `DELETE /v1/users/{user_id}/sessions/{session_id}`) when it is an ADK session of this app; the user's and the app's state stay.
+         */
+        delete: operations["deleteAdkSession"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/adk/apps/{app_name}/users/{user_id}/sessions/{session_id}/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The ADK app's name (1-128 characters of `[A-Za-z0-9_.@-]`).
+                 * @example weather
+                 */
+                app_name: components["parameters"]["AppName"];
+                /**
+                 * @description The user (Cognee's user id).
+                 * @example alice
+                 */
+                user_id: components["parameters"]["UserId"];
+                /**
+                 * @description The ADK session's id: the sidecar session's.
+                 * @example adk-1
+                 */
+                session_id: components["parameters"]["AdkSessionId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Append an event to an ADK session
+         * @description ADK's `appendEvent`, one atomic script: the event and its state delta (`app:` keys to the app's state, `user:` keys to the user's, `temp:` keys dropped, the rest to the session's) stored together, the session's last update time set to the event's timestamp, its record and TTLs kept and an `adk_event` live event emitted; or nothing at all. Refused as a whole (409 `stale_session`) when the stored session was updated after the caller's copy (`last_update_time`), ADK's stale-session check. An event whose `id` the session holds replaces it in place, as ADK 2.x does. On Redis Cluster the `app:` part is written by a second script just after (the app's state is in another slot), so it is not atomic with the event there.
+         */
+        post: operations["appendAdkEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -2117,8 +2228,8 @@ export interface components {
             model?: string;
             /** @description The message's tokens as the caller counted them; `tokens` is this when given. */
             token_count?: number;
-            /** @description Any JSON object, at most 16 KiB. */
-            metadata?: Record<string, never>;
+            /** @description Any JSON value (the AI SDK's UIMessage allows any: an object, a string, a number, a list), at most 16 KiB. */
+            metadata?: unknown;
             /** @description The parent message; null for a root. */
             parent_id?: string | null;
             /**
@@ -2161,8 +2272,8 @@ export interface components {
             model?: string;
             /** @description The message's tokens as the caller counted them; `tokens` is this when given. */
             token_count?: number;
-            /** @description Any JSON object, at most 16 KiB. */
-            metadata?: Record<string, never>;
+            /** @description Any JSON value (the AI SDK's UIMessage allows any: an object, a string, a number, a list), at most 16 KiB. */
+            metadata?: unknown;
             /** @description Absent: the latest leaf (the most recently appended message; none yet: a new root). null: a new root. An id: that message (a parent with children starts a branch; an unknown id is 400 `unknown_parent`). */
             parent_id?: string | null;
         };
@@ -2198,7 +2309,7 @@ export interface components {
             item?: unknown;
             /** @description The format of `item` (e.g. `openai.responses`, `ai-sdk.ui`, `adk.event`); required with `item`. Null removes it. */
             format?: unknown;
-            /** @description Any JSON object, at most 16 KiB. Null removes it. */
+            /** @description Any JSON value (the AI SDK's UIMessage allows any), at most 16 KiB. Null removes it. */
             metadata?: unknown;
             /** @description The message's tokens as the caller counted them; `tokens` is this when given. Null removes it. */
             token_count?: unknown;
@@ -2387,6 +2498,66 @@ export interface components {
             /** @description The messages the transaction wrote, oldest first (a repeat: those still held). */
             messages: components["schemas"]["Message"][];
         };
+        /**
+         * @description ADK state: keys to any JSON values. Keys beginning `app:` are the app's state (every user of the app), `user:` the user's (every session of the user in the app), `temp:` are never stored; others are the session's. At most 1000 keys of at most 1024 bytes per request; each stored state at most `ADK_MAX_STATE_BYTES`.
+         * @example {
+         *       "city": "Paris",
+         *       "user:units": "metric",
+         *       "app:greeting": "Hello"
+         *     }
+         */
+        AdkState: {
+            [key: string]: unknown;
+        };
+        AdkCreateRequest: {
+            /** @description The session's id (1-128 characters of `[A-Za-z0-9_.@-]`); a random UUID when absent. */
+            session_id?: string;
+            state?: components["schemas"]["AdkState"];
+        };
+        /** @description An ADK Session (ADK's `Session`, snake_case). The first page carries `state` (ADK's merged state: the session's keys, then `app:` and `user:` keys), `last_update_time`, `created_at` and `event_count`; a later page (`cursor`) only the events. */
+        AdkSession: {
+            id: string;
+            app_name: string;
+            user_id: string;
+            state?: components["schemas"]["AdkState"];
+            /** @description The timestamp of the last event appended (as the event gave it, ADK's milliseconds), or the creation time (ms since the epoch, Redis `TIME`) before any event. */
+            last_update_time?: number;
+            /** @description Creation time, ms since the epoch (Redis `TIME`). */
+            created_at?: number;
+            /** @description Every stored event of the session. */
+            event_count?: number;
+            /** @description This page's events, oldest first, each exactly as appended. */
+            events: Record<string, never>[];
+            /** @description The cursor of the page of older events still within `num_recent_events` and `after_timestamp`; null when this page ends them. */
+            next_cursor: string | null;
+        };
+        AdkSessionList: {
+            sessions: {
+                id: string;
+                app_name: string;
+                user_id: string;
+                last_update_time: number;
+            }[];
+            page: number;
+            limit: number;
+            total_items: number;
+            total_pages: number;
+        };
+        AdkAppendRequest: {
+            /** @description The ADK Event, stored and answered byte for byte (at most `ADK_MAX_EVENT_BYTES`): a JSON object with a numeric `timestamp`, which becomes the session's last update time; an `id` (a string) the session holds already replaces that event in place. */
+            event: Record<string, never>;
+            /** @description `lastUpdateTime` of the caller's copy of the session: the append is refused (409 `stale_session`) when the stored session was updated after it. */
+            last_update_time: number;
+            state_delta?: components["schemas"]["AdkState"];
+        };
+        AdkAppended: {
+            /** @description The event's place among the session's events (0 first). */
+            index: number;
+            /** @description The event replaced one of the same id. */
+            replaced: boolean;
+            /** @description The session's new last update time: the event's timestamp. */
+            last_update_time: number;
+        };
     };
     responses: {
         /** @description `unauthorized`: `SIDECAR_API_TOKEN` is set and the call lacks `Authorization: Bearer <token>` or has another token. */
@@ -2464,7 +2635,7 @@ export interface components {
          */
         ContextId: components["schemas"]["Id"];
         /**
-         * @description The lock name: also its Redis key, as with redis-py. The sidecar's own key names are reserved (400 `invalid_id`): `agent_search`, `agent_search_docs`, `agent_search_entry_docs`, `agent_search_stats`, `agent_session_blocks`, `agent_session_compactions`, `agent_session_context_index`, `agent_session_event_keys`, `agent_session_events`, `agent_session_meta`, `agent_session_meta_global`, `agent_session_msg_children`, `agent_session_msg_keys`, `agent_session_msg_order`, `agent_session_msg_tree`, `agent_session_msgs`, `agent_session_prompt`, `agent_session_qa_index`, `agent_session_record`, `agent_session_state`, `agent_session_tool_calls`, `agent_session_usage_ids`, `agent_sessions`, `agent_sessions_by_user`, `agent_sessions_global`, `agent_traces`, `agent_usage_by_model`, `agent_usage_totals`, `agent_user_blocks`, `agent_user_events`, `agent_user_state`, `session_context` and `sidecar`.
+         * @description The lock name: also its Redis key, as with redis-py. The sidecar's own key names are reserved (400 `invalid_id`): `adk_app_state`, `adk_events`, `adk_index`, `adk_session`, `adk_state`, `adk_user_state`, `agent_search`, `agent_search_docs`, `agent_search_entry_docs`, `agent_search_stats`, `agent_session_blocks`, `agent_session_compactions`, `agent_session_context_index`, `agent_session_event_keys`, `agent_session_events`, `agent_session_meta`, `agent_session_meta_global`, `agent_session_msg_children`, `agent_session_msg_keys`, `agent_session_msg_order`, `agent_session_msg_tree`, `agent_session_msgs`, `agent_session_prompt`, `agent_session_qa_index`, `agent_session_record`, `agent_session_state`, `agent_session_tool_calls`, `agent_session_usage_ids`, `agent_sessions`, `agent_sessions_by_user`, `agent_sessions_global`, `agent_traces`, `agent_usage_by_model`, `agent_usage_totals`, `agent_user_blocks`, `agent_user_events`, `agent_user_state`, `session_context` and `sidecar`.
          * @example graph_writes
          */
         LockName: components["schemas"]["Id"];
@@ -2537,6 +2708,16 @@ export interface components {
          * @example delta-7f3c-12
          */
         EventIdempotencyKey: string;
+        /**
+         * @description The ADK app's name (1-128 characters of `[A-Za-z0-9_.@-]`).
+         * @example weather
+         */
+        AppName: components["schemas"]["Id"];
+        /**
+         * @description The ADK session's id: the sidecar session's.
+         * @example adk-1
+         */
+        AdkSessionId: components["schemas"]["Id"];
     };
     requestBodies: never;
     headers: {
@@ -4770,7 +4951,7 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description The lock name: also its Redis key, as with redis-py. The sidecar's own key names are reserved (400 `invalid_id`): `agent_search`, `agent_search_docs`, `agent_search_entry_docs`, `agent_search_stats`, `agent_session_blocks`, `agent_session_compactions`, `agent_session_context_index`, `agent_session_event_keys`, `agent_session_events`, `agent_session_meta`, `agent_session_meta_global`, `agent_session_msg_children`, `agent_session_msg_keys`, `agent_session_msg_order`, `agent_session_msg_tree`, `agent_session_msgs`, `agent_session_prompt`, `agent_session_qa_index`, `agent_session_record`, `agent_session_state`, `agent_session_tool_calls`, `agent_session_usage_ids`, `agent_sessions`, `agent_sessions_by_user`, `agent_sessions_global`, `agent_traces`, `agent_usage_by_model`, `agent_usage_totals`, `agent_user_blocks`, `agent_user_events`, `agent_user_state`, `session_context` and `sidecar`.
+                 * @description The lock name: also its Redis key, as with redis-py. The sidecar's own key names are reserved (400 `invalid_id`): `adk_app_state`, `adk_events`, `adk_index`, `adk_session`, `adk_state`, `adk_user_state`, `agent_search`, `agent_search_docs`, `agent_search_entry_docs`, `agent_search_stats`, `agent_session_blocks`, `agent_session_compactions`, `agent_session_context_index`, `agent_session_event_keys`, `agent_session_events`, `agent_session_meta`, `agent_session_meta_global`, `agent_session_msg_children`, `agent_session_msg_keys`, `agent_session_msg_order`, `agent_session_msg_tree`, `agent_session_msgs`, `agent_session_prompt`, `agent_session_qa_index`, `agent_session_record`, `agent_session_state`, `agent_session_tool_calls`, `agent_session_usage_ids`, `agent_sessions`, `agent_sessions_by_user`, `agent_sessions_global`, `agent_traces`, `agent_usage_by_model`, `agent_usage_totals`, `agent_user_blocks`, `agent_user_events`, `agent_user_state`, `session_context` and `sidecar`.
                  * @example graph_writes
                  */
                 name: components["parameters"]["LockName"];
@@ -4834,7 +5015,7 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description The lock name: also its Redis key, as with redis-py. The sidecar's own key names are reserved (400 `invalid_id`): `agent_search`, `agent_search_docs`, `agent_search_entry_docs`, `agent_search_stats`, `agent_session_blocks`, `agent_session_compactions`, `agent_session_context_index`, `agent_session_event_keys`, `agent_session_events`, `agent_session_meta`, `agent_session_meta_global`, `agent_session_msg_children`, `agent_session_msg_keys`, `agent_session_msg_order`, `agent_session_msg_tree`, `agent_session_msgs`, `agent_session_prompt`, `agent_session_qa_index`, `agent_session_record`, `agent_session_state`, `agent_session_tool_calls`, `agent_session_usage_ids`, `agent_sessions`, `agent_sessions_by_user`, `agent_sessions_global`, `agent_traces`, `agent_usage_by_model`, `agent_usage_totals`, `agent_user_blocks`, `agent_user_events`, `agent_user_state`, `session_context` and `sidecar`.
+                 * @description The lock name: also its Redis key, as with redis-py. The sidecar's own key names are reserved (400 `invalid_id`): `adk_app_state`, `adk_events`, `adk_index`, `adk_session`, `adk_state`, `adk_user_state`, `agent_search`, `agent_search_docs`, `agent_search_entry_docs`, `agent_search_stats`, `agent_session_blocks`, `agent_session_compactions`, `agent_session_context_index`, `agent_session_event_keys`, `agent_session_events`, `agent_session_meta`, `agent_session_meta_global`, `agent_session_msg_children`, `agent_session_msg_keys`, `agent_session_msg_order`, `agent_session_msg_tree`, `agent_session_msgs`, `agent_session_prompt`, `agent_session_qa_index`, `agent_session_record`, `agent_session_state`, `agent_session_tool_calls`, `agent_session_usage_ids`, `agent_sessions`, `agent_sessions_by_user`, `agent_sessions_global`, `agent_traces`, `agent_usage_by_model`, `agent_usage_totals`, `agent_user_blocks`, `agent_user_events`, `agent_user_state`, `session_context` and `sidecar`.
                  * @example graph_writes
                  */
                 name: components["parameters"]["LockName"];
@@ -4917,7 +5098,7 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description The lock name: also its Redis key, as with redis-py. The sidecar's own key names are reserved (400 `invalid_id`): `agent_search`, `agent_search_docs`, `agent_search_entry_docs`, `agent_search_stats`, `agent_session_blocks`, `agent_session_compactions`, `agent_session_context_index`, `agent_session_event_keys`, `agent_session_events`, `agent_session_meta`, `agent_session_meta_global`, `agent_session_msg_children`, `agent_session_msg_keys`, `agent_session_msg_order`, `agent_session_msg_tree`, `agent_session_msgs`, `agent_session_prompt`, `agent_session_qa_index`, `agent_session_record`, `agent_session_state`, `agent_session_tool_calls`, `agent_session_usage_ids`, `agent_sessions`, `agent_sessions_by_user`, `agent_sessions_global`, `agent_traces`, `agent_usage_by_model`, `agent_usage_totals`, `agent_user_blocks`, `agent_user_events`, `agent_user_state`, `session_context` and `sidecar`.
+                 * @description The lock name: also its Redis key, as with redis-py. The sidecar's own key names are reserved (400 `invalid_id`): `adk_app_state`, `adk_events`, `adk_index`, `adk_session`, `adk_state`, `adk_user_state`, `agent_search`, `agent_search_docs`, `agent_search_entry_docs`, `agent_search_stats`, `agent_session_blocks`, `agent_session_compactions`, `agent_session_context_index`, `agent_session_event_keys`, `agent_session_events`, `agent_session_meta`, `agent_session_meta_global`, `agent_session_msg_children`, `agent_session_msg_keys`, `agent_session_msg_order`, `agent_session_msg_tree`, `agent_session_msgs`, `agent_session_prompt`, `agent_session_qa_index`, `agent_session_record`, `agent_session_state`, `agent_session_tool_calls`, `agent_session_usage_ids`, `agent_sessions`, `agent_sessions_by_user`, `agent_sessions_global`, `agent_traces`, `agent_usage_by_model`, `agent_usage_totals`, `agent_user_blocks`, `agent_user_events`, `agent_user_state`, `session_context` and `sidecar`.
                  * @example graph_writes
                  */
                 name: components["parameters"]["LockName"];
@@ -5006,7 +5187,7 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description The lock name: also its Redis key, as with redis-py. The sidecar's own key names are reserved (400 `invalid_id`): `agent_search`, `agent_search_docs`, `agent_search_entry_docs`, `agent_search_stats`, `agent_session_blocks`, `agent_session_compactions`, `agent_session_context_index`, `agent_session_event_keys`, `agent_session_events`, `agent_session_meta`, `agent_session_meta_global`, `agent_session_msg_children`, `agent_session_msg_keys`, `agent_session_msg_order`, `agent_session_msg_tree`, `agent_session_msgs`, `agent_session_prompt`, `agent_session_qa_index`, `agent_session_record`, `agent_session_state`, `agent_session_tool_calls`, `agent_session_usage_ids`, `agent_sessions`, `agent_sessions_by_user`, `agent_sessions_global`, `agent_traces`, `agent_usage_by_model`, `agent_usage_totals`, `agent_user_blocks`, `agent_user_events`, `agent_user_state`, `session_context` and `sidecar`.
+                 * @description The lock name: also its Redis key, as with redis-py. The sidecar's own key names are reserved (400 `invalid_id`): `adk_app_state`, `adk_events`, `adk_index`, `adk_session`, `adk_state`, `adk_user_state`, `agent_search`, `agent_search_docs`, `agent_search_entry_docs`, `agent_search_stats`, `agent_session_blocks`, `agent_session_compactions`, `agent_session_context_index`, `agent_session_event_keys`, `agent_session_events`, `agent_session_meta`, `agent_session_meta_global`, `agent_session_msg_children`, `agent_session_msg_keys`, `agent_session_msg_order`, `agent_session_msg_tree`, `agent_session_msgs`, `agent_session_prompt`, `agent_session_qa_index`, `agent_session_record`, `agent_session_state`, `agent_session_tool_calls`, `agent_session_usage_ids`, `agent_sessions`, `agent_sessions_by_user`, `agent_sessions_global`, `agent_traces`, `agent_usage_by_model`, `agent_usage_totals`, `agent_user_blocks`, `agent_user_events`, `agent_user_state`, `session_context` and `sidecar`.
                  * @example graph_writes
                  */
                 name: components["parameters"]["LockName"];
@@ -8968,6 +9149,448 @@ export interface operations {
             409: {
                 headers: {
                     "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            413: components["responses"]["BodyTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["RedisUnavailable"];
+        };
+    };
+    listAdkSessions: {
+        parameters: {
+            query?: {
+                /** @example 20 */
+                limit?: number;
+                offset?: number;
+                page?: number;
+                /** @example desc */
+                order?: "asc" | "desc";
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description The ADK app's name (1-128 characters of `[A-Za-z0-9_.@-]`).
+                 * @example weather
+                 */
+                app_name: components["parameters"]["AppName"];
+                /**
+                 * @description The user (Cognee's user id).
+                 * @example alice
+                 */
+                user_id: components["parameters"]["UserId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of sessions. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AdkSessionList"];
+                };
+            };
+            /**
+             * @description Bad input.
+             *
+             *     - `invalid_id`: a path id is not 1-128 characters of `[A-Za-z0-9_.@-]`
+             *     - `invalid_query`: `limit`, `offset` or `page` not a whole number in range, `order` not `asc` or `desc`
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
+             */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            /**
+             * @description Another program's data is in the way.
+             *
+             *     - `key_wrong_type`: a Redis key this call reads or writes holds another type than the sidecar keeps there (another program wrote it); nothing was changed: delete or repair the key
+             */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            500: components["responses"]["Internal"];
+            503: components["responses"]["RedisUnavailable"];
+        };
+    };
+    createAdkSession: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The ADK app's name (1-128 characters of `[A-Za-z0-9_.@-]`).
+                 * @example weather
+                 */
+                app_name: components["parameters"]["AppName"];
+                /**
+                 * @description The user (Cognee's user id).
+                 * @example alice
+                 */
+                user_id: components["parameters"]["UserId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                /**
+                 * @example {
+                 *       "session_id": "adk-1",
+                 *       "state": {
+                 *         "city": "Paris",
+                 *         "user:units": "metric",
+                 *         "app:greeting": "Hello",
+                 *         "temp:scratch": 1
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["AdkCreateRequest"];
+            };
+        };
+        responses: {
+            /** @description Created: the session. */
+            201: {
+                headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AdkSession"];
+                };
+            };
+            /**
+             * @description Bad input; nothing was changed.
+             *
+             *     - `invalid_id`: a path id is not 1-128 characters of `[A-Za-z0-9_.@-]`
+             *     - `invalid_json`: the body is not one JSON value of the right kind (malformed, empty, several values)
+             *     - `invalid_field`: `session_id` not an id, `state` with more than 1000 keys or a key over 1024 bytes
+             *     - `unknown_field`: the body holds a field this call does not know; the message names it
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
+             */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            /**
+             * @description Conflict; nothing was changed.
+             *
+             *     - `session_exists`: the session is an ADK session already
+             *     - `too_many_sessions`: the user holds `ADK_MAX_SESSIONS` sessions of the app
+             *     - `state_too_big`: a state would pass `ADK_MAX_STATE_BYTES`
+             *     - `key_wrong_type`: a Redis key this call reads or writes holds another type than the sidecar keeps there (another program wrote it); nothing was changed: delete or repair the key
+             */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            413: components["responses"]["BodyTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["RedisUnavailable"];
+        };
+    };
+    getAdkSession: {
+        parameters: {
+            query?: {
+                /** @example 10 */
+                num_recent_events?: number;
+                /** @description In the events' own unit (ADK's `Event.timestamp`: ms since the epoch). */
+                after_timestamp?: number;
+                limit?: number;
+                /** @description A `next_cursor` this call answered. */
+                cursor?: string;
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description The ADK app's name (1-128 characters of `[A-Za-z0-9_.@-]`).
+                 * @example weather
+                 */
+                app_name: components["parameters"]["AppName"];
+                /**
+                 * @description The user (Cognee's user id).
+                 * @example alice
+                 */
+                user_id: components["parameters"]["UserId"];
+                /**
+                 * @description The ADK session's id: the sidecar session's.
+                 * @example adk-1
+                 */
+                session_id: components["parameters"]["AdkSessionId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The session (a later page: its events). */
+            200: {
+                headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AdkSession"];
+                };
+            };
+            /**
+             * @description Bad input.
+             *
+             *     - `invalid_id`: a path id is not 1-128 characters of `[A-Za-z0-9_.@-]`
+             *     - `invalid_query`: `num_recent_events` or `limit` out of range, `after_timestamp` not a number, `cursor` not one this API answered
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
+             */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            /**
+             * @description Not found.
+             *
+             *     - `not_found`: no ADK session of this app, user and id (another app's session of that id is not found either)
+             */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Another program's data is in the way.
+             *
+             *     - `key_wrong_type`: a Redis key this call reads or writes holds another type than the sidecar keeps there (another program wrote it); nothing was changed: delete or repair the key
+             */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            500: components["responses"]["Internal"];
+            503: components["responses"]["RedisUnavailable"];
+        };
+    };
+    deleteAdkSession: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The ADK app's name (1-128 characters of `[A-Za-z0-9_.@-]`).
+                 * @example weather
+                 */
+                app_name: components["parameters"]["AppName"];
+                /**
+                 * @description The user (Cognee's user id).
+                 * @example alice
+                 */
+                user_id: components["parameters"]["UserId"];
+                /**
+                 * @description The ADK session's id: the sidecar session's.
+                 * @example adk-1
+                 */
+                session_id: components["parameters"]["AdkSessionId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /**
+             * @description Bad input.
+             *
+             *     - `invalid_id`: a path id is not 1-128 characters of `[A-Za-z0-9_.@-]`
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
+             */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            /**
+             * @description Not found.
+             *
+             *     - `not_found`: no ADK session of this app, user and id (another app's session of that id is not found either)
+             */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Another program's data is in the way.
+             *
+             *     - `key_wrong_type`: a Redis key this call reads or writes holds another type than the sidecar keeps there (another program wrote it); nothing was changed: delete or repair the key
+             */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            500: components["responses"]["Internal"];
+            503: components["responses"]["RedisUnavailable"];
+        };
+    };
+    appendAdkEvent: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The ADK app's name (1-128 characters of `[A-Za-z0-9_.@-]`).
+                 * @example weather
+                 */
+                app_name: components["parameters"]["AppName"];
+                /**
+                 * @description The user (Cognee's user id).
+                 * @example alice
+                 */
+                user_id: components["parameters"]["UserId"];
+                /**
+                 * @description The ADK session's id: the sidecar session's.
+                 * @example adk-1
+                 */
+                session_id: components["parameters"]["AdkSessionId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "event": {
+                 *         "id": "e-1",
+                 *         "invocationId": "inv-1",
+                 *         "author": "weather_agent",
+                 *         "timestamp": 4102444800000,
+                 *         "content": {
+                 *           "role": "model",
+                 *           "parts": [
+                 *             {
+                 *               "text": "Sunny in Paris."
+                 *             }
+                 *           ]
+                 *         },
+                 *         "actions": {
+                 *           "stateDelta": {
+                 *             "last_city": "Paris",
+                 *             "user:visits": 1
+                 *           }
+                 *         }
+                 *       },
+                 *       "last_update_time": 4102444800000,
+                 *       "state_delta": {
+                 *         "last_city": "Paris",
+                 *         "user:visits": 1,
+                 *         "temp:step": 2
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["AdkAppendRequest"];
+            };
+        };
+        responses: {
+            /** @description Stored. */
+            201: {
+                headers: {
+                    "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AdkAppended"];
+                };
+            };
+            /**
+             * @description Bad input; nothing was changed.
+             *
+             *     - `invalid_id`: a path id is not 1-128 characters of `[A-Za-z0-9_.@-]`
+             *     - `invalid_json`: the body is not one JSON value of the right kind (malformed, empty, several values)
+             *     - `invalid_field`: `event` not an object, over `ADK_MAX_EVENT_BYTES`, without a numeric `timestamp`; `last_update_time` not a number; `state_delta` with more than 1000 keys
+             *     - `unknown_field`: the body holds a field this call does not know; the message names it
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
+             */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            /**
+             * @description Not found.
+             *
+             *     - `not_found`: no ADK session of this app, user and id (another app's session of that id is not found either)
+             */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Conflict; nothing was changed.
+             *
+             *     - `stale_session`: the stored session was updated after the caller's copy: read it again and retry
+             *     - `session_full`: the session holds `ADK_MAX_EVENTS` events
+             *     - `state_too_big`: a state would pass `ADK_MAX_STATE_BYTES`
+             *     - `key_wrong_type`: a Redis key this call reads or writes holds another type than the sidecar keeps there (another program wrote it); nothing was changed: delete or repair the key
+             */
+            409: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {

@@ -42,6 +42,26 @@ export type MessageTransaction =
 /** What a transaction wrote; `applied: false` for a repeat of its operation id. */
 export type MessageTransactionResult = { operation_id: string; applied: boolean; messages: Message[] };
 export type Compaction = { id: string; summary: string; from_id: string; to_id: string; created_at: string };
+/** An ADK session page: state, times and event_count on the first page; events oldest first. */
+export type AdkSession = {
+  id: string;
+  app_name: string;
+  user_id: string;
+  state?: Obj;
+  last_update_time?: number;
+  created_at?: number;
+  event_count?: number;
+  events: Obj[];
+  next_cursor: string | null;
+};
+/** listAdkSessions' answer: ADK's ListSessionsResponse in snake_case. */
+export type AdkSessionList = {
+  sessions: { id: string; app_name: string; user_id: string; last_update_time: number }[];
+  page: number;
+  limit: number;
+  total_items: number;
+  total_pages: number;
+};
 /** A context block: {label, description?, content, max_tokens?, writable, position, tokens, scope?}. */
 export type Block = Obj & { label: string; content: string };
 
@@ -260,5 +280,42 @@ export class Sidecar extends SidecarCore {
   ): Promise<Checkpoints["CheckpointPage"]> {
     const filter = opts.filter && Object.keys(opts.filter).length > 0 ? JSON.stringify(opts.filter) : undefined;
     return this.raw(true, "GET", this.sessionPath(userId, sessionId, "checkpoints") + qs({ ...opts, filter }));
+  }
+
+  // -- Google ADK sessions (module adk; ./adk's SidecarSessionService uses these) --
+
+  private adkPath(app: string, u: string, ...more: string[]): string {
+    ids(app, u, ...more);
+    return [`/v1/adk/apps/${enc(app)}/users/${enc(u)}/sessions`, ...more.map(enc)].join("/");
+  }
+  /** createAdkSession: {session_id?, state?} → the session (409 session_exists for an id in use). */
+  createAdkSession(appName: string, userId: string, body: { session_id?: string; state?: Obj } = {}): Promise<AdkSession> {
+    return this.raw(false, "POST", this.adkPath(appName, userId), body);
+  }
+  /** listAdkSessions: the user's sessions of the app, ADK's paging and order. */
+  listAdkSessions(appName: string, userId: string, opts: { limit?: number; offset?: number; page?: number; order?: "asc" | "desc" } = {}): Promise<AdkSessionList> {
+    return this.raw(true, "GET", this.adkPath(appName, userId) + qs(opts));
+  }
+  /** getAdkSession: a page of the session (state on the first); follow next_cursor for older events. */
+  getAdkSession(
+    appName: string,
+    userId: string,
+    sessionId: string,
+    opts: { num_recent_events?: number; after_timestamp?: number; limit?: number; cursor?: string } = {},
+  ): Promise<AdkSession> {
+    return this.raw(true, "GET", this.adkPath(appName, userId, sessionId) + qs(opts));
+  }
+  /** deleteAdkSession: deletes the whole sidecar session (404 when the app has no such session). */
+  async deleteAdkSession(appName: string, userId: string, sessionId: string): Promise<void> {
+    await this.raw(false, "DELETE", this.adkPath(appName, userId, sessionId));
+  }
+  /** appendAdkEvent: the event and its state delta in one script; 409 stale_session for a stale copy (nothing stored). */
+  appendAdkEvent(
+    appName: string,
+    userId: string,
+    sessionId: string,
+    body: { event: Obj; last_update_time: number; state_delta?: Obj },
+  ): Promise<{ index: number; replaced: boolean; last_update_time: number }> {
+    return this.raw(false, "POST", this.adkPath(appName, userId, sessionId, "events"), body);
   }
 }

@@ -6,6 +6,7 @@
 package modules
 
 import (
+	"github.com/agentsidecar/agentsidecar/adk"
 	"github.com/agentsidecar/agentsidecar/blocks"
 	"github.com/agentsidecar/agentsidecar/checkpoints"
 	"github.com/agentsidecar/agentsidecar/erasure"
@@ -35,5 +36,6 @@ func All() []sidecar.Factory {
 		events.Factory,
 		erasure.Factory,
 		checkpoints.Factory,
+		adk.Factory,
 	}
 }

@@ -1,0 +1,469 @@
+// Package adk is the Google ADK session service module: an ADK session
+// (app, user, session) is the sidecar session <user>/<session>, its app
+// kept in the session's ADK record; its events, its state and the state
+// its user's sessions of the app share (`user:` keys) are keys of the
+// user's slot, the state every user of the app shares (`app:` keys) a key
+// of the app's. appendEvent is one script: the event and its state delta
+// together, refused as a whole when the caller's copy is stale. The
+// TypeScript client's SidecarSessionService (@agentsidecar/client/adk) is
+// ADK's BaseSessionService over these routes.
+package adk
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"math"
+	"net/http"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/agentsidecar/agentsidecar/envconf"
+	"github.com/agentsidecar/agentsidecar/lua"
+	"github.com/agentsidecar/agentsidecar/redisstore"
+	"github.com/agentsidecar/agentsidecar/sessionstore"
+	"github.com/agentsidecar/agentsidecar/sidecar"
+)
+
+// Factory registers the module with the host.
+var Factory = sidecar.Factory{Name: "adk", New: New}
+
+// Limits of a request.
+const (
+	MaxDeltaKeys = 1000 // keys of one state delta (or initial state)
+	MaxKeyBytes  = 1024 // a state key
+	DefaultPage  = 100  // events per page
+	MaxPage      = 1000
+)
+
+// Module serves the ADK routes.
+type Module struct {
+	store  *Store
+	cfg    Config
+	logger *slog.Logger
+}
+
+// New builds the module over the host's shared session store.
+func New(_ context.Context, deps sidecar.Deps) (sidecar.Module, error) {
+	s, err := sessionstore.FromDeps(deps)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := envconf.Load[Config](deps.Env)
+	if err != nil {
+		return nil, err
+	}
+	return &Module{store: &Store{Store: s, cfg: cfg}, cfg: cfg, logger: deps.Logger}, nil
+}
+
+// Name implements sidecar.Module.
+func (m *Module) Name() string { return "adk" }
+
+const base = "/v1/adk/apps/{app_name}/users/{user_id}/sessions"
+
+// Routes implements sidecar.Module.
+func (m *Module) Routes() []sidecar.Route {
+	return []sidecar.Route{
+		{Pattern: "POST " + base, Handler: m.create},
+		{Pattern: "GET " + base, Handler: m.list, Query: []string{"limit", "offset", "page", "order"}},
+		{Pattern: "GET " + base + "/{session_id}", Handler: m.get, Query: []string{"num_recent_events", "after_timestamp", "limit", "cursor"}},
+		{Pattern: "DELETE " + base + "/{session_id}", Handler: m.delete},
+		{Pattern: "POST " + base + "/{session_id}/events", Handler: m.appendEvent,
+			MaxBodyBytes: int64(m.cfg.MaxEventBytes) + 2*int64(m.cfg.MaxStateBytes) + 64<<10},
+	}
+}
+
+// split is a state key's scope (s, u, a, t) and its key without the prefix.
+func split(k string) (string, string) {
+	switch {
+	case strings.HasPrefix(k, "app:"):
+		return "a", k[len("app:"):]
+	case strings.HasPrefix(k, "user:"):
+		return "u", k[len("user:"):]
+	case strings.HasPrefix(k, "temp:"):
+		return "t", k
+	}
+	return "s", k
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}
+
+// pairsOf reads reply value i, an array of strings.
+func pairsOf(r lua.Reply, i int) ([]string, error) {
+	if i >= len(r.Values) {
+		return nil, errors.New("reply too short")
+	}
+	return r.Values[i].AsStrSlice()
+}
+
+// notFound names the ADK session of a missing answer.
+func notFound(err error, app, user, session string) error {
+	if errors.Is(err, redisstore.ErrNotFound) {
+		return redisstore.NotFound("no ADK session %s/%s of app %s", user, session, app)
+	}
+	return err
+}
+
+// ids are the path's app, user and session (session "" when absent).
+func ids(r *http.Request, withSession bool) (app, user, session string, err error) {
+	names := []string{"app_name", "user_id"}
+	if withSession {
+		names = append(names, "session_id")
+	}
+	v, err := sidecar.PathIDs(r, names...)
+	if err != nil {
+		return "", "", "", err
+	}
+	if withSession {
+		session = v[2]
+	}
+	return v[0], v[1], session, nil
+}
+
+// checkState validates a state (or delta) object: at most MaxDeltaKeys
+// keys of at most MaxKeyBytes.
+func checkState(field string, st map[string]json.RawMessage) error {
+	if len(st) > MaxDeltaKeys {
+		return sidecar.BadRequest("invalid_field", "field %q has %d keys; at most %d", field, len(st), MaxDeltaKeys)
+	}
+	for k := range st {
+		if k == "" || len(k) > MaxKeyBytes {
+			return sidecar.BadRequest("invalid_field", "field %q: a key must be 1-%d bytes", field, MaxKeyBytes)
+		}
+	}
+	return nil
+}
+
+type createRequest struct {
+	SessionID *string                    `json:"session_id"`
+	State     map[string]json.RawMessage `json:"state"`
+}
+
+func (m *Module) create(w http.ResponseWriter, r *http.Request) error {
+	app, user, _, err := ids(r, false)
+	if err != nil {
+		return err
+	}
+	var req createRequest
+	if err := sidecar.DecodeOptionalJSON(r, &req); err != nil {
+		return err
+	}
+	session := ""
+	if req.SessionID != nil {
+		if !sidecar.ValidID(*req.SessionID) {
+			return sidecar.BadRequest("invalid_field", "field \"session_id\" must be 1-128 characters of A-Z a-z 0-9 _ . @ -")
+		}
+		session = *req.SessionID
+	} else {
+		session = newID()
+	}
+	if err := checkState("state", req.State); err != nil {
+		return err
+	}
+	if _, err := m.store.Create(r.Context(), app, user, session, newDelta(req.State)); err != nil {
+		return err
+	}
+	return m.answer(w, r, http.StatusCreated, app, user, session, PageQuery{Limit: DefaultPage})
+}
+
+func (m *Module) get(w http.ResponseWriter, r *http.Request) error {
+	app, user, session, err := ids(r, true)
+	if err != nil {
+		return err
+	}
+	var q PageQuery
+	if q.NumRecent, err = sidecar.QueryInt(r, "num_recent_events", 0, 0, math.MaxInt32); err != nil {
+		return err
+	}
+	if q.Limit, err = sidecar.QueryInt(r, "limit", DefaultPage, 1, MaxPage); err != nil {
+		return err
+	}
+	if s := r.URL.Query().Get("after_timestamp"); s != "" {
+		f, err := strconv.ParseFloat(s, 64)
+		if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
+			return sidecar.BadRequest("invalid_query", "after_timestamp must be a number (the events' timestamps' unit)")
+		}
+		if f != 0 { // ADK: 0 is no bound
+			q.AfterTimestamp = s
+		}
+	}
+	if c := r.URL.Query().Get("cursor"); c != "" {
+		var top, low int
+		parts := strings.Split(c, ":")
+		if len(parts) != 2 {
+			return badCursor()
+		}
+		if top, err = strconv.Atoi(parts[0]); err != nil || top < 0 {
+			return badCursor()
+		}
+		if low, err = strconv.Atoi(parts[1]); err != nil || low < 0 || low > top {
+			return badCursor()
+		}
+		q.Cursor = strconv.Itoa(top) + ":" + strconv.Itoa(low)
+	}
+	return m.answer(w, r, http.StatusOK, app, user, session, q)
+}
+
+// newID is a random UUID (version 4), as ADK names a session.
+func newID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	h := hex.EncodeToString(b[:])
+	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
+}
+
+func badCursor() error {
+	return sidecar.BadRequest("invalid_query", "cursor is not one this API returned")
+}
+
+// answer writes a page of the session: its fields and merged state on the
+// first page, the page's events oldest first, and next_cursor.
+func (m *Module) answer(w http.ResponseWriter, r *http.Request, status int, app, user, session string, q PageQuery) error {
+	p, err := m.store.Read(r.Context(), app, user, session, q)
+	if err != nil {
+		return err
+	}
+	var b []byte
+	b = append(b, `{"id":`...)
+	b = strconv.AppendQuote(b, session)
+	b = append(b, `,"app_name":`...)
+	b = strconv.AppendQuote(b, app)
+	b = append(b, `,"user_id":`...)
+	b = strconv.AppendQuote(b, user)
+	if q.Cursor == "" {
+		b = append(b, `,"state":`...)
+		b = merged(b, p)
+		b = append(b, `,"last_update_time":`...)
+		b = append(b, p.LastUpdate...)
+		b = append(b, `,"created_at":`...)
+		b = append(b, p.Created...)
+		b = append(b, `,"event_count":`...)
+		b = strconv.AppendInt(b, p.N, 10)
+	}
+	b = append(b, `,"events":[`...)
+	for i := len(p.Events) - 1; i >= 0; i-- {
+		if i < len(p.Events)-1 {
+			b = append(b, ',')
+		}
+		b = append(b, p.Events[i]...)
+	}
+	b = append(b, `],"next_cursor":`...)
+	if p.Next == "" {
+		b = append(b, "null"...)
+	} else {
+		b = strconv.AppendQuote(b, p.Next)
+	}
+	b = append(b, '}')
+	sidecar.WriteBody(w, status, b)
+	return nil
+}
+
+// merged is ADK's mergeStates: the session's state, then the app's keys
+// (app:), then the user's (user:).
+func merged(b []byte, p Page) []byte {
+	b = append(b, '{')
+	first := true
+	add := func(prefix string, pairs []string) {
+		for i := 0; i+1 < len(pairs); i += 2 {
+			if !first {
+				b = append(b, ',')
+			}
+			first = false
+			b = strconv.AppendQuote(b, prefix+pairs[i])
+			b = append(b, ':')
+			b = append(b, pairs[i+1]...)
+		}
+	}
+	add("", p.State)
+	add("app:", p.App)
+	add("user:", p.User)
+	return append(b, '}')
+}
+
+type listed struct {
+	ID             string          `json:"id"`
+	AppName        string          `json:"app_name"`
+	UserID         string          `json:"user_id"`
+	LastUpdateTime json.RawMessage `json:"last_update_time"`
+}
+
+type listAnswer struct {
+	Sessions   []listed `json:"sessions"`
+	Page       int      `json:"page"`
+	Limit      int      `json:"limit"`
+	TotalItems int      `json:"total_items"`
+	TotalPages int      `json:"total_pages"`
+}
+
+// list answers as ADK's listSessions: creation order, or by last update
+// time (then id) with order=asc|desc; limit with offset or page.
+func (m *Module) list(w http.ResponseWriter, r *http.Request) error {
+	app, user, _, err := ids(r, false)
+	if err != nil {
+		return err
+	}
+	qs := r.URL.Query()
+	order := qs.Get("order")
+	if order != "" && order != "asc" && order != "desc" {
+		return sidecar.BadRequest("invalid_query", "order must be asc or desc")
+	}
+	has := func(n string) bool { return qs.Get(n) != "" }
+	offset, err := sidecar.QueryInt(r, "offset", 0, 0, math.MaxInt32)
+	if err != nil {
+		return err
+	}
+	all, err := m.store.List(r.Context(), app, user)
+	if err != nil {
+		return err
+	}
+	ts := func(l Listed) float64 { f, _ := strconv.ParseFloat(l.LastUpdate, 64); return f }
+	switch order {
+	case "asc":
+		slices.SortStableFunc(all, func(a, b Listed) int { return cmpTimes(ts(a), ts(b), a.ID, b.ID) })
+	case "desc":
+		slices.SortStableFunc(all, func(a, b Listed) int { return cmpTimes(ts(b), ts(a), a.ID, b.ID) })
+	}
+	ans := listAnswer{Sessions: []listed{}, Page: 1}
+	total := len(all)
+	ans.TotalItems = total
+	if !has("limit") {
+		if offset < total {
+			all = all[offset:]
+		} else {
+			all = nil
+		}
+		ans.Limit = total
+		if total > 0 {
+			ans.TotalPages = 1
+		}
+	} else {
+		limit, err := sidecar.QueryInt(r, "limit", 0, 0, math.MaxInt32)
+		if err != nil {
+			return err
+		}
+		ans.Limit = limit
+		if limit > 0 {
+			ans.TotalPages = (total + limit - 1) / limit
+		}
+		if has("page") {
+			page, err := sidecar.QueryInt(r, "page", 1, 1, math.MaxInt32)
+			if err != nil {
+				return err
+			}
+			offset, ans.Page = (page-1)*limit, page
+		} else if limit > 0 {
+			ans.Page = offset/limit + 1
+		}
+		end := min(offset+limit, total)
+		if offset < end {
+			all = all[offset:end]
+		} else {
+			all = nil
+		}
+	}
+	for _, l := range all {
+		ans.Sessions = append(ans.Sessions, listed{ID: l.ID, AppName: app, UserID: user, LastUpdateTime: json.RawMessage(l.LastUpdate)})
+	}
+	sidecar.WriteJSON(w, http.StatusOK, ans)
+	return nil
+}
+
+// cmpTimes orders by time, then by id (ADK compares ids with localeCompare;
+// plain byte order here).
+func cmpTimes(a, b float64, ida, idb string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return strings.Compare(ida, idb)
+}
+
+func (m *Module) delete(w http.ResponseWriter, r *http.Request) error {
+	app, user, session, err := ids(r, true)
+	if err != nil {
+		return err
+	}
+	if err := m.store.Delete(r.Context(), app, user, session); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+type appendRequest struct {
+	Event          json.RawMessage            `json:"event"`
+	LastUpdateTime json.RawMessage            `json:"last_update_time"`
+	StateDelta     map[string]json.RawMessage `json:"state_delta"`
+}
+
+type appendAnswer struct {
+	Index          int64           `json:"index"`
+	Replaced       bool            `json:"replaced"`
+	LastUpdateTime json.RawMessage `json:"last_update_time"`
+}
+
+// number is raw when it is a finite JSON number.
+func number(field string, raw json.RawMessage) (string, error) {
+	var f float64
+	if len(raw) == 0 || raw[0] == '"' || json.Unmarshal(raw, &f) != nil {
+		return "", sidecar.BadRequest("invalid_field", "field %q must be a number", field)
+	}
+	return string(raw), nil
+}
+
+func (m *Module) appendEvent(w http.ResponseWriter, r *http.Request) error {
+	app, user, session, err := ids(r, true)
+	if err != nil {
+		return err
+	}
+	var req appendRequest
+	if err := sidecar.DecodeJSON(r, &req); err != nil {
+		return err
+	}
+	var ev map[string]json.RawMessage
+	if len(req.Event) == 0 || json.Unmarshal(req.Event, &ev) != nil || ev == nil {
+		return sidecar.BadRequest("invalid_field", "field \"event\" must be a JSON object (an ADK Event)")
+	}
+	if len(req.Event) > m.cfg.MaxEventBytes {
+		return sidecar.BadRequest("invalid_field", "field \"event\" is %d bytes; at most %d (ADK_MAX_EVENT_BYTES)", len(req.Event), m.cfg.MaxEventBytes)
+	}
+	ts, err := number("event.timestamp", ev["timestamp"])
+	if err != nil {
+		return err
+	}
+	last, err := number("last_update_time", req.LastUpdateTime)
+	if err != nil {
+		return err
+	}
+	id := ""
+	if raw, ok := ev["id"]; ok && string(raw) != "null" {
+		if json.Unmarshal(raw, &id) != nil || len(id) > MaxKeyBytes {
+			return sidecar.BadRequest("invalid_field", "field \"event.id\" must be a string of at most %d bytes", MaxKeyBytes)
+		}
+	}
+	if err := checkState("state_delta", req.StateDelta); err != nil {
+		return err
+	}
+	a, err := m.store.Append(r.Context(), app, user, session, last, ts, id, req.Event, newDelta(req.StateDelta))
+	if err != nil {
+		return err
+	}
+	sidecar.WriteJSON(w, http.StatusCreated, appendAnswer{Index: a.Index, Replaced: a.Replaced, LastUpdateTime: json.RawMessage(ts)})
+	return nil
+}

@@ -1,0 +1,212 @@
+package adk_test
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/redis/rueidis"
+
+	"github.com/agentsidecar/agentsidecar/adk"
+	"github.com/agentsidecar/agentsidecar/envconf"
+	"github.com/agentsidecar/agentsidecar/redisstore/redisstoretest"
+	"github.com/agentsidecar/agentsidecar/sidecar/sidecartest"
+)
+
+// ADK's stale-session check is what keeps concurrent writers from losing
+// each other's state: 16 writers on two sidecars each add 1 to a counter
+// in the session's state (read the session, append an event with the new
+// value; on 409 stale_session read again). Every increment survives and
+// the session holds exactly one event per successful append.
+func TestConcurrentWritersLoseNothing(t *testing.T) {
+	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
+		hosts := []*sidecartest.Host{start(t, srv, nil), start(t, srv, nil)}
+		want(t, hosts[0].Do(t, "POST", app, `{"session_id":"race","state":{"count":0}}`), 201)
+		const writers, each = 16, 5
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		var stale int
+		errs := make(chan error, writers)
+		for w := range writers {
+			wg.Go(func() {
+				c := sidecartest.NewClient(t, hosts[w%2].API)
+				for i := 0; i < each; {
+					rep := c.Send(t.Context(), "GET", app+"/race?num_recent_events=1", "")
+					if rep.Err != nil || rep.Status != 200 {
+						errs <- fmt.Errorf("get: %v", rep)
+						return
+					}
+					var s session
+					if err := json.Unmarshal([]byte(rep.Body), &s); err != nil {
+						errs <- err
+						return
+					}
+					var n int
+					_ = json.Unmarshal(s.State["count"], &n)
+					body := appendBody(fmt.Sprintf("w%d-%d", w, i), s.LastUpdateTime+1, s.LastUpdateTime, fmt.Sprintf(`{"count":%d,"user:last":%d,"app:last":%d}`, n+1, w, w))
+					rep = c.Send(t.Context(), "POST", app+"/race/events", body)
+					switch {
+					case rep.Err != nil:
+						errs <- rep.Err
+						return
+					case rep.Status == 201:
+						i++
+					case rep.Status == 409 && rep.Code() == "stale_session":
+						mu.Lock()
+						stale++
+						mu.Unlock()
+					default:
+						errs <- errors.New(rep.String())
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatal(err)
+		}
+		s := want(t, hosts[1].Do(t, "GET", app+"/race?limit=1000", ""), 200)
+		if string(s.State["count"]) != strconv.Itoa(writers*each) || s.EventCount != writers*each || len(s.Events) != writers*each {
+			t.Fatalf("count %s, %d events (%d read), want %d of each; %d stale refusals", s.State["count"], s.EventCount, len(s.Events), writers*each, stale)
+		}
+		t.Logf("%d appends, %d refused as stale and retried", writers*each, stale)
+	})
+}
+
+// The session's ADK keys are the session's: the stock PUT .../ttl slides
+// them and the stock session delete removes them; the listing then drops
+// the session.
+func TestStockTTLAndDeleteCoverADKKeys(t *testing.T) {
+	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
+		h := start(t, srv, nil)
+		s := want(t, h.Do(t, "POST", app, `{"session_id":"s1","state":{"k":1}}`), 201)
+		want(t, h.Do(t, "POST", app+"/s1/events", appendBody("e1", s.LastUpdateTime+1, s.LastUpdateTime, `{"k":2}`)), 201)
+		if rep := h.Do(t, "PUT", "/v1/users/alice/sessions/s1/ttl", `{"ttl_seconds":100}`); rep.Status != 200 {
+			t.Fatalf("PUT ttl: %s", rep)
+		}
+		c := srv.Client(t)
+		l := srv.Layout()
+		own := []string{l.SessionKey(adk.SessionFamily, "alice", "s1"), l.SessionKey(adk.StateFamily, "alice", "s1"), l.SessionKey(adk.EventsFamily, "alice", "s1")}
+		for _, k := range own {
+			if p, err := c.Do(t.Context(), c.B().Pttl().Key(k).Build()).AsInt64(); err != nil || p <= 0 || p > 100_000 {
+				t.Fatalf("PTTL %s = %d %v, want the session's 100 s", k, p, err)
+			}
+		}
+		if rep := h.Do(t, "DELETE", "/v1/users/alice/sessions/s1", ""); rep.Status != 204 {
+			t.Fatalf("DELETE session: %s", rep)
+		}
+		for _, k := range own {
+			if n, err := c.Do(t.Context(), c.B().Exists().Key(k).Build()).AsInt64(); err != nil || n != 0 {
+				t.Fatalf("%s after the session's delete: exists %d %v", k, n, err)
+			}
+		}
+		want(t, h.Do(t, "GET", app+"/s1", ""), 404)
+		if rep := h.Do(t, "GET", app, ""); rep.Status != 200 || strings.TrimSpace(rep.Body) != `{"sessions":[],"page":1,"limit":0,"total_items":0,"total_pages":0}` {
+			t.Fatalf("list after delete: %s", rep)
+		}
+	})
+}
+
+// Bad input is 400 with nothing written; the limits answer their codes.
+func TestRefusals(t *testing.T) {
+	redisstoretest.Each(t, func(t *testing.T, srv *redisstoretest.Server) {
+		h := start(t, srv, envconf.Env{"ADK_MAX_EVENTS": "2", "ADK_MAX_STATE_BYTES": "1024", "ADK_MAX_SESSIONS": "2"})
+		s := want(t, h.Do(t, "POST", app, `{"session_id":"s1"}`), 201)
+		last := s.LastUpdateTime
+		ev := app + "/s1/events"
+		for _, tc := range []struct{ body, code string }{
+			{`{"event":[],"last_update_time":1}`, "invalid_field"},
+			{`{"event":{"timestamp":"x"},"last_update_time":1}`, "invalid_field"},
+			{`{"event":{"id":5,"timestamp":1},"last_update_time":1}`, "invalid_field"},
+			{`{"event":{"timestamp":1},"last_update_time":"1"}`, "invalid_field"},
+			{`{"event":{"timestamp":1}}`, "invalid_field"},
+			{`{"event":{"timestamp":1},"last_update_time":1,"state_delta":{"":1}}`, "invalid_field"},
+			{`{"event":{"timestamp":1},"last_update_time":1,"nope":1}`, "unknown_field"},
+		} {
+			if rep := h.Do(t, "POST", ev, tc.body); rep.Status != 400 || rep.Code() != tc.code {
+				t.Errorf("%s: %s, want 400 %s", tc.body, rep, tc.code)
+			}
+		}
+		big := `{"big":"` + fmt.Sprintf("%01100d", 0) + `"}`
+		if rep := h.Do(t, "POST", ev, appendBody("e0", last+1, last, big)); rep.Status != 409 || rep.Code() != "state_too_big" {
+			t.Fatalf("a state past ADK_MAX_STATE_BYTES: %s", rep)
+		}
+		want(t, h.Do(t, "POST", ev, appendBody("e1", last+1, last, `{}`)), 201)
+		want(t, h.Do(t, "POST", ev, appendBody("e2", last+2, last+1, `{}`)), 201)
+		if rep := h.Do(t, "POST", ev, appendBody("e3", last+3, last+2, `{}`)); rep.Status != 409 || rep.Code() != "session_full" {
+			t.Fatalf("past ADK_MAX_EVENTS: %s", rep)
+		}
+		want(t, h.Do(t, "POST", ev, appendBody("e2", last+3, last+2, `{}`)), 201) // a replacement still fits
+		want(t, h.Do(t, "POST", app, `{"session_id":"s2"}`), 201)
+		if rep := h.Do(t, "POST", app, `{"session_id":"s3"}`); rep.Status != 409 || rep.Code() != "too_many_sessions" {
+			t.Fatalf("past ADK_MAX_SESSIONS: %s", rep)
+		}
+		want(t, h.Do(t, "DELETE", app+"/s2", ""), 204)
+		want(t, h.Do(t, "POST", app, `{"session_id":"s3"}`), 201)
+		for _, q := range []string{"num_recent_events=-1", "limit=0", "limit=1001", "after_timestamp=x", "cursor=5", "cursor=1:2"} {
+			if rep := h.Do(t, "GET", app+"/s1?"+q, ""); rep.Status != 400 || rep.Code() != "invalid_query" {
+				t.Errorf("GET ?%s: %s", q, rep)
+			}
+		}
+		if rep := h.Do(t, "GET", app+"?order=up", ""); rep.Status != 400 || rep.Code() != "invalid_query" {
+			t.Errorf("list ?order=up: %s", rep)
+		}
+	})
+}
+
+// A read does work for what it returns, not for what the session holds: on
+// a session of 3 000 events, numRecentEvents=3, an afterTimestamp that
+// keeps 5, and a 50-event page each read a handful of fields (counted by
+// Redis itself).
+func TestBoundedReads(t *testing.T) {
+	srv := redisstoretest.NewReal(t)
+	h := start(t, srv, nil)
+	s := want(t, h.Do(t, "POST", app, `{"session_id":"big"}`), 201)
+	c := srv.Client(t)
+	last := s.LastUpdateTime
+	const n = 3000
+	for i := range n {
+		want(t, h.Do(t, "POST", app+"/big/events", appendBody(fmt.Sprintf("e%d", i), float64(i+1), last, `{}`)), 201)
+		last = float64(i + 1)
+	}
+	for _, tc := range []struct {
+		query       string
+		events, max int
+	}{
+		{"num_recent_events=3", 3, 3*3 + 4},
+		{"after_timestamp=2995.5", 5, 6*3 + 4},
+		{"limit=50", 50, 50*3 + 4},
+	} {
+		if err := c.Do(t.Context(), c.B().ConfigResetstat().Build()).Error(); err != nil {
+			t.Fatal(err)
+		}
+		g := want(t, h.Do(t, "GET", app+"/big?"+tc.query, ""), 200)
+		if len(g.Events) != tc.events {
+			t.Fatalf("?%s: %d events, want %d", tc.query, len(g.Events), tc.events)
+		}
+		if got := calls(t, c, "hget") + calls(t, c, "hstrlen"); got > tc.max {
+			t.Errorf("?%s read %d event fields, want at most %d", tc.query, got, tc.max)
+		}
+	}
+}
+
+func calls(t *testing.T, c rueidis.Client, cmd string) int {
+	t.Helper()
+	info, err := c.Do(t.Context(), c.B().Info().Section("commandstats").Build()).ToString()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`cmdstat_` + cmd + `:calls=(\d+)`).FindStringSubmatch(info)
+	if m == nil {
+		return 0
+	}
+	k, _ := strconv.Atoi(m[1])
+	return k
+}

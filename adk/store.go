@@ -1,0 +1,256 @@
+package adk
+
+import (
+	"context"
+	"encoding/json"
+	"strconv"
+
+	"github.com/redis/rueidis"
+
+	"github.com/agentsidecar/agentsidecar/lua"
+	"github.com/agentsidecar/agentsidecar/redisstore"
+	"github.com/agentsidecar/agentsidecar/sessionstore"
+	"github.com/agentsidecar/agentsidecar/sidecar"
+)
+
+// The module's scripts (lua/adk_*.lua on lua/lib/adk.lua).
+var (
+	scriptCreate = lua.AdkCreate
+	scriptAppend = lua.AdkAppend
+	scriptApp    = lua.AdkApp
+	scriptRead   = lua.AdkRead
+	scriptList   = lua.AdkList
+)
+
+// Store runs the module's scripts over the shared session runner.
+type Store struct {
+	*sessionstore.Store
+	cfg Config
+}
+
+func (s *Store) layout() redisstore.Layout { return redisstore.Layout{Cluster: s.Conn().Cluster()} }
+
+// appKey is the app state's key, and the key a session script gets for it:
+// the key itself on standalone Redis, "" on Cluster (another slot).
+func (s *Store) appKey(app string) (key, inScript string) {
+	l := s.layout()
+	key = l.BucketKey(AppStateFamily, l.Bucket(app), app)
+	if l.Cluster {
+		return key, ""
+	}
+	return key, key
+}
+
+// delta is a state delta split by ADK's prefixes (temp: keys dropped).
+type delta struct {
+	args []string // the scripts' triples: scope, key, JSON value
+	app  []string // the app: pairs (key without the prefix, value)
+}
+
+// newDelta splits state by ADK's prefixes, in key order.
+func newDelta(state map[string]json.RawMessage) delta {
+	var d delta
+	for _, k := range sortedKeys(state) {
+		v := string(state[k])
+		switch scope, key := split(k); scope {
+		case "t":
+		case "a":
+			d.app = append(d.app, key, v)
+			d.args = append(d.args, scope, key, v)
+		default:
+			d.args = append(d.args, scope, key, v)
+		}
+	}
+	return d
+}
+
+// Create makes the ADK session; it answers the creation time (ms).
+func (s *Store) Create(ctx context.Context, app, user, session string, d delta) (string, error) {
+	key, in := s.appKey(app)
+	args := append([]string{app, in, strconv.Itoa(s.cfg.MaxSessions), strconv.Itoa(s.cfg.MaxStateBytes)}, d.args...)
+	r, err := s.Run(ctx, scriptCreate, user, session, args...)
+	if err != nil {
+		return "", err
+	}
+	if in == "" && len(d.app) > 0 {
+		if err := s.applyApp(ctx, key, d.app); err != nil {
+			return "", err
+		}
+	}
+	ms, err := r.String(0)
+	return ms, redisstore.Wrap(scriptCreate.Name, err)
+}
+
+// Appended is what an append did.
+type Appended struct {
+	Index    int64
+	Replaced bool
+}
+
+// Append stores event (its id and timestamp given) with its delta, when
+// the caller's copy (lastUpdate) is not stale.
+func (s *Store) Append(ctx context.Context, app, user, session, lastUpdate, timestamp, id string, event []byte, d delta) (Appended, error) {
+	key, in := s.appKey(app)
+	args := append([]string{app, in, lastUpdate, timestamp, id, string(event), strconv.Itoa(s.cfg.MaxEvents), strconv.Itoa(s.cfg.MaxStateBytes)}, d.args...)
+	r, err := s.Run(ctx, scriptAppend, user, session, args...)
+	if err != nil {
+		return Appended{}, notFound(err, app, user, session)
+	}
+	var a Appended
+	var pending bool
+	var errs [3]error
+	a.Index, errs[0] = r.Int(0)
+	a.Replaced, errs[1] = r.Flag(1)
+	pending, errs[2] = r.Flag(2)
+	for _, e := range errs {
+		if e != nil {
+			return a, redisstore.Wrap(scriptAppend.Name, e)
+		}
+	}
+	if pending {
+		// Cluster: the app state is in another slot, written after the event
+		if err := s.applyApp(ctx, key, d.app); err != nil {
+			return a, err
+		}
+	}
+	return a, nil
+}
+
+// applyApp writes the app: pairs into the app state (Cluster: a script of
+// its own in the app's slot).
+func (s *Store) applyApp(ctx context.Context, key string, pairs []string) error {
+	client, err := s.Conn().Client()
+	if err != nil {
+		return err
+	}
+	args := append([]string{strconv.Itoa(s.cfg.MaxStateBytes), strconv.Itoa(s.Config().TTLSeconds)}, pairs...)
+	msg, err := scriptApp.Exec(ctx, client, []string{key}, args).ToMessage()
+	if err != nil {
+		return redisstore.Wrap(scriptApp.Name, err)
+	}
+	_, err = lua.Decode(scriptApp.Name, msg)
+	return err
+}
+
+// Page is a page of an ADK session as adk_read.lua answers it.
+type Page struct {
+	Created, LastUpdate string
+	N                   int64
+	Next                string
+	State, User, App    []string // pairs
+	Events              []string // newest first
+}
+
+// PageQuery says which page of which events.
+type PageQuery struct {
+	Cursor         string
+	NumRecent      int
+	AfterTimestamp string
+	Limit          int
+}
+
+// Read reads a page of the session (the first with its state).
+func (s *Store) Read(ctx context.Context, app, user, session string, q PageQuery) (Page, error) {
+	maxBytes, done, err := sidecar.ReserveAnswer(ctx, s.cfg.MaxAnswerBytes)
+	if err != nil {
+		return Page{}, err
+	}
+	size := 0
+	defer func() { done(size) }()
+	key, in := s.appKey(app)
+	r, err := s.Run(ctx, scriptRead, user, session, app, in, q.Cursor, strconv.Itoa(q.NumRecent), q.AfterTimestamp,
+		strconv.Itoa(q.Limit), strconv.Itoa(maxBytes))
+	if err != nil {
+		return Page{}, notFound(err, app, user, session)
+	}
+	var p Page
+	var errs [8]error
+	p.Created, errs[0] = r.String(0)
+	p.LastUpdate, errs[1] = r.String(1)
+	p.N, errs[2] = r.Int(2)
+	p.Next, errs[3] = r.String(3)
+	p.State, errs[4] = pairsOf(r, 4)
+	p.User, errs[5] = pairsOf(r, 5)
+	p.App, errs[6] = pairsOf(r, 6)
+	for i := 7; i < len(r.Values) && errs[7] == nil; i++ {
+		var e string
+		e, errs[7] = r.Values[i].ToString()
+		p.Events = append(p.Events, e)
+		size += len(e) + 1
+	}
+	for _, e := range errs {
+		if e != nil {
+			return p, redisstore.Wrap(scriptRead.Name, e)
+		}
+	}
+	if in == "" && q.Cursor == "" {
+		if p.App, err = s.appState(ctx, key); err != nil {
+			return p, err
+		}
+	}
+	return p, nil
+}
+
+// appState reads the app state apart (Cluster) as {key, value, ...}.
+func (s *Store) appState(ctx context.Context, key string) ([]string, error) {
+	client, err := s.Conn().Client()
+	if err != nil {
+		return nil, err
+	}
+	m, err := client.Do(ctx, client.B().Hgetall().Key(key).Build()).AsStrMap()
+	if err != nil && !rueidis.IsRedisNil(err) {
+		return nil, redisstore.Wrap("adk app state", err)
+	}
+	var out []string
+	for _, f := range sortedKeys(m) {
+		if len(f) > 0 && f[0] == '=' {
+			out = append(out, f[1:], m[f])
+		}
+	}
+	return out, nil
+}
+
+// Listed is one session of a listing.
+type Listed struct {
+	ID, LastUpdate string
+}
+
+// List reads the user's sessions of app in creation order.
+func (s *Store) List(ctx context.Context, app, user string) ([]Listed, error) {
+	r, err := s.Run(ctx, scriptList, user, "adk", app, strconv.Itoa(s.cfg.MaxSessions))
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Listed, 0, len(r.Values)/2)
+	for i := 0; i+1 < len(r.Values); i += 2 {
+		id, err1 := r.Values[i].ToString()
+		lu, err2 := r.Values[i+1].ToString()
+		if err1 != nil || err2 != nil {
+			return nil, redisstore.Wrap(scriptList.Name, err1)
+		}
+		out = append(out, Listed{id, lu})
+	}
+	return out, nil
+}
+
+// Delete removes the whole sidecar session when it is an ADK session of
+// app (404 otherwise), then its member of the user's list.
+func (s *Store) Delete(ctx context.Context, app, user, session string) error {
+	client, err := s.Conn().Client()
+	if err != nil {
+		return err
+	}
+	l := s.layout()
+	had, err := client.Do(ctx, client.B().Hget().Key(l.SessionKey(SessionFamily, user, session)).Field("app").Build()).ToString()
+	if rueidis.IsRedisNil(err) || (err == nil && had != app) {
+		return redisstore.NotFound("no ADK session %s/%s of app %s", user, session, app)
+	}
+	if err != nil {
+		return redisstore.Wrap("adk delete", err)
+	}
+	if err := s.Store.Delete(ctx, user, session); err != nil {
+		return err
+	}
+	err = client.Do(ctx, client.B().Zrem().Key(l.UserKey(IndexFamily, user, app)).Member(session).Build()).Error()
+	return redisstore.Wrap("adk delete", err)
+}

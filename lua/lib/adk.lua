@@ -1,0 +1,95 @@
+-- adk: Google ADK sessions on a sidecar session (module adk). The keys of
+-- an ADK session, besides the session's stock keys:
+--   adk_session:<tag><u>:<s>  hash: app, created (ms), last_update (the
+--                             last event's timestamp, as sent), n (events)
+--   adk_state:<tag><u>:<s>    hash: the session's state, "=<key>" -> JSON
+--                             value, "#" -> the state's bytes
+--   adk_events:<tag><u>:<s>   hash: "e<i>" -> event JSON, "t<i>" -> its
+--                             timestamp, "i:<event id>" -> i (0-based)
+--   adk_user_state:<tag><u>:<app>  the user's `user:` state, as adk_state
+--   adk_index:<tag><u>:<app>    zset: the user's sessions of the app,
+--                             scored by creation order
+--   adk_app_state:<tag'><app> the app's `app:` state, as adk_state; <tag'>
+--                             is the app's own bucket on Cluster, so it is
+--                             written by a second script there (adk_app.lua)
+-- A state delta travels as triples in ARGV: scope ('s' session, 'u' user,
+-- 'a' app), key (without its prefix for u and a), value (JSON text).
+--- @include session
+--- @include meta
+
+-- keys are the ADK keys of c's session for app (app_key: the app state's
+-- key when this script may write it, standalone Redis only, else '').
+local function keys(c, app, app_key)
+  local id = c.tag .. c.gid
+  local u = c.tag .. c.uid .. ':' .. app
+  return {
+    rec = 'adk_session:' .. id, state = 'adk_state:' .. id, events = 'adk_events:' .. id,
+    user = 'adk_user_state:' .. u, index = 'adk_index:' .. u,
+    app = (app_key ~= '' and app_key) or nil,
+  }
+end
+
+-- deltas splits the triples of ARGV from i into {s = {k, v, ...}, u = ..., a = ...}.
+local function deltas(ARGV, i)
+  local d = { s = {}, u = {}, a = {} }
+  while i + 2 <= #ARGV do
+    local t = d[ARGV[i]]
+    t[#t + 1] = ARGV[i + 1]
+    t[#t + 1] = ARGV[i + 2]
+    i = i + 3
+  end
+  return d
+end
+
+-- size is state hash key's bytes after setting pairs (k, v, ...): its
+-- stored total less each replaced value plus each new one. One HSTRLEN per
+-- pair: bounded by the delta, never by the state.
+local function size(key, pairs)
+  local total = tonumber(redis.call('HGET', key, '#') or '0') or 0
+  for i = 1, #pairs, 2 do
+    local f = '=' .. pairs[i]
+    local old = redis.call('HSTRLEN', key, f) -- 0: absent (a value is never empty)
+    if old > 0 then total = total - old - #f end
+    total = total + #f + #pairs[i + 1]
+  end
+  return total
+end
+
+-- apply sets pairs on state hash key whose new size is total.
+local function apply(key, pairs, total)
+  if #pairs == 0 then return end
+  local args = { '#', tostring(total) }
+  for i = 1, #pairs, 2 do
+    args[#args + 1] = '=' .. pairs[i]
+    args[#args + 1] = pairs[i + 1]
+  end
+  redis.call('HSET', key, unpack(args))
+end
+
+-- state reads a state hash as {key, value, ...} (the '#' field left out).
+local function state(key)
+  local out, all = {}, redis.call('HGETALL', key)
+  for i = 1, #all, 2 do
+    if string.sub(all[i], 1, 1) == '=' then
+      out[#out + 1] = string.sub(all[i], 2)
+      out[#out + 1] = all[i + 1]
+    end
+  end
+  return out
+end
+
+-- pttls are the PTTLs of keys, read before the script's first write for
+-- keep (meta.expire tells a new key by its -2).
+local function pttls(keys)
+  local out = {}
+  for i, k in ipairs(keys) do out[i] = redis.call('PTTL', k) end
+  return out
+end
+
+-- keep gives user-level keys at least ttl seconds (none for 0), as the
+-- session's keys get theirs (meta.expire's rule); p: their pttls.
+local function keep(keys, ttl, p)
+  for i, k in ipairs(keys) do meta.expire(k, ttl, p[i]) end
+end
+
+return { keys = keys, deltas = deltas, size = size, apply = apply, state = state, pttls = pttls, keep = keep }
