@@ -158,7 +158,7 @@ var schemaTypes = map[string]any{
 	"CreateSessionRequest": CreateSessionRequest{}, "UpdateSessionRequest": UpdateSessionRequest{}, "EndSessionRequest": EndSessionRequest{},
 	"Erasure": Erasure{}, "StartSessionRequest": StartSessionRequest{}, "SessionStart": SessionStart{}, "SessionContext": SessionContext{},
 	"EndActiveSessionRequest": EndActiveSessionRequest{},
-	"Message":                 Message{}, "MessageInput": MessageInput{}, "MessageBatch": MessageBatch{}, "MessageList": MessageList{},
+	"Message":                 Message{}, "MessageInput": MessageInput{}, "MessageBatch": MessageBatch{}, "MessageTransaction": MessageTransaction{}, "MessageTransactionResult": MessageTransactionResult{}, "MessageList": MessageList{},
 	"MessagePage": MessagePage{}, "MessagePatch": MessagePatch{},
 	"ForkSessionRequest": ForkSessionRequest{}, "SplitSessionRequest": SplitSessionRequest{},
 	"Compaction": Compaction{}, "CompactionRequest": CompactionRequest{}, "CompactionList": CompactionList{},

@@ -118,6 +118,17 @@ func (c *Client) PutMessage(ctx context.Context, user, session, id string, m Mes
 	return out, nil
 }
 
+// ApplyMessageTransaction applies one history transaction atomically
+// (applyMessageTransaction): readers see the history before or after it,
+// never between. A retry with the same OperationID answers the first result
+// with Applied false; the same id with another transaction is 409
+// operation_conflict, and a replace_suffix whose ExpectedSuffix is not the
+// stored one is 409 suffix_mismatch, nothing changed either way.
+func (c *Client) ApplyMessageTransaction(ctx context.Context, user, session string, tx MessageTransaction) (*MessageTransactionResult, error) {
+	p, err := sessionPath(user, session, "messages", "transactions")
+	return answer[MessageTransactionResult](ctx, c, http.MethodPost, p, tx, err)
+}
+
 // PatchMessage replaces the fields patch sets (patchMessage).
 func (c *Client) PatchMessage(ctx context.Context, user, session, id string, patch MessagePatch) (*Message, error) {
 	p, err := sessionPath(user, session, "messages", id)

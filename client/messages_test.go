@@ -29,6 +29,19 @@ func everyMessageOperation(t *testing.T, ctx context.Context, c *client.Client, 
 	}
 	_, err := c.AppendMessage(ctx, u, s, client.MessageInput{Role: "user"}, client.IfLeaf("m1"))
 	wantErr(t, err, 412, "leaf_moved")
+	// a history transaction, on a session of its own: applied, then its
+	// retry answers the first result, then a stale suffix changes nothing
+	tx := client.MessageTransaction{OperationID: "op1", Type: "append_items", Messages: []client.MessageInput{
+		{ID: "t1", Role: "user", Content: new("hi")}, {ID: "t2", Role: "assistant", Content: new("hello")}}}
+	if r := must(c.ApplyMessageTransaction(ctx, u, "tx", tx)).ok(t); !r.Applied || len(r.Messages) != 2 || r.Messages[1].ID != "t2" {
+		t.Fatalf("ApplyMessageTransaction: %+v", r)
+	}
+	if r := must(c.ApplyMessageTransaction(ctx, u, "tx", tx)).ok(t); r.Applied || r.OperationID != "op1" || len(r.Messages) != 2 {
+		t.Fatalf("retried ApplyMessageTransaction: %+v", r)
+	}
+	_, err = c.ApplyMessageTransaction(ctx, u, "tx", client.MessageTransaction{OperationID: "op2", Type: "replace_suffix",
+		ExpectedSuffix: []client.MessageInput{{Role: "assistant", Content: new("not this")}}, Messages: []client.MessageInput{}})
+	wantErr(t, err, 409, "suffix_mismatch")
 	alt := must(c.AppendMessage(ctx, u, s, client.MessageInput{ID: "m2b", Role: "assistant", ParentID: client.Set("m1")})).ok(t)
 	if *alt.ParentID != "m1" {
 		t.Fatalf("branch: %+v", alt)

@@ -156,3 +156,34 @@ type SearchResult struct {
 type SearchResults struct {
 	Results []SearchResult `json:"results"`
 }
+
+// MessageTransaction is one atomic, idempotent history transaction on the
+// latest path (schema MessageTransaction): Type is append_items,
+// replace_suffix, replace_function_call or replace_history; the fields each
+// takes are those of applyMessageTransaction. Messages and ExpectedSuffix
+// are sent when not nil: an empty replacement is an empty, non-nil slice.
+type MessageTransaction struct {
+	OperationID    string               `json:"operation_id"`
+	Type           string               `json:"type"`
+	Messages       []MessageInput       `json:"messages,omitzero"`
+	ExpectedSuffix []MessageInput       `json:"expected_suffix,omitzero"`
+	CallID         string               `json:"call_id,omitempty"`
+	Message        *MessageInput        `json:"message,omitempty"`
+	Replacements   []MessageReplacement `json:"replacements,omitempty"`
+}
+
+// MessageReplacement is one replace_function_call of a transaction's
+// Replacements: the message holding call CallID becomes Message.
+type MessageReplacement struct {
+	CallID  string       `json:"call_id"`
+	Message MessageInput `json:"message"`
+}
+
+// MessageTransactionResult is a transaction's answer (schema
+// MessageTransactionResult): Applied is false for a repeat of the same
+// operation, which wrote nothing.
+type MessageTransactionResult struct {
+	OperationID string    `json:"operation_id"`
+	Applied     bool      `json:"applied"`
+	Messages    []Message `json:"messages"`
+}
