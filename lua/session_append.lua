@@ -7,7 +7,9 @@
 -- ARGV[6] the entry, as Cognee's json.dumps writes it
 -- ARGV[7..9] when present, the entry's search document (question, context
 --   and answer): spec "term tf ...", length, preview ("Search index" in
---   lib/search.lua); absent when the search index is off
+--   lib/search.lua); absent when the search index is off; a spec
+--   prefixed with '?' is indexed only while the user has an index
+--   (SEARCH_INDEX=on-demand: search.wanted)
 -- emits entry_appended (the entry).
 -- returns (reply.lua) {'ok', started, pending} when stored: started 1 when
 --   this started the session, pending 1 when the search index has entries
@@ -32,7 +34,7 @@
 --- @include search
 
 local c = session.open(KEYS, ARGV)
-local qa_id, entry, spec = ARGV[5], ARGV[6], ARGV[7]
+local qa_id, entry, spec = ARGV[5], ARGV[6], search.wanted(c, ARGV[7])
 local refused, rec
 if spec then
   -- the postings (below) are the first writes then, before the event

@@ -34,6 +34,7 @@ import (
 	"github.com/agentsidecar/agentsidecar/envconf"
 	"github.com/agentsidecar/agentsidecar/redisstore"
 	"github.com/agentsidecar/agentsidecar/redisstore/redisstoretest"
+	"github.com/agentsidecar/agentsidecar/search"
 	"github.com/agentsidecar/agentsidecar/sessions"
 	"github.com/agentsidecar/agentsidecar/sessionstore"
 	"github.com/agentsidecar/agentsidecar/sidecar/sidecartest"
@@ -192,7 +193,7 @@ func BenchmarkAppendStore(b *testing.B) {
 			start := time.Now()
 			entry, err := cognee.NewQAEntry(f, qaID, time.Now())
 			if err == nil {
-				_, _, err = store.Append(ctx, "bench", "w"+w+"-"+strconv.Itoa(i/1000), qaID, entry, true)
+				_, _, err = store.Append(ctx, "bench", "w"+w+"-"+strconv.Itoa(i/1000), qaID, entry, search.Eager)
 			}
 			if err != nil {
 				b.Error(err)
@@ -334,7 +335,8 @@ func BenchmarkLastN(b *testing.B) {
 // BenchmarkAppendSearchIndex is what keeping the relevance search index
 // costs an append: the same appends (benchQuestion, benchContext,
 // benchAnswer: a typical Q&A entry) one at a time into the store, with the
-// entry's document (index=on) and without (index=off, SEARCH_INDEX=false),
+// entry's document under each SEARCH_INDEX (off; on-demand for a user who
+// never searched and for one who did; eager),
 // on one real redis-server. Reported: redis-us/op, Redis's own time per
 // script call (INFO commandstats), and wall-us/op, the wall time of the
 // store call (encoding, the Go analysis, the round trip and the script).
@@ -364,10 +366,19 @@ func BenchmarkAppendSearchIndex(b *testing.B) {
 		}
 		return total
 	}
-	for _, index := range []bool{false, true} {
-		name := "index=off"
-		if index {
-			name = "index=on"
+	cases := []struct {
+		name     string
+		mode     search.Mode
+		searched bool // the user has an index (made as a first search makes it)
+	}{{"index=off", search.Off, false}, {"index=on-demand,never-searched", search.OnDemand, false},
+		{"index=on-demand,searched", search.OnDemand, true}, {"index=eager", search.Eager, false}}
+	for _, tc := range cases {
+		name := tc.name
+		user := "bench-" + strings.NewReplacer("=", "-", ",", "-").Replace(name)
+		if tc.searched {
+			if err := c.Do(context.Background(), c.B().Hset().Key(redisstore.Layout{}.SearchStats(user)).FieldValue().FieldValue("n", "0").Build()).Error(); err != nil {
+				b.Fatal(err)
+			}
 		}
 		b.Run(name, func(b *testing.B) {
 			ctx := context.Background()
@@ -379,7 +390,7 @@ func BenchmarkAppendSearchIndex(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				if _, _, err := store.Append(ctx, "bench", name+"-"+strconv.Itoa(i/500), qa, entry, index); err != nil {
+				if _, _, err := store.Append(ctx, user, "s-"+strconv.Itoa(i/500), qa, entry, tc.mode); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -20,20 +20,16 @@ import (
 )
 
 // The relevance search index of Q&A entries (package search; the scripts'
-// side is "Search index" in lua/session_lib.lua). The sidecar's own writes
-// keep it in the same script as the write: an append indexes its entry, a
-// delete or a trim takes entries out, a change of question, context or
-// answer takes the entry out and indexes it again. Entries another program
-// (Cognee) appended are indexed when the sidecar next touches the session:
-// an append that finds such entries queues the session for the pod's
-// background indexer (indexer.go), which indexes up to CatchupStepsAppend
-// steps of them; a relevance search of the session indexes up to
-// CatchupStepsSearch steps first. One step is session_search_pending (at
-// most StepEntries entries, about 1 MiB) then session_search_catchup.
-const (
-	CatchupStepsAppend = 16
-	CatchupStepsSearch = 16
-)
+// side is lib/search.lua). The sidecar's own writes keep it in the same
+// script as the write (under SEARCH_INDEX=on-demand only while the user
+// has an index): an append indexes its entry, a delete or a trim takes
+// entries out, a change of question, context or answer takes the entry
+// out and indexes it again. Entries another program (Cognee) appended,
+// and the entries of a user's sessions before the user's first relevance
+// search, are indexed by CatchUp steps, the Step this module registers
+// with the host's search.Index (its paced background worker, and a
+// search's bounded build). One step is session_search_pending then
+// session_search_catchup.
 
 // entryDoc is the search document of a stored entry: its question, context
 // and answer analysed as one text.
@@ -242,12 +238,4 @@ func (s *Store) catchupWrite(ctx context.Context, user, session string, args []s
 		return false, false, redisstore.Wrap(lua.SessionSearchCatchup.Name, err)
 	}
 	return true, more, nil
-}
-
-// catchUp runs CatchUp for a request that does not fail with it: the write
-// or the search it serves stands either way, and the next touch goes on.
-func (m *Module) catchUp(ctx context.Context, user, session string, steps int) {
-	if _, err := m.store.CatchUp(ctx, user, session, steps); err != nil {
-		m.logger.Warn("search index: entries another program appended not indexed yet", "user_id", user, "session_id", session, "err", err)
-	}
 }

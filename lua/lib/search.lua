@@ -27,6 +27,18 @@
 -- the user's sessions: an index write gives them the session's TTL, and
 -- every slide of a session's TTL extends the statistics.
 
+-- wanted is the spec a write indexes: spec as the sidecar sent it, or nil
+-- for none. A spec prefixed with '?' (SEARCH_INDEX=on-demand) is indexed
+-- only while the user has an index (the statistics hash c.sstats, which
+-- the user's first relevance search makes: search_mark): one EXISTS a
+-- call, so a user who never searches writes what SEARCH_INDEX=off writes.
+local function wanted(c, spec)
+  if spec == nil or string.sub(spec, 1, 1) ~= '?' then return spec end
+  if c.indexed == nil then c.indexed = redis.call('EXISTS', c.sstats) == 1 end
+  if c.indexed then return string.sub(spec, 2) end
+  return nil
+end
+
 -- hincr adds whole number n to field of hash key; nothing for 0 (Redis
 -- refuses the "-0" Lua writes for minus zero) or for what is not a whole
 -- number (a count another program spoiled is left as it is, not failed on).
@@ -256,6 +268,7 @@ local function entry_gone(c, pos, valid)
 end
 
 return {
+  wanted = wanted,
   hincr = hincr,
   stats_drop = stats_drop,
   index_expire = index_expire,
