@@ -143,11 +143,13 @@ func (s *Store) ReindexEntry(ctx context.Context, user, session, qaID string, st
 
 // A catch-up step reads at most StepEntries entries and writes the
 // documents of those whose distinct terms add up to at most MaxStepTerms
-// (at least one): about 2 ms of Redis time at most, whatever the entries
-// hold (256 entries of 256 terms each would be 65 536 ZADDs in one script).
+// (at least one, of at most search.MaxDocTerms): each term costs a PTTL,
+// a ZADD and sometimes an EXPIRE, so a step stays near 1 ms of Redis time
+// whatever the entries hold (2 048 terms took 10-30 ms a step on a
+// 20 000-entry Cognee session; TestSearchBuildNeverStalls reads SLOWLOG).
 const (
 	StepEntries  = 64
-	MaxStepTerms = 2048
+	MaxStepTerms = 256
 )
 
 // CatchUp takes into the search index what it lacks of the session's
