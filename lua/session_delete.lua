@@ -9,7 +9,9 @@
 -- The event stream is emptied but for the `deleted` event it gets, kept
 -- 300 s (events.TOMBSTONE_SECONDS) so every pod's readers see it.
 -- returns (reply.lua) {'ok', the number of the session's own keys
---   removed}, {'missing'} when there is no such session; {'refused', ...}.
+--   removed, purge}, purge 1 when the user's index has documents to purge
+--   (search_purge.lua); {'missing'} when there is no such session;
+--   {'refused', ...}.
 -- Every read before the first write: a record of the wrong type (or with
 -- metadata that is not a JSON object of strings, written by hand) has no
 -- metadata index to leave, and must not stop the delete half-way.
@@ -37,24 +39,23 @@ else
     end
   end
 end
--- the user's search statistics lose the session's indexed messages and
--- entries (their postings go stale and are dropped when a query meets them)
+-- the session's documents leave the user's index: their hashes become
+-- purge keys (search.unindex_all), whose postings the sidecar then
+-- removes a bounded step at a time (search_purge.lua)
 local indexed = {}
-for i, k in ipairs({ c.sdocs, c.edocs }) do indexed[i] = redis.pcall('HMGET', k, ' n', ' len') end
-local st = guard.key_type(c.sstats)
-session.unindex(c)
-meta.unindex(c, metadata)
-for _, docs in ipairs(indexed) do
-  if type(docs) == 'table' and not docs.err and docs[1] and st == 'hash' then
-    search.hincr(c.sstats, 'n', -(tonumber(docs[1]) or 0))
-    search.hincr(c.sstats, 'len', -(tonumber(docs[2]) or 0))
+if guard.key_type(c.sstats) == 'hash' then
+  for _, k in ipairs({ c.sdocs, c.edocs }) do
+    if guard.key_type(k) == 'hash' then indexed[#indexed + 1] = k end
   end
 end
+session.unindex(c)
+meta.unindex(c, metadata)
+for _, docs in ipairs(indexed) do search.unindex_all(c, docs) end
 local own = {}
 for _, k in ipairs(session.own_keys(c)) do
   if k ~= c.events then own[#own + 1] = k end
 end
-local n = redis.call('DEL', unpack(own))
+local n = redis.call('DEL', unpack(own)) + #indexed
 if n > 0 then
   -- The stream keeps only its `deleted` event, a tombstone for readers on
   -- every pod, for events.TOMBSTONE_SECONDS.
@@ -63,4 +64,4 @@ if n > 0 then
   redis.call('EXPIRE', c.events, events.TOMBSTONE_SECONDS)
 end
 if n == 0 then return reply.missing() end
-return reply.ok(n)
+return reply.ok(n, #indexed > 0 and 1 or 0)

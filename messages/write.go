@@ -178,7 +178,11 @@ func (m *Module) clear(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if _, err := m.store.Clear(r.Context(), user, session); err != nil {
+	_, err = m.store.Clear(r.Context(), user, session)
+	if err == nil {
+		m.index.Purge(r.Context(), user) // the messages' documents, queued by the clear
+	}
+	if err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)

@@ -23,7 +23,7 @@ func layoutKeys() []string {
 			for _, k := range sessionBuilders(l, user, "session.1") {
 				out = append(out, k)
 			}
-			out = append(out, l.SearchPostings(user, "deploy"), l.SearchStats(user), l.UserEvents(user))
+			out = append(out, l.SearchPostings(user, "deploy"), l.SearchStats(user), l.SearchPurge(user, "7"), l.UserEvents(user))
 		}
 		for b := range l.Buckets() {
 			g := l.Global(b)
@@ -44,7 +44,7 @@ func TestReservedCoversTheLayout(t *testing.T) {
 		}
 	}
 	want := []string{
-		"agent_search", "agent_search_docs", "agent_search_entry_docs", "agent_search_stats",
+		"agent_search", "agent_search_docs", "agent_search_entry_docs", "agent_search_purge", "agent_search_stats",
 		"agent_session_blocks", "agent_session_compactions", "agent_session_context_index", "agent_session_event_keys", "agent_session_events",
 		"agent_session_meta", "agent_session_meta_global",
 		"agent_session_msg_children", "agent_session_msg_keys", "agent_session_msg_order", "agent_session_msg_tree",

@@ -91,14 +91,38 @@ local function check_terms(c, batch)
   return nil
 end
 
+-- parse_doc splits a stored document: ver, length, time, digest, spec
+-- and preview (spec nil for a document an older sidecar stored without
+-- it: its postings are left for the queries to drop).
+local function parse_doc(v)
+  local ver, l, at, dg, spec, p = string.match(v or '', '^(%d+)\t(%d+)\t(%d+)\t(%x+)\t([^\t]*)\t(.*)$')
+  if ver then return ver, tonumber(l), at, dg, spec, p end
+  ver, l, at, dg, p = string.match(v or '', '^(%d+)\t(%d+)\t(%d+)\t(%x*)\t?(.*)$')
+  return ver, tonumber(l or '0'), at, dg, nil, p
+end
+
+-- drop_postings removes exactly the postings of session sid's document
+-- doc ('<kind>\t<id>') stored as v: one ZREM per term (at most 256; a
+-- postings key left empty goes with it). Returns the terms touched.
+local function drop_postings(c, sid, doc, v)
+  local ver, len, _, _, spec = parse_doc(v)
+  if not spec then return 0 end
+  local member, n = sid .. '\t' .. doc .. '\t' .. ver .. '\t', 0
+  for t, tf in string.gmatch(spec, '(%S+) (%d+)') do
+    redis.call('ZREM', c.search_prefix .. t, member .. tf .. '\t' .. len)
+    n = n + 1
+  end
+  return n
+end
+
 -- unindex_doc takes document kind/id out of docs, the session's documents
--- of that kind (its postings go stale: a query drops them when it meets
--- them).
+-- of that kind, with exactly its postings.
 local function unindex_doc(c, docs, kind, id)
   local doc = kind .. '\t' .. id
   local old = redis.call('HGET', docs, doc)
   if not old then return end
   local len = tonumber(string.match(old, '^%d+\t(%d+)') or '0')
+  drop_postings(c, c.sid, doc, old)
   redis.call('HDEL', docs, doc)
   hincr(docs, ' n', -1)
   hincr(docs, ' len', -len)
@@ -157,7 +181,7 @@ local function index_doc(c, docs, kind, id, spec, len, preview, now, posted)
   end
   local doc = kind .. '\t' .. id
   local v, at = string.format('%d', ver), string.format('%d', now)
-  redis.call('HSET', docs, doc, v .. '\t' .. len .. '\t' .. at .. '\t' .. spec_digest(spec) .. '\t' .. preview)
+  redis.call('HSET', docs, doc, v .. '\t' .. len .. '\t' .. at .. '\t' .. spec_digest(spec) .. '\t' .. spec .. '\t' .. preview)
   hincr(docs, ' n', 1)
   hincr(docs, ' len', len)
   local ps = redis.call('PTTL', c.sstats)
@@ -179,9 +203,8 @@ end
 -- changed, the caller indexes it anew.
 local function refresh_doc(c, docs, kind, id, spec, len, preview)
   local doc = kind .. '\t' .. id
-  local old = redis.call('HGET', docs, doc)
-  local v, l, at, dg, p = string.match(old or '', '^(%d+)\t(%d+)\t(%d+)\t(%x+)\t(.*)$')
-  if not v or tonumber(l) ~= len or dg ~= spec_digest(spec) or p ~= preview then return false end
+  local v, l, at, dg, sp, p = parse_doc(redis.call('HGET', docs, doc))
+  if not v or not sp or l ~= len or dg ~= spec_digest(spec) or p ~= preview then return false end
   local ttl = session.ttl(c)
   write_postings(c, doc, v, spec, l, at, ttl)
   index_expire(c.sstats, ttl, redis.call('PTTL', c.sstats))
@@ -189,12 +212,72 @@ local function refresh_doc(c, docs, kind, id, spec, len, preview)
 end
 
 -- unindex_all takes every document of docs (one kind, the session's) out
--- of the index: O(1), the hash is UNLINKed.
+-- of the index in O(1): the user's statistics lose them and the hash is
+-- renamed to a purge key of the user (agent_search_purge:<tag><u>:<n>,
+-- keeping its TTL, with ' sid' the session), queued in the statistics'
+-- 'purge' field; purge_step then removes its documents' postings and
+-- itself a bounded step at a time (search_purge.lua).
 local function unindex_all(c, docs)
   local agg = redis.call('HMGET', docs, ' n', ' len')
   local n, len = tonumber(agg[1] or '0') or 0, tonumber(agg[2] or '0') or 0
   if n ~= 0 or len ~= 0 then stats_drop(c, n, len) end
-  redis.call('UNLINK', docs)
+  if n == 0 or redis.call('EXISTS', c.sstats) == 0 then
+    redis.call('UNLINK', docs)
+    return
+  end
+  local seq = redis.call('HINCRBY', c.sstats, 'purge_seq', 1)
+  local id = string.format('%d', seq)
+  redis.call('HSET', docs, ' sid', c.sid)
+  redis.call('RENAME', docs, session.user_key(c, 'agent_search_purge') .. ':' .. id)
+  local q = redis.call('HGET', c.sstats, 'purge')
+  if q and q ~= '' then id = q .. ' ' .. id end
+  redis.call('HSET', c.sstats, 'purge', id)
+end
+
+-- PURGE_SCAN is how many fields a purge step asks HSCAN for.
+local PURGE_SCAN = 16
+
+-- purge_step removes the postings and documents of the user's purge keys
+-- (unindex_all) until about budget terms are touched: returns whether
+-- more is left. A purge key gone (expired with its session) leaves the
+-- queue; a key emptied is deleted, and the queue field with the last.
+local function purge_step(c, budget)
+  local q = redis.call('HGET', c.sstats, 'purge') or ''
+  local touched = 0
+  while q ~= '' and touched < budget do
+    local id = string.match(q, '^(%d+)')
+    local key = session.user_key(c, 'agent_search_purge') .. ':' .. (id or '')
+    local done = not id or redis.call('EXISTS', key) == 0
+    if not done then
+      local meta = redis.call('HMGET', key, ' sid', ' cur')
+      local sid, cur = meta[1] or '', meta[2] or '0'
+      local r = redis.call('HSCAN', key, cur, 'COUNT', PURGE_SCAN)
+      local f = r[2]
+      for i = 1, #f, 2 do
+        if string.sub(f[i], 1, 1) ~= ' ' then
+          touched = touched + drop_postings(c, sid, f[i], f[i + 1])
+          redis.call('HDEL', key, f[i])
+        end
+      end
+      if r[1] == '0' then
+        -- a pass ended: done when no document is left (a listpack hash
+        -- answers whole; a hashtable's fields deleted during the pass
+        -- are not answered again)
+        -- the fields of a documents hash that are not documents
+        local META = { ' sid', ' cur', ' v', ' n', ' len', ' cov', ' since', ' refresh', ' mseq' }
+        local m = redis.call('HMGET', key, unpack(META))
+        local kept = 0
+        for i = 1, #META do if m[i] then kept = kept + 1 end end
+        done = redis.call('HLEN', key) <= kept
+        if done then redis.call('DEL', key) else redis.call('HDEL', key, ' cur') end
+      else
+        redis.call('HSET', key, ' cur', r[1])
+      end
+    end
+    if done then q = string.match(q, '^%d*%s*(.*)$') end
+  end
+  if q == '' then redis.call('HDEL', c.sstats, 'purge') else redis.call('HSET', c.sstats, 'purge', q) end
+  return q ~= ''
 end
 
 -- entries_cov is c.edocs's ' cov': the number of leading elements of the
@@ -273,7 +356,10 @@ return {
   stats_drop = stats_drop,
   index_expire = index_expire,
   check_terms = check_terms,
+  parse_doc = parse_doc,
+  drop_postings = drop_postings,
   unindex_doc = unindex_doc,
+  purge_step = purge_step,
   write_postings = write_postings,
   index_doc = index_doc,
   refresh_doc = refresh_doc,
