@@ -78,7 +78,7 @@ func New(_ context.Context, deps sidecar.Deps) (sidecar.Module, error) {
 	if _, err := sc.Mode.Parse(); err != nil {
 		return nil, err
 	}
-	x, err := search.FromDeps(deps, sc.Mode)
+	x, err := search.FromDeps(deps, s, sc.Mode)
 	if err != nil {
 		return nil, err
 	}

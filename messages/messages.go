@@ -48,7 +48,7 @@ func New(_ context.Context, deps sidecar.Deps) (sidecar.Module, error) {
 	if err != nil {
 		return nil, err
 	}
-	x, err := search.FromDeps(deps, cfg.SearchIndex)
+	x, err := search.FromDeps(deps, s, cfg.SearchIndex)
 	if err != nil {
 		return nil, err
 	}

@@ -84,7 +84,7 @@ func (x *Index) Purge(ctx context.Context, user string) {
 	if d, ok := ctx.Deadline(); ok && time.Until(d)/2 < SearchBudget {
 		until = time.Now().Add(time.Until(d) / 2)
 	}
-	more, err := x.purge(ctx, user, until, false)
+	more, err := x.purge(sidecar.WithoutAnswerHeaders(ctx), user, until, false)
 	if err != nil && ctx.Err() == nil {
 		x.logger.Warn("search index: deleted documents not all purged yet", "user_id", user, "err", err)
 	}
@@ -115,13 +115,10 @@ func (x *Index) purge(ctx context.Context, user string, until time.Time, paced b
 	}
 }
 
-// FromDeps is the host's one Index (the first module to ask parses
-// SEARCH_INDEX; both modules parse it with Mode.Parse).
-func FromDeps(deps sidecar.Deps, mode Mode) (*Index, error) {
-	s, err := sessionstore.FromDeps(deps) // not inside Shared's build: it holds the host's lock
-	if err != nil {
-		return nil, err
-	}
+// FromDeps is the host's one Index over the host's session store s (the
+// first module to ask gives SEARCH_INDEX; every module parses it with
+// Mode.Parse).
+func FromDeps(deps sidecar.Deps, s *sessionstore.Store, mode Mode) (*Index, error) {
 	return sidecar.Shared(deps, "search", func(deps sidecar.Deps) (*Index, error) {
 		x := &Index{mode: mode.Of(), store: s, logger: deps.Logger, pending: map[job]bool{}, looked: map[job]time.Time{},
 			queue: make(chan job, Queue), stop: make(chan struct{}), done: make(chan struct{})}
@@ -206,6 +203,9 @@ func (x *Index) Prepare(ctx context.Context, user, session string) Coverage {
 	until := time.Now().Add(SearchBudget)
 	if d, ok := ctx.Deadline(); ok && time.Until(d)/2 < SearchBudget {
 		until = time.Now().Add(time.Until(d) / 2)
+	}
+	if session == "" {
+		ctx = sidecar.WithoutAnswerHeaders(ctx) // other sessions' steps: not this answer's headers
 	}
 	cov, err := x.prepare(ctx, user, session, until)
 	if err != nil && ctx.Err() == nil {

@@ -52,7 +52,7 @@ func New(_ context.Context, deps sidecar.Deps) (sidecar.Module, error) {
 	if err != nil {
 		return nil, err
 	}
-	x, err := search.FromDeps(deps, rc.SearchIndex)
+	x, err := search.FromDeps(deps, s, rc.SearchIndex)
 	if err != nil {
 		return nil, err
 	}
