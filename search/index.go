@@ -53,6 +53,7 @@ type Index struct {
 	OnDrop func()
 
 	mu      sync.Mutex
+	known   map[string]time.Time // users seen with an index (WriteMode)
 	steps   []Step
 	pending map[job]bool
 	looked  map[job]time.Time
@@ -120,7 +121,7 @@ func (x *Index) purge(ctx context.Context, user string, until time.Time, paced b
 // Mode.Parse).
 func FromDeps(deps sidecar.Deps, s *sessionstore.Store, mode Mode) (*Index, error) {
 	return sidecar.Shared(deps, "search", func(deps sidecar.Deps) (*Index, error) {
-		x := &Index{mode: mode.Of(), store: s, logger: deps.Logger, pending: map[job]bool{}, looked: map[job]time.Time{},
+		x := &Index{mode: mode.Of(), store: s, logger: deps.Logger, pending: map[job]bool{}, looked: map[job]time.Time{}, known: map[string]time.Time{},
 			queue: make(chan job, Queue), stop: make(chan struct{}), done: make(chan struct{})}
 		go x.run()
 		return x, nil
@@ -129,6 +130,35 @@ func FromDeps(deps sidecar.Deps, s *sessionstore.Store, mode Mode) (*Index, erro
 
 // Mode is SEARCH_INDEX.
 func (x *Index) Mode() Mode { return x.mode }
+
+// KnownFor is how long the pod trusts that a user has an index.
+const KnownFor = time.Minute
+
+// WriteMode is the mode an entry write of user is sent with: under
+// on-demand, Probe (no document: a user who never searched costs what off
+// costs) unless the pod saw the user with an index within KnownFor.
+func (x *Index) WriteMode(user string) Mode {
+	if x.mode != OnDemand {
+		return x.mode
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if t, ok := x.known[user]; ok && time.Since(t) < KnownFor {
+		return OnDemand
+	}
+	return Probe
+}
+
+// Known notes that user has an index (a probe answered pending, or a
+// search opened it).
+func (x *Index) Known(user string) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if len(x.known) >= recheckMemory {
+		clear(x.known)
+	}
+	x.known[user] = time.Now()
+}
 
 // Register adds a module's step (at New).
 func (x *Index) Register(s Step) {
@@ -226,6 +256,7 @@ func (x *Index) prepare(ctx context.Context, user, session string, until time.Ti
 	if err != nil {
 		return Coverage{Building: true}, err
 	}
+	x.Known(user)
 	if session != "" {
 		more, err := x.catchUp(ctx, user, session, until, false)
 		if more {

@@ -21,6 +21,11 @@ const (
 	Eager Mode = "eager"
 	// Off: no write is indexed.
 	Off Mode = "off"
+	// Probe is OnDemand for a write sent without its document: the
+	// sidecar believes the user has no index (not a SEARCH_INDEX value;
+	// Parse never answers it). The script answers pending when the user
+	// has one, and the catch-up indexes the write.
+	Probe Mode = "probe"
 )
 
 // Parse is the one parser of SEARCH_INDEX (the sessions and messages
@@ -40,6 +45,9 @@ func (m Mode) Parse() (Mode, error) {
 // Of is m parsed, OnDemand for a value Parse refuses (configurations are
 // validated before use).
 func (m Mode) Of() Mode {
+	if m == Probe {
+		return Probe
+	}
 	p, err := m.Parse()
 	if err != nil {
 		return OnDemand

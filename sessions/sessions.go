@@ -155,11 +155,15 @@ func (m *Module) appendEntry(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return fieldError(err)
 	}
-	st, pending, err := m.store.Append(r.Context(), p[0], p[1], qaID, entry, m.index.Mode())
+	mode := m.index.WriteMode(p[0])
+	st, pending, err := m.store.Append(r.Context(), p[0], p[1], qaID, entry, mode)
 	if err != nil {
 		return err
 	}
 	if pending {
+		if mode == search.Probe {
+			m.index.Known(p[0]) // the user has an index: later appends send their documents
+		}
 		m.index.Touch(p[0], p[1])
 	}
 	if !st.Created { // a retried append: the stored entry, nothing written

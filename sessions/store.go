@@ -27,7 +27,9 @@ func NewStore(s *sessionstore.Store) *Store { return &Store{s} }
 // has not taken in (CatchUp indexes them).
 func (s *Store) Append(ctx context.Context, user, session, qaID string, entry []byte, mode search.Mode) (st sessionstore.Stored, pending bool, err error) {
 	args := []string{qaID, string(entry)}
-	if mode = mode.Of(); mode != search.Off {
+	if mode = mode.Of(); mode == search.Probe {
+		args = append(args, "?")
+	} else if mode != search.Off {
 		d := analyseEntry(entry)
 		d.spec = mode.Spec(d.spec)
 		args = append(args, d.args()...)
