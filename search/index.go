@@ -245,6 +245,10 @@ func (x *Index) Prepare(ctx context.Context, user, session string) Coverage {
 }
 
 func (x *Index) prepare(ctx context.Context, user, session string, until time.Time) (Coverage, error) {
+	// deleted documents first: a search finds none of them
+	if more, err := x.purge(ctx, user, until, false); err != nil || more {
+		x.enqueue(job{user, purgeJob})
+	}
 	if x.mode != OnDemand {
 		if session == "" {
 			return Coverage{}, nil
@@ -490,6 +494,9 @@ func (x *Index) workErr(ctx context.Context, j job) error {
 		}
 	}
 	if j.session != "" {
+		if _, err := x.purge(ctx, j.user, time.Now().Add(JobTimeout/4), true); err != nil {
+			return err
+		}
 		_, err := x.catchUp(ctx, j.user, j.session, time.Time{}, true)
 		return err
 	}

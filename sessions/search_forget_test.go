@@ -80,7 +80,9 @@ func TestSearchDeleteForgets(t *testing.T) {
 					t.Fatal(rep)
 				}
 				for _, body := range []string{`{"id":"msg-kept","role":"user","content":"weather shared"}`,
-					`{"id":"msg-platypus","role":"user","content":"platypus eggs"}`} {
+					`{"id":"msg-platypus","role":"user","content":"platypus eggs"}`,
+					`{"id":"msg-wombat","role":"user","content":"wombat burrow","parent_id":null}`,
+					`{"id":"msg-numbat","role":"user","content":"numbat termites","parent_id":"msg-wombat"}`} {
 					if rep := h.Do(t, "POST", "/v1/users/alice/sessions/chat-kept/messages", body); rep.Status != 201 {
 						t.Fatal(rep)
 					}
@@ -96,12 +98,15 @@ func TestSearchDeleteForgets(t *testing.T) {
 				if rep := h.Do(t, "GET", "/v1/users/alice/search?q=quokka+platypus", ""); rep.Status != 200 || !strings.Contains(rep.Body, "qa-quokka") || !strings.Contains(rep.Body, "msg-platypus") {
 					t.Fatalf("before the deletes: %s", rep)
 				}
-				for _, p := range []string{gone, kept + "/entries/qa-quokka", kept + "/messages/msg-platypus"} {
+				if rep := h.Do(t, "GET", "/v1/users/alice/search?q=wombat+numbat", ""); rep.Status != 200 || !strings.Contains(rep.Body, "msg-numbat") {
+					t.Fatalf("before the deletes: %s", rep)
+				}
+				for _, p := range []string{gone, kept + "/entries/qa-quokka", kept + "/messages/msg-platypus", kept + "/messages/msg-wombat?subtree=true"} {
 					if rep := h.Do(t, "DELETE", p, ""); rep.Status != 204 && rep.Status != 200 {
 						t.Fatalf("DELETE %s: %s", p, rep)
 					}
 				}
-				secrets := []string{"quokka", "platypus", "chat-gone", "qa-gone", "msg-gone", "diabet", "insulin", "medic", "bank", "4321", "secret", "zanzibar", "holiday"}
+				secrets := []string{"quokka", "platypus", "wombat", "numbat", "termit", "burrow", "chat-gone", "qa-gone", "msg-gone", "diabet", "insulin", "medic", "bank", "4321", "secret", "zanzibar", "holiday"}
 				for k, text := range redisText(t, c) {
 					if strings.HasPrefix(k, "agent_session_events:") {
 						continue // the deleted session's tombstone; the kept one's history (the events module's)

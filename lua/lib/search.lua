@@ -6,26 +6,15 @@
 --- @include session
 --- @include idindex
 
--- The relevance search index (package search) of the user's Q&A entries and
--- messages. The sidecar analyses text in Go (words folded and stemmed); a
--- script gets a document as spec "term tf term tf ..." (at most 256 terms),
--- its length in words and a plain-text preview. Per session, one hash of
--- documents per kind, both of the session's own keys:
---   c.edocs  agent_search_entry_docs:<tag><u>:<s>  the Q&A entries ('entry')
---   c.sdocs  agent_search_docs:<tag><u>:<s>        the messages ('message')
--- each '<kind> \t <id>' -> "ver \t length \t time \t digest \t preview"
--- (digest: of the terms, spec_digest), with ' v' (the
--- last ver), ' n' and ' len' (documents and their length); c.edocs also
--- holds ' cov' = "n \t fingerprint": the first n elements of the entries
--- list are indexed and element n-1 has that fingerprint (entries another
--- program appended after them are indexed by session_search_catchup).
--- Per user, in the user's slot: agent_search:<tag><u>:<term> (postings, a
--- zset of "<s> \t <kind> \t <id> \t ver \t tf \t length" scored by the
--- document's time, µs; a posting whose ver and time are not its document's
--- is stale and dropped lazily by a query) and agent_search_stats:<tag><u>
--- (n, len: the documents and their words, for BM25). Both live as long as
--- the user's sessions: an index write gives them the session's TTL, and
--- every slide of a session's TTL extends the statistics.
+-- The sidecar analyses text in Go; a script gets a document as spec
+-- "term tf ..." (at most 256 terms), its length and a preview. Per session
+-- one hash of documents per kind (c.edocs entries, c.sdocs messages):
+-- '<kind>\t<id>' -> "ver\tlength\ttime\tdigest\tspec\tpreview", with ' v',
+-- ' n', ' len', and in c.edocs ' cov' = "n\tfingerprint" (the entries
+-- list's first n elements are indexed). Per user: the postings
+-- agent_search:<tag><u>:<term> (zset "<s>\t<kind>\t<id>\tver\ttf\tlength"
+-- by time, µs), the statistics c.sstats (n, len; the on-demand marker; the
+-- purge queue) and purge keys (unindex_all, retire, purge_step).
 
 -- wanted is the spec a write indexes: spec as the sidecar sent it, or nil
 -- for none. A spec prefixed with '?' (SEARCH_INDEX=on-demand) is indexed
@@ -234,6 +223,37 @@ local function unindex_all(c, docs)
   redis.call('HSET', c.sstats, 'purge', id)
 end
 
+-- retire takes the documents fields ('<kind>\t<id>' each) out of docs,
+-- the session's documents of one kind, in O(#fields) commands whatever
+-- their terms: the user's statistics lose them and they move to a new
+-- purge key (as unindex_all's), whose postings purge_step removes later.
+-- Without the statistics (no index) they are only deleted.
+local function retire(c, docs, fields)
+  if #fields == 0 then return end
+  local vals = redis.call('HMGET', docs, unpack(fields))
+  local moved, n, len = { ' sid', c.sid }, 0, 0
+  for i, f in ipairs(fields) do
+    if vals[i] then
+      moved[#moved + 1], moved[#moved + 2] = f, vals[i]
+      n, len = n + 1, len + (tonumber(string.match(vals[i], '^%d+\t(%d+)') or '0') or 0)
+    end
+  end
+  if n == 0 then return end
+  redis.call('HDEL', docs, unpack(fields))
+  hincr(docs, ' n', -n)
+  hincr(docs, ' len', -len)
+  stats_drop(c, n, len)
+  if redis.call('EXISTS', c.sstats) == 0 then return end
+  local id = string.format('%d', redis.call('HINCRBY', c.sstats, 'purge_seq', 1))
+  local key = session.user_key(c, 'agent_search_purge') .. ':' .. id
+  redis.call('HSET', key, unpack(moved))
+  local ttl = session.ttl(c)
+  if ttl > 0 then redis.call('EXPIRE', key, ttl) end
+  local q = redis.call('HGET', c.sstats, 'purge')
+  if q and q ~= '' then id = q .. ' ' .. id end
+  redis.call('HSET', c.sstats, 'purge', id)
+end
+
 -- PURGE_SCAN is how many fields a purge step asks HSCAN for.
 local PURGE_SCAN = 16
 
@@ -316,7 +336,7 @@ end
 -- When the index cannot stay right (the elements were not read, or it no
 -- longer described the list), the session's entries are dropped from it,
 -- to be taken in again a step at a time by session_search_catchup: returns
--- true then.
+-- true then, and when the trimmed documents await their purge (retire).
 local function entries_removed(c, k, removed)
   if redis.call('EXISTS', c.edocs) == 0 then return false end
   local n, fp = entries_cov(c)
@@ -324,14 +344,17 @@ local function entries_removed(c, k, removed)
     unindex_all(c, c.edocs)
     return true
   end
+  local fields = {}
   for _, el in ipairs(removed) do
     local id = json.id_of(el, 'qa_id')
-    if id then unindex_doc(c, c.edocs, 'entry', id) end
+    if id then fields[#fields + 1] = 'entry\t' .. id end
   end
+  retire(c, c.edocs, fields)
+  local purging = #fields > 0 and redis.call('HEXISTS', c.sstats, 'purge') == 1
   -- past the trimmed ones, the covered prefix keeps its last element (a
   -- fingerprint that no longer matches is found by the next catch-up)
   if n > k then set_cov(c, n - k, fp) elseif n > 0 then set_cov(c, 0, '') end
-  return false
+  return purging
 end
 
 -- entry_gone keeps the entries' covered prefix right after the sidecar
@@ -360,6 +383,7 @@ return {
   drop_postings = drop_postings,
   unindex_doc = unindex_doc,
   purge_step = purge_step,
+  retire = retire,
   write_postings = write_postings,
   index_doc = index_doc,
   refresh_doc = refresh_doc,
