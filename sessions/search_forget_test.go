@@ -4,21 +4,16 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/redis/rueidis"
-
 	"github.com/agentsidecar/agentsidecar/envconf"
 	"github.com/agentsidecar/agentsidecar/redisstore/redisstoretest"
 )
 
 // redisText is every key of the server with what it holds: names,
 // fields, values, members and stream entries, one line each, per key.
-func redisText(t *testing.T, c rueidis.Client) map[string]string {
+func redisText(t *testing.T, srv *redisstoretest.Server) map[string]string {
 	t.Helper()
-	ctx := t.Context()
-	keys, err := c.Do(ctx, c.B().Keys().Pattern("*").Build()).AsStrSlice()
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx, c := t.Context(), srv.Client(t)
+	keys := srv.Keys(t, "*")
 	out := map[string]string{}
 	for _, k := range keys {
 		typ, _ := c.Do(ctx, c.B().Type().Key(k).Build()).ToString()
@@ -64,9 +59,8 @@ func redisText(t *testing.T, c rueidis.Client) map[string]string {
 func TestSearchDeleteForgets(t *testing.T) {
 	for _, mode := range []string{"eager", "on-demand"} {
 		t.Run(mode, func(t *testing.T) {
-			redisstoretest.Each(t, func(t *testing.T, srv *redisstoretest.Server) {
+			redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
 				h := startSearch(t, srv, envconf.Env{"SEARCH_INDEX": mode})
-				c := srv.Client(t)
 				gone := "/v1/users/alice/sessions/chat-gone"
 				for i, body := range []string{
 					`{"qa_id":"qa-gone-1","question":"my diabetes medication","answer":"take insulin"}`,
@@ -107,7 +101,7 @@ func TestSearchDeleteForgets(t *testing.T) {
 					}
 				}
 				secrets := []string{"quokka", "platypus", "wombat", "numbat", "termit", "burrow", "chat-gone", "qa-gone", "msg-gone", "diabet", "insulin", "medic", "bank", "4321", "secret", "zanzibar", "holiday"}
-				for k, text := range redisText(t, c) {
+				for k, text := range redisText(t, srv) {
 					if strings.HasPrefix(k, "agent_session_events:") {
 						continue // the deleted session's tombstone; the kept one's history (the events module's)
 					}
