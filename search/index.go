@@ -54,6 +54,7 @@ type Index struct {
 
 	mu      sync.Mutex
 	known   map[string]time.Time // users seen with an index (WriteMode)
+	busy    map[string]bool      // users whose build runs in this pod
 	steps   []Step
 	pending map[job]bool
 	looked  map[job]time.Time
@@ -121,7 +122,7 @@ func (x *Index) purge(ctx context.Context, user string, until time.Time, paced b
 // Mode.Parse).
 func FromDeps(deps sidecar.Deps, s *sessionstore.Store, mode Mode) (*Index, error) {
 	return sidecar.Shared(deps, "search", func(deps sidecar.Deps) (*Index, error) {
-		x := &Index{mode: mode.Of(), store: s, logger: deps.Logger, pending: map[job]bool{}, looked: map[job]time.Time{}, known: map[string]time.Time{},
+		x := &Index{mode: mode.Of(), store: s, logger: deps.Logger, pending: map[job]bool{}, looked: map[job]time.Time{}, known: map[string]time.Time{}, busy: map[string]bool{},
 			queue: make(chan job, Queue), stop: make(chan struct{}), done: make(chan struct{})}
 		go x.run()
 		return x, nil
@@ -274,11 +275,33 @@ func (x *Index) prepare(ctx context.Context, user, session string, until time.Ti
 	if cursor == "" {
 		return Coverage{}, nil
 	}
+	if !x.claim(user) { // another request or the worker builds it now
+		return Coverage{Building: true, Since: since(cursor)}, nil
+	}
 	cov, err := x.build(ctx, user, cursor, until, false)
+	x.release(user)
 	if cov.Building {
 		x.enqueue(job{user, ""})
 	}
 	return cov, err
+}
+
+// claim marks user's build as running in this pod: false when it is
+// already (two builders of one user would race over the same steps).
+func (x *Index) claim(user string) bool {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.busy[user] {
+		return false
+	}
+	x.busy[user] = true
+	return true
+}
+
+func (x *Index) release(user string) {
+	x.mu.Lock()
+	delete(x.busy, user)
+	x.mu.Unlock()
 }
 
 // Session catches the session up before until (a fork's copies): under
@@ -501,10 +524,11 @@ func (x *Index) workErr(ctx context.Context, j job) error {
 		return err
 	}
 	cursor, err := x.mark(ctx, j.user, "open")
-	if err != nil || cursor == "" {
-		return err
+	if err != nil || cursor == "" || !x.claim(j.user) {
+		return err // a request building it queues the rest when it stops
 	}
 	cov, err := x.build(ctx, j.user, cursor, time.Now().Add(JobTimeout/2), true)
+	x.release(j.user)
 	if cov.Building && err == nil {
 		x.enqueue(j) // the rest later, after the others queued
 	}

@@ -144,12 +144,13 @@ func (s *Store) ReindexEntry(ctx context.Context, user, session, qaID string, st
 // A catch-up step reads at most StepEntries entries and writes the
 // documents of those whose distinct terms add up to at most MaxStepTerms
 // (at least one, of at most search.MaxDocTerms): each term costs a PTTL,
-// a ZADD and sometimes an EXPIRE, so a step stays near 1 ms of Redis time
-// whatever the entries hold (2 048 terms took 10-30 ms a step on a
-// 20 000-entry Cognee session; TestSearchBuildNeverStalls reads SLOWLOG).
+// a ZADD and sometimes an EXPIRE, so a step stays well under 5 ms of Redis
+// time whatever the entries hold (2 048 terms took 10-30 ms a step on a
+// 20 000-entry Cognee session, 256 still logged 1 % of the steps over
+// 5 ms there; TestSearchBuildNeverStalls reads SLOWLOG).
 const (
 	StepEntries  = 64
-	MaxStepTerms = 256
+	MaxStepTerms = 128
 )
 
 // CatchUp takes into the search index what it lacks of the session's
