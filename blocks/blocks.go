@@ -14,6 +14,7 @@ import (
 	"log/slog"
 
 	"github.com/agentsidecar/agentsidecar/envconf"
+	"github.com/agentsidecar/agentsidecar/search"
 	"github.com/agentsidecar/agentsidecar/sessionstore"
 	"github.com/agentsidecar/agentsidecar/sidecar"
 )
@@ -55,6 +56,7 @@ type Module struct {
 	store  *Store
 	cfg    Config
 	logger *slog.Logger
+	index  *search.Index // the host's relevance index (session_search)
 }
 
 // New reads the module's settings and takes the host's session store.
@@ -67,7 +69,20 @@ func New(_ context.Context, deps sidecar.Deps) (sidecar.Module, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Module{store: &Store{Store: s, cfg: cfg}, cfg: cfg, logger: deps.Logger}, nil
+	var sc struct {
+		Mode search.Mode `env:"SEARCH_INDEX" envDefault:"on-demand"`
+	}
+	if err := deps.Env.Parse(&sc); err != nil {
+		return nil, err
+	}
+	if _, err := sc.Mode.Parse(); err != nil {
+		return nil, err
+	}
+	x, err := search.FromDeps(deps, s, sc.Mode)
+	if err != nil {
+		return nil, err
+	}
+	return &Module{store: &Store{Store: s, cfg: cfg, mode: x.Mode()}, cfg: cfg, logger: deps.Logger, index: x}, nil
 }
 
 // Name implements sidecar.Module.

@@ -62,6 +62,9 @@ func callSessionSearch(m *Module, r *http.Request, c toolCall) (toolResult, erro
 		}
 		limit = *a.Limit
 	}
+	if len(search.Query(*a.Query)) > 0 {
+		m.index.Prepare(r.Context(), c.user, "")
+	}
 	client, err := m.store.Conn().Client()
 	if err != nil {
 		return toolResult{}, err
@@ -84,18 +87,32 @@ func callSessionSearch(m *Module, r *http.Request, c toolCall) (toolResult, erro
 }
 
 // searchable reports whether user has a document in the relevance index
-// (the user's search statistics count one): one HGET.
-func (s *Store) searchable(ctx context.Context, user string) (bool, error) {
+// (the user's search statistics count one): one HGET; under
+// SEARCH_INDEX=on-demand, also whether this session holds messages or
+// entries (the user's first search builds the index).
+func (s *Store) searchable(ctx context.Context, user, session string) (bool, error) {
 	client, err := s.Conn().Client()
 	if err != nil {
 		return false, err
 	}
 	n, err := client.Do(ctx, client.B().Hget().Key(s.layout().SearchStats(user)).Field("n").Build()).AsInt64()
-	if rueidis.IsRedisNil(err) {
-		return false, nil
-	}
-	if err != nil {
+	if err != nil && !rueidis.IsRedisNil(err) {
 		return false, redisstore.Wrap("read search statistics", err)
 	}
-	return n > 0, nil
+	if n > 0 || s.mode != search.OnDemand {
+		return n > 0, nil
+	}
+	l := s.layout()
+	cmds := rueidis.Commands{client.B().Zcard().Key(l.SessionKey(redisstore.MessageOrderFamily, user, session)).Build(),
+		client.B().Llen().Key(l.Session(user, session).Entries).Build()}
+	for _, r := range client.DoMulti(ctx, cmds...) {
+		n, err := r.AsInt64()
+		if err != nil {
+			return false, redisstore.Wrap("read the session's messages", err)
+		}
+		if n > 0 {
+			return true, nil
+		}
+	}
+	return false, nil
 }

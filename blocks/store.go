@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentsidecar/agentsidecar/lua"
 	"github.com/agentsidecar/agentsidecar/redisstore"
+	"github.com/agentsidecar/agentsidecar/search"
 	"github.com/agentsidecar/agentsidecar/sessionstore"
 	"github.com/agentsidecar/agentsidecar/tokens"
 )
@@ -20,7 +21,8 @@ import (
 // each write one script (lua/blocks_*.lua).
 type Store struct {
 	*sessionstore.Store
-	cfg Config
+	cfg  Config
+	mode search.Mode // SEARCH_INDEX
 }
 
 // userSession is the session id a user-scope script runs with: only its

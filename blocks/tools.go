@@ -85,7 +85,7 @@ func (m *Module) listTools(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if v.searchable, err = m.store.searchable(r.Context(), user); err != nil {
+	if v.searchable, err = m.store.searchable(r.Context(), user, session); err != nil {
 		return err
 	}
 	out := toolsJSON{Tools: []map[string]any{}}

@@ -33,10 +33,14 @@ for _, d in ipairs(gone) do
   ids[d.id] = true
 end
 local comps = messages.compactions(c)
+local docs = {}
 for _, d in ipairs(gone) do
   msgtree.remove_node(c, d)
-  search.unindex_doc(c, c.sdocs, 'message', d.id)
+  docs[#docs + 1] = 'message\t' .. d.id
 end
+-- one message: its postings now; a subtree's: a purge key, whose
+-- postings the sidecar removes a bounded step at a time
+if #docs == 1 then search.unindex_doc(c, c.sdocs, 'message', n.id) else search.retire(c, c.sdocs, docs) end
 for _, cp in ipairs(comps) do
   if ids[cp.from] or ids[cp.to] then redis.call('HDEL', c.mcomp, cp.id, '#' .. cp.id) end
 end

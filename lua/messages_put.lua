@@ -40,7 +40,8 @@ if not n then
   return messages.append(c, { { id = id, fp = fp, tokens = tokens, body = body, spec = ARGV[14],
     len = tonumber(ARGV[15]), preview = ARGV[16] } }, pmode, pid, nil, tonumber(ARGV[13]), '', tonumber(ARGV[17]))
 end
-local refused = messages.write_checks(c) or search.check_terms(c, { { spec = ARGV[14] } })
+local spec = search.wanted(c, ARGV[14]) or '' -- none: its old document (if any) leaves the index
+local refused = messages.write_checks(c) or search.check_terms(c, { { spec = spec } })
 if refused then return refused end
 local old = redis.call('HGET', c.msgs, id)
 if expect ~= '' and old ~= expect then return reply.ok('changed', id) end
@@ -59,7 +60,7 @@ n.tokens, n.cum, n.fp = tokens, n.cum + delta, fp
 redis.call('HSET', c.msgs, id, text)
 redis.call('HSET', c.mtree, id, msgtree.node_text(n))
 if delta ~= 0 then msgtree.add_tokens(c, n, delta) end
-search.index_doc(c, c.sdocs, 'message', id, ARGV[14], tonumber(ARGV[15]) or 0, ARGV[16], clock.now_us())
+search.index_doc(c, c.sdocs, 'message', id, spec, tonumber(ARGV[15]) or 0, ARGV[16], clock.now_us())
 events.emit(c, 'message_updated', 'message', id, text)
 if suggest > 0 then messages.suggest_crossed(c, suggest, before, messages.path_tokens(c, latest)) end
 session.finish_write(c, false, false)

@@ -42,7 +42,8 @@ end
 -- the continuation (cont)
 local cont, checked = messages.new_session_checks(c, sid, key)
 if checked == 'again' then return reply.dup() end
-refused = checked or search.check_terms(c, { { spec = ARGV[15] } })
+local spec = search.wanted(c, ARGV[15])
+refused = checked or search.check_terms(c, { { spec = spec } })
 if refused then return refused end
 
 -- this session ends
@@ -64,7 +65,7 @@ if key ~= '' then f[#f + 1], f[#f + 2] = 'create_key', key end
 redis.call('HSET', cont.record, unpack(f))
 events.emit(cont, 'status', 'state', nil, '{"status":"started","parent_session_id":' .. cjson.encode(own) .. '}')
 local first = messages.append(cont, { { id = ARGV[10], fp = ARGV[11], tokens = tonumber(ARGV[12]), body = ARGV[13],
-  spec = ARGV[15], len = tonumber(ARGV[16]), preview = ARGV[17] } },
+  spec = spec, len = tonumber(ARGV[16]), preview = ARGV[17] } },
   'root', '', nil, tonumber(ARGV[14]), '')
 if first[1] ~= 'ok' or (first[2] ~= 'stored' and first[2] ~= 'started') then return first end
 return reply.ok('started')

@@ -24,4 +24,8 @@ var (
 	SessionSearchPending = load("session_search_pending")
 	SessionSearchCatchup = load("session_search_catchup")
 	SessionSearchEntry   = load("session_search_entry")
+	// SearchMark opens and moves the user's index marker (SEARCH_INDEX=on-demand).
+	SearchMark = load("search_mark")
+	// SearchPurge removes a bounded step of deleted documents' postings.
+	SearchPurge = load("search_purge")
 )

@@ -7,7 +7,11 @@
 -- ARGV[6] the entry, as Cognee's json.dumps writes it
 -- ARGV[7..9] when present, the entry's search document (question, context
 --   and answer): spec "term tf ...", length, preview ("Search index" in
---   lib/search.lua); absent when the search index is off
+--   lib/search.lua); absent when the search index is off; a spec
+--   prefixed with '?' is indexed only while the user has an index
+--   (SEARCH_INDEX=on-demand: search.wanted); '?' alone: no document sent
+--   (the sidecar believes the user has no index: when the user has one,
+--   the answer says pending and the catch-up indexes the entry)
 -- emits entry_appended (the entry).
 -- returns (reply.lua) {'ok', started, pending} when stored: started 1 when
 --   this started the session, pending 1 when the search index has entries
@@ -32,7 +36,12 @@
 --- @include search
 
 local c = session.open(KEYS, ARGV)
-local qa_id, entry, spec = ARGV[5], ARGV[6], ARGV[7]
+local qa_id, entry, spec = ARGV[5], ARGV[6], search.wanted(c, ARGV[7])
+-- '?' alone: on-demand, and the sidecar sent no document (it believes the
+-- user has no index); if the user has one, the entry is written without
+-- and left to the catch-up (pending)
+local nodoc = spec ~= nil and ARGV[7] == '?' and ARGV[8] == nil
+if nodoc then spec = nil end
 local refused, rec
 if spec then
   -- the postings (below) are the first writes then, before the event
@@ -116,6 +125,7 @@ if spec then
   end
   if refreshing or search.refresh_due(c, since) then pending = 1 end
 end
+if nodoc then pending = 1 end
 local removed, gone = idindex.trim(c, c.entries, newlen, 'qa')
 if removed > 0 and search.entries_removed(c, removed, gone) then pending = 1 end
 

@@ -10,7 +10,9 @@
 -- 300 s (events.TOMBSTONE_SECONDS) so every pod's readers see it, when the
 -- stream is watched (lib/events.lua); else it goes with the rest.
 -- returns (reply.lua) {'ok', the number of the session's own keys
---   removed}, {'missing'} when there is no such session; {'refused', ...}.
+--   removed, purge}, purge 1 when the user's index has documents to purge
+--   (search_purge.lua); {'missing'} when there is no such session;
+--   {'refused', ...}.
 -- Every read before the first write: a record of the wrong type (or with
 -- metadata that is not a JSON object of strings, written by hand) has no
 -- metadata index to leave, and must not stop the delete half-way.
@@ -38,19 +40,18 @@ else
     end
   end
 end
--- the user's search statistics lose the session's indexed messages and
--- entries (their postings go stale and are dropped when a query meets them)
+-- the session's documents leave the user's index: their hashes become
+-- purge keys (search.unindex_all), whose postings the sidecar then
+-- removes a bounded step at a time (search_purge.lua)
 local indexed = {}
-for i, k in ipairs({ c.sdocs, c.edocs }) do indexed[i] = redis.pcall('HMGET', k, ' n', ' len') end
-local st = guard.key_type(c.sstats)
-session.unindex(c)
-meta.unindex(c, metadata)
-for _, docs in ipairs(indexed) do
-  if type(docs) == 'table' and not docs.err and docs[1] and st == 'hash' then
-    search.hincr(c.sstats, 'n', -(tonumber(docs[1]) or 0))
-    search.hincr(c.sstats, 'len', -(tonumber(docs[2]) or 0))
+if guard.key_type(c.sstats) == 'hash' then
+  for _, k in ipairs({ c.sdocs, c.edocs }) do
+    if guard.key_type(k) == 'hash' then indexed[#indexed + 1] = k end
   end
 end
+session.unindex(c)
+meta.unindex(c, metadata)
+for _, docs in ipairs(indexed) do search.unindex_all(c, docs) end
 -- the stream and its watch marker are not counted (a reader keeps the
 -- marker); watched is read before they go
 local watched = events.recording(c)
@@ -61,7 +62,7 @@ for _, k in ipairs(session.own_keys(c)) do
 end
 -- UNLINK: a big key (a thread's checkpoints, tens of thousands of fields)
 -- is freed off Redis's main thread, as the erasure frees it
-local n = redis.call('UNLINK', unpack(own))
+local n = redis.call('UNLINK', unpack(own)) + #indexed
 if n > 0 then
   if watched then
     -- The stream keeps only its `deleted` event, a tombstone for readers
@@ -78,4 +79,4 @@ if n > 0 then
   end
 end
 if n == 0 then return reply.missing() end
-return reply.ok(n)
+return reply.ok(n, #indexed > 0 and 1 or 0)

@@ -1,6 +1,9 @@
 package messages
 
-import "github.com/agentsidecar/agentsidecar/envconf"
+import (
+	"github.com/agentsidecar/agentsidecar/envconf"
+	"github.com/agentsidecar/agentsidecar/search"
+)
 
 // Config holds the module's settings (README's configuration table).
 type Config struct {
@@ -14,10 +17,10 @@ type Config struct {
 	// cap, the same setting): a page is cut before it and its next_cursor
 	// continues it.
 	MaxAnswerBytes int `env:"SIDECAR_MAX_ANSWER_BYTES" envDefault:"4194304"`
-	// SearchIndex: message writes (and forks, for their copies) keep the relevance search index (about
-	// 50 µs of Redis time per append of a short message); false leaves new
-	// and changed messages out of it.
-	SearchIndex bool `env:"SEARCH_INDEX" envDefault:"true"`
+	// SearchIndex: which message writes (and forks, for their copies) keep
+	// the relevance search index (package search, Mode): on-demand, eager
+	// or off.
+	SearchIndex search.Mode `env:"SEARCH_INDEX" envDefault:"on-demand"`
 	// MaxItemBytes caps one message's item (a framework's item, as sent):
 	// a tool's output holding a file or a web page is this size.
 	MaxItemBytes int `env:"SESSION_MAX_ITEM_BYTES" envDefault:"1048576"`
@@ -38,6 +41,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxAnswerBytes < 4096 {
 		return envconf.Invalid("SIDECAR_MAX_ANSWER_BYTES", "must be at least 4096, not %d", c.MaxAnswerBytes)
+	}
+	if _, err := c.SearchIndex.Parse(); err != nil {
+		return err
 	}
 	if c.MaxBodyBytes < 64<<10 || c.MaxBodyBytes > MaxBodyCeiling {
 		return envconf.Invalid("SIDECAR_MAX_MESSAGE_BODY_BYTES", "must be from %d to %d, not %d", 64<<10, MaxBodyCeiling, c.MaxBodyBytes)

@@ -115,7 +115,7 @@ func TestForkSearch(t *testing.T) {
 // terms) is indexed whole.
 func TestForkSearchLongPath(t *testing.T) {
 	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
-		h := start(t, srv, nil)
+		h := start(t, srv, envconf.Env{"SEARCH_INDEX": "eager"})
 		n, words := 250, 60
 		if srv.Mini != nil {
 			// miniredis's Lua is some 50 times slower than Redis's (more
@@ -158,7 +158,7 @@ func TestForkSearchLongPath(t *testing.T) {
 // (indexed by a sidecar with the index on) are found, their copies not.
 func TestForkSearchIndexOff(t *testing.T) {
 	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
-		on := start(t, srv, nil)
+		on := start(t, srv, envconf.Env{"SEARCH_INDEX": "eager"})
 		off := start(t, srv, envconf.Env{"SEARCH_INDEX": "false"})
 		post(t, on, `{"id":"a","role":"user","content":"apples from the orchard"}`, 201)
 		post(t, on, `{"id":"b","role":"user","content":"pears from the orchard"}`, 201)
@@ -197,7 +197,7 @@ func TestMessagesIndexScript(t *testing.T) {
 		doc := search.Analyze("apples from the orchard")
 		st := sessionstore.New(srv.Conn(t), sessionstore.Config{TTLSeconds: 600})
 		run := func(fp string) (int64, error) {
-			msg, err := st.Exec(ctx, lua.MessagesIndex, "alice", "s1", "1",
+			msg, err := st.Exec(ctx, lua.MessagesIndex, "alice", "s1", "0", "1",
 				"a", fp, doc.Spec(), strconv.Itoa(doc.Length), "apples from the orchard", "")
 			if err != nil {
 				return 0, err
@@ -252,7 +252,7 @@ func TestMessagesIndexScript(t *testing.T) {
 // left out of the index (refused before any write).
 func TestForkIndexFailureKeepsFork(t *testing.T) {
 	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
-		h := start(t, srv, nil)
+		h := start(t, srv, envconf.Env{"SEARCH_INDEX": "eager"})
 		post(t, h, `{"id":"a","role":"user","content":"zebras in the orchard"}`, 201)
 		post(t, h, `{"id":"b","role":"user","content":"pears in the orchard"}`, 201)
 		l, c := srv.Layout(), srv.Client(t)
@@ -279,7 +279,7 @@ func TestForkIndexFailureKeepsFork(t *testing.T) {
 // indexed by the split's own script.
 func TestSplitSearch(t *testing.T) {
 	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
-		h := start(t, srv, nil)
+		h := start(t, srv, envconf.Env{"SEARCH_INDEX": "eager"})
 		post(t, h, `{"id":"a","role":"user","content":"pears in the orchard"}`, 201)
 		if rep := h.Do(t, "POST", "/v1/users/alice/sessions/s1/split", `{"summary":"We planned the orchard.","session_id":"s1-2"}`); rep.Status != 201 {
 			t.Fatalf("split: %s", rep)
@@ -304,7 +304,7 @@ func TestSplitSearch(t *testing.T) {
 // the words its copy had when the fork read it.
 func TestForkSearchConcurrentWrites(t *testing.T) {
 	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
-		h := start(t, srv, nil)
+		h := start(t, srv, envconf.Env{"SEARCH_INDEX": "eager"})
 		const n = 250
 		for from := 0; from < n; from += 100 {
 			var b []string

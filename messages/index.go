@@ -5,21 +5,22 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/redis/rueidis"
 
 	"github.com/agentsidecar/agentsidecar/lua"
 	"github.com/agentsidecar/agentsidecar/redisstore"
 	"github.com/agentsidecar/agentsidecar/search"
 )
 
-// Bounds of one messages_index script: a fork's copies enter the search
-// index in steps of at most IndexBatch messages and IndexBatchTerms terms.
+// Bounds of one messages_index script (about 5 ms of Redis at most): at
+// most IndexBatch messages and IndexBatchTerms terms.
 const (
 	IndexBatch      = 100
-	IndexBatchTerms = 4096
+	IndexBatchTerms = 1024
 )
 
 // indexDoc is one message read for the index, as messages_index takes it.
@@ -54,47 +55,88 @@ func storedDoc(body []byte) (indexDoc, error) {
 	return d, nil
 }
 
-// IndexPath puts the messages of the path root..leaf of a session into
-// the search index (a fork's copies: its script copies them unindexed),
-// in bounded steps: a page of at most IndexBatch messages read, their
-// nodes' fingerprints read, then one messages_index script per IndexBatch
-// messages or IndexBatchTerms terms; at most SESSION_MAX_MESSAGES
-// messages in all. A message written since it was read is skipped (its
-// write indexed it). Returns how many messages it indexed.
-func (s *Store) IndexPath(ctx context.Context, user, session, leaf string) (int, error) {
-	indexed, read, cursor := 0, 0, ""
-	for read < s.cfg.MaxMessages {
-		q := PageQuery{Leaf: leaf, Limit: min(IndexBatch, s.cfg.MaxMessages-read), Raw: true}
-		if cursor != "" {
-			q.Cursor, q.At = "after", cursor
-		}
-		p, err := s.Path(ctx, user, session, q)
+// StepBytes bounds the messages one catch-up step reads (at least one).
+const StepBytes = 1 << 20
+
+// CatchUpStep is one step of putting a session's messages the index lacks
+// into it (search.Step: the copies of a fork, the messages written before
+// the user's first relevance search under SEARCH_INDEX=on-demand): the
+// messages after the cursor ' mseq' in sequence order, at most IndexBatch
+// of them, StepBytes of them read and IndexBatchTerms terms, then one
+// messages_index script. Returns whether more is left.
+func (s *Store) CatchUpStep(ctx context.Context, user, session string) (bool, error) {
+	client, err := s.Conn().Client()
+	if err != nil {
+		return true, err
+	}
+	l := redisstore.Layout{Cluster: s.Conn().Cluster()}
+	keys := SessionKeys(l, user, session)
+	at, err := client.Do(ctx, client.B().Hget().Key(l.SearchDocs(user, session)).Field(" mseq").Build()).ToString()
+	if err != nil && !rueidis.IsRedisNil(err) {
+		return true, redisstore.Wrap("messages index: cursor", err)
+	}
+	if at == "" {
+		at = "0"
+	}
+	zs, err := client.Do(ctx, client.B().Zrangebyscore().Key(keys.Order).Min("("+at).Max("+inf").Withscores().Limit(0, IndexBatch).Build()).AsZScores()
+	if err != nil || len(zs) == 0 {
+		return false, redisstore.Wrap("messages index: order", err)
+	}
+	lens := make(rueidis.Commands, len(zs))
+	for i, z := range zs {
+		lens[i] = client.B().Hstrlen().Key(keys.Messages).Field(z.Member).Build()
+	}
+	n, read := 0, int64(0)
+	for _, r := range client.DoMulti(ctx, lens...) {
+		size, err := r.AsInt64()
 		if err != nil {
-			return indexed, fmt.Errorf("index %s/%s: read: %w", user, session, err)
+			return true, redisstore.Wrap("messages index: sizes", err)
 		}
-		read += len(p.Messages)
-		docs := make([]indexDoc, 0, len(p.Messages))
-		for _, b := range p.Messages {
-			d, err := storedDoc(b)
-			if err != nil {
-				return indexed, fmt.Errorf("index %s/%s: %w", user, session, err)
-			}
-			docs = append(docs, d)
-		}
-		if err := s.nodeFingerprints(ctx, user, session, docs); err != nil {
-			return indexed, fmt.Errorf("index %s/%s: %w", user, session, err)
-		}
-		n, err := s.indexDocs(ctx, user, session, indexable(docs))
-		indexed += n
-		if err != nil {
-			return indexed, fmt.Errorf("index %s/%s: %w", user, session, err)
-		}
-		if p.NextCursor == "" || len(p.Messages) == 0 {
+		if n > 0 && read+size > StepBytes {
 			break
 		}
-		cursor = p.NextCursor
+		read += size
+		n++
 	}
-	return indexed, nil
+	ids := make([]string, n)
+	for i, z := range zs[:n] {
+		ids[i] = z.Member
+	}
+	bodies, err := client.Do(ctx, client.B().Hmget().Key(keys.Messages).Field(ids...).Build()).ToArray()
+	if err != nil {
+		return true, redisstore.Wrap("messages index: read", err)
+	}
+	docs, terms := make([]indexDoc, 0, n), 0
+	last := n
+	for i, v := range bodies {
+		b, err := v.ToString()
+		if err != nil {
+			continue // gone since
+		}
+		d, err := storedDoc([]byte(b))
+		if err != nil {
+			continue // not a message this sidecar wrote: nothing to index
+		}
+		if len(docs) > 0 && terms+len(d.doc.Terms) > IndexBatchTerms {
+			last = i
+			break
+		}
+		terms += len(d.doc.Terms)
+		docs = append(docs, d)
+	}
+	if err := s.nodeFingerprints(ctx, user, session, docs); err != nil {
+		return true, err
+	}
+	docs = indexable(docs)
+	args := make([]string, 0, 2+6*len(docs))
+	args = append(args, strconv.FormatFloat(zs[last-1].Score, 'f', -1, 64), strconv.Itoa(len(docs)))
+	for _, d := range docs {
+		args = append(args, d.args()...)
+	}
+	if _, err := s.Run(ctx, lua.MessagesIndex, user, session, args...); err != nil {
+		return true, err
+	}
+	return last < len(zs) || len(zs) == IndexBatch, nil
 }
 
 // nodeFingerprints sets each doc's fingerprint to its tree node's (the one
@@ -157,33 +199,4 @@ func indexable(docs []indexDoc) []indexDoc {
 		}
 	}
 	return out
-}
-
-// indexDocs runs messages_index over docs, at most IndexBatch messages
-// and IndexBatchTerms terms a call; returns how many it indexed.
-func (s *Store) indexDocs(ctx context.Context, user, session string, docs []indexDoc) (int, error) {
-	indexed := 0
-	for len(docs) > 0 {
-		n, terms := 0, 0
-		for n < len(docs) && n < IndexBatch && (n == 0 || terms+len(docs[n].doc.Terms) <= IndexBatchTerms) {
-			terms += len(docs[n].doc.Terms)
-			n++
-		}
-		args := make([]string, 0, 1+6*n)
-		args = append(args, strconv.Itoa(n))
-		for _, d := range docs[:n] {
-			args = append(args, d.args()...)
-		}
-		r, err := s.Run(ctx, lua.MessagesIndex, user, session, args...)
-		if err != nil {
-			return indexed, err
-		}
-		got, err := r.Int(0)
-		if err != nil {
-			return indexed, redisstore.Wrap(lua.MessagesIndex.Name, err)
-		}
-		indexed += int(got)
-		docs = docs[n:]
-	}
-	return indexed, nil
 }

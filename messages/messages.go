@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/agentsidecar/agentsidecar/envconf"
+	"github.com/agentsidecar/agentsidecar/search"
 	"github.com/agentsidecar/agentsidecar/sessionstore"
 	"github.com/agentsidecar/agentsidecar/sidecar"
 )
@@ -31,6 +32,7 @@ const TruncatedHeader = "Sidecar-Truncated"
 type Module struct {
 	store       *Store
 	cfg         Config
+	index       *search.Index // SEARCH_INDEX, the messages' catch-up
 	logger      *slog.Logger
 	appended    prometheus.Counter
 	compactions prometheus.Counter
@@ -46,7 +48,11 @@ func New(_ context.Context, deps sidecar.Deps) (sidecar.Module, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &Module{store: &Store{Store: s, cfg: cfg}, cfg: cfg, logger: deps.Logger,
+	x, err := search.FromDeps(deps, s, cfg.SearchIndex)
+	if err != nil {
+		return nil, err
+	}
+	m := &Module{store: &Store{Store: s, cfg: cfg, mode: x.Mode()}, cfg: cfg, logger: deps.Logger, index: x,
 		appended: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "sidecar_messages_appended_total",
 			Help: "Messages stored by appends and upserts (retries not counted).",
@@ -62,8 +68,13 @@ func New(_ context.Context, deps sidecar.Deps) (sidecar.Module, error) {
 			}
 		}
 	}
+	x.Register(m.store.CatchUpStep)
 	return m, nil
 }
+
+// Close implements sidecar.Closer: stops the host's search worker (shared
+// with the sessions module; either may close it).
+func (m *Module) Close(ctx context.Context) error { return m.index.Close(ctx) }
 
 // Name implements sidecar.Module.
 func (m *Module) Name() string { return "messages" }

@@ -1,6 +1,7 @@
 package messages_test
 
 import (
+	"github.com/agentsidecar/agentsidecar/envconf"
 	"strings"
 	"testing"
 
@@ -12,7 +13,7 @@ import (
 // the script's first write: the message, the tree and the record unchanged.
 func TestPostingsKeyWrongType(t *testing.T) {
 	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
-		h := start(t, srv, nil)
+		h := start(t, srv, envconf.Env{"SEARCH_INDEX": "eager"})
 		post(t, h, `{"id":"m0","role":"user","content":"hello"}`, 201)
 		c := srv.Client(t)
 		key := srv.Layout().SearchPostings("alice", "zebra")

@@ -1,6 +1,7 @@
 package messages_test
 
 import (
+	"github.com/agentsidecar/agentsidecar/envconf"
 	"testing"
 
 	"github.com/agentsidecar/agentsidecar/redisstore/redisstoretest"
@@ -11,7 +12,7 @@ import (
 // statistics key held by a session without expiry a TTL.
 func TestSearchKeysOfPersistedSession(t *testing.T) {
 	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
-		h := start(t, srv, nil)
+		h := start(t, srv, envconf.Env{"SEARCH_INDEX": "eager"})
 		keep := "/v1/users/alice/sessions/keep"
 		if rep := h.Do(t, "POST", keep+"/messages", `{"role":"user","content":"hello"}`); rep.Status != 201 {
 			t.Fatal(rep)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentsidecar/agentsidecar/lua"
 	"github.com/agentsidecar/agentsidecar/redisstore"
+	"github.com/agentsidecar/agentsidecar/search"
 	"github.com/agentsidecar/agentsidecar/sessionstore"
 	"github.com/agentsidecar/agentsidecar/sidecar"
 )
@@ -88,7 +89,7 @@ func (m *Module) fork(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if created && m.cfg.SearchIndex {
+	if created {
 		m.indexFork(r.Context(), user, sid, in.At)
 	}
 	return m.writeRecord(w, r, created, user, sid)
@@ -105,8 +106,12 @@ func (m *Module) indexFork(ctx context.Context, user, sid, at string) {
 		ctx, cancel = context.WithTimeout(ctx, time.Until(d)*3/4)
 		defer cancel()
 	}
-	if n, err := m.store.IndexPath(ctx, user, sid, at); err != nil {
-		m.logger.Warn("search index: messages a fork copied not all indexed", "user_id", user, "session_id", sid, "indexed", n, "err", err)
+	until := time.Now().Add(search.JobTimeout)
+	if d, ok := ctx.Deadline(); ok {
+		until = d
+	}
+	if _, err := m.index.Session(ctx, user, sid, until); err != nil {
+		m.logger.Warn("search index: messages a fork copied not all indexed", "user_id", user, "session_id", sid, "err", err)
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentsidecar/agentsidecar/lua"
 	"github.com/agentsidecar/agentsidecar/redisstore"
+	"github.com/agentsidecar/agentsidecar/search"
 	"github.com/agentsidecar/agentsidecar/sessionstore"
 	"github.com/agentsidecar/agentsidecar/sidecar"
 )
@@ -18,7 +19,8 @@ import (
 // each one script (lua/messages_*.lua).
 type Store struct {
 	*sessionstore.Store
-	cfg Config
+	cfg  Config
+	mode search.Mode // SEARCH_INDEX, parsed
 }
 
 // Stored is what a write answered: the stored messages, and whether they
@@ -318,11 +320,14 @@ func (s *Store) Pop(ctx context.Context, user, session string) ([]byte, error) {
 	return []byte(v), nil
 }
 
-// searchArgs are m's search arguments for a script, or none when
-// SEARCH_INDEX is off.
+// searchArgs are m's search arguments for a script: none when
+// SEARCH_INDEX is off; under on-demand its spec says "only while the user
+// has an index" (search.Mode.Spec).
 func (s *Store) searchArgs(m message) []string {
-	if !s.cfg.SearchIndex {
+	if s.mode == search.Off {
 		return []string{"", "0", ""}
 	}
-	return m.searchArgs()
+	a := m.searchArgs()
+	a[0] = s.mode.Spec(a[0])
+	return a
 }

@@ -153,8 +153,12 @@ func (m *Module) deleteMessage(w http.ResponseWriter, r *http.Request) error {
 	default:
 		return sidecar.BadRequest("invalid_query", "subtree must be true or false")
 	}
-	if _, err := m.store.Delete(r.Context(), ids[0], ids[1], ids[2], subtree); err != nil {
+	n, err := m.store.Delete(r.Context(), ids[0], ids[1], ids[2], subtree)
+	if err != nil {
 		return err
+	}
+	if n > 1 {
+		m.index.Purge(r.Context(), ids[0]) // a subtree's documents, queued for their purge
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
@@ -178,7 +182,11 @@ func (m *Module) clear(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if _, err := m.store.Clear(r.Context(), user, session); err != nil {
+	_, err = m.store.Clear(r.Context(), user, session)
+	if err == nil {
+		m.index.Purge(r.Context(), user) // the messages' documents, queued by the clear
+	}
+	if err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)

@@ -92,7 +92,12 @@ var (
 	SearchStatsFamily = Register(Family{
 		Name: "search statistics", Prefix: "agent_search_stats", Scope: ScopeUser,
 		Kind: KindHash, Owner: "messages", TTL: SessionTTL,
-		Description: "a user's indexed documents and their total length, for BM25",
+		Description: "a user's indexed documents and their total length, for BM25; under `SEARCH_INDEX=on-demand` its existence is the user's index marker (made by the user's first relevance search, ` build` the build's cursor until it is built); `purge`, `purge_seq`: the queue of purge keys",
+	})
+	SearchPurgeFamily = Register(Family{
+		Name: "search purge", Prefix: "agent_search_purge", Scope: ScopeUser, Suffix: "<n>",
+		Kind: KindHash, Owner: "sessions", TTL: SessionTTL,
+		Description: "the documents of a deleted session (or of a cleared kind) renamed from its documents hash, keeping its TTL, ` sid` its session, until their postings are removed a bounded step at a time (`search_purge`), then deleted",
 	})
 )
 

@@ -37,3 +37,10 @@ func (l Layout) SearchDocsOf(user, session, kind string) string {
 	}
 	return l.SearchDocs(user, session)
 }
+
+// SearchPurge is one of the user's purge keys: agent_search_purge:<tag><u>:<n>,
+// the documents hash of a deleted session (or a cleared kind) until its
+// postings are removed (lua/search_purge.lua).
+func (l Layout) SearchPurge(user, n string) string {
+	return l.UserKey(SearchPurgeFamily, user, n)
+}

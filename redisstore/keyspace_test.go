@@ -195,6 +195,7 @@ func TestMatchBuilders(t *testing.T) {
 				l.MetaGlobal(l.Bucket("alice"), "team", "a"):                    "global metadata index",
 				l.SearchPostings("alice", "deploy"):                             "search postings",
 				l.SearchStats("alice"):                                          "search statistics",
+				l.SearchPurge("alice", "7"):                                     "search purge",
 				redisstore.EventsChannel(l.SessionEvents("alice", "chat-1")):    "events",
 				l.UserKey(adk.UserStateFamily, "alice", "weather"):              "adk user state",
 				l.UserKey(adk.IndexFamily, "alice", "weather"):                  "adk sessions of a user",

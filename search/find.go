@@ -140,10 +140,11 @@ func Find(ctx context.Context, c rueidis.Client, l redisstore.Layout, user, sess
 		for j, doc := range byHash[hashes[i]] {
 			cd := byDoc[doc]
 			v, err := vals[j].ToString()
-			// "ver \t length \t time \t digest \t preview", or, written
-			// by an older sidecar, without the digest (a preview never holds
-			// a tab: whitespace is collapsed)
-			parts := strings.SplitN(v, "\t", 5)
+			// "ver \t length \t time \t digest \t spec \t preview", or,
+			// written by an older sidecar, without the spec or the digest
+			// (neither a spec nor a preview holds a tab: whitespace is
+			// collapsed)
+			parts := strings.SplitN(v, "\t", 6)
 			if err != nil || len(parts) < 4 || parts[0] != cd.ver || parts[2] != strconv.FormatInt(cd.at, 10) {
 				for k, t := range terms {
 					if cd.tfs[k] > 0 {

@@ -34,6 +34,7 @@ import (
 	"github.com/agentsidecar/agentsidecar/envconf"
 	"github.com/agentsidecar/agentsidecar/redisstore"
 	"github.com/agentsidecar/agentsidecar/redisstore/redisstoretest"
+	"github.com/agentsidecar/agentsidecar/search"
 	"github.com/agentsidecar/agentsidecar/sessions"
 	"github.com/agentsidecar/agentsidecar/sessionstore"
 	"github.com/agentsidecar/agentsidecar/sidecar/sidecartest"
@@ -192,7 +193,7 @@ func BenchmarkAppendStore(b *testing.B) {
 			start := time.Now()
 			entry, err := cognee.NewQAEntry(f, qaID, time.Now())
 			if err == nil {
-				_, _, err = store.Append(ctx, "bench", "w"+w+"-"+strconv.Itoa(i/1000), qaID, entry, true)
+				_, _, err = store.Append(ctx, "bench", "w"+w+"-"+strconv.Itoa(i/1000), qaID, entry, search.Eager)
 			}
 			if err != nil {
 				b.Error(err)
@@ -334,7 +335,8 @@ func BenchmarkLastN(b *testing.B) {
 // BenchmarkAppendSearchIndex is what keeping the relevance search index
 // costs an append: the same appends (benchQuestion, benchContext,
 // benchAnswer: a typical Q&A entry) one at a time into the store, with the
-// entry's document (index=on) and without (index=off, SEARCH_INDEX=false),
+// entry's document under each SEARCH_INDEX (off; on-demand for a user who
+// never searched and for one who did; eager),
 // on one real redis-server. Reported: redis-us/op, Redis's own time per
 // script call (INFO commandstats), and wall-us/op, the wall time of the
 // store call (encoding, the Go analysis, the round trip and the script).
@@ -346,14 +348,14 @@ func BenchmarkAppendSearchIndex(b *testing.B) {
 	f.Question, _ = json.Marshal(benchQuestion)
 	f.Context, _ = json.Marshal(benchContext)
 	f.Answer, _ = json.Marshal(benchAnswer)
-	evalUsec := func() float64 {
+	usec := func(cmds ...string) float64 {
 		info, err := c.Do(context.Background(), c.B().Info().Section("commandstats").Build()).ToString()
 		if err != nil {
 			b.Fatal(err)
 		}
 		var total float64
 		for _, line := range strings.Split(info, "\n") {
-			if strings.HasPrefix(line, "cmdstat_fcall:") || strings.HasPrefix(line, "cmdstat_evalsha:") || strings.HasPrefix(line, "cmdstat_eval:") {
+			if slices.ContainsFunc(cmds, func(cmd string) bool { return strings.HasPrefix(line, "cmdstat_"+cmd+":") }) {
 				for _, kv := range strings.Split(strings.TrimSpace(strings.SplitN(line, ":", 2)[1]), ",") {
 					if v, ok := strings.CutPrefix(kv, "usec="); ok {
 						n, _ := strconv.ParseFloat(v, 64)
@@ -364,10 +366,38 @@ func BenchmarkAppendSearchIndex(b *testing.B) {
 		}
 		return total
 	}
-	for _, index := range []bool{false, true} {
-		name := "index=off"
-		if index {
-			name = "index=on"
+	evalUsec := func() float64 { return usec("fcall", "evalsha", "eval") }
+	b.Run("cognee-rpush-expire", func(b *testing.B) {
+		ctx := context.Background()
+		before := usec("rpush", "expire")
+		for i := 0; b.Loop(); i++ {
+			qa := fmt.Sprintf("q-cognee-%d", i)
+			entry, err := cognee.NewQAEntry(f, qa, time.Now())
+			if err != nil {
+				b.Fatal(err)
+			}
+			key := redisstore.Layout{}.Session("bench-cognee", "s-"+strconv.Itoa(i/500)).Entries
+			for _, r := range c.DoMulti(ctx, c.B().Rpush().Key(key).Element(string(entry)).Build(), c.B().Expire().Key(key).Seconds(604800).Build()) {
+				if err := r.Error(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		b.ReportMetric((usec("rpush", "expire")-before)/float64(b.N), "redis-us/op")
+	})
+	cases := []struct {
+		name     string
+		mode     search.Mode
+		searched bool // the user has an index (made as a first search makes it)
+	}{{"index=off", search.Off, false}, {"index=on-demand,never-searched", search.Probe, false},
+		{"index=on-demand,searched", search.OnDemand, true}, {"index=eager", search.Eager, false}}
+	for _, tc := range cases {
+		name := tc.name
+		user := "bench-" + strings.NewReplacer("=", "-", ",", "-").Replace(name)
+		if tc.searched {
+			if err := c.Do(context.Background(), c.B().Hset().Key(redisstore.Layout{}.SearchStats(user)).FieldValue().FieldValue("n", "0").Build()).Error(); err != nil {
+				b.Fatal(err)
+			}
 		}
 		b.Run(name, func(b *testing.B) {
 			ctx := context.Background()
@@ -379,12 +409,96 @@ func BenchmarkAppendSearchIndex(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				if _, _, err := store.Append(ctx, "bench", name+"-"+strconv.Itoa(i/500), qa, entry, index); err != nil {
+				if _, _, err := store.Append(ctx, user, "s-"+strconv.Itoa(i/500), qa, entry, tc.mode); err != nil {
 					b.Fatal(err)
 				}
 			}
 			b.ReportMetric((evalUsec()-before)/float64(b.N), "redis-us/op")
 			b.ReportMetric(float64(time.Since(start).Microseconds())/float64(b.N), "wall-us/op")
+		})
+	}
+}
+
+// BenchmarkSearchMemory is the Redis memory per session of each
+// SEARCH_INDEX (and Cognee's own list): 50 users × 12 sessions of 10
+// typical entries (benchQuestion, ...), on a fresh redis-server per case.
+// Reported: B/session, used_memory's growth per session; search-B/session,
+// what the search keys (postings, documents, statistics) hold by MEMORY
+// USAGE; search/entries, the search keys' bytes over the entries' own.
+// One iteration is the whole run (-benchtime=1x).
+func BenchmarkSearchMemory(b *testing.B) {
+	var f cognee.QAFields
+	f.Question, _ = json.Marshal(benchQuestion)
+	f.Context, _ = json.Marshal(benchContext)
+	f.Answer, _ = json.Marshal(benchAnswer)
+	const users, perUser, entries = 50, 12, 10
+	cases := []struct {
+		name     string
+		mode     search.Mode
+		searched bool
+		cognee   bool
+	}{{"cognee", "", false, true}, {"index=off", search.Off, false, false},
+		{"index=on-demand,never-searched", search.Probe, false, false},
+		{"index=on-demand,searched", search.OnDemand, true, false}, {"index=eager", search.Eager, false, false}}
+	for _, tc := range cases {
+		b.Run(tc.name, func(b *testing.B) {
+			for b.Loop() {
+				srv := redisstoretest.NewReal(b)
+				c := srv.Client(b)
+				ctx := context.Background()
+				store := sessions.NewStore(sessionstore.New(srv.Conn(b), sessionstore.Config{TTLSeconds: 604800, AbandonAfterSeconds: 1800}))
+				used := func() int64 {
+					info, _ := c.Do(ctx, c.B().Info().Section("memory").Build()).ToString()
+					for _, line := range strings.Split(info, "\r\n") {
+						if v, ok := strings.CutPrefix(line, "used_memory:"); ok {
+							n, _ := strconv.ParseInt(v, 10, 64)
+							return n
+						}
+					}
+					return 0
+				}
+				if tc.searched {
+					for u := range users {
+						c.Do(ctx, c.B().Hset().Key(redisstore.Layout{}.SearchStats(fmt.Sprintf("u%d", u))).FieldValue().FieldValue("n", "0").Build())
+					}
+				}
+				before := used()
+				var entryBytes int64
+				for u := range users {
+					for s := range perUser {
+						for e := range entries {
+							qa := fmt.Sprintf("q%d-%d-%d", u, s, e)
+							entry, err := cognee.NewQAEntry(f, qa, time.Now())
+							if err != nil {
+								b.Fatal(err)
+							}
+							entryBytes += int64(len(entry))
+							user, session := fmt.Sprintf("u%d", u), fmt.Sprintf("s%d", s)
+							if tc.cognee {
+								key := redisstore.Layout{}.Session(user, session).Entries
+								c.Do(ctx, c.B().Rpush().Key(key).Element(string(entry)).Build())
+								c.Do(ctx, c.B().Expire().Key(key).Seconds(604800).Build())
+								continue
+							}
+							if _, _, err := store.Append(ctx, user, session, qa, entry, tc.mode); err != nil {
+								b.Fatal(err)
+							}
+						}
+					}
+				}
+				sessionsN := float64(users * perUser)
+				var searchBytes int64
+				for _, pattern := range []string{"agent_search*"} {
+					keys, _ := c.Do(ctx, c.B().Keys().Pattern(pattern).Build()).AsStrSlice()
+					for _, k := range keys {
+						n, _ := c.Do(ctx, c.B().MemoryUsage().Key(k).Samples(0).Build()).AsInt64()
+						searchBytes += n
+					}
+				}
+				b.ReportMetric(float64(used()-before)/sessionsN, "B/session")
+				b.ReportMetric(float64(searchBytes)/sessionsN, "search-B/session")
+				b.ReportMetric(float64(searchBytes)/float64(entryBytes), "search/entries")
+			}
 		})
 	}
 }

@@ -438,7 +438,7 @@ func TestWrongTypedIndexOfAnEmptyListIsRefused(t *testing.T) {
 // documents the trim touches neither, and the append is stored.
 func TestTrimmingAppendChecksTheSearchKeys(t *testing.T) {
 	redisstoretest.Each(t, func(t *testing.T, srv *redisstoretest.Server) {
-		on := sidecartest.Start(t, srv, envconf.Env{"SESSION_MAX_ENTRIES": "4"}, sessions.Factory)
+		on := sidecartest.Start(t, srv, envconf.Env{"SEARCH_INDEX": "eager", "SESSION_MAX_ENTRIES": "4"}, sessions.Factory)
 		off := sidecartest.Start(t, srv, envconf.Env{"SEARCH_INDEX": "false", "SESSION_MAX_ENTRIES": "4"}, sessions.Factory)
 		c := srv.Client(t)
 		for n, tc := range []struct {

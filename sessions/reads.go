@@ -9,6 +9,7 @@ import (
 	"github.com/agentsidecar/agentsidecar/envconf"
 	"github.com/agentsidecar/agentsidecar/lua"
 	"github.com/agentsidecar/agentsidecar/redisstore"
+	"github.com/agentsidecar/agentsidecar/search"
 	"github.com/agentsidecar/agentsidecar/sidecar"
 )
 
@@ -47,8 +48,8 @@ const (
 // entry writes keep the relevance search index (shared with the messages
 // module).
 type ReadConfig struct {
-	MaxAnswerBytes int  `env:"SIDECAR_MAX_ANSWER_BYTES" envDefault:"4194304"`
-	SearchIndex    bool `env:"SEARCH_INDEX" envDefault:"true"`
+	MaxAnswerBytes int         `env:"SIDECAR_MAX_ANSWER_BYTES" envDefault:"4194304"`
+	SearchIndex    search.Mode `env:"SEARCH_INDEX" envDefault:"on-demand"`
 }
 
 // Validate refuses caps too small for one element.
@@ -56,7 +57,8 @@ func (c ReadConfig) Validate() error {
 	if c.MaxAnswerBytes < 4096 {
 		return envconf.Invalid("SIDECAR_MAX_ANSWER_BYTES", "must be at least 4096, not %d", c.MaxAnswerBytes)
 	}
-	return nil
+	_, err := c.SearchIndex.Parse()
+	return err
 }
 
 // pageSize is how many elements the next LRANGE asks for: as many as fit in

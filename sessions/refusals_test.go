@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentsidecar/agentsidecar/envconf"
 	"github.com/agentsidecar/agentsidecar/lua"
 	"github.com/agentsidecar/agentsidecar/redisstore"
 	"github.com/agentsidecar/agentsidecar/redisstore/redisstoretest"
@@ -109,7 +110,7 @@ func TestSpoiledSearchCountIsLeftAlone(t *testing.T) {
 // user's statistics are as they were.
 func TestAppendPostingsRefusalTakesBackItsPostings(t *testing.T) {
 	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
-		h := sidecartest.Start(t, srv, nil, sessions.Factory)
+		h := sidecartest.Start(t, srv, envconf.Env{"SEARCH_INDEX": "eager"}, sessions.Factory)
 		c := srv.Client(t)
 		l := srv.Layout()
 		b := "/v1/users/u1/sessions/s1"
@@ -158,7 +159,7 @@ func TestAppendPostingsRefusalTakesBackItsPostings(t *testing.T) {
 // written: no entry, no posting of its words.
 func TestIndexedAppendChecksTheSearchKeys(t *testing.T) {
 	redisstoretest.Each(t, func(t *testing.T, srv *redisstoretest.Server) {
-		h := sidecartest.Start(t, srv, nil, sessions.Factory)
+		h := sidecartest.Start(t, srv, envconf.Env{"SEARCH_INDEX": "eager"}, sessions.Factory)
 		c := srv.Client(t)
 		l := srv.Layout()
 		for i, key := range []string{l.SearchStats("u1"), l.SearchEntryDocs("u2", "s1")} {
@@ -186,7 +187,7 @@ func TestIndexedAppendChecksTheSearchKeys(t *testing.T) {
 // the take-back removes only what the append added.
 func TestPostingsTakeBackKeepsWhatWasThere(t *testing.T) {
 	redisstoretest.Each(t, func(t *testing.T, srv *redisstoretest.Server) {
-		h := sidecartest.Start(t, srv, nil, sessions.Factory)
+		h := sidecartest.Start(t, srv, envconf.Env{"SEARCH_INDEX": "eager"}, sessions.Factory)
 		c := srv.Client(t)
 		l := srv.Layout()
 		b := "/v1/users/u1/sessions/s1"

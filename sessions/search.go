@@ -20,20 +20,16 @@ import (
 )
 
 // The relevance search index of Q&A entries (package search; the scripts'
-// side is "Search index" in lua/session_lib.lua). The sidecar's own writes
-// keep it in the same script as the write: an append indexes its entry, a
-// delete or a trim takes entries out, a change of question, context or
-// answer takes the entry out and indexes it again. Entries another program
-// (Cognee) appended are indexed when the sidecar next touches the session:
-// an append that finds such entries queues the session for the pod's
-// background indexer (indexer.go), which indexes up to CatchupStepsAppend
-// steps of them; a relevance search of the session indexes up to
-// CatchupStepsSearch steps first. One step is session_search_pending (at
-// most StepEntries entries, about 1 MiB) then session_search_catchup.
-const (
-	CatchupStepsAppend = 16
-	CatchupStepsSearch = 16
-)
+// side is lib/search.lua). The sidecar's own writes keep it in the same
+// script as the write (under SEARCH_INDEX=on-demand only while the user
+// has an index): an append indexes its entry, a delete or a trim takes
+// entries out, a change of question, context or answer takes the entry
+// out and indexes it again. Entries another program (Cognee) appended,
+// and the entries of a user's sessions before the user's first relevance
+// search, are indexed by CatchUp steps, the Step this module registers
+// with the host's search.Index (its paced background worker, and a
+// search's bounded build). One step is session_search_pending then
+// session_search_catchup.
 
 // entryDoc is the search document of a stored entry: its question, context
 // and answer analysed as one text.
@@ -147,11 +143,14 @@ func (s *Store) ReindexEntry(ctx context.Context, user, session, qaID string, st
 
 // A catch-up step reads at most StepEntries entries and writes the
 // documents of those whose distinct terms add up to at most MaxStepTerms
-// (at least one): about 2 ms of Redis time at most, whatever the entries
-// hold (256 entries of 256 terms each would be 65 536 ZADDs in one script).
+// (at least one, of at most search.MaxDocTerms): each term costs a PTTL,
+// a ZADD and sometimes an EXPIRE, so a step stays well under 5 ms of Redis
+// time whatever the entries hold (2 048 terms took 10-30 ms a step on a
+// 20 000-entry Cognee session, 256 still logged 1 % of the steps over
+// 5 ms there; TestSearchBuildNeverStalls reads SLOWLOG).
 const (
 	StepEntries  = 64
-	MaxStepTerms = 2048
+	MaxStepTerms = 128
 )
 
 // CatchUp takes into the search index what it lacks of the session's
@@ -242,12 +241,4 @@ func (s *Store) catchupWrite(ctx context.Context, user, session string, args []s
 		return false, false, redisstore.Wrap(lua.SessionSearchCatchup.Name, err)
 	}
 	return true, more, nil
-}
-
-// catchUp runs CatchUp for a request that does not fail with it: the write
-// or the search it serves stands either way, and the next touch goes on.
-func (m *Module) catchUp(ctx context.Context, user, session string, steps int) {
-	if _, err := m.store.CatchUp(ctx, user, session, steps); err != nil {
-		m.logger.Warn("search index: entries another program appended not indexed yet", "user_id", user, "session_id", session, "err", err)
-	}
 }

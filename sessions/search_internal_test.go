@@ -50,7 +50,7 @@ func TestCatchupRacingAPatchStoresNothing(t *testing.T) {
 	redisstoretest.Each(t, func(t *testing.T, srv *redisstoretest.Server) {
 		s := NewStore(sessionstore.New(srv.Conn(t), sessionstore.Config{TTLSeconds: 600}))
 		ctx := context.Background()
-		if _, _, err := s.Append(ctx, "u", "s", "s1", qaEntry(t, "s1", "alpha"), true); err != nil {
+		if _, _, err := s.Append(ctx, "u", "s", "s1", qaEntry(t, "s1", "alpha"), search.Eager); err != nil {
 			t.Fatal(err)
 		}
 		c := srv.Client(t)
@@ -104,7 +104,7 @@ func appendAll(t *testing.T, s *Store, words ...string) {
 	t.Helper()
 	for i, w := range words {
 		id := "s" + strconv.Itoa(i)
-		if _, _, err := s.Append(t.Context(), "u", "s", id, qaEntry(t, id, w), true); err != nil {
+		if _, _, err := s.Append(t.Context(), "u", "s", id, qaEntry(t, id, w), search.Eager); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -176,7 +176,7 @@ func TestRefreshWalkEndsWhenTheListShrinks(t *testing.T) {
 		if got := field(t, srv, docs, " refresh"); got != "" {
 			t.Fatalf("refresh mark %q left after the walk's end", got)
 		}
-		if _, pending, err := s.Append(t.Context(), "u", "s", "s9", qaEntry(t, "s9", "delta"), true); err != nil || pending {
+		if _, pending, err := s.Append(t.Context(), "u", "s", "s9", qaEntry(t, "s9", "delta"), search.Eager); err != nil || pending {
 			t.Fatalf("append after: pending %v, %v; want nothing pending", pending, err)
 		}
 	})
@@ -226,7 +226,7 @@ func TestNoDocumentOutlivesItsEntry(t *testing.T) {
 		c.Do(ctx, c.B().Rpush().Key(key).Element(all[:2]...).Build())
 		// and a Cognee append the sidecar's next append finds
 		c.Do(ctx, c.B().Rpush().Key(key).Element(cogneeRaw("c3", "kiwi")).Build())
-		if _, _, err := s.Append(ctx, "u", "s", "s4", qaEntry(t, "s4", "mango"), true); err != nil {
+		if _, _, err := s.Append(ctx, "u", "s", "s4", qaEntry(t, "s4", "mango"), search.Eager); err != nil {
 			t.Fatal(err)
 		}
 		if left, err := s.CatchUp(ctx, "u", "s", 4); err != nil || left {
@@ -341,7 +341,7 @@ func TestLaggingAppendLeavesNoDocument(t *testing.T) {
 		c := srv.Client(t)
 		key := srv.Layout().Session("u", "s").Entries
 		c.Do(ctx, c.B().Rpush().Key(key).Element(cogneeRaw("c2", "kiwi")).Build())
-		if _, pending, err := s.Append(ctx, "u", "s", "s3", qaEntry(t, "s3", "mango"), true); err != nil || !pending {
+		if _, pending, err := s.Append(ctx, "u", "s", "s3", qaEntry(t, "s3", "mango"), search.Eager); err != nil || !pending {
 			t.Fatalf("append behind Cognee's: pending %v, %v; want pending", pending, err)
 		}
 		all, err := c.Do(ctx, c.B().Lrange().Key(key).Start(0).Stop(-1).Build()).AsStrSlice()

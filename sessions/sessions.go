@@ -38,8 +38,7 @@ type Module struct {
 	logger    *slog.Logger
 	now       func() time.Time
 	maxAnswer int           // SIDECAR_MAX_ANSWER_BYTES
-	index     bool          // SEARCH_INDEX
-	indexer   *indexer      // catch-ups after appends
+	index     *search.Index // SEARCH_INDEX, catch-ups after writes
 	reads     chan struct{} // ConcurrentReads slots
 }
 
@@ -53,17 +52,21 @@ func New(_ context.Context, deps sidecar.Deps) (sidecar.Module, error) {
 	if err != nil {
 		return nil, err
 	}
-	sc, err := envconf.Load[sessionstore.Config](deps.Env)
+	x, err := search.FromDeps(deps, s, rc.SearchIndex)
 	if err != nil {
 		return nil, err
 	}
 	store := NewStore(s)
+	x.OnDrop = indexerDropped.Inc
+	x.Register(func(ctx context.Context, user, session string) (bool, error) {
+		return store.CatchUp(ctx, user, session, 1)
+	})
 	return &Module{store: store, logger: deps.Logger, now: time.Now, maxAnswer: rc.MaxAnswerBytes,
-		index: rc.SearchIndex, indexer: newIndexer(store, deps.Logger, sc.TTLSeconds), reads: make(chan struct{}, ConcurrentReads)}, nil
+		index: x, reads: make(chan struct{}, ConcurrentReads)}, nil
 }
 
 // Close implements sidecar.Closer: stops the background indexer.
-func (m *Module) Close(ctx context.Context) error { return m.indexer.close(ctx) }
+func (m *Module) Close(ctx context.Context) error { return m.index.Close(ctx) }
 
 // Name implements sidecar.Module.
 func (m *Module) Name() string { return "sessions" }
@@ -152,12 +155,16 @@ func (m *Module) appendEntry(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return fieldError(err)
 	}
-	st, pending, err := m.store.Append(r.Context(), p[0], p[1], qaID, entry, m.index)
+	mode := m.index.WriteMode(p[0])
+	st, pending, err := m.store.Append(r.Context(), p[0], p[1], qaID, entry, mode)
 	if err != nil {
 		return err
 	}
 	if pending {
-		m.indexer.touch(p[0], p[1])
+		if mode == search.Probe {
+			m.index.Known(p[0]) // the user has an index: later appends send their documents
+		}
+		m.index.Touch(p[0], p[1])
 	}
 	if !st.Created { // a retried append: the stored entry, nothing written
 		return writeStored(w, http.StatusOK, st.Value)
@@ -223,19 +230,19 @@ func (m *Module) update(w http.ResponseWriter, r *http.Request, p []string, fiel
 	if err != nil {
 		return err
 	}
-	if m.index {
+	if m.index.Mode() != search.Off {
 		if textChanged(pairs) {
 			// the update took the entry out of the search index: put it
 			// back before answering, even when the caller has gone (should
 			// this fail, the next catch-up does it)
-			ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), IndexerTimeout)
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), search.JobTimeout)
 			err := m.store.ReindexEntry(ctx, p[0], p[1], p[2], entry)
 			cancel()
 			if err != nil {
 				m.logger.Warn("search index: entry not indexed again yet", "user_id", p[0], "session_id", p[1], "qa_id", p[2], "err", err)
 			}
 		}
-		m.indexer.touchLater(p[0], p[1])
+		m.index.TouchLater(p[0], p[1])
 	}
 	return writeStored(w, http.StatusOK, entry)
 }
@@ -289,6 +296,9 @@ func (m *Module) deleteSession(w http.ResponseWriter, r *http.Request) error {
 	if err := m.store.Delete(r.Context(), p[0], p[1]); err != nil {
 		return err
 	}
+	// the session's documents were queued for purging: their postings go
+	// before the answer (bounded steps; the rest in the background)
+	m.index.Purge(r.Context(), p[0])
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
@@ -444,9 +454,10 @@ func (m *Module) searchRelevance(w http.ResponseWriter, r *http.Request, user, s
 	if err != nil {
 		return err
 	}
-	if m.index {
-		m.catchUp(r.Context(), user, session, CatchupStepsSearch)
+	if len(search.Query(r.URL.Query().Get("q"))) == 0 {
+		return sidecar.BadRequest("invalid_query", "q must hold at least one searchable word (stop words such as \"the\" are not indexed)")
 	}
+	cov := m.index.Prepare(r.Context(), user, session)
 	l := redisstore.Layout{Cluster: m.store.Conn().Cluster()}
 	res, err := search.Find(r.Context(), client, l, user, session, r.URL.Query().Get("q"), limit)
 	if errors.Is(err, search.ErrNoTerms) {
@@ -460,6 +471,7 @@ func (m *Module) searchRelevance(w http.ResponseWriter, r *http.Request, user, s
 	}
 	sidecar.WriteJSON(w, http.StatusOK, struct {
 		Results []search.Result `json:"results"`
-	}{res})
+		Index   string          `json:"index,omitempty"`
+	}{res, cov.Field()})
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/agentsidecar/agentsidecar/lua"
 	"github.com/agentsidecar/agentsidecar/redisstore"
+	"github.com/agentsidecar/agentsidecar/search"
 	"github.com/agentsidecar/agentsidecar/sessionstore"
 )
 
@@ -19,14 +20,19 @@ type Store struct{ *sessionstore.Store }
 func NewStore(s *sessionstore.Store) *Store { return &Store{s} }
 
 // Append stores entry (encoded by cognee.NewQAEntry) under qaID, with its
-// search document when index is true. When the session already holds qaID
+// search document unless mode is search.Off (under search.OnDemand, only
+// while the user has an index). When the session already holds qaID
 // it stores nothing and returns the stored entry with Created == false.
 // pending reports entries another program appended that the search index
 // has not taken in (CatchUp indexes them).
-func (s *Store) Append(ctx context.Context, user, session, qaID string, entry []byte, index bool) (st sessionstore.Stored, pending bool, err error) {
+func (s *Store) Append(ctx context.Context, user, session, qaID string, entry []byte, mode search.Mode) (st sessionstore.Stored, pending bool, err error) {
 	args := []string{qaID, string(entry)}
-	if index {
-		args = append(args, analyseEntry(entry).args()...)
+	if mode = mode.Of(); mode == search.Probe {
+		args = append(args, "?")
+	} else if mode != search.Off {
+		d := analyseEntry(entry)
+		d.spec = mode.Spec(d.spec)
+		args = append(args, d.args()...)
 	}
 	r, err := s.exec(ctx, lua.SessionAppend, user, session, args...)
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/agentsidecar/agentsidecar/cognee"
 	"github.com/agentsidecar/agentsidecar/redisstore"
 	"github.com/agentsidecar/agentsidecar/redisstore/redisstoretest"
+	"github.com/agentsidecar/agentsidecar/search"
 	"github.com/agentsidecar/agentsidecar/sessions"
 	"github.com/agentsidecar/agentsidecar/sessionstore"
 )
@@ -82,7 +83,7 @@ func FuzzStoreOperations(f *testing.F) {
 				switch op {
 				case 0: // append through the store (a retry when present)
 					entry, _ := cognee.NewQAEntry(cognee.QAFields{Question: json.RawMessage(`"q"`), Answer: json.RawMessage(`"a"`)}, id, time.Now())
-					st, _, err := b.store.Append(ctx, "fz", "s", id, entry, true)
+					st, _, err := b.store.Append(ctx, "fz", "s", id, entry, search.Eager)
 					if err != nil || st.Created != (pos < 0) {
 						t.Fatalf("%s: created %v, err %v", step, st.Created, err)
 					}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/agentsidecar/agentsidecar/redisstore/redisstoretest"
+	"github.com/agentsidecar/agentsidecar/search"
 	"github.com/agentsidecar/agentsidecar/sessionstore"
 )
 
@@ -46,7 +47,7 @@ func BenchmarkClusterVsStandalone(b *testing.B) {
 					g := n.Add(1)
 					for i := 0; pb.Next(); i++ {
 						qa := fmt.Sprintf("q%d", i)
-						if _, _, err := store.entries.Append(ctx, fmt.Sprintf("bench-user-%d", g), "s", qa, entryOf(qa), true); err != nil {
+						if _, _, err := store.entries.Append(ctx, fmt.Sprintf("bench-user-%d", g), "s", qa, entryOf(qa), search.Eager); err != nil {
 							b.Error(err)
 							return
 						}
@@ -56,7 +57,7 @@ func BenchmarkClusterVsStandalone(b *testing.B) {
 
 			for i := range 500 {
 				qa := fmt.Sprintf("q%d", i)
-				if _, _, err := store.entries.Append(ctx, "fb-user", "fb", qa, entryOf(qa), true); err != nil {
+				if _, _, err := store.entries.Append(ctx, "fb-user", "fb", qa, entryOf(qa), search.Eager); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -69,7 +70,7 @@ func BenchmarkClusterVsStandalone(b *testing.B) {
 			})
 
 			for i := range 2000 {
-				if _, _, err := store.entries.Append(ctx, fmt.Sprintf("list-user-%d", i%200), fmt.Sprintf("s%d", i), "q", entryOf("q"), true); err != nil {
+				if _, _, err := store.entries.Append(ctx, fmt.Sprintf("list-user-%d", i%200), fmt.Sprintf("s%d", i), "q", entryOf("q"), search.Eager); err != nil {
 					b.Fatal(err)
 				}
 			}

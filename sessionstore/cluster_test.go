@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentsidecar/agentsidecar/redisstore"
 	"github.com/agentsidecar/agentsidecar/redisstore/redisstoretest"
+	"github.com/agentsidecar/agentsidecar/search"
 	"github.com/agentsidecar/agentsidecar/sessions"
 	"github.com/agentsidecar/agentsidecar/sessionstore"
 	"github.com/agentsidecar/agentsidecar/usage"
@@ -132,7 +133,7 @@ func TestSweepDropsExpiredSessionsOfEveryShard(t *testing.T) {
 		store := newStores(conn, 1)
 		ctx := t.Context()
 		for u := range 20 {
-			if _, _, err := store.entries.Append(ctx, fmt.Sprintf("u%d", u), "s", "q1", []byte(`{"qa_id": "q1"}`), true); err != nil {
+			if _, _, err := store.entries.Append(ctx, fmt.Sprintf("u%d", u), "s", "q1", []byte(`{"qa_id": "q1"}`), search.Eager); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -172,7 +173,7 @@ func TestCacheHostReachesACluster(t *testing.T) {
 		t.Fatalf("CACHE_HOST=%s CACHE_PORT=%d: mode %q, want cluster", host, p, conn.Mode())
 	}
 	store := newStores(conn, 60)
-	if _, _, err := store.entries.Append(t.Context(), "alice", "s", "q1", []byte(`{"qa_id": "q1"}`), true); err != nil {
+	if _, _, err := store.entries.Append(t.Context(), "alice", "s", "q1", []byte(`{"qa_id": "q1"}`), search.Eager); err != nil {
 		t.Fatal(err)
 	}
 	if got := store.Keys("alice", "s").Entries; !strings.Contains(got, "{b") {

@@ -34,3 +34,10 @@ func SetAnswerHeader(ctx context.Context, key, value string) {
 	defer a.mu.Unlock()
 	a.h.Set(key, value)
 }
+
+// WithoutAnswerHeaders is ctx for work a request does on other sessions'
+// behalf (a user search building the user's index): their stores'
+// SetAnswerHeader calls do not reach the request's answer.
+func WithoutAnswerHeaders(ctx context.Context) context.Context {
+	return context.WithValue(ctx, answerHeadersKey{}, nil)
+}

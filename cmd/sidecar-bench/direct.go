@@ -14,6 +14,7 @@ import (
 	"github.com/agentsidecar/agentsidecar/locks"
 	"github.com/agentsidecar/agentsidecar/lua"
 	"github.com/agentsidecar/agentsidecar/redisstore"
+	"github.com/agentsidecar/agentsidecar/search"
 	"github.com/agentsidecar/agentsidecar/sessions"
 	"github.com/agentsidecar/agentsidecar/sessionstore"
 	"github.com/agentsidecar/agentsidecar/usage"
@@ -65,7 +66,7 @@ func (t *directTarget) do(ctx context.Context, w *worker, k kind) error {
 		if err != nil {
 			return err
 		}
-		st, _, err := t.entries.Append(ctx, w.user, w.session, id, entry, true)
+		st, _, err := t.entries.Append(ctx, w.user, w.session, id, entry, search.OnDemand)
 		if err == nil && !st.Created {
 			err = errors.New("append: qa_id already stored")
 		}
@@ -132,7 +133,7 @@ func seedSession(ctx context.Context, t *directTarget, w *worker) error {
 		if err != nil {
 			return err
 		}
-		if _, _, err := t.entries.Append(ctx, w.user, w.session, id, entry, true); err != nil {
+		if _, _, err := t.entries.Append(ctx, w.user, w.session, id, entry, search.OnDemand); err != nil {
 			return fmt.Errorf("seeding %s/%s: %w", w.user, w.session, err)
 		}
 	}

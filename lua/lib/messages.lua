@@ -228,6 +228,7 @@ end
 -- {'dup', message...}, {'ok', 'leaf_moved'|'unknown_parent', detail} or a
 -- refusal.
 local function append(c, batch, mode, pid, if_match, max, key, suggest)
+  for _, m in ipairs(batch) do m.spec = search.wanted(c, m.spec) end
   local refused = check_keys(c) or search.check_terms(c, batch)
   if refused then return refused end
   local bad = session.check_finish(c, nil, false, false)

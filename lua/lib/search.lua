@@ -6,26 +6,27 @@
 --- @include session
 --- @include idindex
 
--- The relevance search index (package search) of the user's Q&A entries and
--- messages. The sidecar analyses text in Go (words folded and stemmed); a
--- script gets a document as spec "term tf term tf ..." (at most 256 terms),
--- its length in words and a plain-text preview. Per session, one hash of
--- documents per kind, both of the session's own keys:
---   c.edocs  agent_search_entry_docs:<tag><u>:<s>  the Q&A entries ('entry')
---   c.sdocs  agent_search_docs:<tag><u>:<s>        the messages ('message')
--- each '<kind> \t <id>' -> "ver \t length \t time \t digest \t preview"
--- (digest: of the terms, spec_digest), with ' v' (the
--- last ver), ' n' and ' len' (documents and their length); c.edocs also
--- holds ' cov' = "n \t fingerprint": the first n elements of the entries
--- list are indexed and element n-1 has that fingerprint (entries another
--- program appended after them are indexed by session_search_catchup).
--- Per user, in the user's slot: agent_search:<tag><u>:<term> (postings, a
--- zset of "<s> \t <kind> \t <id> \t ver \t tf \t length" scored by the
--- document's time, µs; a posting whose ver and time are not its document's
--- is stale and dropped lazily by a query) and agent_search_stats:<tag><u>
--- (n, len: the documents and their words, for BM25). Both live as long as
--- the user's sessions: an index write gives them the session's TTL, and
--- every slide of a session's TTL extends the statistics.
+-- The sidecar analyses text in Go; a script gets a document as spec
+-- "term tf ..." (at most 256 terms), its length and a preview. Per session
+-- one hash of documents per kind (c.edocs entries, c.sdocs messages):
+-- '<kind>\t<id>' -> "ver\tlength\ttime\tdigest\tspec\tpreview", with ' v',
+-- ' n', ' len', and in c.edocs ' cov' = "n\tfingerprint" (the entries
+-- list's first n elements are indexed). Per user: the postings
+-- agent_search:<tag><u>:<term> (zset "<s>\t<kind>\t<id>\tver\ttf\tlength"
+-- by time, µs), the statistics c.sstats (n, len; the on-demand marker; the
+-- purge queue) and purge keys (unindex_all, retire, purge_step).
+
+-- wanted is the spec a write indexes: spec as the sidecar sent it, or nil
+-- for none. A spec prefixed with '?' (SEARCH_INDEX=on-demand) is indexed
+-- only while the user has an index (the statistics hash c.sstats, which
+-- the user's first relevance search makes: search_mark): one EXISTS a
+-- call, so a user who never searches writes what SEARCH_INDEX=off writes.
+local function wanted(c, spec)
+  if spec == nil or string.sub(spec, 1, 1) ~= '?' then return spec end
+  if c.indexed == nil then c.indexed = redis.call('EXISTS', c.sstats) == 1 end
+  if c.indexed then return string.sub(spec, 2) end
+  return nil
+end
 
 -- hincr adds whole number n to field of hash key; nothing for 0 (Redis
 -- refuses the "-0" Lua writes for minus zero) or for what is not a whole
@@ -79,14 +80,38 @@ local function check_terms(c, batch)
   return nil
 end
 
+-- parse_doc splits a stored document: ver, length, time, digest, spec
+-- and preview (spec nil for a document an older sidecar stored without
+-- it: its postings are left for the queries to drop).
+local function parse_doc(v)
+  local ver, l, at, dg, spec, p = string.match(v or '', '^(%d+)\t(%d+)\t(%d+)\t(%x+)\t([^\t]*)\t(.*)$')
+  if ver then return ver, tonumber(l), at, dg, spec, p end
+  ver, l, at, dg, p = string.match(v or '', '^(%d+)\t(%d+)\t(%d+)\t(%x*)\t?(.*)$')
+  return ver, tonumber(l or '0'), at, dg, nil, p
+end
+
+-- drop_postings removes exactly the postings of session sid's document
+-- doc ('<kind>\t<id>') stored as v: one ZREM per term (at most 256; a
+-- postings key left empty goes with it). Returns the terms touched.
+local function drop_postings(c, sid, doc, v)
+  local ver, len, _, _, spec = parse_doc(v)
+  if not spec then return 0 end
+  local member, n = sid .. '\t' .. doc .. '\t' .. ver .. '\t', 0
+  for t, tf in string.gmatch(spec, '(%S+) (%d+)') do
+    redis.call('ZREM', c.search_prefix .. t, member .. tf .. '\t' .. len)
+    n = n + 1
+  end
+  return n
+end
+
 -- unindex_doc takes document kind/id out of docs, the session's documents
--- of that kind (its postings go stale: a query drops them when it meets
--- them).
+-- of that kind, with exactly its postings.
 local function unindex_doc(c, docs, kind, id)
   local doc = kind .. '\t' .. id
   local old = redis.call('HGET', docs, doc)
   if not old then return end
   local len = tonumber(string.match(old, '^%d+\t(%d+)') or '0')
+  drop_postings(c, c.sid, doc, old)
   redis.call('HDEL', docs, doc)
   hincr(docs, ' n', -1)
   hincr(docs, ' len', -len)
@@ -145,7 +170,7 @@ local function index_doc(c, docs, kind, id, spec, len, preview, now, posted)
   end
   local doc = kind .. '\t' .. id
   local v, at = string.format('%d', ver), string.format('%d', now)
-  redis.call('HSET', docs, doc, v .. '\t' .. len .. '\t' .. at .. '\t' .. spec_digest(spec) .. '\t' .. preview)
+  redis.call('HSET', docs, doc, v .. '\t' .. len .. '\t' .. at .. '\t' .. spec_digest(spec) .. '\t' .. spec .. '\t' .. preview)
   hincr(docs, ' n', 1)
   hincr(docs, ' len', len)
   local ps = redis.call('PTTL', c.sstats)
@@ -167,9 +192,8 @@ end
 -- changed, the caller indexes it anew.
 local function refresh_doc(c, docs, kind, id, spec, len, preview)
   local doc = kind .. '\t' .. id
-  local old = redis.call('HGET', docs, doc)
-  local v, l, at, dg, p = string.match(old or '', '^(%d+)\t(%d+)\t(%d+)\t(%x+)\t(.*)$')
-  if not v or tonumber(l) ~= len or dg ~= spec_digest(spec) or p ~= preview then return false end
+  local v, l, at, dg, sp, p = parse_doc(redis.call('HGET', docs, doc))
+  if not v or not sp or l ~= len or dg ~= spec_digest(spec) or p ~= preview then return false end
   local ttl = session.ttl(c)
   write_postings(c, doc, v, spec, l, at, ttl)
   index_expire(c.sstats, ttl, redis.call('PTTL', c.sstats))
@@ -177,12 +201,103 @@ local function refresh_doc(c, docs, kind, id, spec, len, preview)
 end
 
 -- unindex_all takes every document of docs (one kind, the session's) out
--- of the index: O(1), the hash is UNLINKed.
+-- of the index in O(1): the user's statistics lose them and the hash is
+-- renamed to a purge key of the user (agent_search_purge:<tag><u>:<n>,
+-- keeping its TTL, with ' sid' the session), queued in the statistics'
+-- 'purge' field; purge_step then removes its documents' postings and
+-- itself a bounded step at a time (search_purge.lua).
 local function unindex_all(c, docs)
   local agg = redis.call('HMGET', docs, ' n', ' len')
   local n, len = tonumber(agg[1] or '0') or 0, tonumber(agg[2] or '0') or 0
   if n ~= 0 or len ~= 0 then stats_drop(c, n, len) end
-  redis.call('UNLINK', docs)
+  if n == 0 or redis.call('EXISTS', c.sstats) == 0 then
+    redis.call('UNLINK', docs)
+    return
+  end
+  local seq = redis.call('HINCRBY', c.sstats, 'purge_seq', 1)
+  local id = string.format('%d', seq)
+  redis.call('HSET', docs, ' sid', c.sid)
+  redis.call('RENAME', docs, session.user_key(c, 'agent_search_purge') .. ':' .. id)
+  local q = redis.call('HGET', c.sstats, 'purge')
+  if q and q ~= '' then id = q .. ' ' .. id end
+  redis.call('HSET', c.sstats, 'purge', id)
+end
+
+-- retire takes the documents fields ('<kind>\t<id>' each) out of docs,
+-- the session's documents of one kind, in O(#fields) commands whatever
+-- their terms: the user's statistics lose them and they move to a new
+-- purge key (as unindex_all's), whose postings purge_step removes later.
+-- Without the statistics (no index) they are only deleted.
+local function retire(c, docs, fields)
+  if #fields == 0 then return end
+  local vals = redis.call('HMGET', docs, unpack(fields))
+  local moved, n, len = { ' sid', c.sid }, 0, 0
+  for i, f in ipairs(fields) do
+    if vals[i] then
+      moved[#moved + 1], moved[#moved + 2] = f, vals[i]
+      n, len = n + 1, len + (tonumber(string.match(vals[i], '^%d+\t(%d+)') or '0') or 0)
+    end
+  end
+  if n == 0 then return end
+  redis.call('HDEL', docs, unpack(fields))
+  hincr(docs, ' n', -n)
+  hincr(docs, ' len', -len)
+  stats_drop(c, n, len)
+  if redis.call('EXISTS', c.sstats) == 0 then return end
+  local id = string.format('%d', redis.call('HINCRBY', c.sstats, 'purge_seq', 1))
+  local key = session.user_key(c, 'agent_search_purge') .. ':' .. id
+  redis.call('HSET', key, unpack(moved))
+  local ttl = session.ttl(c)
+  if ttl > 0 then redis.call('EXPIRE', key, ttl) end
+  local q = redis.call('HGET', c.sstats, 'purge')
+  if q and q ~= '' then id = q .. ' ' .. id end
+  redis.call('HSET', c.sstats, 'purge', id)
+end
+
+-- PURGE_SCAN is how many fields a purge step asks HSCAN for.
+local PURGE_SCAN = 16
+
+-- purge_step removes the postings and documents of the user's purge keys
+-- (unindex_all) until about budget terms are touched: returns whether
+-- more is left. A purge key gone (expired with its session) leaves the
+-- queue; a key emptied is deleted, and the queue field with the last.
+local function purge_step(c, budget)
+  local q = redis.call('HGET', c.sstats, 'purge') or ''
+  local touched = 0
+  while q ~= '' and touched < budget do
+    local id = string.match(q, '^(%d+)')
+    local key = session.user_key(c, 'agent_search_purge') .. ':' .. (id or '')
+    local done = not id or redis.call('EXISTS', key) == 0
+    if not done then
+      local meta = redis.call('HMGET', key, ' sid', ' cur')
+      local sid, cur = meta[1] or '', meta[2] or '0'
+      local r = redis.call('HSCAN', key, cur, 'COUNT', PURGE_SCAN)
+      local f = r[2]
+      for i = 1, #f, 2 do
+        if string.sub(f[i], 1, 1) ~= ' ' then
+          touched = touched + drop_postings(c, sid, f[i], f[i + 1])
+          redis.call('HDEL', key, f[i])
+        end
+      end
+      if r[1] == '0' then
+        -- a pass ended: done when no document is left (a listpack hash
+        -- answers whole; a hashtable's fields deleted during the pass
+        -- are not answered again)
+        -- the fields of a documents hash that are not documents
+        local META = { ' sid', ' cur', ' v', ' n', ' len', ' cov', ' since', ' refresh', ' mseq' }
+        local m = redis.call('HMGET', key, unpack(META))
+        local kept = 0
+        for i = 1, #META do if m[i] then kept = kept + 1 end end
+        done = redis.call('HLEN', key) <= kept
+        if done then redis.call('DEL', key) else redis.call('HDEL', key, ' cur') end
+      else
+        redis.call('HSET', key, ' cur', r[1])
+      end
+    end
+    if done then q = string.match(q, '^%d*%s*(.*)$') end
+  end
+  if q == '' then redis.call('HDEL', c.sstats, 'purge') else redis.call('HSET', c.sstats, 'purge', q) end
+  return q ~= ''
 end
 
 -- entries_cov is c.edocs's ' cov': the number of leading elements of the
@@ -221,7 +336,7 @@ end
 -- When the index cannot stay right (the elements were not read, or it no
 -- longer described the list), the session's entries are dropped from it,
 -- to be taken in again a step at a time by session_search_catchup: returns
--- true then.
+-- true then, and when the trimmed documents await their purge (retire).
 local function entries_removed(c, k, removed)
   if redis.call('EXISTS', c.edocs) == 0 then return false end
   local n, fp = entries_cov(c)
@@ -229,14 +344,17 @@ local function entries_removed(c, k, removed)
     unindex_all(c, c.edocs)
     return true
   end
+  local fields = {}
   for _, el in ipairs(removed) do
     local id = json.id_of(el, 'qa_id')
-    if id then unindex_doc(c, c.edocs, 'entry', id) end
+    if id then fields[#fields + 1] = 'entry\t' .. id end
   end
+  retire(c, c.edocs, fields)
+  local purging = #fields > 0 and redis.call('HEXISTS', c.sstats, 'purge') == 1
   -- past the trimmed ones, the covered prefix keeps its last element (a
   -- fingerprint that no longer matches is found by the next catch-up)
   if n > k then set_cov(c, n - k, fp) elseif n > 0 then set_cov(c, 0, '') end
-  return false
+  return purging
 end
 
 -- entry_gone keeps the entries' covered prefix right after the sidecar
@@ -256,11 +374,16 @@ local function entry_gone(c, pos, valid)
 end
 
 return {
+  wanted = wanted,
   hincr = hincr,
   stats_drop = stats_drop,
   index_expire = index_expire,
   check_terms = check_terms,
+  parse_doc = parse_doc,
+  drop_postings = drop_postings,
   unindex_doc = unindex_doc,
+  purge_step = purge_step,
+  retire = retire,
   write_postings = write_postings,
   index_doc = index_doc,
   refresh_doc = refresh_doc,

@@ -1306,7 +1306,7 @@ export interface paths {
         put?: never;
         /**
          * Fork the session at a message
-         * @description Creates a new session of the same user holding the path root..`at` of this one (the same ids, contents and `created_at`; on Redis Cluster in the same slot), the compactions wholly inside it and this session's context blocks, with `parent_session_id` = this session and `at` as its latest leaf, in one atomic script: O(depth of `at`), at most `SESSION_MAX_MESSAGES`. This session is not changed. The copies are then put into the relevance search index under the new session in bounded steps (at most 100 messages per script) before the answer, so a search right after it finds them; should that indexing fail, the fork still stands (a warning is logged; copies not indexed stay out of search). Nothing is indexed with `SEARCH_INDEX=false` or for a retry.
+         * @description Creates a new session of the same user holding the path root..`at` of this one (the same ids, contents and `created_at`; on Redis Cluster in the same slot), the compactions wholly inside it and this session's context blocks, with `parent_session_id` = this session and `at` as its latest leaf, in one atomic script: O(depth of `at`), at most `SESSION_MAX_MESSAGES`. This session is not changed. The copies are then put into the relevance search index under the new session in bounded steps (at most 100 messages per script) before the answer, so a search right after it finds them; should that indexing fail, the fork still stands (a warning is logged; copies not indexed stay out of search). Nothing is indexed with `SEARCH_INDEX=off`, for a retry, or under `SEARCH_INDEX=on-demand` while the user has no index (the user's first relevance search indexes the copies then).
          */
         post: operations["forkSession"];
         delete?: never;
@@ -2369,6 +2369,16 @@ export interface components {
         };
         SearchResults: {
             results: components["schemas"]["SearchResult"][];
+            /**
+             * @description Present only while the user's index is being built (`SEARCH_INDEX=on-demand`: the user's first relevance search builds it in bounded steps, newest sessions first, and the background goes on): the results are partial. Absent once built.
+             * @enum {string}
+             */
+            index?: "building";
+            /**
+             * Format: date-time
+             * @description With `index: building` on the user's search: the user's sessions active at or after this time are covered; older ones are not yet.
+             */
+            index_covered_since?: string;
         };
         /** @description The state of a user's erasure. */
         Erasure: {

@@ -1,0 +1,37 @@
+-- search_mark: the user's relevance index marker under SEARCH_INDEX=
+-- on-demand: the user's search statistics hash (c.sstats), whose existence
+-- makes the user's writes index (search.wanted). A relevance search opens
+-- it (made with a build cursor when absent, else its TTL slid to the
+-- session TTL); the build moves the cursor, a step at a time, newest
+-- sessions first, and takes it away when every session is indexed.
+-- KEYS[1..15] the session's keys, indexes and totals (lib/session.lua; the
+--   session is any of the user's: only the user's keys are touched)
+-- ARGV[1..4] TTL, max entries, user_id, session_id (lib/session.lua)
+-- ARGV[5] 'open', or 'cursor' with ARGV[6] the build's cursor ('' = built)
+-- returns (reply.lua) {'ok', cursor, made}: the build cursor ('' when
+--   built; '+inf' when nothing is indexed yet), made 1 when this call made
+--   the marker; {'refused', ...} when the key holds another type.
+--- @include reply
+--- @include guard
+--- @include session
+
+local c = session.open(KEYS, ARGV)
+local refused = guard.check({ { c.sstats, 'hash' } })
+if refused then return refused end
+local ttl = c.default_ttl
+if ARGV[5] == 'cursor' then
+  if redis.call('EXISTS', c.sstats) == 0 then return reply.ok('', 0) end
+  if ARGV[6] == '' then
+    redis.call('HDEL', c.sstats, 'build')
+  else
+    redis.call('HSET', c.sstats, 'build', ARGV[6])
+  end
+  return reply.ok(ARGV[6], 0)
+end
+local made = 0
+if redis.call('EXISTS', c.sstats) == 0 then
+  redis.call('HSET', c.sstats, 'build', '+inf')
+  made = 1
+end
+if ttl > 0 then redis.call('EXPIRE', c.sstats, ttl) end
+return reply.ok(redis.call('HGET', c.sstats, 'build') or '', made)

@@ -1,0 +1,59 @@
+package sessions_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/agentsidecar/agentsidecar/redisstore/redisstoretest"
+)
+
+// TestSearchOnDemand: under the default SEARCH_INDEX=on-demand a user who
+// never searched writes no search key (entries and messages alike); the
+// user's first relevance search builds the index over the user's sessions
+// and finds an entry and a message (no "index" field: built within the
+// search's budget); from then on the user's writes are indexed and found.
+func TestSearchOnDemand(t *testing.T) {
+	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
+		h := startSearch(t, srv, nil)
+		for _, w := range []struct{ path, body string }{
+			{"/v1/users/bob/sessions/a/entries", `{"qa_id":"qa-1","question":"how do I deploy the gateway","answer":"with helm"}`},
+			{"/v1/users/bob/sessions/b/messages", `{"id":"m-1","role":"user","content":"the gateway deployment failed"}`},
+			{"/v1/users/bob/sessions/b/entries", `{"qa_id":"qa-2","question":"unrelated lunch","answer":"soup"}`},
+		} {
+			if rep := h.Do(t, "POST", w.path, w.body); rep.Status != 201 {
+				t.Fatalf("%s: %s", w.path, rep)
+			}
+		}
+		for _, k := range srv.Keys(t, "*") {
+			if strings.Contains(k, "agent_search") {
+				t.Errorf("a user who never searched has search key %s", k)
+			}
+		}
+		rep := h.Do(t, "GET", "/v1/users/bob/search?q=deploy+gateway", "")
+		if rep.Status != 200 || !strings.Contains(rep.Body, `"qa-1"`) || !strings.Contains(rep.Body, `"m-1"`) ||
+			strings.Contains(rep.Body, `"qa-2"`) || strings.Contains(rep.Body, `"index"`) {
+			t.Fatalf("first search: %s", rep)
+		}
+		// the user has an index now: writes are indexed (an entry's by the
+		// catch-up its append queued when the pod still believed otherwise)
+		if rep := h.Do(t, "POST", "/v1/users/bob/sessions/b/messages", `{"id":"m-2","role":"user","content":"kubernetes rollout"}`); rep.Status != 201 {
+			t.Fatal(rep)
+		}
+		if rep := h.Do(t, "POST", "/v1/users/bob/sessions/a/entries", `{"qa_id":"qa-3","question":"kubernetes pods","answer":"restart"}`); rep.Status != 201 {
+			t.Fatal(rep)
+		}
+		rep = h.Do(t, "GET", "/v1/users/bob/search?q=kubernetes", "")
+		if rep.Status != 200 || !strings.Contains(rep.Body, `"m-2"`) || !strings.Contains(rep.Body, `"qa-3"`) {
+			t.Fatalf("after the first search: %s", rep)
+		}
+		// another user is untouched by bob's index
+		if rep := h.Do(t, "POST", "/v1/users/carol/sessions/c/entries", `{"qa_id":"qa-9","question":"kubernetes too","answer":"ok"}`); rep.Status != 201 {
+			t.Fatal(rep)
+		}
+		for _, k := range srv.Keys(t, "*carol*") {
+			if strings.Contains(k, "agent_search") {
+				t.Errorf("carol never searched, yet has %s", k)
+			}
+		}
+	})
+}
