@@ -2,6 +2,7 @@ package events
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync"
 	"time"
@@ -49,7 +50,7 @@ type hub struct {
 // watch is one stream and its subscribers on this sidecar.
 type watch struct {
 	key    string
-	marker string // the stream's watch marker ("" with SESSION_EVENTS=always)
+	marker mark   // the stream's watch marker (key "" with SESSION_EVENTS=always)
 	since  uint64 // the marker's since (ms): events after it are recorded
 	last   ID     // the newest event delivered (only the reader moves it)
 	subs   map[*sub]struct{}
@@ -110,17 +111,17 @@ func newHub(redis *redisstore.Conn, logger *slog.Logger, m *metrics, heartbeat, 
 // its key), so every write after it records its event, and returns since
 // when the stream has been watched without a break (ms; 0 without
 // markers): a reader resuming from an older id may have missed events.
-func (h *hub) join(ctx context.Context, key, marker string) (*sub, ID, uint64, error) {
+func (h *hub) join(ctx context.Context, key string, marker mark) (*sub, ID, uint64, error) {
 	c, err := h.redis.Client()
 	if err != nil {
 		return nil, ID{}, 0, err
 	}
 	var since uint64
 	if h.grace <= 0 {
-		marker = ""
+		marker = mark{}
 	}
-	if marker != "" {
-		s, errs := watchMarkers(ctx, c, h.grace, []string{marker})
+	if marker.key != "" {
+		s, errs := watchMarkers(ctx, c, h.grace, []mark{marker})
 		if errs[0] != nil {
 			return nil, ID{}, 0, errs[0]
 		}
@@ -370,12 +371,13 @@ func (h *hub) deliver(key string, evs []Event) {
 // refreshMarkers keeps the marker of every stream watched here alive (one
 // pipelined script per marker, pipeline at a time). A marker found lapsed
 // (its since moved: the writes skipped events meanwhile) drops the
-// stream's subscribers, who reconnect with their ids and get the gap.
+// stream's subscribers, who reconnect with their ids and get the gap; so
+// does one refused (its user being erased: no marker is made again).
 func (h *hub) refreshMarkers(ctx context.Context) {
 	h.mu.Lock()
 	ws := make([]*watch, 0, len(h.streams))
 	for _, w := range h.streams {
-		if w.marker != "" {
+		if w.marker.key != "" {
 			ws = append(ws, w)
 		}
 	}
@@ -389,7 +391,7 @@ func (h *hub) refreshMarkers(ctx context.Context) {
 	}
 	for from := 0; from < len(ws); from += pipeline {
 		part := ws[from:min(from+pipeline, len(ws))]
-		markers := make([]string, len(part))
+		markers := make([]mark, len(part))
 		for i, w := range part {
 			markers[i] = w.marker
 		}
@@ -398,6 +400,11 @@ func (h *hub) refreshMarkers(ctx context.Context) {
 		cancel()
 		h.mu.Lock()
 		for i, w := range part {
+			var refusal *redisstore.Refusal
+			if errors.As(errs[i], &refusal) && h.streams[w.key] == w {
+				h.drop(w)
+				continue
+			}
 			if errs[i] != nil {
 				h.logger.Debug("event stream marker refresh", "err", errs[i])
 				continue

@@ -8,9 +8,15 @@ import (
 	"time"
 
 	"github.com/agentsidecar/agentsidecar/envconf"
+	"github.com/agentsidecar/agentsidecar/erasure"
 	"github.com/agentsidecar/agentsidecar/events"
 	"github.com/agentsidecar/agentsidecar/redisstore"
 	"github.com/agentsidecar/agentsidecar/redisstore/redisstoretest"
+	"github.com/agentsidecar/agentsidecar/registry"
+	"github.com/agentsidecar/agentsidecar/sessions"
+	"github.com/agentsidecar/agentsidecar/sidecar/sidecartest"
+	"github.com/agentsidecar/agentsidecar/ttl"
+	"github.com/agentsidecar/agentsidecar/usage"
 )
 
 // shortGrace: SESSION_EVENTS=watched (the default) with a 2 s grace
@@ -252,6 +258,30 @@ func TestLapsedMarkerEndsStreams(t *testing.T) {
 		r.first(t)
 		if f := r.next(t, 10*time.Second); f.Event != "reconnected" || !strings.Contains(f.Data, `"gap":true`) {
 			t.Fatalf("got %+v, want reconnected with a gap", f)
+		}
+	})
+}
+
+// TestErasureEndsWatches: a user erased while readers watch the user's
+// stream and a session's: their refreshes must not make the markers again
+// (keys naming the erased user, kept alive for as long as a reader stays),
+// and the streams end.
+func TestErasureEndsWatches(t *testing.T) {
+	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
+		env := envconf.Env{"SIDECAR_SSE_HEARTBEAT": "1s", "SESSION_EVENTS_GRACE_SECONDS": "2", "SEARCH_INDEX": "false"}
+		h := sidecartest.Start(t, srv, env, sessions.Factory, ttl.Factory, usage.Factory, registry.Factory, events.Factory, erasure.Factory)
+		h.Do(t, "POST", base+"/entries", `{"question":"q","answer":"a","qa_id":"q0"}`)
+		s := open(t, h.API, base+"/events", "")
+		s.first(t)
+		u := open(t, h.API, "/v1/users/u1/events", "")
+		u.first(t)
+		if r := h.Do(t, "DELETE", "/v1/users/u1", ""); r.Status != 200 {
+			t.Fatalf("erase: %s", r)
+		}
+		s.ended(t, 10*time.Second)
+		u.ended(t, 10*time.Second)
+		if got := srv.Keys(t, "*u1*"); len(got) != 0 {
+			t.Fatalf("keys %q name the erased user", got)
 		}
 	})
 }
