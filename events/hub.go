@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -28,7 +30,10 @@ import (
 // refreshed every refresh interval for as long as the stream is watched
 // here, so the writes on every pod record its events. A refresh that finds
 // the marker had lapsed (a longer outage) drops the stream's subscribers:
-// they reconnect with their ids and learn of the gap.
+// they reconnect with their ids and learn of the gap. Each read of a
+// stream reads its marker first, so a lapse another pod's reader ended
+// (the marker begun anew) drops them before they get an event recorded
+// after the gap.
 type hub struct {
 	redis     *redisstore.Conn
 	logger    *slog.Logger
@@ -261,10 +266,12 @@ func (h *hub) readDirty(ctx context.Context) {
 	h.mu.Lock()
 	keys := make([]string, 0, len(h.dirty))
 	afters := make([]ID, 0, len(h.dirty))
+	marks := make([]*watch, 0, len(h.dirty))
 	for k := range h.dirty {
 		if w := h.streams[k]; w != nil {
 			keys = append(keys, k)
 			afters = append(afters, w.last)
+			marks = append(marks, w)
 		}
 	}
 	clear(h.dirty)
@@ -279,7 +286,20 @@ func (h *hub) readDirty(ctx context.Context) {
 	}
 	for from := 0; from < len(keys); from += pipeline {
 		to := min(from+pipeline, len(keys))
-		cmds := make(rueidis.Commands, 0, to-from)
+		cmds := make(rueidis.Commands, 0, 2*(to-from))
+		// each stream's marker, read before the stream: a watch whose
+		// marker lapsed and began anew (another pod's reader) must not be
+		// handed the events recorded since, or its subscribers would
+		// reconnect after the unrecorded ones and never learn of the gap
+		at := make([]int, to-from)
+		for i := from; i < to; i++ {
+			at[i-from] = -1
+			if marks[i].marker.key != "" {
+				at[i-from] = len(cmds)
+				cmds = append(cmds, c.B().Get().Key(marks[i].marker.key).Build())
+			}
+		}
+		first := len(cmds)
 		for i := from; i < to; i++ {
 			// From the last delivered event itself: while it is still
 			// kept, nothing after it was trimmed (trimming removes the
@@ -293,8 +313,11 @@ func (h *hub) readDirty(ctx context.Context) {
 		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		res := c.DoMulti(rctx, cmds...)
 		cancel()
-		h.m.reads.Add(float64(len(cmds)))
-		for j, r := range res {
+		h.m.reads.Add(float64(len(cmds) - first))
+		for j, r := range res[first:] {
+			if a := at[j]; a >= 0 && h.lapsed(marks[from+j], res[a]) {
+				continue
+			}
 			entries, err := r.AsXRange()
 			if err != nil && !rueidis.IsRedisNil(err) {
 				// An outage: the next heartbeat (or wake-up) reads again.
@@ -324,6 +347,28 @@ func (h *hub) readDirty(ctx context.Context) {
 			h.deliver(key, evs)
 		}
 	}
+}
+
+// lapsed drops w and reports true when its marker, as read (get), no
+// longer holds the since w was made with (gone, or begun anew): the
+// subscribers reconnect with ids older than the new since and get the gap.
+// An outage reports false (the stream's read fails too).
+func (h *hub) lapsed(w *watch, get rueidis.RedisResult) bool {
+	v, err := get.ToString()
+	if err != nil && !rueidis.IsRedisNil(err) {
+		return false
+	}
+	if err == nil {
+		if _, since, ok := strings.Cut(v, ":"); ok && since == strconv.FormatUint(w.since, 10) {
+			return false
+		}
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.streams[w.key] == w {
+		h.drop(w)
+	}
+	return true
 }
 
 // again marks keys dirty and wakes the reader.
