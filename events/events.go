@@ -113,7 +113,7 @@ func (m *Module) sessionEvents(w http.ResponseWriter, r *http.Request) error {
 		return sidecar.NotFound("no session %s/%s", user, session)
 	}
 	return m.serve(w, r, streamTarget{key: m.store.SessionKey(user, session),
-		marker: m.store.SessionWatchKey(user, session), session: true})
+		marker: m.store.sessionMark(user, session), session: true})
 }
 
 func (m *Module) userEvents(w http.ResponseWriter, r *http.Request) error {
@@ -121,7 +121,7 @@ func (m *Module) userEvents(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return m.serve(w, r, streamTarget{key: m.store.UserKey(user), marker: m.store.UserWatchKey(user)})
+	return m.serve(w, r, streamTarget{key: m.store.UserKey(user), marker: m.store.userMark(user)})
 }
 
 // customName is a custom event's type.

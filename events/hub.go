@@ -2,7 +2,10 @@ package events
 
 import (
 	"context"
+	"errors"
 	"log/slog"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -27,7 +30,10 @@ import (
 // refreshed every refresh interval for as long as the stream is watched
 // here, so the writes on every pod record its events. A refresh that finds
 // the marker had lapsed (a longer outage) drops the stream's subscribers:
-// they reconnect with their ids and learn of the gap.
+// they reconnect with their ids and learn of the gap. Each read of a
+// stream reads its marker first, so a lapse another pod's reader ended
+// (the marker begun anew) drops them before they get an event recorded
+// after the gap.
 type hub struct {
 	redis     *redisstore.Conn
 	logger    *slog.Logger
@@ -49,7 +55,7 @@ type hub struct {
 // watch is one stream and its subscribers on this sidecar.
 type watch struct {
 	key    string
-	marker string // the stream's watch marker ("" with SESSION_EVENTS=always)
+	marker mark   // the stream's watch marker (key "" with SESSION_EVENTS=always)
 	since  uint64 // the marker's since (ms): events after it are recorded
 	last   ID     // the newest event delivered (only the reader moves it)
 	subs   map[*sub]struct{}
@@ -110,17 +116,17 @@ func newHub(redis *redisstore.Conn, logger *slog.Logger, m *metrics, heartbeat, 
 // its key), so every write after it records its event, and returns since
 // when the stream has been watched without a break (ms; 0 without
 // markers): a reader resuming from an older id may have missed events.
-func (h *hub) join(ctx context.Context, key, marker string) (*sub, ID, uint64, error) {
+func (h *hub) join(ctx context.Context, key string, marker mark) (*sub, ID, uint64, error) {
 	c, err := h.redis.Client()
 	if err != nil {
 		return nil, ID{}, 0, err
 	}
 	var since uint64
 	if h.grace <= 0 {
-		marker = ""
+		marker = mark{}
 	}
-	if marker != "" {
-		s, errs := watchMarkers(ctx, c, h.grace, []string{marker})
+	if marker.key != "" {
+		s, errs := watchMarkers(ctx, c, h.grace, []mark{marker})
 		if errs[0] != nil {
 			return nil, ID{}, 0, errs[0]
 		}
@@ -260,10 +266,12 @@ func (h *hub) readDirty(ctx context.Context) {
 	h.mu.Lock()
 	keys := make([]string, 0, len(h.dirty))
 	afters := make([]ID, 0, len(h.dirty))
+	marks := make([]*watch, 0, len(h.dirty))
 	for k := range h.dirty {
 		if w := h.streams[k]; w != nil {
 			keys = append(keys, k)
 			afters = append(afters, w.last)
+			marks = append(marks, w)
 		}
 	}
 	clear(h.dirty)
@@ -278,7 +286,20 @@ func (h *hub) readDirty(ctx context.Context) {
 	}
 	for from := 0; from < len(keys); from += pipeline {
 		to := min(from+pipeline, len(keys))
-		cmds := make(rueidis.Commands, 0, to-from)
+		cmds := make(rueidis.Commands, 0, 2*(to-from))
+		// each stream's marker, read before the stream: a watch whose
+		// marker lapsed and began anew (another pod's reader) must not be
+		// handed the events recorded since, or its subscribers would
+		// reconnect after the unrecorded ones and never learn of the gap
+		at := make([]int, to-from)
+		for i := from; i < to; i++ {
+			at[i-from] = -1
+			if marks[i].marker.key != "" {
+				at[i-from] = len(cmds)
+				cmds = append(cmds, c.B().Get().Key(marks[i].marker.key).Build())
+			}
+		}
+		first := len(cmds)
 		for i := from; i < to; i++ {
 			// From the last delivered event itself: while it is still
 			// kept, nothing after it was trimmed (trimming removes the
@@ -292,8 +313,11 @@ func (h *hub) readDirty(ctx context.Context) {
 		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		res := c.DoMulti(rctx, cmds...)
 		cancel()
-		h.m.reads.Add(float64(len(cmds)))
-		for j, r := range res {
+		h.m.reads.Add(float64(len(cmds) - first))
+		for j, r := range res[first:] {
+			if a := at[j]; a >= 0 && h.lapsed(marks[from+j], res[a]) {
+				continue
+			}
 			entries, err := r.AsXRange()
 			if err != nil && !rueidis.IsRedisNil(err) {
 				// An outage: the next heartbeat (or wake-up) reads again.
@@ -323,6 +347,28 @@ func (h *hub) readDirty(ctx context.Context) {
 			h.deliver(key, evs)
 		}
 	}
+}
+
+// lapsed drops w and reports true when its marker, as read (get), no
+// longer holds the since w was made with (gone, or begun anew): the
+// subscribers reconnect with ids older than the new since and get the gap.
+// An outage reports false (the stream's read fails too).
+func (h *hub) lapsed(w *watch, get rueidis.RedisResult) bool {
+	v, err := get.ToString()
+	if err != nil && !rueidis.IsRedisNil(err) {
+		return false
+	}
+	if err == nil {
+		if _, since, ok := strings.Cut(v, ":"); ok && since == strconv.FormatUint(w.since, 10) {
+			return false
+		}
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.streams[w.key] == w {
+		h.drop(w)
+	}
+	return true
 }
 
 // again marks keys dirty and wakes the reader.
@@ -370,12 +416,13 @@ func (h *hub) deliver(key string, evs []Event) {
 // refreshMarkers keeps the marker of every stream watched here alive (one
 // pipelined script per marker, pipeline at a time). A marker found lapsed
 // (its since moved: the writes skipped events meanwhile) drops the
-// stream's subscribers, who reconnect with their ids and get the gap.
+// stream's subscribers, who reconnect with their ids and get the gap; so
+// does one refused (its user being erased: no marker is made again).
 func (h *hub) refreshMarkers(ctx context.Context) {
 	h.mu.Lock()
 	ws := make([]*watch, 0, len(h.streams))
 	for _, w := range h.streams {
-		if w.marker != "" {
+		if w.marker.key != "" {
 			ws = append(ws, w)
 		}
 	}
@@ -389,7 +436,7 @@ func (h *hub) refreshMarkers(ctx context.Context) {
 	}
 	for from := 0; from < len(ws); from += pipeline {
 		part := ws[from:min(from+pipeline, len(ws))]
-		markers := make([]string, len(part))
+		markers := make([]mark, len(part))
 		for i, w := range part {
 			markers[i] = w.marker
 		}
@@ -398,6 +445,11 @@ func (h *hub) refreshMarkers(ctx context.Context) {
 		cancel()
 		h.mu.Lock()
 		for i, w := range part {
+			var refusal *redisstore.Refusal
+			if errors.As(errs[i], &refusal) && h.streams[w.key] == w {
+				h.drop(w)
+				continue
+			}
 			if errs[i] != nil {
 				h.logger.Debug("event stream marker refresh", "err", errs[i])
 				continue

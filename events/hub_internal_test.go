@@ -26,11 +26,11 @@ func TestSlowSubscriberDropped(t *testing.T) {
 		defer cancel()
 		go h.run(ctx)
 		key := srv.Layout().SessionEvents("u1", "s1")
-		slow, _, _, err := h.join(t.Context(), key, "")
+		slow, _, _, err := h.join(t.Context(), key, mark{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		fast, start, _, err := h.join(t.Context(), key, "")
+		fast, start, _, err := h.join(t.Context(), key, mark{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -102,7 +102,7 @@ func TestReadOnSubscribe(t *testing.T) {
 			}
 		}
 		xadd("0")
-		s, _, _, err := h.join(t.Context(), key, "")
+		s, _, _, err := h.join(t.Context(), key, mark{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -44,15 +44,28 @@ func (s *Store) SessionWatchKey(user, session string) string {
 // UserWatchKey is the user's stream's watch marker.
 func (s *Store) UserWatchKey(user string) string { return s.layout().UserKey(UserWatchFamily, user) }
 
+// mark is a stream's watch marker and whose stream it is (session "" for
+// the user's): the script refuses to mark a user being erased.
+type mark struct{ key, user, session string }
+
+// sessionMark and userMark are the markers of a session's and a user's
+// stream.
+func (s *Store) sessionMark(user, session string) mark {
+	return mark{key: s.SessionWatchKey(user, session), user: user, session: session}
+}
+
+// userMark is the marker of the user's stream.
+func (s *Store) userMark(user string) mark { return mark{key: s.UserWatchKey(user), user: user} }
+
 // watchMarkers marks the streams of markers watched for grace from now
 // (lua/events_watch.lua, pipelined) and returns, per marker, since when
 // the stream has been watched without a break (Redis time, ms), or the
-// error of its call.
-func watchMarkers(ctx context.Context, c rueidis.Client, grace time.Duration, markers []string) ([]uint64, []error) {
+// error of its call (a *redisstore.Refusal when the user is being erased).
+func watchMarkers(ctx context.Context, c rueidis.Client, grace time.Duration, markers []mark) ([]uint64, []error) {
 	ms := strconv.FormatInt(grace.Milliseconds(), 10)
 	calls := make([]lua.Call, len(markers))
 	for i, k := range markers {
-		calls[i] = lua.Call{Keys: []string{k}, Args: []string{ms}}
+		calls[i] = lua.Call{Keys: []string{k.key}, Args: []string{ms, k.user, k.session}}
 	}
 	since := make([]uint64, len(markers))
 	errs := make([]error, len(markers))

@@ -13,8 +13,8 @@ import (
 // streamTarget is what one GET .../events reads.
 type streamTarget struct {
 	key     string
-	marker  string // its watch marker (SESSION_EVENTS=watched)
-	session bool   // a session's stream: it ends at its deleted event
+	marker  mark // its watch marker (SESSION_EVENTS=watched)
+	session bool // a session's stream: it ends at its deleted event
 }
 
 // after is where a reconnecting client resumes: Last-Event-ID, else

@@ -8,9 +8,15 @@ import (
 	"time"
 
 	"github.com/agentsidecar/agentsidecar/envconf"
+	"github.com/agentsidecar/agentsidecar/erasure"
 	"github.com/agentsidecar/agentsidecar/events"
 	"github.com/agentsidecar/agentsidecar/redisstore"
 	"github.com/agentsidecar/agentsidecar/redisstore/redisstoretest"
+	"github.com/agentsidecar/agentsidecar/registry"
+	"github.com/agentsidecar/agentsidecar/sessions"
+	"github.com/agentsidecar/agentsidecar/sidecar/sidecartest"
+	"github.com/agentsidecar/agentsidecar/ttl"
+	"github.com/agentsidecar/agentsidecar/usage"
 )
 
 // shortGrace: SESSION_EVENTS=watched (the default) with a 2 s grace
@@ -254,4 +260,95 @@ func TestLapsedMarkerEndsStreams(t *testing.T) {
 			t.Fatalf("got %+v, want reconnected with a gap", f)
 		}
 	})
+}
+
+// TestErasureEndsWatches: a user erased while readers watch the user's
+// stream and a session's: their refreshes must not make the markers again
+// (keys naming the erased user, kept alive for as long as a reader stays),
+// and the streams end.
+func TestErasureEndsWatches(t *testing.T) {
+	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
+		env := envconf.Env{"SIDECAR_SSE_HEARTBEAT": "1s", "SESSION_EVENTS_GRACE_SECONDS": "2", "SEARCH_INDEX": "false"}
+		h := sidecartest.Start(t, srv, env, sessions.Factory, ttl.Factory, usage.Factory, registry.Factory, events.Factory, erasure.Factory)
+		h.Do(t, "POST", base+"/entries", `{"question":"q","answer":"a","qa_id":"q0"}`)
+		s := open(t, h.API, base+"/events", "")
+		s.first(t)
+		u := open(t, h.API, "/v1/users/u1/events", "")
+		u.first(t)
+		if r := h.Do(t, "DELETE", "/v1/users/u1", ""); r.Status != 200 {
+			t.Fatalf("erase: %s", r)
+		}
+		s.ended(t, 10*time.Second)
+		u.ended(t, 10*time.Second)
+		if got := srv.Keys(t, "*u1*"); len(got) != 0 {
+			t.Fatalf("keys %q name the erased user", got)
+		}
+	})
+}
+
+// TestLapseRenewedByAnotherPod: a marker lapsed under a watch on pod A (its
+// refreshes late: here deleted by hand), a write then recorded nothing, and
+// a reader on pod B began the marker anew before A's next refresh. A must
+// not hand its reader the events recorded since (it would reconnect after
+// the unrecorded write and never learn of it): the stream ends, and the
+// reconnect reports the gap.
+func TestLapseRenewedByAnotherPod(t *testing.T) {
+	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
+		// markers refreshed every 20 s: only a read can see the lapse
+		env := envconf.Env{"SIDECAR_SSE_HEARTBEAT": "20s", "SESSION_EVENTS_GRACE_SECONDS": "80"}
+		a, b := start(t, srv, env), start(t, srv, env)
+		a.Do(t, "POST", base+"/entries", `{"question":"q","answer":"a","qa_id":"q0"}`)
+		s := open(t, a.API, base+"/events", "")
+		s.first(t)
+		a.Do(t, "POST", base+"/entries", `{"question":"q","answer":"a","qa_id":"q1"}`)
+		last := s.next(t, 10*time.Second)
+		marker := srv.Layout().SessionKey(eventsWatchFamily(), "u1", "s1")
+		c := srv.Client(t)
+		if err := c.Do(t.Context(), c.B().Del().Key(marker).Build()).Error(); err != nil {
+			t.Fatal(err)
+		}
+		a.Do(t, "POST", base+"/entries", `{"question":"q","answer":"a","qa_id":"w1"}`) // recorded nowhere
+		o := open(t, b.API, base+"/events", "")
+		o.first(t)
+		a.Do(t, "POST", base+"/entries", `{"question":"q","answer":"a","qa_id":"w2"}`)
+		if f := o.next(t, 10*time.Second); !strings.Contains(f.Data, `"w2"`) {
+			t.Fatalf("pod B's reader got %+v, want w2", f)
+		}
+		for _, f := range untilEnd(t, s, 30*time.Second) {
+			last = f
+		}
+		r := open(t, a.API, base+"/events", last.ID)
+		r.first(t)
+		if f := r.next(t, 10*time.Second); f.Event != "reconnected" || !strings.Contains(f.Data, `"gap":true`) {
+			t.Fatalf("resumed after %s: got %+v, want reconnected with a gap (w1 was never recorded)", last.ID, f)
+		}
+	})
+}
+
+// untilEnd returns the events s gets until the server ends it (within d).
+func untilEnd(t *testing.T, s *stream, d time.Duration) []frame {
+	t.Helper()
+	var out []frame
+	deadline := time.After(d)
+	for {
+		select {
+		case f := <-s.frames:
+			if f.Event != "" {
+				out = append(out, f)
+			}
+		case <-s.done:
+			for {
+				select {
+				case f := <-s.frames:
+					if f.Event != "" {
+						out = append(out, f)
+					}
+				default:
+					return out
+				}
+			}
+		case <-deadline:
+			t.Fatalf("stream still open after %s", d)
+		}
+	}
 }

@@ -98,7 +98,12 @@ if not whole then
   end
 end
 local count = redis.call('ZCARD', c.morder)
+-- one message per id: a replacement named like a message it keeps would
+-- store the id twice (the second its own parent)
+local seen = {}
 for _, e in ipairs(entries) do
+  if seen[e.id] then return messages.id_conflict(e.id) end
+  seen[e.id] = true
   local n = node(c, e.id)
   if e.keep then
     if not n or not gone_set[e.id] then error('kept message ' .. e.id .. ' is not in the replaced segment') end
@@ -117,10 +122,11 @@ local before = 0
 if suggest > 0 then before = messages.path_tokens(c, node(c, leaf_id)) end
 
 -- reparent is stored message text with parent_id pid (its created_at kept):
--- messages.stored_json ends every message with parent_id and created_at.
+-- messages.stored_json ends every message with parent_id and created_at,
+-- so the pair is found anchored at the end (a metadata or item member
+-- named parent_id before them is the message's own).
 local function reparent(text, pid)
-  local at = string.find(text, ',"parent_id":', math.max(1, #text - 300), true)
-  local created = string.match(text, ',"created_at":("[^"]*")}%s*$', at)
+  local at, _, created = string.find(text, ',"parent_id":[^,]*,"created_at":("[^"]*")}%s*$', math.max(1, #text - 300))
   return messages.stored_json(string.sub(text, 1, at - 1) .. '}', pid, created)
 end
 
@@ -171,6 +177,8 @@ for i = 3, #out do
 end
 if user and session.clear_abort(c) then events.emit(c, 'abort_cleared', 'state', nil, '{}') end
 if suggest > 0 then messages.suggest_crossed(c, suggest, before, messages.path_tokens(c, parent)) end
-local _, started = session.finish_write(c, false, count == 0 or whole or new_ring)
+-- a transaction that removed every message emptied the messages keys
+-- (Redis deletes them) and made them anew: they slide at once
+local _, started = session.finish_write(c, false, count == 0 or whole or count == #gone or new_ring)
 if started then out[2] = 'started' end
 return out

@@ -1,6 +1,7 @@
 package messages_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"math/bits"
 	"slices"
@@ -9,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/agentsidecar/agentsidecar/envconf"
+	"github.com/agentsidecar/agentsidecar/messages"
 	"github.com/agentsidecar/agentsidecar/redisstore/redisstoretest"
 	"github.com/agentsidecar/agentsidecar/sidecar/sidecartest"
 )
@@ -329,5 +331,71 @@ func TestTransactionsReplacements(t *testing.T) {
 			}
 		}
 		tx(t, h, `{"operation_id":"p4","type":"replace_function_call","replacements":[{"call_id":"c8","message":`+call("c8", "{}")+`}]}`, 404, "not_found")
+	})
+}
+
+// A message replace_function_call keeps is stored again under its new
+// parent as valid JSON with its own fields, whatever they hold: a metadata
+// or item member named parent_id near the message's end is its own, not
+// the one the sidecar appends.
+func TestTransactionsKeptMessageFields(t *testing.T) {
+	redisstoretest.Each(t, func(t *testing.T, srv *redisstoretest.Server) {
+		h := start(t, srv, nil)
+		kept := `{"id":"k","role":"tool","content":"out","metadata":{"a":"b","parent_id":"zz"}}`
+		tx(t, h, `{"operation_id":"m1","type":"append_items","messages":[{"id":"q","role":"user","content":"q"},`+call("c1", "{}")+`,`+kept+`]}`, 201, "")
+		tx(t, h, `{"operation_id":"m2","type":"replace_function_call","call_id":"c1","message":`+call("c1", `{"x":1}`)+`}`, 201, "")
+		c := srv.Client(t)
+		raw, err := c.Do(t.Context(), c.B().Hget().Key(messages.SessionKeys(srv.Layout(), "alice", "s1").Messages).Field("k").Build()).ToString()
+		if err != nil || !json.Valid([]byte(raw)) {
+			t.Fatalf("kept message stored as %q (%v): not JSON", raw, err)
+		}
+		p := path(t, h, "compacted=false")
+		if len(p.Messages) != 3 {
+			t.Fatalf("path: %+v", p)
+		}
+		k := p.Messages[2]
+		if k.ID != "k" || string(k.Metadata) != `{"a":"b","parent_id":"zz"}` || k.ParentID == nil || *k.ParentID != p.Messages[1].ID || k.Tokens == 0 {
+			t.Fatalf("kept message: %+v (metadata %s)", k, k.Metadata)
+		}
+	})
+}
+
+// A replacement that names another message of the rewritten segment (kept
+// as stored) would store two messages of one id, the second its own
+// parent: refused, nothing written.
+func TestTransactionsReplacementIDHeld(t *testing.T) {
+	redisstoretest.Each(t, func(t *testing.T, srv *redisstoretest.Server) {
+		h := start(t, srv, nil)
+		tx(t, h, `{"operation_id":"d1","type":"append_items","messages":[{"id":"q","role":"user","content":"q"},`+
+			`{"id":"a","role":"assistant","format":"openai.responses","item":{"type":"function_call","callId":"c1","name":"f","arguments":"{}"}},`+
+			`{"id":"b","role":"tool","content":"out"}]}`, 201, "")
+		before := snapshot(t, srv)
+		tx(t, h, `{"operation_id":"d2","type":"replace_function_call","call_id":"c1","message":`+
+			`{"id":"b","role":"assistant","format":"openai.responses","item":{"type":"function_call","callId":"c1","name":"f","arguments":"{\"x\":1}"}}}`, 409, "id_conflict")
+		if got := snapshot(t, srv); got != before {
+			t.Fatalf("the refusal wrote:\n%s\nwas\n%s", got, before)
+		}
+		if got := ids(path(t, h, "compacted=false")); got != "q,a,b" {
+			t.Fatalf("path %s", got)
+		}
+	})
+}
+
+// A transaction that replaces every message of the session empties its
+// message keys and makes them anew: they get the session's TTL at once,
+// though the session was slid a moment ago.
+func TestTransactionsRemadeKeysKeepTTL(t *testing.T) {
+	redisstoretest.Each(t, func(t *testing.T, srv *redisstoretest.Server) {
+		h := start(t, srv, nil)
+		tx(t, h, `{"operation_id":"t1","type":"append_items","messages":[{"role":"user","content":"q"},{"role":"assistant","content":"x"}]}`, 201, "")
+		tx(t, h, `{"operation_id":"t2","type":"replace_suffix","expected_suffix":[{"role":"user","content":"q"},{"role":"assistant","content":"x"}],`+
+			`"messages":[{"role":"user","content":"summary"}]}`, 201, "")
+		k := messages.SessionKeys(srv.Layout(), "alice", "s1")
+		c := srv.Client(t)
+		for _, key := range []string{k.Messages, k.Tree, k.Children, k.Order, k.Keys} {
+			if ttl, err := c.Do(t.Context(), c.B().Ttl().Key(key).Build()).AsInt64(); err != nil || ttl <= 0 {
+				t.Errorf("%s: TTL %d (%v), want the session's", key, ttl, err)
+			}
+		}
 	})
 }
