@@ -10,13 +10,16 @@
 -- ARGV[5] 'open', or 'cursor' with ARGV[6] the build's cursor ('' = built)
 -- returns (reply.lua) {'ok', cursor, made}: the build cursor ('' when
 --   built; '+inf' when nothing is indexed yet), made 1 when this call made
---   the marker; {'refused', ...} when the key holds another type.
+--   the marker; {'refused', ...} when the key holds another type, or the user is
+--   being erased (user_erasing).
 --- @include reply
 --- @include guard
+--- @include erasure
 --- @include session
 
 local c = session.open(KEYS, ARGV)
-local refused = guard.check({ { c.sstats, 'hash' } })
+-- a user being erased gets no index key back behind the erasure's scan
+local refused = erasure.fenced(c) or guard.check({ { c.sstats, 'hash' } })
 if refused then return refused end
 local ttl = c.default_ttl
 if ARGV[5] == 'cursor' then

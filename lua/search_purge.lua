@@ -7,14 +7,17 @@
 -- ARGV[1..4] TTL, max entries, user_id, session_id (lib/session.lua)
 -- ARGV[5] the terms to touch at most
 -- returns (reply.lua) {'ok', more}: more 1 when purge keys are left;
---   {'refused', ...} when the statistics key holds another type.
+--   {'refused', ...} when the statistics key holds another type, or
+--   the user is being erased (user_erasing).
 --- @include reply
 --- @include guard
+--- @include erasure
 --- @include session
 --- @include search
 
 local c = session.open(KEYS, ARGV)
-local refused = guard.check({ { c.sstats, 'hash' } })
+-- a user being erased gets no index key back behind the erasure's scan
+local refused = erasure.fenced(c) or guard.check({ { c.sstats, 'hash' } })
 if refused then return refused end
 local budget = math.max(1, math.min(1024, tonumber(ARGV[5]) or 256))
 return reply.ok(search.purge_step(c, budget) and 1 or 0)
