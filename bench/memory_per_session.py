@@ -18,7 +18,8 @@ MEMORY USAGE of each key family's keys per session. Cases:
   watched            the same with every session's stream watched (its
                      marker set as a reader sets it, for the whole run)
   always             SESSION_EVENTS=always (every event recorded)
-  each of the three also with SEARCH_INDEX=false (+nosearch) and true.
+  each of the three with SEARCH_INDEX=off, on-demand (the default: these
+                     users never search, so nothing is indexed) and eager.
 
 Last, the watched case's event streams are copied with every event's data
 replaced by {id, kind, preview}: the first 200 characters of the object's
@@ -172,7 +173,7 @@ def main():
     nsess, nusers, nent = (int(a) for a in (sys.argv[1:4] if len(sys.argv) >= 4 else (600, 50, 10)))
     binary = os.path.join(ROOT, "bin", "sidecar")
     rows, entries, previews = [], None, None
-    for search in ("false", "true"):
+    for search in ("off", "on-demand", "eager"):
         for name, mode, watched in (("unwatched", "watched", False), ("watched", "watched", True),
                                     ("always", "always", False)):
             per, fam, ents, prev = sidecar_case(binary, {"SESSION_EVENTS": mode, "SEARCH_INDEX": search},
