@@ -152,9 +152,17 @@ type SearchResult struct {
 	Time      string  `json:"time"`
 }
 
-// SearchResults is {results} (schema SearchResults).
+// SearchResults is {results, index?, index_covered_since?} (schema
+// SearchResults).
 type SearchResults struct {
 	Results []SearchResult `json:"results"`
+	// Index is "building" while the user's index is being built
+	// (SEARCH_INDEX=on-demand: the first relevance search builds it, newest
+	// sessions first): the results are partial. Empty once built.
+	Index string `json:"index,omitempty"`
+	// IndexCoveredSince, with Index "building" on the user's search: the
+	// sessions active at or after it are covered, older ones not yet.
+	IndexCoveredSince string `json:"index_covered_since,omitempty"`
 }
 
 // MessageTransaction is one atomic, idempotent history transaction on the

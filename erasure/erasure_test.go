@@ -450,7 +450,7 @@ func TestEraseFencesIndexScripts(t *testing.T) {
 		}{
 			{lua.SessionSearchEntry, []string{"qa-1", strings.Repeat("0", 40), "narwhal 1", "1", "narwhal"}},
 			{lua.SessionSearchCatchup, []string{"0", "0", "\n", "0"}},
-			{lua.MessagesIndex, []string{"0"}},
+			{lua.MessagesIndex, []string{"0", "0"}},
 		} {
 			_, err := st.Run(t.Context(), run.script, "alice", "s0", run.args...)
 			var ref *redisstore.Refusal

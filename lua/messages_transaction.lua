@@ -55,6 +55,9 @@ for i = 12 + 2 * k, #ARGV, 8 do
   entries[#entries + 1] = { keep = ARGV[i] == 'keep', id = ARGV[i + 1], fp = ARGV[i + 2], tokens = tonumber(ARGV[i + 3]),
     body = ARGV[i + 4], spec = ARGV[i + 5], len = tonumber(ARGV[i + 6]), preview = ARGV[i + 7] }
 end
+-- under SEARCH_INDEX=on-demand a document is indexed only while the user
+-- has an index (search.wanted), as an append's are
+for _, e in ipairs(entries) do e.spec = search.wanted(c, e.spec) end
 
 local refused = messages.write_checks(c) or search.check_terms(c, entries)
 if refused then return refused end

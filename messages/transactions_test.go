@@ -399,3 +399,29 @@ func TestTransactionsRemadeKeysKeepTTL(t *testing.T) {
 		}
 	})
 }
+
+// Under SEARCH_INDEX=on-demand (the default) a transaction of a user who
+// never searched writes no search key, as an append does (a document
+// written regardless would make the user's index exist with none of the
+// earlier messages in it, so the first search would find only these); the
+// user's first search then finds them.
+func TestTransactionsOnDemandIndex(t *testing.T) {
+	redisstoretest.Each(t, func(t *testing.T, srv *redisstoretest.Server) {
+		h := start(t, srv, nil)
+		c := srv.Client(t)
+		if r := h.Do(t, "POST", msgs, `{"id":"m0","role":"user","content":"the walrus sleeps"}`); r.Status != 201 {
+			t.Fatalf("append: %s", r)
+		}
+		tx(t, h, `{"operation_id":"o1","type":"append_items","messages":[{"id":"a","role":"user","content":"narwhal tusks"}]}`, 201, "")
+		keys, err := c.Do(t.Context(), c.B().Keys().Pattern("agent_search*").Build()).AsStrSlice()
+		if err != nil || len(keys) != 0 {
+			t.Fatalf("search keys of a user who never searched: %v %v", keys, err)
+		}
+		for _, q := range []string{"walrus", "narwhal"} {
+			r := h.Do(t, "GET", "/v1/users/alice/search?q="+q, "")
+			if r.Status != 200 || strings.Count(string(r.Body), `"kind":"message"`) != 1 {
+				t.Errorf("first search for %s: %s, want its one message", q, r)
+			}
+		}
+	})
+}

@@ -204,6 +204,10 @@ func driveEveryRoute(t *testing.T, h *sidecartest.Host) {
 		body   func() string // nil = the example
 	}{
 		{"appendEntry", 201, nil, nil},
+		// alice searches early: under SEARCH_INDEX=on-demand (the default)
+		// the search builds her index and her writes from then on keep it,
+		// so the drive meets every search family and script
+		{"searchUser", 200, nil, nil},
 		{"appendEntry", 200, nil, nil},
 		{"listEntries", 200, nil, nil},
 		{"getEntry", 200, nil, nil},
