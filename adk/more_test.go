@@ -210,3 +210,31 @@ func calls(t *testing.T, c rueidis.Client, cmd string) int {
 	k, _ := strconv.Atoi(m[1])
 	return k
 }
+
+// A session's `user:` state and its member of the user's list live at
+// least as long as the session: PUT .../ttl raising the session's TTL, or
+// making it never expire, moves them too, else they would expire first and
+// listSessions would lose a living session for good.
+func TestStockTTLKeepsUserKeys(t *testing.T) {
+	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
+		h := start(t, srv, envconf.Env{"SESSION_TTL_SECONDS": "100"})
+		want(t, h.Do(t, "POST", app, `{"session_id":"s1","state":{"user:u":1}}`), 201)
+		c := srv.Client(t)
+		l := srv.Layout()
+		user := []string{l.UserKey(adk.UserStateFamily, "alice", "weather"), l.UserKey(adk.IndexFamily, "alice", "weather")}
+		for _, tc := range []struct {
+			body    string
+			atLeast int64 // ms; -1: no expiry
+		}{{`{"ttl_seconds":100000}`, 99_000_000}, {`{"ttl_seconds":0}`, -1}} {
+			if rep := h.Do(t, "PUT", "/v1/users/alice/sessions/s1/ttl", tc.body); rep.Status != 200 {
+				t.Fatalf("PUT ttl: %s", rep)
+			}
+			for _, k := range user {
+				p, err := c.Do(t.Context(), c.B().Pttl().Key(k).Build()).AsInt64()
+				if err != nil || (tc.atLeast == -1 && p != -1) || (tc.atLeast > 0 && p < tc.atLeast) {
+					t.Errorf("after PUT ttl %s: PTTL %s = %d %v, want at least the session's (%d)", tc.body, k, p, err, tc.atLeast)
+				}
+			}
+		}
+	})
+}
