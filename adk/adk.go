@@ -37,6 +37,7 @@ var Factory = sidecar.Factory{Name: "adk", New: New}
 const (
 	MaxDeltaKeys = 1000 // keys of one state delta (or initial state)
 	MaxKeyBytes  = 1024 // a state key
+	MaxStateKeys = 1000 // keys of each state (a session's, a user's of an app, an app's)
 	DefaultPage  = 100  // events per page
 	MaxPage      = 1000
 )

@@ -238,3 +238,41 @@ func TestStockTTLKeepsUserKeys(t *testing.T) {
 		}
 	})
 }
+
+// Each state holds at most adk.MaxStateKeys keys, whatever their bytes: a
+// getSession reads the three states whole in one script, so their key
+// count, not only their bytes, bounds its work. A delta past it is 409
+// state_too_big with nothing written; changing a key it holds is not.
+func TestStateKeysBounded(t *testing.T) {
+	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
+		h := start(t, srv, nil)
+		for _, prefix := range []string{"", "user:", "app:"} {
+			sid := "s" + strings.TrimSuffix(prefix, ":")
+			var b strings.Builder
+			for i := range adk.MaxStateKeys {
+				if i > 0 {
+					b.WriteByte(',')
+				}
+				fmt.Fprintf(&b, `"%sk%d":1`, prefix, i)
+			}
+			s := want(t, h.Do(t, "POST", app, `{"session_id":"`+sid+`","state":{`+b.String()+`}}`), 201)
+			ev := app + "/" + sid + "/events"
+			last := s.LastUpdateTime
+			rep := h.Do(t, "POST", ev, appendBody("e1", last+1, last, `{"`+prefix+`new":1}`))
+			if rep.Status != 409 || rep.Code() != "state_too_big" {
+				t.Fatalf("%s: a key past %d: %s, want 409 state_too_big", prefix, adk.MaxStateKeys, rep)
+			}
+			s = want(t, h.Do(t, "GET", app+"/"+sid, ""), 200)
+			n := 0
+			for k := range s.State {
+				if strings.HasPrefix(k, prefix+"k") {
+					n++
+				}
+			}
+			if _, ok := s.State[prefix+"new"]; ok || n != adk.MaxStateKeys || (prefix != "app:" && s.EventCount != 0) {
+				t.Fatalf("%s: after the refusal: %d keys (new: %v), %d events", prefix, n, ok, s.EventCount)
+			}
+			want(t, h.Do(t, "POST", ev, appendBody("e2", s.LastUpdateTime+1, s.LastUpdateTime, `{"`+prefix+`k7":2}`)), 201)
+		}
+	})
+}
