@@ -419,10 +419,11 @@ type appendAnswer struct {
 	LastUpdateTime json.RawMessage `json:"last_update_time"`
 }
 
-// number is raw when it is a finite JSON number.
+// number is raw when it is a finite JSON number (null unmarshals into a
+// float64 without an error: refused here, the scripts compare numbers).
 func number(field string, raw json.RawMessage) (string, error) {
 	var f float64
-	if len(raw) == 0 || raw[0] == '"' || json.Unmarshal(raw, &f) != nil {
+	if len(raw) == 0 || raw[0] == '"' || string(raw) == "null" || json.Unmarshal(raw, &f) != nil {
 		return "", sidecar.BadRequest("invalid_field", "field %q must be a number", field)
 	}
 	return string(raw), nil

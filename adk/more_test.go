@@ -129,6 +129,8 @@ func TestRefusals(t *testing.T) {
 			{`{"event":{"timestamp":1}}`, "invalid_field"},
 			{`{"event":{"timestamp":1},"last_update_time":1,"state_delta":{"":1}}`, "invalid_field"},
 			{`{"event":{"timestamp":1},"last_update_time":1,"nope":1}`, "unknown_field"},
+			{`{"event":{"timestamp":null},"last_update_time":1e15}`, "invalid_field"}, // a fresh copy: would store null
+			{`{"event":{"timestamp":1},"last_update_time":null}`, "invalid_field"},
 		} {
 			if rep := h.Do(t, "POST", ev, tc.body); rep.Status != 400 || rep.Code() != tc.code {
 				t.Errorf("%s: %s, want 400 %s", tc.body, rep, tc.code)
