@@ -284,7 +284,7 @@ func merged(b []byte, p Page) []byte {
 				b = append(b, ',')
 			}
 			first = false
-			b = strconv.AppendQuote(b, prefix+pairs[i])
+			b = appendString(b, prefix+pairs[i])
 			b = append(b, ':')
 			b = append(b, pairs[i+1]...)
 		}
@@ -293,6 +293,14 @@ func merged(b []byte, p Page) []byte {
 	add("app:", p.App)
 	add("user:", p.User)
 	return append(b, '}')
+}
+
+// appendString appends s as a JSON string (a state key may hold any
+// character; strconv.AppendQuote writes Go escapes such as \x01 and \a,
+// not JSON).
+func appendString(b []byte, s string) []byte {
+	q, _ := json.Marshal(s)
+	return append(b, q...)
 }
 
 type listed struct {

@@ -278,3 +278,25 @@ func TestStateKeysBounded(t *testing.T) {
 		}
 	})
 }
+
+// A state key is any JSON string: one holding control characters (sent
+// escaped, as JSON allows) comes back in a session that is valid JSON.
+func TestStateKeysAnyString(t *testing.T) {
+	redisstoretest.Each(t, func(t *testing.T, srv *redisstoretest.Server) {
+		h := start(t, srv, nil)
+		for _, op := range []struct{ method, path string }{{"POST", app}, {"GET", app + "/s1"}} {
+			body := ""
+			if op.method == "POST" {
+				body = `{"session_id":"s1","state":{"a\u0001\u007f\u000bb":1,"user:\u0007":2}}`
+			}
+			rep := h.Do(t, op.method, op.path, body)
+			var s session
+			if err := json.Unmarshal([]byte(rep.Body), &s); err != nil || rep.Status >= 300 {
+				t.Fatalf("%s %s: %v: %s", op.method, op.path, err, rep)
+			}
+			if string(s.State["a\x01\x7f\x0bb"]) != "1" || string(s.State["user:\a"]) != "2" {
+				t.Fatalf("%s %s: state %s", op.method, op.path, state(s))
+			}
+		}
+	})
+}
