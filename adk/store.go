@@ -120,8 +120,10 @@ func (s *Store) Append(ctx context.Context, app, user, session, lastUpdate, time
 }
 
 // applyApp writes the app: pairs into the app state (Cluster: a script of
-// its own in the app's slot).
+// its own in the app's slot). It runs whether or not the caller is still
+// there: the event's script has stored the event already.
 func (s *Store) applyApp(ctx context.Context, key string, pairs []string) error {
+	ctx = context.WithoutCancel(ctx)
 	client, err := s.Conn().Client()
 	if err != nil {
 		return err
