@@ -44,18 +44,19 @@ end
 
 -- size is state hash key's bytes after setting pairs (k, v, ...): its
 -- stored total less each replaced value plus each new one, and its keys
--- then. One HSTRLEN per pair: bounded by the delta, never by the state.
+-- then when pairs add one (else 0: a state past the bound may still change
+-- the keys it holds). One HSTRLEN per pair: bounded by the delta.
 local function size(key, pairs)
   local total = tonumber(redis.call('HGET', key, '#') or '0') or 0
-  local n = redis.call('HLEN', key)
+  local n, added = redis.call('HLEN', key), 0
   if n > 0 then n = n - 1 end -- the '#' field
   for i = 1, #pairs, 2 do
     local f = '=' .. pairs[i]
     local old = redis.call('HSTRLEN', key, f) -- 0: absent (a value is never empty)
-    if old > 0 then total = total - old - #f else n = n + 1 end
+    if old > 0 then total = total - old - #f else added = added + 1 end
     total = total + #f + #pairs[i + 1]
   end
-  return total, n
+  return total, added > 0 and n + added or 0
 end
 
 -- too_big is the refusal of a state of scope whose size (bytes, keys)
