@@ -37,6 +37,7 @@ var Factory = sidecar.Factory{Name: "adk", New: New}
 const (
 	MaxDeltaKeys = 1000 // keys of one state delta (or initial state)
 	MaxKeyBytes  = 1024 // a state key
+	MaxStateKeys = 1000 // keys of each state (a session's, a user's of an app, an app's)
 	DefaultPage  = 100  // events per page
 	MaxPage      = 1000
 )
@@ -283,7 +284,7 @@ func merged(b []byte, p Page) []byte {
 				b = append(b, ',')
 			}
 			first = false
-			b = strconv.AppendQuote(b, prefix+pairs[i])
+			b = appendString(b, prefix+pairs[i])
 			b = append(b, ':')
 			b = append(b, pairs[i+1]...)
 		}
@@ -292,6 +293,14 @@ func merged(b []byte, p Page) []byte {
 	add("app:", p.App)
 	add("user:", p.User)
 	return append(b, '}')
+}
+
+// appendString appends s as a JSON string (a state key may hold any
+// character; strconv.AppendQuote writes Go escapes such as \x01 and \a,
+// not JSON).
+func appendString(b []byte, s string) []byte {
+	q, _ := json.Marshal(s)
+	return append(b, q...)
 }
 
 type listed struct {
@@ -418,10 +427,11 @@ type appendAnswer struct {
 	LastUpdateTime json.RawMessage `json:"last_update_time"`
 }
 
-// number is raw when it is a finite JSON number.
+// number is raw when it is a finite JSON number (null unmarshals into a
+// float64 without an error: refused here, the scripts compare numbers).
 func number(field string, raw json.RawMessage) (string, error) {
 	var f float64
-	if len(raw) == 0 || raw[0] == '"' || json.Unmarshal(raw, &f) != nil {
+	if len(raw) == 0 || raw[0] == '"' || string(raw) == "null" || json.Unmarshal(raw, &f) != nil {
 		return "", sidecar.BadRequest("invalid_field", "field %q must be a number", field)
 	}
 	return string(raw), nil

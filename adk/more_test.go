@@ -129,6 +129,8 @@ func TestRefusals(t *testing.T) {
 			{`{"event":{"timestamp":1}}`, "invalid_field"},
 			{`{"event":{"timestamp":1},"last_update_time":1,"state_delta":{"":1}}`, "invalid_field"},
 			{`{"event":{"timestamp":1},"last_update_time":1,"nope":1}`, "unknown_field"},
+			{`{"event":{"timestamp":null},"last_update_time":1e15}`, "invalid_field"}, // a fresh copy: would store null
+			{`{"event":{"timestamp":1},"last_update_time":null}`, "invalid_field"},
 		} {
 			if rep := h.Do(t, "POST", ev, tc.body); rep.Status != 400 || rep.Code() != tc.code {
 				t.Errorf("%s: %s, want 400 %s", tc.body, rep, tc.code)
@@ -209,4 +211,92 @@ func calls(t *testing.T, c rueidis.Client, cmd string) int {
 	}
 	k, _ := strconv.Atoi(m[1])
 	return k
+}
+
+// A session's `user:` state and its member of the user's list live at
+// least as long as the session: PUT .../ttl raising the session's TTL, or
+// making it never expire, moves them too, else they would expire first and
+// listSessions would lose a living session for good.
+func TestStockTTLKeepsUserKeys(t *testing.T) {
+	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
+		h := start(t, srv, envconf.Env{"SESSION_TTL_SECONDS": "100"})
+		want(t, h.Do(t, "POST", app, `{"session_id":"s1","state":{"user:u":1}}`), 201)
+		c := srv.Client(t)
+		l := srv.Layout()
+		user := []string{l.UserKey(adk.UserStateFamily, "alice", "weather"), l.UserKey(adk.IndexFamily, "alice", "weather")}
+		for _, tc := range []struct {
+			body    string
+			atLeast int64 // ms; -1: no expiry
+		}{{`{"ttl_seconds":100000}`, 99_000_000}, {`{"ttl_seconds":0}`, -1}} {
+			if rep := h.Do(t, "PUT", "/v1/users/alice/sessions/s1/ttl", tc.body); rep.Status != 200 {
+				t.Fatalf("PUT ttl: %s", rep)
+			}
+			for _, k := range user {
+				p, err := c.Do(t.Context(), c.B().Pttl().Key(k).Build()).AsInt64()
+				if err != nil || (tc.atLeast == -1 && p != -1) || (tc.atLeast > 0 && p < tc.atLeast) {
+					t.Errorf("after PUT ttl %s: PTTL %s = %d %v, want at least the session's (%d)", tc.body, k, p, err, tc.atLeast)
+				}
+			}
+		}
+	})
+}
+
+// Each state holds at most adk.MaxStateKeys keys, whatever their bytes: a
+// getSession reads the three states whole in one script, so their key
+// count, not only their bytes, bounds its work. A delta past it is 409
+// state_too_big with nothing written; changing a key it holds is not.
+func TestStateKeysBounded(t *testing.T) {
+	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
+		h := start(t, srv, nil)
+		for _, prefix := range []string{"", "user:", "app:"} {
+			sid := "s" + strings.TrimSuffix(prefix, ":")
+			var b strings.Builder
+			for i := range adk.MaxStateKeys {
+				if i > 0 {
+					b.WriteByte(',')
+				}
+				fmt.Fprintf(&b, `"%sk%d":1`, prefix, i)
+			}
+			s := want(t, h.Do(t, "POST", app, `{"session_id":"`+sid+`","state":{`+b.String()+`}}`), 201)
+			ev := app + "/" + sid + "/events"
+			last := s.LastUpdateTime
+			rep := h.Do(t, "POST", ev, appendBody("e1", last+1, last, `{"`+prefix+`new":1}`))
+			if rep.Status != 409 || rep.Code() != "state_too_big" {
+				t.Fatalf("%s: a key past %d: %s, want 409 state_too_big", prefix, adk.MaxStateKeys, rep)
+			}
+			s = want(t, h.Do(t, "GET", app+"/"+sid, ""), 200)
+			n := 0
+			for k := range s.State {
+				if strings.HasPrefix(k, prefix+"k") {
+					n++
+				}
+			}
+			if _, ok := s.State[prefix+"new"]; ok || n != adk.MaxStateKeys || (prefix != "app:" && s.EventCount != 0) {
+				t.Fatalf("%s: after the refusal: %d keys (new: %v), %d events", prefix, n, ok, s.EventCount)
+			}
+			want(t, h.Do(t, "POST", ev, appendBody("e2", s.LastUpdateTime+1, s.LastUpdateTime, `{"`+prefix+`k7":2}`)), 201)
+		}
+	})
+}
+
+// A state key is any JSON string: one holding control characters (sent
+// escaped, as JSON allows) comes back in a session that is valid JSON.
+func TestStateKeysAnyString(t *testing.T) {
+	redisstoretest.Each(t, func(t *testing.T, srv *redisstoretest.Server) {
+		h := start(t, srv, nil)
+		for _, op := range []struct{ method, path string }{{"POST", app}, {"GET", app + "/s1"}} {
+			body := ""
+			if op.method == "POST" {
+				body = `{"session_id":"s1","state":{"a\u0001\u007f\u000bb":1,"user:\u0007":2}}`
+			}
+			rep := h.Do(t, op.method, op.path, body)
+			var s session
+			if err := json.Unmarshal([]byte(rep.Body), &s); err != nil || rep.Status >= 300 {
+				t.Fatalf("%s %s: %v: %s", op.method, op.path, err, rep)
+			}
+			if string(s.State["a\x01\x7f\x0bb"]) != "1" || string(s.State["user:\a"]) != "2" {
+				t.Fatalf("%s %s: state %s", op.method, op.path, state(s))
+			}
+		}
+	})
 }

@@ -22,6 +22,9 @@ var (
 	scriptList   = lua.AdkList
 )
 
+// maxKeys is MaxStateKeys as the scripts get it.
+var maxKeys = strconv.Itoa(MaxStateKeys)
+
 // Store runs the module's scripts over the shared session runner.
 type Store struct {
 	*sessionstore.Store
@@ -67,7 +70,7 @@ func newDelta(state map[string]json.RawMessage) delta {
 // Create makes the ADK session; it answers the creation time (ms).
 func (s *Store) Create(ctx context.Context, app, user, session string, d delta) (string, error) {
 	key, in := s.appKey(app)
-	args := append([]string{app, in, strconv.Itoa(s.cfg.MaxSessions), strconv.Itoa(s.cfg.MaxStateBytes)}, d.args...)
+	args := append([]string{app, in, strconv.Itoa(s.cfg.MaxSessions), strconv.Itoa(s.cfg.MaxStateBytes), maxKeys}, d.args...)
 	r, err := s.Run(ctx, scriptCreate, user, session, args...)
 	if err != nil {
 		return "", err
@@ -91,7 +94,7 @@ type Appended struct {
 // the caller's copy (lastUpdate) is not stale.
 func (s *Store) Append(ctx context.Context, app, user, session, lastUpdate, timestamp, id string, event []byte, d delta) (Appended, error) {
 	key, in := s.appKey(app)
-	args := append([]string{app, in, lastUpdate, timestamp, id, string(event), strconv.Itoa(s.cfg.MaxEvents), strconv.Itoa(s.cfg.MaxStateBytes)}, d.args...)
+	args := append([]string{app, in, lastUpdate, timestamp, id, string(event), strconv.Itoa(s.cfg.MaxEvents), strconv.Itoa(s.cfg.MaxStateBytes), maxKeys}, d.args...)
 	r, err := s.Run(ctx, scriptAppend, user, session, args...)
 	if err != nil {
 		return Appended{}, notFound(err, app, user, session)
@@ -117,13 +120,15 @@ func (s *Store) Append(ctx context.Context, app, user, session, lastUpdate, time
 }
 
 // applyApp writes the app: pairs into the app state (Cluster: a script of
-// its own in the app's slot).
+// its own in the app's slot). It runs whether or not the caller is still
+// there: the event's script has stored the event already.
 func (s *Store) applyApp(ctx context.Context, key string, pairs []string) error {
+	ctx = context.WithoutCancel(ctx)
 	client, err := s.Conn().Client()
 	if err != nil {
 		return err
 	}
-	args := append([]string{strconv.Itoa(s.cfg.MaxStateBytes), strconv.Itoa(s.Config().TTLSeconds)}, pairs...)
+	args := append([]string{strconv.Itoa(s.cfg.MaxStateBytes), strconv.Itoa(s.Config().TTLSeconds), maxKeys}, pairs...)
 	msg, err := scriptApp.Exec(ctx, client, []string{key}, args).ToMessage()
 	if err != nil {
 		return redisstore.Wrap(scriptApp.Name, err)

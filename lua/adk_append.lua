@@ -16,7 +16,8 @@
 -- ARGV[10] the event (JSON text, stored as sent)
 -- ARGV[11] ADK_MAX_EVENTS
 -- ARGV[12] ADK_MAX_STATE_BYTES
--- ARGV[13..] the state delta's triples (lib/adk.lua; no `temp:` key)
+-- ARGV[13] keys of each state at most (adk.MaxStateKeys)
+-- ARGV[14..] the state delta's triples (lib/adk.lua; no `temp:` key)
 -- returns {'ok', index, replaced (0/1), app delta pending (0/1)};
 --   {'missing'} no ADK session of this app; {'refused', 'stale_session',
 --   text}; {'refused', 'session_full', text}; {'refused', 'state_too_big',
@@ -47,15 +48,14 @@ if at then
 elseif n >= tonumber(ARGV[11]) then
   return reply.refused('session_full', 'session ' .. c.sid .. ' holds ' .. n .. ' events (ADK_MAX_EVENTS); nothing was changed')
 end
-local d = adk.deltas(ARGV, 13)
-local limit = tonumber(ARGV[12])
-local sizes = { s = adk.size(k.state, d.s), u = adk.size(k.user, d.u) }
-if k.app then sizes.a = adk.size(k.app, d.a) end
+local d = adk.deltas(ARGV, 14)
+local sizes, counts = {}, {}
+sizes.s, counts.s = adk.size(k.state, d.s)
+sizes.u, counts.u = adk.size(k.user, d.u)
+if k.app then sizes.a, counts.a = adk.size(k.app, d.a) end
 for scope, b in pairs(sizes) do
-  if b > limit then
-    return reply.refused('state_too_big', 'the ' .. ({ s = 'session', u = 'user', a = 'app' })[scope]
-      .. ' state would be ' .. b .. ' bytes; at most ' .. limit .. ' (ADK_MAX_STATE_BYTES); nothing was changed')
-  end
+  refused = adk.too_big(scope, b, counts[scope], tonumber(ARGV[12]), tonumber(ARGV[13]))
+  if refused then return refused end
 end
 -- every check done: the writes (a key made now gets the session's TTL at once)
 local kept = { k.user, k.index }

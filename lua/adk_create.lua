@@ -9,7 +9,8 @@
 -- ARGV[6] the app state's key ('' on Cluster: adk_app.lua writes it)
 -- ARGV[7] ADK_MAX_SESSIONS (the user's sessions of one app)
 -- ARGV[8] ADK_MAX_STATE_BYTES (each of session, user and app state)
--- ARGV[9..] the initial state's triples (lib/adk.lua)
+-- ARGV[9] keys of each state at most (adk.MaxStateKeys)
+-- ARGV[10..] the initial state's triples (lib/adk.lua)
 -- returns {'ok', created ms}; {'refused', 'session_exists', text} the
 --   session is an ADK session already (nothing written); {'refused',
 --   'too_many_sessions', text}; {'refused', 'state_too_big', text};
@@ -44,15 +45,14 @@ if redis.call('ZCARD', k.index) >= max then
       .. ' (ADK_MAX_SESSIONS); delete one first; nothing was changed')
   end
 end
-local d = adk.deltas(ARGV, 9)
-local limit = tonumber(ARGV[8])
-local sizes = { s = adk.size(k.state, d.s), u = adk.size(k.user, d.u) }
-if k.app then sizes.a = adk.size(k.app, d.a) end
+local d = adk.deltas(ARGV, 10)
+local sizes, counts = {}, {}
+sizes.s, counts.s = adk.size(k.state, d.s)
+sizes.u, counts.u = adk.size(k.user, d.u)
+if k.app then sizes.a, counts.a = adk.size(k.app, d.a) end
 for scope, n in pairs(sizes) do
-  if n > limit then
-    return reply.refused('state_too_big', 'the ' .. ({ s = 'session', u = 'user', a = 'app' })[scope]
-      .. ' state would be ' .. n .. ' bytes; at most ' .. limit .. ' (ADK_MAX_STATE_BYTES); nothing was changed')
-  end
+  refused = adk.too_big(scope, n, counts[scope], tonumber(ARGV[8]), tonumber(ARGV[9]))
+  if refused then return refused end
 end
 local kept = { k.index, k.user }
 if k.app and #d.a > 0 then kept[3] = k.app end

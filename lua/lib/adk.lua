@@ -14,6 +14,7 @@
 --                             written by a second script there (adk_app.lua)
 -- A state delta travels as triples in ARGV: scope ('s' session, 'u' user,
 -- 'a' app), key (without its prefix for u and a), value (JSON text).
+--- @include reply
 --- @include session
 --- @include meta
 
@@ -42,17 +43,34 @@ local function deltas(ARGV, i)
 end
 
 -- size is state hash key's bytes after setting pairs (k, v, ...): its
--- stored total less each replaced value plus each new one. One HSTRLEN per
--- pair: bounded by the delta, never by the state.
+-- stored total less each replaced value plus each new one, and its keys
+-- then when pairs add one (else 0: a state past the bound may still change
+-- the keys it holds). One HSTRLEN per pair: bounded by the delta.
 local function size(key, pairs)
   local total = tonumber(redis.call('HGET', key, '#') or '0') or 0
+  local n, added = redis.call('HLEN', key), 0
+  if n > 0 then n = n - 1 end -- the '#' field
   for i = 1, #pairs, 2 do
     local f = '=' .. pairs[i]
     local old = redis.call('HSTRLEN', key, f) -- 0: absent (a value is never empty)
-    if old > 0 then total = total - old - #f end
+    if old > 0 then total = total - old - #f else added = added + 1 end
     total = total + #f + #pairs[i + 1]
   end
-  return total
+  return total, added > 0 and n + added or 0
+end
+
+-- too_big is the refusal of a state of scope whose size (bytes, keys)
+-- would pass max_bytes or max_keys; nil when it fits.
+local function too_big(scope, bytes, keys, max_bytes, max_keys)
+  local name = ({ s = 'session', u = 'user', a = 'app' })[scope]
+  if bytes > max_bytes then
+    return reply.refused('state_too_big', 'the ' .. name .. ' state would be ' .. bytes .. ' bytes; at most '
+      .. max_bytes .. ' (ADK_MAX_STATE_BYTES); nothing was changed')
+  end
+  if keys > max_keys then
+    return reply.refused('state_too_big', 'the ' .. name .. ' state would hold ' .. keys .. ' keys; at most '
+      .. max_keys .. '; nothing was changed')
+  end
 end
 
 -- apply sets pairs on state hash key whose new size is total.
@@ -92,4 +110,4 @@ local function keep(keys, ttl, p)
   for i, k in ipairs(keys) do meta.expire(k, ttl, p[i]) end
 end
 
-return { keys = keys, deltas = deltas, size = size, apply = apply, state = state, pttls = pttls, keep = keep }
+return { keys = keys, deltas = deltas, size = size, too_big = too_big, apply = apply, state = state, pttls = pttls, keep = keep }

@@ -361,6 +361,13 @@ local function finish_write(c, moved, force, count, own_first, rec)
     meta.expire(c.user_state, t, redis.call('PTTL', c.user_state))
     local ps = redis.call('PTTL', c.sstats)
     if ps ~= -2 then meta.expire(c.sstats, t, ps) end
+    -- an ADK session's user keys of its app (module adk) live as long as it
+    local app = redis.call('HGET', 'adk_session:' .. c.tag .. c.gid, 'app')
+    for _, f in ipairs(app and { 'adk_user_state:', 'adk_index:' } or {}) do
+      local k = f .. c.tag .. c.uid .. ':' .. app
+      local pk = redis.call('PTTL', k)
+      if pk ~= -2 then meta.expire(k, t, pk) end
+    end
   end
   return status, started
 end

@@ -9308,7 +9308,7 @@ export interface operations {
              *
              *     - `session_exists`: the session is an ADK session already
              *     - `too_many_sessions`: the user holds `ADK_MAX_SESSIONS` sessions of the app
-             *     - `state_too_big`: a state would pass `ADK_MAX_STATE_BYTES`
+             *     - `state_too_big`: a state would pass `ADK_MAX_STATE_BYTES` or 1 000 keys
              *     - `key_wrong_type`: a Redis key this call reads or writes holds another type than the sidecar keeps there (another program wrote it); nothing was changed: delete or repair the key
              */
             409: {
@@ -9596,7 +9596,7 @@ export interface operations {
              *
              *     - `stale_session`: the stored session was updated after the caller's copy: read it again and retry
              *     - `session_full`: the session holds `ADK_MAX_EVENTS` events
-             *     - `state_too_big`: a state would pass `ADK_MAX_STATE_BYTES`
+             *     - `state_too_big`: a state would pass `ADK_MAX_STATE_BYTES` or 1 000 keys
              *     - `key_wrong_type`: a Redis key this call reads or writes holds another type than the sidecar keeps there (another program wrote it); nothing was changed: delete or repair the key
              */
             409: {
