@@ -45,8 +45,10 @@ const (
 
 // Config is the module's settings.
 type Config struct {
-	// MaxPerThread caps a thread's checkpoints: past it a put of a new id
-	// is 409 checkpoints_full.
+	// MaxPerThread caps a thread's checkpoint ids, stored or holding
+	// pending writes: past it a put of a new id, or writes to a new id, is
+	// 409 checkpoints_full. The thread's channel values are capped at 100
+	// times it (maxValues).
 	MaxPerThread int `env:"CHECKPOINTS_MAX_PER_THREAD" envDefault:"10000"`
 	// MaxItemBytes caps one serialized checkpoint, channel value or write
 	// (the messages module's item cap, the same setting).
@@ -76,6 +78,10 @@ func (c Config) Validate() error {
 	}
 	return nil
 }
+
+// maxValues is the most channel values a thread holds: 100 per
+// checkpoint it may keep, and at least one full put's (MaxChannels).
+func (c Config) maxValues() int { return max(100*c.MaxPerThread, MaxChannels) }
 
 // readCap is the most bytes one checkpoint read may hold.
 func (c Config) readCap() int { return max(c.MaxAnswerBytes, int(c.MaxBodyBytes)) }

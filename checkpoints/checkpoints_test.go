@@ -485,3 +485,68 @@ func TestDeleteFreesOffThread(t *testing.T) {
 		t.Error("the delete freed the thread's 1 000-field hash on Redis's main thread")
 	})
 }
+
+// TestWritesCountAgainstThreadCap: writes to checkpoint ids never stored
+// count against CHECKPOINTS_MAX_PER_THREAD, so they cannot grow a thread
+// without limit; storing such an id adds none, and more writes to an id
+// already counted stay welcome.
+func TestWritesCountAgainstThreadCap(t *testing.T) {
+	redisstoretest.Each(t, func(t *testing.T, srv *redisstoretest.Server) {
+		h := start(t, srv, envconf.Env{"CHECKPOINTS_MAX_PER_THREAD": "3"})
+		want(t, put(t, h, base, "", "c1", "", `{}`, nil), 200)
+		want(t, writes(t, h, "", "c1", "t1", "", "0:a:1"), 200) // a stored checkpoint's writes add no id
+		want(t, writes(t, h, "", "c2", "t1", "", "0:a:1"), 200) // before its checkpoint
+		want(t, writes(t, h, "", "c2", "t2", "", "0:a:2"), 200) // the same id again
+		want(t, writes(t, h, "x", "c3", "t1", "", "0:a:1"), 200)
+		rep := writes(t, h, "", "c4", "t1", "", "0:a:1")
+		if rep.Status != 409 || rep.Code() != "checkpoints_full" {
+			t.Fatalf("writes to a 4th id: %d %s", rep.Status, rep.Body)
+		}
+		if tp, rep := get(t, h, "", "c4"); rep.Status != 404 || tp.CheckpointID != "" {
+			t.Fatalf("refused writes stored: %d %s", rep.Status, rep.Body)
+		}
+		rep = put(t, h, base, "", "c4", "", `{}`, nil)
+		if rep.Status != 409 || rep.Code() != "checkpoints_full" {
+			t.Fatalf("put of a 4th id: %d %s", rep.Status, rep.Body)
+		}
+		want(t, put(t, h, base, "", "c2", "c1", `{}`, nil), 200) // its writes held its place
+		want(t, put(t, h, base, "x", "c3", "", `{}`, nil), 200)
+		want(t, writes(t, h, "", "c2", "t3", "", "0:a:3"), 200)
+		tp, _ := get(t, h, "", "c2")
+		if got := tp.writes(); got != "/t1/0/a=1,/t2/0/a=2,/t3/0/a=3" {
+			t.Fatalf("writes of c2: %s", got)
+		}
+		if rep := writes(t, h, "", "c5", "t1", "", "0:a:1"); rep.Status != 409 {
+			t.Fatalf("writes past the cap once every id is stored: %d %s", rep.Status, rep.Body)
+		}
+	})
+}
+
+// TestValuesCap: a put to an id the thread holds adds channel values too,
+// so the thread's values are capped (100 x CHECKPOINTS_MAX_PER_THREAD, at
+// least 1 000); a put that only repeats stored values is welcome at the cap.
+func TestValuesCap(t *testing.T) {
+	redisstoretest.Each(t, func(t *testing.T, srv *redisstoretest.Server) {
+		h := start(t, srv, envconf.Env{"CHECKPOINTS_MAX_PER_THREAD": "15"}) // 1 500 values
+		batch := func(round int) map[string]string {
+			vals := map[string]string{}
+			for i := range 500 {
+				vals[fmt.Sprintf("ch%d", i)] = fmt.Sprintf("%d=%d", round, i)
+			}
+			return vals
+		}
+		for round := 1; round <= 3; round++ {
+			want(t, put(t, h, base, "", "c1", "", `{}`, batch(round)), 200)
+		}
+		want(t, put(t, h, base, "", "c1", "", `{}`, batch(3)), 200) // nothing new
+		rep := put(t, h, base, "", "c1", "", `{}`, batch(4))
+		if rep.Status != 409 || rep.Code() != "checkpoints_full" {
+			t.Fatalf("values past the cap: %d %s", rep.Status, rep.Body)
+		}
+		tp, _ := get(t, h, "", "c1")
+		if len(tp.ChannelValues) != 500 || tp.ChannelValues[0].Version != "3" {
+			t.Fatalf("the refused put changed c1: %d values, %+v", len(tp.ChannelValues), tp.ChannelValues[0])
+		}
+		want(t, put(t, h, base, "", "c2", "c1", `{}`, map[string]string{"ch0": "3"}), 200) // no value: welcome
+	})
+}

@@ -13,7 +13,7 @@ var (
 	HashFamily = redisstore.Register(redisstore.Family{
 		Name: "checkpoints", Prefix: "agent_checkpoints", Scope: redisstore.ScopeSession,
 		Kind: redisstore.KindHash, Owner: "checkpoints", TTL: redisstore.SessionTTL,
-		Description: "a LangGraph thread's checkpoints, their metadata and channel versions, channel values by version, pending writes (fields `c`/`m`/`v`/`b`/`w` + `\\0`-joined names); at most `CHECKPOINTS_MAX_PER_THREAD` checkpoints",
+		Description: "a LangGraph thread's checkpoints, their metadata and channel versions, channel values by version, pending writes (fields `c`/`m`/`v`/`b`/`w` + `\\0`-joined names, `#values` their count); at most `CHECKPOINTS_MAX_PER_THREAD` checkpoint ids and 100 times as many values",
 	})
 	// OrderFamily: the same thread's order, a zset read by lex range:
 	// checkpoints by namespace and id, by id across namespaces, writes in
@@ -21,6 +21,6 @@ var (
 	OrderFamily = redisstore.Register(redisstore.Family{
 		Name: "checkpoint order", Prefix: "agent_checkpoint_order", Scope: redisstore.ScopeSession,
 		Kind: redisstore.KindZSet, Owner: "checkpoints", TTL: redisstore.SessionTTL,
-		Description: "a LangGraph thread's checkpoints newest first by namespace and across namespaces, and each checkpoint's pending writes in order (every score 0, read by lex range)",
+		Description: "a LangGraph thread's checkpoints newest first by namespace and across namespaces, each checkpoint's pending writes in order, and the ids holding writes but not stored (every score 0, read by lex range)",
 	})
 )

@@ -53,8 +53,9 @@ func (s *Store) Put(ctx context.Context, user, session string, p *putBody) error
 		versions.WriteByte(0)
 		versions.WriteString(v)
 	}
-	args := make([]string, 0, 6+2*len(p.ChannelValues))
-	args = append(args, p.CheckpointNS, p.CheckpointID, string(rec), string(p.Metadata), versions.String(), itoa(s.cfg.MaxPerThread))
+	args := make([]string, 0, 7+2*len(p.ChannelValues))
+	args = append(args, p.CheckpointNS, p.CheckpointID, string(rec), string(p.Metadata), versions.String(),
+		itoa(s.cfg.MaxPerThread), itoa(s.cfg.maxValues()))
 	for _, v := range p.ChannelValues {
 		b, err := json.Marshal(Blob{Type: v.Type, Data: v.Data})
 		if err != nil {
@@ -79,8 +80,8 @@ func (s *Store) Put(ctx context.Context, user, session string, p *putBody) error
 // PutWrites stores a task's writes; it answers how many were stored (a
 // normal write already stored is kept, not counted).
 func (s *Store) PutWrites(ctx context.Context, user, session string, b *writesBody) (int, error) {
-	args := make([]string, 0, 5+2*len(b.Writes))
-	args = append(args, b.CheckpointNS, b.CheckpointID, b.TaskID, b.TaskPath, itoa(MaxWrites))
+	args := make([]string, 0, 6+2*len(b.Writes))
+	args = append(args, b.CheckpointNS, b.CheckpointID, b.TaskID, b.TaskPath, itoa(MaxWrites), itoa(s.cfg.MaxPerThread))
 	for _, w := range b.Writes {
 		v, err := json.Marshal(written{Channel: w.Channel, Type: w.Type, Data: w.Data})
 		if err != nil {

@@ -7,14 +7,18 @@
 -- ARGV[5] checkpoint_ns, ARGV[6] checkpoint_id
 -- ARGV[7] the checkpoint {"parent","type","data"}, ARGV[8] its metadata
 -- ARGV[9] its channel versions, packed (<channel>\0<version>\0...; '' none)
--- ARGV[10] the most checkpoints a thread keeps (CHECKPOINTS_MAX_PER_THREAD)
--- ARGV[11..] pairs: <channel>\0<version>, the value {"type","data"}
+-- ARGV[10] the most checkpoint ids a thread holds (CHECKPOINTS_MAX_PER_THREAD;
+--   ids holding writes without a stored checkpoint count too)
+-- ARGV[11] the most channel values a thread holds (a put to an id it holds
+--   adds values too)
+-- ARGV[12..] pairs: <channel>\0<version>, the value {"type","data"}
 -- emits checkpoint_put {"checkpoint_ns","checkpoint_id"}.
 -- returns (reply.lua) {'ok', started}: started 1 when this write made the
---   session's record; {'refused', 'checkpoints_full', ...} past the cap,
+--   session's record; {'refused', 'checkpoints_full', ...} past either cap,
 --   {'refused', 'key_wrong_type', ...}; nothing written when refused.
 -- Bounded: the sidecar sends at most 1 000 channels and
---   SIDECAR_MAX_MESSAGE_BODY_BYTES of values; O(channels + log n) commands.
+--   SIDECAR_MAX_MESSAGE_BODY_BYTES of values; O(channels + log n) commands
+--   (an HEXISTS per value to count the new ones).
 --- @include reply
 --- @include session
 --- @include events
@@ -25,12 +29,14 @@ local ns, id = ARGV[5], ARGV[6]
 local refused, rec = session.guard(c, 'keep', { c.cp_hash, 'hash' }, { c.cp_order, 'zset' })
 if refused then return refused end
 local field = checkpoints.join('c', ns, id)
+local orphan = checkpoints.join('o', ns, id)
 local fresh_key = redis.call('EXISTS', c.cp_hash) == 0
 if redis.call('HEXISTS', c.cp_hash, field) == 0 then
-  local n = redis.call('ZLEXCOUNT', c.cp_order, '[c' .. checkpoints.SEP, checkpoints.above('c'))
+  -- an id holding writes already counts: storing it adds none
+  local n = checkpoints.held(c) - (redis.call('ZSCORE', c.cp_order, orphan) and 1 or 0)
   if n >= tonumber(ARGV[10]) then
-    return reply.refused('checkpoints_full', 'the thread holds ' .. n .. ' checkpoints, the most it may keep'
-      .. ' (CHECKPOINTS_MAX_PER_THREAD); delete the thread or start another')
+    return reply.refused('checkpoints_full', 'the thread holds ' .. n .. ' checkpoint ids (stored, or holding'
+      .. ' writes), the most it may keep (CHECKPOINTS_MAX_PER_THREAD); delete the thread or start another')
   end
 end
 local fields = {
@@ -38,12 +44,27 @@ local fields = {
   checkpoints.join('m', ns, id), ARGV[8],
   checkpoints.join('v', ns, id), ARGV[9],
 }
-for i = 11, #ARGV, 2 do
-  fields[#fields + 1] = checkpoints.join('b', ns, ARGV[i])
+local added, seen = 0, {}
+for i = 12, #ARGV, 2 do
+  local bf = checkpoints.join('b', ns, ARGV[i])
+  if not seen[bf] and redis.call('HEXISTS', c.cp_hash, bf) == 0 then added = added + 1 end
+  seen[bf] = true
+  fields[#fields + 1] = bf
   fields[#fields + 1] = ARGV[i + 1]
+end
+if added > 0 then
+  local had = tonumber(redis.call('HGET', c.cp_hash, checkpoints.VALUES) or '0')
+  if had + added > tonumber(ARGV[11]) then
+    return reply.refused('checkpoints_full', 'the thread holds ' .. had .. ' channel values; ' .. added
+      .. ' more would pass the most it may keep (' .. ARGV[11] .. ', 100 x CHECKPOINTS_MAX_PER_THREAD);'
+      .. ' delete the thread or start another')
+  end
+  fields[#fields + 1] = checkpoints.VALUES
+  fields[#fields + 1] = had + added
 end
 redis.call('HSET', c.cp_hash, unpack(fields))
 redis.call('ZADD', c.cp_order, 0, field, 0, checkpoints.join('t', id, ns))
+redis.call('ZREM', c.cp_order, orphan)
 events.emit(c, 'checkpoint_put', 'checkpoint', id,
   '{"checkpoint_ns":' .. cjson.encode(ns) .. ',"checkpoint_id":' .. cjson.encode(id) .. '}')
 local _, started = session.finish_write(c, false, fresh_key, nil, false, rec)

@@ -8,13 +8,17 @@
 -- ARGV[5] checkpoint_ns, ARGV[6] checkpoint_id, ARGV[7] task_id,
 -- ARGV[8] task_path ('' none)
 -- ARGV[9] the most writes a checkpoint keeps
--- ARGV[10..] pairs: idx, the write {"channel","type","data"}
+-- ARGV[10] the most checkpoint ids a thread holds (CHECKPOINTS_MAX_PER_THREAD):
+--   writes to an id without a stored checkpoint make it count, so writes to
+--   ids never stored cannot grow the thread without limit
+-- ARGV[11..] pairs: idx, the write {"channel","type","data"}
 -- emits checkpoint_writes {"checkpoint_ns","checkpoint_id","task_id","stored"}.
 -- A write may come before its checkpoint: LangGraph puts a checkpoint and
 -- the writes against it concurrently.
 -- returns (reply.lua) {'ok', stored, started}: the writes stored now, 1
 --   when this write made the session's record; {'refused',
---   'checkpoint_writes_full', ...} past the cap; {'refused',
+--   'checkpoint_writes_full', ...} past the checkpoint's cap; {'refused',
+--   'checkpoints_full', ...} when a new id would pass the thread's; {'refused',
 --   'key_wrong_type', ...}; nothing written when refused.
 -- Bounded: at most 1 000 writes a call (the sidecar's check), three
 --   commands each.
@@ -32,7 +36,7 @@ local fresh_key = redis.call('EXISTS', c.cp_hash) == 0
 local wp = checkpoints.join('w', ns, id)
 -- what each write does, decided before the first write
 local plan, seen, new = {}, {}, 0
-for i = 10, #ARGV, 2 do
+for i = 11, #ARGV, 2 do
   local idx = tonumber(ARGV[i])
   local f = wp .. SEP .. task .. SEP .. checkpoints.idx12(idx)
   local old = seen[f]
@@ -50,6 +54,17 @@ if new > 0 then
   if n + new > tonumber(ARGV[9]) then
     return reply.refused('checkpoint_writes_full', 'the checkpoint holds ' .. n .. ' pending writes; '
       .. new .. ' more would pass the most it keeps (' .. ARGV[9] .. ')')
+  end
+  local orphan = checkpoints.join('o', ns, id)
+  if n == 0 and redis.call('HEXISTS', c.cp_hash, checkpoints.join('c', ns, id)) == 0
+    and not redis.call('ZSCORE', c.cp_order, orphan) then
+    local held = checkpoints.held(c)
+    if held >= tonumber(ARGV[10]) then
+      return reply.refused('checkpoints_full', 'the thread holds ' .. held .. ' checkpoint ids (stored, or'
+        .. ' holding writes), the most it may keep (CHECKPOINTS_MAX_PER_THREAD); writes to checkpoint ' .. id
+        .. ' would add one')
+    end
+    redis.call('ZADD', c.cp_order, 0, orphan)
   end
 end
 for _, p in ipairs(plan) do

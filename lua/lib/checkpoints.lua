@@ -7,11 +7,15 @@
 --     v\0<ns>\0<id>                 its channel versions: <channel>\0<version>\0... (packed)
 --     b\0<ns>\0<channel>\0<version> a channel's value at a version: {"type","data"}
 --     w\0<ns>\0<id>\0<task>\0<idx>  a pending write: <task_path>\0{"channel","type","data"}
+--     #values                       how many b fields the thread holds (a count)
 --   agent_checkpoint_order:<tag><u>:<s> zset, every score 0, read by lex range
 --     c\0<ns>\0<id>                 a namespace's checkpoints, ids in order
 --     t\0<id>\0<ns>                 every namespace's checkpoints, ids in order
 --     w\0<ns>\0<id>\0<task_path>\0<task>\0<idx>  a checkpoint's writes in
 --                                   LangGraph's order (task_path, task_id, idx)
+--     o\0<ns>\0<id>                 a checkpoint id holding writes but not
+--                                   (yet) stored: counted with the c members
+--                                   against CHECKPOINTS_MAX_PER_THREAD
 -- No name holds \0 (the sidecar refuses it), so \0 ends every part and a
 -- range of one prefix is [<prefix>\0 .. (<prefix>\1. idx is written as 12
 -- digits of idx + IDX_BIAS (special channels have negative idx).
@@ -65,8 +69,17 @@ local function latest(c, ns)
   return string.sub(r[1], #p + 2)
 end
 
+-- held is how many checkpoint ids the thread holds: those stored and
+-- those holding writes without a stored checkpoint (two ZLEXCOUNTs).
+local function held(c)
+  return redis.call('ZLEXCOUNT', c.cp_order, '[c' .. SEP, above('c'))
+    + redis.call('ZLEXCOUNT', c.cp_order, '[o' .. SEP, above('o'))
+end
+
 return {
   SEP = SEP,
+  VALUES = '#values',
+  held = held,
   IDX_BIAS = IDX_BIAS,
   open = open,
   join = join,

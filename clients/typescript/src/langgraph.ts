@@ -17,7 +17,8 @@
  * channel values apart), each channel's value at its version (stored once
  * per version, as LangGraph's Postgres saver does) and each pending write
  * are `{type, data}`, data the base64 of the serde's bytes. Metadata is sent
- * as JSON, so `list`'s `filter` runs on the sidecar.
+ * as the serde's JSON (as LangGraph's Postgres saver keeps it), so `list`'s
+ * `filter` runs on the sidecar and reads revive it with the serde.
  *
  * `@langchain/langgraph-checkpoint` is an optional peer dependency: only
  * this entry point (`@agentsidecar/client/langgraph`) imports it.
@@ -165,11 +166,23 @@ export class SidecarCheckpointSaver extends BaseCheckpointSaver<string | number>
       checkpoint_id: checkpoint.id,
       parent_checkpoint_id: parent ?? null,
       checkpoint: { type, data: b64(data) },
-      metadata: JSON.parse(JSON.stringify(metadata ?? {})),
+      metadata: await this.dumpMetadata(metadata),
       channel_versions: channelVersions,
       channel_values: channelValues,
     });
     return { configurable: { thread_id: threadId, checkpoint_ns: ns, checkpoint_id: checkpoint.id } };
+  }
+
+  /**
+   * The metadata as LangGraph's savers keep it: the serde's JSON
+   * (`dumpsTyped`, as MemorySaver's and the Postgres saver's), so what the
+   * serde encodes (messages, say) comes back through `loadsTyped("json")`
+   * on read; plain JSON when the serde answers another type.
+   */
+  private async dumpMetadata(metadata: CheckpointMetadata | undefined): Promise<Record<string, never>> {
+    const [type, data] = await this.serde.dumpsTyped(metadata ?? {});
+    if (type === "json") return JSON.parse(new TextDecoder().decode(data));
+    return JSON.parse(JSON.stringify(metadata ?? {}));
   }
 
   async putWrites(config: RunnableConfig, writes: PendingWrite[], taskId: string, taskPath?: string): Promise<void> {
@@ -228,7 +241,7 @@ export class SidecarCheckpointSaver extends BaseCheckpointSaver<string | number>
     const out: CheckpointTuple = {
       config: { configurable: { thread_id: thread, checkpoint_ns: ns, checkpoint_id: t.checkpoint_id } },
       checkpoint,
-      metadata: t.metadata as CheckpointMetadata,
+      metadata: (await this.serde.loadsTyped("json", JSON.stringify(t.metadata ?? {}))) as CheckpointMetadata,
       pendingWrites,
     };
     if (parent !== undefined) out.parentConfig = { configurable: { thread_id: thread, checkpoint_ns: ns, checkpoint_id: parent } };

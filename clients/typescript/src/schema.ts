@@ -8852,7 +8852,7 @@ export interface operations {
             /**
              * @description Conflict; nothing was changed.
              *
-             *     - `checkpoints_full`: the thread holds `CHECKPOINTS_MAX_PER_THREAD` checkpoints: a new id is refused
+             *     - `checkpoints_full`: the thread holds `CHECKPOINTS_MAX_PER_THREAD` checkpoint ids (stored, or holding pending writes): a new id is refused; or the channel values this put adds would pass the thread's most (100 × `CHECKPOINTS_MAX_PER_THREAD`, at least 1 000), also for a put to an id it holds
              *     - `key_wrong_type`: a Redis key of the session holds another type of value (another program wrote it)
              */
             409: {
@@ -8944,6 +8944,7 @@ export interface operations {
              * @description Conflict; nothing was changed.
              *
              *     - `checkpoint_writes_full`: the checkpoint would hold more than 1 000 pending writes
+             *     - `checkpoints_full`: the writes go to a checkpoint id the thread neither stores nor holds writes for, and it holds `CHECKPOINTS_MAX_PER_THREAD` checkpoint ids (stored, or holding pending writes)
              *     - `key_wrong_type`: a Redis key of the session holds another type of value (another program wrote it)
              */
             409: {

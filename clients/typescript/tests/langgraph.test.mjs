@@ -92,3 +92,28 @@ test("thread ids map to session ids both ways", () => {
   assert.throws(() => sessionIdOf("x".repeat(100) + " "), TypeError);
   assert.throws(() => new SidecarCheckpointSaver({ baseUrl: "http://127.0.0.1:1", userId: "a b" }), TypeError);
 });
+
+test("metadata comes back through the serde, as LangGraph's savers give it", { skip }, async () => {
+  // MemorySaver and the Postgres saver write metadata with serde.dumpsTyped
+  // and read it with serde.loadsTyped("json", ...): a message in it comes
+  // back a message, not its JSON, and MemorySaver answers the same.
+  const { HumanMessage } = await import("@langchain/core/messages");
+  const { MemorySaver, emptyCheckpoint } = await import("@langchain/langgraph-checkpoint");
+  const metadata = { source: "loop", step: 1, parents: {}, writes: { node: { messages: [new HumanMessage("hi")] } } };
+  const config = { configurable: { thread_id: unique("meta"), checkpoint_ns: "" } };
+  const checkpoint = emptyCheckpoint();
+  const got = [];
+  for (const saver of [new SidecarCheckpointSaver({ baseUrl: URL_ }), new MemorySaver()]) {
+    const saved = await saver.put(config, checkpoint, metadata, {});
+    const tuple = await saver.getTuple(saved);
+    const listed = [];
+    for await (const t of saver.list(config, { filter: { source: "loop" } })) listed.push(t);
+    assert.equal(listed.length, 1, saver.constructor.name);
+    const message = tuple.metadata.writes.node.messages[0];
+    assert.ok(message instanceof HumanMessage, `${saver.constructor.name}: ${JSON.stringify(message)}`);
+    assert.equal(message.content, "hi");
+    assert.ok(listed[0].metadata.writes.node.messages[0] instanceof HumanMessage, saver.constructor.name);
+    got.push(tuple.metadata);
+  }
+  assert.deepEqual(got[0], got[1]);
+});
