@@ -176,8 +176,8 @@ class Live(unittest.TestCase):
         items = [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]
         late = {"role": "user", "content": "late"}
 
-        def compact(read, args, wrapper):
-            asyncio.run(other.add_items([late]))  # another pod, mid-compaction
+        async def compact(read, args, wrapper):
+            await other.add_items([late])  # another pod, mid-compaction
             return [{"type": "compaction", "encrypted_content": "of %d" % len(read)}]
 
         s = SidecarSession(sc, user, "chat-1", compact=compact)
