@@ -178,6 +178,9 @@ type MessageTransaction struct {
 	CallID         string               `json:"call_id,omitempty"`
 	Message        *MessageInput        `json:"message,omitempty"`
 	Replacements   []MessageReplacement `json:"replacements,omitempty"`
+	// ExpectedLeaf (replace_history): the id of the latest message read
+	// ("" for an empty history); nil sends none
+	ExpectedLeaf *string `json:"expected_leaf,omitempty"`
 }
 
 // MessageReplacement is one replace_function_call of a transaction's

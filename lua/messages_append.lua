@@ -11,7 +11,9 @@
 -- ARGV[9] SESSION_MAX_MESSAGES
 -- ARGV[10] the Idempotency-Key, or '' (the 1 000 newest are kept)
 -- ARGV[11] SESSION_COMPACT_AFTER_TOKENS (0 = never)
--- ARGV[12..] per message, seven values: id, fingerprint (of the fields a
+-- ARGV[12] the answer's byte cap for a repeat by Idempotency-Key (its
+--   stored messages are answered while within it, then 'truncated')
+-- ARGV[13..] per message, seven values: id, fingerprint (of the fields a
 --   retry must repeat), tokens, body (the message's JSON object without
 --   parent_id and created_at, which this script appends), and for the
 --   search index its terms ("term tf ...", '' = not indexed), length and
@@ -22,7 +24,8 @@
 -- returns (reply.lua) {'ok', 'stored', message...} stored ('started'
 --   when this started the session); {'dup', message...} the stored
 --   messages of a retry (the same ids with the same fields, or the same
---   Idempotency-Key): nothing written; and, with nothing written,
+--   Idempotency-Key, then within ARGV[12] bytes and ending 'truncated'
+--   when cut): nothing written; and, with nothing written,
 --   {'ok', 'leaf_moved', the latest leaf ('' = none)} (If-Match),
 --   {'ok', 'unknown_parent', ARGV[8]}, {'refused', code, text} for
 --   'id_conflict' (an id held with other fields), 'session_full' and
@@ -33,10 +36,11 @@
 
 local c = msgtree.open(session.open(KEYS, ARGV))
 local batch = {}
-for i = 12, #ARGV, 7 do
+for i = 13, #ARGV, 7 do
   batch[#batch + 1] = { id = ARGV[i], fp = ARGV[i + 1], tokens = tonumber(ARGV[i + 2]), body = ARGV[i + 3],
     spec = ARGV[i + 4], len = tonumber(ARGV[i + 5]), preview = ARGV[i + 6] }
 end
 local if_match
 if ARGV[5] == '1' then if_match = ARGV[6] end
-return messages.append(c, batch, ARGV[7], ARGV[8], if_match, tonumber(ARGV[9]), ARGV[10], tonumber(ARGV[11]))
+return messages.append(c, batch, ARGV[7], ARGV[8], if_match, tonumber(ARGV[9]), ARGV[10], tonumber(ARGV[11]),
+  tonumber(ARGV[12]))

@@ -15,12 +15,16 @@
 -- ARGV[1..4] TTL, max entries, user_id, session_id (lib/session.lua)
 -- ARGV[5] the operation id
 -- ARGV[6] the transaction's digest (hex; a repeat must hold the same)
--- ARGV[7] 'suffix' (the segment ARGV[12..] is replaced; k = 0 appends)
+-- ARGV[7] 'suffix' (the segment ARGV[13..] is replaced; k = 0 appends)
 --   or 'whole' (every message and compaction goes, as messages_clear)
 -- ARGV[8] '1' when the caller found that the stored suffix differs from
 --   the expected one: refused as suffix_mismatch unless a repeat
 -- ARGV[9] SESSION_MAX_MESSAGES, ARGV[10] SESSION_COMPACT_AFTER_TOKENS
--- ARGV[11] k, then k pairs (id, fingerprint): the segment, oldest first
+-- ARGV[11] the answer's byte cap for a repeat (the first time's messages
+--   are answered while within it, then 'truncated')
+-- ARGV[12] k, then k pairs (id, fingerprint): the segment, oldest first;
+--   for 'whole', k = 1 names the latest leaf the caller read ('' = none;
+--   any other leaf: suffix_mismatch) and k = 0 checks nothing
 -- then per new message, eight values: 'new' or 'keep' (a message of the
 --   segment kept as stored, e.g. after a replaced function call), id, and
 --   for 'new' the fingerprint, tokens, body (messages_append's), search
@@ -30,7 +34,7 @@
 -- append does.
 -- returns (reply.lua) {'ok', 'stored'|'started', message...} the messages
 --   written; {'dup', message...} a repeat: those of the first time still
---   held; with nothing written, {'ok', 'suffix_mismatch', id} (the stored
+--   held (within ARGV[11] bytes, then 'truncated' when cut); with nothing written, {'ok', 'suffix_mismatch', id} (the stored
 --   suffix differs, id the first message that differs or ''),
 --   {'refused', code, text} for 'operation_conflict', 'has_children' (a
 --   message of the segment has another branch), 'id_conflict',
@@ -48,10 +52,10 @@ local MAX_KEYS = 1000
 local fmt_int, node = msgtree.fmt_int, msgtree.node
 local c = msgtree.open(session.open(KEYS, ARGV))
 local op, digest, whole, differs = 'tx ' .. ARGV[5], ARGV[6], ARGV[7] == 'whole', ARGV[8] == '1'
-local max, suggest, k = tonumber(ARGV[9]), tonumber(ARGV[10]) or 0, tonumber(ARGV[11])
+local max, suggest, max_bytes, k = tonumber(ARGV[9]), tonumber(ARGV[10]) or 0, tonumber(ARGV[11]), tonumber(ARGV[12])
 local expected, entries = {}, {}
-for i = 1, k do expected[i] = { id = ARGV[10 + 2 * i], fp = ARGV[11 + 2 * i] } end
-for i = 12 + 2 * k, #ARGV, 8 do
+for i = 1, k do expected[i] = { id = ARGV[11 + 2 * i], fp = ARGV[12 + 2 * i] } end
+for i = 13 + 2 * k, #ARGV, 8 do
   entries[#entries + 1] = { keep = ARGV[i] == 'keep', id = ARGV[i + 1], fp = ARGV[i + 2], tokens = tonumber(ARGV[i + 3]),
     body = ARGV[i + 4], spec = ARGV[i + 5], len = tonumber(ARGV[i + 6]), preview = ARGV[i + 7] }
 end
@@ -68,12 +72,7 @@ if held then
     return reply.refused('operation_conflict', 'operation ' .. ARGV[5] ..
       ' was already applied with another transaction; nothing was written')
   end
-  local out = reply.dup()
-  for id in string.gmatch(ids, '%S+') do
-    local m = redis.call('HGET', c.msgs, id)
-    if m then out[#out + 1] = m end
-  end
-  return out
+  return messages.dup_answer(c, ids, max_bytes)
 end
 if differs then return reply.ok('suffix_mismatch', '') end
 
@@ -81,6 +80,7 @@ if differs then return reply.ok('suffix_mismatch', '') end
 local leaf_id, seq = msgtree.rec_msgs(c)
 local parent = node(c, leaf_id)
 local gone, gone_set = {}, {}
+if whole and k == 1 and (leaf_id or '') ~= expected[1].id then return reply.ok('suffix_mismatch', leaf_id or '') end
 if not whole then
   local n = parent
   for i = k, 1, -1 do

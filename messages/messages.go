@@ -145,6 +145,9 @@ func (m *Module) appendMessages(w http.ResponseWriter, r *http.Request) error {
 		status = http.StatusCreated
 		m.appended.Add(float64(len(st.Messages)))
 	}
+	if st.Cut {
+		w.Header().Set(TruncatedHeader, "true")
+	}
 	if !batch && len(st.Messages) == 1 {
 		sidecar.WriteBody(w, status, st.Messages[0])
 		return nil

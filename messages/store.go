@@ -24,24 +24,50 @@ type Store struct {
 }
 
 // Stored is what a write answered: the stored messages, and whether they
-// were written now (false: a retry, nothing written).
+// were written now (false: a retry, nothing written). Cut: a retry's
+// answer was cut at the answer's byte cap (Sidecar-Truncated).
 type Stored struct {
 	Messages [][]byte
 	Created  bool
+	Cut      bool
 }
 
 // Append stores msgs chained in order under parent, all or nothing.
 // ifMatch is the latest leaf the caller expects (nil: no check); key the
 // Idempotency-Key or "".
 func (s *Store) Append(ctx context.Context, user, session string, msgs []message, parent parentRef, ifMatch *string, key string) (Stored, error) {
-	args := make([]string, 0, 7+7*len(msgs))
+	// a repeat by Idempotency-Key answers the first append's messages as
+	// stored: a read, counted against the answer's byte cap
+	maxBytes, done := 0, func(int) {}
+	if key != "" {
+		var err error
+		if maxBytes, done, err = sidecar.ReserveAnswer(ctx, s.cfg.MaxAnswerBytes); err != nil {
+			return Stored{}, err
+		}
+	}
+	st, err := s.append(ctx, user, session, msgs, parent, ifMatch, key, maxBytes)
+	done(answerSize(st.Messages))
+	return st, err
+}
+
+// answerSize is the bytes of msgs.
+func answerSize(msgs [][]byte) int {
+	n := 0
+	for _, m := range msgs {
+		n += len(m)
+	}
+	return n
+}
+
+func (s *Store) append(ctx context.Context, user, session string, msgs []message, parent parentRef, ifMatch *string, key string, maxBytes int) (Stored, error) {
+	args := make([]string, 0, 8+7*len(msgs))
 	if ifMatch != nil {
 		args = append(args, "1", *ifMatch)
 	} else {
 		args = append(args, "0", "")
 	}
 	args = append(args, parent.Mode, parent.ID, strconv.Itoa(s.cfg.MaxMessages), key,
-		strconv.FormatInt(s.cfg.CompactAfterTokens, 10))
+		strconv.FormatInt(s.cfg.CompactAfterTokens, 10), strconv.Itoa(maxBytes))
 	for _, m := range msgs {
 		args = append(args, m.ID, m.FP, strconv.FormatInt(m.Tokens, 10), string(m.Body))
 		args = append(args, s.searchArgs(m)...)
@@ -81,6 +107,10 @@ func (s *Store) stored(script string, r lua.Reply, user, session string) (Stored
 	msgs, err := texts(r, from)
 	if err != nil {
 		return Stored{}, redisstore.Wrap(script, err)
+	}
+	// a repeat's answer cut at its byte cap ends with 'truncated'
+	if n := len(msgs); r.Dup && n > 0 && string(msgs[n-1]) == "truncated" {
+		msgs, out.Cut = msgs[:n-1], true
 	}
 	out.Messages = msgs
 	return out, nil

@@ -44,6 +44,9 @@ type txIn struct {
 	// Replacements: several replace_function_calls in one transaction,
 	// applied in order (instead of call_id and message)
 	Replacements []callReplacement `json:"replacements"`
+	// ExpectedLeaf (replace_history, optional): the id of the latest
+	// message the caller read, "" for none; another latest leaf refuses
+	ExpectedLeaf *string `json:"expected_leaf"`
 }
 
 // txEntry is a message a transaction writes: new, or one of the replaced
@@ -59,7 +62,7 @@ type txSeg struct{ ID, FP string }
 // txArgs is one run of lua/messages_transaction.lua.
 type txArgs struct {
 	OpID, Digest string
-	Whole        bool // every message goes (replace_history)
+	Whole        bool // every message goes (replace_history); Segment: the expected leaf, if any
 	Differs      bool // the stored suffix differs from the expected one
 	Segment      []txSeg
 	Entries      []txEntry
@@ -86,9 +89,17 @@ func (s *Store) Transaction(ctx context.Context, user, session string, t txArgs)
 	if t.Whole {
 		kind = "whole"
 	}
-	args := make([]string, 0, 7+2*len(t.Segment)+8*len(t.Entries))
+	// a repeat answers the first time's messages as stored: a read,
+	// counted against the answer's byte cap
+	maxBytes, done, err := sidecar.ReserveAnswer(ctx, s.cfg.MaxAnswerBytes)
+	if err != nil {
+		return Stored{}, err
+	}
+	var st Stored
+	defer func() { done(answerSize(st.Messages)) }()
+	args := make([]string, 0, 8+2*len(t.Segment)+8*len(t.Entries))
 	args = append(args, t.OpID, t.Digest, kind, flag(t.Differs), strconv.Itoa(s.cfg.MaxMessages),
-		strconv.FormatInt(s.cfg.CompactAfterTokens, 10), strconv.Itoa(len(t.Segment)))
+		strconv.FormatInt(s.cfg.CompactAfterTokens, 10), strconv.Itoa(maxBytes), strconv.Itoa(len(t.Segment)))
 	for _, g := range t.Segment {
 		args = append(args, g.ID, g.FP)
 	}
@@ -110,7 +121,8 @@ func (s *Store) Transaction(ctx context.Context, user, session string, t txArgs)
 			return Stored{}, errSuffixMismatch
 		}
 	}
-	return s.stored(lua.MessagesTransaction.Name, r, user, session)
+	st, err = s.stored(lua.MessagesTransaction.Name, r, user, session)
+	return st, err
 }
 
 // tail reads the newest n messages of the latest raw path (no compaction
@@ -297,6 +309,15 @@ func (m *Module) transaction(w http.ResponseWriter, r *http.Request) error {
 	if t.Entries, err = checkNew("messages", in.Messages, m.cfg.MaxItemBytes); err != nil {
 		return err
 	}
+	if in.ExpectedLeaf != nil {
+		if in.Type != TxReplaceHistory {
+			return bad("expected_leaf", "is not a field of a %s transaction", in.Type)
+		}
+		if *in.ExpectedLeaf != "" && !sidecar.ValidID(*in.ExpectedLeaf) {
+			return bad("expected_leaf", "must be a message id, or \"\" for an empty history")
+		}
+		t.Segment = []txSeg{{ID: *in.ExpectedLeaf}}
+	}
 	if in.Type == TxAppendItems && len(t.Entries) == 0 {
 		return bad("messages", "must hold 1 to %d messages", MaxBatch)
 	}
@@ -308,6 +329,11 @@ func (m *Module) transaction(w http.ResponseWriter, r *http.Request) error {
 	case TxReplaceHistory:
 		t.Whole = true
 		st, err = m.store.Transaction(ctx, user, session, t)
+		if errors.Is(err, errSuffixMismatch) {
+			err = redisstore.Refuse(redisstore.ErrConflict, "suffix_mismatch",
+				"the latest message of session %s/%s is not expected_leaf %q: the history changed since it was read; nothing was written",
+				user, session, *in.ExpectedLeaf)
+		}
 	case TxReplaceSuffix:
 		st, err = m.replaceSuffix(ctx, user, session, t, in.ExpectedSuffix)
 	case TxReplaceFunctionCall:
@@ -324,6 +350,9 @@ func (m *Module) transaction(w http.ResponseWriter, r *http.Request) error {
 	if st.Created {
 		status = http.StatusCreated
 		m.appended.Add(float64(len(st.Messages)))
+	}
+	if st.Cut {
+		w.Header().Set(TruncatedHeader, "true")
 	}
 	head := `{"operation_id":` + string(jsonString(t.OpID)) + `,"applied":` + strconv.FormatBool(st.Created) + `,"messages":[`
 	sidecar.WriteBody(w, status, listObject(head, st.Messages, "]}"))
@@ -467,12 +496,23 @@ func (m *Module) replaceFunctionCall(ctx context.Context, user, session string, 
 			}
 			cur = next
 		}
+		// refused here unless a repeat: the script checks the operation id
+		// first, so a retry after the call left the path answers the first
+		// result
+		var refusal error
 		if first == len(path) {
-			return Stored{}, redisstore.NotFound("the latest path of session %s/%s has no function call of the replacements", user, session)
-		}
-		if len(path)-first > MaxBatch {
-			return Stored{}, redisstore.Refuse(redisstore.ErrConflict, "transaction_too_large",
+			refusal = redisstore.NotFound("the latest path of session %s/%s has no function call of the replacements", user, session)
+		} else if len(path)-first > MaxBatch {
+			refusal = redisstore.Refuse(redisstore.ErrConflict, "transaction_too_large",
 				"the first call replaced is %d messages from the latest one; a transaction rewrites at most %d; nothing was written", len(path)-first, MaxBatch)
+		}
+		if refusal != nil {
+			t.Segment, t.Entries, t.Differs = nil, nil, true
+			st, err := m.store.Transaction(ctx, user, session, t)
+			if errors.Is(err, errSuffixMismatch) {
+				return Stored{}, refusal
+			}
+			return st, err
 		}
 		t.Segment, t.Entries = seg[first:], nil
 		for _, e := range cur {

@@ -426,3 +426,146 @@ func TestTransactionsOnDemandIndex(t *testing.T) {
 		}
 	})
 }
+
+// replace_history with expected_leaf (the id of the latest message the
+// caller read, "" for none) is refused with nothing written when another
+// message became the latest since: a compaction never erases another
+// pod's turn. A repeat still answers the first result.
+func TestReplaceHistoryExpectedLeaf(t *testing.T) {
+	redisstoretest.Each(t, func(t *testing.T, srv *redisstoretest.Server) {
+		h := start(t, srv, nil)
+		tx(t, h, `{"operation_id":"l1","type":"append_items","messages":[{"id":"a","role":"user","content":"q"}]}`, 201, "")
+		// another pod's turn after the compaction read "a"
+		tx(t, h, `{"operation_id":"l2","type":"append_items","messages":[{"id":"b","role":"assistant","content":"x"}]}`, 201, "")
+		before := snapshot(t, srv)
+		for _, leaf := range []string{`"a"`, `""`, `"nope"`} {
+			tx(t, h, `{"operation_id":"l3","type":"replace_history","expected_leaf":`+leaf+`,"messages":[{"role":"system","content":"summary"}]}`, 409, "suffix_mismatch")
+		}
+		if got := snapshot(t, srv); got != before {
+			t.Fatalf("a refused replace_history wrote:\n%s\nwas\n%s", got, before)
+		}
+		for _, body := range []string{
+			`{"operation_id":"l3","type":"replace_history","expected_leaf":"bad/id","messages":[]}`,
+			`{"operation_id":"l3","type":"append_items","expected_leaf":"b","messages":[{"role":"user","content":"q"}]}`,
+		} {
+			tx(t, h, body, 400, "invalid_field")
+		}
+		ok := `{"operation_id":"l4","type":"replace_history","expected_leaf":"b","messages":[{"id":"s","role":"system","content":"summary"}]}`
+		tx(t, h, ok, 201, "")
+		if got := ids(path(t, h, "compacted=false")); got != "s" {
+			t.Fatalf("after replace_history: %s", got)
+		}
+		// a repeat answers the first result though the leaf is now "s"
+		if again := tx(t, h, ok, 200, ""); again.Applied || len(again.Messages) != 1 {
+			t.Fatalf("repeat: %+v", again)
+		}
+		// "" expects an empty history
+		tx(t, h, `{"operation_id":"l5","type":"replace_history","expected_leaf":"","messages":[]}`, 409, "suffix_mismatch")
+		tx(t, h, `{"operation_id":"l6","type":"replace_history","expected_leaf":"s","messages":[]}`, 201, "")
+		tx(t, h, `{"operation_id":"l7","type":"replace_history","expected_leaf":"","messages":[{"id":"t","role":"system","content":"s2"}]}`, 201, "")
+	})
+}
+
+// A repeated transaction, or a repeated append by Idempotency-Key, answers
+// the first time's messages within the answer's byte cap (counted before
+// each is read, at least one), with Sidecar-Truncated when the cap left
+// some out: a repeat is not one reply of a thousand 1 MiB messages.
+func TestRepeatWithinTheAnswerCap(t *testing.T) {
+	redisstoretest.Each(t, func(t *testing.T, srv *redisstoretest.Server) {
+		h := start(t, srv, envconf.Env{"SIDECAR_MAX_ANSWER_BYTES": "70000"})
+		big := strings.Repeat("x", 30000)
+		var list []string
+		for i := range 5 {
+			list = append(list, fmt.Sprintf(`{"id":"m%d","role":"assistant","content":%q}`, i, big))
+		}
+		check := func(rep sidecartest.Reply, status, want int, cut bool) {
+			t.Helper()
+			var a struct{ Messages []msg }
+			if rep.Status != status {
+				t.Fatalf("got %s, want %d", rep, status)
+			}
+			rep.JSON(t, &a)
+			if len(a.Messages) != want || (rep.Header.Get("Sidecar-Truncated") == "true") != cut {
+				t.Fatalf("%d messages, Sidecar-Truncated %q; want %d, cut %v", len(a.Messages), rep.Header.Get("Sidecar-Truncated"), want, cut)
+			}
+			for i, m := range a.Messages {
+				if m.ID != fmt.Sprintf("m%d", i) && m.ID != fmt.Sprintf("k%d", i) {
+					t.Fatalf("message %d is %s", i, m.ID)
+				}
+			}
+		}
+		body := `{"operation_id":"big","type":"append_items","messages":[` + strings.Join(list, ",") + `]}`
+		check(h.Do(t, "POST", txPath, body), 201, 5, false)
+		check(h.Do(t, "POST", txPath, body), 200, 2, true)
+
+		batch := `{"messages":[` + strings.ReplaceAll(strings.Join(list, ","), `"id":"m`, `"id":"k`) + `]}`
+		check(h.Do(t, "POST", msgs, batch, "Idempotency-Key", "k"), 201, 5, false)
+		before := snapshot(t, srv)
+		check(h.Do(t, "POST", msgs, batch, "Idempotency-Key", "k"), 200, 2, true)
+		if got := snapshot(t, srv); got != before {
+			t.Fatalf("a repeat wrote:\n%s\nwas\n%s", got, before)
+		}
+	})
+}
+
+// A replace_function_call retried after its call left the latest path
+// answers the first result (applied false), not 404: the operation id is
+// checked before the call is looked up.
+func TestReplaceFunctionCallRetryAfterTheCallLeft(t *testing.T) {
+	redisstoretest.Each(t, func(t *testing.T, srv *redisstoretest.Server) {
+		h := start(t, srv, nil)
+		tx(t, h, `{"operation_id":"f1","type":"append_items","messages":[`+item("q")+`,`+call("c1", "{}")+`]}`, 201, "")
+		rf := `{"operation_id":"f2","type":"replace_function_call","call_id":"c1","message":` + call("c1", `{"x":1}`) + `}`
+		tx(t, h, rf, 201, "")
+		tx(t, h, `{"operation_id":"f3","type":"replace_suffix","expected_suffix":[`+call("c1", `{"x":1}`)+`],"messages":[]}`, 201, "")
+		before := snapshot(t, srv)
+		if again := tx(t, h, rf, 200, ""); again.Applied {
+			t.Fatalf("retry: %+v", again)
+		}
+		if got := snapshot(t, srv); got != before {
+			t.Fatalf("the retry wrote:\n%s\nwas\n%s", got, before)
+		}
+		// another operation with no such call is still 404
+		tx(t, h, `{"operation_id":"f4","type":"replace_function_call","call_id":"c1","message":`+call("c1", `{"x":2}`)+`}`, 404, "not_found")
+	})
+}
+
+// A compaction racing another pod's append: replace_history with the leaf
+// it read either applies (and the append it did not read comes after it)
+// or is refused; an appended message is never erased unread.
+func TestReplaceHistoryExpectedLeafConcurrent(t *testing.T) {
+	redisstoretest.Each(t, func(t *testing.T, srv *redisstoretest.Server) {
+		h := start(t, srv, nil)
+		tx(t, h, `{"operation_id":"seed","type":"append_items","messages":[{"id":"p","role":"user","content":"q"}]}`, 201, "")
+		for i := range 20 {
+			var wg sync.WaitGroup
+			var read string
+			status := 0
+			wg.Add(2)
+			go func() {
+				defer wg.Done()
+				h.Do(t, "POST", msgs, fmt.Sprintf(`{"id":"p%d","role":"user","content":"q"}`, i))
+			}()
+			go func() {
+				defer wg.Done()
+				var p struct{ Messages []msg }
+				h.Do(t, "GET", msgs+"?compacted=false&order=desc&limit=1", "").JSON(t, &p)
+				if len(p.Messages) > 0 {
+					read = p.Messages[0].ID
+				}
+				status = h.Do(t, "POST", txPath, fmt.Sprintf(
+					`{"operation_id":"c%d","type":"replace_history","expected_leaf":%q,"messages":[{"id":"s%d","role":"system","content":"summary"}]}`,
+					i, read, i)).Status
+			}()
+			wg.Wait()
+			got := ids(path(t, h, "compacted=false&limit=1000"))
+			has := slices.Contains(strings.Split(got, ","), fmt.Sprint("p", i))
+			switch {
+			case status == 409 && has:
+			case status == 201 && (has || read == fmt.Sprint("p", i)):
+			default:
+				t.Fatalf("round %d: replace_history %d after reading %q, path %s", i, status, read, got)
+			}
+		}
+	})
+}

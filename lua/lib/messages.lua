@@ -57,20 +57,36 @@ local function has_children(id)
     ' has children: delete them first, or pass ?subtree=true to delete it with every descendant')
 end
 
+-- dup_answer is a repeat's answer {'dup', message...}: the messages of ids
+-- (space-separated) still held, in order, while their bytes (counted with
+-- HSTRLEN before each is read) stay within max_bytes, the first always;
+-- then 'truncated' when the cap cut it (the Go side's Sidecar-Truncated).
+local function dup_answer(c, ids, max_bytes)
+  local out, size = reply.dup(), 0
+  for id in string.gmatch(ids, '%S+') do
+    local n = redis.call('HSTRLEN', c.msgs, id)
+    if n > 0 then
+      size = size + n + 1
+      if size > max_bytes and #out > 1 then
+        out[#out + 1] = 'truncated'
+        return out
+      end
+      out[#out + 1] = redis.call('HGET', c.msgs, id)
+    end
+  end
+  return out
+end
+
 -- keyed returns the stored messages of an append made with Idempotency-Key
 -- key, or nil when the ring does not hold the key (or they are all gone).
-local function keyed(c, key)
+local function keyed(c, key, max_bytes)
   if key == '' then return nil end
   local ids = ring.get(c.mkeys, key, true)
   if not ids then return nil end
-  local out = {}
-  for id in string.gmatch(ids, '%S+') do
-    local m = redis.call('HGET', c.msgs, id)
-    if m then out[#out + 1] = m end
-  end
+  local out = dup_answer(c, ids, max_bytes)
   -- every message of that append is gone since: the key is stale, and the
   -- append is made again (its slot in the ring is taken anew)
-  if #out == 0 then return nil end
+  if #out == 1 then return nil end
   return out
 end
 
@@ -223,22 +239,19 @@ end
 -- preview=} in order; mode 'latest' (parent: the latest leaf), 'root' or
 -- 'id' (parent pid); if_match nil or the leaf the caller expects; max the
 -- most messages a session holds; key the Idempotency-Key or ''; suggest
--- SESSION_COMPACT_AFTER_TOKENS (nil or 0 = never). Returns the script's
+-- SESSION_COMPACT_AFTER_TOKENS (nil or 0 = never); max_bytes the byte cap
+-- of a keyed repeat's answer (dup_answer). Returns the script's
 -- answer (messages_append.lua): {'ok', 'stored'|'started', message...},
 -- {'dup', message...}, {'ok', 'leaf_moved'|'unknown_parent', detail} or a
 -- refusal.
-local function append(c, batch, mode, pid, if_match, max, key, suggest)
+local function append(c, batch, mode, pid, if_match, max, key, suggest, max_bytes)
   for _, m in ipairs(batch) do m.spec = search.wanted(c, m.spec) end
   local refused = check_keys(c) or search.check_terms(c, batch)
   if refused then return refused end
   local bad = session.check_finish(c, nil, false, false)
   if bad then return reply.bad_key(bad) end
-  local again = keyed(c, key)
-  if again then
-    local out = reply.dup()
-    for _, m in ipairs(again) do out[#out + 1] = m end
-    return out
-  end
+  local again = keyed(c, key, max_bytes)
+  if again then return again end
   local leaf, seq = msgtree.rec_msgs(c)
   if if_match and if_match ~= (leaf or '') then return reply.ok('leaf_moved', leaf or '') end
   -- ids the session holds already: all of them identical is a retry (one
@@ -335,5 +348,6 @@ return {
   drop_compactions = drop_compactions,
   suggest_crossed = suggest_crossed,
   id_conflict = id_conflict,
+  dup_answer = dup_answer,
   append = append,
 }

@@ -32,7 +32,7 @@ import inspect
 import uuid
 from typing import Any, Callable, Dict, List, Optional
 
-from .errors import NotFound
+from .errors import Conflict, NotFound
 
 FORMAT = "openai.responses"
 _PAGE = 1000  # the largest page the messages API serves
@@ -120,14 +120,22 @@ class SidecarSession:
                 if not after or not page["messages"]:
                     break
             return list(reversed(newest[:limit]))
+        return self._read_all()[0]
+
+    def _read_all(self) -> Any:
+        """Every item, oldest first, and the id of the latest message read
+        ("" for none)."""
+        sc, u, s = self.sidecar, self.user_id, self.session_id
         items: List[Dict[str, Any]] = []
-        after = None
+        leaf, after = "", None
         while True:
             page = sc.list_messages(u, s, order="asc", limit=_PAGE, after=after, compacted=False)
             items.extend(_item(m) for m in page["messages"])
+            if page["messages"]:
+                leaf = page["messages"][-1]["id"]
             after = page.get("next_cursor")
             if not after or not page["messages"]:
-                return items
+                return items, leaf
 
     async def add_items(self, items: List[Dict[str, Any]], *, wrapper: Any = None) -> None:
         """Append the items, in order, in one call (all or nothing)."""
@@ -154,11 +162,17 @@ class SidecarSession:
         except NotFound:
             pass
 
-    async def replace_history(self, items: List[Dict[str, Any]], *, wrapper: Any = None) -> None:
+    async def replace_history(self, items: List[Dict[str, Any]], *, wrapper: Any = None,
+                              expected_leaf: Optional[str] = None) -> None:
         """Replace every item by ``items`` (a compaction's output) in one
         atomic, idempotent transaction of the API (``replace_history``):
-        readers see the old history or the new one, never an empty one."""
+        readers see the old history or the new one, never an empty one.
+        ``expected_leaf``: the id of the latest message the caller read
+        ("" for none); when another message is the latest now,
+        :class:`Conflict` ``suffix_mismatch`` with nothing changed."""
         tx = {"operation_id": str(uuid.uuid4()), "type": "replace_history", "messages": _messages(items)}
+        if expected_leaf is not None:
+            tx["expected_leaf"] = expected_leaf
         await self._run(self.sidecar.apply_message_transaction, self.user_id, self.session_id, tx)
 
     async def run_compaction(self, args: Optional[Dict[str, Any]] = None, *, wrapper: Any = None) -> None:
@@ -166,15 +180,23 @@ class SidecarSession:
         runner calls after each persisted turn: runs ``compact`` (given to
         the constructor) on the whole history and replaces the history with
         its answer in one transaction; nothing without ``compact`` or when
-        it answers None."""
+        it answers None. The history is replaced only while its latest
+        message is still the last one read (``expected_leaf``): when another
+        pod appended meanwhile, nothing is replaced (its turn stays; the
+        next turn compacts again)."""
         if self.compact is None:
             return
-        out = self.compact(await self.get_items(), args, wrapper)
+        items, leaf = await self._run(self._read_all)
+        out = self.compact(items, args, wrapper)
         if inspect.isawaitable(out):
             out = await out
         if out is None:
             return
-        await self.replace_history(list(out))
+        try:
+            await self.replace_history(list(out), expected_leaf=leaf)
+        except Conflict as e:
+            if e.code != "suffix_mismatch":
+                raise
 
 
 __all__ = ["SidecarSession", "FORMAT"]

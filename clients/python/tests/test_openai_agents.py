@@ -7,6 +7,7 @@ import threading
 import unittest
 
 from agentsidecar import Sidecar
+from agentsidecar.errors import Conflict
 from agentsidecar.openai_agents import FORMAT, SidecarSession
 
 from .support import URL, has_route, unique
@@ -162,6 +163,35 @@ class Live(unittest.TestCase):
                 asyncio.run(s.run_compaction())
                 self.assertEqual(calls, [(2, {"response_id": "r1"}, "w"), (3, None, None)])
                 self.assertEqual(asyncio.run(s.get_items()), [{"type": "compaction", "encrypted_content": "of 3"}, items[2]])
+
+    def test_compaction_never_erases_a_later_turn(self):
+        """run_compaction replaces the history only while its latest message
+        is the last one read: another pod's turn appended while compact ran
+        stays, nothing replaced; replace_history(expected_leaf=) refuses
+        with Conflict suffix_mismatch."""
+        sc = Sidecar(URL)
+        self.addCleanup(sc.close)
+        user = unique("py-compact-race")
+        other = SidecarSession(sc, user, "chat-1")
+        items = [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]
+        late = {"role": "user", "content": "late"}
+
+        async def compact(read, args, wrapper):
+            await other.add_items([late])  # another pod, mid-compaction
+            return [{"type": "compaction", "encrypted_content": "of %d" % len(read)}]
+
+        s = SidecarSession(sc, user, "chat-1", compact=compact)
+        asyncio.run(s.add_items(items))
+        asyncio.run(s.run_compaction())
+        self.assertEqual(asyncio.run(other.get_items()), items + [late], "nothing replaced")
+        with self.assertRaises(Conflict) as cm:
+            asyncio.run(s.replace_history([], expected_leaf="nope"))
+        self.assertEqual(cm.exception.code, "suffix_mismatch")
+        self.assertEqual(asyncio.run(other.get_items()), items + [late])
+        # nothing in between: applied
+        done = [{"type": "compaction", "encrypted_content": "all"}]
+        asyncio.run(SidecarSession(sc, user, "chat-1", compact=lambda read, args, wrapper: done).run_compaction())
+        self.assertEqual(asyncio.run(other.get_items()), done)
 
     def test_same_answers_as_the_reference(self):
         sc = Sidecar(URL)

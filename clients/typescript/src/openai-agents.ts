@@ -146,6 +146,12 @@ export class SidecarSession
   /** The runner passes its RunContext to every call (the sidecar keeps no use for it). */
   readonly acceptsRunContext = true as const;
   private readonly compact?: SidecarSessionOptions["compact"];
+  /**
+   * The latest message id the last read of this object saw ("" for none;
+   * undefined once this object wrote since): replaceHistoryWithCompaction's
+   * precondition, as the runner reads the history just before it.
+   */
+  private readLeaf?: string;
 
   constructor(sidecar: Sidecar, userId: string, sessionId: string, options: SidecarSessionOptions = {}) {
     this.sidecar = sidecar;
@@ -172,17 +178,28 @@ export class SidecarSession
       const newest: AgentInputItem[] = [];
       for (let after: string | undefined; newest.length < limit; ) {
         const page = await sc.listMessages(u, s, { order: "desc", limit: Math.min(limit - newest.length, PAGE), after, compacted: false });
+        if (after === undefined) this.readLeaf = page.messages.length ? page.messages[0].id : "";
         newest.push(...page.messages.map(toItem));
         if (!page.next_cursor || page.messages.length === 0) break;
         after = page.next_cursor;
       }
       return newest.slice(0, limit).reverse();
     }
+    const { items, leaf } = await this.readAll();
+    this.readLeaf = leaf;
+    return items;
+  }
+
+  /** Every item, oldest first, and the id of the latest message read ("" for none). */
+  private async readAll(): Promise<{ items: AgentInputItem[]; leaf: string }> {
+    const { sidecar: sc, userId: u, sessionId: s } = this;
     const items: AgentInputItem[] = [];
+    let leaf = "";
     for (let after: string | undefined; ; ) {
       const page = await sc.listMessages(u, s, { order: "asc", limit: PAGE, after, compacted: false });
       items.push(...page.messages.map(toItem));
-      if (!page.next_cursor || page.messages.length === 0) return items;
+      if (page.messages.length) leaf = page.messages[page.messages.length - 1].id;
+      if (!page.next_cursor || page.messages.length === 0) return { items, leaf };
       after = page.next_cursor;
     }
   }
@@ -190,6 +207,7 @@ export class SidecarSession
   /** Appends the items in order, in one call (all or nothing). */
   async addItems(items: AgentInputItem[], _runContext?: RunContext<any>): Promise<void> {
     if (items.length === 0) return;
+    this.readLeaf = undefined;
     await this.sidecar.appendMessages(
       this.userId,
       this.sessionId,
@@ -204,6 +222,7 @@ export class SidecarSession
    * API's rule for an endpoint); overlays over older items stay.
    */
   async popItem(_runContext?: RunContext<any>): Promise<AgentInputItem | undefined> {
+    this.readLeaf = undefined;
     try {
       return toItem(await this.sidecar.popMessage(this.userId, this.sessionId));
     } catch (e) {
@@ -214,6 +233,7 @@ export class SidecarSession
 
   /** Removes every item (the session's record, usage and Q&A entries stay). */
   async clearSession(_runContext?: RunContext<any>): Promise<void> {
+    this.readLeaf = undefined;
     try {
       await this.sidecar.clearMessages(this.userId, this.sessionId);
     } catch (e) {
@@ -223,6 +243,7 @@ export class SidecarSession
 
   /** One history transaction of the API (retried on outages: the operation id makes a repeat harmless). */
   private async transaction(tx: MessageTransaction): Promise<void> {
+    this.readLeaf = undefined;
     await this.sidecar.applyMessageTransaction(this.userId, this.sessionId, tx);
   }
 
@@ -285,21 +306,42 @@ export class SidecarSession
     }
   }
 
-  /** Replaces the whole history by items (a compaction's output) in one transaction. */
+  /**
+   * Replaces the whole history by items (a compaction's output) in one
+   * transaction. When this object's last call was a read (the runner reads
+   * the history just before), only while the latest message is still the
+   * one that read saw (`expected_leaf`): a turn another pod appended since
+   * is never erased; it throws SidecarError 409 `suffix_mismatch` instead,
+   * with nothing changed.
+   */
   async replaceHistoryWithCompaction(items: AgentInputItem[], _runContext?: RunContext<any>): Promise<void> {
-    await this.transaction({ operation_id: randomUUID(), type: "replace_history", messages: items.map(message) });
+    await this.replaceHistory(items, this.readLeaf);
+  }
+
+  private async replaceHistory(items: AgentInputItem[], expectedLeaf: string | undefined): Promise<void> {
+    const tx: MessageTransaction = { operation_id: randomUUID(), type: "replace_history", messages: items.map(message) };
+    if (expectedLeaf !== undefined) tx.expected_leaf = expectedLeaf;
+    await this.transaction(tx);
   }
 
   /**
    * Runs the `compact` function given to the constructor on the whole
-   * history and replaces it with the result in one transaction; null when
-   * there is no such function or it skipped this turn.
+   * history and replaces it with the result in one transaction, only while
+   * the latest message is still the last one read (`expected_leaf`); null
+   * when there is no such function or it skipped this turn. When another
+   * pod appended meanwhile nothing is replaced (its turn stays; the next
+   * turn compacts again) and the compaction's usage is still answered.
    */
   async runCompaction(args?: OpenAIResponsesCompactionArgs, runContext?: RunContext<any>): Promise<OpenAIResponsesCompactionResult | null> {
     if (!this.compact) return null;
-    const out = await this.compact({ items: await this.getItems(), args, runContext });
+    const { items, leaf } = await this.readAll();
+    const out = await this.compact({ items, args, runContext });
     if (!out) return null;
-    await this.replaceHistoryWithCompaction(out.items);
+    try {
+      await this.replaceHistory(out.items, leaf);
+    } catch (e) {
+      if (!(e instanceof SidecarError && e.status === 409 && e.code === "suffix_mismatch")) throw e;
+    }
     return { usage: out.usage };
   }
 }

@@ -1556,12 +1556,12 @@ export interface paths {
         put?: never;
         /**
          * Apply an atomic, idempotent history transaction
-         * @description Changes the latest path (the raw path, `compacted=false`: what the framework adapters read) in one script that also records activity, slides the session's TTL and emits `message_deleted` / `message_appended` events: other readers see the history before or after it, never between. `operation_id` is stored with the change (among the session's 1 000 newest keys, shared with `Idempotency-Key`): the same id with the same transaction (member order aside) answers 200 with the first answer's messages and writes nothing; with another transaction, 409 `operation_conflict`.
+         * @description Changes the latest path (the raw path, `compacted=false`: what the framework adapters read) in one script that also records activity, slides the session's TTL and emits `message_deleted` / `message_appended` events: other readers see the history before or after it, never between. `operation_id` is stored with the change (among the session's 1 000 newest keys, shared with `Idempotency-Key`): the same id with the same transaction (member order aside) answers 200 with the first answer's messages still held (within `SIDECAR_MAX_ANSWER_BYTES`, at least one; cut with the header `Sidecar-Truncated: true`) and writes nothing, also when the function call a `replace_function_call` replaced has left the path since; with another transaction, 409 `operation_conflict`.
          *
          *     - `append_items`: `messages` (1-1000) chained after the latest leaf.
          *     - `replace_suffix`: when the latest path ends with `expected_suffix` (0-1000 messages, compared by role, content, parts, tool fields, item, format and metadata as JSON values, and `id` when given), those messages are removed and `messages` (0-1000) chained in their place; else 409 `suffix_mismatch`.
          *     - `replace_function_call`: the first message of the latest path whose item is the function call `call_id` (`{"type": "function_call", "callId"|"call_id": ...}`) gets `message` (keeping its id and place), later messages of that call are removed, the others stay as stored; `replacements` (1-100 `{call_id, message}`) applies several in order in the one transaction, skipping a call no message holds; at most 1000 messages from the first one changed to the latest leaf.
-         *     - `replace_history`: every message and compaction of the session is removed and `messages` (0-1000) stored as the new history (replace-with-compaction).
+         *     - `replace_history`: every message and compaction of the session is removed and `messages` (0-1000) stored as the new history (replace-with-compaction); with `expected_leaf` only when the latest message is still that one (else 409 `suffix_mismatch`).
          *
          *     New messages take no `parent_id`. A compaction overlay with an endpoint among the removed messages is deleted. The body is at most `SIDECAR_MAX_MESSAGE_BODY_BYTES`.
          */
@@ -2491,6 +2491,8 @@ export interface components {
             messages?: components["schemas"]["MessageInput"][];
             /** @description `replace_suffix`: the latest path's last messages as read, oldest first. */
             expected_suffix?: components["schemas"]["MessageInput"][];
+            /** @description `replace_history`, optional: the id of the latest message of the raw path the caller read (`""`: it read an empty history); when another message is the latest now, 409 `suffix_mismatch` and nothing is written, so a compaction never erases a turn it did not read. */
+            expected_leaf?: string;
             /** @description `replace_function_call`: the call whose message is replaced. */
             call_id?: string;
             /** @description `replace_function_call`: the new message, its item a function call of `call_id`. */
@@ -7506,10 +7508,11 @@ export interface operations {
             };
         };
         responses: {
-            /** @description A retry: the stored messages, nothing written. */
+            /** @description A retry: the stored messages, nothing written (a repeat by `Idempotency-Key` answers them within `SIDECAR_MAX_ANSWER_BYTES`, at least one, cut with the header `Sidecar-Truncated: true`). */
             200: {
                 headers: {
                     "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
+                    "Sidecar-Truncated": components["headers"]["Truncated"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9097,6 +9100,7 @@ export interface operations {
             200: {
                 headers: {
                     "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
+                    "Sidecar-Truncated": components["headers"]["Truncated"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9150,7 +9154,7 @@ export interface operations {
              * @description Conflict; nothing was written.
              *
              *     - `operation_conflict`: the operation id was already applied with another transaction
-             *     - `suffix_mismatch`: the latest messages are not `expected_suffix`
+             *     - `suffix_mismatch`: the latest messages are not `expected_suffix`, or the latest message is not `expected_leaf`
              *     - `has_children`: a message of the replaced suffix has another branch under it
              *     - `id_conflict`: a new message's `id` is held by a message the transaction keeps
              *     - `session_full`: the session would pass `SESSION_MAX_MESSAGES`

@@ -38,7 +38,7 @@ export type MessageTransaction =
   | { operation_id: string; type: "replace_suffix"; expected_suffix: Obj[]; messages: Obj[] }
   | { operation_id: string; type: "replace_function_call"; call_id: string; message: Obj }
   | { operation_id: string; type: "replace_function_call"; replacements: { call_id: string; message: Obj }[] }
-  | { operation_id: string; type: "replace_history"; messages: Obj[] };
+  | { operation_id: string; type: "replace_history"; messages: Obj[]; expected_leaf?: string };
 /** What a transaction wrote; `applied: false` for a repeat of its operation id. */
 export type MessageTransactionResult = { operation_id: string; applied: boolean; messages: Message[] };
 export type Compaction = { id: string; summary: string; from_id: string; to_id: string; created_at: string };

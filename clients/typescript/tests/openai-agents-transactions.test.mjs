@@ -264,6 +264,33 @@ test("replaceHistoryWithCompaction is one transaction: readers see before or aft
   for (const n of seen) assert.ok(n === 150 || n === 3, `a reader saw ${n} items`);
 });
 
+test("a compaction never erases a turn another pod appended after it read", { skip: absent }, async () => {
+  const sc = new Sidecar(URL_);
+  const u = unique("ts-tx-race");
+  const other = new SidecarSession(sc, u, "chat");
+  const usage = { inputTokens: 1, outputTokens: 1, totalTokens: 2 };
+  // runCompaction: the other pod's turn lands while the model summarises
+  const s = new SidecarSession(sc, u, "chat", {
+    compact: async ({ items }) => {
+      await other.addItems([user("late question")]);
+      return { items: [{ type: "compaction", encrypted_content: `summary of ${items.length}` }], usage };
+    },
+  });
+  await s.addItems([user("q"), say("a")]);
+  assert.deepEqual(await s.runCompaction(), { usage }, "the compaction's usage is still answered");
+  assert.deepEqual(await other.getItems(), [user("q"), say("a"), user("late question")], "nothing replaced");
+  // replaceHistoryWithCompaction after the runner's read: the same precondition
+  const read = await s.getItems();
+  await other.addItems([say("late answer")]);
+  await assert.rejects(s.replaceHistoryWithCompaction([{ type: "compaction", encrypted_content: "x" }]),
+    (e) => e.status === 409 && e.code === "suffix_mismatch");
+  assert.deepEqual(await other.getItems(), [...read, say("late answer")]);
+  // read again, nothing in between: applied
+  await s.getItems();
+  await s.replaceHistoryWithCompaction([{ type: "compaction", encrypted_content: "y" }]);
+  assert.deepEqual(await other.getItems(), [{ type: "compaction", encrypted_content: "y" }]);
+});
+
 /** A model that answers from a script and records the input of each call. */
 class ScriptModel {
   constructor(steps) {
