@@ -28,7 +28,8 @@
 -- then per new message, eight values: 'new' or 'keep' (a message of the
 --   segment kept as stored, e.g. after a replaced function call), id, and
 --   for 'new' the fingerprint, tokens, body (messages_append's), search
---   terms, length, preview ('' for 'keep')
+--   terms (prefixed with '?' under SEARCH_INDEX=on-demand: search.wanted),
+--   length, preview ('' for 'keep')
 -- emits message_deleted (the segment's ids, or cleared) and
 -- message_appended for each message written; compaction_suggested as an
 -- append does.
@@ -59,10 +60,10 @@ for i = 13 + 2 * k, #ARGV, 8 do
   entries[#entries + 1] = { keep = ARGV[i] == 'keep', id = ARGV[i + 1], fp = ARGV[i + 2], tokens = tonumber(ARGV[i + 3]),
     body = ARGV[i + 4], spec = ARGV[i + 5], len = tonumber(ARGV[i + 6]), preview = ARGV[i + 7] }
 end
--- under SEARCH_INDEX=on-demand a document is indexed only while the user
--- has an index (search.wanted), as an append's are
-for _, e in ipairs(entries) do e.spec = search.wanted(c, e.spec) end
 
+-- under SEARCH_INDEX=on-demand a spec is written only while the user has
+-- an index (search.wanted), as an append's
+for _, e in ipairs(entries) do e.spec = search.wanted(c, e.spec) end
 local refused = messages.write_checks(c) or search.check_terms(c, entries)
 if refused then return refused end
 local held = ring.get(c.mkeys, op, true)

@@ -1,9 +1,9 @@
 -- search_mark: the user's relevance index marker under SEARCH_INDEX=
 -- on-demand: the user's search statistics hash (c.sstats), whose existence
 -- makes the user's writes index (search.wanted). A relevance search opens
--- it (made with a build cursor when absent, else its TTL slid to the
--- session TTL); the build moves the cursor, a step at a time, newest
--- sessions first, and takes it away when every session is indexed.
+-- it (made with a build cursor when absent, else its TTL slid to at
+-- least the session TTL); the build moves the cursor, a step at a time,
+-- newest sessions first, and takes it away when every session is indexed.
 -- KEYS[1..15] the session's keys, indexes and totals (lib/session.lua; the
 --   session is any of the user's: only the user's keys are touched)
 -- ARGV[1..4] TTL, max entries, user_id, session_id (lib/session.lua)
@@ -36,5 +36,8 @@ if redis.call('EXISTS', c.sstats) == 0 then
   redis.call('HSET', c.sstats, 'build', '+inf')
   made = 1
 end
-if ttl > 0 then redis.call('EXPIRE', c.sstats, ttl) end
+-- at least the TTL: the writes of a longer-lived session (or of one
+-- without expiry) gave it more, and it must outlive what it counts
+local p = redis.call('PTTL', c.sstats)
+if ttl > 0 and (made == 1 or (p >= 0 and p < ttl * 1000)) then redis.call('EXPIRE', c.sstats, ttl) end
 return reply.ok(redis.call('HGET', c.sstats, 'build') or '', made)

@@ -95,12 +95,26 @@ func TestSearchDeleteForgets(t *testing.T) {
 				if rep := h.Do(t, "GET", "/v1/users/alice/search?q=wombat+numbat", ""); rep.Status != 200 || !strings.Contains(rep.Body, "msg-numbat") {
 					t.Fatalf("before the deletes: %s", rep)
 				}
+				secrets := []string{"quokka", "platypus", "wombat", "numbat", "termit", "burrow", "chat-gone", "qa-gone", "msg-gone", "diabet", "insulin", "medic", "bank", "4321", "secret", "zanzibar", "holiday"}
+				// each is in the index before the deletes (a word never
+				// written would pass the check below whatever the deletes do)
+				before := redisText(t, srv)
+				for _, w := range secrets {
+					found := false
+					for k, text := range before {
+						if strings.HasPrefix(k, "agent_search") && (strings.Contains(k, w) || strings.Contains(text, w)) {
+							found = true
+						}
+					}
+					if !found {
+						t.Errorf("%q is in no search key before the deletes", w)
+					}
+				}
 				for _, p := range []string{gone, kept + "/entries/qa-quokka", kept + "/messages/msg-platypus", kept + "/messages/msg-wombat?subtree=true"} {
 					if rep := h.Do(t, "DELETE", p, ""); rep.Status != 204 && rep.Status != 200 {
 						t.Fatalf("DELETE %s: %s", p, rep)
 					}
 				}
-				secrets := []string{"quokka", "platypus", "wombat", "numbat", "termit", "burrow", "chat-gone", "qa-gone", "msg-gone", "diabet", "insulin", "medic", "bank", "4321", "secret", "zanzibar", "holiday"}
 				for k, text := range redisText(t, srv) {
 					if strings.HasPrefix(k, "agent_session_events:") {
 						continue // the deleted session's tombstone; the kept one's history (the events module's)

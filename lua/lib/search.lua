@@ -254,16 +254,15 @@ local function retire(c, docs, fields)
   redis.call('HSET', c.sstats, 'purge', id)
 end
 
--- PURGE_SCAN is how many fields a purge step asks HSCAN for.
-local PURGE_SCAN = 16
+local PURGE_SCAN = 16 -- the fields a purge step asks HSCAN for
 
 -- purge_step removes the postings and documents of the user's purge keys
--- (unindex_all) until about budget terms are touched: returns whether
--- more is left. A purge key gone (expired with its session) leaves the
--- queue; a key emptied is deleted, and the queue field with the last.
+-- (unindex_all) for about budget commands (ZREM a term, HDEL a document,
+-- HSCAN a page; past it by one document's terms): whether more is left.
+-- A purge key gone (expired) leaves the queue; one emptied is deleted.
 local function purge_step(c, budget)
   local q = redis.call('HGET', c.sstats, 'purge') or ''
-  local touched = 0
+  local touched, dropped = 0, 0
   while q ~= '' and touched < budget do
     local id = string.match(q, '^(%d+)')
     local key = session.user_key(c, 'agent_search_purge') .. ':' .. (id or '')
@@ -272,18 +271,22 @@ local function purge_step(c, budget)
       local meta = redis.call('HMGET', key, ' sid', ' cur')
       local sid, cur = meta[1] or '', meta[2] or '0'
       local r = redis.call('HSCAN', key, cur, 'COUNT', PURGE_SCAN)
-      local f = r[2]
+      local f, cut = r[2], false
+      touched = touched + 1
       for i = 1, #f, 2 do
         if string.sub(f[i], 1, 1) ~= ' ' then
-          touched = touched + drop_postings(c, sid, f[i], f[i + 1])
+          -- past the budget: the page's rest next step, from this cursor
+          cut = dropped > 0 and touched >= budget
+          if cut then break end
+          touched = touched + 1 + drop_postings(c, sid, f[i], f[i + 1])
+          dropped = dropped + 1
           redis.call('HDEL', key, f[i])
         end
       end
+      if cut then r[1] = cur end -- ' cur' stays
       if r[1] == '0' then
-        -- a pass ended: done when no document is left (a listpack hash
-        -- answers whole; a hashtable's fields deleted during the pass
-        -- are not answered again)
-        -- the fields of a documents hash that are not documents
+        -- a pass ended (it met every document: none is added to a purge
+        -- key): done when only fields that are not documents are left
         local META = { ' sid', ' cur', ' v', ' n', ' len', ' cov', ' since', ' refresh', ' mseq' }
         local m = redis.call('HMGET', key, unpack(META))
         local kept = 0
