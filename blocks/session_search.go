@@ -88,9 +88,8 @@ func callSessionSearch(m *Module, r *http.Request, c toolCall) (toolResult, erro
 
 // searchable reports whether user has a document in the relevance index
 // (the user's search statistics count one): one HGET; under
-// SEARCH_INDEX=on-demand, where a user who never searched has no index
-// yet, whether the user has a session (the tool's first call builds the
-// index, newest sessions first): one ZCARD per status set.
+// SEARCH_INDEX=on-demand, also whether this session holds messages or
+// entries (the user's first search builds the index).
 func (s *Store) searchable(ctx context.Context, user, session string) (bool, error) {
 	client, err := s.Conn().Client()
 	if err != nil {
@@ -103,15 +102,13 @@ func (s *Store) searchable(ctx context.Context, user, session string) (bool, err
 	if n > 0 || s.mode != search.OnDemand {
 		return n > 0, nil
 	}
-	sets := s.layout().Session(user, session).UserIndex
-	cmds := make(rueidis.Commands, 0, len(sets))
-	for _, k := range sets {
-		cmds = append(cmds, client.B().Zcard().Key(k).Build())
-	}
+	l := s.layout()
+	cmds := rueidis.Commands{client.B().Zcard().Key(l.SessionKey(redisstore.MessageOrderFamily, user, session)).Build(),
+		client.B().Llen().Key(l.Session(user, session).Entries).Build()}
 	for _, r := range client.DoMulti(ctx, cmds...) {
 		n, err := r.AsInt64()
 		if err != nil {
-			return false, redisstore.Wrap("read the user's sessions", err)
+			return false, redisstore.Wrap("read the session's messages", err)
 		}
 		if n > 0 {
 			return true, nil

@@ -55,11 +55,15 @@ func everyBlocksOperation(t *testing.T, c *client.Client, u string) {
 	if r := must(c.RefreshSystemPrompt(ctx, u, s)).ok(t); r.FrozenAt == nil || r.Prompt != p.Prompt {
 		t.Fatalf("RefreshSystemPrompt: %+v", r)
 	}
+	// a turn of the conversation, so that the session has something to
+	// search: under SEARCH_INDEX=on-demand (the default) session_search is
+	// offered once the user has an index or the session holds messages or
+	// entries (the tool's first call builds the index)
+	must(c.AppendEntry(ctx, u, s, client.AppendEntryRequest{Question: "What do I like?", Answer: "Tea"})).ok(t)
 	for _, f := range []string{client.ToolFormatOpenAI, client.ToolFormatAnthropic} {
 		tl := must(c.ListTools(ctx, u, s, f)).ok(t)
 		var first map[string]any
-		// set_context, search_context, and session_search: the user's
-		// Q&A entries written above are in the relevance index
+		// set_context, search_context, and session_search
 		if len(tl.Tools) != 3 || !strings.Contains(string(tl.Tools[2]), "session_search") || json.Unmarshal(tl.Tools[0], &first) != nil {
 			t.Fatalf("ListTools %s: %s", f, tl.Tools)
 		}
