@@ -85,6 +85,8 @@ local function apply(key, pairs, total)
 end
 
 -- state reads a state hash as {key, value, ...} (the '#' field left out).
+-- One HGETALL is bounded: a state holds at most MaxStateKeys (1 000) keys
+-- and ADK_MAX_STATE_BYTES, both checked by every write (too_big).
 local function state(key)
   local out, all = {}, redis.call('HGETALL', key)
   for i = 1, #all, 2 do
