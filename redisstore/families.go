@@ -77,27 +77,34 @@ var (
 	SearchDocsFamily = Register(Family{
 		Name: "search documents", Prefix: "agent_search_docs", Scope: ScopeSession,
 		Kind: KindHash, Owner: "messages", TTL: SessionTTL,
-		Description: "a session's indexed messages: `message\\t<id>` → version, length, time, a digest of its words and the first 600 characters of its text (for snippets)",
+		Description: "the search index of a session's messages: `<term>` → its postings ` <n>[:<tf>] …` (document numbers, oldest first, at most 2 000), `#<n>` → length, time, terms and message id of document n, `=<id>` → its number; ` n`, ` len`, ` seq`: documents, their total length, the last number given; ` mseq`: the catch-up's cursor",
 	})
 	SearchEntryDocsFamily = Register(Family{
 		Name: "search entry documents", Prefix: "agent_search_entry_docs", Scope: ScopeSession,
 		Kind: KindHash, Owner: "sessions", TTL: SessionTTL,
-		Description: "a session's indexed Q&A entries: `entry\\t<qa_id>` → version, length, time, a digest of its words and the first 600 characters of its question, answer and context; ` cov` → how many of the entries list's first entries are indexed (only those have documents); ` since`, ` refresh`: when the index last took the list in from its start, and the cursor of a refresh under way (entries another program appended after them are indexed when the sidecar next writes or searches the session)",
+		Description: "the search index of a session's Q&A entries, as `agent_search_docs`'s (`=<qa_id>`); ` cov` → how many of the entries list's first entries are indexed (only those have documents; entries another program appended after them are indexed when the sidecar next writes or searches the session)",
 	})
-	SearchPostingsFamily = Register(Family{
-		Name: "search postings", Prefix: "agent_search", Scope: ScopeUser, Suffix: "<term>",
+	SearchSessionsFamily = Register(Family{
+		Name: "search sessions", Prefix: "agent_search_sessions", Scope: ScopeUser,
 		Kind: KindZSet, Owner: "messages", TTL: SessionTTL,
-		Description: "a user's postings of one term (`agent_search:<u>:<stem>`): `<s>\\t<kind>\\t<id>\\t<version>\\t<tf>\\t<length>` by time; lives as long as the longest-lived session it holds; stale postings dropped by the queries that meet them",
+		Description: "a user's sessions holding search documents, by when their documents last changed (µs): a user-wide search reads the newest first; lives as long as the longest-lived of them; a deleted session leaves it, an expired one is dropped by the search that meets it",
 	})
 	SearchStatsFamily = Register(Family{
-		Name: "search statistics", Prefix: "agent_search_stats", Scope: ScopeUser,
+		Name: "search marker", Prefix: "agent_search_stats", Scope: ScopeUser,
 		Kind: KindHash, Owner: "messages", TTL: SessionTTL,
-		Description: "a user's indexed documents and their total length, for BM25; under `SEARCH_INDEX=on-demand` its existence is the user's index marker (made by the user's first relevance search, ` build` the build's cursor until it is built); `purge`, `purge_seq`: the queue of purge keys",
+		Description: "under `SEARCH_INDEX=on-demand` its existence is the user's index marker (made by the user's first relevance search; `build` the build's cursor until it is built)",
+	})
+	// Written by sidecars before the per-session index: registered so that
+	// a user's erasure still finds them (they expire with their TTL).
+	SearchPostingsFamily = Register(Family{
+		Name: "search postings (before 2026-11-27)", Prefix: "agent_search", Scope: ScopeUser, Suffix: "<term>",
+		Kind: KindZSet, Owner: "messages", TTL: SessionTTL,
+		Description: "a user's postings of one term, as sidecars before the per-session index wrote them: no longer written; erased with the user, else expire",
 	})
 	SearchPurgeFamily = Register(Family{
-		Name: "search purge", Prefix: "agent_search_purge", Scope: ScopeUser, Suffix: "<n>",
+		Name: "search purge (before 2026-11-27)", Prefix: "agent_search_purge", Scope: ScopeUser, Suffix: "<n>",
 		Kind: KindHash, Owner: "sessions", TTL: SessionTTL,
-		Description: "the documents of a deleted session (or of a cleared kind) renamed from its documents hash, keeping its TTL, ` sid` its session, until their postings are removed a bounded step at a time (`search_purge`), then deleted",
+		Description: "a deleted session's documents awaiting their postings' purge, as sidecars before the per-session index wrote them: no longer written; erased with the user, else expire",
 	})
 )
 

@@ -24,7 +24,7 @@ func layoutKeys() []string {
 			for _, k := range sessionBuilders(l, user, "session.1") {
 				out = append(out, k)
 			}
-			out = append(out, l.SearchPostings(user, "deploy"), l.SearchStats(user), l.SearchPurge(user, "7"), l.UserEvents(user), l.UserKey(events.UserWatchFamily, user))
+			out = append(out, l.SearchPostings(user, "deploy"), l.SearchStats(user), l.SearchSessions(user), l.UserKey(redisstore.SearchPurgeFamily, user, "7"), l.UserEvents(user), l.UserKey(events.UserWatchFamily, user))
 		}
 		for b := range l.Buckets() {
 			g := l.Global(b)
