@@ -36,11 +36,12 @@ local comps = messages.compactions(c)
 local docs = {}
 for _, d in ipairs(gone) do
   msgtree.remove_node(c, d)
-  docs[#docs + 1] = 'message\t' .. d.id
+  docs[#docs + 1] = d.id
 end
--- one message: its postings now; a subtree's: a purge key, whose
--- postings the sidecar removes a bounded step at a time
-if #docs == 1 then search.unindex_doc(c, c.sdocs, 'message', n.id) else search.retire(c, c.sdocs, docs) end
+-- their postings now; a subtree's holding too many to take out in one
+-- script drops the session's messages from the index, for the catch-up
+-- to take the rest in again
+search.retire(c, c.sdocs, docs)
 for _, cp in ipairs(comps) do
   if ids[cp.from] or ids[cp.to] then redis.call('HDEL', c.mcomp, cp.id, '#' .. cp.id) end
 end

@@ -24,7 +24,7 @@ if msgtree.has_children(c, n.id) then return messages.has_children(n.id) end
 local text = redis.call('HGET', c.msgs, n.id)
 messages.drop_compactions(c, { [n.id] = true })
 msgtree.remove_node(c, n)
-search.unindex_doc(c, c.sdocs, 'message', n.id)
+search.unindex_doc(c, c.sdocs, n.id)
 if n.parent ~= '' then msgtree.set_leaf(c, n.parent) else msgtree.set_leaf(c, nil) end
 messages.emit_deleted(c, n.id, { n.id }, ',"popped":true')
 session.finish_write(c, false, false)

@@ -41,7 +41,7 @@ if not n then
     len = tonumber(ARGV[15]), preview = ARGV[16] } }, pmode, pid, nil, tonumber(ARGV[13]), '', tonumber(ARGV[17]))
 end
 local spec = search.wanted(c, ARGV[14]) or '' -- none: its old document (if any) leaves the index
-local refused = messages.write_checks(c) or search.check_terms(c, { { spec = spec } })
+local refused = messages.write_checks(c)
 if refused then return refused end
 local old = redis.call('HGET', c.msgs, id)
 if expect ~= '' and old ~= expect then return reply.ok('changed', id) end
@@ -60,7 +60,7 @@ n.tokens, n.cum, n.fp = tokens, n.cum + delta, fp
 redis.call('HSET', c.msgs, id, text)
 redis.call('HSET', c.mtree, id, msgtree.node_text(n))
 if delta ~= 0 then msgtree.add_tokens(c, n, delta) end
-search.index_doc(c, c.sdocs, 'message', id, spec, tonumber(ARGV[15]) or 0, ARGV[16], clock.now_us())
+search.index_doc(c, c.sdocs, id, spec, ARGV[15], clock.now_us())
 events.emit(c, 'message_updated', 'message', id, text)
 if suggest > 0 then messages.suggest_crossed(c, suggest, before, messages.path_tokens(c, latest)) end
 session.finish_write(c, false, false)

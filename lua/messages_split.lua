@@ -43,7 +43,7 @@ end
 local cont, checked = messages.new_session_checks(c, sid, key)
 if checked == 'again' then return reply.dup() end
 local spec = search.wanted(c, ARGV[15])
-refused = checked or search.check_terms(c, { { spec = spec } })
+refused = checked
 if refused then return refused end
 
 -- this session ends

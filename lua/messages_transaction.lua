@@ -64,7 +64,7 @@ end
 -- under SEARCH_INDEX=on-demand a spec is written only while the user has
 -- an index (search.wanted), as an append's
 for _, e in ipairs(entries) do e.spec = search.wanted(c, e.spec) end
-local refused = messages.write_checks(c) or search.check_terms(c, entries)
+local refused = messages.write_checks(c)
 if refused then return refused end
 local held = ring.get(c.mkeys, op, true)
 if held then
@@ -150,7 +150,7 @@ elseif #gone > 0 then
   messages.drop_compactions(c, gone_set)
   for i, g in ipairs(gone) do
     msgtree.remove_node(c, g)
-    if not kept[g.id] then search.unindex_doc(c, c.sdocs, 'message', g.id) end
+    if not kept[g.id] then search.unindex_doc(c, c.sdocs, g.id) end
     ids[#gone + 1 - i] = g.id
   end
   messages.emit_deleted(c, ids[1], ids, op_json)
@@ -165,7 +165,7 @@ for _, e in ipairs(entries) do
   local text
   if e.keep then text = reparent(e.text, n.parent) else text = messages.stored_json(e.body, n.parent, created_at) end
   if not e.keep and e.spec and e.spec ~= '' then
-    search.index_doc(c, c.sdocs, 'message', e.id, e.spec, e.len, e.preview, now)
+    search.index_doc(c, c.sdocs, e.id, e.spec, e.len, now)
   end
   out[#out + 1], ids[#ids + 1], nodes[#nodes + 1], texts[#texts + 1] = text, e.id, n, text
   parent = n

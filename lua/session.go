@@ -26,6 +26,4 @@ var (
 	SessionSearchEntry   = load("session_search_entry")
 	// SearchMark opens and moves the user's index marker (SEARCH_INDEX=on-demand).
 	SearchMark = load("search_mark")
-	// SearchPurge removes a bounded step of deleted documents' postings.
-	SearchPurge = load("search_purge")
 )

@@ -5,9 +5,9 @@
 -- ARGV[1..4] TTL, max entries, user_id, session_id (lib/session.lua)
 -- ARGV[5] qa_id
 -- ARGV[6] the entry, as Cognee's json.dumps writes it
--- ARGV[7..9] when present, the entry's search document (question, context
---   and answer): spec "term tf ...", length, preview ("Search index" in
---   lib/search.lua); absent when the search index is off; a spec
+-- ARGV[7..8] when present, the entry's search document (question, context
+--   and answer): spec "term tf ..." and length (lib/search.lua); absent
+--   when the search index is off; a spec
 --   prefixed with '?' is indexed only while the user has an index
 --   (SEARCH_INDEX=on-demand: search.wanted); '?' alone: no document sent
 --   (the sidecar believes the user has no index: when the user has one,
@@ -15,8 +15,8 @@
 -- emits entry_appended (the entry).
 -- returns (reply.lua) {'ok', started, pending} when stored: started 1 when
 --   this started the session, pending 1 when the search index has entries
---   to take in (another program appended them, the list was rewritten, or
---   the postings are due a refresh: run session_search_pending, then
+--   to take in (another program appended them, or the list was rewritten:
+--   run session_search_pending, then
 --   session_search_catchup); {'dup', stored_entry} when the session already
 --   held qa_id (a retried append): nothing is written then;
 --   {'index_build', 'qa'} when telling whether it holds qa_id needs more
@@ -42,27 +42,19 @@ local qa_id, entry, spec = ARGV[5], ARGV[6], search.wanted(c, ARGV[7])
 -- and left to the catch-up (pending)
 local nodoc = spec ~= nil and ARGV[7] == '?' and ARGV[8] == nil
 if nodoc then spec = nil end
-local refused, rec
-if spec then
-  -- the postings (below) are the first writes then, before the event
-  refused, rec = session.guard(c, 'keep', { c.entries, 'list', 'self' }, { c.qa_index, 'hash', 'self' },
-    { c.edocs, 'hash' }, { c.sstats, 'hash' })
-else
-  refused, rec = session.guard(c, 'keep', { c.entries, 'list', 'self' }, { c.qa_index, 'hash', 'self' },
-    { c.events, 'stream', 'self' })
-end
+local keys = { { c.entries, 'list', 'self' }, { c.qa_index, 'hash', 'self' }, { c.events, 'stream', 'self' } }
+if spec then keys[4], keys[5] = { c.edocs, 'hash' }, { c.slist, 'zset' } end
+local refused, rec = session.guard(c, 'keep', unpack(keys))
 if refused then return refused end
 
 local pos, existing, llen, meta = idindex.locate(c, 'qa', qa_id)
 if type(pos) == 'table' then return pos end
 if pos then return reply.dup(existing) end
 if not spec and c.max_entries > 0 and (llen + 1) * 4 > c.max_entries * 5 then
-  -- without a document the search keys are written only by the trim
-  -- below, and only when the session has documents (entries_removed): the
-  -- documents hash, then the user's statistics, are checked then
-  local key, got = c.edocs, guard.key_type(c.edocs)
-  if got == 'hash' then key, got = c.sstats, guard.key_type(c.sstats) end
-  if got ~= 'none' and got ~= 'hash' then return guard.refusal(key, got, 'hash') end
+  -- without a document the index is written only by the trim below, and
+  -- only when the session has one (entries_removed): checked then
+  local got = guard.key_type(c.edocs)
+  if got ~= 'none' and got ~= 'hash' then return guard.refusal(c.edocs, got, 'hash') end
 end
 
 -- the index's fingerprint of the last element, which locate found current,
@@ -72,58 +64,25 @@ if llen > 0 then
   if not meta then meta = redis.call('HMGET', c.qa_index, '#len', '#last', '#first', '#head') end
   last_fp, head = meta[2] or '', tonumber(meta[4] or '0')
 end
--- The entry's search document is written here when the index's covered
--- prefix reaches it; else (another program appended before it) the
--- catch-up indexes it with the entries before it: a document never lies
--- past the prefix. Its postings are the script's first writes: each ZADD
--- checks its key's type, and a refusal takes back the ones added before
--- it, so nothing is written (guard need not ask TYPE of every term).
-local cov_since, refreshing, posted, dlen, dtime
-local index_now = false
-if spec then
-  local n, fp
-  n, fp, cov_since, refreshing = search.entries_cov(c)
-  index_now = n == llen and (n == 0 or fp == last_fp)
-end
-if index_now and spec ~= '' then
-  dlen, dtime = tonumber(ARGV[8]) or 0, clock.entry_time_us(entry) or clock.now_us()
-  local cur = tonumber(redis.call('HGET', c.edocs, ' v') or '0') or 0
-  posted = { v = cur + 1, fresh = cur == 0, p = {} }
-  if posted.fresh then posted.v = clock.now_us() end
-  local member = c.sid .. '\tentry\t' .. qa_id .. '\t' .. string.format('%d', posted.v) .. '\t'
-  local at, added = string.format('%d', dtime), {}
-  for t, tf in string.gmatch(spec, '(%S+) (%d+)') do
-    local key = c.search_prefix .. t
-    local p = redis.call('PTTL', key)
-    local m = member .. tf .. '\t' .. dlen
-    -- NX: a member already there (a version repeated) is left as it was
-    -- and not taken back
-    local r = redis.pcall('ZADD', key, 'NX', at, m)
-    if type(r) == 'table' then
-      for _, a in ipairs(added) do redis.call('ZREM', a[1], a[2]) end
-      return guard.from_error(key, 'zset', r)
-    end
-    if r == 1 then added[#added + 1] = { key, m } end
-    if posted.p[key] == nil then posted.p[key] = p end
-  end
-end
 
 -- the event: its XADD checks the stream's type when it is the first write
 local ev = events.emit(c, 'entry_appended', 'entry', qa_id, entry, not spec)
 if type(ev) == 'table' then return ev end
 local newlen = redis.call('RPUSH', c.entries, entry)
 idindex.append(c, 'qa', qa_id, entry, newlen, head)
+-- The entry's search document is written here when the index's covered
+-- prefix reaches it; else (another program appended before it) the
+-- catch-up indexes it with the entries before it: a document never lies
+-- past the prefix.
 local pending = 0
 if spec then
-  local since = cov_since
-  if index_now then
-    search.index_doc(c, c.edocs, 'entry', qa_id, spec, tonumber(ARGV[8]) or 0, ARGV[9] or '', dtime or clock.entry_time_us(entry) or clock.now_us(), posted)
+  local n, fp = search.entries_cov(c)
+  if n == llen and (n == 0 or fp == last_fp) then
+    search.index_doc(c, c.edocs, qa_id, spec, ARGV[8], clock.entry_time_us(entry) or clock.now_us())
     search.set_cov(c, newlen, idindex.fingerprint('qa', entry))
-    if not since then redis.call('HSET', c.edocs, ' since', string.format('%d', clock.now_us())) end
   else
     pending = 1
   end
-  if refreshing or search.refresh_due(c, since) then pending = 1 end
 end
 if nodoc then pending = 1 end
 local removed, gone = idindex.trim(c, c.entries, newlen, 'qa')

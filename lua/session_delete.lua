@@ -10,9 +10,7 @@
 -- 300 s (events.TOMBSTONE_SECONDS) so every pod's readers see it, when the
 -- stream is watched (lib/events.lua); else it goes with the rest.
 -- returns (reply.lua) {'ok', the number of the session's own keys
---   removed, purge}, purge 1 when the user's index has documents to purge
---   (search_purge.lua); {'missing'} when there is no such session;
---   {'refused', ...}.
+--   removed}; {'missing'} when there is no such session; {'refused', ...}.
 -- Every read before the first write: a record of the wrong type (or with
 -- metadata that is not a JSON object of strings, written by hand) has no
 -- metadata index to leave, and must not stop the delete half-way.
@@ -21,7 +19,6 @@
 --- @include meta
 --- @include session
 --- @include events
---- @include search
 
 local c = session.open(KEYS, ARGV)
 local metadata = redis.pcall('HGET', c.record, 'metadata')
@@ -40,18 +37,11 @@ else
     end
   end
 end
--- the session's documents leave the user's index: their hashes become
--- purge keys (search.unindex_all), whose postings the sidecar then
--- removes a bounded step at a time (search_purge.lua)
-local indexed = {}
-if guard.key_type(c.sstats) == 'hash' then
-  for _, k in ipairs({ c.sdocs, c.edocs }) do
-    if guard.key_type(k) == 'hash' then indexed[#indexed + 1] = k end
-  end
-end
 session.unindex(c)
 meta.unindex(c, metadata)
-for _, docs in ipairs(indexed) do search.unindex_all(c, docs) end
+-- its search index is two of its own keys; the user's list of sessions
+-- with documents forgets it
+redis.pcall('ZREM', c.slist, c.sid) -- another type: not ours to fail the delete on
 -- the stream and its watch marker are not counted (a reader keeps the
 -- marker); watched is read before they go
 local watched = events.recording(c)
@@ -62,7 +52,7 @@ for _, k in ipairs(session.own_keys(c)) do
 end
 -- UNLINK: a big key (a thread's checkpoints, tens of thousands of fields)
 -- is freed off Redis's main thread, as the erasure frees it
-local n = redis.call('UNLINK', unpack(own)) + #indexed
+local n = redis.call('UNLINK', unpack(own))
 if n > 0 then
   if watched then
     -- The stream keeps only its `deleted` event, a tombstone for readers
@@ -79,4 +69,4 @@ if n > 0 then
   end
 end
 if n == 0 then return reply.missing() end
-return reply.ok(n, #indexed > 0 and 1 or 0)
+return reply.ok(n)

@@ -15,7 +15,7 @@
 --- @include search
 
 local c = session.open(KEYS, ARGV)
-local refused = session.guard(c, 'keep', { c.entries, 'list' }, { c.qa_index, 'hash' }, { c.edocs, 'hash' }, { c.sstats, 'hash' })
+local refused = session.guard(c, 'keep', { c.entries, 'list' }, { c.qa_index, 'hash' }, { c.edocs, 'hash' })
 if refused then return refused end
 local llen = redis.call('LLEN', c.entries)
 local pos, el = idindex.locate(c, 'qa', ARGV[5], llen)
@@ -24,7 +24,7 @@ if not pos then return reply.missing() end
 local n, fp = search.entries_cov(c)
 local valid = search.cov_valid(c, n, fp)
 idindex.remove_at(c, 'qa', pos, el, llen)
-search.unindex_doc(c, c.edocs, 'entry', ARGV[5])
+search.unindex_doc(c, c.edocs, ARGV[5])
 search.entry_gone(c, pos, valid)
 events.emit(c, 'entry_deleted', 'entry', ARGV[5], '{"qa_id":' .. cjson.encode(ARGV[5]) .. '}')
 session.finish_write(c, false, false, llen - 1)

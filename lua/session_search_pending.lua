@@ -1,30 +1,24 @@
 -- session_search_pending: what the search index has to take in of the
 -- session's entries list, at most one step of it (ARGV[5] entries, at most
--- 256, and about 1 MiB: read_range). Reads only. The sidecar analyses the
--- entries and stores them with session_search_catchup.
+-- 256, and about 1 MiB: read_range). The sidecar analyses the entries and
+-- stores them with session_search_catchup. It writes nothing, but drops an
+-- index an older sidecar wrote (search.current: taken in again).
 -- KEYS[1..15] the session's keys, indexes and totals (lib/session.lua)
 -- ARGV[1..4] TTL, max entries, user_id, session_id (lib/session.lua)
 -- ARGV[5] the most entries to answer (1-256)
 -- returns (reply.lua) {'ok', start, mode, check, id, fingerprint, sha1,
---   entry, ...}: the
---   entries from position start (0-based) on, each with its qa_id as the
---   scripts read it ('' for none), its fingerprint, the SHA1 of its bytes
---   and its bytes ('' when it is indexed already and mode is 0: nothing to
---   analyse). mode
+--   entry, ...}: the entries from position start (0-based) on, each with
+--   its qa_id as the scripts read it ('' for none), its fingerprint, the
+--   SHA1 of its bytes and its bytes ('' when it is indexed already:
+--   nothing to analyse). mode
 --   1: the index no longer describes the list (another program rewrote or
 --      deleted it): every document is dropped and the list taken in again
 --      from position 0;
---   2: a refresh: the index began more than half the session's TTL ago, so
---      the documents of the covered prefix get their postings written
---      again (the same ones), a step at a time from a cursor of its own
---      (' refresh' = "position \t fingerprint of the element before it";
---      the prefix itself does not move);
 --   0: the entries after the covered prefix (another program appended
 --      them).
---   check is the index's ' cov' and ' refresh' fields as read, which
---   session_search_catchup checks are unchanged. {'ok', start, 0, check}
---   alone:
---   nothing to do (or a key holds another type: the write refuses it).
+--   check is the index's ' cov' as read, which session_search_catchup
+--   checks is unchanged. {'ok', start, 0, check} alone: nothing to do (or
+--   a key holds another type: the write refuses it).
 --- @include reply
 --- @include json
 --- @include guard
@@ -36,31 +30,21 @@ local c = session.open(KEYS, ARGV)
 local lt, dt = guard.key_type(c.entries), guard.key_type(c.edocs)
 if (lt ~= 'none' and lt ~= 'list') or (dt ~= 'none' and dt ~= 'hash') then return reply.ok(0, 0, '') end
 local llen = redis.call('LLEN', c.entries)
-local f = redis.call('HMGET', c.edocs, ' cov', ' refresh')
-local check = (f[1] or '') .. '\n' .. (f[2] or '')
-local n, fp, since = search.entries_cov(c)
-local mode, start, stop = 0, n, llen
-if n > llen or not search.cov_valid(c, n, fp) or (llen == 0 and dt == 'hash') then
+local n, fp = search.entries_cov(c)
+local check = redis.call('HGET', c.edocs, ' cov') or ''
+local mode, start = 0, n
+if n > llen or not search.cov_valid(c, n, fp) or (llen == 0 and redis.call('EXISTS', c.edocs) == 1) then
   mode, start = 1, 0
-elseif f[2] or search.refresh_due(c, since) then
-  -- a refresh under way goes on from its cursor while the element before
-  -- it is still the one it walked; else it begins again
-  mode, start, stop = 2, 0, n
-  local at, rfp = string.match(f[2] or '', '^(%d+)\t(.*)$')
-  at = tonumber(at or '')
-  if at and at <= n and (at == 0 or idindex.fingerprint('qa', redis.call('LINDEX', c.entries, at - 1)) == rfp) then
-    start = at
-  end
 end
-if start >= stop and mode == 0 then return reply.ok(start, 0, check) end
+if start >= llen and mode == 0 then return reply.ok(start, 0, check) end
 local most = math.max(1, math.min(256, tonumber(ARGV[5]) or 1))
-local els = idindex.read_range(c.entries, start, math.min(stop, start + most) - 1)
+local els = idindex.read_range(c.entries, start, math.min(llen, start + most) - 1)
 local ids = {}
 for i, el in ipairs(els) do ids[i] = json.id_of(el, 'qa_id') or '' end
 local known = {}
 if mode == 0 and #els > 0 then
   local fs = {}
-  for i, id in ipairs(ids) do fs[i] = 'entry\t' .. id end
+  for i, id in ipairs(ids) do fs[i] = '=' .. id end
   known = redis.call('HMGET', c.edocs, unpack(fs))
 end
 local out = { 'ok', start, mode, check }

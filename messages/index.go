@@ -32,9 +32,9 @@ type indexDoc struct {
 	at     string // µs since the epoch, or "" (now)
 }
 
-// args are d's six arguments of messages_index.
+// args are d's five arguments of messages_index.
 func (d indexDoc) args() []string {
-	return []string{d.id, d.fp, d.doc.Spec(), strconv.Itoa(d.doc.Length), search.Preview(d.text...), d.at}
+	return []string{d.id, d.fp, d.doc.Spec(), strconv.Itoa(d.doc.Length), d.at}
 }
 
 // storedDoc analyses a stored message (JSON as the scripts store it)
@@ -128,13 +128,17 @@ func (s *Store) CatchUpStep(ctx context.Context, user, session string) (bool, er
 		return true, err
 	}
 	docs = indexable(docs)
-	args := make([]string, 0, 2+6*len(docs))
-	args = append(args, strconv.FormatFloat(zs[last-1].Score, 'f', -1, 64), strconv.Itoa(len(docs)))
+	args := make([]string, 0, 3+5*len(docs))
+	args = append(args, at, strconv.FormatFloat(zs[last-1].Score, 'f', -1, 64), strconv.Itoa(len(docs)))
 	for _, d := range docs {
 		args = append(args, d.args()...)
 	}
-	if _, err := s.Run(ctx, lua.MessagesIndex, user, session, args...); err != nil {
+	r, err := s.Run(ctx, lua.MessagesIndex, user, session, args...)
+	if err != nil {
 		return true, err
+	}
+	if n, err := r.Int(0); err != nil || n < 0 {
+		return true, err // the cursor moved since the read: read again
 	}
 	return last < len(zs) || len(zs) == IndexBatch, nil
 }

@@ -60,9 +60,10 @@ type message struct {
 }
 
 // searchArgs are the script arguments of m's search document: its terms,
-// length and preview.
+// length and an empty preview (the index keeps no text: a search's
+// snippets come from the messages).
 func (m message) searchArgs() []string {
-	return []string{m.Search.Spec(), strconv.Itoa(m.Search.Length), search.Preview(m.Text...)}
+	return []string{m.Search.Spec(), strconv.Itoa(m.Search.Length), ""}
 }
 
 // parentRef is what a parent_id says: absent (the latest leaf), null (a new

@@ -64,58 +64,8 @@ type Index struct {
 	once    sync.Once
 }
 
-// job is a session's catch-up, or (session "") a user's build, or
-// (session purgeJob) the purge of a user's deleted documents.
+// job is a session's catch-up, or (session "") a user's build.
 type job struct{ user, session string }
-
-// purgeJob is the session of a purge job (no session id holds a NUL).
-const purgeJob = "\x00purge"
-
-// PurgeTerms is how many postings one search_purge step removes at most
-// (about 1 ms of Redis).
-const PurgeTerms = 512
-
-// Purge removes the postings and documents of the user's deleted sessions
-// (and cleared kinds), one search_purge step at a time, for at most
-// SearchBudget (or half the request's time left); the rest is queued for
-// the background worker. Called after a session delete or a clear, so
-// that when the call answers nothing of the deleted documents is left in
-// Redis. Errors are logged: the delete stands.
-func (x *Index) Purge(ctx context.Context, user string) {
-	until := time.Now().Add(SearchBudget)
-	if d, ok := ctx.Deadline(); ok && time.Until(d)/2 < SearchBudget {
-		until = time.Now().Add(time.Until(d) / 2)
-	}
-	more, err := x.purge(sidecar.WithoutAnswerHeaders(ctx), user, until, false)
-	if err != nil && ctx.Err() == nil {
-		x.logger.Warn("search index: deleted documents not all purged yet", "user_id", user, "err", err)
-	}
-	if more || err != nil {
-		x.enqueue(job{user, purgeJob})
-	}
-}
-
-func (x *Index) purge(ctx context.Context, user string, until time.Time, paced bool) (bool, error) {
-	for {
-		t := time.Now()
-		r, err := x.store.Run(ctx, lua.SearchPurge, user, "-", strconv.Itoa(PurgeTerms))
-		if err != nil {
-			return true, err
-		}
-		more, err := r.Flag(0)
-		if err != nil || !more {
-			return more, err
-		}
-		if paced {
-			if err := pause(ctx, time.Since(t)); err != nil {
-				return true, err
-			}
-		}
-		if !until.IsZero() && time.Now().After(until) {
-			return true, nil
-		}
-	}
-}
 
 // FromDeps is the host's one Index over the host's session store s (the
 // first module to ask gives SEARCH_INDEX; every module parses it with
@@ -246,10 +196,6 @@ func (x *Index) Prepare(ctx context.Context, user, session string) Coverage {
 }
 
 func (x *Index) prepare(ctx context.Context, user, session string, until time.Time) (Coverage, error) {
-	// deleted documents first: a search finds none of them
-	if more, err := x.purge(ctx, user, until, false); err != nil || more {
-		x.enqueue(job{user, purgeJob})
-	}
 	if x.mode != OnDemand {
 		if session == "" {
 			return Coverage{}, nil
@@ -503,13 +449,6 @@ func (x *Index) work(j job) {
 }
 
 func (x *Index) workErr(ctx context.Context, j job) error {
-	if j.session == purgeJob {
-		more, err := x.purge(ctx, j.user, time.Now().Add(JobTimeout/2), true)
-		if more && err == nil {
-			x.enqueue(j)
-		}
-		return err
-	}
 	if x.mode == OnDemand {
 		ok, err := x.indexed(ctx, j.user)
 		if err != nil || !ok {
@@ -517,9 +456,6 @@ func (x *Index) workErr(ctx context.Context, j job) error {
 		}
 	}
 	if j.session != "" {
-		if _, err := x.purge(ctx, j.user, time.Now().Add(JobTimeout/4), true); err != nil {
-			return err
-		}
 		_, err := x.catchUp(ctx, j.user, j.session, time.Time{}, true)
 		return err
 	}

@@ -34,14 +34,13 @@ import (
 // entryDoc is the search document of a stored entry: its question, context
 // and answer analysed as one text.
 type entryDoc struct {
-	spec    string
-	length  int
-	preview string
+	spec   string
+	length int
 }
 
-// args is the document as the scripts take it: spec, length, preview.
+// args is the document as the scripts take it: spec, length.
 func (d entryDoc) args() []string {
-	return []string{d.spec, strconv.Itoa(d.length), d.preview}
+	return []string{d.spec, strconv.Itoa(d.length)}
 }
 
 // analyseEntry is the document of stored (Cognee's JSON, NaN and all): an
@@ -79,7 +78,7 @@ func analyseEntry(stored []byte) entryDoc {
 		}
 	}
 	d := search.Analyze(out...)
-	return entryDoc{spec: d.Spec(), length: d.Length, preview: search.Preview(out...)}
+	return entryDoc{spec: d.Spec(), length: d.Length}
 }
 
 // jsonString decodes raw when it is a JSON string: a string without
@@ -201,7 +200,7 @@ func (s *Store) catchupRead(ctx context.Context, user, session string) ([]string
 	if read == 0 && mode == 0 {
 		return nil, nil
 	}
-	docs, terms, n := make([]string, 0, 6*read), 0, 0
+	docs, terms, n := make([]string, 0, 5*read), 0, 0
 	for ; n < read; n++ {
 		id, err1 := r.String(3 + 4*n)
 		fp, err2 := r.String(4 + 4*n)
@@ -211,7 +210,7 @@ func (s *Store) catchupRead(ctx context.Context, user, session string) ([]string
 			return nil, bad(err)
 		}
 		if el == "" { // indexed already
-			docs = append(docs, id, fp, sum, "", "-1", "")
+			docs = append(docs, id, fp, sum, "", "-1")
 			continue
 		}
 		d := analyseEntry([]byte(el))

@@ -296,9 +296,6 @@ func (m *Module) deleteSession(w http.ResponseWriter, r *http.Request) error {
 	if err := m.store.Delete(r.Context(), p[0], p[1]); err != nil {
 		return err
 	}
-	// the session's documents were queued for purging: their postings go
-	// before the answer (bounded steps; the rest in the background)
-	m.index.Purge(r.Context(), p[0])
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }

@@ -38,7 +38,7 @@ end
 -- refusal.
 local function check_keys(c)
   return (session.guard(c, 'keep', { c.msgs, 'hash' }, { c.mtree, 'hash' }, { c.mkids, 'zset' },
-    { c.morder, 'zset' }, { c.mkeys, 'hash' }, { c.mcomp, 'hash' }, { c.sdocs, 'hash' }, { c.sstats, 'hash' }))
+    { c.morder, 'zset' }, { c.mkeys, 'hash' }, { c.mcomp, 'hash' }, { c.sdocs, 'hash' }, { c.slist, 'zset' }))
 end
 
 -- write_checks makes the checks of every messages write before its first
@@ -246,7 +246,7 @@ end
 -- refusal.
 local function append(c, batch, mode, pid, if_match, max, key, suggest, max_bytes)
   for _, m in ipairs(batch) do m.spec = search.wanted(c, m.spec) end
-  local refused = check_keys(c) or search.check_terms(c, batch)
+  local refused = check_keys(c)
   if refused then return refused end
   local bad = session.check_finish(c, nil, false, false)
   if bad then return reply.bad_key(bad) end
@@ -308,7 +308,7 @@ local function append(c, batch, mode, pid, if_match, max, key, suggest, max_byte
     local n = msgtree.new_node(c, m.id, parent, m.tokens, seq, m.fp)
     c.nodes[m.id] = n
     local text = stored_json(m.body, n.parent, created_at)
-    if m.spec then search.index_doc(c, c.sdocs, 'message', m.id, m.spec, m.len, m.preview, now) end
+    if m.spec then search.index_doc(c, c.sdocs, m.id, m.spec, m.len, now) end
     out[#out + 1] = text
     ids[#ids + 1] = m.id
     nodes[#nodes + 1], texts[#texts + 1] = n, text

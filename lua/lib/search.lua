@@ -2,25 +2,37 @@
 -- entries and messages. c is a session context (session.open).
 --- @include json
 --- @include clock
---- @include guard
 --- @include session
 --- @include idindex
 
 -- The sidecar analyses text in Go; a script gets a document as spec
--- "term tf ..." (at most 256 terms), its length and a preview. Per session
--- one hash of documents per kind (c.edocs entries, c.sdocs messages):
--- '<kind>\t<id>' -> "ver\tlength\ttime\tdigest\tspec\tpreview", with ' v',
--- ' n', ' len', and in c.edocs ' cov' = "n\tfingerprint" (the entries
--- list's first n elements are indexed). Per user: the postings
--- agent_search:<tag><u>:<term> (zset "<s>\t<kind>\t<id>\tver\ttf\tlength"
--- by time, µs), the statistics c.sstats (n, len; the on-demand marker; the
--- purge queue) and purge keys (unindex_all, retire, purge_step).
+-- "term tf ..." (at most 256 terms) and its length. The index of a
+-- session's documents of one kind is one hash, a session key (c.edocs
+-- entries, c.sdocs messages): it slides, ends and goes with the session,
+-- so nothing of a deleted or expired session stays behind. Its fields:
+--   '#<num>'  document num: "length\ttime (µs)\tterm term ...\tid"
+--   '=<id>'   the number of document id
+--   '<term>'  its postings " num[:tf] num[:tf] ... ", oldest first, at
+--             most MAX_POSTINGS (the oldest go)
+--   ' n', ' len', ' seq'  documents, their total length, the last number
+--   ' cov'    (entries) "n\tfingerprint": the entries list's first n
+--             elements are taken in; ' mseq' (messages) the catch-up's cursor
+-- A term is letters and digits, so the three kinds of fields never meet.
+-- Per user: c.slist, the sessions holding documents by when they last
+-- changed (µs), which a user-wide search reads newest first; and c.sstats,
+-- the on-demand marker (search_mark).
+
+local MAX_POSTINGS = 2000
+-- a removal of documents holding more postings than this drops the whole
+-- hash instead (the catch-up takes the rest in again, a bounded step at a
+-- time)
+local RETIRE_TERMS = 1024
 
 -- wanted is the spec a write indexes: spec as the sidecar sent it, or nil
 -- for none. A spec prefixed with '?' (SEARCH_INDEX=on-demand) is indexed
--- only while the user has an index (the statistics hash c.sstats, which
--- the user's first relevance search makes: search_mark): one EXISTS a
--- call, so a user who never searches writes what SEARCH_INDEX=off writes.
+-- only while the user has an index (the marker c.sstats, which the user's
+-- first relevance search makes: search_mark): one EXISTS a call, so a user
+-- who never searches writes what SEARCH_INDEX=off writes.
 local function wanted(c, spec)
   if spec == nil or string.sub(spec, 1, 1) ~= '?' then return spec end
   if c.indexed == nil then c.indexed = redis.call('EXISTS', c.sstats) == 1 end
@@ -41,22 +53,11 @@ local function hincr(key, field, n)
   end
 end
 
--- stats_drop takes n documents of length len out of the user's search
--- statistics, when they still exist (never creating a key without a TTL).
-local function stats_drop(c, n, len)
-  if redis.call('EXISTS', c.sstats) == 1 then
-    hincr(c.sstats, 'n', -n)
-    hincr(c.sstats, 'len', -len)
-  end
-end
-
--- index_expire gives an index key at least ttl seconds to live (0 =
--- persist), like meta_expire: p is the key's PTTL before this write added
--- to it (-2: the write created it). A key without expiry keeps none (a
--- session without expiry holds it). The EXPIRE is skipped while the key
--- has more than ttl less min(60 s, ttl/1000) left (the session keys' slide
--- rule): an append then costs one PTTL per term, not two commands.
-local function index_expire(key, ttl, p)
+-- expire_at_least gives key at least ttl seconds to live (0: persist), p
+-- being its PTTL before this write (-2: the write made it): skipped while
+-- it has more than ttl less min(60 s, ttl/1000) left (the session keys'
+-- slide rule).
+local function expire_at_least(key, ttl, p)
   if ttl == 0 then
     if p ~= -1 then redis.call('PERSIST', key) end
     return
@@ -65,257 +66,149 @@ local function index_expire(key, ttl, p)
   if p == -2 or (p >= 0 and p < (ttl - slack) * 1000) then redis.call('EXPIRE', key, ttl) end
 end
 
--- check_terms is guard's check of the postings keys the documents of batch
--- ({spec=} each: "term tf ...") would write: nil, or the refusal. O(terms).
-local function check_terms(c, batch)
-  for _, m in ipairs(batch) do
-    for t in string.gmatch(m.spec or '', '(%S+) %d+') do
-      local key = c.search_prefix .. t
-      local got = guard.key_type(key)
-      if got ~= 'none' and got ~= 'zset' then
-        return guard.refusal(key, got, 'zset')
-      end
-    end
-  end
-  return nil
+-- current drops docs when an older sidecar wrote it (its documents carry a
+-- version, ' v', and their postings live in per-user keys this index no
+-- longer reads): the catch-up takes the session in again. Once a call.
+local function current(c, docs)
+  c.search_seen = c.search_seen or {}
+  if c.search_seen[docs] then return end
+  c.search_seen[docs] = true
+  if redis.call('HEXISTS', docs, ' v') == 1 then redis.call('UNLINK', docs) end
 end
 
--- parse_doc splits a stored document: ver, length, time, digest, spec
--- and preview (spec nil for a document an older sidecar stored without
--- it: its postings are left for the queries to drop).
+-- drop_posting takes document num's posting out of term's postings in
+-- docs; a term left without postings goes.
+local function drop_posting(docs, term, num)
+  local v = redis.call('HGET', docs, term)
+  if not v then return end
+  local s = string.find(v, ' ' .. num .. '[: ]')
+  if not s then return end -- dropped already as one of the oldest
+  local e = string.find(v, ' ', s + 1, true)
+  v = string.sub(v, 1, s - 1) .. string.sub(v, e)
+  if v == ' ' then redis.call('HDEL', docs, term) else redis.call('HSET', docs, term, v) end
+end
+
+-- add_posting appends document num's posting (term frequency tf) to
+-- term's postings in docs, the oldest dropped past MAX_POSTINGS.
+local function add_posting(docs, term, num, tf)
+  local v = redis.call('HGET', docs, term) or ' '
+  if tf ~= '1' then num = num .. ':' .. tf end
+  v = v .. num .. ' '
+  -- every posting takes at least two bytes: count only when it may be over
+  if #v > 2 * MAX_POSTINGS + 1 then
+    local _, n = string.gsub(v, ' ', ' ')
+    if n - 1 > MAX_POSTINGS then v = string.sub(v, string.find(v, ' ', 2, true)) end
+  end
+  redis.call('HSET', docs, term, v)
+end
+
+-- parse_doc splits a document record: length, time, terms, id.
 local function parse_doc(v)
-  local ver, l, at, dg, spec, p = string.match(v or '', '^(%d+)\t(%d+)\t(%d+)\t(%x+)\t([^\t]*)\t(.*)$')
-  if ver then return ver, tonumber(l), at, dg, spec, p end
-  ver, l, at, dg, p = string.match(v or '', '^(%d+)\t(%d+)\t(%d+)\t(%x*)\t?(.*)$')
-  return ver, tonumber(l or '0'), at, dg, nil, p
+  local l, at, terms, id = string.match(v or '', '^(%d+)\t(%d+)\t([^\t]*)\t(.*)$')
+  return tonumber(l), at, terms, id
 end
 
--- drop_postings removes exactly the postings of session sid's document
--- doc ('<kind>\t<id>') stored as v: one ZREM per term (at most 256; a
--- postings key left empty goes with it). Returns the terms touched.
-local function drop_postings(c, sid, doc, v)
-  local ver, len, _, _, spec = parse_doc(v)
-  if not spec then return 0 end
-  local member, n = sid .. '\t' .. doc .. '\t' .. ver .. '\t', 0
-  for t, tf in string.gmatch(spec, '(%S+) (%d+)') do
-    redis.call('ZREM', c.search_prefix .. t, member .. tf .. '\t' .. len)
-    n = n + 1
-  end
-  return n
-end
-
--- unindex_doc takes document kind/id out of docs, the session's documents
--- of that kind, with exactly its postings.
-local function unindex_doc(c, docs, kind, id)
-  local doc = kind .. '\t' .. id
-  local old = redis.call('HGET', docs, doc)
-  if not old then return end
-  local len = tonumber(string.match(old, '^%d+\t(%d+)') or '0')
-  drop_postings(c, c.sid, doc, old)
-  redis.call('HDEL', docs, doc)
+-- unindex_doc takes document id out of docs (a session's index of one
+-- kind) with exactly its postings: O(its terms), at most 256.
+local function unindex_doc(c, docs, id)
+  current(c, docs)
+  local num = redis.call('HGET', docs, '=' .. id)
+  if not num then return end
+  local len, _, terms = parse_doc(redis.call('HGET', docs, '#' .. num))
+  for t in string.gmatch(terms or '', '%S+') do drop_posting(docs, t, num) end
+  redis.call('HDEL', docs, '#' .. num, '=' .. id)
   hincr(docs, ' n', -1)
-  hincr(docs, ' len', -len)
-  stats_drop(c, 1, len)
+  hincr(docs, ' len', -(len or 0))
 end
 
--- write_postings adds to the postings of each term of spec the posting of
--- this session's document doc at version v (length len, scored by time at,
--- µs), giving each key at least ttl (index_expire). O(terms).
-local function write_postings(c, doc, v, spec, len, at, ttl)
-  local member = c.sid .. '\t' .. doc .. '\t' .. v .. '\t'
-  for t, tf in string.gmatch(spec, '(%S+) (%d+)') do
-    local key = c.search_prefix .. t
-    local p = redis.call('PTTL', key)
-    redis.call('ZADD', key, at, member .. tf .. '\t' .. len)
-    index_expire(key, ttl, p)
-  end
+-- born gives docs, when the call made it, the session's TTL ttl (it then
+-- slides with the session's keys). Once a call.
+local function born(c, docs, ttl)
+  c.search_born = c.search_born or {}
+  if c.search_born[docs] then return end
+  c.search_born[docs] = true
+  if ttl > 0 and redis.call('PTTL', docs) == -1 then redis.call('EXPIRE', docs, ttl) end
 end
 
--- spec_digest identifies a document's terms and frequencies (a refresh
--- tells an unchanged document by it).
-local function spec_digest(spec)
-  return string.sub(redis.sha1hex(spec), 1, 16)
+-- listed files the session in the user's c.slist (newest first for a
+-- user-wide search) and gives that at least the session's TTL. Once a call.
+local function listed(c, ttl)
+  if c.search_listed then return end
+  c.search_listed = true
+  local p = redis.call('PTTL', c.slist)
+  redis.call('ZADD', c.slist, clock.now_us(), c.sid)
+  expire_at_least(c.slist, ttl, p)
 end
 
--- index_doc puts document kind/id in the index, docs being the session's
--- documents of that kind: spec "term tf term tf ...", its length and
--- preview, at time now (µs: its postings' score, newest first). An empty
--- spec (no searchable word) takes the document out. O(terms), at most 256.
--- posted: the postings the script already added as its first writes
--- (session_append: they check the postings keys' types themselves, with
--- nothing written when one refuses): {v = the version they carry,
--- fresh = docs held no version yet, p = {postings key -> its PTTL before}};
--- index_doc then writes the rest and gives those keys their TTLs.
-local function index_doc(c, docs, kind, id, spec, len, preview, now, posted)
-  unindex_doc(c, docs, kind, id)
+-- index_doc puts document id in docs, the session's index of its kind:
+-- spec "term tf term tf ...", its length, its time at (µs: newest first in
+-- results). An empty spec (no searchable word) takes the document out.
+-- O(terms), at most 256.
+local function index_doc(c, docs, id, spec, len, at)
+  unindex_doc(c, docs, id)
   if spec == '' then return end
-  local ttl = session.ttl(c)
-  local ver
-  if posted then
-    ver = posted.v
-    redis.call('HSET', docs, ' v', string.format('%d', ver))
-    if posted.fresh and ttl > 0 then redis.call('EXPIRE', docs, ttl) end
-  else
-    ver = redis.call('HINCRBY', docs, ' v', 1)
+  local num = string.format('%d', redis.call('HINCRBY', docs, ' seq', 1))
+  local terms = {}
+  for t, tf in string.gmatch(spec, '(%S+) (%d+)') do
+    add_posting(docs, t, num, tf)
+    terms[#terms + 1] = t
   end
-  if ver == 1 then
-    -- a new hash of documents: versions start at the clock (µs), so a
-    -- version is never reused after the hash was dropped and made again
-    -- (a stale posting must not match a later document)
-    ver = clock.now_us()
-    redis.call('HSET', docs, ' v', string.format('%d', ver))
-    -- it lives as long as the session, whether or not this write slides
-    -- the session's TTLs
-    if ttl > 0 then redis.call('EXPIRE', docs, ttl) end
-  end
-  local doc = kind .. '\t' .. id
-  local v, at = string.format('%d', ver), string.format('%d', now)
-  redis.call('HSET', docs, doc, v .. '\t' .. len .. '\t' .. at .. '\t' .. spec_digest(spec) .. '\t' .. spec .. '\t' .. preview)
+  len = tonumber(len) or 0
+  redis.call('HSET', docs, '#' .. num, string.format('%d\t%d\t', len, at) .. table.concat(terms, ' ') .. '\t' .. id, '=' .. id, num)
   hincr(docs, ' n', 1)
   hincr(docs, ' len', len)
-  local ps = redis.call('PTTL', c.sstats)
-  hincr(c.sstats, 'n', 1)
-  hincr(c.sstats, 'len', len)
-  if posted then
-    for key, p in pairs(posted.p) do index_expire(key, ttl, p) end
-  else
-    write_postings(c, doc, v, spec, len, at, ttl)
-  end
-  index_expire(c.sstats, ttl, ps)
-end
-
--- refresh_doc writes the postings of document kind/id again as they are
--- (same version, length and time: ZADD of the same members, so a posting
--- that expired comes back and none is added twice), with the session's
--- TTL, when the stored document is spec's (its digest, length and
--- preview); returns false (nothing written) when it is not: the text
--- changed, the caller indexes it anew.
-local function refresh_doc(c, docs, kind, id, spec, len, preview)
-  local doc = kind .. '\t' .. id
-  local v, l, at, dg, sp, p = parse_doc(redis.call('HGET', docs, doc))
-  if not v or not sp or l ~= len or dg ~= spec_digest(spec) or p ~= preview then return false end
   local ttl = session.ttl(c)
-  write_postings(c, doc, v, spec, l, at, ttl)
-  index_expire(c.sstats, ttl, redis.call('PTTL', c.sstats))
-  return true
+  born(c, docs, ttl)
+  listed(c, ttl)
 end
 
 -- unindex_all takes every document of docs (one kind, the session's) out
--- of the index in O(1): the user's statistics lose them and the hash is
--- renamed to a purge key of the user (agent_search_purge:<tag><u>:<n>,
--- keeping its TTL, with ' sid' the session), queued in the statistics'
--- 'purge' field; purge_step then removes its documents' postings and
--- itself a bounded step at a time (search_purge.lua).
+-- of the index: O(1), the hash freed off Redis's main thread.
 local function unindex_all(c, docs)
-  local agg = redis.call('HMGET', docs, ' n', ' len')
-  local n, len = tonumber(agg[1] or '0') or 0, tonumber(agg[2] or '0') or 0
-  if n ~= 0 or len ~= 0 then stats_drop(c, n, len) end
-  if n == 0 or redis.call('EXISTS', c.sstats) == 0 then
-    redis.call('UNLINK', docs)
-    return
-  end
-  local seq = redis.call('HINCRBY', c.sstats, 'purge_seq', 1)
-  local id = string.format('%d', seq)
-  redis.call('HSET', docs, ' sid', c.sid)
-  redis.call('RENAME', docs, session.user_key(c, 'agent_search_purge') .. ':' .. id)
-  local q = redis.call('HGET', c.sstats, 'purge')
-  if q and q ~= '' then id = q .. ' ' .. id end
-  redis.call('HSET', c.sstats, 'purge', id)
+  redis.call('UNLINK', docs)
 end
 
--- retire takes the documents fields ('<kind>\t<id>' each) out of docs,
--- the session's documents of one kind, in O(#fields) commands whatever
--- their terms: the user's statistics lose them and they move to a new
--- purge key (as unindex_all's), whose postings purge_step removes later.
--- Without the statistics (no index) they are only deleted.
-local function retire(c, docs, fields)
-  if #fields == 0 then return end
-  local vals = redis.call('HMGET', docs, unpack(fields))
-  local moved, n, len = { ' sid', c.sid }, 0, 0
-  for i, f in ipairs(fields) do
-    if vals[i] then
-      moved[#moved + 1], moved[#moved + 2] = f, vals[i]
-      n, len = n + 1, len + (tonumber(string.match(vals[i], '^%d+\t(%d+)') or '0') or 0)
+-- retire takes documents ids out of docs, the session's index of one kind;
+-- when they hold more than RETIRE_TERMS postings in all, the whole hash goes
+-- instead (unindex_all): returns true then (the catch-up has the rest to
+-- take in again, a bounded step at a time).
+local function retire(c, docs, ids)
+  if #ids == 0 then return false end
+  current(c, docs)
+  local fields = {}
+  for i, id in ipairs(ids) do fields[i] = '=' .. id end
+  local nums, held = {}, {}
+  for i, num in ipairs(#ids <= RETIRE_TERMS and redis.call('HMGET', docs, unpack(fields)) or {}) do
+    if num then nums[#nums + 1], held[#held + 1] = '#' .. num, ids[i] end
+  end
+  local terms = #ids
+  if #nums > 0 and terms <= RETIRE_TERMS then
+    terms = 0
+    for _, d in ipairs(redis.call('HMGET', docs, unpack(nums))) do
+      local _, _, t = parse_doc(d)
+      terms = terms + 1 + #string.gsub(t or '', '%S', '')
     end
   end
-  if n == 0 then return end
-  redis.call('HDEL', docs, unpack(fields))
-  hincr(docs, ' n', -n)
-  hincr(docs, ' len', -len)
-  stats_drop(c, n, len)
-  if redis.call('EXISTS', c.sstats) == 0 then return end
-  local id = string.format('%d', redis.call('HINCRBY', c.sstats, 'purge_seq', 1))
-  local key = session.user_key(c, 'agent_search_purge') .. ':' .. id
-  redis.call('HSET', key, unpack(moved))
-  local ttl = session.ttl(c)
-  if ttl > 0 then redis.call('EXPIRE', key, ttl) end
-  local q = redis.call('HGET', c.sstats, 'purge')
-  if q and q ~= '' then id = q .. ' ' .. id end
-  redis.call('HSET', c.sstats, 'purge', id)
-end
-
-local PURGE_SCAN = 16 -- the fields a purge step asks HSCAN for
-
--- purge_step removes the postings and documents of the user's purge keys
--- (unindex_all) for about budget commands (ZREM a term, HDEL a document,
--- HSCAN a page; past it by one document's terms): whether more is left.
--- A purge key gone (expired) leaves the queue; one emptied is deleted.
-local function purge_step(c, budget)
-  local q = redis.call('HGET', c.sstats, 'purge') or ''
-  local touched, dropped = 0, 0
-  while q ~= '' and touched < budget do
-    local id = string.match(q, '^(%d+)')
-    local key = session.user_key(c, 'agent_search_purge') .. ':' .. (id or '')
-    local done = not id or redis.call('EXISTS', key) == 0
-    if not done then
-      local meta = redis.call('HMGET', key, ' sid', ' cur')
-      local sid, cur = meta[1] or '', meta[2] or '0'
-      local r = redis.call('HSCAN', key, cur, 'COUNT', PURGE_SCAN)
-      local f, cut = r[2], false
-      touched = touched + 1
-      for i = 1, #f, 2 do
-        if string.sub(f[i], 1, 1) ~= ' ' then
-          -- past the budget: the page's rest next step, from this cursor
-          cut = dropped > 0 and touched >= budget
-          if cut then break end
-          touched = touched + 1 + drop_postings(c, sid, f[i], f[i + 1])
-          dropped = dropped + 1
-          redis.call('HDEL', key, f[i])
-        end
-      end
-      if cut then r[1] = cur end -- ' cur' stays
-      if r[1] == '0' then
-        -- a pass ended (it met every document: none is added to a purge
-        -- key): done when only fields that are not documents are left
-        local META = { ' sid', ' cur', ' v', ' n', ' len', ' cov', ' since', ' refresh', ' mseq' }
-        local m = redis.call('HMGET', key, unpack(META))
-        local kept = 0
-        for i = 1, #META do if m[i] then kept = kept + 1 end end
-        done = redis.call('HLEN', key) <= kept
-        if done then redis.call('DEL', key) else redis.call('HDEL', key, ' cur') end
-      else
-        redis.call('HSET', key, ' cur', r[1])
-      end
-    end
-    if done then q = string.match(q, '^%d*%s*(.*)$') end
+  if terms > RETIRE_TERMS then
+    unindex_all(c, docs)
+    return true
   end
-  if q == '' then redis.call('HDEL', c.sstats, 'purge') else redis.call('HSET', c.sstats, 'purge', q) end
-  return q ~= ''
+  for _, id in ipairs(held) do unindex_doc(c, docs, id) end
+  return false
 end
 
 -- entries_cov is c.edocs's ' cov': the number of leading elements of the
--- entries list the index has taken in, the fingerprint of the last of them
--- ('' for none), ' since': when (µs) the index last began taking the
--- list in from its first element (nil: never), and whether a refresh walk
--- is under way (' refresh').
+-- entries list the index has taken in, and the fingerprint of the last of
+-- them ('' for none).
 local function entries_cov(c)
-  local v = redis.call('HMGET', c.edocs, ' cov', ' since', ' refresh')
-  local n, fp = string.match(v[1] or '', '^(%d+)\t(.*)$')
-  return tonumber(n or '0'), fp or '', tonumber(v[2] or ''), v[3] ~= false and v[3] ~= nil
+  current(c, c.edocs)
+  local n, fp = string.match(redis.call('HGET', c.edocs, ' cov') or '', '^(%d+)\t(.*)$')
+  return tonumber(n or '0'), fp or ''
 end
 
 local function set_cov(c, n, fp)
   redis.call('HSET', c.edocs, ' cov', string.format('%d', n) .. '\t' .. fp)
+  born(c, c.edocs, session.ttl(c))
 end
 
 -- cov_valid: the first n elements of the entries list are still the ones
@@ -324,22 +217,13 @@ local function cov_valid(c, n, fp)
   return n == 0 or idindex.fingerprint('qa', redis.call('LINDEX', c.entries, n - 1)) == fp
 end
 
--- refresh_due: the index began taking the entries in more than half the
--- session's TTL ago, so the user's postings of its older entries may
--- expire before the session: session_search_pending then takes every entry
--- in again (each document's postings written anew, with the TTL).
-local function refresh_due(c, since)
-  local ttl = session.ttl(c)
-  return since ~= nil and ttl > 0 and clock.now_us() - since > ttl * 500000
-end
-
 -- entries_removed keeps the entries' index right after the first k
 -- elements of the entries list were trimmed: removed holds their bytes
 -- when they were read (their documents leave the index), nil when not.
 -- When the index cannot stay right (the elements were not read, or it no
 -- longer described the list), the session's entries are dropped from it,
 -- to be taken in again a step at a time by session_search_catchup: returns
--- true then, and when the trimmed documents await their purge (retire).
+-- true then.
 local function entries_removed(c, k, removed)
   if redis.call('EXISTS', c.edocs) == 0 then return false end
   local n, fp = entries_cov(c)
@@ -347,17 +231,13 @@ local function entries_removed(c, k, removed)
     unindex_all(c, c.edocs)
     return true
   end
-  local fields = {}
-  for _, el in ipairs(removed) do
-    local id = json.id_of(el, 'qa_id')
-    if id then fields[#fields + 1] = 'entry\t' .. id end
-  end
-  retire(c, c.edocs, fields)
-  local purging = #fields > 0 and redis.call('HEXISTS', c.sstats, 'purge') == 1
+  local ids = {}
+  for _, el in ipairs(removed) do ids[#ids + 1] = json.id_of(el, 'qa_id') end
+  if retire(c, c.edocs, ids) then return true end
   -- past the trimmed ones, the covered prefix keeps its last element (a
   -- fingerprint that no longer matches is found by the next catch-up)
   if n > k then set_cov(c, n - k, fp) elseif n > 0 then set_cov(c, 0, '') end
-  return purging
+  return false
 end
 
 -- entry_gone keeps the entries' covered prefix right after the sidecar
@@ -377,24 +257,16 @@ local function entry_gone(c, pos, valid)
 end
 
 return {
+  MAX_POSTINGS = MAX_POSTINGS,
   wanted = wanted,
-  hincr = hincr,
-  stats_drop = stats_drop,
-  index_expire = index_expire,
-  check_terms = check_terms,
-  parse_doc = parse_doc,
-  drop_postings = drop_postings,
+  current = current,
   unindex_doc = unindex_doc,
-  purge_step = purge_step,
-  retire = retire,
-  write_postings = write_postings,
   index_doc = index_doc,
-  refresh_doc = refresh_doc,
   unindex_all = unindex_all,
+  retire = retire,
   entries_cov = entries_cov,
   set_cov = set_cov,
   cov_valid = cov_valid,
-  refresh_due = refresh_due,
   entries_removed = entries_removed,
   entry_gone = entry_gone,
 }

@@ -38,7 +38,7 @@
 -- c.context, c.record, c.qa_index, c.usage_ids, c.user_sets[status],
 -- c.global_sets[status], c.expiry, c.totals, c.by_model, and, made when
 -- first asked, c.ctx_index, c.events, c.edocs, c.sdocs, c.state,
--- c.user_events, c.user_state, c.sstats, c.search_prefix), its settings
+-- c.user_events, c.user_state, c.sstats, c.slist), its settings
 -- (c.default_ttl, c.max_entries, c.events_maxlen, c.events_watched) and ids (c.uid, c.sid,
 -- c.gid = "<u>:<s>", c.tag). session.at(c, sid) is the context of another
 -- session of the same user. Nothing outlives the call.
@@ -63,7 +63,8 @@ local OWN = {
   ctx_index = 'agent_session_context_index', events = 'agent_session_events',
   edocs = 'agent_search_entry_docs', sdocs = 'agent_search_docs', state = 'agent_session_state',
 }
-local USER = { user_events = 'agent_user_events', user_state = 'agent_user_state', sstats = 'agent_search_stats' }
+local USER = { user_events = 'agent_user_events', user_state = 'agent_user_state', sstats = 'agent_search_stats',
+  slist = 'agent_search_sessions' }
 local CTX = {}
 CTX.__index = function(c, name)
   local v
@@ -71,8 +72,6 @@ CTX.__index = function(c, name)
     v = OWN[name] .. ':' .. c.tag .. c.gid
   elseif USER[name] then
     v = USER[name] .. ':' .. c.tag .. c.uid
-  elseif name == 'search_prefix' then
-    v = 'agent_search:' .. c.tag .. c.uid .. ':'
   else
     return nil
   end
@@ -356,11 +355,13 @@ local function finish_write(c, moved, force, count, own_first, rec)
   meta.index(c, rec[4], now, due and t or nil)
   if due then
     slide(c, t, now)
-    -- the user's state and search statistics live as long as the user's
+    -- the user's state and search keys live as long as the user's
     -- sessions are written
     meta.expire(c.user_state, t, redis.call('PTTL', c.user_state))
-    local ps = redis.call('PTTL', c.sstats)
-    if ps ~= -2 then meta.expire(c.sstats, t, ps) end
+    for _, k in ipairs({ c.sstats, c.slist }) do
+      local pk = redis.call('PTTL', k)
+      if pk ~= -2 then meta.expire(k, t, pk) end
+    end
     -- an ADK session's user keys of its app (module adk) live as long as it
     local app = redis.call('HGET', 'adk_session:' .. c.tag .. c.gid, 'app')
     for _, f in ipairs(app and { 'adk_user_state:', 'adk_index:' } or {}) do
