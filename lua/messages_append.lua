@@ -13,11 +13,10 @@
 -- ARGV[11] SESSION_COMPACT_AFTER_TOKENS (0 = never)
 -- ARGV[12] the answer's byte cap for a repeat by Idempotency-Key (its
 --   stored messages are answered while within it, then 'truncated')
--- ARGV[13..] per message, seven values: id, fingerprint (of the fields a
+-- ARGV[13..] per message, six values: id, fingerprint (of the fields a
 --   retry must repeat), tokens, body (the message's JSON object without
 --   parent_id and created_at, which this script appends), and for the
---   search index its terms ("term tf ...", '' = not indexed), length and
---   preview
+--   search index its terms ("term tf ...", '' = not indexed) and length
 -- emits message_appended for each stored message (messages.append), and
 -- compaction_suggested when the latest path (as read, with the frozen
 -- system prompt) passes ARGV[11] tokens.
@@ -36,9 +35,9 @@
 
 local c = msgtree.open(session.open(KEYS, ARGV))
 local batch = {}
-for i = 13, #ARGV, 7 do
+for i = 13, #ARGV, 6 do
   batch[#batch + 1] = { id = ARGV[i], fp = ARGV[i + 1], tokens = tonumber(ARGV[i + 2]), body = ARGV[i + 3],
-    spec = ARGV[i + 4], len = tonumber(ARGV[i + 5]), preview = ARGV[i + 6] }
+    spec = ARGV[i + 4], len = tonumber(ARGV[i + 5]) }
 end
 local if_match
 if ARGV[5] == '1' then if_match = ARGV[6] end

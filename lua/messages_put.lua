@@ -12,9 +12,9 @@
 -- ARGV[11] the parent for a new message: 'latest', 'root' or 'id'
 --   (ARGV[12]); for a held one, 'root' or 'id' must name its parent
 -- ARGV[13] SESSION_MAX_MESSAGES
--- ARGV[14..16] for the search index: terms ("term tf ...", '' = none),
---   length, preview
--- ARGV[17] SESSION_COMPACT_AFTER_TOKENS (0 = never): compaction_suggested
+-- ARGV[14..15] for the search index: terms ("term tf ...", '' = none),
+--   length
+-- ARGV[16] SESSION_COMPACT_AFTER_TOKENS (0 = never): compaction_suggested
 --   is emitted when the write takes the latest path past it
 -- returns (reply.lua) {'ok', 'stored', message} created ('started' when
 --   this started the session), {'ok', 'replaced', message} replaced; with
@@ -38,7 +38,7 @@ local n = msgtree.node(c, id)
 if not n then
   if mode == 'patch' then return reply.missing() end
   return messages.append(c, { { id = id, fp = fp, tokens = tokens, body = body, spec = ARGV[14],
-    len = tonumber(ARGV[15]), preview = ARGV[16] } }, pmode, pid, nil, tonumber(ARGV[13]), '', tonumber(ARGV[17]))
+    len = tonumber(ARGV[15]) } }, pmode, pid, nil, tonumber(ARGV[13]), '', tonumber(ARGV[16]))
 end
 local spec = search.wanted(c, ARGV[14]) or '' -- none: its old document (if any) leaves the index
 local refused = messages.write_checks(c)
@@ -48,7 +48,7 @@ if expect ~= '' and old ~= expect then return reply.ok('changed', id) end
 if (pmode == 'root' and n.parent ~= '') or (pmode == 'id' and n.parent ~= pid) then
   return messages.id_conflict(id)
 end
-local suggest = tonumber(ARGV[17]) or 0
+local suggest = tonumber(ARGV[16]) or 0
 local latest = msgtree.node(c, msgtree.rec_msgs(c))
 local before = 0
 if suggest > 0 then before = messages.path_tokens(c, latest) end

@@ -11,7 +11,7 @@
 -- ARGV[10..13] the system message: id, fingerprint, tokens, body (as
 --   messages_append takes them)
 -- ARGV[14] SESSION_MAX_MESSAGES
--- ARGV[15..17] the system message's search terms, length and preview
+-- ARGV[15..16] the system message's search terms and length
 -- returns (reply.lua) {'ok', 'started'} split (the continuation starts
 --   now); {'dup'} a retry of ARGV[9] (nothing written); with nothing
 --   written, {'missing'} (no such session), {'refused', code, text} for
@@ -65,7 +65,7 @@ if key ~= '' then f[#f + 1], f[#f + 2] = 'create_key', key end
 redis.call('HSET', cont.record, unpack(f))
 events.emit(cont, 'status', 'state', nil, '{"status":"started","parent_session_id":' .. cjson.encode(own) .. '}')
 local first = messages.append(cont, { { id = ARGV[10], fp = ARGV[11], tokens = tonumber(ARGV[12]), body = ARGV[13],
-  spec = spec, len = tonumber(ARGV[16]), preview = ARGV[17] } },
+  spec = spec, len = tonumber(ARGV[16]) } },
   'root', '', nil, tonumber(ARGV[14]), '')
 if first[1] ~= 'ok' or (first[2] ~= 'stored' and first[2] ~= 'started') then return first end
 return reply.ok('started')

@@ -25,11 +25,11 @@
 -- ARGV[12] k, then k pairs (id, fingerprint): the segment, oldest first;
 --   for 'whole', k = 1 names the latest leaf the caller read ('' = none;
 --   any other leaf: suffix_mismatch) and k = 0 checks nothing
--- then per new message, eight values: 'new' or 'keep' (a message of the
+-- then per new message, seven values: 'new' or 'keep' (a message of the
 --   segment kept as stored, e.g. after a replaced function call), id, and
 --   for 'new' the fingerprint, tokens, body (messages_append's), search
 --   terms (prefixed with '?' under SEARCH_INDEX=on-demand: search.wanted),
---   length, preview ('' for 'keep')
+--   length ('' for 'keep')
 -- emits message_deleted (the segment's ids, or cleared) and
 -- message_appended for each message written; compaction_suggested as an
 -- append does.
@@ -56,9 +56,9 @@ local op, digest, whole, differs = 'tx ' .. ARGV[5], ARGV[6], ARGV[7] == 'whole'
 local max, suggest, max_bytes, k = tonumber(ARGV[9]), tonumber(ARGV[10]) or 0, tonumber(ARGV[11]), tonumber(ARGV[12])
 local expected, entries = {}, {}
 for i = 1, k do expected[i] = { id = ARGV[11 + 2 * i], fp = ARGV[12 + 2 * i] } end
-for i = 13 + 2 * k, #ARGV, 8 do
+for i = 13 + 2 * k, #ARGV, 7 do
   entries[#entries + 1] = { keep = ARGV[i] == 'keep', id = ARGV[i + 1], fp = ARGV[i + 2], tokens = tonumber(ARGV[i + 3]),
-    body = ARGV[i + 4], spec = ARGV[i + 5], len = tonumber(ARGV[i + 6]), preview = ARGV[i + 7] }
+    body = ARGV[i + 4], spec = ARGV[i + 5], len = tonumber(ARGV[i + 6]) }
 end
 
 -- under SEARCH_INDEX=on-demand a spec is written only while the user has

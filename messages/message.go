@@ -59,11 +59,11 @@ type message struct {
 	Search search.Doc // the text analysed for the search index
 }
 
-// searchArgs are the script arguments of m's search document: its terms,
-// length and an empty preview (the index keeps no text: a search's
-// snippets come from the messages).
+// searchArgs are the script arguments of m's search document: its terms
+// and length (the index keeps no text: a search's snippets come from the
+// messages themselves).
 func (m message) searchArgs() []string {
-	return []string{m.Search.Spec(), strconv.Itoa(m.Search.Length), ""}
+	return []string{m.Search.Spec(), strconv.Itoa(m.Search.Length)}
 }
 
 // parentRef is what a parent_id says: absent (the latest leaf), null (a new
@@ -300,7 +300,7 @@ func appendTexts(out []string, raw json.RawMessage) []string {
 			}
 		case map[string]any:
 			// keys in order, so a message's texts (and its search
-			// preview) are the same each time it is analysed
+			// snippets) are the same each time it is analysed
 			keys := make([]string, 0, len(x))
 			for k := range x {
 				keys = append(keys, k)

@@ -355,7 +355,7 @@ func (s *Store) Pop(ctx context.Context, user, session string) ([]byte, error) {
 // has an index" (search.Mode.Spec).
 func (s *Store) searchArgs(m message) []string {
 	if s.mode == search.Off {
-		return []string{"", "0", ""}
+		return []string{"", "0"}
 	}
 	a := m.searchArgs()
 	a[0] = s.mode.Spec(a[0])

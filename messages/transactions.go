@@ -105,7 +105,7 @@ func (s *Store) Transaction(ctx context.Context, user, session string, t txArgs)
 	}
 	for _, e := range t.Entries {
 		if e.Keep {
-			args = append(args, "keep", e.Msg.ID, "", "", "", "", "", "")
+			args = append(args, "keep", e.Msg.ID, "", "", "", "", "")
 			continue
 		}
 		m := e.Msg

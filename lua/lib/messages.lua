@@ -235,8 +235,8 @@ local function id_conflict(id)
 end
 
 -- append is an append of one message or a chained batch, all checks first.
--- batch: {id=, fp=, tokens=, body=, and for the search index spec=, len=,
--- preview=} in order; mode 'latest' (parent: the latest leaf), 'root' or
+-- batch: {id=, fp=, tokens=, body=, and for the search index spec=, len=}
+-- in order; mode 'latest' (parent: the latest leaf), 'root' or
 -- 'id' (parent pid); if_match nil or the leaf the caller expects; max the
 -- most messages a session holds; key the Idempotency-Key or ''; suggest
 -- SESSION_COMPACT_AFTER_TOKENS (nil or 0 = never); max_bytes the byte cap
