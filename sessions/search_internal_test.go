@@ -19,7 +19,7 @@ import (
 
 func findIDs(t *testing.T, srv *redisstoretest.Server, q string) string {
 	t.Helper()
-	res, err := search.Find(t.Context(), srv.Client(t), srv.Layout(), "u", "", q, 10)
+	res, err := FindForTest(t, srv, "u", "", q, 10)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -372,7 +372,7 @@ func TestDocumentWithoutDigestIsFound(t *testing.T) {
 			t.Fatalf("document %q: want 5 fields", f)
 		}
 		hset(t, srv, docs, "entry\ts0", strings.Join([]string{f[0], f[1], f[2], f[4]}, "\t"))
-		res, err := search.Find(t.Context(), srv.Client(t), srv.Layout(), "u", "", "zebra", 10)
+		res, err := FindForTest(t, srv, "u", "", "zebra", 10)
 		if err != nil || len(res) != 1 || res[0].ID != "s0" || !strings.Contains(res[0].Snippet, "zebra") || strings.Contains(res[0].Snippet, "\t") {
 			t.Fatalf("search: %+v, %v", res, err)
 		}
