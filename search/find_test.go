@@ -42,13 +42,13 @@ type fixture struct {
 	x *Index
 }
 
-func newFixture(t *testing.T, srv *redisstoretest.Server) *fixture {
+func newFixture(t testing.TB, srv *redisstoretest.Server) *fixture {
 	t.Helper()
 	store := sessionstore.New(srv.Conn(t), sessionstore.Config{TTLSeconds: 600})
 	return &fixture{c: srv.Client(t), l: srv.Layout(), x: &Index{store: store}}
 }
 
-func (f *fixture) do(t *testing.T, cmd rueidis.Completed) rueidis.RedisResult {
+func (f *fixture) do(t testing.TB, cmd rueidis.Completed) rueidis.RedisResult {
 	t.Helper()
 	r := f.c.Do(t.Context(), cmd)
 	if err := r.Error(); err != nil && !rueidis.IsRedisNil(err) {
@@ -59,7 +59,7 @@ func (f *fixture) do(t *testing.T, cmd rueidis.Completed) rueidis.RedisResult {
 
 // write stores docs (each hash's " n", " len", records, ids and postings)
 // and lists sessions in the user's zset with their scores.
-func (f *fixture) write(t *testing.T, user string, sessions map[string]int64, docs ...fdoc) {
+func (f *fixture) write(t testing.TB, user string, sessions map[string]int64, docs ...fdoc) {
 	t.Helper()
 	type hash struct{ session, kind string }
 	type posting struct{ num, tf int }
