@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 	"weak"
 
 	"github.com/redis/rueidis"
@@ -58,6 +59,10 @@ const (
 	// MaxSnippets is how many of the best results get their texts fetched
 	// for a snippet (and are dropped when their item is gone by then).
 	MaxSnippets = 50
+	// SnippetScanBytes is how much of a document's text (collapsed) a
+	// snippet looks for its first match in; past it the snippet is the
+	// text's start.
+	SnippetScanBytes = 64 << 10
 	// textRounds bounds the fetches that fill up for items gone.
 	textRounds = 3
 )
@@ -517,12 +522,37 @@ func (x *Index) results(ctx context.Context, f *finder, limit int) ([]Result, er
 				if t == nil {
 					continue // gone
 				}
-				r.Snippet = Snippet(Collapse(t...), f.terms)
+				r.Snippet = Snippet(scanned(t), f.terms)
 			}
 			out = append(out, r)
 		}
 	}
 	return out, nil
+}
+
+// scanned is texts collapsed (Collapse), at most SnippetScanBytes of it,
+// cut at a character's start.
+func scanned(texts []string) string {
+	var b strings.Builder
+	for _, t := range texts {
+		if b.Len() > 2*SnippetScanBytes {
+			break
+		}
+		b.WriteString(cut(t, 2*SnippetScanBytes))
+		b.WriteByte(' ')
+	}
+	return cut(Collapse(b.String()), SnippetScanBytes)
+}
+
+// cut is s's first n bytes at most, cut at a character's start.
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
 
 // texts fetches the texts of docs from their kinds' fetchers, one call per

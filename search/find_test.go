@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/redis/rueidis"
 
@@ -415,5 +416,21 @@ func TestRecord(t *testing.T) {
 		if f.record(&doc{tfs: []int{1, 0}}, rec) {
 			t.Errorf("record(%q) accepted", rec)
 		}
+	}
+}
+
+// A snippet looks for its match in the first SnippetScanBytes of the
+// collapsed text, cut at a character's start.
+func TestScanned(t *testing.T) {
+	long := strings.Repeat("é ", SnippetScanBytes) // 3 bytes a pair
+	got := scanned([]string{"  a\n\tb ", long, "never reached"})
+	if len(got) > SnippetScanBytes || !utf8.ValidString(got) || !strings.HasPrefix(got, "a b é é") || strings.Contains(got, "never") {
+		t.Fatalf("scanned: %d bytes, %q...", len(got), got[:min(len(got), 20)])
+	}
+	if got := scanned([]string{"short", " text "}); got != "short text" {
+		t.Fatalf("scanned: %q", got)
+	}
+	if got := cut("aé", 2); got != "a" {
+		t.Fatalf("cut: %q", got)
 	}
 }
