@@ -62,6 +62,14 @@ func (f *fixture) do(t testing.TB, cmd rueidis.Completed) rueidis.RedisResult {
 // and lists sessions in the user's zset with their scores.
 func (f *fixture) write(t testing.TB, user string, sessions map[string]int64, docs ...fdoc) {
 	t.Helper()
+	for _, cmd := range f.commands(user, sessions, docs...) {
+		f.do(t, cmd)
+	}
+}
+
+// commands are write's commands.
+func (f *fixture) commands(user string, sessions map[string]int64, docs ...fdoc) []rueidis.Completed {
+	var cmds []rueidis.Completed
 	type hash struct{ session, kind string }
 	type posting struct{ num, tf int }
 	fields := map[hash][]string{}
@@ -104,15 +112,16 @@ func (f *fixture) write(t testing.TB, user string, sessions map[string]int64, do
 		for i := 0; i < len(fs); i += 2 {
 			cmd = cmd.FieldValue(fs[i], fs[i+1])
 		}
-		f.do(t, cmd.Build())
+		cmds = append(cmds, cmd.Build())
 	}
 	if len(sessions) > 0 {
 		cmd := f.c.B().Zadd().Key(f.l.SearchSessions(user)).ScoreMember()
 		for s, score := range sessions {
 			cmd = cmd.ScoreMember(float64(score), s)
 		}
-		f.do(t, cmd.Build())
+		cmds = append(cmds, cmd.Build())
 	}
+	return cmds
 }
 
 func (f *fixture) find(t *testing.T, user, session, q string, limit int) []Result {
@@ -433,4 +442,70 @@ func TestScanned(t *testing.T) {
 	if got := cut("aé", 2); got != "a" {
 		t.Fatalf("cut: %q", got)
 	}
+}
+
+// Searches racing a writer that deletes a session's hash and makes it
+// again with other documents under the same numbers never answer a
+// document by a term it does not hold, nor fail.
+func TestFindRacingRewrites(t *testing.T) {
+	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
+		f := newFixture(t, srv)
+		variant := func(prefix string, odd string) []fdoc {
+			var docs []fdoc
+			for i := 1; i <= 40; i++ {
+				term := "lion"
+				if (i%2 == 1) == (odd == "zebra") {
+					term = "zebra"
+				}
+				docs = append(docs, fdoc{"s", "entry", i, t0 + int64(i), prefix + strconv.Itoa(i), map[string]int{term: 1 + i%3, "pad": i % 5}})
+			}
+			return docs
+		}
+		a, b := variant("a", "zebra"), variant("b", "lion")
+		holds := map[string]bool{}
+		for _, d := range append(slices.Clone(a), b...) {
+			if d.terms["zebra"] > 0 {
+				holds[d.id] = true
+			}
+		}
+		f.write(t, "u", map[string]int64{"s": 1}, a...)
+		ctx, stop := context.WithCancel(t.Context())
+		done := make(chan error, 1)
+		go func() {
+			defer close(done)
+			for i := 0; ctx.Err() == nil; i++ {
+				docs := a
+				if i%2 == 1 {
+					docs = b
+				}
+				cmds := append([]rueidis.Completed{f.c.B().Del().Key(f.l.SearchEntryDocs("u", "s")).Build()}, f.commands("u", nil, docs...)...)
+				for _, r := range f.c.DoMulti(ctx, cmds...) {
+					if err := r.Error(); err != nil && ctx.Err() == nil {
+						done <- err
+						return
+					}
+				}
+			}
+		}()
+		found := 0
+		for range 300 {
+			res, err := f.x.Find(t.Context(), "u", "", "zebra", 50)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range res {
+				if !holds[r.ID] {
+					t.Fatalf("found %s, which does not hold zebra", r.ID)
+				}
+			}
+			found += len(res)
+		}
+		stop()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		if found == 0 {
+			t.Fatal("nothing found in 300 searches")
+		}
+	})
 }
