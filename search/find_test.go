@@ -509,3 +509,47 @@ func TestFindRacingRewrites(t *testing.T) {
 		}
 	})
 }
+
+// A search's Redis work is bounded by what it needs, not by what the user
+// holds: with every term's postings in the newest session, the 300 older
+// sessions are not read (INFO commandstats on redis-server).
+func TestFindCommandsBounded(t *testing.T) {
+	srv := redisstoretest.NewReal(t)
+	f := newFixture(t, srv)
+	listed := map[string]int64{}
+	var docs []fdoc
+	for i := 1; i <= 2500; i++ {
+		docs = append(docs, fdoc{"new", "message", i, t0 + int64(i), "n" + strconv.Itoa(i), map[string]int{"common": 1 + i%2, "pad": i % 7}})
+	}
+	listed["new"] = 1000
+	for s := range 300 {
+		sid := "s" + strconv.Itoa(s)
+		listed[sid] = int64(s)
+		docs = append(docs, fdoc{sid, "entry", 1, t0, sid, map[string]int{"common": 1}})
+	}
+	f.write(t, "u", listed, docs...)
+	hmget := func() int64 {
+		info, err := f.c.Do(t.Context(), f.c.B().Info().Section("commandstats").Build()).ToString()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(info, "\n") {
+			if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "cmdstat_hmget:calls="); ok {
+				n, _ := strconv.ParseInt(rest[:strings.IndexByte(rest, ',')], 10, 64)
+				return n
+			}
+		}
+		return 0
+	}
+	before := hmget()
+	if got := f.find(t, "u", "", "common", 10); len(got) != 10 || got[0].SessionID != "new" {
+		t.Fatalf("got %s", ids(got))
+	}
+	calls := hmget() - before
+	// the first batch of sessions, and the records in pipelines of
+	// RecordBatch (one hash)
+	if limit := int64(2*SessionBatch + MaxPostings/RecordBatch + 1); calls > limit {
+		t.Fatalf("%d HMGETs, want at most %d (300 sessions not read)", calls, limit)
+	}
+	t.Logf("%d HMGETs", calls)
+}
