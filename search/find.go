@@ -493,9 +493,11 @@ func (x *Index) results(ctx context.Context, f *finder, limit int) ([]Result, er
 	at := 0 // the next hit
 	for round := 0; len(out) < limit; round++ {
 		short := limit - len(out)
-		take := short
-		if len(out) < MaxSnippets && round < textRounds {
-			take += min(4, short) // a few more, in case some are gone
+		snippets := len(out) < MaxSnippets && round < textRounds
+		take, spare := short, 0
+		if snippets {
+			spare = min(4, short) // a few more, in case some are gone
+			take += spare
 		}
 		if err := f.settle(ctx, at+take); err != nil {
 			return nil, err
@@ -506,9 +508,9 @@ func (x *Index) results(ctx context.Context, f *finder, limit int) ([]Result, er
 		}
 		at += len(batch)
 		var texts map[*doc][]string
-		if len(out) < MaxSnippets && round < textRounds {
+		if snippets {
 			var err error
-			if texts, err = x.texts(ctx, f, batch[:min(len(batch), MaxSnippets-len(out))]); err != nil {
+			if texts, err = x.texts(ctx, f, batch[:min(len(batch), MaxSnippets-len(out)+spare)]); err != nil {
 				return nil, err
 			}
 		}

@@ -553,3 +553,40 @@ func TestFindCommandsBounded(t *testing.T) {
 	}
 	t.Logf("%d HMGETs", calls)
 }
+
+// With limit MaxSnippets and the best item gone, every result has its
+// snippet (the spare taken in its place too); past MaxSnippets results
+// have none.
+func TestFindSnippetsUpToMax(t *testing.T) {
+	redisstoretest.Each(t, func(t *testing.T, srv *redisstoretest.Server) {
+		f := newFixture(t, srv)
+		var docs []fdoc
+		for i := 1; i <= 2*MaxSnippets; i++ {
+			docs = append(docs, fdoc{"s", "entry", i, t0 + int64(i), "e" + strconv.Itoa(i), map[string]int{"deploy": 1, "pad": 2*MaxSnippets + 1 - i}})
+		}
+		f.write(t, "u", map[string]int64{"s": 1}, docs...)
+		best := "e" + strconv.Itoa(2*MaxSnippets)
+		f.x.RegisterTexts("entry", func(_ context.Context, _, _ string, ids []string) (map[string][]string, error) {
+			out := map[string][]string{}
+			for _, id := range ids {
+				if id != best {
+					out[id] = []string{"deploy " + id}
+				}
+			}
+			return out, nil
+		})
+		got := f.find(t, "u", "", "deploy", MaxSnippets)
+		if len(got) != MaxSnippets || got[0].ID == best {
+			t.Fatalf("got %d: %s", len(got), ids(got))
+		}
+		for _, r := range got {
+			if r.Snippet != "deploy "+r.ID {
+				t.Fatalf("%s: snippet %q", r.ID, r.Snippet)
+			}
+		}
+		got = f.find(t, "u", "", "deploy", 2*MaxSnippets)
+		if len(got) != 2*MaxSnippets-1 || got[MaxSnippets-1].Snippet == "" || got[MaxSnippets+4].Snippet != "" {
+			t.Fatalf("got %d, snippets %q %q", len(got), got[MaxSnippets-1].Snippet, got[MaxSnippets+4].Snippet)
+		}
+	})
+}
