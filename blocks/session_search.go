@@ -65,11 +65,7 @@ func callSessionSearch(m *Module, r *http.Request, c toolCall) (toolResult, erro
 	if len(search.Query(*a.Query)) > 0 {
 		m.index.Prepare(r.Context(), c.user, "")
 	}
-	client, err := m.store.Conn().Client()
-	if err != nil {
-		return toolResult{}, err
-	}
-	res, err := search.Find(r.Context(), client, m.store.layout(), c.user, "", *a.Query, limit)
+	res, err := m.index.Find(r.Context(), c.user, "", *a.Query, limit)
 	if errors.Is(err, search.ErrNoTerms) {
 		return failed("The query %.200q holds no word the search can use (common words such as \"the\" are not indexed); use more specific words.", *a.Query), nil
 	}

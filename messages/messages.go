@@ -69,6 +69,7 @@ func New(_ context.Context, deps sidecar.Deps) (sidecar.Module, error) {
 		}
 	}
 	x.Register(m.store.CatchUpStep)
+	x.RegisterTexts("message", m.store.searchTexts)
 	return m, nil
 }
 

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"net/http"
 
-	"github.com/agentsidecar/agentsidecar/redisstore"
 	"github.com/agentsidecar/agentsidecar/search"
 	"github.com/agentsidecar/agentsidecar/sidecar"
 )
@@ -33,12 +32,7 @@ func (m *Module) searchUser(w http.ResponseWriter, r *http.Request) error {
 		return sidecar.BadRequest("invalid_query", "q must hold at least one searchable word (stop words such as \"the\" are not indexed)")
 	}
 	cov := m.index.Prepare(r.Context(), user, "")
-	client, err := m.store.Conn().Client()
-	if err != nil {
-		return err
-	}
-	l := redisstore.Layout{Cluster: m.store.Conn().Cluster()}
-	res, err := search.Find(r.Context(), client, l, user, "", r.URL.Query().Get("q"), limit)
+	res, err := m.index.Find(r.Context(), user, "", r.URL.Query().Get("q"), limit)
 	if errors.Is(err, search.ErrNoTerms) {
 		return sidecar.BadRequest("invalid_query", "q must hold at least one searchable word (stop words such as \"the\" are not indexed)")
 	}

@@ -56,6 +56,7 @@ type Index struct {
 	known   map[string]time.Time // users seen with an index (WriteMode)
 	busy    map[string]bool      // users whose build runs in this pod
 	steps   []Step
+	texts   map[string]Texts // each kind's fetcher of texts (snippets)
 	pending map[job]bool
 	looked  map[job]time.Time
 	queue   chan job

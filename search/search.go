@@ -188,10 +188,16 @@ func Query(q string) []string {
 	return out
 }
 
-// Preview is the start of a document's text kept for snippets: the texts
-// joined by spaces, whitespace collapsed, at most PreviewRunes.
+// Collapse is a document's text as snippets are cut from it: its texts
+// joined by single spaces, whitespace collapsed.
+func Collapse(texts ...string) string {
+	return strings.Join(strings.Fields(strings.Join(texts, " ")), " ")
+}
+
+// Preview is Collapse cut at PreviewRunes (what the index kept for
+// snippets before it kept no text).
 func Preview(texts ...string) string {
-	s := strings.Join(strings.Fields(strings.Join(texts, " ")), " ")
+	s := Collapse(texts...)
 	if utf8.RuneCountInString(s) <= PreviewRunes {
 		return s
 	}

@@ -12,11 +12,9 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/agentsidecar/agentsidecar/cognee"
 	"github.com/agentsidecar/agentsidecar/lua"
 	"github.com/agentsidecar/agentsidecar/redisstore"
 	"github.com/agentsidecar/agentsidecar/search"
-	"github.com/agentsidecar/agentsidecar/sidecar"
 )
 
 // The relevance search index of Q&A entries (package search; the scripts'
@@ -49,34 +47,7 @@ func (d entryDoc) args() []string {
 // (the sidecar's own, and Cognee's before it holds an object) is read
 // without a decoder: this runs on every append.
 func analyseEntry(stored []byte) entryDoc {
-	var texts [3]json.RawMessage // question, context, answer
-	pick := func(key string, raw json.RawMessage) {
-		switch key {
-		case "question":
-			texts[0] = raw
-		case "context":
-			texts[1] = raw
-		case "answer":
-			texts[2] = raw
-		}
-	}
-	if !sidecar.ObjectFields(stored, func(key, raw []byte) bool { pick(string(key), raw); return true }) {
-		texts = [3]json.RawMessage{}
-		if strict, err := cognee.Strict(stored); err == nil {
-			var e map[string]json.RawMessage
-			if json.Unmarshal(strict, &e) == nil {
-				for k, v := range e {
-					pick(k, v)
-				}
-			}
-		}
-	}
-	var out []string
-	for _, raw := range texts {
-		if s, ok := jsonString(raw); ok && s != "" {
-			out = append(out, s)
-		}
-	}
+	out := entryTexts(stored)
 	d := search.Analyze(out...)
 	return entryDoc{spec: d.Spec(), length: d.Length}
 }

@@ -308,7 +308,7 @@ func TestCatchupStepIsBounded(t *testing.T) {
 
 func userHits(t *testing.T, srv *redisstoretest.Server, q string) string {
 	t.Helper()
-	res, err := search.Find(t.Context(), srv.Client(t), srv.Layout(), "u", "", q, 10)
+	res, err := sessions.FindForTest(t, srv, "u", "", q, 10)
 	if err != nil {
 		t.Fatal(err)
 	}

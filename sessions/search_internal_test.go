@@ -19,7 +19,7 @@ import (
 
 func findIDs(t *testing.T, srv *redisstoretest.Server, q string) string {
 	t.Helper()
-	res, err := search.Find(t.Context(), srv.Client(t), srv.Layout(), "u", "", q, 10)
+	res, err := FindForTest(t, srv, "u", "", q, 10)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -61,6 +61,7 @@ func New(_ context.Context, deps sidecar.Deps) (sidecar.Module, error) {
 	x.Register(func(ctx context.Context, user, session string) (bool, error) {
 		return store.CatchUp(ctx, user, session, 1)
 	})
+	x.RegisterTexts("entry", store.searchTexts)
 	return &Module{store: store, logger: deps.Logger, now: time.Now, maxAnswer: rc.MaxAnswerBytes,
 		index: x, reads: make(chan struct{}, ConcurrentReads)}, nil
 }
@@ -447,16 +448,11 @@ func (m *Module) searchRelevance(w http.ResponseWriter, r *http.Request, user, s
 	if err != nil {
 		return err
 	}
-	client, err := m.store.Conn().Client()
-	if err != nil {
-		return err
-	}
 	if len(search.Query(r.URL.Query().Get("q"))) == 0 {
 		return sidecar.BadRequest("invalid_query", "q must hold at least one searchable word (stop words such as \"the\" are not indexed)")
 	}
 	cov := m.index.Prepare(r.Context(), user, session)
-	l := redisstore.Layout{Cluster: m.store.Conn().Cluster()}
-	res, err := search.Find(r.Context(), client, l, user, session, r.URL.Query().Get("q"), limit)
+	res, err := m.index.Find(r.Context(), user, session, r.URL.Query().Get("q"), limit)
 	if errors.Is(err, search.ErrNoTerms) {
 		return sidecar.BadRequest("invalid_query", "q must hold at least one searchable word (stop words such as \"the\" are not indexed)")
 	}
