@@ -24,11 +24,8 @@ if refused then return refused end
 local ttl = c.default_ttl
 if ARGV[5] == 'cursor' then
   if redis.call('EXISTS', c.sstats) == 0 then return reply.ok('', 0) end
-  if ARGV[6] == '' then
-    redis.call('HDEL', c.sstats, 'build')
-  else
-    redis.call('HSET', c.sstats, 'build', ARGV[6])
-  end
+  -- '' (built) is kept as a field: the marker is the hash's existence
+  redis.call('HSET', c.sstats, 'build', ARGV[6])
   return reply.ok(ARGV[6], 0)
 end
 local made = 0

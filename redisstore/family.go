@@ -167,7 +167,7 @@ var stockOrder = func() map[string]int {
 		"checkpoints", "checkpoint order", "session events watch",
 		"adk session", "adk session state", "adk events",
 		// user
-		"user index", "metadata index", "search postings", "search statistics", "user state",
+		"user index", "metadata index", "search sessions", "search marker", "user state",
 		"user blocks", "user events", "user events watch", "user erasure", "adk user state", "adk sessions of a user",
 		// bucket
 		"global metadata index", "global index", "expiry", "usage totals", "usage by model",
