@@ -14,19 +14,24 @@
 --   is not a JSON object (nothing is written); {'index_build', 'qa'} when
 --   finding it needs more index steps (nothing written but one step: run
 --   session_index_build, then this again).
--- An entry whose question, context or answer changes keeps its search
--- document until the sidecar indexes it again (session_search_entry, right
--- after); should that not happen, the next refresh of the session's index
--- (session_search_pending, mode 2) does.
+-- An entry whose question, context or answer changes leaves the search
+-- index here, so its old words are never found again; the sidecar indexes
+-- its new text right after (session_search_entry).
 --- @include reply
 --- @include json
 --- @include session
 --- @include events
 --- @include idindex
+--- @include search
 
 local c = session.open(KEYS, ARGV)
-local refused, rec = session.guard(c, 'keep', { c.entries, 'list', 'self' }, { c.qa_index, 'hash', 'self' },
-  { c.events, 'stream', 'self' })
+local text = false
+for i = 7, #ARGV, 2 do
+  if ARGV[i] == 'question' or ARGV[i] == 'context' or ARGV[i] == 'answer' then text = true end
+end
+local checks = { { c.entries, 'list', 'self' }, { c.qa_index, 'hash', 'self' }, { c.events, 'stream', 'self' } }
+if text then checks[4] = { c.edocs, 'hash' } end
+local refused, rec = session.guard(c, 'keep', unpack(checks))
 if refused then return refused end
 local qa_id, memify = ARGV[5], ARGV[6]
 local pos, el, llen = idindex.locate(c, 'qa', qa_id)
@@ -52,6 +57,7 @@ end
 local ev = events.emit(c, typ, 'entry', qa_id, updated, true)
 if type(ev) == 'table' then return ev end
 redis.call('LSET', c.entries, pos, updated)
+if text then search.unindex_doc(c, c.edocs, qa_id) end
 
 session.finish_write(c, false, false, llen, false, rec)
 return reply.ok(updated)

@@ -35,10 +35,8 @@ const (
 	SearchBudget = 2 * time.Second
 	// BuildPage is how many of the user's sessions a build lists at a time.
 	BuildPage = 16
-	// RecheckEvery: a write that is not an append queues a session for a
-	// look at its index at most this often per pod.
-	RecheckEvery  = time.Minute
-	recheckMemory = 4096
+	// knownMemory bounds the users WriteMode remembers.
+	knownMemory = 4096
 )
 
 // Index is the host's relevance index: SEARCH_INDEX, the steps of each
@@ -58,7 +56,6 @@ type Index struct {
 	steps   []Step
 	texts   map[string]Texts // each kind's fetcher of texts (snippets)
 	pending map[job]bool
-	looked  map[job]time.Time
 	queue   chan job
 	stop    chan struct{}
 	done    chan struct{}
@@ -73,7 +70,7 @@ type job struct{ user, session string }
 // Mode.Parse).
 func FromDeps(deps sidecar.Deps, s *sessionstore.Store, mode Mode) (*Index, error) {
 	return sidecar.Shared(deps, "search", func(deps sidecar.Deps) (*Index, error) {
-		x := &Index{mode: mode.Of(), store: s, logger: deps.Logger, pending: map[job]bool{}, looked: map[job]time.Time{}, known: map[string]time.Time{}, busy: map[string]bool{},
+		x := &Index{mode: mode.Of(), store: s, logger: deps.Logger, pending: map[job]bool{}, known: map[string]time.Time{}, busy: map[string]bool{},
 			queue: make(chan job, Queue), stop: make(chan struct{}), done: make(chan struct{})}
 		go x.run()
 		return x, nil
@@ -106,7 +103,7 @@ func (x *Index) WriteMode(user string) Mode {
 func (x *Index) Known(user string) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if len(x.known) >= recheckMemory {
+	if len(x.known) >= knownMemory {
 		clear(x.known)
 	}
 	x.known[user] = time.Now()
@@ -376,28 +373,6 @@ func (x *Index) Touch(user, session string) {
 		return
 	}
 	x.enqueue(job{user, session})
-}
-
-// TouchLater is Touch for a write that does not know whether the index
-// lacks something (feedback, an update, a delete): at most once per
-// RecheckEvery per session, so that an index due a refresh is refreshed
-// even when the session is written to without appends.
-func (x *Index) TouchLater(user, session string) {
-	if x.mode == Off {
-		return
-	}
-	j, now := job{user, session}, time.Now()
-	x.mu.Lock()
-	if last, ok := x.looked[j]; ok && now.Sub(last) < RecheckEvery {
-		x.mu.Unlock()
-		return
-	}
-	if len(x.looked) >= recheckMemory {
-		clear(x.looked)
-	}
-	x.looked[j] = now
-	x.mu.Unlock()
-	x.enqueue(j)
 }
 
 func (x *Index) enqueue(j job) {

@@ -235,7 +235,8 @@ func (m *Module) update(w http.ResponseWriter, r *http.Request, p []string, fiel
 		if textChanged(pairs) {
 			// the update took the entry out of the search index: put it
 			// back before answering, even when the caller has gone (should
-			// this fail, the next catch-up does it)
+			// this fail, the entry is not found until its text changes
+			// again)
 			ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), search.JobTimeout)
 			err := m.store.ReindexEntry(ctx, p[0], p[1], p[2], entry)
 			cancel()
@@ -243,7 +244,6 @@ func (m *Module) update(w http.ResponseWriter, r *http.Request, p []string, fiel
 				m.logger.Warn("search index: entry not indexed again yet", "user_id", p[0], "session_id", p[1], "qa_id", p[2], "err", err)
 			}
 		}
-		m.index.TouchLater(p[0], p[1])
 	}
 	return writeStored(w, http.StatusOK, entry)
 }
