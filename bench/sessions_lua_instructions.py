@@ -10,7 +10,7 @@ where the µs of sessions_lua_cost.py and sessions_load.sh swing by ±20 %.
 
 It prints instructions per call of: the append (1000 entries per session,
 unique qa_ids, entries as Cognee writes them), without and with the
-entry's search document (SEARCH_INDEX=true, the default), the feedback on a 500-entry
+entry's search document (SEARCH_INDEX=eager and on-demand), the feedback on a 500-entry
 session (random targets), and for scale three functions of a library of its
 own with the same 15 KEYS and 6 ARGV: `return 1`; RPUSH + EXPIRE (Cognee's
 two commands, inside a function); and the writes an append cannot do
@@ -147,7 +147,7 @@ def main():
     def append_indexed(p, i, fapp, fupd):
         k = keys("bench", f"s{i // 1000}")
         p.fcall(fapp, len(k), *k, 604800, 0, "bench", f"s{i // 1000}", f"q{i}", sc.entry(f"q{i}"),
-                spec, 38, sc.QUESTION)
+                spec, 38)
 
     # SEARCH_INDEX=on-demand: a user who never searched gets '?' alone (no
     # document); one with an index (its statistics hash) '?' + the spec
@@ -161,7 +161,7 @@ def main():
     def append_searched(p, i, fapp, fupd):
         k = keys("idx", f"s{i // 1000}")
         p.fcall(fapp, len(k), *k, 604800, 0, "idx", f"s{i // 1000}", f"q{i}", sc.entry(f"q{i}"),
-                "?" + spec, 38, sc.QUESTION)
+                "?" + spec, 38)
 
     print(f"instructions per FCALL, {n} calls each (callgrind, inside fcallCommand)")
     total = measure(append, n)

@@ -29,12 +29,15 @@ if ARGV[5] == 'cursor' then
   return reply.ok(ARGV[6], 0)
 end
 local made = 0
-if redis.call('EXISTS', c.sstats) == 0 then
+if redis.call('HEXISTS', c.sstats, 'build') == 0 then
+  -- none yet, or one an older sidecar made (its index in another format,
+  -- its counts and purge queue): the build (again) takes every session in
+  if redis.call('EXISTS', c.sstats) == 0 then made = 1 end
+  redis.call('HDEL', c.sstats, 'n', 'len', 'purge', 'purge_seq')
   redis.call('HSET', c.sstats, 'build', '+inf')
-  made = 1
 end
 -- at least the TTL: the writes of a longer-lived session (or of one
--- without expiry) gave it more, and it must outlive what it counts
+-- without expiry) gave it more, and it must outlive their index
 local p = redis.call('PTTL', c.sstats)
 if ttl > 0 and (made == 1 or (p >= 0 and p < ttl * 1000)) then redis.call('EXPIRE', c.sstats, ttl) end
 return reply.ok(redis.call('HGET', c.sstats, 'build') or '', made)

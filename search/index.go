@@ -173,7 +173,9 @@ func (x *Index) indexed(ctx context.Context, user string) (bool, error) {
 // only, when not ""): under on-demand it opens the user's marker (made, or
 // its TTL slid) and builds for at most SearchBudget (the session's
 // documents first when session is given), leaving the rest to the
-// background; under eager it catches the session up. Errors of the index
+// background; under eager it catches the session up, and a user-wide
+// search builds as under on-demand (a first build meets sessions indexed
+// already, or an older sidecar's index taken in again). Errors of the index
 // work are logged, not returned: the search answers what is indexed.
 func (x *Index) Prepare(ctx context.Context, user, session string) Coverage {
 	if x.mode == Off {
@@ -194,13 +196,13 @@ func (x *Index) Prepare(ctx context.Context, user, session string) Coverage {
 }
 
 func (x *Index) prepare(ctx context.Context, user, session string, until time.Time) (Coverage, error) {
-	if x.mode != OnDemand {
-		if session == "" {
-			return Coverage{}, nil
-		}
+	if x.mode != OnDemand && session != "" {
 		more, err := x.catchUp(ctx, user, session, until, false)
 		return Coverage{Building: more}, err
 	}
+	// under eager too, a user-wide search keeps the marker: its build takes
+	// in the sessions an older sidecar indexed in another format (and
+	// under eager finds every session indexed already)
 	cursor, err := x.mark(ctx, user, "open")
 	if err != nil {
 		return Coverage{Building: true}, err

@@ -199,11 +199,13 @@ end
 
 -- entries_cov is c.edocs's ' cov': the number of leading elements of the
 -- entries list the index has taken in, and the fingerprint of the last of
--- them ('' for none).
+-- them ('' for none); 0 and old true for an index an older sidecar wrote
+-- (the catch-up drops it and takes the list in again). Reads only.
 local function entries_cov(c)
-  current(c, c.edocs)
-  local n, fp = string.match(redis.call('HGET', c.edocs, ' cov') or '', '^(%d+)\t(.*)$')
-  return tonumber(n or '0'), fp or ''
+  local v = redis.call('HMGET', c.edocs, ' cov', ' v')
+  if v[2] then return 0, '', true end
+  local n, fp = string.match(v[1] or '', '^(%d+)\t(.*)$')
+  return tonumber(n or '0'), fp or '', false
 end
 
 local function set_cov(c, n, fp)
