@@ -40,19 +40,6 @@ local function wanted(c, spec)
   return nil
 end
 
--- hincr adds whole number n to field of hash key; nothing for 0 (Redis
--- refuses the "-0" Lua writes for minus zero) or for what is not a whole
--- number (a count another program spoiled is left as it is, not failed on).
-local function hincr(key, field, n)
-  n = tonumber(n)
-  if not n or n == 0 or n ~= math.floor(n) or math.abs(n) >= 2 ^ 53 then return end
-  local r = redis.pcall('HINCRBY', key, field, string.format('%d', n))
-  if type(r) == 'table' and r.err and not string.find(r.err, 'not an integer', 1, true)
-      and not string.find(r.err, 'overflow', 1, true) then
-    error(r) -- anything but the spoiled count (the key's type is checked before)
-  end
-end
-
 -- expire_at_least gives key at least ttl seconds to live (0: persist), p
 -- being its PTTL before this write (-2: the write made it): skipped while
 -- it has more than ttl less min(60 s, ttl/1000) left (the session keys'
@@ -76,30 +63,38 @@ local function current(c, docs)
   if redis.call('HEXISTS', docs, ' v') == 1 then redis.call('UNLINK', docs) end
 end
 
--- drop_posting takes document num's posting out of term's postings in
--- docs; a term left without postings goes.
-local function drop_posting(docs, term, num)
-  local v = redis.call('HGET', docs, term)
-  if not v then return end
-  local s = string.find(v, ' ' .. num .. '[: ]')
-  if not s then return end -- dropped already as one of the oldest
+-- without is postings v without document num's posting: nil when it
+-- holds none (or v is nil); ' ' when none is left.
+local function without(v, num)
+  local s = v and string.find(v, ' ' .. num .. '[: ]')
+  if not s then return nil end
   local e = string.find(v, ' ', s + 1, true)
-  v = string.sub(v, 1, s - 1) .. string.sub(v, e)
-  if v == ' ' then redis.call('HDEL', docs, term) else redis.call('HSET', docs, term, v) end
+  return string.sub(v, 1, s - 1) .. string.sub(v, e)
 end
 
--- add_posting appends document num's posting (term frequency tf) to
--- term's postings in docs, the oldest dropped past MAX_POSTINGS.
-local function add_posting(docs, term, num, tf)
-  local v = redis.call('HGET', docs, term) or ' '
+-- with is postings v (nil: none yet) with document num's posting (term
+-- frequency tf) appended, the oldest dropped past MAX_POSTINGS.
+local function with(v, num, tf)
   if tf ~= '1' then num = num .. ':' .. tf end
-  v = v .. num .. ' '
+  v = (v or ' ') .. num .. ' '
   -- every posting takes at least two bytes: count only when it may be over
   if #v > 2 * MAX_POSTINGS + 1 then
     local _, n = string.gsub(v, ' ', ' ')
     if n - 1 > MAX_POSTINGS then v = string.sub(v, string.find(v, ' ', 2, true)) end
   end
-  redis.call('HSET', docs, term, v)
+  return v
+end
+
+-- counted appends to set (an HSET's field value list) the counts ' n' and
+-- ' len' (as read: n, l) moved by dn and dl; a count another program
+-- spoiled (not a whole number) is left as it is.
+local function counted(set, n, l, dn, dl)
+  for _, f in ipairs({ { ' n', n, dn }, { ' len', l, dl } }) do
+    local v = tonumber(f[2] or '0')
+    if v and v == math.floor(v) and math.abs(v) < 2 ^ 52 and f[3] ~= 0 then
+      set[#set + 1], set[#set + 2] = f[1], string.format('%d', v + f[3])
+    end
+  end
 end
 
 -- parse_doc splits a document record: length, time, terms, id.
@@ -109,16 +104,28 @@ local function parse_doc(v)
 end
 
 -- unindex_doc takes document id out of docs (a session's index of one
--- kind) with exactly its postings: O(its terms), at most 256.
+-- kind) with exactly its postings: four commands whatever its terms (at
+-- most 256); a term left without postings goes.
 local function unindex_doc(c, docs, id)
   current(c, docs)
   local num = redis.call('HGET', docs, '=' .. id)
   if not num then return end
   local len, _, terms = parse_doc(redis.call('HGET', docs, '#' .. num))
-  for t in string.gmatch(terms or '', '%S+') do drop_posting(docs, t, num) end
-  redis.call('HDEL', docs, '#' .. num, '=' .. id)
-  hincr(docs, ' n', -1)
-  hincr(docs, ' len', -(len or 0))
+  local f = { ' n', ' len' }
+  for t in string.gmatch(terms or '', '%S+') do f[#f + 1] = t end
+  local v = redis.call('HMGET', docs, unpack(f))
+  local set, del = {}, { '#' .. num, '=' .. id }
+  for i = 3, #f do
+    local p = without(v[i], num) -- nil: dropped already as one of the oldest
+    if p == ' ' then
+      del[#del + 1] = f[i]
+    elseif p then
+      set[#set + 1], set[#set + 2] = f[i], p
+    end
+  end
+  counted(set, v[1], v[2], -1, -(len or 0))
+  if #set > 0 then redis.call('HSET', docs, unpack(set)) end
+  redis.call('HDEL', docs, unpack(del))
 end
 
 -- born gives docs, when the call made it, the session's TTL ttl (it then
@@ -143,20 +150,20 @@ end
 -- index_doc puts document id in docs, the session's index of its kind:
 -- spec "term tf term tf ...", its length, its time at (µs: newest first in
 -- results). An empty spec (no searchable word) takes the document out.
--- O(terms), at most 256.
+-- A handful of commands whatever its terms (at most 256): one HMGET of
+-- their postings and one HSET of them with the document's record.
 local function index_doc(c, docs, id, spec, len, at)
   unindex_doc(c, docs, id)
   if spec == '' then return end
   local num = string.format('%d', redis.call('HINCRBY', docs, ' seq', 1))
-  local terms = {}
-  for t, tf in string.gmatch(spec, '(%S+) (%d+)') do
-    add_posting(docs, t, num, tf)
-    terms[#terms + 1] = t
-  end
+  local f, tfs = { ' n', ' len' }, {}
+  for t, tf in string.gmatch(spec, '(%S+) (%d+)') do f[#f + 1], tfs[#f + 1] = t, tf end
+  local v = redis.call('HMGET', docs, unpack(f))
   len = tonumber(len) or 0
-  redis.call('HSET', docs, '#' .. num, string.format('%d\t%d\t', len, at) .. table.concat(terms, ' ') .. '\t' .. id, '=' .. id, num)
-  hincr(docs, ' n', 1)
-  hincr(docs, ' len', len)
+  local set = { '#' .. num, string.format('%d\t%d\t', len, at) .. table.concat(f, ' ', 3) .. '\t' .. id, '=' .. id, num }
+  for i = 3, #f do set[#set + 1], set[#set + 2] = f[i], with(v[i], num, tfs[i]) end
+  counted(set, v[1], v[2], 1, len)
+  redis.call('HSET', docs, unpack(set))
   local ttl = session.ttl(c)
   born(c, docs, ttl)
   listed(c, ttl)
