@@ -312,9 +312,10 @@ func TestMessagesIndexScript(t *testing.T) {
 
 // An indexing failure after the fork does not fail it: 201, the copies
 // stored, their batch left out of the index (failed before any write).
-// Here another program spoiled the fork's documents hash before the fork
-// (its ' seq' not a number: every type is right, so the fork passes its
-// checks, and messages_index fails at its first write).
+// Here another program spoiled the fork's documents hash before the fork:
+// its cursor ' mseq' is not a number, so the catch-up's first read fails
+// (every type is right, so the fork passes its own checks; a wrong-typed
+// index key refuses the fork itself: TestPostingsKeyWrongType).
 func TestForkIndexFailureKeepsFork(t *testing.T) {
 	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
 		h := start(t, srv, envconf.Env{"SEARCH_INDEX": "eager"})
@@ -323,7 +324,7 @@ func TestForkIndexFailureKeepsFork(t *testing.T) {
 		l, c := srv.Layout(), srv.Client(t)
 		docs := l.SearchDocs("alice", "s2")
 		for _, cmd := range []rueidis.Completed{
-			c.B().Hset().Key(docs).FieldValue().FieldValue(" seq", "x").Build(),
+			c.B().Hset().Key(docs).FieldValue().FieldValue(" mseq", "x").Build(),
 			c.B().Expire().Key(docs).Seconds(600).Build(),
 		} {
 			if err := c.Do(t.Context(), cmd).Error(); err != nil {
