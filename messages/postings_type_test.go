@@ -83,3 +83,43 @@ func TestPostingsKeyWrongType(t *testing.T) {
 		}
 	})
 }
+
+// A session's index whose ' seq' another program spoiled (not a number)
+// fails no write half-way: the put and the append answer as always, the
+// put's message replaced once, and the index is made anew with their
+// documents (the catch-up takes the rest in again).
+func TestIndexSeqSpoiled(t *testing.T) {
+	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
+		h := start(t, srv, envconf.Env{"SEARCH_INDEX": "eager"})
+		post(t, h, `{"id":"m0","role":"user","content":"hello walrus"}`, 201)
+		c, docs := srv.Client(t), srv.Layout().SearchDocs("alice", "s1")
+		for _, seq := range []string{"x", "99999999999999999999"} {
+			if err := c.Do(t.Context(), c.B().Hset().Key(docs).FieldValue().FieldValue(" seq", seq).Build()).Error(); err != nil {
+				t.Fatal(err)
+			}
+			if rep := h.Do(t, "PUT", msgs+"/m0", `{"role":"user","content":"zebra `+seq+`"}`); rep.Status != 200 {
+				t.Fatalf("PUT with ' seq' %s: %s", seq, rep)
+			}
+			if got := hitIDs(find(t, h, "/v1/users/alice/search?", "zebra")); got != "s1/m0" {
+				t.Fatalf("zebra after the PUT: got %q, want s1/m0", got)
+			}
+		}
+		if err := c.Do(t.Context(), c.B().Hset().Key(docs).FieldValue().FieldValue(" seq", "x").Build()).Error(); err != nil {
+			t.Fatal(err)
+		}
+		post(t, h, `{"id":"m1","role":"user","content":"pears"}`, 201)
+		if got := hitIDs(find(t, h, "/v1/users/alice/search?", "pears")); got != "s1/m1" {
+			t.Fatalf("pears: got %q, want s1/m1", got)
+		}
+		if got := hitIDs(find(t, h, "/v1/users/alice/search?", "walrus")); got != "" {
+			t.Fatalf("walrus: got %q, want the replaced words gone", got)
+		}
+		p := path(t, h, "")
+		if ids(p) != "m0,m1" || *p.Messages[0].Content != "zebra 99999999999999999999" {
+			t.Fatalf("path: %+v", p)
+		}
+		if rep := h.Do(t, "GET", "/v1/users/alice/sessions/s1", ""); !strings.Contains(rep.Body, `"message_count":2`) {
+			t.Fatalf("record: got %s, want message_count 2", rep)
+		}
+	})
+}

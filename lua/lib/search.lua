@@ -68,12 +68,16 @@ end
 
 -- current drops docs when an older sidecar wrote it (its documents carry a
 -- version, ' v', and their postings live in per-user keys this index no
--- longer reads): the catch-up takes the session in again. Once a call.
+-- longer reads), or when its ' seq' is not a number HINCRBY takes (another
+-- program spoiled it: index_doc's HINCRBY would fail the script half-way,
+-- after the write's own first writes): the catch-up takes the session in
+-- again. Once a call.
 local function current(c, docs)
   c.search_seen = c.search_seen or {}
   if c.search_seen[docs] then return end
   c.search_seen[docs] = true
-  if redis.call('HEXISTS', docs, ' v') == 1 then redis.call('UNLINK', docs) end
+  local v, seq = unpack(redis.call('HMGET', docs, ' v', ' seq'))
+  if v or (seq and not (string.match(seq, '^%d+$') and #seq <= 15)) then redis.call('UNLINK', docs) end
 end
 
 -- drop_posting takes document num's posting out of term's postings in
