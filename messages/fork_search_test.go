@@ -2,6 +2,7 @@ package messages_test
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -50,10 +51,38 @@ func docCount(t *testing.T, srv *redisstoretest.Server, key, f string) int64 {
 	return n
 }
 
+// indexedDocs is how many documents the user's index holds: the sum of
+// ' n' of both hashes (entries, messages) of every session listed in the
+// user's agent_search_sessions (a session gone counts 0).
+func indexedDocs(t *testing.T, srv *redisstoretest.Server, user string) int64 {
+	t.Helper()
+	c, l, ctx := srv.Client(t), srv.Layout(), t.Context()
+	ss, err := c.Do(ctx, c.B().Zrange().Key(l.SearchSessions(user)).Min("0").Max("-1").Build()).AsStrSlice()
+	if err != nil {
+		t.Fatalf("%s: %v", l.SearchSessions(user), err)
+	}
+	var sum int64
+	for _, s := range ss {
+		for _, key := range []string{l.SearchEntryDocs(user, s), l.SearchDocs(user, s)} {
+			v, err := c.Do(ctx, c.B().Hmget().Key(key).Field(" n").Build()).ToArray()
+			if err != nil {
+				t.Fatalf("HMGET %s ' n': %v", key, err)
+			}
+			if n, err := v[0].AsInt64(); err == nil {
+				sum += n
+			} else if !rueidis.IsRedisNil(err) {
+				t.Fatalf("%s ' n': %v", key, err)
+			}
+		}
+	}
+	return sum
+}
+
 // A fork's copies are in the search index when the fork answers: found
 // under the new session with the original's snippet and time, by the
-// user's search and by the fork's own relevance search, and counted in
-// the user's statistics; messages off the copied path are not copied.
+// user's search and by the fork's own relevance search, and counted among
+// the user's indexed documents; messages off the copied path are not
+// copied.
 func TestForkSearch(t *testing.T) {
 	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
 		h := start(t, srv, nil)
@@ -94,8 +123,8 @@ func TestForkSearch(t *testing.T) {
 		if s1 != 4 || s2 != 3 {
 			t.Fatalf("documents: s1 %d, s2 %d; want 4 and 3 (d has no text)", s1, s2)
 		}
-		if n := docCount(t, srv, l.SearchStats("alice"), "n"); n != s1+s2 {
-			t.Fatalf("user's search statistics n = %d, want %d (both sessions' documents)", n, s1+s2)
+		if n := indexedDocs(t, srv, "alice"); n != s1+s2 {
+			t.Fatalf("user's indexed documents: %d, want %d (both sessions')", n, s1+s2)
 		}
 		// the copies are the fork's own: deleting the source leaves them
 		if rep := h.Do(t, "DELETE", "/v1/users/alice/sessions/s1", ""); rep.Status != 204 {
@@ -104,8 +133,8 @@ func TestForkSearch(t *testing.T) {
 		if got := sortedIDs(find(t, h, user, "deploy")); got != "s2/a,s2/b,s2/c" {
 			t.Fatalf("after the source's delete: got %s", got)
 		}
-		if n := docCount(t, srv, l.SearchStats("alice"), "n"); n != s2 {
-			t.Fatalf("statistics after the source's delete: n = %d, want %d", n, s2)
+		if n := indexedDocs(t, srv, "alice"); n != s2 {
+			t.Fatalf("user's indexed documents after the source's delete: %d, want %d", n, s2)
 		}
 	})
 }
@@ -138,8 +167,8 @@ func TestForkSearchLongPath(t *testing.T) {
 		if got := docCount(t, srv, l.SearchDocs("alice", "s2"), " n"); got != int64(n) {
 			t.Fatalf("fork's documents: got %d, want %d", got, n)
 		}
-		if got := docCount(t, srv, l.SearchStats("alice"), "n"); got != int64(2*n) {
-			t.Fatalf("user's statistics n: got %d, want %d", got, 2*n)
+		if got := indexedDocs(t, srv, "alice"); got != int64(2*n) {
+			t.Fatalf("user's indexed documents: got %d, want %d", got, 2*n)
 		}
 		for _, i := range []int{0, 66, 67, 99, 100, 101, 199, 200, n - 1} {
 			if i >= n {
@@ -170,8 +199,8 @@ func TestForkSearchIndexOff(t *testing.T) {
 		if keys := srv.Keys(t, l.SearchDocs("alice", "s2")); len(keys) != 0 {
 			t.Fatalf("fork's documents written with SEARCH_INDEX=false: %v", keys)
 		}
-		if got := docCount(t, srv, l.SearchStats("alice"), "n"); got != 2 {
-			t.Fatalf("user's statistics n: got %d, want 2", got)
+		if got := indexedDocs(t, srv, "alice"); got != 2 {
+			t.Fatalf("user's indexed documents: got %d, want 2", got)
 		}
 		// the same fork with the index on is indexed
 		fork(t, on, "b", "s3")
@@ -182,23 +211,31 @@ func TestForkSearchIndexOff(t *testing.T) {
 }
 
 // messages_index indexes a message only while its tree node holds the
-// fingerprint sent, checks the key types before its first write, and is
-// no activity: the record, its TTL and the event stream stay as they were.
+// fingerprint sent and it has no document yet, only when the session's
+// cursor is still where the read began (else {'ok', -1}: read again),
+// checks the key types before its first write, and is no activity: the
+// record, its TTL and the event stream stay as they were.
 func TestMessagesIndexScript(t *testing.T) {
 	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
 		h := start(t, srv, envconf.Env{"SEARCH_INDEX": "false"})
 		post(t, h, `{"id":"a","role":"user","content":"apples from the orchard"}`, 201)
 		l, c, ctx := srv.Layout(), srv.Client(t), t.Context()
-		node, err := c.Do(ctx, c.B().Hget().Key(messages.SessionKeys(l, "alice", "s1").Tree).Field("a").Build()).ToString()
+		keys := messages.SessionKeys(l, "alice", "s1")
+		node, err := c.Do(ctx, c.B().Hget().Key(keys.Tree).Field("a").Build()).ToString()
 		if err != nil {
 			t.Fatal(err)
 		}
 		fp := node[strings.LastIndexByte(node, '\t')+1:]
+		seq, err := c.Do(ctx, c.B().Zscore().Key(keys.Order).Member("a").Build()).AsFloat64()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cursor := strconv.FormatFloat(seq, 'f', -1, 64) // the read's cursor after a
 		doc := search.Analyze("apples from the orchard")
 		st := sessionstore.New(srv.Conn(t), sessionstore.Config{TTLSeconds: 600})
-		run := func(fp string) (int64, error) {
-			msg, err := st.Exec(ctx, lua.MessagesIndex, "alice", "s1", "0", "1",
-				"a", fp, doc.Spec(), strconv.Itoa(doc.Length), "apples from the orchard", "")
+		run := func(from, fp string) (int64, error) {
+			msg, err := st.Exec(ctx, lua.MessagesIndex, "alice", "s1", from, cursor, "1",
+				"a", fp, doc.Spec(), strconv.Itoa(doc.Length), "")
 			if err != nil {
 				return 0, err
 			}
@@ -215,31 +252,57 @@ func TestMessagesIndexScript(t *testing.T) {
 			ttl, _ := c.Do(ctx, c.B().Ttl().Key(record).Build()).AsInt64()
 			return fmt.Sprintf("%v events=%d ttl=%d", rec, n, ttl)
 		}
+		apples := func(want string) {
+			t.Helper()
+			if got := hitIDs(find(t, h, "/v1/users/alice/search?", "apples")); got != want {
+				t.Fatalf("apples: got %q, want %q", got, want)
+			}
+		}
+		docs, list := l.SearchDocs("alice", "s1"), l.SearchSessions("alice")
+		index := func() []string { return redisstoretest.Snapshot(t, c, docs, list) }
 		before := state()
-		if n, err := run("not-its-fingerprint"); err != nil || n != 0 {
+		if n, err := run("0", "not-its-fingerprint"); err != nil || n != 0 {
 			t.Fatalf("stale fingerprint: got %d (%v), want 0 indexed", n, err)
 		}
-		docs := l.SearchDocs("alice", "s1")
-		if err := c.Do(ctx, c.B().Set().Key(docs).Value("x").Build()).Error(); err != nil {
-			t.Fatal(err)
+		apples("")
+		// the cursor moved on since a read from the start: nothing written
+		was := index()
+		if n, err := run("0", fp); err != nil || n != -1 {
+			t.Fatalf("cursor moved: got %d (%v), want -1", n, err)
 		}
-		if _, err := run(fp); err == nil || !strings.Contains(err.Error(), "holds a string where the sidecar keeps a hash") {
-			t.Fatalf("documents key of another type: got %v, want the wrong type refused", err)
+		if got := index(); !slices.Equal(got, was) {
+			t.Fatalf("cursor moved: index\n %q\nwant unchanged\n %q", got, was)
 		}
-		if keys := srv.Keys(t, l.SearchStats("alice")); len(keys) != 0 {
-			t.Fatalf("a refused call wrote %v", keys)
+		// keys of another type: refused before the first write
+		for _, bad := range []struct{ key, want, from string }{{list, "zset", cursor}, {docs, "hash", "0"}} {
+			for _, cmd := range []rueidis.Completed{c.B().Del().Key(bad.key).Build(), c.B().Set().Key(bad.key).Value("x").Build()} {
+				if err := c.Do(ctx, cmd).Error(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			was := index()
+			if _, err := run(bad.from, fp); err == nil || !strings.Contains(err.Error(), bad.key) ||
+				!strings.Contains(err.Error(), "holds a string where the sidecar keeps a "+bad.want) {
+				t.Fatalf("%s of another type: got %v, want the wrong type refused", bad.key, err)
+			}
+			if got := index(); !slices.Equal(got, was) {
+				t.Fatalf("a refused call wrote\n %q\nwant\n %q", got, was)
+			}
+			if err := c.Do(ctx, c.B().Del().Key(bad.key).Build()).Error(); err != nil {
+				t.Fatal(err)
+			}
 		}
-		if err := c.Do(ctx, c.B().Del().Key(docs).Build()).Error(); err != nil {
-			t.Fatal(err)
-		}
-		if got := hitIDs(find(t, h, "/v1/users/alice/search?", "apples")); got != "" {
-			t.Fatalf("apples before indexing: got %q", got)
-		}
-		if n, err := run(fp); err != nil || n != 1 {
+		apples("")
+		if n, err := run("0", fp); err != nil || n != 1 {
 			t.Fatalf("its fingerprint: got %d (%v), want 1 indexed", n, err)
 		}
-		if got := hitIDs(find(t, h, "/v1/users/alice/search?", "apples")); got != "s1/a" {
-			t.Fatalf("apples: got %q, want s1/a", got)
+		apples("s1/a")
+		// a message with a document already is not indexed twice
+		if n, err := run(cursor, fp); err != nil || n != 0 {
+			t.Fatalf("indexed already: got %d (%v), want 0", n, err)
+		}
+		if n := indexedDocs(t, srv, "alice"); n != 1 {
+			t.Fatalf("indexed documents: %d, want 1", n)
 		}
 		if after := state(); after != before {
 			t.Fatalf("session changed by indexing:\n %s\nwant\n %s", after, before)
@@ -247,30 +310,40 @@ func TestMessagesIndexScript(t *testing.T) {
 	})
 }
 
-// An indexing failure after the fork (here a postings key another program
-// made a string) does not fail it: 201, the copies stored, their batch
-// left out of the index (refused before any write).
+// An indexing failure after the fork does not fail it: 201, the copies
+// stored, their batch left out of the index (failed before any write).
+// Here another program spoiled the fork's documents hash before the fork:
+// its cursor ' mseq' is not a number, so the catch-up's first read fails
+// (every type is right, so the fork passes its own checks; a wrong-typed
+// index key refuses the fork itself: TestPostingsKeyWrongType).
 func TestForkIndexFailureKeepsFork(t *testing.T) {
 	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
 		h := start(t, srv, envconf.Env{"SEARCH_INDEX": "eager"})
 		post(t, h, `{"id":"a","role":"user","content":"zebras in the orchard"}`, 201)
 		post(t, h, `{"id":"b","role":"user","content":"pears in the orchard"}`, 201)
 		l, c := srv.Layout(), srv.Client(t)
-		zebra := l.SearchPostings("alice", "zebra")
-		for _, cmd := range []rueidis.Completed{c.B().Del().Key(zebra).Build(), c.B().Set().Key(zebra).Value("x").Build()} {
+		docs := l.SearchDocs("alice", "s2")
+		for _, cmd := range []rueidis.Completed{
+			c.B().Hset().Key(docs).FieldValue().FieldValue(" mseq", "x").Build(),
+			c.B().Expire().Key(docs).Seconds(600).Build(),
+		} {
 			if err := c.Do(t.Context(), cmd).Error(); err != nil {
 				t.Fatal(err)
 			}
 		}
+		was := redisstoretest.Snapshot(t, c, docs, l.SearchSessions("alice"))
 		fork(t, h, "b", "s2")
 		if got := ids(pathOf(t, h, "s2", "")); got != "a,b" {
 			t.Fatalf("fork's path: %s", got)
 		}
 		if got := sortedIDs(find(t, h, "/v1/users/alice/search?", "pears")); got != "s1/b" {
-			t.Fatalf("pears: got %s, want s1/b only (the copies' batch was refused)", got)
+			t.Fatalf("pears: got %s, want s1/b only (the copies' batch failed)", got)
 		}
-		if n := docCount(t, srv, l.SearchDocs("alice", "s2"), " n"); n != 0 {
-			t.Fatalf("fork's documents: %d, want 0", n)
+		if got := redisstoretest.Snapshot(t, c, docs, l.SearchSessions("alice")); !slices.Equal(got, was) {
+			t.Fatalf("the fork's index:\n %q\nwant unchanged\n %q", got, was)
+		}
+		if n := indexedDocs(t, srv, "alice"); n != 2 {
+			t.Fatalf("user's indexed documents: %d, want 2 (s1's)", n)
 		}
 	})
 }
@@ -351,9 +424,8 @@ func TestForkSearchConcurrentWrites(t *testing.T) {
 				t.Errorf("m%dnew: got %s, want the fork's copy only", i, got)
 			}
 		}
-		l := srv.Layout()
-		if got := docCount(t, srv, l.SearchStats("alice"), "n"); got != int64(2*n) {
-			t.Fatalf("user's statistics n: got %d, want %d", got, 2*n)
+		if got := indexedDocs(t, srv, "alice"); got != int64(2*n) {
+			t.Fatalf("user's indexed documents: got %d, want %d", got, 2*n)
 		}
 	})
 }

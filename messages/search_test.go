@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/agentsidecar/agentsidecar/redisstore/redisstoretest"
+	"github.com/agentsidecar/agentsidecar/search"
 	"github.com/agentsidecar/agentsidecar/sidecar/sidecartest"
 )
 
@@ -27,6 +28,16 @@ func find(t *testing.T, h *sidecartest.Host, path, q string) []hit {
 	var out struct{ Results []hit }
 	rep.JSON(t, &out)
 	return out.Results
+}
+
+// term is word's indexed term (its stem).
+func term(t *testing.T, word string) string {
+	t.Helper()
+	for s := range search.Analyze(word).Terms {
+		return s
+	}
+	t.Fatalf("%q: no term", word)
+	return ""
 }
 
 func hitIDs(hs []hit) string {
@@ -91,11 +102,20 @@ func TestSearch(t *testing.T) {
 		if got := hitIDs(find(t, h, user, "deploy unrelated")); got != "s2/d,s1/a" && got != "s1/a,s2/d" {
 			t.Fatalf("after pop and session delete: %s", got)
 		}
-		// the stale postings were dropped as the query met them
-		c := srv.Client(t)
-		l := srv.Layout()
-		if n, _ := c.Do(t.Context(), c.B().Zcard().Key(l.SearchPostings("alice", "unrel")).Build()).AsInt64(); n != 0 {
-			t.Fatalf("postings of a deleted session left: %d", n)
+		// the deleted session's index went with it; the popped message's
+		// document and its own terms' postings left s1's
+		c, l, ctx := srv.Client(t), srv.Layout(), t.Context()
+		if n, err := c.Do(ctx, c.B().Exists().Key(l.SearchDocs("alice", "s3")).Build()).AsInt64(); err != nil || n != 0 {
+			t.Fatalf("index of a deleted session left: %d (%v)", n, err)
+		}
+		s1 := l.SearchDocs("alice", "s1")
+		for _, f := range []string{"=b", term(t, "yesterday"), term(t, "pipeline")} {
+			if held, err := c.Do(ctx, c.B().Hexists().Key(s1).Field(f).Build()).AsBool(); err != nil || held {
+				t.Errorf("%s field %q after b's pop: held %v (%v)", s1, f, held, err)
+			}
+		}
+		if held, err := c.Do(ctx, c.B().Hexists().Key(s1).Field(term(t, "deploy")).Build()).AsBool(); err != nil || !held {
+			t.Errorf("%s: a's term deploy gone (%v)", s1, err)
 		}
 		if rep := h.Do(t, "GET", user+"q=the", ""); rep.Status != 400 || rep.Code() != "invalid_query" {
 			t.Fatalf("stop words only: %s", rep)

@@ -1,15 +1,18 @@
 package messages_test
 
 import (
-	"github.com/agentsidecar/agentsidecar/envconf"
+	"slices"
 	"testing"
 
+	"github.com/agentsidecar/agentsidecar/envconf"
 	"github.com/agentsidecar/agentsidecar/redisstore/redisstoretest"
 )
 
-// The user's search keys live as long as the longest-lived session they
-// hold: a write of a session with a TTL never gives a postings or
-// statistics key held by a session without expiry a TTL.
+// A persisted session's search index never expires, and the user's list
+// of sessions holding documents lives as long as the longest-lived session
+// it lists: a write of a session with a TTL never gives the list a TTL
+// while a session without expiry is listed. The session with a TTL keeps
+// its own index's TTL.
 func TestSearchKeysOfPersistedSession(t *testing.T) {
 	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
 		h := start(t, srv, envconf.Env{"SEARCH_INDEX": "eager"})
@@ -28,14 +31,26 @@ func TestSearchKeysOfPersistedSession(t *testing.T) {
 		}
 		c := srv.Client(t)
 		l := srv.Layout()
-		for _, key := range []string{l.SearchPostings("alice", "zebra"), l.SearchStats("alice")} {
-			got, err := c.Do(t.Context(), c.B().Ttl().Key(key).Build()).AsInt64()
-			if err != nil || got != -1 {
-				t.Errorf("%s: got TTL %d (%v), want -1 (the session keep never expires)", key, got, err)
+		for _, k := range []struct {
+			key     string
+			expires bool
+			why     string
+		}{
+			{l.SearchDocs("alice", "keep"), false, "the session keep never expires"},
+			{l.SearchSessions("alice"), false, "it lists keep, which never expires"},
+			{l.SearchDocs("alice", "brief"), true, "the session brief expires"},
+		} {
+			got, err := c.Do(t.Context(), c.B().Ttl().Key(k.key).Build()).AsInt64()
+			if err != nil || got == -2 || (got > 0) != k.expires {
+				t.Errorf("%s: got TTL %d (%v), want expires %v (%s)", k.key, got, err, k.expires, k.why)
 			}
 		}
-		if got := hitIDs(find(t, h, "/v1/users/alice/search?", "zebra")); len(got) == 0 {
-			t.Fatal("zebra: no hit")
+		var sessions []string
+		for _, g := range find(t, h, "/v1/users/alice/search?", "zebra") {
+			sessions = append(sessions, g.SessionID)
+		}
+		if slices.Sort(sessions); !slices.Equal(sessions, []string{"brief", "keep"}) {
+			t.Fatalf("zebra: found in sessions %v, want brief and keep", sessions)
 		}
 	})
 }

@@ -10,8 +10,8 @@ import (
 // TestTransactionsSearchOnDemand: under SEARCH_INDEX=on-demand (the
 // default) a transaction of a user who never searched writes no search
 // key, like an append; once the user has an index, the messages a
-// transaction writes are found, and no postings key holds the on-demand
-// spec's '?' prefix.
+// transaction writes are found, and no term of the session's index (nor
+// any key) holds the on-demand spec's '?' prefix.
 func TestTransactionsSearchOnDemand(t *testing.T) {
 	redisstoretest.Each(t, func(t *testing.T, srv *redisstoretest.Server) {
 		h := start(t, srv, nil)
@@ -28,9 +28,14 @@ func TestTransactionsSearchOnDemand(t *testing.T) {
 		if got := find(t, h, "/v1/users/alice/search?", "platypus"); len(got) != 1 || got[0].ID != a.Messages[0].ID {
 			t.Errorf("a transaction's message after the first search: %v", got)
 		}
-		for _, k := range srv.Keys(t, "*") {
-			if strings.Contains(k, "?") {
-				t.Errorf("key %s holds the on-demand prefix", k)
+		c, docs := srv.Client(t), srv.Layout().SearchDocs("alice", "s1")
+		fields, err := c.Do(t.Context(), c.B().Hkeys().Key(docs).Build()).AsStrSlice()
+		if err != nil || len(fields) == 0 {
+			t.Fatalf("%s: %q (%v)", docs, fields, err)
+		}
+		for _, f := range append(fields, srv.Keys(t, "*")...) {
+			if strings.Contains(f, "?") {
+				t.Errorf("%q holds the on-demand prefix", f)
 			}
 		}
 	})

@@ -188,14 +188,16 @@ func TestTreeWrites(t *testing.T) {
 }
 
 // allIndexes reports whether keys are only the user's and global indexes:
-// session indexes, the user's search postings and statistics (stale
-// postings are dropped by queries, and expire), and the deleted session's
-// event stream (a tombstone holding its `deleted` event for 300 s).
+// session indexes, the user's list of sessions holding search documents
+// and search marker (a session gone is dropped from the list by queries,
+// and both expire; its documents hash goes with it), and the deleted
+// session's event stream (a tombstone holding its `deleted` event for
+// 300 s).
 func allIndexes(keys []string) bool {
 	for _, k := range keys {
 		switch {
 		case strings.HasPrefix(k, "agent_sessions_global:"), strings.HasPrefix(k, "agent_sessions_by_user:"),
-			strings.HasPrefix(k, "agent_search:"), strings.HasPrefix(k, "agent_search_stats:"),
+			strings.HasPrefix(k, "agent_search_sessions:"), strings.HasPrefix(k, "agent_search_stats:"),
 			strings.HasPrefix(k, "agent_session_events:"):
 		default:
 			return false
