@@ -56,8 +56,7 @@ func edocs(t *testing.T, srv *redisstoretest.Server, user, s string) map[string]
 // reproduced them on a real redis-server).
 
 // Cognee deletes the last entry of a session (DEL, RPUSH of none): the
-// session's documents go at its next touch, and the user's statistics with
-// them.
+// session's documents go at its next touch: the user's index counts none.
 func TestSearchCogneeDeletesEveryEntry(t *testing.T) {
 	srv := redisstoretest.New(t)
 	h := startSearch(t, srv, nil)
@@ -77,7 +76,7 @@ func TestSearchCogneeDeletesEveryEntry(t *testing.T) {
 // A trim in the same append as an unseen rewrite by Cognee drops the
 // documents (the index no longer described the list) instead of starting
 // the covered prefix again over them: the entry Cognee deleted is not
-// found, and the statistics count what the list holds.
+// found, and the index counts what the list holds.
 func TestSearchTrimAfterRewrite(t *testing.T) {
 	srv := redisstoretest.New(t)
 	h := startSearch(t, srv, envconf.Env{"SESSION_MAX_ENTRIES": "8"})
@@ -142,10 +141,10 @@ func TestSearchDeleteAfterRewrite(t *testing.T) {
 	}
 }
 
-// Documents made again after a rewrite get versions never used before: a
-// stale posting from before a text PATCH (same entry, same "time") does not
-// match the new document.
-func TestSearchRebuildKeepsVersionsUnique(t *testing.T) {
+// Documents made again after a rewrite hold the entries' text as it is: an
+// entry whose text a PATCH changed (same entry, same "time") is found by
+// its new words only.
+func TestSearchRebuildAfterPatch(t *testing.T) {
 	srv := redisstoretest.New(t)
 	h := startSearch(t, srv, nil)
 	if rep := h.Do(t, "POST", "/v1/users/u/sessions/s/entries", `{"qa_id":"q1","question":"billing service","answer":"ok"}`); rep.Status != 201 {

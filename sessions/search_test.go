@@ -240,10 +240,9 @@ func TestEntriesSearchIndexOff(t *testing.T) {
 	}
 }
 
-// A session kept alive by feedback alone, past its TTL: its entries are
-// indexed again once their index is half a TTL old (a look at most every
-// quarter TTL per pod), so the user's postings of its words do not expire
-// under it.
+// A session kept alive by feedback alone, past its TTL: its entries'
+// documents hash slides with the session's keys, so its entries are still
+// found (the index does not expire under it).
 func TestEntriesPostingsLiveWithTheSession(t *testing.T) {
 	srv := redisstoretest.NewReal(t)
 	h := startSearch(t, srv, envconf.Env{"SESSION_TTL_SECONDS": "4"})
