@@ -3,7 +3,8 @@
 -- makes the user's writes index (search.wanted). A relevance search opens
 -- it (made with a build cursor when absent, else its TTL slid to at
 -- least the session TTL); the build moves the cursor, a step at a time,
--- newest sessions first, and takes it away when every session is indexed.
+-- newest sessions first, and sets it to '' when every session is indexed
+-- (the field stays: a hash without fields is no key, and then no marker).
 -- KEYS[1..15] the session's keys, indexes and totals (lib/session.lua; the
 --   session is any of the user's: only the user's keys are touched)
 -- ARGV[1..4] TTL, max entries, user_id, session_id (lib/session.lua)

@@ -292,8 +292,9 @@ func TestWrongTypeKeysAreRefusedBeforeAnyWrite(t *testing.T) {
 			c.Do(t.Context(), c.B().Del().Key(key).Build())
 			c.Do(t.Context(), c.B().Set().Key(key).Value("someone else's").Build())
 			events := srv.Layout().SessionEvents(user, "s1")
-			// and the session's search documents and the user's statistics
-			search := []string{srv.Layout().SearchEntryDocs(user, "s1"), srv.Layout().SearchStats(user)}
+			// and the session's search documents, the user's sessions list
+			// and marker
+			search := []string{srv.Layout().SearchEntryDocs(user, "s1"), srv.Layout().SearchSessions(user), srv.Layout().SearchStats(user)}
 			before := snapshot(k, events, search...)
 			for i, w := range []struct{ method, path, body string }{
 				{"POST", b + "/entries", `{"question":"q","answer":"a","qa_id":"q2"}`},
@@ -431,11 +432,13 @@ func TestWrongTypedIndexOfAnEmptyListIsRefused(t *testing.T) {
 	})
 }
 
-// With the search index off the append still writes the search keys when
-// its trim removes entries of a session that has documents (indexed while
-// the index was on): another program's value in either is refused before
-// anything is written (entries, event, record), as guard would. Without
-// documents the trim touches neither, and the append is stored.
+// With the search index off the append still writes the session's
+// entries' documents hash when its trim removes entries of a session that
+// has documents (indexed while the index was on): another program's value
+// there is refused before anything is written (entries, event, record), as
+// guard would, whether or not the session had documents. The trim writes
+// no other search key: the user's sessions list or marker of another type
+// is left as it is, and the append is stored.
 func TestTrimmingAppendChecksTheSearchKeys(t *testing.T) {
 	redisstoretest.Each(t, func(t *testing.T, srv *redisstoretest.Server) {
 		on := sidecartest.Start(t, srv, envconf.Env{"SEARCH_INDEX": "eager", "SESSION_MAX_ENTRIES": "4"}, sessions.Factory)
@@ -447,8 +450,9 @@ func TestTrimmingAppendChecksTheSearchKeys(t *testing.T) {
 			want    int
 		}{
 			{key: srv.Layout().SearchEntryDocs("u1", "s1"), indexed: true, want: 409},
-			{key: srv.Layout().SearchStats("u2"), indexed: true, want: 409},
-			{key: srv.Layout().SearchStats("u3"), indexed: false, want: 201},
+			{key: srv.Layout().SearchEntryDocs("u2", "s1"), indexed: false, want: 409},
+			{key: srv.Layout().SearchSessions("u3"), indexed: true, want: 201},
+			{key: srv.Layout().SearchStats("u4"), indexed: true, want: 201},
 		} {
 			user := fmt.Sprintf("u%d", n+1)
 			b := "/v1/users/" + user + "/sessions/s1"
@@ -468,7 +472,7 @@ func TestTrimmingAppendChecksTheSearchKeys(t *testing.T) {
 			r := off.Do(t, "POST", b+"/entries", `{"question":"q","answer":"a","qa_id":"q5"}`)
 			if tc.want == 201 {
 				if r.Status != 201 {
-					t.Errorf("trimming append of a session without documents, %s a string: %d %s, want 201", tc.key, r.Status, r.Body)
+					t.Errorf("trimming append with %s a string: %d %s, want 201", tc.key, r.Status, r.Body)
 				}
 				if got, _ := c.Do(t.Context(), c.B().Get().Key(tc.key).Build()).ToString(); got != "someone else's" {
 					t.Errorf("%s: %q, want the other program's string", tc.key, got)

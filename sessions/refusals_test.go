@@ -79,131 +79,102 @@ func TestIndexBuildRefusesAWrongTypedIndex(t *testing.T) {
 	})
 }
 
-// A count in the user's search statistics that another program spoiled
-// (not a number) is left as it is, not failed on: the append is stored
-// whole (it was a 500 with the entry pushed and the record behind).
+// A count of the session's search index that another program spoiled (not
+// a number: the entries' hash's ' n' and ' len') is left as it is, not
+// failed on: an append and an entry delete are stored whole (it was a 500
+// with the entry pushed and the record behind), and the entry is found.
 func TestSpoiledSearchCountIsLeftAlone(t *testing.T) {
 	redisstoretest.Each(t, func(t *testing.T, srv *redisstoretest.Server) {
-		h := sidecartest.Start(t, srv, nil, sessions.Factory)
+		h := startSearch(t, srv, envconf.Env{"SEARCH_INDEX": "eager"})
 		c := srv.Client(t)
-		stats := srv.Layout().SearchStats("u1")
-		c.Do(t.Context(), c.B().Hset().Key(stats).FieldValue().FieldValue("n", "spoiled").Build())
-		r := h.Do(t, "POST", "/v1/users/u1/sessions/s1/entries", `{"question":"what grows","answer":"revenue","qa_id":"q1"}`)
+		b := "/v1/users/u1/sessions/s1"
+		if r := h.Do(t, "POST", b+"/entries", `{"question":"what shrinks","answer":"costs","qa_id":"q0"}`); r.Status != 201 {
+			t.Fatalf("first append: %d %s", r.Status, r.Body)
+		}
+		docs := srv.Layout().SearchEntryDocs("u1", "s1")
+		c.Do(t.Context(), c.B().Hset().Key(docs).FieldValue().FieldValue(" n", "spoiled").FieldValue(" len", "spoiled too").Build())
+		r := h.Do(t, "POST", b+"/entries", `{"question":"what grows","answer":"revenue","qa_id":"q1"}`)
 		if r.Status != 201 {
 			t.Fatalf("append with a spoiled count: %d %s, want 201", r.Status, r.Body)
 		}
-		if got, _ := c.Do(t.Context(), c.B().Hget().Key(stats).Field("n").Build()).ToString(); got != "spoiled" {
-			t.Errorf("the spoiled count: %q, want it left as it was", got)
+		if r := h.Do(t, "DELETE", b+"/entries/q0", ""); r.Status != 204 {
+			t.Fatalf("entry delete with a spoiled count: %d %s, want 204", r.Status, r.Body)
+		}
+		got, _ := c.Do(t.Context(), c.B().Hmget().Key(docs).Field(" n", " len").Build()).AsStrSlice()
+		if !slices.Equal(got, []string{"spoiled", "spoiled too"}) {
+			t.Errorf("the spoiled counts: %q, want them left as they were", got)
 		}
 		k := srv.Layout().Session("u1", "s1")
 		if got, _ := c.Do(t.Context(), c.B().Hget().Key(k.Record).Field("entry_count").Build()).ToString(); got != "1" {
 			t.Errorf("record entry_count: %q, want 1", got)
 		}
-	})
-}
-
-// With the search index on, the append's postings are its first writes,
-// each ZADD checking its key's type: a postings key of another type (its
-// term in the entry, after others) refuses the append, 409 key_wrong_type
-// naming it, and every posting added before it is taken back: the other
-// terms' postings, the entries, the event stream, the documents and the
-// user's statistics are as they were.
-func TestAppendPostingsRefusalTakesBackItsPostings(t *testing.T) {
-	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
-		h := sidecartest.Start(t, srv, envconf.Env{"SEARCH_INDEX": "eager"}, sessions.Factory)
-		c := srv.Client(t)
-		l := srv.Layout()
-		b := "/v1/users/u1/sessions/s1"
-		if r := h.Do(t, "POST", b+"/entries", `{"question":"alpha beta","answer":"gamma","qa_id":"q1"}`); r.Status != 201 {
-			t.Fatalf("first append: %d %s", r.Status, r.Body)
+		if _, ids := hits(t, h, "/v1/users/u1/search?", "revenue"); ids != "s1/entry:q1" {
+			t.Errorf("revenue: %q, want s1/entry:q1", ids)
 		}
-		bad := l.SearchPostings("u1", "zebra")
-		c.Do(t.Context(), c.B().Set().Key(bad).Value("someone else's").Build())
-		k := l.Session("u1", "s1")
-		watched := []string{k.Entries, k.Record, l.SessionEvents("u1", "s1"), l.SearchEntryDocs("u1", "s1"), l.SearchStats("u1"),
-			l.SearchPostings("u1", "alpha"), l.SearchPostings("u1", "beta"), l.SearchPostings("u1", "delta"), bad}
-		dump := func() []string { return redisstoretest.Snapshot(t, c, watched...) }
-		before := dump()
-		// alpha and beta exist, delta is new, zebra refuses: words in order
-		r := h.Do(t, "POST", b+"/entries", `{"question":"alpha beta delta zebra","answer":"","qa_id":"q2"}`)
-		if r.Status != 409 || r.Code() != "key_wrong_type" || !strings.Contains(r.Body, bad) {
-			t.Fatalf("append with %s a string: %d %s, want 409 key_wrong_type naming it", bad, r.Status, r.Body)
-		}
-		if after := dump(); !slices.Equal(after, before) {
-			for i := range after {
-				if after[i] != before[i] {
-					t.Errorf("the refused append changed %s:\n%q\nwas\n%q", watched[i], after[i], before[i])
-				}
-			}
-			t.FailNow()
-		}
-		c.Do(t.Context(), c.B().Del().Key(bad).Build())
-		if r := h.Do(t, "POST", b+"/entries", `{"question":"alpha beta delta zebra","answer":"","qa_id":"q2"}`); r.Status != 201 {
-			t.Fatalf("append once the key is gone: %d %s", r.Status, r.Body)
-		}
-		for _, term := range []string{"alpha", "delta", "zebra"} {
-			key := l.SearchPostings("u1", term)
-			if pttl, _ := c.Do(t.Context(), c.B().Pttl().Key(key).Build()).AsInt64(); pttl <= 0 {
-				t.Errorf("%s after the append: PTTL %d, want a TTL", key, pttl)
-			}
-		}
-		members, _ := c.Do(t.Context(), c.B().Zrange().Key(bad).Min("0").Max("-1").Build()).AsStrSlice()
-		if len(members) != 1 || !strings.Contains(members[0], "\tq2\t") {
-			t.Fatalf("postings of zebra: %q, want q2's", members)
+		if _, ids := hits(t, h, "/v1/users/u1/search?", "costs"); ids != "" {
+			t.Errorf("costs (deleted): %q, want nothing", ids)
 		}
 	})
 }
 
-// With the search index on (the default), the append's documents hash and
-// the user's statistics of another type refuse it before anything is
-// written: no entry, no posting of its words.
+// With the search index on, an append that indexes checks the keys its
+// document goes to before its first write: the session's entries' hash
+// and the user's sessions list. Either of another type refuses it, 409
+// key_wrong_type naming it, with nothing written: the entries, the record,
+// the qa_id index, the event stream and the other search keys (the
+// documents already indexed) are as they were, TTLs too. Once the key is
+// gone the same append is stored, indexed and found, the index keys with
+// a TTL.
 func TestIndexedAppendChecksTheSearchKeys(t *testing.T) {
-	redisstoretest.Each(t, func(t *testing.T, srv *redisstoretest.Server) {
-		h := sidecartest.Start(t, srv, envconf.Env{"SEARCH_INDEX": "eager"}, sessions.Factory)
+	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
+		h := startSearch(t, srv, envconf.Env{"SEARCH_INDEX": "eager"})
 		c := srv.Client(t)
 		l := srv.Layout()
-		for i, key := range []string{l.SearchStats("u1"), l.SearchEntryDocs("u2", "s1")} {
-			user := []string{"u1", "u2"}[i]
-			b := "/v1/users/" + user + "/sessions/s1/entries"
-			if r := h.Do(t, "POST", b, `{"question":"alpha","answer":"","qa_id":"q1"}`); r.Status != 201 {
+		for i, kind := range []string{"entries' hash", "sessions list"} {
+			user := fmt.Sprintf("u%d", i+1)
+			b := "/v1/users/" + user + "/sessions/s1"
+			if r := h.Do(t, "POST", b+"/entries", `{"question":"alpha beta","answer":"gamma","qa_id":"q1"}`); r.Status != 201 {
 				t.Fatalf("first append: %d %s", r.Status, r.Body)
 			}
-			c.Do(t.Context(), c.B().Set().Key(key).Value("someone else's").Build())
-			r := h.Do(t, "POST", b, `{"question":"omega","answer":"","qa_id":"q2"}`)
-			if r.Status != 409 || r.Code() != "key_wrong_type" || !strings.Contains(r.Body, key) {
-				t.Errorf("append with %s a string: %d %s, want 409 key_wrong_type naming it", key, r.Status, r.Body)
+			docs, list := l.SearchEntryDocs(user, "s1"), l.SearchSessions(user)
+			bad := []string{docs, list}[i]
+			c.Do(t.Context(), c.B().Set().Key(bad).Value("someone else's").Build())
+			k := l.Session(user, "s1")
+			watched := []string{k.Entries, k.Record, k.Index, l.SessionEvents(user, "s1"), docs, list, l.SearchStats(user)}
+			dump := func() []string { return redisstoretest.Snapshot(t, c, watched...) }
+			before := dump()
+			r := h.Do(t, "POST", b+"/entries", `{"question":"alpha beta delta zebra","answer":"","qa_id":"q2"}`)
+			if r.Status != 409 || r.Code() != "key_wrong_type" || !strings.Contains(r.Body, bad) {
+				t.Fatalf("append with the %s %s a string: %d %s, want 409 key_wrong_type naming it", kind, bad, r.Status, r.Body)
 			}
-			n, _ := c.Do(t.Context(), c.B().Llen().Key(l.Session(user, "s1").Entries).Build()).AsInt64()
-			p, _ := c.Do(t.Context(), c.B().Exists().Key(l.SearchPostings(user, "omega")).Build()).AsInt64()
-			if n != 1 || p != 0 {
-				t.Errorf("after the refusal with %s a string: %d entries, omega's postings exist %d; want 1, 0", key, n, p)
+			if after := dump(); !slices.Equal(after, before) {
+				for i := range after {
+					if after[i] != before[i] {
+						t.Errorf("the refused append changed %s:\n%q\nwas\n%q", watched[i], after[i], before[i])
+					}
+				}
+				t.FailNow()
 			}
-		}
-	})
-}
-
-// A posting already there with the member an append would add (its
-// version repeated) is left as it was when the append is refused later:
-// the take-back removes only what the append added.
-func TestPostingsTakeBackKeepsWhatWasThere(t *testing.T) {
-	redisstoretest.Each(t, func(t *testing.T, srv *redisstoretest.Server) {
-		h := sidecartest.Start(t, srv, envconf.Env{"SEARCH_INDEX": "eager"}, sessions.Factory)
-		c := srv.Client(t)
-		l := srv.Layout()
-		b := "/v1/users/u1/sessions/s1"
-		if r := h.Do(t, "POST", b+"/entries", `{"question":"alpha","answer":"","qa_id":"q1"}`); r.Status != 201 {
-			t.Fatalf("append: %d %s", r.Status, r.Body)
-		}
-		v, _ := c.Do(t.Context(), c.B().Hget().Key(l.SearchEntryDocs("u1", "s1")).Field(" v").Build()).AsInt64()
-		alpha := l.SearchPostings("u1", "alpha")
-		member := fmt.Sprintf("s1\tentry\tq2\t%d\t1\t2", v+1) // what q2's posting of alpha would be
-		c.Do(t.Context(), c.B().Zadd().Key(alpha).ScoreMember().ScoreMember(5, member).Build())
-		c.Do(t.Context(), c.B().Set().Key(l.SearchPostings("u1", "zebra")).Value("someone else's").Build())
-		if r := h.Do(t, "POST", b+"/entries", `{"question":"alpha zebra","answer":"","qa_id":"q2"}`); r.Status != 409 {
-			t.Fatalf("append with zebra's postings a string: %d %s, want 409", r.Status, r.Body)
-		}
-		if s, err := c.Do(t.Context(), c.B().Zscore().Key(alpha).Member(member).Build()).AsFloat64(); err != nil || s != 5 {
-			t.Errorf("the posting that was there: score %v (%v), want 5", s, err)
+			c.Do(t.Context(), c.B().Del().Key(bad).Build())
+			if r := h.Do(t, "POST", b+"/entries", `{"question":"alpha beta delta zebra","answer":"","qa_id":"q2"}`); r.Status != 201 {
+				t.Fatalf("append once the %s is gone: %d %s", kind, r.Status, r.Body)
+			}
+			// the session's search takes in what the index lacks (q1's
+			// document, when the entries' hash went)
+			if _, ids := hits(t, h, b+"/search?rank=relevance&", "zebra"); ids != "/entry:q2" {
+				t.Errorf("zebra after the append: %q, want /entry:q2", ids)
+			}
+			if _, ids := hits(t, h, b+"/search?rank=relevance&", "alpha"); ids != "/entry:q1,/entry:q2" && ids != "/entry:q2,/entry:q1" {
+				t.Errorf("alpha after the append: %q, want q1 and q2", ids)
+			}
+			if _, ids := hits(t, h, "/v1/users/"+user+"/search?", "zebra"); ids != "s1/entry:q2" {
+				t.Errorf("zebra, user-wide: %q, want s1/entry:q2", ids)
+			}
+			for _, key := range []string{docs, list} {
+				if pttl, _ := c.Do(t.Context(), c.B().Pttl().Key(key).Build()).AsInt64(); pttl <= 0 {
+					t.Errorf("%s after the append: PTTL %d, want a TTL", key, pttl)
+				}
+			}
 		}
 	})
 }

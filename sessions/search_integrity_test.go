@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/rueidis"
+
 	"github.com/agentsidecar/agentsidecar/envconf"
 	"github.com/agentsidecar/agentsidecar/redisstore"
 	"github.com/agentsidecar/agentsidecar/redisstore/redisstoretest"
@@ -16,15 +18,31 @@ import (
 	"github.com/agentsidecar/agentsidecar/sessionstore"
 )
 
-func statsN(t *testing.T, srv *redisstoretest.Server, user string) string {
-	c := srv.Client(t)
-	st, _ := c.Do(t.Context(), c.B().Hmget().Key(srv.Layout().SearchStats(user)).Field("n", "len").Build()).ToArray()
-	a, _ := st[0].ToString()
-	b, _ := st[1].ToString()
-	if a == "" && b == "" { // a marker alone (SEARCH_INDEX=on-demand): nothing counted
-		a, b = "0", "0"
+// indexedDocs is how many documents the user's relevance index holds: the
+// ' n' of both hashes (entries, messages) of each session the user's
+// sessions list (agent_search_sessions) names.
+func indexedDocs(t *testing.T, srv *redisstoretest.Server, user string) int {
+	t.Helper()
+	c, l := srv.Client(t), srv.Layout()
+	sids, err := c.Do(t.Context(), c.B().Zrange().Key(l.SearchSessions(user)).Min("0").Max("-1").Build()).AsStrSlice()
+	if err != nil {
+		t.Fatalf("the user's search sessions: %v", err)
 	}
-	return a + "/" + b
+	n := 0
+	for _, s := range sids {
+		for _, k := range []string{l.SearchEntryDocs(user, s), l.SearchDocs(user, s)} {
+			v, err := c.Do(t.Context(), c.B().Hget().Key(k).Field(" n").Build()).ToString()
+			if rueidis.IsRedisNil(err) {
+				continue
+			}
+			d, cerr := strconv.Atoi(v)
+			if err != nil || cerr != nil {
+				t.Fatalf("' n' of %s: %q %v %v", k, v, err, cerr)
+			}
+			n += d
+		}
+	}
+	return n
 }
 
 func edocs(t *testing.T, srv *redisstoretest.Server, user, s string) map[string]string {
@@ -38,8 +56,7 @@ func edocs(t *testing.T, srv *redisstoretest.Server, user, s string) map[string]
 // reproduced them on a real redis-server).
 
 // Cognee deletes the last entry of a session (DEL, RPUSH of none): the
-// session's documents go at its next touch, and the user's statistics with
-// them.
+// session's documents go at its next touch: the user's index counts none.
 func TestSearchCogneeDeletesEveryEntry(t *testing.T) {
 	srv := redisstoretest.New(t)
 	h := startSearch(t, srv, nil)
@@ -51,15 +68,15 @@ func TestSearchCogneeDeletesEveryEntry(t *testing.T) {
 	c.Do(t.Context(), c.B().Del().Key(key).Build()) // Cognee deletes q1, the only entry
 	_, ids := hits(t, h, "/v1/users/u/sessions/s/search?rank=relevance&", "zebra")
 	_, ids2 := hits(t, h, "/v1/users/u/search?", "zebra")
-	if ids != "" || ids2 != "" || statsN(t, srv, "u") != "0/0" {
-		t.Errorf("deleted entry still found: session search %q, user search %q, stats %s", ids, ids2, statsN(t, srv, "u"))
+	if n := indexedDocs(t, srv, "u"); ids != "" || ids2 != "" || n != 0 {
+		t.Errorf("deleted entry still found: session search %q, user search %q, %d documents indexed", ids, ids2, n)
 	}
 }
 
 // A trim in the same append as an unseen rewrite by Cognee drops the
 // documents (the index no longer described the list) instead of starting
 // the covered prefix again over them: the entry Cognee deleted is not
-// found, and the statistics count what the list holds.
+// found, and the index counts what the list holds.
 func TestSearchTrimAfterRewrite(t *testing.T) {
 	srv := redisstoretest.New(t)
 	h := startSearch(t, srv, envconf.Env{"SESSION_MAX_ENTRIES": "8"})
@@ -87,8 +104,8 @@ func TestSearchTrimAfterRewrite(t *testing.T) {
 	if ids != "" {
 		t.Errorf("e1 (deleted by Cognee) still found: %s", ids)
 	}
-	if got := statsN(t, srv, "u"); !strings.HasPrefix(got, "8/") {
-		t.Errorf("statistics %s, want 8 documents", got)
+	if n := indexedDocs(t, srv, "u"); n != 8 {
+		t.Errorf("%d documents indexed, want 8", n)
 	}
 }
 
@@ -124,10 +141,10 @@ func TestSearchDeleteAfterRewrite(t *testing.T) {
 	}
 }
 
-// Documents made again after a rewrite get versions never used before: a
-// stale posting from before a text PATCH (same entry, same "time") does not
-// match the new document.
-func TestSearchRebuildKeepsVersionsUnique(t *testing.T) {
+// Documents made again after a rewrite hold the entries' text as it is: an
+// entry whose text a PATCH changed (same entry, same "time") is found by
+// its new words only.
+func TestSearchRebuildAfterPatch(t *testing.T) {
 	srv := redisstoretest.New(t)
 	h := startSearch(t, srv, nil)
 	if rep := h.Do(t, "POST", "/v1/users/u/sessions/s/entries", `{"qa_id":"q1","question":"billing service","answer":"ok"}`); rep.Status != 201 {
@@ -204,11 +221,12 @@ func TestSearchBigTrimIndexesAgain(t *testing.T) {
 		// catch-up took 16)
 		_, ids := hits(t, h, "/v1/users/u/sessions/s/search?rank=relevance&", "word1374")
 		_, gone := hits(t, h, "/v1/users/u/search?", "word3")
-		if ids == "/entry:c1374" && gone == "" && strings.HasPrefix(statsN(t, srv, "u"), "1100/") {
+		n := indexedDocs(t, srv, "u")
+		if ids == "/entry:c1374" && gone == "" && n == 1100 {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("after the trimming append: word1374 -> %q, word3 -> %q, stats %s", ids, gone, statsN(t, srv, "u"))
+			t.Fatalf("after the trimming append: word1374 -> %q, word3 -> %q, %d documents indexed", ids, gone, n)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -263,8 +281,9 @@ func TestSearchKeysHaveTTL(t *testing.T) {
 	}
 }
 
-// One catch-up step writes at most MaxStepTerms postings, however many words
-// the entries hold (Redis's own record, MONITOR, counts the ZADDs).
+// One catch-up step writes at most MaxStepTerms terms' postings, however
+// many words the entries hold (Redis's own record, MONITOR, counts the
+// writes of term fields of the session's hash).
 func TestCatchupStepIsBounded(t *testing.T) {
 	srv := redisstoretest.NewReal(t)
 	s := sessions.NewStore(sessionstore.New(srv.Conn(t), sessionstore.Config{TTLSeconds: 600}))
@@ -285,17 +304,19 @@ func TestCatchupStepIsBounded(t *testing.T) {
 	if err != nil || !left {
 		t.Fatalf("one step: left %v, %v; want entries left", left, err)
 	}
-	zadds, prefix := 0, redisstore.Layout{}.SearchPostings("u", "")
+	// a term's postings are the field named by the term in the session's
+	// hash ('#<num>' records, '=<id>' numbers and ' n'-like counts aside)
+	written, docs := 0, redisstore.Layout{}.SearchEntryDocs("u", "s")
 	for _, script := range mon.mark() {
 		for _, cmd := range script.inner {
-			if cmd.name == "zadd" && len(cmd.args) > 0 && strings.HasPrefix(cmd.args[0], prefix) {
-				zadds++
+			if (cmd.name == "hset" || cmd.name == "hdel") && len(cmd.args) > 1 && cmd.args[0] == docs && !strings.ContainsAny(cmd.args[1][:min(1, len(cmd.args[1]))], "#= ") {
+				written++
 			}
 		}
 	}
 	// at most MaxStepTerms, or one whole document (search.MaxDocTerms)
-	if most := max(sessions.MaxStepTerms, search.MaxDocTerms); zadds == 0 || zadds > most {
-		t.Fatalf("one step wrote %d postings, want 1..%d", zadds, most)
+	if most := max(sessions.MaxStepTerms, search.MaxDocTerms); written == 0 || written > most {
+		t.Fatalf("one step wrote %d terms' postings, want 1..%d", written, most)
 	}
 	// and the steps go on to the end
 	for left && err == nil {

@@ -8,14 +8,15 @@ import (
 	"github.com/agentsidecar/agentsidecar/redisstore/redisstoretest"
 )
 
-// TestSearchMarkerOutlivesIndex: the user's search statistics (the
-// on-demand marker, which counts the user's documents and queues their
-// purges) live at least as long as every search key of the user. A
-// search slides the marker, never shortening the TTL a longer-lived
-// session's writes gave it (or taking away the no-expiry of a session
-// without one): a marker gone before them makes the next search count
-// those documents as absent, and a delete of that session then purges
-// none of its postings (which, for a session without expiry, never go).
+// TestSearchMarkerOutlivesIndex: the user's on-demand marker
+// (agent_search_stats) stays once the index is built, and lives at least
+// as long as every index key of the user (the sessions' documents hashes
+// and the user's sessions list). A search slides the marker, never
+// shortening the TTL a longer-lived session's writes gave it (or taking
+// away the no-expiry of a session without one), and an indexed write of
+// such a session gives it that session's TTL: a marker gone before the
+// documents stops the user's writes indexing while the documents stay,
+// stale, and the next search builds everything again.
 func TestSearchMarkerOutlivesIndex(t *testing.T) {
 	for _, own := range []string{"86400", "0"} {
 		t.Run("ttl_seconds="+own, func(t *testing.T) {
@@ -36,6 +37,11 @@ func TestSearchMarkerOutlivesIndex(t *testing.T) {
 						if rep := h.Do(t, "POST", long+"/entries", `{"qa_id":"q2","question":"tomatoes in pots","answer":"yes"}`); rep.Status != 201 {
 							t.Fatal(rep)
 						}
+						c := srv.Client(t)
+						docs := srv.Layout().SearchEntryDocs("u", "long")
+						if n, err := c.Do(t.Context(), c.B().Hexists().Key(docs).Field("=q2").Build()).AsInt64(); err != nil || n != 1 {
+							t.Fatalf("q2 in %s: %d %v, want indexed by its append", docs, n, err)
+						}
 					}
 				}
 				c := srv.Client(t)
@@ -48,6 +54,9 @@ func TestSearchMarkerOutlivesIndex(t *testing.T) {
 				}
 				marker := srv.Layout().SearchStats("u")
 				m := pttl(marker)
+				if m == -2 {
+					t.Fatalf("no marker %s after the user's searches", marker)
+				}
 				keys := srv.Keys(t, "agent_search*")
 				if len(keys) < 3 {
 					t.Fatalf("search keys %v", keys)

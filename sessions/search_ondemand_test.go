@@ -34,10 +34,20 @@ func TestSearchOnDemand(t *testing.T) {
 			strings.Contains(rep.Body, `"qa-2"`) || strings.Contains(rep.Body, `"index"`) {
 			t.Fatalf("first search: %s", rep)
 		}
-		// the user has an index now: writes are indexed (an entry's by the
-		// catch-up its append queued when the pod still believed otherwise)
+		// the user has an index now, and keeps it built: writes are
+		// indexed (an entry's by the catch-up its append queued when the
+		// pod still believed otherwise)
+		c := srv.Client(t)
+		marker := srv.Layout().SearchStats("bob")
+		if b, err := c.Do(t.Context(), c.B().Hget().Key(marker).Field("build").Build()).ToString(); err != nil || b != "" {
+			t.Fatalf("the marker's build after the first search: %q %v, want \"\" (built)", b, err)
+		}
 		if rep := h.Do(t, "POST", "/v1/users/bob/sessions/b/messages", `{"id":"m-2","role":"user","content":"kubernetes rollout"}`); rep.Status != 201 {
 			t.Fatal(rep)
+		}
+		docs := srv.Layout().SearchDocs("bob", "b")
+		if n, err := c.Do(t.Context(), c.B().Hexists().Key(docs).Field("=m-2").Build()).AsInt64(); err != nil || n != 1 {
+			t.Fatalf("m-2 in %s: %d %v, want indexed by its append", docs, n, err)
 		}
 		if rep := h.Do(t, "POST", "/v1/users/bob/sessions/a/entries", `{"qa_id":"qa-3","question":"kubernetes pods","answer":"restart"}`); rep.Status != 201 {
 			t.Fatal(rep)

@@ -74,7 +74,9 @@ func fixture(t *testing.T, name string) string {
 func TestEntryLifecycle(t *testing.T) {
 	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
 		keys := srv.Layout().Session("u1", "s1")
-		h := start(t, srv, envconf.Env{"SESSION_EVENTS": "always"}) // the tombstone: what every write recorded
+		// the tombstone: what every write recorded; the search index written
+		// as the entries are, for what a delete leaves of it
+		h := start(t, srv, envconf.Env{"SESSION_EVENTS": "always", "SEARCH_INDEX": "eager"})
 		c := srv.Client(t)
 
 		r := h.Do(t, "POST", base+"/entries", `{"question":"Where is the dog?","answer":"In the garden","qa_id":"q1","context":"ctx"}`)
@@ -166,17 +168,23 @@ func TestEntryLifecycle(t *testing.T) {
 			t.Fatalf("feedback after a delete: %d %s", r.Status, r.Body)
 		}
 
+		for _, k := range []string{srv.Layout().SearchEntryDocs("u1", "s1"), srv.Layout().SearchSessions("u1")} {
+			if n, _ := c.Do(t.Context(), c.B().Exists().Key(k).Build()).AsInt64(); n != 1 {
+				t.Fatalf("%s before the delete: exists %d, want the entry indexed", k, n)
+			}
+		}
 		if r := h.Do(t, "DELETE", base, ""); r.Status != 204 {
 			t.Fatalf("delete session: %d", r.Status)
 		}
 		// Only the event stream's tombstone is left, its one `deleted`
-		// event expiring within 300 s, and the user's search postings and
-		// statistics (shared by the user's sessions; the deleted session's
-		// postings are dropped by the queries that meet them).
+		// event expiring within 300 s, and the user's on-demand search
+		// marker when there is one (shared by the user's sessions): the
+		// session's search documents go with it, and the user's sessions
+		// list (empty then) with its last member.
 		rc := srv.Client(t)
 		left := srv.Keys(t, "*")
 		left = slices.DeleteFunc(left, func(k string) bool {
-			return strings.HasPrefix(k, "agent_search:") || strings.HasPrefix(k, "agent_search_stats:")
+			return strings.HasPrefix(k, "agent_search_stats:")
 		})
 		if len(left) != 1 {
 			t.Fatalf("keys left after deleting the session: %q, want 1 (the events tombstone)", left)

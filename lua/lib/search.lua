@@ -148,13 +148,18 @@ local function born(c, docs, ttl)
 end
 
 -- listed files the session in the user's c.slist (newest first for a
--- user-wide search) and gives that at least the session's TTL. Once a call.
+-- user-wide search) and gives that, and the on-demand marker c.sstats when
+-- the user has one, at least the session's TTL: the marker outlives the
+-- index it marks (gone first, the user's writes would stop indexing while
+-- their documents stay). Once a call.
 local function listed(c, ttl)
   if c.search_listed then return end
   c.search_listed = true
   local p = redis.call('PTTL', c.slist)
   redis.call('ZADD', c.slist, clock.now_us(), c.sid)
   expire_at_least(c.slist, ttl, p)
+  p = redis.call('PTTL', c.sstats)
+  if p ~= -2 then expire_at_least(c.sstats, ttl, p) end
 end
 
 -- index_doc puts document id in docs, the session's index of its kind:
