@@ -83,7 +83,7 @@ func callSessionSearch(m *Module, r *http.Request, c toolCall) (toolResult, erro
 }
 
 // searchable reports whether user has a document in the relevance index
-// (the user's search statistics count one): one HGET; under
+// (the user's list of sessions with documents is not empty): one ZCARD; under
 // SEARCH_INDEX=on-demand, also whether this session holds messages or
 // entries (the user's first search builds the index).
 func (s *Store) searchable(ctx context.Context, user, session string) (bool, error) {
@@ -91,9 +91,9 @@ func (s *Store) searchable(ctx context.Context, user, session string) (bool, err
 	if err != nil {
 		return false, err
 	}
-	n, err := client.Do(ctx, client.B().Hget().Key(s.layout().SearchStats(user)).Field("n").Build()).AsInt64()
-	if err != nil && !rueidis.IsRedisNil(err) {
-		return false, redisstore.Wrap("read search statistics", err)
+	n, err := client.Do(ctx, client.B().Zcard().Key(s.layout().SearchSessions(user)).Build()).AsInt64()
+	if err != nil {
+		return false, redisstore.Wrap("read the user's indexed sessions", err)
 	}
 	if n > 0 || s.mode != search.OnDemand {
 		return n > 0, nil
