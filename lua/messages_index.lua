@@ -15,7 +15,7 @@
 --   node's, as read), spec ("term tf ...", '' for no searchable word),
 --   length, time (µs since the epoch: the document's time, its message's
 --   created_at; '' for now). The sidecar sends at most 100 messages and
---   1 024 terms a call.
+--   256 terms a call.
 -- returns (reply.lua) {'ok', n}: n of the k messages indexed, the others
 --   skipped; {'ok', -1} when the cursor moved since the read (nothing
 --   written: read again); {'refused', 'key_wrong_type', text} when a key

@@ -185,6 +185,8 @@ func TestForkSearchLongPath(t *testing.T) {
 
 // With SEARCH_INDEX=false a fork indexes nothing: the source's messages
 // (indexed by a sidecar with the index on) are found, their copies not.
+// (A user-wide search through an eager pod would build the user's index,
+// copies and all: the search goes through the pod with the index off.)
 func TestForkSearchIndexOff(t *testing.T) {
 	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
 		on := start(t, srv, envconf.Env{"SEARCH_INDEX": "eager"})
@@ -192,7 +194,7 @@ func TestForkSearchIndexOff(t *testing.T) {
 		post(t, on, `{"id":"a","role":"user","content":"apples from the orchard"}`, 201)
 		post(t, on, `{"id":"b","role":"user","content":"pears from the orchard"}`, 201)
 		fork(t, off, "b", "s2")
-		if got := sortedIDs(find(t, on, "/v1/users/alice/search?", "orchard")); got != "s1/a,s1/b" {
+		if got := sortedIDs(find(t, off, "/v1/users/alice/search?", "orchard")); got != "s1/a,s1/b" {
 			t.Fatalf("orchard: got %s, want only s1's messages", got)
 		}
 		l := srv.Layout()
@@ -204,7 +206,7 @@ func TestForkSearchIndexOff(t *testing.T) {
 		}
 		// the same fork with the index on is indexed
 		fork(t, on, "b", "s3")
-		if got := sortedIDs(find(t, on, "/v1/users/alice/search?", "orchard")); got != "s1/a,s1/b,s3/a,s3/b" {
+		if got := sortedIDs(find(t, off, "/v1/users/alice/search?", "orchard")); got != "s1/a,s1/b,s3/a,s3/b" {
 			t.Fatalf("orchard after an indexed fork: got %s", got)
 		}
 	})

@@ -16,11 +16,13 @@ import (
 	"github.com/agentsidecar/agentsidecar/search"
 )
 
-// Bounds of one messages_index script (about 5 ms of Redis at most): at
-// most IndexBatch messages and IndexBatchTerms terms.
+// Bounds of one messages_index script: at most IndexBatch messages and
+// IndexBatchTerms terms (each term rewrites its postings in the session's
+// index, at most 256 of them: about 2 ms of Redis for a full step, as the
+// worst indexed append; BENCHMARKS.md).
 const (
 	IndexBatch      = 100
-	IndexBatchTerms = 1024
+	IndexBatchTerms = 256
 )
 
 // indexDoc is one message read for the index, as messages_index takes it.

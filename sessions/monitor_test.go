@@ -82,8 +82,8 @@ func (m *monitor) mark() []command {
 }
 
 // parseMonitorLine reads `<time> [<db> <source>] "cmd" "arg" ...`: the
-// source ("lua" or the client's address), the command and its first four
-// arguments.
+// source ("lua" or the client's address), the command and its arguments
+// (at most 1 024).
 func parseMonitorLine(line string) (source, name string, args []string) {
 	open, end := strings.IndexByte(line, '['), strings.IndexByte(line, ']')
 	if open < 0 || end < open {
@@ -94,7 +94,7 @@ func parseMonitorLine(line string) (source, name string, args []string) {
 	}
 	rest := line[end+1:]
 	var toks []string
-	for len(toks) < 5 {
+	for len(toks) < 1025 {
 		i := strings.IndexByte(rest, '"')
 		if i < 0 {
 			break

@@ -22,11 +22,16 @@
 -- changed (µs), which a user-wide search reads newest first; and c.sstats,
 -- the on-demand marker (search_mark).
 
-local MAX_POSTINGS = 2000
+-- A word's postings in one session's hash: every posting of a document
+-- rewrites its words' values (one HMGET, one HSET), so their size bounds
+-- an append's work: an entry of 256 words each holding 256 postings costs
+-- Redis about 2.4 ms (2 000 took 7.2 ms; BENCHMARKS.md). A query still
+-- takes up to 2 000 postings of a word across the user's sessions.
+local MAX_POSTINGS = 256
 -- a removal of documents holding more postings than this drops the whole
 -- hash instead (the catch-up takes the rest in again, a bounded step at a
 -- time)
-local RETIRE_TERMS = 1024
+local RETIRE_TERMS = 256
 
 -- wanted is the spec a write indexes: spec as the sidecar sent it, or nil
 -- for none. A spec prefixed with '?' (SEARCH_INDEX=on-demand) is indexed
