@@ -77,7 +77,7 @@ var (
 	SearchDocsFamily = Register(Family{
 		Name: "search documents", Prefix: "agent_search_docs", Scope: ScopeSession,
 		Kind: KindHash, Owner: "messages", TTL: SessionTTL,
-		Description: "the search index of a session's messages: `<term>` → its postings ` <n>[:<tf>] …` (document numbers, oldest first, at most 256), `#<n>` → length, time, terms and message id of document n, `=<id>` → its number; ` n`, ` len`, ` seq`: documents, their total length, the last number given; ` mseq`: the catch-up's cursor",
+		Description: "the search index of a session's messages: `<term>` → its postings ` <n>[:<tf>] …` (document numbers, oldest first, at most 2 KiB: past it the older half goes), `#<n>` → length, time, terms and message id of document n, `=<id>` → its number; ` n`, ` len`, ` seq`: documents, their total length, the last number given; ` mseq`: the catch-up's cursor",
 	})
 	SearchEntryDocsFamily = Register(Family{
 		Name: "search entry documents", Prefix: "agent_search_entry_docs", Scope: ScopeSession,

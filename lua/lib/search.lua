@@ -13,7 +13,7 @@
 --   '#<num>'  document num: "length\ttime (µs)\tterm term ...\tid"
 --   '=<id>'   the number of document id
 --   '<term>'  its postings " num[:tf] num[:tf] ... ", oldest first, at
---             most MAX_POSTINGS (the oldest go)
+--             most MAX_POSTINGS_BYTES (the oldest go)
 --   ' n', ' len', ' seq'  documents, their total length, the last number
 --   ' cov'    (entries) "n\tfingerprint": the entries list's first n
 --             elements are taken in; ' mseq' (messages) the catch-up's cursor
@@ -22,12 +22,13 @@
 -- changed (µs), which a user-wide search reads newest first; and c.sstats,
 -- the on-demand marker (search_mark).
 
--- A word's postings in one session's hash: every posting of a document
--- rewrites its words' values (one HMGET, one HSET), so their size bounds
--- an append's work: an entry of 256 words each holding 256 postings costs
--- Redis about 2.4 ms (2 000 took 7.2 ms; BENCHMARKS.md). A query still
--- takes up to 2 000 postings of a word across the user's sessions.
-local MAX_POSTINGS = 256
+-- A word's postings in one session's hash are at most MAX_POSTINGS_BYTES:
+-- every posting of a document rewrites its words' values (one HMGET, one
+-- HSET), so their size bounds an append's work (BENCHMARKS.md, "the worst
+-- indexed append"). Past it the older half goes at once (no count of the
+-- postings on every write): a word keeps its newest 200 to 400 or so in a
+-- session. A query still takes up to 2 000 of a word across sessions.
+local MAX_POSTINGS_BYTES = 2048
 -- a removal of documents holding more postings than this drops the whole
 -- hash instead (the catch-up takes the rest in again, a bounded step at a
 -- time)
@@ -88,15 +89,11 @@ local function without(v, num)
 end
 
 -- with is postings v (nil: none yet) with document num's posting (term
--- frequency tf) appended, the oldest dropped past MAX_POSTINGS.
+-- frequency tf) appended; past MAX_POSTINGS_BYTES the older half goes.
 local function with(v, num, tf)
   if tf ~= '1' then num = num .. ':' .. tf end
   v = (v or ' ') .. num .. ' '
-  -- every posting takes at least two bytes: count only when it may be over
-  if #v > 2 * MAX_POSTINGS + 1 then
-    local _, n = string.gsub(v, ' ', ' ')
-    if n - 1 > MAX_POSTINGS then v = string.sub(v, string.find(v, ' ', 2, true)) end
-  end
+  if #v > MAX_POSTINGS_BYTES then v = string.sub(v, string.find(v, ' ', #v - MAX_POSTINGS_BYTES / 2, true)) end
   return v
 end
 
@@ -286,7 +283,6 @@ local function entry_gone(c, pos, valid)
 end
 
 return {
-  MAX_POSTINGS = MAX_POSTINGS,
   wanted = wanted,
   current = current,
   unindex_doc = unindex_doc,
