@@ -149,11 +149,11 @@ def main():
         p.fcall(fapp, len(k), *k, 604800, 0, "bench", f"s{i // 1000}", f"q{i}", sc.entry(f"q{i}"),
                 spec, 38)
 
-    # SEARCH_INDEX=on-demand: a user who never searched gets '?' alone (no
+    # SEARCH_INDEX=on-demand: a user who never searched gets '?!' alone (no
     # document); one with an index (its statistics hash) '?' + the spec
     def append_probe(p, i, fapp, fupd):
         k = keys("bench", f"s{i // 1000}")
-        p.fcall(fapp, len(k), *k, 604800, 0, "bench", f"s{i // 1000}", f"q{i}", sc.entry(f"q{i}"), "?")
+        p.fcall(fapp, len(k), *k, 604800, 0, "bench", f"s{i // 1000}", f"q{i}", sc.entry(f"q{i}"), "?!")
 
     def marked(p, fapp):
         p.hset("agent_search_stats:idx", "n", 0)

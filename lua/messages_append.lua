@@ -21,7 +21,9 @@
 -- compaction_suggested when the latest path (as read, with the frozen
 -- system prompt) passes ARGV[11] tokens.
 -- returns (reply.lua) {'ok', 'stored', message...} stored ('started'
---   when this started the session); {'dup', message...} the stored
+--   when this started the session), followed by 'index_pending' when the
+--   messages were sent without their search documents (the spec '?!') for
+--   a user who has an index; {'dup', message...} the stored
 --   messages of a retry (the same ids with the same fields, or the same
 --   Idempotency-Key, then within ARGV[12] bytes and ending 'truncated'
 --   when cut): nothing written; and, with nothing written,

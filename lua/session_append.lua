@@ -9,7 +9,7 @@
 --   and answer): spec "term tf ..." and length (lib/search.lua); absent
 --   when the search index is off; a spec
 --   prefixed with '?' is indexed only while the user has an index
---   (SEARCH_INDEX=on-demand: search.wanted); '?' alone: no document sent
+--   (SEARCH_INDEX=on-demand: search.wanted); '?!': no document sent
 --   (the sidecar believes the user has no index: when the user has one,
 --   the answer says pending and the catch-up indexes the entry)
 -- emits entry_appended (the entry).
@@ -36,12 +36,10 @@
 --- @include search
 
 local c = session.open(KEYS, ARGV)
+-- '?!': on-demand, and the sidecar sent no document (it believes the user
+-- has no index); if the user has one, the entry is written without and
+-- left to the catch-up (pending: search.wanted)
 local qa_id, entry, spec = ARGV[5], ARGV[6], search.wanted(c, ARGV[7])
--- '?' alone: on-demand, and the sidecar sent no document (it believes the
--- user has no index); if the user has one, the entry is written without
--- and left to the catch-up (pending)
-local nodoc = spec ~= nil and ARGV[7] == '?' and ARGV[8] == nil
-if nodoc then spec = nil end
 local keys = { { c.entries, 'list', 'self' }, { c.qa_index, 'hash', 'self' }, { c.events, 'stream', 'self' } }
 if spec then keys[4], keys[5] = { c.edocs, 'hash' }, { c.slist, 'zset' } end
 local refused, rec = session.guard(c, 'keep', unpack(keys))
@@ -84,7 +82,7 @@ if spec then
     pending = 1
   end
 end
-if nodoc then pending = 1 end
+if c.search_pending then pending = 1 end
 local removed, gone = idindex.trim(c, c.entries, newlen, 'qa')
 if removed > 0 and search.entries_removed(c, removed, gone) then pending = 1 end
 

@@ -54,16 +54,16 @@ type message struct {
 	ID     string
 	FP     string // fingerprint of the fields a retry must repeat
 	Tokens int64
-	Body   []byte // the JSON object stored, without parent_id and created_at
-	Text   []string
-	Search search.Doc // the text analysed for the search index
+	Body   []byte   // the JSON object stored, without parent_id and created_at
+	Text   []string // the text its search document is analysed from
 }
 
 // searchArgs are the script arguments of m's search document: its terms
 // and length (the index keeps no text: a search's snippets come from the
-// messages themselves).
+// messages themselves), analysed only when a write sends them.
 func (m message) searchArgs() []string {
-	return []string{m.Search.Spec(), strconv.Itoa(m.Search.Length)}
+	d := search.Analyze(m.Text...)
+	return []string{d.Spec(), strconv.Itoa(d.Length)}
 }
 
 // parentRef is what a parent_id says: absent (the latest leaf), null (a new
@@ -185,7 +185,6 @@ func (m *messageIn) check(at string, maxItem int) (message, error) {
 	} else {
 		out.Tokens = int64(tokens.Message(out.Text...))
 	}
-	out.Search = search.Analyze(out.Text...)
 	out.Body = m.encode(out.ID, out.Tokens)
 	out.FP = m.fingerprint()
 	return out, nil

@@ -52,7 +52,7 @@ func New(_ context.Context, deps sidecar.Deps) (sidecar.Module, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &Module{store: &Store{Store: s, cfg: cfg, mode: x.Mode()}, cfg: cfg, logger: deps.Logger, index: x,
+	m := &Module{store: &Store{Store: s, cfg: cfg, mode: x.Mode(), index: x}, cfg: cfg, logger: deps.Logger, index: x,
 		appended: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "sidecar_messages_appended_total",
 			Help: "Messages stored by appends and upserts (retries not counted).",

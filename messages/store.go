@@ -21,6 +21,10 @@ type Store struct {
 	*sessionstore.Store
 	cfg  Config
 	mode search.Mode // SEARCH_INDEX, parsed
+	// index (nil in tests of the store alone): under on-demand an append
+	// of a user the pod has not seen with an index goes without its
+	// document; one the script finds indexed is caught up (indexPending)
+	index *search.Index
 }
 
 // Stored is what a write answered: the stored messages, and whether they
@@ -31,6 +35,11 @@ type Stored struct {
 	Created  bool
 	Cut      bool
 }
+
+// indexPending is the value a write answers last when it stored messages
+// without their documents for a user who has an index (an append sent
+// without them: search.Probe): the catch-up indexes them.
+const indexPending = "index_pending"
 
 // Append stores msgs chained in order under parent, all or nothing.
 // ifMatch is the latest leaf the caller expects (nil: no check); key the
@@ -68,9 +77,14 @@ func (s *Store) append(ctx context.Context, user, session string, msgs []message
 	}
 	args = append(args, parent.Mode, parent.ID, strconv.Itoa(s.cfg.MaxMessages), key,
 		strconv.FormatInt(s.cfg.CompactAfterTokens, 10), strconv.Itoa(maxBytes))
+	probe := s.mode == search.OnDemand && s.index != nil && s.index.WriteMode(user) == search.Probe
 	for _, m := range msgs {
 		args = append(args, m.ID, m.FP, strconv.FormatInt(m.Tokens, 10), string(m.Body))
-		args = append(args, s.searchArgs(m)...)
+		if probe {
+			args = append(args, search.ProbeSpec, "") // no analysis: the user has no index, as far as the pod knows
+		} else {
+			args = append(args, s.searchArgs(m)...)
+		}
 	}
 	r, err := s.Run(ctx, lua.MessagesAppend, user, session, args...)
 	if err != nil {
@@ -83,7 +97,9 @@ func (s *Store) append(ctx context.Context, user, session string, msgs []message
 // {'ok', 'stored'|'started', message...} written ('started': it started
 // the session), {'ok', 'replaced', message} a held message replaced,
 // {'dup', message...} a retry (nothing written), else {'ok', status,
-// detail} with nothing written (outcome).
+// detail} with nothing written (outcome). Written messages end with
+// indexPending when the user has an index they were stored without: the
+// pod then knows the user has one, and queues the session's catch-up.
 func (s *Store) stored(script string, r lua.Reply, user, session string) (Stored, error) {
 	var out Stored
 	from := 0
@@ -107,6 +123,13 @@ func (s *Store) stored(script string, r lua.Reply, user, session string) (Stored
 	msgs, err := texts(r, from)
 	if err != nil {
 		return Stored{}, redisstore.Wrap(script, err)
+	}
+	if n := len(msgs); !r.Dup && n > 0 && string(msgs[n-1]) == indexPending {
+		msgs = msgs[:n-1]
+		if s.index != nil {
+			s.index.Known(user)
+			s.index.Touch(user, session)
+		}
 	}
 	// a repeat's answer cut at its byte cap ends with 'truncated'
 	if n := len(msgs); r.Dup && n > 0 && string(msgs[n-1]) == "truncated" {

@@ -55,6 +55,10 @@ func (m Mode) Of() Mode {
 	return p
 }
 
+// ProbeSpec is the spec of a write sent without its document (Probe): the
+// script indexes nothing, and says so when the user has an index.
+const ProbeSpec = "?!"
+
 // Spec is a document's spec as the write scripts take it under mode m:
 // under OnDemand prefixed with "?" (index only while the user has an
 // index: lib/search.lua, wanted).

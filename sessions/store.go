@@ -28,7 +28,7 @@ func NewStore(s *sessionstore.Store) *Store { return &Store{s} }
 func (s *Store) Append(ctx context.Context, user, session, qaID string, entry []byte, mode search.Mode) (st sessionstore.Stored, pending bool, err error) {
 	args := []string{qaID, string(entry)}
 	if mode = mode.Of(); mode == search.Probe {
-		args = append(args, "?")
+		args = append(args, search.ProbeSpec)
 	} else if mode != search.Off {
 		d := analyseEntry(entry)
 		d.spec = mode.Spec(d.spec)

@@ -241,7 +241,8 @@ end
 -- most messages a session holds; key the Idempotency-Key or ''; suggest
 -- SESSION_COMPACT_AFTER_TOKENS (nil or 0 = never); max_bytes the byte cap
 -- of a keyed repeat's answer (dup_answer). Returns the script's
--- answer (messages_append.lua): {'ok', 'stored'|'started', message...},
+-- answer (messages_append.lua): {'ok', 'stored'|'started', message...
+-- [, 'index_pending']},
 -- {'dup', message...}, {'ok', 'leaf_moved'|'unknown_parent', detail} or a
 -- refusal.
 local function append(c, batch, mode, pid, if_match, max, key, suggest, max_bytes)
@@ -329,6 +330,9 @@ local function append(c, batch, mode, pid, if_match, max, key, suggest, max_byte
   if suggest > 0 then suggest_crossed(c, suggest, before, path_tokens(c, parent)) end
   local _, started = session.finish_write(c, false, count == 0 or new_ring)
   if started then out[2] = 'started' end
+  -- stored without their documents for a user who has an index (the
+  -- sidecar sent none: search.wanted): the catch-up indexes them
+  if c.search_pending then out[#out + 1] = 'index_pending' end
   return out
 end
 

@@ -38,12 +38,19 @@ local RETIRE_TERMS = 256
 -- for none. A spec prefixed with '?' (SEARCH_INDEX=on-demand) is indexed
 -- only while the user has an index (the marker c.sstats, which the user's
 -- first relevance search makes: search_mark): one EXISTS a call, so a user
--- who never searches writes what SEARCH_INDEX=off writes.
+-- who never searches writes what SEARCH_INDEX=off writes. '?!': the
+-- sidecar sent no document (it believes the user has none: search.Probe);
+-- when the user has one, c.search_pending is set (the write answers it,
+-- and the catch-up indexes what it stored).
 local function wanted(c, spec)
   if spec == nil or string.sub(spec, 1, 1) ~= '?' then return spec end
   if c.indexed == nil then c.indexed = redis.call('EXISTS', c.sstats) == 1 end
-  if c.indexed then return string.sub(spec, 2) end
-  return nil
+  if not c.indexed then return nil end
+  if spec == '?!' then
+    c.search_pending = true
+    return nil
+  end
+  return string.sub(spec, 2)
 end
 
 -- expire_at_least gives key at least ttl seconds to live (0: persist), p
