@@ -68,6 +68,7 @@ func New(_ context.Context, deps sidecar.Deps) (sidecar.Module, error) {
 			}
 		}
 	}
+	m.store.touch = x.Touch
 	x.Register(m.store.CatchUpStep)
 	x.RegisterTexts("message", m.store.searchTexts)
 	return m, nil

@@ -21,6 +21,10 @@ type Store struct {
 	*sessionstore.Store
 	cfg  Config
 	mode search.Mode // SEARCH_INDEX, parsed
+	// touch queues a session's catch-up (search.Index.Touch): a write
+	// whose batch held more than SearchCallTerms terms left the rest of
+	// its documents to it
+	touch func(user, session string)
 }
 
 // Stored is what a write answered: the stored messages, and whether they
@@ -68,15 +72,47 @@ func (s *Store) append(ctx context.Context, user, session string, msgs []message
 	}
 	args = append(args, parent.Mode, parent.ID, strconv.Itoa(s.cfg.MaxMessages), key,
 		strconv.FormatInt(s.cfg.CompactAfterTokens, 10), strconv.Itoa(maxBytes))
+	left, deferred := SearchCallTerms, false
 	for _, m := range msgs {
 		args = append(args, m.ID, m.FP, strconv.FormatInt(m.Tokens, 10), string(m.Body))
-		args = append(args, s.searchArgs(m)...)
+		a, later := s.batchSearchArgs(m, &left)
+		args, deferred = append(args, a...), deferred || later
 	}
 	r, err := s.Run(ctx, lua.MessagesAppend, user, session, args...)
 	if err != nil {
 		return Stored{}, err
 	}
-	return s.stored(lua.MessagesAppend.Name, r, user, session)
+	st, err := s.stored(lua.MessagesAppend.Name, r, user, session)
+	s.deferred(st, err, deferred, user, session)
+	return st, err
+}
+
+// SearchCallTerms bounds the terms one write script indexes, as
+// IndexBatchTerms bounds a catch-up step (about 5 ms of Redis: each term
+// rewrites its postings, up to 2 000 of them): the messages of a batch
+// past it are stored without their documents, which the catch-up the
+// write queues then indexes.
+const SearchCallTerms = IndexBatchTerms
+
+// batchSearchArgs is searchArgs of message m of a batch within what is
+// left of the batch's SearchCallTerms: past it (the first message always
+// fits) m gets no document now (later true: the catch-up indexes it).
+func (s *Store) batchSearchArgs(m message, left *int) (args []string, later bool) {
+	n := len(m.Search.Terms)
+	if s.mode == search.Off || n <= *left || *left == SearchCallTerms {
+		*left -= n
+		return s.searchArgs(m), false
+	}
+	*left = 0
+	return []string{s.mode.Spec(""), "0"}, true
+}
+
+// deferred queues the session's catch-up when a write that stored its
+// messages left some of their documents to it.
+func (s *Store) deferred(st Stored, err error, later bool, user, session string) {
+	if err == nil && later && st.Created && s.touch != nil {
+		s.touch(user, session)
+	}
 }
 
 // stored decodes the answer of an append or put (lua/lib/reply.lua):
