@@ -2,12 +2,16 @@ package messages_test
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/redis/rueidis"
+
 	"github.com/agentsidecar/agentsidecar/envconf"
 	"github.com/agentsidecar/agentsidecar/redisstore/redisstoretest"
+	"github.com/agentsidecar/agentsidecar/sidecar/sidecartest"
 )
 
 // A batch append of 1 000 messages of 256 distinct words each (words the
@@ -23,43 +27,69 @@ func TestBigBatchIndexedInBoundedSteps(t *testing.T) {
 	srv := redisstoretest.NewReal(t)
 	h := start(t, srv, envconf.Env{"SEARCH_INDEX": "eager"})
 	c := srv.Client(t)
+	slowlog(t, c, 100000)
+	if rep := h.Do(t, "POST", "/v1/users/alice/sessions/big/messages", `{"messages":[`+bigBatch("m", "xylophonist")+`]}`); rep.Status != 201 {
+		t.Fatal(rep)
+	}
+	if !foundEventually(t, h, "xylophonist", `"m999"`) {
+		t.Error("the batch's last message is never found")
+	}
+	noSlowScripts(t, c)
+	n, _ := c.Do(t.Context(), c.B().Hget().Key(srv.Layout().SearchDocs("alice", "big")).Field(" n").Build()).ToString()
+	if n != "1000" {
+		t.Errorf("the index holds %q documents, want 1000", n)
+	}
+}
+
+// bigBatch is 1 000 messages (ids prefix0..999) of the same 256 words, the
+// last with word for the first.
+func bigBatch(prefix, word string) string {
 	words := make([]string, 256)
 	for i := range words {
 		words[i] = fmt.Sprintf("w%cx%c", 'a'+i%26, 'a'+i/26)
 	}
-	text := strings.Join(words, " ")
 	var b strings.Builder
-	b.WriteString(`{"messages":[`)
 	for i := range 1000 {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		content := text
+		content := strings.Join(words, " ")
 		if i == 999 {
-			content = "xylophonist " + strings.Join(words[1:], " ")
+			content = word + " " + strings.Join(words[1:], " ")
 		}
-		fmt.Fprintf(&b, `{"id":"m%d","role":"user","content":%q}`, i, content)
+		fmt.Fprintf(&b, `{"id":"%s%d","role":"user","content":%q}`, prefix, i, content)
 	}
-	b.WriteString(`]}`)
-	for _, cmd := range [][]string{{"CONFIG", "SET", "slowlog-log-slower-than", "100000"}, {"SLOWLOG", "RESET"}} {
+	return b.String()
+}
+
+func slowlog(t *testing.T, c rueidis.Client, us int) {
+	t.Helper()
+	for _, cmd := range [][]string{{"CONFIG", "SET", "slowlog-log-slower-than", strconv.Itoa(us)}, {"SLOWLOG", "RESET"}} {
 		if err := c.Do(t.Context(), c.B().Arbitrary(cmd...).Build()).Error(); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if rep := h.Do(t, "POST", "/v1/users/alice/sessions/big/messages", b.String()); rep.Status != 201 {
-		t.Fatal(rep)
-	}
-	found := false
-	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline) && !found; time.Sleep(50 * time.Millisecond) {
-		rep := h.Do(t, "GET", "/v1/users/alice/sessions/big/search?rank=relevance&q=xylophonist", "")
+}
+
+// foundEventually: a relevance search of session big for q answers a
+// body holding want within a minute.
+func foundEventually(t *testing.T, h *sidecartest.Host, q, want string) bool {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		rep := h.Do(t, "GET", "/v1/users/alice/sessions/big/search?rank=relevance&q="+q, "")
 		if rep.Status != 200 {
 			t.Fatal(rep)
 		}
-		found = strings.Contains(rep.Body, `"m999"`)
+		if strings.Contains(rep.Body, want) {
+			return true
+		}
 	}
-	if !found {
-		t.Error("the batch's last message is never found")
-	}
+	return false
+}
+
+// noSlowScripts fails for each command in the SLOWLOG.
+func noSlowScripts(t *testing.T, c rueidis.Client) {
+	t.Helper()
 	logged, err := c.Do(t.Context(), c.B().Arbitrary("SLOWLOG", "GET", "100").Build()).ToArray()
 	if err != nil {
 		t.Fatal(err)
@@ -76,8 +106,37 @@ func TestBigBatchIndexedInBoundedSteps(t *testing.T) {
 		}
 		t.Errorf("SLOWLOG: %d µs: %q", us, args)
 	}
-	n, _ := c.Do(t.Context(), c.B().Hget().Key(srv.Layout().SearchDocs("alice", "big")).Field(" n").Build()).ToString()
-	if n != "1000" {
-		t.Errorf("the index holds %q documents, want 1000", n)
+}
+
+// A replace_suffix of 1 000 indexed messages (256 shared words each) took
+// every one's postings out in its one script (about as long as indexing
+// them). It now takes them out as a delete does (search.retire): exactly
+// when they hold at most 1 024 postings, else the session's messages are
+// dropped from the index and the catch-up the write queues takes the rest
+// in again. No script reaches the SLOWLOG at 100 ms; the replaced words are
+// no longer found, the new message is.
+func TestBigSuffixReplacedInBoundedSteps(t *testing.T) {
+	srv := redisstoretest.NewReal(t)
+	h := start(t, srv, envconf.Env{"SEARCH_INDEX": "eager"})
+	c := srv.Client(t)
+	batch := bigBatch("m", "xylophonist")
+	if rep := h.Do(t, "POST", "/v1/users/alice/sessions/big/messages", `{"messages":[`+batch+`]}`); rep.Status != 201 {
+		t.Fatal(rep)
 	}
+	if !foundEventually(t, h, "xylophonist", `"m999"`) {
+		t.Fatal("the batch's last message is never found")
+	}
+	slowlog(t, c, 100000)
+	body := `{"operation_id":"op-big","type":"replace_suffix","expected_suffix":[` + batch +
+		`],"messages":[{"id":"n1","role":"user","content":"a zeppelin"}]}`
+	if rep := h.Do(t, "POST", "/v1/users/alice/sessions/big/messages/transactions", body); rep.Status != 201 {
+		t.Fatal(rep)
+	}
+	if !foundEventually(t, h, "zeppelin", `"n1"`) {
+		t.Error("the new message is never found")
+	}
+	if rep := h.Do(t, "GET", "/v1/users/alice/sessions/big/search?rank=relevance&q=xylophonist", ""); rep.Status != 200 || strings.Contains(rep.Body, `"m999"`) {
+		t.Errorf("a replaced message is found: %s", rep)
+	}
+	noSlowScripts(t, c)
 }

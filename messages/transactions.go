@@ -124,7 +124,10 @@ func (s *Store) Transaction(ctx context.Context, user, session string, t txArgs)
 		}
 	}
 	st, err = s.stored(lua.MessagesTransaction.Name, r, user, session)
-	s.deferred(st, err, later, user, session)
+	// a segment of more than one message may have been too big to take
+	// out of the index in the script (search.retire), which then dropped
+	// the session's messages from it: the catch-up takes the rest in
+	s.deferred(st, err, later || (!t.Whole && len(t.Segment) > 1), user, session)
 	return st, err
 }
 
