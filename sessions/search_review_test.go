@@ -50,3 +50,47 @@ func TestSearchSessionsListStaysBounded(t *testing.T) {
 		}
 	})
 }
+
+// A session given a longer TTL, or none (PUT ttl), keeps its documents in
+// user-wide searches as long as it lives: the user's list of sessions
+// with documents lives at least as long as the session's new TTL (none
+// for a session that never expires), as its index does (finish_write
+// slides the user's search keys).
+func TestSearchSessionsListOutlivesANewTTL(t *testing.T) {
+	redisstoretest.Each(t, func(t *testing.T, srv *redisstoretest.Server) {
+		h := startSearch(t, srv, envconf.Env{"SEARCH_INDEX": "eager", "SESSION_TTL_SECONDS": "600"})
+		c, l := srv.Client(t), srv.Layout()
+		user := "keeper"
+		list := l.SearchSessions(user)
+		if rep := h.Do(t, "POST", "/v1/users/"+user+"/sessions/s/entries", `{"question":"walrus?","answer":"yes"}`); rep.Status != 201 {
+			t.Fatalf("append: %s", rep)
+		}
+		pttl := func() int64 {
+			t.Helper()
+			p, err := c.Do(t.Context(), c.B().Pttl().Key(list).Build()).AsInt64()
+			if err != nil {
+				t.Fatal(err)
+			}
+			return p
+		}
+		if p := pttl(); p <= 0 || p > 600_000 {
+			t.Fatalf("list PTTL %d, want the session's 600 s", p)
+		}
+		if rep := h.Do(t, "PUT", "/v1/users/"+user+"/sessions/s/ttl", `{"ttl_seconds":86400}`); rep.Status != 200 {
+			t.Fatalf("ttl: %s", rep)
+		}
+		if p := pttl(); p < 86_000_000 {
+			t.Errorf("list PTTL %d after the session's TTL became a day", p)
+		}
+		if rep := h.Do(t, "PUT", "/v1/users/"+user+"/sessions/s/ttl", `{"ttl_seconds":0}`); rep.Status != 200 {
+			t.Fatalf("ttl: %s", rep)
+		}
+		if p := pttl(); p != -1 {
+			t.Errorf("list PTTL %d after the session became one that never expires, want -1", p)
+		}
+		docs, err := c.Do(t.Context(), c.B().Pttl().Key(l.SearchEntryDocs(user, "s")).Build()).AsInt64()
+		if err != nil || docs != -1 {
+			t.Errorf("the session's index PTTL %d (%v), want -1", docs, err)
+		}
+	})
+}
