@@ -145,14 +145,18 @@ if whole then
   end
   parent = nil
 elseif #gone > 0 then
-  local kept, ids = {}, {}
+  local kept, ids, docs = {}, {}, {}
   for _, e in ipairs(entries) do if e.keep then kept[e.id] = true end end
   messages.drop_compactions(c, gone_set)
   for i, g in ipairs(gone) do
     msgtree.remove_node(c, g)
-    if not kept[g.id] then search.unindex_doc(c, c.sdocs, g.id) end
+    if not kept[g.id] then docs[#docs + 1] = g.id end
     ids[#gone + 1 - i] = g.id
   end
+  -- their postings now, as a delete's; a segment holding too many to take
+  -- out in one script drops the session's messages from the index, for the
+  -- catch-up the sidecar queues to take the rest in again
+  search.retire(c, c.sdocs, docs)
   messages.emit_deleted(c, ids[1], ids, op_json)
 end
 local now = clock.now_us()

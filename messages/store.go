@@ -23,7 +23,8 @@ type Store struct {
 	mode search.Mode // SEARCH_INDEX, parsed
 	// index (nil in tests of the store alone): under on-demand an append
 	// of a user the pod has not seen with an index goes without its
-	// document; one the script finds indexed is caught up (indexPending)
+	// documents; a write that left documents to the catch-up (a batch past
+	// SearchCallTerms, or a user the script found indexed) queues it
 	index *search.Index
 }
 
@@ -78,19 +79,54 @@ func (s *Store) append(ctx context.Context, user, session string, msgs []message
 	args = append(args, parent.Mode, parent.ID, strconv.Itoa(s.cfg.MaxMessages), key,
 		strconv.FormatInt(s.cfg.CompactAfterTokens, 10), strconv.Itoa(maxBytes))
 	probe := s.mode == search.OnDemand && s.index != nil && s.index.WriteMode(user) == search.Probe
+	left, deferred := SearchCallTerms, false
 	for _, m := range msgs {
 		args = append(args, m.ID, m.FP, strconv.FormatInt(m.Tokens, 10), string(m.Body))
 		if probe {
 			args = append(args, search.ProbeSpec, "") // no analysis: the user has no index, as far as the pod knows
-		} else {
-			args = append(args, s.searchArgs(m)...)
+			continue
 		}
+		a, later := s.batchSearchArgs(m, &left)
+		args, deferred = append(args, a...), deferred || later
 	}
 	r, err := s.Run(ctx, lua.MessagesAppend, user, session, args...)
 	if err != nil {
 		return Stored{}, err
 	}
-	return s.stored(lua.MessagesAppend.Name, r, user, session)
+	st, err := s.stored(lua.MessagesAppend.Name, r, user, session)
+	s.deferred(st, err, deferred, user, session)
+	return st, err
+}
+
+// SearchCallTerms bounds the terms one write script indexes, as
+// IndexBatchTerms bounds a catch-up step (each term rewrites its postings
+// in the session's index, at most 2 KiB): the messages of a batch
+// past it are stored without their documents, which the catch-up the
+// write queues then indexes.
+const SearchCallTerms = IndexBatchTerms
+
+// batchSearchArgs is searchArgs of message m of a batch within what is
+// left of the batch's SearchCallTerms: past it (the first message always
+// fits) m gets no document now (later true: the catch-up indexes it).
+func (s *Store) batchSearchArgs(m message, left *int) (args []string, later bool) {
+	if s.mode == search.Off {
+		return s.searchArgs(m), false
+	}
+	d := search.Analyze(m.Text...)
+	if n := len(d.Terms); n <= *left || *left == SearchCallTerms {
+		*left -= n
+		return []string{s.mode.Spec(d.Spec()), strconv.Itoa(d.Length)}, false
+	}
+	*left = 0
+	return []string{s.mode.Spec(""), "0"}, true
+}
+
+// deferred queues the session's catch-up when a write that stored its
+// messages left some of their documents to it.
+func (s *Store) deferred(st Stored, err error, later bool, user, session string) {
+	if err == nil && later && st.Created && s.index != nil {
+		s.index.Touch(user, session)
+	}
 }
 
 // stored decodes the answer of an append or put (lua/lib/reply.lua):

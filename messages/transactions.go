@@ -103,6 +103,7 @@ func (s *Store) Transaction(ctx context.Context, user, session string, t txArgs)
 	for _, g := range t.Segment {
 		args = append(args, g.ID, g.FP)
 	}
+	left, later := SearchCallTerms, false
 	for _, e := range t.Entries {
 		if e.Keep {
 			args = append(args, "keep", e.Msg.ID, "", "", "", "", "")
@@ -110,7 +111,8 @@ func (s *Store) Transaction(ctx context.Context, user, session string, t txArgs)
 		}
 		m := e.Msg
 		args = append(args, "new", m.ID, m.FP, strconv.FormatInt(m.Tokens, 10), string(m.Body))
-		args = append(args, s.searchArgs(m)...)
+		a, l := s.batchSearchArgs(m, &left)
+		args, later = append(args, a...), later || l
 	}
 	r, err := s.Run(ctx, lua.MessagesTransaction, user, session, args...)
 	if err != nil {
@@ -122,6 +124,10 @@ func (s *Store) Transaction(ctx context.Context, user, session string, t txArgs)
 		}
 	}
 	st, err = s.stored(lua.MessagesTransaction.Name, r, user, session)
+	// a segment of more than one message may have been too big to take
+	// out of the index in the script (search.retire), which then dropped
+	// the session's messages from it: the catch-up takes the rest in
+	s.deferred(st, err, later || (!t.Whole && len(t.Segment) > 1), user, session)
 	return st, err
 }
 

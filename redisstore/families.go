@@ -87,7 +87,7 @@ var (
 	SearchSessionsFamily = Register(Family{
 		Name: "search sessions", Prefix: "agent_search_sessions", Scope: ScopeUser,
 		Kind: KindZSet, Owner: "messages", TTL: SessionTTL,
-		Description: "a user's sessions holding search documents, by when their documents last changed (µs): a user-wide search reads the newest first; lives as long as the longest-lived of them; a deleted session leaves it, an expired one is dropped by the search that meets it",
+		Description: "a user's sessions holding search documents, by when their documents last changed (µs): a user-wide search reads the newest first; lives as long as the longest-lived of them; a deleted session leaves it, an expired one is dropped by the search that meets it; at most 2 000, the least recently changed go first",
 	})
 	SearchStatsFamily = Register(Family{
 		Name: "search marker", Prefix: "agent_search_stats", Scope: ScopeUser,

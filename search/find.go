@@ -34,7 +34,8 @@ var ErrNoTerms = errors.New("search: the query holds no searchable word")
 // tokens; a record HMGET reads at most RecordBatch fields.
 const (
 	// MaxSearchSessions is how many of the user's sessions a user-wide
-	// search reads at most, those whose documents changed last first.
+	// search reads at most, those whose documents changed last first
+	// (the user's list keeps twice as many: lua/lib/search.lua MAX_LISTED).
 	MaxSearchSessions = 1000
 	// SessionBatch is the most sessions read in one pipeline (two HMGETs
 	// each, one per kind).
@@ -318,7 +319,8 @@ func atoi64(s string) int64 {
 
 // dropStale removes from the user's list the sessions whose hashes both
 // answered nothing and do not exist (expired): one EXISTS each, then one
-// ZREM.
+// ZREM, then one EXISTS each of those removed, to list again any that a
+// write indexed meanwhile.
 func (f *finder) dropStale(ctx context.Context) error {
 	if len(f.suspect) == 0 {
 		return nil
@@ -341,9 +343,38 @@ func (f *finder) dropStale(ctx context.Context) error {
 	if len(gone) == 0 {
 		return nil
 	}
-	err := f.c.Do(ctx, f.c.B().Zrem().Key(f.l.SearchSessions(f.user)).Member(gone...).Build()).Error()
-	return redisstore.Wrap("search: sessions", err)
+	if dropHook != nil {
+		dropHook()
+	}
+	key := f.l.SearchSessions(f.user)
+	if err := f.c.Do(ctx, f.c.B().Zrem().Key(key).Member(gone...).Build()).Error(); err != nil {
+		return redisstore.Wrap("search: sessions", err)
+	}
+	// a write may have indexed one of them between the EXISTS and the
+	// ZREM (its ZADD then undone): listed again, unless listed since
+	for i, s := range gone {
+		cmds[i] = f.c.B().Exists().Key(f.l.SearchEntryDocs(f.user, s), f.l.SearchDocs(f.user, s)).Build()
+	}
+	now := float64(time.Now().UnixMicro())
+	var back []rueidis.Completed
+	for i, r := range f.c.DoMulti(ctx, cmds[:len(gone)]...) {
+		if n, err := r.AsInt64(); err != nil {
+			return redisstore.Wrap("search: sessions", err)
+		} else if n > 0 {
+			back = append(back, f.c.B().Zadd().Key(key).Nx().ScoreMember().ScoreMember(now, gone[i]).Build())
+		}
+	}
+	for _, r := range f.c.DoMulti(ctx, back...) {
+		if err := r.Error(); err != nil {
+			return redisstore.Wrap("search: sessions", err)
+		}
+	}
+	return nil
 }
+
+// dropHook, when set (tests), runs in dropStale between its EXISTS and
+// its ZREM.
+var dropHook func()
 
 // bounds gives each candidate its best possible score (a document of
 // length 0) and orders them by it, ties newest first, keeping at most

@@ -33,6 +33,12 @@ local MAX_POSTINGS_BYTES = 2048
 -- hash instead (the catch-up takes the rest in again, a bounded step at a
 -- time)
 local RETIRE_TERMS = 256
+-- the most sessions c.slist keeps (twice the sessions a user-wide search
+-- reads, search.MaxSearchSessions): past it the least recently changed go,
+-- at most LIST_TRIM a write, so the list of an active user whose sessions
+-- come and expire stays bounded
+local MAX_LISTED = 2000
+local LIST_TRIM = 64
 
 -- wanted is the spec a write indexes: spec as the sidecar sent it, or nil
 -- for none. A spec prefixed with '?' (SEARCH_INDEX=on-demand) is indexed
@@ -157,15 +163,17 @@ local function born(c, docs, ttl)
 end
 
 -- listed files the session in the user's c.slist (newest first for a
--- user-wide search) and gives that, and the on-demand marker c.sstats when
--- the user has one, at least the session's TTL: the marker outlives the
--- index it marks (gone first, the user's writes would stop indexing while
--- their documents stay). Once a call.
+-- user-wide search), trims it towards MAX_LISTED and gives it, and the
+-- on-demand marker c.sstats when the user has one, at least the session's
+-- TTL: the marker outlives the index it marks (gone first, the user's
+-- writes would stop indexing while their documents stay). Once a call.
 local function listed(c, ttl)
   if c.search_listed then return end
   c.search_listed = true
   local p = redis.call('PTTL', c.slist)
   redis.call('ZADD', c.slist, clock.now_us(), c.sid)
+  local over = redis.call('ZCARD', c.slist) - MAX_LISTED
+  if over > 0 then redis.call('ZREMRANGEBYRANK', c.slist, 0, math.min(over, LIST_TRIM) - 1) end
   expire_at_least(c.slist, ttl, p)
   p = redis.call('PTTL', c.sstats)
   if p ~= -2 then expire_at_least(c.sstats, ttl, p) end
