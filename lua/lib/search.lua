@@ -106,7 +106,12 @@ end
 local function with(v, num, tf)
   if tf ~= '1' then num = num .. ':' .. tf end
   v = (v or ' ') .. num .. ' '
-  if #v > MAX_POSTINGS_BYTES then v = string.sub(v, string.find(v, ' ', #v - MAX_POSTINGS_BYTES / 2, true)) end
+  if #v > MAX_POSTINGS_BYTES then
+    -- from the first space of the newer half (one argument: string.find
+    -- also answers the match's end, which string.sub would cut at)
+    local s = string.find(v, ' ', #v - MAX_POSTINGS_BYTES / 2, true)
+    v = string.sub(v, s)
+  end
   return v
 end
 
