@@ -23,7 +23,8 @@
 -- returns (reply.lua) {'ok', 'stored', message...} stored ('started'
 --   when this started the session), followed by 'index_pending' when the
 --   messages were sent without their search documents (the spec '?!') for
---   a user who has an index; {'dup', message...} the stored
+--   a user who has an index, or the write dropped the session's index as
+--   foreign (search.current); {'dup', message...} the stored
 --   messages of a retry (the same ids with the same fields, or the same
 --   Idempotency-Key, then within ARGV[12] bytes and ending 'truncated'
 --   when cut): nothing written; and, with nothing written,

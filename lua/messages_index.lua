@@ -6,7 +6,7 @@
 -- still holds the fingerprint that read found and it has no document yet;
 -- one written or deleted since is skipped (that write kept the index).
 -- Not activity: the record, the session's TTLs and its events are not
--- touched (a new index gets the session's TTL).
+-- touched (the index gets the remaining TTL of the session's messages).
 -- KEYS[1..15] the session's keys, indexes and totals (lib/session.lua)
 -- ARGV[1..4] TTL, max entries, user_id, session_id (lib/session.lua)
 -- ARGV[5] the cursor the read began after ('0': the first message)
@@ -52,4 +52,9 @@ end
 redis.call('HSET', c.sdocs, ' mseq', ARGV[6])
 local ttl = session.ttl(c)
 if ttl > 0 and redis.call('PTTL', c.sdocs) == -1 then redis.call('EXPIRE', c.sdocs, ttl) end
+-- the index lives as long as the messages it describes (an idle session's
+-- end stays its end: an index outliving it would keep its cursor and ids
+-- over a session of the same id made again)
+local lp = redis.call('PTTL', c.morder)
+if lp > 0 then redis.call('PEXPIRE', c.sdocs, lp) end
 return reply.ok(n)

@@ -17,7 +17,9 @@
 -- ARGV[16] SESSION_COMPACT_AFTER_TOKENS (0 = never): compaction_suggested
 --   is emitted when the write takes the latest path past it
 -- returns (reply.lua) {'ok', 'stored', message} created ('started' when
---   this started the session), {'ok', 'replaced', message} replaced; with
+--   this started the session), {'ok', 'replaced', message} replaced (each
+--   followed by 'index_pending' when the write dropped the session's
+--   index as foreign: search.current); with
 --   nothing written, the answers of messages_append, {'missing'} (patch:
 --   no such message), {'ok', 'changed', id} (patch: the message changed
 --   since it was read) and {'refused', 'id_conflict', text} (root or id
@@ -64,4 +66,7 @@ search.index_doc(c, c.sdocs, id, spec, ARGV[15], clock.now_us())
 events.emit(c, 'message_updated', 'message', id, text)
 if suggest > 0 then messages.suggest_crossed(c, suggest, before, messages.path_tokens(c, latest)) end
 session.finish_write(c, false, false)
+-- the session's index dropped as foreign (search.current): the catch-up
+-- takes its other messages in again
+if c.search_dropped then return reply.ok('replaced', text, 'index_pending') end
 return reply.ok('replaced', text)

@@ -34,7 +34,8 @@
 -- message_appended for each message written; compaction_suggested as an
 -- append does.
 -- returns (reply.lua) {'ok', 'stored'|'started', message...} the messages
---   written; {'dup', message...} a repeat: those of the first time still
+--   written (then 'index_pending' when the write dropped the session's
+--   index as foreign: search.current); {'dup', message...} a repeat: those of the first time still
 --   held (within ARGV[11] bytes, then 'truncated' when cut); with nothing written, {'ok', 'suffix_mismatch', id} (the stored
 --   suffix differs, id the first message that differs or ''),
 --   {'refused', code, text} for 'operation_conflict', 'has_children' (a
@@ -189,4 +190,7 @@ if suggest > 0 then messages.suggest_crossed(c, suggest, before, messages.path_t
 -- (Redis deletes them) and made them anew: they slide at once
 local _, started = session.finish_write(c, false, count == 0 or whole or count == #gone or new_ring)
 if started then out[2] = 'started' end
+-- the session's index dropped as foreign (search.current): the catch-up
+-- takes its other messages in again
+if c.search_dropped then out[#out + 1] = 'index_pending' end
 return out

@@ -331,8 +331,9 @@ local function append(c, batch, mode, pid, if_match, max, key, suggest, max_byte
   local _, started = session.finish_write(c, false, count == 0 or new_ring)
   if started then out[2] = 'started' end
   -- stored without their documents for a user who has an index (the
-  -- sidecar sent none: search.wanted): the catch-up indexes them
-  if c.search_pending then out[#out + 1] = 'index_pending' end
+  -- sidecar sent none: search.wanted), or the session's index dropped as
+  -- foreign (search.current): the catch-up indexes them
+  if c.search_pending or c.search_dropped then out[#out + 1] = 'index_pending' end
   return out
 end
 

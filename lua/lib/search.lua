@@ -77,7 +77,8 @@ end
 -- longer reads), or when its ' seq' is not a number HINCRBY takes (another
 -- program spoiled it: index_doc's HINCRBY would fail the script half-way,
 -- after the write's own first writes): the catch-up takes the session in
--- again. Once a call.
+-- again (c.search_dropped is set then: a messages write answers it, for
+-- the sidecar to queue that catch-up). Once a call.
 -- foreign: a hash with these ' v' and ' seq' is not one this index wrote
 -- (current, entries_cov).
 local function foreign(v, seq)
@@ -89,7 +90,10 @@ local function current(c, docs)
   if c.search_seen[docs] then return end
   c.search_seen[docs] = true
   local v, seq = unpack(redis.call('HMGET', docs, ' v', ' seq'))
-  if foreign(v, seq) then redis.call('UNLINK', docs) end
+  if foreign(v, seq) then
+    redis.call('UNLINK', docs)
+    c.search_dropped = true
+  end
 end
 
 -- without is postings v without document num's posting: nil when it
@@ -106,7 +110,12 @@ end
 local function with(v, num, tf)
   if tf ~= '1' then num = num .. ':' .. tf end
   v = (v or ' ') .. num .. ' '
-  if #v > MAX_POSTINGS_BYTES then v = string.sub(v, string.find(v, ' ', #v - MAX_POSTINGS_BYTES / 2, true)) end
+  if #v > MAX_POSTINGS_BYTES then
+    -- from the first space of the newer half (one argument: string.find
+    -- also answers the match's end, which string.sub would cut at)
+    local s = string.find(v, ' ', #v - MAX_POSTINGS_BYTES / 2, true)
+    v = string.sub(v, s)
+  end
   return v
 end
 
