@@ -10,47 +10,19 @@ write's guard). Prints each run and the medians.
 
 Results: BENCHMARKS.md, "Erasure".
 """
-import contextlib
 import os
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 
 import redis
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import sessions_cognee as sc  # noqa: E402
-from sessions_lua_cost import keys  # noqa: E402
+from sessions_lua_cost import keys, private_redis  # noqa: E402
 
 HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
-
-
-@contextlib.contextmanager
-def private_redis():
-    """A redis-server on a free loopback port, without persistence."""
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    with tempfile.TemporaryDirectory() as d:
-        srv = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-                                "--appendonly", "no", "--dir", d, "--logfile", ""],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        try:
-            r = redis.Redis(host="127.0.0.1", port=port)
-            for _ in range(100):
-                try:
-                    r.ping()
-                    break
-                except redis.ConnectionError:
-                    time.sleep(0.05)
-            yield port
-        finally:
-            srv.terminate()
-            srv.wait()
 
 
 def library(tree):
@@ -87,7 +59,7 @@ def main():
     n = int(sys.argv[3]) if len(sys.argv) > 3 else 20000
     libs = {"this tree": library(HERE), "other tree": library(other)}
     got = {k: [] for k in libs}
-    with private_redis() as port:
+    with private_redis() as (port, _):
         r = redis.Redis(port=port)
         for i in range(rounds):
             for name, (src, fn) in libs.items():

@@ -26,6 +26,7 @@ also holds what commandstats leaves out (reading the pipelined commands,
 writing the messages to subscribers). 1000 appends per session, unique
 qa_ids, entries as Cognee writes them. Results: BENCHMARKS.md, "Sessions".
 """
+import contextlib
 import os
 import socket
 import subprocess
@@ -196,9 +197,10 @@ def fcall(r, n):
               f"{'  FAILED ' + str(ev.get('failed_calls')) if ev.get('failed_calls') else ''}")
 
 
-def main():
-    n = int(sys.argv[1]) if len(sys.argv) > 1 else 20000
-    subscribers = int(sys.argv[2]) if len(sys.argv) > 2 else 0
+@contextlib.contextmanager
+def private_redis():
+    """A redis-server on a free loopback port, without persistence, ready
+    (it answers PING): yields its port and its pid."""
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
     port = s.getsockname()[1]
@@ -215,47 +217,55 @@ def main():
                     break
                 except redis.ConnectionError:
                     time.sleep(0.05)
-            subs = subscribe_all(port, subscribers, n)
-            skip = {"cmdstat_evalsha", "cmdstat_config|resetstat", "cmdstat_script|load", "cmdstat_flushall"}
-            vs = list(variants().items())
-            if os.environ.get("SHIPPED_ONLY"):
-                vs = vs[:1]
-            for name, src in [("(warm-up, not shown)", vs[0][1])] + vs:
-                r.flushall()
-                sha = r.script_load(src)
-                r.config_resetstat()
-                cpu = cpu_us(srv.pid)
-                p = r.pipeline(transaction=False)
-                for i in range(n):
-                    k = keys("bench", f"s{i // 1000}")
-                    p.evalsha(sha, len(k), *k, 604800, 0, "bench", f"s{i // 1000}", f"q{i}", sc.entry(f"q{i}"))
-                    if i % 500 == 499:
-                        p.execute()
-                p.execute()
-                cpu = (cpu_us(srv.pid) - cpu) / n
-                st = r.info("commandstats")
-                ev = st["cmdstat_evalsha"]
-                if name.startswith("(warm-up"):
-                    continue
-                inner = [v for k, v in st.items() if k not in skip]
-                print(f"{name:34s} EVALSHA {ev['usec_per_call']:6.2f} us/call, of which "
-                      f"{sum(v['calls'] for v in inner) / n:4.1f} redis.call()s {sum(v['usec'] for v in inner) / n:5.2f} us;"
-                      f" redis-server CPU {cpu:6.2f} us/call"
-                      f"{'  FAILED ' + str(ev.get('failed_calls')) if ev.get('failed_calls') else ''}")
-                if os.environ.get("BREAKDOWN") and inner:
-                    print("    " + ", ".join(f"{k[8:]} {v['calls'] / n:.1f}x {v['usec_per_call']:.2f}us"
-                                             for k, v in sorted(st.items()) if k not in skip))
-            if not os.environ.get("SHIPPED_ONLY"):
-                feedback(r, n)
-                if os.environ.get("LUA_DIR"):
-                    print("(FCALL part skipped: LUA_DIR)")
-                else:
-                    fcall(r, n)
-            for ps in subs:
-                ps.close()
+            yield port, srv.pid
         finally:
             srv.terminate()
             srv.wait(timeout=10)
+
+
+def main():
+    n = int(sys.argv[1]) if len(sys.argv) > 1 else 20000
+    subscribers = int(sys.argv[2]) if len(sys.argv) > 2 else 0
+    with private_redis() as (port, pid):
+        r = redis.Redis(host="127.0.0.1", port=port)
+        subs = subscribe_all(port, subscribers, n)
+        skip = {"cmdstat_evalsha", "cmdstat_config|resetstat", "cmdstat_script|load", "cmdstat_flushall"}
+        vs = list(variants().items())
+        if os.environ.get("SHIPPED_ONLY"):
+            vs = vs[:1]
+        for name, src in [("(warm-up, not shown)", vs[0][1])] + vs:
+            r.flushall()
+            sha = r.script_load(src)
+            r.config_resetstat()
+            cpu = cpu_us(pid)
+            p = r.pipeline(transaction=False)
+            for i in range(n):
+                k = keys("bench", f"s{i // 1000}")
+                p.evalsha(sha, len(k), *k, 604800, 0, "bench", f"s{i // 1000}", f"q{i}", sc.entry(f"q{i}"))
+                if i % 500 == 499:
+                    p.execute()
+            p.execute()
+            cpu = (cpu_us(pid) - cpu) / n
+            st = r.info("commandstats")
+            ev = st["cmdstat_evalsha"]
+            if name.startswith("(warm-up"):
+                continue
+            inner = [v for k, v in st.items() if k not in skip]
+            print(f"{name:34s} EVALSHA {ev['usec_per_call']:6.2f} us/call, of which "
+                  f"{sum(v['calls'] for v in inner) / n:4.1f} redis.call()s {sum(v['usec'] for v in inner) / n:5.2f} us;"
+                  f" redis-server CPU {cpu:6.2f} us/call"
+                  f"{'  FAILED ' + str(ev.get('failed_calls')) if ev.get('failed_calls') else ''}")
+            if os.environ.get("BREAKDOWN") and inner:
+                print("    " + ", ".join(f"{k[8:]} {v['calls'] / n:.1f}x {v['usec_per_call']:.2f}us"
+                                         for k, v in sorted(st.items()) if k not in skip))
+        if not os.environ.get("SHIPPED_ONLY"):
+            feedback(r, n)
+            if os.environ.get("LUA_DIR"):
+                print("(FCALL part skipped: LUA_DIR)")
+            else:
+                fcall(r, n)
+        for ps in subs:
+            ps.close()
 
 
 if __name__ == "__main__":
