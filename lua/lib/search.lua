@@ -205,7 +205,9 @@ local function index_doc(c, docs, id, spec, len, at)
   for i = 3, #f do set[#set + 1], set[#set + 2] = f[i], with(v[i], num, tfs[i]) end
   counted(set, v[1], v[2], 1, len)
   redis.call('HSET', docs, unpack(set))
-  local ttl = session.ttl(c)
+  -- the session's TTL, read once a call (a catch-up step indexes up to 64)
+  local ttl = c.search_ttl or session.ttl(c)
+  c.search_ttl = ttl
   born(c, docs, ttl)
   listed(c, ttl)
 end
