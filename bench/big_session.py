@@ -87,11 +87,11 @@ def vmhwm_mb(pid):
 
 def index_steps(r):
     """Makes the entries index again with session_index_build alone (the
-    shipped prelude and script, EVALSHA from one client, nothing else
+    shipped script as EVAL runs it, EVALSHA from one client, nothing else
     running): every step's SLOWLOG duration, in µs."""
-    lua = os.path.join(ROOT, "lua")
-    src = open(os.path.join(lua, "session_lib.lua")).read() + "\n" + open(os.path.join(lua, "session_index_build.lua")).read()
-    sha = r.script_load(src)
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from sessions_lua_cost import eval_sources
+    sha = r.script_load(eval_sources(ROOT)["session_index_build"])
     sid = f"{U}:{S}"
     keys = ([f"agent_sessions:{sid}", f"agent_traces:{sid}", f"session_context:{sid}", f"agent_session_record:{sid}",
              f"agent_session_qa_index:{sid}", f"agent_session_usage_ids:{sid}"]
@@ -100,7 +100,8 @@ def index_steps(r):
             + ["agent_sessions_global:expiry", "agent_usage_totals", "agent_usage_by_model"])
     r.rpush(ENTRIES, r.lpop(ENTRIES))  # a rewrite: the index no longer describes the list
     r.slowlog_reset()
-    while r.evalsha(sha, len(keys), *keys, 604800, 0, U, S, "qa") != 1:
+    # {'ok', 1} once the index covers the list, {'ok', 0} while steps are left
+    while r.evalsha(sha, len(keys), *keys, 604800, 0, U, S, "qa")[1] != 1:
         pass
     return [e["duration"] for e in r.slowlog_get(100000) if str(e["command"]).startswith(("EVALSHA", "b'EVALSHA"))]
 

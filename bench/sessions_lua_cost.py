@@ -93,33 +93,30 @@ def library():
     return src, "session_append" + suffix, "session_entry_update" + suffix
 
 
+def eval_sources(tree=None):
+    """Each stock script's text as EVAL runs it (its libraries, then its
+    body), of this tree or of another tree's checkout: script name -> text."""
+    root = tree or os.path.join(LUA, "..")
+    with tempfile.TemporaryDirectory() as d:
+        subprocess.run(["go", "run", "./bench/libraries", d], cwd=root, check=True, capture_output=True)
+        ev = os.path.join(d, "eval")
+        return {f[:-4]: open(os.path.join(ev, f)).read() for f in os.listdir(ev)}
+
+
 def variants():
-    """The shipped append and cut-down scripts on the same prelude. (The
-    earlier cuts of the append's event and guard no longer apply to its
-    text; bench/sessions_lua_instructions.py and BENCHMARKS.md break the
-    append down by instructions instead.)"""
-    lib = open(os.path.join(LUA, "session_lib.lua")).read()
-    app = open(os.path.join(LUA, "session_append.lua")).read()
-    out = {"session_append.lua as shipped": lib + "\n" + app}
-    idx = "  index(status, now, started or moved)"
-    if idx in lib:
-        out["append, status index moved only on a slide"] = (
-            lib.replace(idx, "  if due or started or moved then index(status, now, started or moved) end") + "\n" + app)
-    else:
-        print(f"(session_lib.lua no longer has {idx!r}: variant skipped)")
-    out["finish_write() alone"] = lib + "\nlocal _, s = finish_write()\nreturn {1, ARGV[6]}"
-    out["prelude + return {1, entry}"] = lib + "\nreturn {1, ARGV[6]}"
-    out["return 1 (no prelude)"] = "return 1"
-    return out
+    """The shipped append, and "return 1" for scale. (The cut-down variants
+    of the single prelude no longer apply since the scripts include small
+    libraries; bench/sessions_lua_instructions.py and BENCHMARKS.md break
+    the append down by instructions instead.)"""
+    return {"session_append.lua as shipped": eval_sources()["session_append"], "return 1 (no prelude)": "return 1"}
 
 
 def feedback(r, n):
     """Redis's time per feedback (session_entry_update.lua) on a 500-entry
     session, random targets, pipelined: the script without the wake-ups a
     one-client load adds."""
-    lib = open(os.path.join(LUA, "session_lib.lua")).read()
-    app = r.script_load(lib + "\n" + open(os.path.join(LUA, "session_append.lua")).read())
-    upd = r.script_load(lib + "\n" + open(os.path.join(LUA, "session_entry_update.lua")).read())
+    src = eval_sources()
+    app, upd = r.script_load(src["session_append"]), r.script_load(src["session_entry_update"])
     r.flushall()
     k = keys("bench", "fb")
     p = r.pipeline(transaction=False)
@@ -148,17 +145,18 @@ def feedback(r, n):
 
 def fcall(r, n):
     """The shipped append and feedback through FCALL of the session library,
-    and what is left of the prelude's cost: the per-call sections
-    (sidecar_begin) before a bare return, against a bare return."""
+    and what is left of the libraries' per-call cost: the call's context
+    (session.open) before a bare return, against a bare return."""
     src, fapp, fupd = library()
     r.function_load(src, replace=True)
     suffix = fapp[len("session_append"):]
-    bench = (src.replace("#!lua name=agentsidecar_session", "#!lua name=bench_session").replace(suffix + "'", suffix + "b'")
-             + "redis.register_function{function_name='bench_begin', callback=function(KEYS, ARGV) sidecar_begin(KEYS, ARGV) return 1 end}\n"
+    libname = src.split("\n", 1)[0][len("#!lua name="):]
+    bench = (src.replace("#!lua name=" + libname, "#!lua name=bench_" + libname, 1).replace(suffix + "'", suffix + "b'")
+             + "redis.register_function{function_name='bench_begin', callback=function(KEYS, ARGV) session.open(KEYS, ARGV) return 1 end}\n"
              + "redis.register_function{function_name='bench_return', callback=function(KEYS, ARGV) return 1 end}\n")
     r.function_load(bench, replace=True)
     k = keys("bench", "fixed")
-    for name, fn in (("FCALL per-call sections + return 1", "bench_begin"), ("FCALL return 1 (the same library)", "bench_return")):
+    for name, fn in (("FCALL session.open + return 1", "bench_begin"), ("FCALL return 1 (the same library)", "bench_return")):
         r.config_resetstat()
         p = r.pipeline(transaction=False)
         for i in range(n):
@@ -167,7 +165,7 @@ def fcall(r, n):
                 p.execute()
         p.execute()
         print(f"{name:34s} FCALL   {r.info('commandstats')['cmdstat_fcall']['usec_per_call']:6.2f} us/call")
-    r.function_delete("bench_session" + suffix)
+    r.function_delete("bench_" + libname)
     skip = {"cmdstat_fcall", "cmdstat_config|resetstat", "cmdstat_flushall"}
     for name in ("append, FCALL", "feedback, 500 entries, FCALL"):
         r.flushall()

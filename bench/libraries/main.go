@@ -2,6 +2,8 @@
 // stock scripts, one library per prelude chain, as the sidecar loads them)
 // to a directory, one NAME.lua per library, for the benchmarks in bench/
 // and for loading them by hand (redis-cli -x FUNCTION LOAD REPLACE < file).
+// It also writes DIR/eval/SCRIPT.lua, each stock script's text as EVAL
+// runs it (its libraries, then its body), for the EVAL benchmarks.
 //
 //	go run ./bench/libraries DIR
 package main
@@ -19,8 +21,19 @@ func main() {
 		fmt.Fprintln(os.Stderr, "usage: go run ./bench/libraries DIR")
 		os.Exit(2)
 	}
+	dir := os.Args[1]
+	if err := os.MkdirAll(filepath.Join(dir, "eval"), 0o755); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	for _, s := range lua.All() {
+		if err := os.WriteFile(filepath.Join(dir, "eval", s.Name+".lua"), []byte(s.Source()), 0o644); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+	}
 	for _, lib := range lua.Libraries() {
-		if err := os.WriteFile(filepath.Join(os.Args[1], lib.Name+".lua"), []byte(lib.Source), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, lib.Name+".lua"), []byte(lib.Source), 0o644); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
