@@ -8,17 +8,17 @@ import "github.com/agentsidecar/agentsidecar/redisstore"
 // app's own slot on Cluster.
 var (
 	SessionFamily = redisstore.Register(redisstore.Family{
-		Name: "adk session", Prefix: "adk_session", Scope: redisstore.ScopeSession,
+		Name: "adk session", Prefix: "adk_session", Code: "a", Scope: redisstore.ScopeSession,
 		Kind: redisstore.KindHash, Owner: "adk", TTL: redisstore.SessionTTL,
 		Description: "a Google ADK session's own record: app name, created, last update time (the last event's timestamp), event count",
 	})
 	StateFamily = redisstore.Register(redisstore.Family{
-		Name: "adk session state", Prefix: "adk_state", Scope: redisstore.ScopeSession,
+		Name: "adk session state", Prefix: "adk_state", Code: "as", Scope: redisstore.ScopeSession,
 		Kind: redisstore.KindHash, Owner: "adk", TTL: redisstore.SessionTTL,
 		Description: "a Google ADK session's state: `=<key>` → JSON value, `#` → its bytes (at most `ADK_MAX_STATE_BYTES`)",
 	})
 	EventsFamily = redisstore.Register(redisstore.Family{
-		Name: "adk events", Prefix: "adk_events", Scope: redisstore.ScopeSession,
+		Name: "adk events", Prefix: "adk_events", Code: "ae", Scope: redisstore.ScopeSession,
 		Kind: redisstore.KindHash, Owner: "adk", TTL: redisstore.SessionTTL,
 		Description: "a Google ADK session's events: `e<i>` → the event's JSON, `t<i>` → its timestamp, `i:<event id>` → i (at most `ADK_MAX_EVENTS`)",
 	})

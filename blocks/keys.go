@@ -12,7 +12,7 @@ var (
 	// session's blocks to another session of the same user (same slot) is
 	// a copy of this one key.
 	SessionBlocksFamily = redisstore.Register(redisstore.Family{
-		Name: "session blocks", Prefix: "agent_session_blocks", Scope: redisstore.ScopeSession,
+		Name: "session blocks", Prefix: "agent_session_blocks", Code: "b", Scope: redisstore.ScopeSession,
 		Kind: redisstore.KindHash, Owner: "blocks", TTL: redisstore.SessionTTL,
 		Description: "a session's context blocks: label → the block (a JSON object); nothing else, so a fork copies the key",
 	})
@@ -20,7 +20,7 @@ var (
 	// prompt (the text), tokens (its estimate) and frozen_at (Redis TIME,
 	// µs).
 	PromptFamily = redisstore.Register(redisstore.Family{
-		Name: "frozen prompt", Prefix: "agent_session_prompt", Scope: redisstore.ScopeSession,
+		Name: "frozen prompt", Prefix: "agent_session_prompt", Code: "p", Scope: redisstore.ScopeSession,
 		Kind: redisstore.KindHash, Owner: "blocks", TTL: redisstore.SessionTTL,
 		Description: "a session's frozen system prompt: `prompt`, `tokens`, `frozen_at` (µs), kept until `POST .../system-prompt/refresh`",
 	})
@@ -28,7 +28,7 @@ var (
 	// hash tool_call_id -> the first result, keeping the 1 000 newest ids
 	// (a ring in fields " n" and " <i>").
 	ToolCallsFamily = redisstore.Register(redisstore.Family{
-		Name: "tool calls", Prefix: "agent_session_tool_calls", Scope: redisstore.ScopeSession,
+		Name: "tool calls", Prefix: "agent_session_tool_calls", Code: "tc", Scope: redisstore.ScopeSession,
 		Kind: redisstore.KindHash, Owner: "blocks", TTL: redisstore.SessionTTL,
 		Description: "`tool_call_id` → the first result of a tool call that wrote, the 1 000 newest ids, so a retried call writes once",
 	})

@@ -125,7 +125,7 @@ func (h *hub) join(ctx context.Context, key string, marker mark) (*sub, ID, uint
 	if h.grace <= 0 {
 		marker = mark{}
 	}
-	if marker.key != "" {
+	if marker.marker != "" {
 		s, errs := watchMarkers(ctx, c, h.grace, []mark{marker})
 		if errs[0] != nil {
 			return nil, ID{}, 0, errs[0]
@@ -294,9 +294,9 @@ func (h *hub) readDirty(ctx context.Context) {
 		at := make([]int, to-from)
 		for i := from; i < to; i++ {
 			at[i-from] = -1
-			if marks[i].marker.key != "" {
+			if marks[i].marker.marker != "" {
 				at[i-from] = len(cmds)
-				cmds = append(cmds, c.B().Get().Key(marks[i].marker.key).Build())
+				cmds = append(cmds, marks[i].marker.read(c))
 			}
 		}
 		first := len(cmds)
@@ -422,7 +422,7 @@ func (h *hub) refreshMarkers(ctx context.Context) {
 	h.mu.Lock()
 	ws := make([]*watch, 0, len(h.streams))
 	for _, w := range h.streams {
-		if w.marker.key != "" {
+		if w.marker.marker != "" {
 			ws = append(ws, w)
 		}
 	}

@@ -9,23 +9,22 @@ import "github.com/agentsidecar/agentsidecar/redisstore"
 // streams themselves are written by every session script and declared in
 // redisstore (SessionEventsFamily, UserEventsFamily).
 var EventKeysFamily = redisstore.Register(redisstore.Family{
-	Name: "event keys", Prefix: "agent_session_event_keys", Scope: redisstore.ScopeSession,
+	Name: "event keys", Prefix: "agent_session_event_keys", Code: "ek", Scope: redisstore.ScopeSession,
 	Kind: redisstore.KindHash, Owner: "events", TTL: redisstore.SessionTTL,
 	Description: "`Idempotency-Key` → the event id of a custom event (`POST .../events`), the 1 000 newest, so a retried publish writes once",
 })
 
-// WatchFamily and UserWatchFamily are the markers that say a stream is
-// watched (SESSION_EVENTS=watched): "<until ms>:<since ms>", set by every
-// reader of the stream (lua/events_watch.lua, from the hub on any pod) and
-// read by every write's script (lua/lib/events.lua), which records its
-// event only while <until> is ahead. The session's is one of the session's
-// own keys, so it is deleted with the session; a slide may keep it past
-// its grace period, which is why its value decides, not its TTL.
+// WatchField and UserWatchFamily say that a stream is watched
+// (SESSION_EVENTS=watched): "<until ms>:<since ms>", set by every reader of
+// the stream (lua/events_watch.lua, from the hub on any pod), and read by
+// every write's script (lua/lib/events.lua), which records its event only
+// while <until> is ahead. The session's is a field of the user's marker,
+// w:<session id>, which every session write reads with its record at no
+// cost of its own; the user's is a key.
 var (
-	WatchFamily = redisstore.Register(redisstore.Family{
-		Name: "session events watch", Prefix: "agent_session_events_watch", Scope: redisstore.ScopeSession,
-		Kind: redisstore.KindString, Owner: "events", TTL: redisstore.SessionTTL,
-		Description: "`<until ms>:<since ms>`: the session's event stream is watched (its events recorded) until then, unbroken since then; set by every reader, `SESSION_EVENTS_GRACE_SECONDS` ahead, refreshed every heartbeat",
+	WatchField = redisstore.RegisterMarkerField(redisstore.MarkerField{
+		Name: "w", PerSession: true, Owner: "events",
+		Description: "`w:<session id>` → `<until ms>:<since ms>`: the session's event stream is watched (its events recorded) until then, unbroken since then; set by every reader, `SESSION_EVENTS_GRACE_SECONDS` ahead, refreshed every heartbeat; a stale one goes with the session, or when a reader meets it",
 	})
 	UserWatchFamily = redisstore.Register(redisstore.Family{
 		Name: "user events watch", Prefix: "agent_user_events_watch", Scope: redisstore.ScopeUser,

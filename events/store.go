@@ -35,27 +35,32 @@ func (s *Store) SessionKey(user, session string) string {
 // UserKey is the user's stream key.
 func (s *Store) UserKey(user string) string { return s.layout().UserEvents(user) }
 
-// SessionWatchKey and UserWatchKey are the streams' watch markers
-// (WatchFamily, UserWatchFamily).
-func (s *Store) SessionWatchKey(user, session string) string {
-	return s.layout().SessionKey(WatchFamily, user, session)
-}
-
-// UserWatchKey is the user's stream's watch marker.
+// UserWatchKey is the user's stream's watch marker (UserWatchFamily); a
+// session's stream is marked in the user's marker (WatchField).
 func (s *Store) UserWatchKey(user string) string { return s.layout().UserKey(UserWatchFamily, user) }
 
-// mark is a stream's watch marker and whose stream it is (session "" for
-// the user's): the script refuses to mark a user being erased.
-type mark struct{ key, user, session string }
+// mark is where a stream's watch is marked: the user's marker and, for the
+// user's stream, its own key (session "" then).
+type mark struct{ marker, key, session string }
 
-// sessionMark and userMark are the markers of a session's and a user's
+// sessionMark and userMark are the marks of a session's and a user's
 // stream.
 func (s *Store) sessionMark(user, session string) mark {
-	return mark{key: s.SessionWatchKey(user, session), user: user, session: session}
+	return mark{marker: s.layout().UserMarker(user), session: session}
 }
 
-// userMark is the marker of the user's stream.
-func (s *Store) userMark(user string) mark { return mark{key: s.UserWatchKey(user), user: user} }
+// read is the command that reads m's mark ("<until ms>:<since ms>").
+func (m mark) read(c rueidis.Client) rueidis.Completed {
+	if m.key != "" {
+		return c.B().Get().Key(m.key).Build()
+	}
+	return c.B().Hget().Key(m.marker).Field(WatchField.Name + ":" + m.session).Build()
+}
+
+// userMark is the mark of the user's stream.
+func (s *Store) userMark(user string) mark {
+	return mark{marker: s.layout().UserMarker(user), key: s.UserWatchKey(user)}
+}
 
 // watchMarkers marks the streams of markers watched for grace from now
 // (lua/events_watch.lua, pipelined) and returns, per marker, since when
@@ -65,7 +70,11 @@ func watchMarkers(ctx context.Context, c rueidis.Client, grace time.Duration, ma
 	ms := strconv.FormatInt(grace.Milliseconds(), 10)
 	calls := make([]lua.Call, len(markers))
 	for i, k := range markers {
-		calls[i] = lua.Call{Keys: []string{k.key}, Args: []string{ms, k.user, k.session}}
+		keys := []string{k.marker}
+		if k.key != "" {
+			keys = append(keys, k.key)
+		}
+		calls[i] = lua.Call{Keys: keys, Args: []string{ms, k.session}}
 	}
 	since := make([]uint64, len(markers))
 	errs := make([]error, len(markers))

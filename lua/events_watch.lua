@@ -2,37 +2,67 @@
 -- the writes record their events (SESSION_EVENTS=watched, lib/events.lua).
 -- Every reader on every pod calls it when it starts reading and then well
 -- inside the grace period (events/hub.go).
--- KEYS[1] the stream's marker: agent_session_events_watch:<tag><u>:<s> or
---   agent_user_events_watch:<tag><u> ("<until ms>:<since ms>", a string)
+-- KEYS[1] the user's marker agent_user_marker:<tag><sha1(u)> (a hash): a
+--   session's stream is marked in its field w:<s>; a fenced user (being
+--   erased) is not marked, so no reader names the user again behind the
+--   erasure
+-- KEYS[2] for the user's stream, its marker agent_user_events_watch:<tag><u>
+--   (a string)
 -- ARGV[1] the grace period, ms (SESSION_EVENTS_GRACE_SECONDS): the marker
---   says "watched" until then, and the key lives as long
--- ARGV[2] user_id, ARGV[3] session_id ('' for the user's stream): a user
---   being erased is not watched (erasure.fenced), so no reader makes a key
---   naming the user again behind the erasure
+--   says "watched" until then, and lives at least as long
+-- ARGV[2] session_id ('' for the user's stream)
+-- A session's mark also drops up to PRUNE marks of other sessions whose
+-- time ran out, so the marker holds about the streams watched now.
 -- returns (reply.lua) {'ok', since ms}: when the stream's unbroken watched
 --   time began (every event since was recorded; a reader resuming from an
---   older id may have missed some); {'refused', ...} when the marker holds
---   another type or the user is being erased (nothing written).
+--   older id may have missed some); {'refused', ...} when a marker holds
+--   another type or the user is fenced (nothing written).
 --- @include reply
 --- @include guard
 --- @include clock
---- @include erasure
 
-local uid, tail = ARGV[2], ARGV[2]
-if ARGV[3] ~= '' then tail = uid .. ':' .. ARGV[3] end
--- the marker is <prefix>:<tag><tail>; no family prefix holds ':'
-local from = string.find(KEYS[1], ':', 1, true) + 1
-local refused = erasure.fenced({ tag = string.sub(KEYS[1], from, #KEYS[1] - #tail), uid = uid })
-  or guard.check({ { KEYS[1], 'string' } })
-if refused then return refused end
+local PRUNE = 4
+local marker = KEYS[1]
+local fence = redis.pcall('HGET', marker, 'fence')
+if type(fence) == 'table' then return guard.from_error(marker, 'hash', fence) end
+if fence then
+  local code, text = string.match(fence, '^(%S+) (.*)$')
+  return reply.refused(code or 'user_fenced', text or fence)
+end
 local now = math.floor(clock.now_us() / 1000)
 local grace = tonumber(ARGV[1])
-local since = now
-local v = redis.call('GET', KEYS[1])
-if v then
-  local till, from = string.match(v, '^(%d+):(%d+)$')
-  -- a marker whose time ran out (one a session's slide kept) starts anew
-  if till and tonumber(till) > now then since = tonumber(from) end
+
+-- since_of is when the watch of mark v began: v's since while its time
+-- runs, else now
+local function since_of(v)
+  if v then
+    local till, from = string.match(v, '^(%d+):(%d+)$')
+    if till and tonumber(till) > now then return tonumber(from) end
+  end
+  return now
 end
-redis.call('SET', KEYS[1], string.format('%d:%d', now + grace, since), 'PX', grace)
+
+if ARGV[2] == '' then
+  local refused = guard.check({ { KEYS[2], 'string' } })
+  if refused then return refused end
+  local since = since_of(redis.call('GET', KEYS[2]))
+  redis.call('SET', KEYS[2], string.format('%d:%d', now + grace, since), 'PX', grace)
+  return reply.ok(string.format('%d', since))
+end
+
+local field = 'w:' .. ARGV[2]
+local since = since_of(redis.call('HGET', marker, field))
+redis.call('HSET', marker, field, string.format('%d:%d', now + grace, since))
+-- the marker lives at least the grace period: a marker without expiry (a
+-- session without one keeps it) gets none
+redis.call('PEXPIRE', marker, grace, 'NX')
+redis.call('PEXPIRE', marker, grace, 'GT')
+local some = redis.call('HRANDFIELD', marker, PRUNE, 'WITHVALUES')
+for i = 1, #some, 2 do
+  local f, v = some[i], some[i + 1]
+  if f ~= field and string.sub(f, 1, 2) == 'w:' then
+    local till = tonumber(string.match(v, '^(%d+)') or '')
+    if not till or till <= now then redis.call('HDEL', marker, f) end
+  end
+end
 return reply.ok(string.format('%d', since))

@@ -3,6 +3,8 @@ package lua
 import (
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 
 	"github.com/redis/rueidis"
 
@@ -15,6 +17,9 @@ import (
 type Reply struct {
 	Dup    bool
 	Values []rueidis.RedisMessage
+	// Abort is the session's pending abort request (µs; 0: none), which a
+	// session write's answer carries on its tag ('ok@<µs>': session.reply).
+	Abort int64
 }
 
 // IndexBuild is the answer of a script that needs an id index of the
@@ -42,11 +47,18 @@ func Decode(script string, msg rueidis.RedisMessage) (Reply, error) {
 		return Reply{}, fmt.Errorf("script %s: answer is not a tagged reply", script)
 	}
 	rest := arr[1:]
+	var abort int64
+	if t, at, ok := strings.Cut(tag, "@"); ok && (t == "ok" || t == "dup") {
+		if abort, err = strconv.ParseInt(at, 10, 64); err != nil {
+			return Reply{}, fmt.Errorf("script %s: tag %q: %w", script, tag, err)
+		}
+		tag = t
+	}
 	switch tag {
 	case "ok":
-		return Reply{Values: rest}, nil
+		return Reply{Values: rest, Abort: abort}, nil
 	case "dup":
-		return Reply{Dup: true, Values: rest}, nil
+		return Reply{Dup: true, Values: rest, Abort: abort}, nil
 	case "missing":
 		return Reply{}, redisstore.ErrNotFound
 	case "refused":

@@ -1,10 +1,11 @@
 -- session_context_append: append one session-context entry, idempotently by
 -- its "id" (through the context index), and trim the context list to
 -- SESSION_MAX_ENTRIES.
--- KEYS[1..15] the session's keys, indexes and totals (lib/session.lua)
--- ARGV[1..4] TTL, max entries, user_id, session_id (lib/session.lua)
--- ARGV[5] the entry's id
--- ARGV[6] the entry (a JSON object holding "id")
+-- KEYS[1] the session's record (lib/session.lua)
+-- ARGV[1] the core's settings (lib/session.lua)
+-- ARGV[2] SESSION_MAX_ENTRIES
+-- ARGV[3] the entry's id
+-- ARGV[4] the entry (a JSON object holding "id")
 -- emits context_changed (the entry).
 -- returns (reply.lua) {'ok', started} when stored (started 1 when this
 --   started the session); {'dup', stored_entry} when an entry with that id
@@ -16,16 +17,22 @@
 --- @include events
 --- @include idindex
 
-local c = session.open(KEYS, ARGV)
-local refused = session.guard(c, 'keep', { c.context, 'list' }, { c.ctx_index, 'hash' })
+local c = idindex.open(session.open(KEYS, ARGV), ARGV[2])
+local refused = session.begin(c)
 if refused then return refused end
-local id, entry = ARGV[5], ARGV[6]
-local pos, existing = idindex.locate(c, 'context', id)
-if type(pos) == 'table' then return pos end
-if pos then return reply.dup(existing) end
+local id, entry = ARGV[3], ARGV[4]
+local found = idindex.locate_new(c, 'context', id)
+if found.answer then return found.answer end
+if found.dup then return session.reply(c, reply.dup(found.dup)) end
+session.use(c, idindex.CONTEXT, 'list', true)
+session.use(c, idindex.CTX_INDEX, 'hash', true)
+events.use(c)
+refused = session.commit(c)
+if refused then return refused end
 local newlen = redis.call('RPUSH', c.context, entry)
-idindex.append(c, 'context', id, entry, newlen)
+if newlen == 1 then session.made(c, idindex.CONTEXT) end
+idindex.appended(c, 'context', id, entry, newlen, found)
 idindex.trim(c, c.context, newlen, 'context')
 events.emit(c, 'context_changed', 'context', id, entry)
-local _, started = session.finish_write(c, false, newlen == 1)
-return reply.ok(started and 1 or 0)
+local started = session.finish(c)
+return session.reply(c, reply.ok(started and 1 or 0))

@@ -1,10 +1,11 @@
 -- session_context_update: shallow-merge fields into the session-context entry
 -- whose "id" matches, as Cognee's update_session_context_entry does, keeping
 -- the bytes of the fields not named.
--- KEYS[1..15] the session's keys, indexes and totals (lib/session.lua)
--- ARGV[1..4] TTL, max entries, user_id, session_id (lib/session.lua)
--- ARGV[5] the entry's id
--- ARGV[6] the fields to merge (a JSON object)
+-- KEYS[1] the session's record (lib/session.lua)
+-- ARGV[1] the core's settings (lib/session.lua)
+-- ARGV[2] SESSION_MAX_ENTRIES
+-- ARGV[3] the entry's id
+-- ARGV[4] the fields to merge (a JSON object)
 -- emits context_changed (the updated entry).
 -- returns (reply.lua) {'ok', updated entry}; {'missing'} when there is no
 --   such entry; {'index_build', 'context'} when finding it needs more
@@ -15,15 +16,18 @@
 --- @include events
 --- @include idindex
 
-local c = session.open(KEYS, ARGV)
-local refused = session.guard(c, 'keep', { c.context, 'list' }, { c.ctx_index, 'hash' })
+local c = idindex.open(session.open(KEYS, ARGV), ARGV[2])
+local refused = session.begin(c)
 if refused then return refused end
-local pos, el = idindex.locate(c, 'context', ARGV[5])
-if type(pos) == 'table' then return pos end
-if not pos then return reply.missing() end
-local updated = json.merge_object(el, ARGV[6])
-redis.call('LSET', c.context, pos, updated)
-idindex.touch(c, 'context', pos, updated)
-events.emit(c, 'context_changed', 'context', ARGV[5], updated)
-session.finish_write(c)
-return reply.ok(updated)
+local found = idindex.locate_new(c, 'context', ARGV[3], true)
+if found.answer then return found.answer end
+if not found.dup then return reply.missing() end
+local updated = json.merge_object(found.dup, ARGV[4])
+events.use(c)
+refused = session.commit(c)
+if refused then return refused end
+redis.call('LSET', c.context, found.pos, updated)
+idindex.touch(c, 'context', found.pos, updated)
+events.emit(c, 'context_changed', 'context', ARGV[3], updated)
+session.finish(c)
+return session.reply(c, reply.ok(updated))

@@ -1,72 +1,66 @@
--- session_delete: remove the whole session: entries, traces, context, record,
--- qa_id index, usage ids, state, context blocks, frozen prompt, tool calls,
--- messages, compactions and their search documents (session.own_keys(c)), and its
--- place in every index set (status and metadata).
--- The usage totals across sessions keep what it spent (they are all-time
--- counters).
--- KEYS[1..15] the session's keys, indexes and totals (lib/session.lua)
--- ARGV[1..4] TTL, max entries, user_id, session_id (lib/session.lua)
+-- session_delete: remove the whole session: the record, every key of the
+-- families it has (session.own_keys: entries, traces, context, indexes,
+-- state, blocks, messages, their search documents, ...), its place in
+-- every index (status, expiry, activity and member sets) and its fields of
+-- the user's marker. The usage totals across sessions keep what it spent
+-- (they are all-time counters).
+-- KEYS[1] the session's record (lib/session.lua)
+-- ARGV[1] the core's settings (lib/session.lua)
 -- The event stream is emptied but for the `deleted` event it gets, kept
 -- 300 s (events.TOMBSTONE_SECONDS) so every pod's readers see it, when the
 -- stream is watched (lib/events.lua); else it goes with the rest.
 -- returns (reply.lua) {'ok', the number of the session's own keys
---   removed}; {'missing'} when there is no such session; {'refused', ...}.
--- Every read before the first write: a record of the wrong type (or with
--- metadata that is not a JSON object of strings, written by hand) has no
--- metadata index to leave, and must not stop the delete half-way.
+--   removed}; {'missing'} when there is no such session; {'refused', ...}
+--   when the user is fenced or an index it would write holds another type.
+-- A record of the wrong type (written by hand) must not stop the delete:
+-- it is the way out. Every read and check comes before the first write.
 --- @include reply
 --- @include guard
---- @include meta
 --- @include session
 --- @include events
 
 local c = session.open(KEYS, ARGV)
-local metadata = redis.pcall('HGET', c.record, 'metadata')
-if type(metadata) ~= 'string' then metadata = nil end
-local refused = session.guard(c, 'indexes', unpack(meta.checks(c, metadata)))
-if refused then return refused end
-if type(metadata) ~= 'string' then
-  metadata = nil
-else
-  local ok, decoded = pcall(cjson.decode, metadata)
-  if not ok or type(decoded) ~= 'table' then
-    metadata = nil
-  else
-    for k, v in pairs(decoded) do
-      if type(k) ~= 'string' or type(v) ~= 'string' then metadata = nil end
-    end
-  end
+local refused = session.begin(c)
+if refused and c.refused_by == 'record' then
+  -- a record of another type, or with fields not as kept: no families
+  -- known, so every registered one, and every status set
+  refused = nil
+  c.status, c.fams_text, c.idx_text, c.fams = nil, nil, nil, {}
 end
-session.unindex(c)
-meta.unindex(c, metadata)
--- its search index is two of its own keys; the user's list of sessions
--- with documents forgets it
-redis.pcall('ZREM', c.slist, c.sid) -- another type: not ours to fail the delete on
--- the stream and its watch marker are not counted (a reader keeps the
--- marker); watched is read before they go
+if refused then return refused end
+local ok, list = pcall(function() return c.idx_text and cjson.decode(c.idx_text) or {} end)
+if not ok or type(list) ~= 'table' then c.idx_text = nil end
+local checks = { { c.expiry, 'zset' } }
+for _, st in ipairs(c.status and { c.status } or session.STATUSES) do
+  checks[#checks + 1] = { session.user_set(c, st), 'zset' }
+  checks[#checks + 1] = { session.global_set(c, st), 'zset' }
+end
+if c.idx_text then
+  for _, entry in ipairs(list) do checks[#checks + 1] = { string.sub(entry, 2), 'zset' } end
+end
+refused = guard.check(checks)
+if refused then return refused end
 local watched = events.recording(c)
-local marker = session.key(c, events.WATCH_SESSION)
+c.events = session.key(c, events.STREAM)
+session.unindex(c)
+session.forget_marks(c)
 local own = {}
 for _, k in ipairs(session.own_keys(c)) do
-  if k ~= c.events and k ~= marker then own[#own + 1] = k end
+  if k ~= c.events then own[#own + 1] = k end
 end
 -- UNLINK: a big key (a thread's checkpoints, tens of thousands of fields)
 -- is freed off Redis's main thread, as the erasure frees it
 local n = redis.call('UNLINK', unpack(own))
-if n > 0 then
-  if watched then
-    -- The stream keeps only its `deleted` event, a tombstone for readers
-    -- on every pod, for events.TOMBSTONE_SECONDS; the marker stays as
-    -- long at most (its readers keep it while they read).
-    events.xadd(c, c.events, 'deleted', '{"user_id":' .. cjson.encode(ARGV[3]) .. ',"session_id":' .. cjson.encode(ARGV[4]) .. '}')
-    redis.call('XTRIM', c.events, 'MAXLEN', 1)
-    redis.call('EXPIRE', c.events, events.TOMBSTONE_SECONDS)
-    redis.call('EXPIRE', marker, events.TOMBSTONE_SECONDS)
-  else
-    -- nobody watches (SESSION_EVENTS=watched): no tombstone, no key left
-    -- that names the session
-    redis.call('DEL', c.events, marker)
-  end
-end
 if n == 0 then return reply.missing() end
+if watched then
+  -- The stream keeps only its `deleted` event, a tombstone for readers on
+  -- every pod, for events.TOMBSTONE_SECONDS.
+  events.xadd(c, c.events, 'deleted', '{"user_id":' .. cjson.encode(c.uid) .. ',"session_id":' .. cjson.encode(c.sid) .. '}')
+  redis.call('XTRIM', c.events, 'MAXLEN', 1)
+  redis.call('EXPIRE', c.events, events.TOMBSTONE_SECONDS)
+else
+  -- nobody watches (SESSION_EVENTS=watched): no tombstone, no key left
+  -- that names the session
+  redis.call('DEL', c.events)
+end
 return reply.ok(n)

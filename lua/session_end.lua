@@ -1,9 +1,9 @@
 -- session_end: mark the session completed or failed (ended_at from Redis
 -- TIME). Activity after the end is still recorded but never reopens it.
--- KEYS[1..15] the session's keys, indexes and totals (lib/session.lua)
--- ARGV[1..4] TTL, max entries, user_id, session_id (lib/session.lua)
--- ARGV[5] 'completed' or 'failed' (also the end_reason)
--- ARGV[6] '1' when ARGV[7] is a summary to store (a human one:
+-- KEYS[1] the session's record (lib/session.lua)
+-- ARGV[1] the core's settings (lib/session.lua)
+-- ARGV[2] 'completed' or 'failed' (also the end_reason)
+-- ARGV[3] '1' when ARGV[4] is a summary to store (a human one:
 --   summary_auto_generated false), else '0'
 -- A pending abort request is cleared. Emits status {status, end_reason,
 --   ended_at}.
@@ -19,29 +19,24 @@
 --- @include events
 
 local c = session.open(KEYS, ARGV)
-local refused = session.guard(c, 'move')
+local refused = session.begin(c)
 if refused then return refused end
-local want = ARGV[5]
+local want = ARGV[2]
 if not session.exists(c) then return reply.missing() end
-local bad = session.check_finish(c, nil, true)
-if bad then
-  return reply.refused('key_wrong_type', bad .. ' (another program wrote it); nothing was written: fix or delete that key')
+if c.status == want then return session.reply(c, reply.dup()) end
+if c.status == 'completed' or c.status == 'failed' then
+  return reply.refused('session_ended', 'session ' .. c.uid .. '/' .. c.sid .. ' already ended (' .. c.status .. ')')
 end
-local status = redis.call('HGET', c.record, 'status')
-if status == want then return reply.dup() end
-if status == 'completed' or status == 'failed' then
-  return reply.refused('session_ended', 'session ' .. c.uid .. '/' .. c.sid .. ' already ended (' .. status .. ')')
-end
-local now = clock.now_us()
-if status then
-  redis.call('HSET', c.record, 'status', want, 'ended_at', string.format('%d', now), 'end_reason', want)
-else -- a session only Cognee wrote: it started with its first entry
-  redis.call('HSET', c.record, 'status', want, 'ended_at', string.format('%d', now), 'end_reason', want, 'started_at', session.started_at_of(c, now))
-end
-if ARGV[6] == '1' then
-  redis.call('HSET', c.record, 'summary', ARGV[7], 'summary_auto_generated', '0')
+events.use(c)
+refused = session.commit(c, { status = want })
+if refused then return refused end
+local now = session.now(c)
+local fields = { 'ended_at', string.format('%d', now), 'end_reason', want }
+if ARGV[3] == '1' then
+  fields[#fields + 1], fields[#fields + 2] = 'summary', ARGV[4]
+  fields[#fields + 1], fields[#fields + 2] = 'summary_auto_generated', '0'
 end
 session.clear_abort(c)
 events.emit(c, 'status', 'state', nil, '{"status":"' .. want .. '","end_reason":"' .. want .. '","ended_at":"' .. clock.iso_time(now) .. '"}')
-session.finish_write(c, true)
-return reply.ok()
+session.finish(c, fields)
+return session.reply(c, reply.ok())

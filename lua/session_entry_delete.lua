@@ -1,7 +1,8 @@
 -- session_entry_delete: remove one Q&A entry by qa_id.
--- KEYS[1..15] the session's keys, indexes and totals (lib/session.lua)
--- ARGV[1..4] TTL, max entries, user_id, session_id (lib/session.lua)
--- ARGV[5] qa_id
+-- KEYS[1] the session's record (lib/session.lua)
+-- ARGV[1] the core's settings (lib/session.lua)
+-- ARGV[2] SESSION_MAX_ENTRIES
+-- ARGV[3] qa_id
 -- emits entry_deleted {qa_id}.
 -- The entry leaves the search index.
 -- returns (reply.lua) {'ok'} when removed, {'missing'} when the session
@@ -14,18 +15,31 @@
 --- @include idindex
 --- @include search
 
-local c = session.open(KEYS, ARGV)
-local refused = session.guard(c, 'keep', { c.entries, 'list' }, { c.qa_index, 'hash' }, { c.edocs, 'hash' })
+local c = idindex.open(session.open(KEYS, ARGV), ARGV[2])
+local refused = session.begin(c)
 if refused then return refused end
-local llen = redis.call('LLEN', c.entries)
-local pos, el = idindex.locate(c, 'qa', ARGV[5], llen)
+local qa_id = ARGV[3]
+local pos, el, llen = idindex.locate(c, 'qa', qa_id)
 if type(pos) == 'table' then return pos end
 if not pos then return reply.missing() end
-local n, fp = search.entries_cov(c)
-local valid = search.cov_valid(c, n, fp)
+local indexed = session.has(c, search.ENTRY_DOCS)
+local valid
+if indexed then
+  c.edocs = session.key(c, search.ENTRY_DOCS)
+  refused = search.read_docs(c, c.edocs)
+  if refused then return refused end
+  local n, fp = search.entries_cov(c)
+  valid = search.cov_valid(c, n, fp)
+end
+events.use(c)
+refused = session.commit(c)
+if refused then return refused end
 idindex.remove_at(c, 'qa', pos, el, llen)
-search.unindex_doc(c, c.edocs, ARGV[5])
-search.entry_gone(c, pos, valid)
-events.emit(c, 'entry_deleted', 'entry', ARGV[5], '{"qa_id":' .. cjson.encode(ARGV[5]) .. '}')
-session.finish_write(c, false, false, llen - 1)
-return reply.ok()
+if llen == 1 then session.drop(c, idindex.ENTRIES) end
+if indexed then
+  search.unindex_doc(c, c.edocs, qa_id)
+  search.entry_gone(c, pos, valid)
+end
+events.emit(c, 'entry_deleted', 'entry', qa_id, '{"qa_id":' .. cjson.encode(qa_id) .. '}')
+session.finish(c, { 'entry_count', string.format('%d', llen - 1) })
+return session.reply(c, reply.ok())

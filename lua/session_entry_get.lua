@@ -2,9 +2,10 @@
 -- O(1) whatever the session's length. It writes nothing but a step of the
 -- index when the index does not cover the list (Cognee wrote to it); it
 -- slides no TTL.
--- KEYS[1..15] the session's keys, indexes and totals (lib/session.lua)
--- ARGV[1..4] TTL, max entries, user_id, session_id (lib/session.lua)
--- ARGV[5] qa_id
+-- KEYS[1] the session's record (lib/session.lua)
+-- ARGV[1] the core's settings (lib/session.lua)
+-- ARGV[2] SESSION_MAX_ENTRIES
+-- ARGV[3] qa_id
 -- returns (reply.lua) {'ok', entry}; {'missing'} when the session holds no
 --   such entry; {'index_build', 'qa'} when telling needs more index steps
 --   (session_index_build); {'refused', ...}.
@@ -12,8 +13,8 @@
 --- @include idindex
 --- @include session
 
-local c = session.open(KEYS, ARGV)
-local pos, el = idindex.locate(c, 'qa', ARGV[5])
-if type(pos) == 'table' then return pos end
-if not pos then return reply.missing() end
-return reply.ok(el)
+local c = idindex.open(session.open(KEYS, ARGV), ARGV[2])
+local found = idindex.locate_new(c, 'qa', ARGV[3])
+if found.answer then return found.answer end
+if not found.dup then return reply.missing() end
+return reply.ok(found.dup)

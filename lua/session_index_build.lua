@@ -4,11 +4,12 @@
 -- start it again from position 0), then index at most one step of the
 -- elements it does not cover. A script that needs the index complete
 -- answers {'index_build', which}; its caller runs this until it answers 1,
--- then that script again. It writes nothing but the index and slides no
--- TTL.
--- KEYS[1..15] the session's keys, indexes and totals (lib/session.lua)
--- ARGV[1..4] TTL, max entries, user_id, session_id (lib/session.lua)
--- ARGV[5] 'qa' (the entries list by qa_id) or 'context' (the context
+-- then that script again. It writes nothing but the index (a new one gets
+-- its list's TTL) and slides no TTL.
+-- KEYS[1] the session's record (lib/session.lua)
+-- ARGV[1] the core's settings (lib/session.lua)
+-- ARGV[2] SESSION_MAX_ENTRIES
+-- ARGV[3] 'qa' (the entries list by qa_id) or 'context' (the context
 --   list by id)
 -- returns (reply.lua) {'ok', 1} when the index covers the list, {'ok', 0}
 --   when more steps are needed; {'refused', ...}.
@@ -16,13 +17,14 @@
 --- @include idindex
 --- @include session
 
-local c = session.open(KEYS, ARGV)
-local which = ARGV[5]
+local c = idindex.open(session.open(KEYS, ARGV), ARGV[2])
+local which = ARGV[3]
 if which ~= 'qa' and which ~= 'context' then
   return redis.error_reply('ERR session_index_build: unknown index ' .. which)
 end
 local list = idindex.index_keys(c, which)
-local llen = redis.call('LLEN', list)
+local llen = redis.pcall('LLEN', list)
+if type(llen) == 'table' then return llen end
 if llen == 0 then return reply.ok(1) end
 local done = idindex.index_sync(c, which, llen)
 if type(done) == 'table' then return done end -- the index is not a hash

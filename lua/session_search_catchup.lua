@@ -2,15 +2,16 @@
 -- session_search_pending read them, the sidecar having analysed them,
 -- when the list and the index are still as that read found them (every
 -- entry's bytes the same). The index's covered prefix then reaches them.
--- Not activity: the record, the session's TTLs and its events are not
--- touched; the index gets the entries list's remaining TTL.
--- KEYS[1..15] the session's keys, indexes and totals (lib/session.lua)
--- ARGV[1..4] TTL, max entries, user_id, session_id (lib/session.lua)
--- ARGV[5] start: the position of the first entry
--- ARGV[6] mode, as session_search_pending answered it: '1' drops the
+-- Not activity: the session's last activity, TTLs and events are not
+-- touched (session.commit's quiet write); the index gets the session's TTL
+-- (the entries list's remaining TTL, for a session only Cognee wrote).
+-- KEYS[1] the session's record (lib/session.lua)
+-- ARGV[1] the core's settings (lib/session.lua)
+-- ARGV[2] start: the position of the first entry
+-- ARGV[3] mode, as session_search_pending answered it: '1' drops the
 --   session's entries from the index first
--- ARGV[7] the index's ' cov' as read (check)
--- ARGV[8] c, the number of entries (any prefix of what the read answered),
+-- ARGV[4] the index's ' cov' as read (check)
+-- ARGV[5] c, the number of entries (any prefix of what the read answered),
 --   then for each: qa_id ('' for an element without one: not indexed),
 --   fingerprint and SHA1 as read, then its document: spec ("term tf ...",
 --   '' for no searchable word) and length (-1: indexed already, skipped).
@@ -23,22 +24,25 @@
 --- @include reply
 --- @include clock
 --- @include guard
---- @include erasure
+--- @include idindex
 --- @include session
 --- @include search
 
-local c = session.open(KEYS, ARGV)
-local start, mode, count = tonumber(ARGV[5]) or 0, ARGV[6], tonumber(ARGV[8]) or 0
-if #ARGV ~= 8 + count * 5 then return redis.error_reply('ERR session_search_catchup: want 5 arguments per entry') end
-local docs, now = {}, clock.now_us()
+local c = idindex.open(session.open(KEYS, ARGV), '0')
+local start, mode, count = tonumber(ARGV[2]) or 0, ARGV[3], tonumber(ARGV[5]) or 0
+if #ARGV ~= 5 + count * 5 then return redis.error_reply('ERR session_search_catchup: want 5 arguments per entry') end
+local docs, now = {}, session.now(c)
 for i = 1, count do
-  local j = 9 + (i - 1) * 5
+  local j = 6 + (i - 1) * 5
   docs[i] = { id = ARGV[j], fp = ARGV[j + 1], sha = ARGV[j + 2], spec = ARGV[j + 3], len = tonumber(ARGV[j + 4]) or 0 }
 end
-local refused = erasure.fenced(c) -- an index behind the erasure's scan would outlive it
-  or guard.check({ { c.entries, 'list' }, { c.edocs, 'hash' }, { c.slist, 'zset' } })
+-- a fenced user (being erased): an index behind the erasure's scan would
+-- outlive it
+local refused = session.begin(c)
 if refused then return refused end
-if (redis.call('HGET', c.edocs, ' cov') or '') ~= ARGV[7] then return reply.ok(0) end
+refused = search.prepare(c, 'entries') or guard.check({ { c.entries, 'list' } }) or session.commit(c, { quiet = true })
+if refused then return refused end
+if (redis.call('HGET', c.edocs, ' cov') or '') ~= ARGV[4] then return reply.ok(0) end
 local llen = redis.call('LLEN', c.entries)
 if start + count > llen then return reply.ok(0) end
 if count > 0 then
@@ -49,7 +53,10 @@ if count > 0 then
   end
 end
 
-if mode == '1' then search.unindex_all(c, c.edocs) end
+if mode == '1' then
+  search.unindex_all(c, c.edocs)
+  c.edocs = session.use(c, search.ENTRY_DOCS, 'hash')
+end
 for _, d in ipairs(docs) do
   -- skipped: indexed already at the read; or indexed since (by the
   -- sidecar's own write, which is at least as new)
@@ -58,8 +65,5 @@ for _, d in ipairs(docs) do
   end
 end
 if count > 0 then search.set_cov(c, start + count, docs[count].fp) end
--- the index lives as long as the list it describes (or, when that has no
--- expiry, the session's TTL: set_cov)
-local lp = redis.call('PTTL', c.entries)
-if lp > 0 and redis.call('EXISTS', c.edocs) == 1 then redis.call('PEXPIRE', c.edocs, lp) end
+session.finish(c)
 return reply.ok(1, start + count < llen and 1 or 0)

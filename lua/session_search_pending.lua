@@ -1,11 +1,11 @@
 -- session_search_pending: what the search index has to take in of the
--- session's entries list, at most one step of it (ARGV[5] entries, at most
+-- session's entries list, at most one step of it (ARGV[2] entries, at most
 -- 256, and about 1 MiB: read_range). The sidecar analyses the entries and
 -- stores them with session_search_catchup. Reads only (no-writes): an
 -- index an older sidecar wrote is answered as mode 1.
--- KEYS[1..15] the session's keys, indexes and totals (lib/session.lua)
--- ARGV[1..4] TTL, max entries, user_id, session_id (lib/session.lua)
--- ARGV[5] the most entries to answer (1-256)
+-- KEYS[1] the session's record (lib/session.lua)
+-- ARGV[1] the core's settings (lib/session.lua)
+-- ARGV[2] the most entries to answer (1-256)
 -- returns (reply.lua) {'ok', start, mode, check, id, fingerprint, sha1,
 --   entry, ...}: the entries from position start (0-based) on, each with
 --   its qa_id as the scripts read it ('' for none), its fingerprint, the
@@ -26,7 +26,8 @@
 --- @include search
 --- @include session
 
-local c = session.open(KEYS, ARGV)
+local c = idindex.open(session.open(KEYS, ARGV), '0')
+c.edocs = session.key(c, search.ENTRY_DOCS)
 local lt, dt = guard.key_type(c.entries), guard.key_type(c.edocs)
 if (lt ~= 'none' and lt ~= 'list') or (dt ~= 'none' and dt ~= 'hash') then return reply.ok(0, 0, '') end
 local llen = redis.call('LLEN', c.entries)
@@ -37,7 +38,7 @@ if old or n > llen or not search.cov_valid(c, n, fp) or (llen == 0 and redis.cal
   mode, start = 1, 0
 end
 if start >= llen and mode == 0 then return reply.ok(start, 0, check) end
-local most = math.max(1, math.min(256, tonumber(ARGV[5]) or 1))
+local most = math.max(1, math.min(256, tonumber(ARGV[2]) or 1))
 local els = idindex.read_range(c.entries, start, math.min(llen, start + most) - 1)
 local ids = {}
 for i, el in ipairs(els) do ids[i] = json.id_of(el, 'qa_id') or '' end

@@ -1,20 +1,20 @@
 -- session_usage: add one LLM call's tokens and cost to the session record,
 -- its per-model breakdown, the all-time totals and the day's per-model
 -- totals, once per Idempotency-Key.
--- KEYS[1..15] the session's keys, indexes and totals (lib/session.lua);
---   KEYS[15] is the prefix of the per-day model totals: the day's hash is
---   KEYS[15] .. ':' .. YYYY-MM-DD (UTC, from Redis TIME), in KEYS[15]'s slot
---   (on Cluster the prefix carries the bucket tag)
--- ARGV[1..4] TTL, max entries, user_id, session_id (lib/session.lua)
--- ARGV[5] model (as the caller named it)
--- ARGV[6] input tokens, ARGV[7] output tokens (integers >= 0)
--- ARGV[8] cost in nano-USD (integer >= 0: integer sums stay exact)
--- ARGV[9] 1 when the call failed, else 0
--- ARGV[10] idempotency key, or '' for none (the 1000 newest are kept)
--- ARGV[11] the result to answer (and to answer again for a repeated key)
--- ARGV[12] most distinct models of a session; later new names count as 'other'
--- ARGV[13] most distinct models of a day's hash; later new names count as 'other'
--- ARGV[14] TTL in seconds of a day's hash (set on every write to it)
+-- KEYS[1] the session's record (lib/session.lua); the bucket's totals
+--   agent_usage_totals and the day's per-model totals
+--   agent_usage_by_model:<tag><YYYY-MM-DD> (UTC, from Redis TIME) are in
+--   its slot (session.bucket_key)
+-- ARGV[1] the core's settings (lib/session.lua)
+-- ARGV[2] model (as the caller named it)
+-- ARGV[3] input tokens, ARGV[4] output tokens (integers >= 0)
+-- ARGV[5] cost in nano-USD (integer >= 0: integer sums stay exact)
+-- ARGV[6] 1 when the call failed, else 0
+-- ARGV[7] idempotency key, or '' for none (the 1000 newest are kept)
+-- ARGV[8] the result to answer (and to answer again for a repeated key)
+-- ARGV[9] most distinct models of a session; later new names count as 'other'
+-- ARGV[10] most distinct models of a day's hash; later new names count as 'other'
+-- ARGV[11] TTL in seconds of a day's hash (set on every write to it)
 -- emits usage (ARGV[11], the answer).
 -- returns (reply.lua) {'ok', started} when counted (started 1 when this
 --   started the session); {'dup', first_result} for a key already seen in
@@ -30,15 +30,14 @@
 --- @include clock
 --- @include guard
 --- @include ring
---- @include erasure
 --- @include session
 --- @include events
 
 local c = session.open(KEYS, ARGV)
-local erasing = erasure.fenced(c) -- a user being erased writes nothing
-if erasing then return erasing end
-local model, tin, tout, nano, failed, key, result = ARGV[5], ARGV[6], ARGV[7], ARGV[8], ARGV[9], ARGV[10], ARGV[11]
-local max_session_models, max_day_models, day_ttl = tonumber(ARGV[12]), tonumber(ARGV[13]), ARGV[14]
+local model, tin, tout, nano, failed, key, result = ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[8]
+local max_session_models, max_day_models, day_ttl = tonumber(ARGV[9]), tonumber(ARGV[10]), ARGV[11]
+local USAGE_IDS = 'agent_session_usage_ids'
+local totals = session.bucket_key(c, 'agent_usage_totals')
 local OTHER = 'other'
 local MAX_SUM = 9e18
 local MAX_KEYS = 1000 -- idempotency keys remembered per session
@@ -48,7 +47,15 @@ local function utc_date(sec)
   return string.format('%04d-%02d-%02d', clock.civil_date(sec))
 end
 
-local K_DAY = c.by_model .. ':' .. utc_date(tonumber(redis.call('TIME')[1]))
+local rec_fields = { 'tokens_in', 'tokens_out', 'cost_nano_usd', 'calls', 'error_count', 'model_count' }
+for _, m in ipairs({ model, 'other' }) do
+  for _, f in ipairs({ 'tokens_in', 'tokens_out', 'cost_nano_usd' }) do
+    rec_fields[#rec_fields + 1] = 'model:' .. m .. ':' .. f
+  end
+end
+local refused = session.begin(c, rec_fields) -- a fenced user writes nothing
+if refused then return refused end
+local K_DAY = session.bucket_key(c, 'agent_usage_by_model', utc_date(math.floor(session.now(c) / 1000000)))
 
 -- wrong_field refuses what text describes.
 local function wrong_field(text)
@@ -63,35 +70,32 @@ end
 
 -- 1. A repeated key counts nothing. The hash is a ring (ring.lua) of the
 -- MAX_KEYS newest keys (keys are printable ASCII without spaces).
-local usage_created, kept = false, 0
+local kept = 0
+local usage_ids = session.key(c, USAGE_IDS)
 if key ~= '' then
-  local v = redis.pcall('HMGET', c.usage_ids, key, ' n')
-  if v.err then return wrong_type(c.usage_ids, 'hash') end
-  if v[1] then return reply.dup(v[1]) end
+  usage_ids = session.use(c, USAGE_IDS, 'hash', true)
+  local v = redis.pcall('HMGET', usage_ids, key, ' n')
+  if v.err then return wrong_type(usage_ids, 'hash') end
+  if v[1] then return session.reply(c, reply.dup(v[1])) end
   if v[2] and not string.match(v[2], '^%d+$') then
-    return wrong_field(string.format('field " n" of Redis key %s is not an integer', c.usage_ids))
+    return wrong_field(string.format('field " n" of Redis key %s is not an integer', usage_ids))
   end
   kept = tonumber(v[2] or '0')
-  usage_created = not v[2] and redis.call('EXISTS', c.usage_ids) == 0
 end
 
 -- 2. One read per hash of every field this call may add to, for the name
--- as sent and for 'other' (and what finish_write reads from the record).
-local rec_fields = { 'tokens_in', 'tokens_out', 'cost_nano_usd', 'calls', 'error_count', 'model_count',
-  'status', 'ttl_seconds', 'slid_at' }
+-- as sent and for 'other' (the record's: session.begin).
 local day_fields = { '#models' }
 for _, m in ipairs({ model, OTHER }) do
   for _, f in ipairs({ 'tokens_in', 'tokens_out', 'cost_nano_usd' }) do
-    rec_fields[#rec_fields + 1] = 'model:' .. m .. ':' .. f
     day_fields[#day_fields + 1] = m .. '\t' .. f
   end
   day_fields[#day_fields + 1] = m .. '\tcalls'
   day_fields[#day_fields + 1] = m .. '\terrors'
 end
-local cur = {}
+local cur = { [c.record] = c.rec }
 for _, r in ipairs({
-  { c.record, rec_fields },
-  { c.totals, { 'tokens_in', 'tokens_out', 'cost_nano_usd', 'calls', 'errors' } },
+  { totals, { 'tokens_in', 'tokens_out', 'cost_nano_usd', 'calls', 'errors' } },
   { K_DAY, day_fields },
 }) do
   local v = redis.pcall('HMGET', r[1], unpack(r[2]))
@@ -100,14 +104,7 @@ for _, r in ipairs({
   for i, f in ipairs(r[2]) do m[f] = v[i] end
   cur[r[1]] = m
 end
-local count = redis.pcall('LLEN', c.entries)
-if type(count) == 'table' then return wrong_type(c.entries, 'list') end
-
--- 3. What finish_write writes after the sums cannot fail either.
-local bad = session.check_finish(c, cur[c.record], false, true)
-if bad then return wrong_field(bad) end
-
--- 4. The name to count under: a new name past the cap counts as 'other'.
+-- 3. The name to count under: a new name past the cap counts as 'other'.
 -- marker is the field that exists once the name is counted in h.
 local function fold(h, marker, count_field, cap)
   if model == OTHER or cur[h][marker] then return model, 0 end
@@ -118,7 +115,7 @@ end
 local smodel, snew = fold(c.record, 'model:' .. model .. ':tokens_in', 'model_count', max_session_models)
 local dmodel, dnew = fold(K_DAY, model .. '\tcalls', '#models', max_day_models)
 
--- 5. Every sum it adds to, checked: an integer now, and within MAX_SUM after.
+-- 4. Every sum it adds to, checked: an integer now, and within MAX_SUM after.
 -- Each add is {field, increment}; increments of 0 are not written, except
 -- the per-model fields, whose presence marks a counted name.
 local err = failed == '1' and 1 or 0
@@ -129,7 +126,7 @@ local adds = {
     { 'error_count', err }, { 'model_count', snew },
     { sm .. 'tokens_in', tin, true }, { sm .. 'tokens_out', tout, true }, { sm .. 'cost_nano_usd', nano, true },
   } },
-  { c.totals, {
+  { totals, {
     { 'tokens_in', tin }, { 'tokens_out', tout }, { 'cost_nano_usd', nano }, { 'calls', 1 }, { 'errors', err },
   } },
   { K_DAY, {
@@ -149,16 +146,19 @@ for _, h in ipairs(adds) do
   end
 end
 
--- 6. The writes.
+events.use(c)
+refused = session.commit(c)
+if refused then return refused end
+
+-- 5. The writes.
 for _, h in ipairs(adds) do
   for _, a in ipairs(h[2]) do
     if a[3] or tonumber(a[2]) ~= 0 then redis.call('HINCRBY', h[1], a[1], a[2]) end
   end
 end
-redis.call('HSET', c.record, 'last_model', model)
 redis.call('EXPIRE', K_DAY, day_ttl)
-if key ~= '' then ring.put(c.usage_ids, key, result, MAX_KEYS, false, kept) end
+if key ~= '' then ring.put(usage_ids, key, result, MAX_KEYS, false, kept) end
 
 events.emit(c, 'usage', 'state', nil, result)
-local _, started = session.finish_write(c, false, usage_created, count)
-return reply.ok(started and 1 or 0)
+local started = session.finish(c, { 'last_model', model })
+return session.reply(c, reply.ok(started and 1 or 0))

@@ -11,26 +11,26 @@ import "github.com/agentsidecar/agentsidecar/redisstore"
 var (
 	// TreeFamily: id -> parent, jump, depth, path tokens, seq (hash).
 	TreeFamily = redisstore.Register(redisstore.Family{
-		Name: "message tree", Prefix: "agent_session_msg_tree", Scope: redisstore.ScopeSession,
+		Name: "message tree", Prefix: "agent_session_msg_tree", Code: "mt", Scope: redisstore.ScopeSession,
 		Kind: redisstore.KindHash, Owner: "messages", TTL: redisstore.SessionTTL,
 		Description: "message id → its parent, jump pointer, depth, path tokens, append number, tokens and fingerprint, so a page of a path costs O(limit + log n)",
 	})
 	// ChildrenFamily: "<parent>\0<seq>\0<id>" (zset, read by lex range).
 	ChildrenFamily = redisstore.Register(redisstore.Family{
-		Name: "message children", Prefix: "agent_session_msg_children", Scope: redisstore.ScopeSession,
+		Name: "message children", Prefix: "agent_session_msg_children", Code: "mc", Scope: redisstore.ScopeSession,
 		Kind: redisstore.KindZSet, Owner: "messages", TTL: redisstore.SessionTTL,
 		Description: "one member `<parent>\\0<append number>\\0<id>` per message (score 0, read by lex range): a message's branches, oldest first",
 	})
 	// KeysFamily: Idempotency-Key (or a transaction's operation id) -> ids,
 	// the 1 000 newest (hash).
 	KeysFamily = redisstore.Register(redisstore.Family{
-		Name: "message keys", Prefix: "agent_session_msg_keys", Scope: redisstore.ScopeSession,
+		Name: "message keys", Prefix: "agent_session_msg_keys", Code: "mk", Scope: redisstore.ScopeSession,
 		Kind: redisstore.KindHash, Owner: "messages", TTL: redisstore.SessionTTL,
 		Description: "`Idempotency-Key` → the ids an append stored, and `tx <operation_id>` → a history transaction's digest and ids, the 1 000 newest keys, so a retry stores nothing; emptied by a clear",
 	})
 	// CompactionsFamily: the compactions in force (hash).
 	CompactionsFamily = redisstore.Register(redisstore.Family{
-		Name: "compactions", Prefix: "agent_session_compactions", Scope: redisstore.ScopeSession,
+		Name: "compactions", Prefix: "agent_session_compactions", Code: "cp", Scope: redisstore.ScopeSession,
 		Kind: redisstore.KindHash, Owner: "messages", TTL: redisstore.SessionTTL,
 		Description: "a session's compactions in force (at most 100): id → `{id, summary, from_id, to_id, created_at}`, `#<id>` → its range and summary tokens",
 	})

@@ -12,44 +12,44 @@ const indexBound = "bounded by the live sessions: a delete removes the session's
 // A session's own keys that every session script takes (SessionKeys).
 var (
 	EntriesFamily = Register(Family{
-		Name: "entries", Prefix: "agent_sessions", Scope: ScopeSession,
+		Name: "entries", Prefix: "agent_sessions", Code: "e", Scope: ScopeSession,
 		Kind: KindList, Owner: "sessions", Cognee: true, TTL: SessionTTL,
 		Description: "a session's Q&A entries, oldest first, one JSON object each; trimmed to `SESSION_MAX_ENTRIES`",
 	})
 	TracesFamily = Register(Family{
-		Name: "traces", Prefix: "agent_traces", Scope: ScopeSession,
+		Name: "traces", Prefix: "agent_traces", Code: "t", Scope: ScopeSession,
 		Kind: KindList, Owner: "sessions", Cognee: true, TTL: SessionTTL,
 		Description: "a session's agent trace entries, oldest first; trimmed to `SESSION_MAX_ENTRIES`",
 	})
 	ContextFamily = Register(Family{
-		Name: "context", Prefix: "session_context", Scope: ScopeSession,
+		Name: "context", Prefix: "session_context", Code: "c", Scope: ScopeSession,
 		Kind: KindList, Owner: "sessions", Cognee: true, TTL: SessionTTL,
 		Description: "a session's context objects (each with an `id`); trimmed to `SESSION_MAX_ENTRIES`",
 	})
 	RecordFamily = Register(Family{
-		Name: "record", Prefix: "agent_session_record", Scope: ScopeSession,
+		Name: "record", Prefix: "agent_session_record", Code: "r", Scope: ScopeSession,
 		Kind: KindHash, Owner: "shared", TTL: SessionTTL,
 		Description: "a session's status, start, last activity and end (Redis TIME, µs), entry count, usage and cost (per model too), its own TTL",
 	})
 	QAIndexFamily = Register(Family{
-		Name: "qa index", Prefix: "agent_session_qa_index", Scope: ScopeSession,
+		Name: "qa index", Prefix: "agent_session_qa_index", Code: "q", Scope: ScopeSession,
 		Kind: KindHash, Owner: "sessions", TTL: SessionTTL,
 		Description: "`qa_id` → position in the entries list, so reading, updating or deleting one entry is O(1)",
 	})
 	ContextIndexFamily = Register(Family{
-		Name: "context index", Prefix: "agent_session_context_index", Scope: ScopeSession,
+		Name: "context index", Prefix: "agent_session_context_index", Code: "ci", Scope: ScopeSession,
 		Kind: KindHash, Owner: "sessions", TTL: SessionTTL,
 		Description: "context entry `id` → position in the context list, so appending, updating or deleting one context entry is O(1)",
 	})
 	// UsageIDsFamily is the usage module's, but one of the KEYS of every
 	// session script (SessionKeys.Usage), so it is declared here.
 	UsageIDsFamily = Register(Family{
-		Name: "usage ids", Prefix: "agent_session_usage_ids", Scope: ScopeSession,
+		Name: "usage ids", Prefix: "agent_session_usage_ids", Code: "u", Scope: ScopeSession,
 		Kind: KindHash, Owner: "usage", TTL: SessionTTL,
 		Description: "`Idempotency-Key` → the first answer of `POST .../usage`, so a retried call counts once",
 	})
 	SessionEventsFamily = Register(Family{
-		Name: "session events", Prefix: "agent_session_events", Scope: ScopeSession,
+		Name: "session events", Prefix: "agent_session_events", Code: "ev", Scope: ScopeSession,
 		Kind: KindStream, Owner: "shared", TTL: SessionTTL,
 		Description: "the session's live events (`id` = stream id, fields `t` type and `d` JSON data), `XADD MAXLEN ~ SESSION_EVENTS_MAXLEN` by every write's script while the stream is watched (`SESSION_EVENTS`); after a watched session's delete only the `deleted` event, for 300 s",
 	})
@@ -60,12 +60,12 @@ var (
 // The module's other keys are in messages/keys.go.
 var (
 	MessagesFamily = Register(Family{
-		Name: "messages", Prefix: "agent_session_msgs", Scope: ScopeSession,
+		Name: "messages", Prefix: "agent_session_msgs", Code: "m", Scope: ScopeSession,
 		Kind: KindHash, Owner: "messages", TTL: SessionTTL,
 		Description: "a session's messages, every branch: message id → the message's JSON as answered (`item` as sent); at most `SESSION_MAX_MESSAGES`",
 	})
 	MessageOrderFamily = Register(Family{
-		Name: "message order", Prefix: "agent_session_msg_order", Scope: ScopeSession,
+		Name: "message order", Prefix: "agent_session_msg_order", Code: "mo", Scope: ScopeSession,
 		Kind: KindZSet, Owner: "messages", TTL: SessionTTL,
 		Description: "message id → append number: the message count and the newest message left",
 	})
@@ -75,23 +75,23 @@ var (
 // sessions and blocks modules; the session scripts write it).
 var (
 	SearchDocsFamily = Register(Family{
-		Name: "search documents", Prefix: "agent_search_docs", Scope: ScopeSession,
+		Name: "search documents", Prefix: "agent_search_docs", Code: "sd", Scope: ScopeSession,
 		Kind: KindHash, Owner: "messages", TTL: SessionTTL,
 		Description: "the search index of a session's messages: `<term>` → its postings ` <n>[:<tf>] …` (document numbers, oldest first, at most 2 KiB: past it the older half goes), `#<n>` → length, time, terms and message id of document n, `=<id>` → its number; ` n`, ` len`, ` seq`: documents, their total length, the last number given; ` mseq`: the catch-up's cursor",
 	})
 	SearchEntryDocsFamily = Register(Family{
-		Name: "search entry documents", Prefix: "agent_search_entry_docs", Scope: ScopeSession,
+		Name: "search entry documents", Prefix: "agent_search_entry_docs", Code: "se", Scope: ScopeSession,
 		Kind: KindHash, Owner: "sessions", TTL: SessionTTL,
 		Description: "the search index of a session's Q&A entries, as `agent_search_docs`'s (`=<qa_id>`); ` cov` → how many of the entries list's first entries are indexed (only those have documents; entries another program appended after them are indexed when the sidecar next writes or searches the session)",
 	})
 	SearchSessionsFamily = Register(Family{
 		Name: "search sessions", Prefix: "agent_search_sessions", Scope: ScopeUser,
-		Kind: KindZSet, Owner: "messages", TTL: SessionTTL,
+		Kind: KindZSet, SessionMembers: true, Owner: "messages", TTL: UserTTL,
 		Description: "a user's sessions holding search documents, by when their documents last changed (µs): a user-wide search reads the newest first; lives as long as the longest-lived of them; a deleted session leaves it, an expired one is dropped by the search that meets it; at most 2 000, the least recently changed go first",
 	})
 	SearchStatsFamily = Register(Family{
 		Name: "search marker", Prefix: "agent_search_stats", Scope: ScopeUser,
-		Kind: KindHash, Owner: "messages", TTL: SessionTTL,
+		Kind: KindHash, Owner: "messages", TTL: UserTTL,
 		Description: "under `SEARCH_INDEX=on-demand` its existence is the user's index marker (made by the user's first relevance search; `build` the build's cursor until it is built)",
 	})
 	// Written by sidecars before the per-session index: registered so that

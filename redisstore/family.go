@@ -47,6 +47,11 @@ const (
 	// RetentionTTL: a fixed TTL set when the key is first written, its
 	// retention; the family's Reason says how long.
 	RetentionTTL
+	// UserTTL: a user's key that lives as long as the user's sessions: the
+	// user's marker lists it, and every slide of every session of the user
+	// gives it at least that session's TTL (none while one of them has
+	// none). The core slides it (lua/lib/session.lua, session.keep).
+	UserTTL
 )
 
 // String is the policy as docs/keyspace.md names it.
@@ -62,6 +67,8 @@ func (p TTLPolicy) String() string {
 		return "temporary exception"
 	case RetentionTTL:
 		return "retention TTL"
+	case UserTTL:
+		return "user TTL"
 	}
 	return "TTLPolicy(" + strconv.Itoa(int(p)) + ")"
 }
@@ -120,7 +127,12 @@ type Family struct {
 	// the caller's names). Its first segment (up to a ':') is reserved:
 	// no lock may take it.
 	Prefix string
-	Scope  Scope
+	// Code, for ScopeSession, is the family's short name in a session
+	// record's list of the families the session has (field fams): 1 to 3
+	// lowercase letters or digits, unique. The scripts slide and delete the
+	// keys of those families only.
+	Code  string
+	Scope Scope
 	// Suffix, for ScopeUser and ScopeBucket, describes what follows the
 	// user (or the bucket's tag) after a ':' ("<term>", "<key>=<value>");
 	// empty when a user (bucket) has one key of the family.
@@ -133,6 +145,11 @@ type Family struct {
 	// one prefix), and must then say why in a comment.
 	Pattern, ClusterPattern string
 	Kind                    Kind
+	// SessionMembers marks a user family of sorted sets whose members are
+	// the user's session ids, which a session's delete leaves (the core
+	// finds them in the session's record; for a session without one, only
+	// Cognee wrote, in this list).
+	SessionMembers bool
 	// Owner is the module whose routes write the family, or "shared": every
 	// session write (modules sessions, ttl, usage) keeps it current through
 	// the session scripts.
@@ -167,7 +184,7 @@ var stockOrder = func() map[string]int {
 		"checkpoints", "checkpoint order", "session events watch",
 		"adk session", "adk session state", "adk events",
 		// user
-		"user index", "metadata index", "search sessions", "search marker", "user state",
+		"user index", "user marker", "metadata index", "search sessions", "search marker", "user state",
 		"user blocks", "user events", "user events watch", "user erasure", "adk user state", "adk sessions of a user",
 		// bucket
 		"global metadata index", "global index", "expiry", "usage totals", "usage by model",
@@ -210,6 +227,11 @@ func Register(f Family) Family {
 	}
 	if _, dup := registry.byName[f.Name]; dup {
 		panic(fmt.Sprintf("redisstore.Register: key family %q registered twice", f.Name))
+	}
+	for _, g := range registry.byName {
+		if f.Code != "" && g.Code == f.Code {
+			panic(fmt.Sprintf("redisstore.Register: key family %q: code %q is family %q's", f.Name, f.Code, g.Name))
+		}
 	}
 	for _, g := range registry.byName {
 		if overlap(f, g) {
@@ -289,7 +311,7 @@ func complete(f Family) Family {
 		fail("kind %q", f.Kind)
 	}
 	switch f.TTL {
-	case SessionTTL, LockTTL:
+	case SessionTTL, LockTTL, UserTTL:
 		if f.Reason != "" {
 			fail("policy %s with a reason %q (reasons are for keys without a TTL or with a retention)", f.TTL, f.Reason)
 		}
@@ -303,6 +325,9 @@ func complete(f Family) Family {
 	if f.Scope == ScopeSession && f.TTL != SessionTTL {
 		fail("a session family has the session's TTL, not %s", f.TTL)
 	}
+	if f.TTL == UserTTL && f.Scope != ScopeUser {
+		fail("the user TTL is for user families, not %s", f.Scope)
+	}
 	switch {
 	case f.Scope == ScopeLock:
 		if f.Prefix != "" {
@@ -312,6 +337,12 @@ func complete(f Family) Family {
 		fail("no prefix")
 	case strings.ContainsAny(f.Prefix, "*?[]{}\\ ") || strings.HasSuffix(f.Prefix, ":"):
 		fail("prefix %q: no glob characters, braces, spaces or trailing ':'", f.Prefix)
+	}
+	if f.Scope == ScopeSession && !validCode(f.Code) {
+		fail("code %q: a session family has a code of 1 to 3 lowercase letters or digits", f.Code)
+	}
+	if f.Scope != ScopeSession && f.Code != "" {
+		fail("a code is for session families, not %s", f.Scope)
 	}
 	if f.Suffix != "" && f.Scope != ScopeUser && f.Scope != ScopeBucket {
 		fail("a suffix is for user and bucket families, not %s", f.Scope)
@@ -348,6 +379,18 @@ func complete(f Family) Family {
 		}
 	}
 	return f
+}
+
+func validCode(code string) bool {
+	if len(code) < 1 || len(code) > 3 {
+		return false
+	}
+	for _, r := range code {
+		if (r < 'a' || r > 'z') && (r < '0' || r > '9') {
+			return false
+		}
+	}
+	return true
 }
 
 // Families returns every registered key family and channel, in the order

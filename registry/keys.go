@@ -10,7 +10,7 @@ var (
 	// a session family: the session scripts slide and delete it with the
 	// session's other keys (redisstore.SessionPrefixes).
 	SessionStateFamily = redisstore.Register(redisstore.Family{
-		Name: "session state", Prefix: "agent_session_state", Scope: redisstore.ScopeSession,
+		Name: "session state", Prefix: "agent_session_state", Code: "st", Scope: redisstore.ScopeSession,
 		Kind: redisstore.KindString, Owner: "registry", TTL: redisstore.SessionTTL,
 		Description: "the session's state object (JSON, at most 64 KiB), changed by JSON merge patch",
 	})

@@ -155,14 +155,15 @@ func (x *Index) mark(ctx context.Context, user string, args ...string) (string, 
 	return r.String(0)
 }
 
-// indexed reports whether the user has an index (one EXISTS).
+// indexed reports whether the user has an index (the marker's field, one
+// HEXISTS).
 func (x *Index) indexed(ctx context.Context, user string) (bool, error) {
 	client, err := x.store.Conn().Client()
 	if err != nil {
 		return false, err
 	}
 	l := redisstore.Layout{Cluster: x.store.Conn().Cluster()}
-	n, err := client.Do(ctx, client.B().Exists().Key(l.SearchStats(user)).Build()).AsInt64()
+	n, err := client.Do(ctx, client.B().Hexists().Key(l.UserMarker(user)).Field(MarkerField.Name).Build()).AsInt64()
 	if err != nil {
 		return false, redisstore.Wrap("search index: marker", err)
 	}

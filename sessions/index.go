@@ -3,6 +3,7 @@ package sessions
 import (
 	"context"
 	"errors"
+	"strconv"
 
 	"github.com/agentsidecar/agentsidecar/lua"
 	"github.com/agentsidecar/agentsidecar/redisstore"
@@ -41,13 +42,19 @@ func listName(which string) string {
 	return which
 }
 
+// run runs one of the module's scripts, which take SESSION_MAX_ENTRIES
+// first (after the core's settings; lib/idindex.lua, open).
+func (s *Store) run(ctx context.Context, script *lua.Script, user, session string, args ...string) (lua.Reply, error) {
+	return s.Run(ctx, script, user, session, append([]string{strconv.Itoa(s.Config().MaxEntries)}, args...)...)
+}
+
 // exec runs a session script that finds an element through an id index,
 // building the index first, a step at a time, whenever the script asks
 // for it. Each step is one short script; the loop honours ctx.
 func (s *Store) exec(ctx context.Context, script *lua.Script, user, session string, args ...string) (lua.Reply, error) {
 	steps := 0
 	for round := 0; ; round++ {
-		r, err := s.Run(ctx, script, user, session, args...)
+		r, err := s.run(ctx, script, user, session, args...)
 		var build *lua.IndexBuild
 		if !errors.As(err, &build) {
 			return r, err
@@ -79,7 +86,7 @@ func (s *Store) buildIndex(ctx context.Context, user, session, which string, ste
 			return errIndexUnsettled(user, session, which)
 		}
 		*steps++
-		r, err := s.Run(ctx, lua.SessionIndexBuild, user, session, which)
+		r, err := s.run(ctx, lua.SessionIndexBuild, user, session, which)
 		if err != nil {
 			return err
 		}

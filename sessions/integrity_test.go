@@ -250,8 +250,13 @@ func TestCogneeOnlySessionStartsAtItsFirstEntry(t *testing.T) {
 }
 
 // A key of the session that another program set to a value of the wrong
-// type makes every write a 409 key_wrong_type naming it, and nothing is
-// written: no half-done write, no 500.
+// type makes a write a 409 key_wrong_type naming it, and nothing is
+// written: no half-done write, no 500. A key is checked when the write
+// reads it (the record, the lists and their indexes), or when the session
+// first has it or the write's bookkeeping writes it (the traces list here,
+// the completed set of a session that ends); the lifecycle indexes and the
+// event stream are checked when the session starts
+// (TestWrongTypedKeysFirstMetAreRefused).
 func TestWrongTypeKeysAreRefusedBeforeAnyWrite(t *testing.T) {
 	redisstoretest.Each(t, func(t *testing.T, srv *redisstoretest.Server) {
 		h := sidecartest.Start(t, srv, nil, sessions.Factory, usage.Factory, ttl.Factory)
@@ -262,39 +267,28 @@ func TestWrongTypeKeysAreRefusedBeforeAnyWrite(t *testing.T) {
 			return redisstoretest.Snapshot(t, c, append(append(k.List(), events), more...)...)
 		}
 		for n, tc := range []struct {
-			key    func(k redisstore.SessionKeys) string
-			events bool  // the session's event stream instead of key
-			only   []int // the writes below that touch it (nil: all)
+			key  func(k redisstore.SessionKeys) string
+			only []int // the writes below that touch it (nil: all)
 		}{
 			{key: func(k redisstore.SessionKeys) string { return k.Record }},
-			{key: func(k redisstore.SessionKeys) string { return k.GlobalIndex[0] }},
 			{key: func(k redisstore.SessionKeys) string { return k.UserIndex[1] }, only: []int{9}}, // only ending a running session writes the completed set
-			{key: func(k redisstore.SessionKeys) string { return k.Expiry }},
 			{key: func(k redisstore.SessionKeys) string { return k.Entries }, only: []int{0, 1, 2, 3}},
 			{key: func(k redisstore.SessionKeys) string { return k.Index }, only: []int{0, 1, 2, 3}},
 			{key: func(k redisstore.SessionKeys) string { return k.Traces }, only: []int{4}},
 			{key: func(k redisstore.SessionKeys) string { return k.Context }, only: []int{5, 6, 7}},
-			// the event stream: guard's TYPE, or the append's and the entry
-			// edits' own first write (their XADD) when that is the first
-			{events: true},
 		} {
 			user := fmt.Sprintf("u%d", n)
 			k := srv.Layout().Session(user, "s1")
 			b := "/v1/users/" + user + "/sessions/s1"
 			h.Do(t, "POST", b+"/entries", `{"question":"q","answer":"a","qa_id":"q1"}`)
 			h.Do(t, "POST", b+"/context", `{"id":"c1"}`)
-			var key string
-			if tc.events {
-				key = srv.Layout().SessionEvents(user, "s1")
-			} else {
-				key = tc.key(k)
-			}
+			key := tc.key(k)
 			c.Do(t.Context(), c.B().Del().Key(key).Build())
 			c.Do(t.Context(), c.B().Set().Key(key).Value("someone else's").Build())
 			events := srv.Layout().SessionEvents(user, "s1")
 			// and the session's search documents, the user's sessions list
 			// and marker
-			search := []string{srv.Layout().SearchEntryDocs(user, "s1"), srv.Layout().SearchSessions(user), srv.Layout().SearchStats(user)}
+			search := []string{srv.Layout().SearchEntryDocs(user, "s1"), srv.Layout().SearchSessions(user), srv.Layout().SearchStats(user), srv.Layout().UserMarker(user)}
 			before := snapshot(k, events, search...)
 			for i, w := range []struct{ method, path, body string }{
 				{"POST", b + "/entries", `{"question":"q","answer":"a","qa_id":"q2"}`},
@@ -322,18 +316,54 @@ func TestWrongTypeKeysAreRefusedBeforeAnyWrite(t *testing.T) {
 			c.Do(t.Context(), c.B().Del().Key(key).Build())
 		}
 		// Deleting the session still works with a wrong-typed record (it is
-		// the way out), but not with a wrong-typed index set.
+		// the way out), but not with a wrong-typed index set it is in (a
+		// running session: the running sets).
 		k := srv.Layout().Session("u1", "s1")
 		h.Do(t, "POST", base+"/entries", `{"question":"q","answer":"a","qa_id":"q9"}`)
-		c.Do(t.Context(), c.B().Set().Key(k.GlobalIndex[2]).Value("x").Build())
+		c.Do(t.Context(), c.B().Del().Key(k.GlobalIndex[0]).Build())
+		c.Do(t.Context(), c.B().Set().Key(k.GlobalIndex[0]).Value("x").Build())
 		if r := h.Do(t, "DELETE", base, ""); r.Status != 409 || r.Code() != "key_wrong_type" {
 			t.Fatalf("delete with a wrong-typed index set: %d %s", r.Status, r.Body)
 		}
-		c.Do(t.Context(), c.B().Del().Key(k.GlobalIndex[2]).Build())
+		c.Do(t.Context(), c.B().Del().Key(k.GlobalIndex[0]).Build())
 		c.Do(t.Context(), c.B().Del().Key(k.Record).Build())
 		c.Do(t.Context(), c.B().Set().Key(k.Record).Value("x").Build())
 		if r := h.Do(t, "DELETE", base, ""); r.Status != 204 {
 			t.Fatalf("delete with a wrong-typed record: %d %s", r.Status, r.Body)
+		}
+	})
+}
+
+// The keys a session's writes do not read are checked when the session
+// first has them: the lifecycle indexes (the user's and the bucket's
+// running sets, the expiry set) when it starts, and its event stream when
+// it first records an event. Of another type then, the first write is a
+// 409 key_wrong_type naming the key, and nothing is written.
+func TestWrongTypedKeysFirstMetAreRefused(t *testing.T) {
+	redisstoretest.Each(t, func(t *testing.T, srv *redisstoretest.Server) {
+		h := sidecartest.Start(t, srv, envconf.Env{"SESSION_EVENTS": "always"}, sessions.Factory)
+		c := srv.Client(t)
+		l := srv.Layout()
+		for n, key := range []func(user string) string{
+			func(user string) string { return l.Session(user, "s1").UserIndex[0] },
+			func(user string) string { return l.Session(user, "s1").GlobalIndex[0] },
+			func(user string) string { return l.Session(user, "s1").Expiry },
+			func(user string) string { return l.SessionEvents(user, "s1") },
+		} {
+			user := fmt.Sprintf("u%d", n)
+			k := l.Session(user, "s1")
+			bad := key(user)
+			c.Do(t.Context(), c.B().Set().Key(bad).Value("someone else's").Build())
+			watched := append(k.List(), l.SessionEvents(user, "s1"), l.UserMarker(user))
+			before := redisstoretest.Snapshot(t, c, watched...)
+			r := h.Do(t, "POST", "/v1/users/"+user+"/sessions/s1/entries", `{"question":"q","answer":"a","qa_id":"q1"}`)
+			if r.Status != 409 || r.Code() != "key_wrong_type" || !strings.Contains(r.Body, bad) {
+				t.Errorf("first append with %s a string: %d %s, want 409 key_wrong_type naming it", bad, r.Status, r.Body)
+			}
+			if after := redisstoretest.Snapshot(t, c, watched...); !slices.Equal(after, before) {
+				t.Errorf("first append with %s a string changed Redis:\n%q\nwas\n%q", bad, after, before)
+			}
+			c.Do(t.Context(), c.B().Del().Key(bad).Build())
 		}
 	})
 }
@@ -450,7 +480,9 @@ func TestTrimmingAppendChecksTheSearchKeys(t *testing.T) {
 			want    int
 		}{
 			{key: srv.Layout().SearchEntryDocs("u1", "s1"), indexed: true, want: 409},
-			{key: srv.Layout().SearchEntryDocs("u2", "s1"), indexed: false, want: 409},
+			// a session never indexed has no documents to trim: another
+			// program's key of that name is left alone
+			{key: srv.Layout().SearchEntryDocs("u2", "s1"), indexed: false, want: 201},
 			{key: srv.Layout().SearchSessions("u3"), indexed: true, want: 201},
 			{key: srv.Layout().SearchStats("u4"), indexed: true, want: 201},
 		} {

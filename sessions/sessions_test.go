@@ -178,13 +178,14 @@ func TestEntryLifecycle(t *testing.T) {
 		}
 		// Only the event stream's tombstone is left, its one `deleted`
 		// event expiring within 300 s, and the user's on-demand search
-		// marker when there is one (shared by the user's sessions): the
+		// marker when there is one (shared by the user's sessions: the
+		// user's marker and the build's cursor): the
 		// session's search documents go with it, and the user's sessions
 		// list (empty then) with its last member.
 		rc := srv.Client(t)
 		left := srv.Keys(t, "*")
 		left = slices.DeleteFunc(left, func(k string) bool {
-			return strings.HasPrefix(k, "agent_search_stats:")
+			return strings.HasPrefix(k, "agent_search_stats:") || strings.HasPrefix(k, "agent_user_marker:")
 		})
 		if len(left) != 1 {
 			t.Fatalf("keys left after deleting the session: %q, want 1 (the events tombstone)", left)

@@ -83,7 +83,7 @@ func (s *Store) DeleteEntry(ctx context.Context, user, session, qaID string) err
 
 // AppendTrace stores one trace step (encoded by cognee.NewTrace).
 func (s *Store) AppendTrace(ctx context.Context, user, session string, trace []byte) error {
-	r, err := s.Run(ctx, lua.SessionTraceAppend, user, session, string(trace))
+	r, err := s.run(ctx, lua.SessionTraceAppend, user, session, string(trace))
 	if err != nil {
 		return err
 	}

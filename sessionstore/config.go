@@ -65,3 +65,19 @@ func (c Config) Validate() error {
 func (c Config) AbandonAfter() time.Duration {
 	return time.Duration(c.AbandonAfterSeconds) * time.Second
 }
+
+// GrainMax is the longest the bookkeeping of a session may wait: its
+// place in the lifecycle indexes and the expiry set, and its TTL slide
+// (lib/session.lua, commit).
+const GrainMax = 60 * time.Second
+
+// Grain is how stale a session's lifecycle bookkeeping may get: a write
+// within the grain of the session's last bookkeeping writes only its own
+// job and the record; the first write after it also moves the session's
+// scores in the status sets and its activity indexes, its expiry, and
+// slides the TTL of every key it has. It is GrainMax, at most a thirtieth
+// of SESSION_ABANDON_AFTER_SECONDS (so "abandoned" is exact to it), and
+// the scripts cap it at a thousandth of the session's TTL.
+func (c Config) Grain() time.Duration {
+	return min(GrainMax, c.AbandonAfter()/30)
+}

@@ -2,6 +2,7 @@ package sessionstore
 
 import (
 	"context"
+	"fmt"
 	"errors"
 	"strconv"
 	"strings"
@@ -24,7 +25,7 @@ import (
 type Store struct {
 	conn   *redisstore.Conn
 	cfg    Config
-	common []string // ARGV[1..2] of every session script (then user, session)
+	common []string // ARGV[1] of every session script: the core's settings
 	ended  *prometheus.CounterVec
 }
 
@@ -38,14 +39,16 @@ func New(conn *redisstore.Conn, cfg Config) *Store {
 	if cfg.Events == "" {
 		cfg.Events = EventsAlways
 	}
-	limits := strconv.Itoa(cfg.MaxEntries) + ":" + strconv.Itoa(cfg.EventsMaxLen)
+	mode := "a"
 	if cfg.Events == EventsWatched {
-		limits += ":w" // lib/session.lua: c.events_watched
+		mode = "w"
 	}
+	// lib/session.lua's settings: "<ttl> <grain µs> <maxlen> <mode>"
+	settings := fmt.Sprintf("%d %d %d %s", cfg.TTLSeconds, cfg.Grain().Microseconds(), cfg.EventsMaxLen, mode)
 	return &Store{
 		conn:   conn,
 		cfg:    cfg,
-		common: []string{strconv.Itoa(cfg.TTLSeconds), limits},
+		common: []string{settings},
 	}
 }
 
@@ -89,17 +92,24 @@ func (s *Store) layout() redisstore.Layout { return redisstore.Layout{Cluster: s
 // Run runs a session script as Exec does and decodes its answer in the
 // one reply convention (lua.Decode): the Reply of 'ok' or 'dup', else
 // redisstore.ErrNotFound ('missing'), the store refusal ('refused', 409,
-// nothing written) or *lua.IndexBuild.
+// nothing written) or *lua.IndexBuild. A pending abort request the
+// answer carries (session.reply) becomes the Sidecar-Abort-Requested
+// header.
 func (s *Store) Run(ctx context.Context, script *lua.Script, user, session string, args ...string) (lua.Reply, error) {
 	msg, err := s.Exec(ctx, script, user, session, args...)
 	if err != nil {
 		return lua.Reply{}, err
 	}
-	return lua.Decode(script.Name, msg)
+	r, err := lua.Decode(script.Name, msg)
+	if r.Abort > 0 {
+		sidecar.SetAnswerHeader(ctx, AbortHeader, *isoTime(r.Abort))
+	}
+	return r, err
 }
 
-// Exec runs a session script with the session's keys and the common ARGVs
-// followed by args, and returns its answer as it is, but for the answers
+// Exec runs a session script with the core's per-call contract
+// (lib/session.lua): KEYS the session's record, ARGV the core's settings
+// followed by args; and returns its answer as it is, but for the answers
 // every script shares, returned as errors: a refusal or an index to build
 // (lua.Refusal), Redis's WRONGTYPE (a 409), a nil reply
 // (redisstore.ErrNotFound). Run decodes the rest too.
@@ -108,24 +118,10 @@ func (s *Store) Exec(ctx context.Context, script *lua.Script, user, session stri
 	if err != nil {
 		return rueidis.RedisMessage{}, err
 	}
-	argv := make([]string, 0, len(s.common)+2+len(args))
-	argv = append(append(argv, s.common...), user, session)
-	argv = append(argv, args...)
-	keys := s.Keys(user, session)
-	var msg rueidis.RedisMessage
-	if script == lua.SessionEntryGet {
-		msg, err = script.Exec(ctx, client, keys.List(), argv).ToMessage()
-	} else {
-		// A write answer carries the session's pending abort request: read
-		// in the same round trip, right after the script.
-		res, abort := script.ExecThen(ctx, client, keys.List(), argv, func() rueidis.Completed {
-			return client.B().Hget().Key(keys.Record).Field(AbortField).Build()
-		})
-		if at, err := abort.AsInt64(); err == nil && at > 0 {
-			sidecar.SetAnswerHeader(ctx, AbortHeader, *isoTime(at))
-		}
-		msg, err = res.ToMessage()
-	}
+	argv := make([]string, 0, len(s.common)+len(args))
+	argv = append(append(argv, s.common...), args...)
+	keys := []string{s.layout().SessionKey(redisstore.RecordFamily, user, session)}
+	msg, err := script.Exec(ctx, client, keys, argv).ToMessage()
 	if rueidis.IsRedisNil(err) {
 		return msg, redisstore.ErrNotFound
 	}

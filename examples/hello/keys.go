@@ -10,7 +10,7 @@ import "github.com/agentsidecar/agentsidecar/redisstore"
 // library): no stock file names it. Register panics at start if another
 // family took the prefix.
 var SessionFamily = redisstore.Register(redisstore.Family{
-	Name: "hello session greetings", Prefix: "sidecar_hello_session", Scope: redisstore.ScopeSession,
+	Name: "hello session greetings", Prefix: "sidecar_hello_session", Code: "h", Scope: redisstore.ScopeSession,
 	Kind: redisstore.KindString, Owner: "hello", TTL: redisstore.SessionTTL,
 	Description: "the greetings of one session (a counter), slid and deleted with the session",
 })

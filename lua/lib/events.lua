@@ -20,17 +20,19 @@
 -- user blocks), which lives SESSION_TTL_SECONDS from its last event.
 --
 -- Recording (SESSION_EVENTS, c.events_watched): with 'watched' both skip
--- the XADD, EXPIRE and PUBLISH unless the stream is watched: its marker
--- (agent_session_events_watch:<tag><u>:<s>, agent_user_events_watch:<tag><u>)
--- holds "<until ms>:<since ms>", set by every reader of the stream on any
--- pod (lua/events_watch.lua) and refreshed well inside the grace period it
--- lives (SESSION_EVENTS_GRACE_SECONDS): watched while <until> is ahead of
--- Redis's clock. The value, not the key's TTL, decides, because the session
--- marker is one of the session's own keys (deleted with it) and a slide
--- moves its TTL to the session's. An unrecorded event still has an id (the
--- time, "<ms>-0"), which nothing stores.
+-- the XADD and PUBLISH unless the stream is watched: the session's by its
+-- field w:<s> of the user's marker (c.marks.w, read by session.begin with
+-- the record), the user's by its key agent_user_events_watch:<tag><u>;
+-- both hold "<until ms>:<since ms>", set by every reader of the stream on
+-- any pod (lua/events_watch.lua) and refreshed well inside the grace period
+-- (SESSION_EVENTS_GRACE_SECONDS): watched while <until> is ahead of Redis's
+-- clock. An unrecorded event still has an id (the time, "<ms>-0"), which
+-- nothing stores.
+--
+-- A script that emits calls events.use(c) before session.commit: when the
+-- stream is recorded, it is one of the keys the write writes (session.use:
+-- its type checked when the session first has it, its TTL given there).
 --- @include guard
---- @include erasure
 --- @include clock
 --- @include session
 
@@ -46,113 +48,87 @@ local function data(kind, id, json)
   return '{"id":' .. idj .. ',"kind":"' .. kind .. '","truncated":true}'
 end
 
+-- STREAM: the prefix of the session's stream (a session family).
+local STREAM = 'agent_session_events'
+
 -- xadd appends one event to stream key and wakes the readers; returns its
--- id and whether the stream is new. NOMKSTREAM first: a stream that exists
--- (the usual case) costs one XADD, a new one a second.
-local function xadd(c, key, typ, d, first)
-  local id
-  if first then
-    id = redis.pcall('XADD', key, 'NOMKSTREAM', 'MAXLEN', '~', c.events_maxlen, '*', 't', typ, 'd', d)
-    if type(id) == 'table' then return guard.from_error(key, 'stream', id) end
-  else
-    id = redis.call('XADD', key, 'NOMKSTREAM', 'MAXLEN', '~', c.events_maxlen, '*', 't', typ, 'd', d)
-  end
-  local fresh = not id
-  if fresh then id = redis.call('XADD', key, 'MAXLEN', '~', c.events_maxlen, '*', 't', typ, 'd', d) end
+-- id.
+local function xadd(c, key, typ, d)
+  local id = redis.call('XADD', key, 'MAXLEN', '~', c.events_maxlen, '*', 't', typ, 'd', d)
   -- a wake-up is best effort (readers re-read every heartbeat): a PUBLISH
   -- the ACL refuses must not fail a write whose commands already ran
   redis.pcall('PUBLISH', CHANNEL .. key, '')
-  return id, fresh
-end
-
--- WATCH_SESSION, WATCH_USER: the prefixes of the markers (events/keys.go).
-local WATCH_SESSION = 'agent_session_events_watch'
-local WATCH_USER = 'agent_user_events_watch'
-
--- watched reports whether marker says its stream is watched now. A marker
--- of another type (written by hand) records, as before markers existed.
-local function watched(marker)
-  local v = redis.pcall('GET', marker)
-  if type(v) == 'table' then return true end
-  if not v then return false end
-  local till = tonumber(string.match(v, '^(%d+)'))
-  return till ~= nil and till > math.floor(clock.now_us() / 1000)
-end
-
--- recording reports whether the session's events are recorded now (always
--- with SESSION_EVENTS=always). It asks once per call and context: a script
--- that emits many events (a batch of messages) reads the marker once.
-local function recording(c)
-  if not c.events_watched then return true end
-  local r = rawget(c, 'events_recording')
-  if r == nil then
-    r = watched(session.key(c, WATCH_SESSION))
-    rawset(c, 'events_recording', r)
-  end
-  return r
-end
-
--- unrecorded is the id an event nobody watches gets: the time, no
--- sequence (once per call and context).
-local function unrecorded(c)
-  local id = rawget(c, 'events_unrecorded')
-  if not id then
-    id = string.format('%d-0', math.floor(clock.now_us() / 1000))
-    rawset(c, 'events_unrecorded', id)
-  end
   return id
 end
 
--- emit appends the write's event to the session's stream (see the header).
--- A stream it creates gets the session's TTL at once (a write that does not
--- slide would leave it without one until the next slide). first: this is
--- the script's first write, after every check but the stream's type
--- (session.guard got {c.events, 'stream', 'self'}): its XADD refuses a
--- stream of another type before anything is written, and emit returns the
--- refusal (a table) instead of the event id.
-local function emit(c, typ, kind, id, json, first)
-  if not recording(c) then
-    -- unrecorded, the stream's type is still checked where the XADD would
-    -- have: a wrong-typed key refuses the write as it did
-    if first then
-      local refused = guard.check({ { c.events, 'stream' } })
-      if refused then return refused end
-    end
-    return unrecorded(c)
-  end
-  local eid, fresh = xadd(c, c.events, typ, data(kind, id, json), first)
-  if type(eid) == 'table' then return eid end
-  if fresh then
-    local t = session.ttl(c)
-    if t > 0 then redis.call('EXPIRE', c.events, t) end
-  end
-  return eid
+-- WATCH_USER: the prefix of the user stream's marker (events/keys.go);
+-- USER_STREAM: the user's stream's.
+local WATCH_USER = 'agent_user_events_watch'
+local USER_STREAM = 'agent_user_events'
+
+-- watched reports whether marker value v ("<until ms>:<since ms>", or
+-- nil) says its stream is watched now.
+local function watched(c, v)
+  if not v then return false end
+  local till = tonumber(string.match(v, '^(%d+)'))
+  return till ~= nil and till > math.floor(session.now(c) / 1000)
+end
+
+-- recording reports whether the session's events are recorded now (always
+-- with SESSION_EVENTS=always).
+local function recording(c)
+  if not c.events_watched then return true end
+  return watched(c, c.marks.w)
+end
+
+-- use declares the session's stream among the keys the write writes, when
+-- its events are recorded (before session.commit).
+local function use(c)
+  if recording(c) then c.events = session.use(c, STREAM, 'stream') end
+end
+
+-- unrecorded is the id an event nobody watches gets: the time, no
+-- sequence.
+local function unrecorded(c)
+  return string.format('%d-0', math.floor(session.now(c) / 1000))
+end
+
+-- emit appends the write's event to the session's stream (see the header),
+-- after session.commit; the script called events.use before it.
+local function emit(c, typ, kind, id, json)
+  if not recording(c) then return unrecorded(c) end
+  if not c.events then error('events.emit without events.use before session.commit') end
+  return xadd(c, c.events, typ, data(kind, id, json))
 end
 
 -- emit_user appends an event to the user's stream, which lives
 -- SESSION_TTL_SECONDS from its last event (none when 0).
 local function emit_user(c, typ, kind, id, json)
-  if c.events_watched and not watched(session.user_key(c, WATCH_USER)) then return unrecorded(c) end
-  local eid = xadd(c, c.user_events, typ, data(kind, id, json))
-  if c.default_ttl > 0 then redis.call('EXPIRE', c.user_events, c.default_ttl) end
+  if c.events_watched and not watched(c, redis.call('GET', session.user_key(c, WATCH_USER))) then
+    return unrecorded(c)
+  end
+  local stream = session.user_key(c, USER_STREAM)
+  local eid = xadd(c, stream, typ, data(kind, id, json))
+  if c.default_ttl > 0 then redis.call('EXPIRE', stream, c.default_ttl) end
   return eid
 end
 
--- user_refused is the refusal when the user is being erased
--- (erasure.fenced) or the user's event stream holds another type, else
--- nil: a script that calls emit_user checks it before its first write.
+-- user_refused is the refusal when the user's event stream holds another
+-- type, else nil: a script that calls emit_user checks it before its first
+-- write (after session.begin, which refuses a fenced user).
 local function user_refused(c)
-  return erasure.fenced(c) or guard.check({ { c.user_events, 'stream' } })
+  return guard.check({ { session.user_key(c, USER_STREAM), 'stream' } })
 end
 
 return {
   -- TOMBSTONE_SECONDS: how long a deleted session's stream keeps its
   -- `deleted` event, so readers on every pod see it.
   TOMBSTONE_SECONDS = 300,
-  WATCH_SESSION = WATCH_SESSION,
+  STREAM = STREAM,
   WATCH_USER = WATCH_USER,
   xadd = xadd,
   recording = recording,
+  use = use,
   emit = emit,
   emit_user = emit_user,
   user_refused = user_refused,

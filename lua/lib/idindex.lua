@@ -1,8 +1,30 @@
--- idindex: the id indexes of the session's lists (see below). c is a
--- session context (session.open).
+-- idindex: the sessions module's lists (Cognee's entries, traces and
+-- session context) and the id indexes of two of them (see below). c is a
+-- session context (session.open) that idindex.open has made ready.
 --- @include json
+--- @include clock
 --- @include guard
 --- @include session
+
+-- The module's key families (redisstore/families.go).
+local ENTRIES, TRACES, CONTEXT = 'agent_sessions', 'agent_traces', 'session_context'
+local QA_INDEX, CTX_INDEX = 'agent_session_qa_index', 'agent_session_context_index'
+
+-- open gives c the module's keys (c.entries, c.traces, c.context,
+-- c.qa_index, c.ctx_index) and SESSION_MAX_ENTRIES (c.max_entries; text, 0
+-- = unbounded), and returns it.
+local function open(c, max_entries)
+  c.entries, c.traces, c.context = session.key(c, ENTRIES), session.key(c, TRACES), session.key(c, CONTEXT)
+  c.qa_index, c.ctx_index = session.key(c, QA_INDEX), session.key(c, CTX_INDEX)
+  c.max_entries = tonumber(max_entries) or 0
+  return c
+end
+
+-- index_prefix is the family of index which's hash.
+local function index_prefix(which)
+  if which == 'qa' then return QA_INDEX end
+  return CTX_INDEX
+end
 
 -- Two lists have an id index, a hash the scripts that write them keep:
 --   'qa'      the entries list (c.entries) by qa_id: c.qa_index
@@ -143,7 +165,8 @@ local function index_sync(c, which, llen, id)
   redis.call('HSET', index, unpack(meta))
   if covered == 0 then
     -- a new index must not outlive its list, whether or not this script
-    -- slides the session's TTLs
+    -- slides the session's TTLs (an index step of a read, of a session
+    -- only Cognee wrote, makes no record)
     local pttl = redis.call('PTTL', list)
     if pttl > 0 then redis.call('PEXPIRE', index, pttl) end
   end
@@ -202,6 +225,73 @@ local function locate(c, which, id, llen)
   end
   if complete then return nil, nil, llen, m end
   return needs_build(which)
+end
+
+-- locate_new looks id up for an append to list which, in two reads when
+-- the index covers the list (the usual case): the index's '#len', '#last',
+-- '#head' and id, and the list's last element. The index covers the list
+-- while that element's fingerprint is '#last': another writer's append
+-- changes it (a Q&A entry's fingerprint holds its time, so no other entry
+-- has it), and a rewrite (Cognee's delete) that keeps it shortens the
+-- list, which appended finds in RPUSH's answer (the index, a superset of
+-- the ids, still tells that id is not held). A context entry's
+-- fingerprint is its bytes, which a rewrite may put back at the end: its
+-- list's first element is read too ('#first'). With exact (an update in
+-- place), the list's length as well (LLEN). Anything else takes locate's
+-- way. Returns a table: answer (a refusal, or needs_build: return it), dup
+-- (the element holding id, at pos: a repeat; a read or an update in place
+-- may use it, not a removal, which needs the list's length), else llen (the list's length),
+-- last_fp (its last element's fingerprint), head and fresh (no index, an
+-- empty list).
+local function locate_new(c, which, id, exact)
+  local list, index, idkey = index_keys(c, which)
+  local m = redis.pcall('HMGET', index, '#len', '#last', '#head', id, '#first')
+  if m.err then return { answer = guard.from_error(index, 'hash', m) } end
+  local last = redis.pcall('LINDEX', list, -1)
+  if type(last) == 'table' then return { answer = guard.from_error(list, 'list', last) } end
+  local covered, head = tonumber(m[1] or ''), tonumber(m[3] or '0')
+  if not m[1] and not m[4] and not last then return { llen = 0, head = 0, last_fp = '', fresh = true } end
+  -- a context entry's fingerprint is its bytes, which another writer's
+  -- rewrite may put back at the end: its first element is checked too
+  local first_ok = which == 'qa' or (covered and fingerprint(which, redis.call('LINDEX', list, 0)) == m[5])
+  -- exact (an update in place, which keeps the index as it is): the
+  -- list's length too, which no RPUSH answers then
+  if exact and covered and redis.call('LLEN', list) ~= covered then first_ok = false end
+  if covered and head and last and first_ok and fingerprint(which, last) == m[2] then
+    if not m[4] then return { llen = covered, head = head, last_fp = m[2] } end
+    local pos = (tonumber(m[4]) or -1) - head
+    if pos >= 0 and pos < covered then
+      local el = redis.call('LINDEX', list, pos)
+      if el and json.id_of(el, idkey) == id then return { dup = el, pos = pos } end
+    end
+  end
+  local pos, el, llen, meta = locate(c, which, id)
+  if type(pos) == 'table' then return { answer = pos } end
+  if pos then return { dup = el, pos = pos } end
+  if llen == 0 then return { llen = 0, head = 0, last_fp = '', fresh = true } end
+  meta = meta or redis.call('HMGET', index, '#len', '#last', '#first', '#head')
+  return { llen = llen, head = tonumber(meta[4] or '0'), last_fp = meta[2] or '' }
+end
+
+-- appended records in index which that element el with id id was just
+-- pushed as the list's element newlen (1-based), after locate_new found
+-- the index covering the list (found). When the list had shrunk beneath an
+-- unchanged last element (another writer's rewrite), the index's positions
+-- no longer hold: it goes, and is made again a step at a time.
+local function appended(c, which, id, el, newlen, found)
+  local _, index = index_keys(c, which)
+  if newlen ~= found.llen + 1 then
+    redis.call('UNLINK', index)
+    return
+  end
+  local fp = fingerprint(which, el)
+  local args = { id, string.format('%d', found.head + newlen - 1), '#len', tostring(newlen), '#last', fp }
+  if newlen == 1 then
+    args[#args + 1], args[#args + 2] = '#first', fp
+    args[#args + 1], args[#args + 2] = '#head', '0'
+    session.made(c, index_prefix(which))
+  end
+  redis.call('HSET', index, unpack(args))
 end
 
 -- index_append records that the element el with id id was just pushed as
@@ -320,6 +410,15 @@ local function remove_at(c, which, pos, el, llen)
 end
 
 return {
+  ENTRIES = ENTRIES,
+  TRACES = TRACES,
+  CONTEXT = CONTEXT,
+  QA_INDEX = QA_INDEX,
+  CTX_INDEX = CTX_INDEX,
+  open = open,
+  index_prefix = index_prefix,
+  locate_new = locate_new,
+  appended = appended,
   INDEX_STEP = INDEX_STEP,
   index_keys = index_keys,
   fingerprint = fingerprint,

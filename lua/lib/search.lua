@@ -2,6 +2,7 @@
 -- entries and messages. c is a session context (session.open).
 --- @include json
 --- @include clock
+--- @include guard
 --- @include session
 --- @include idindex
 
@@ -19,8 +20,10 @@
 --             elements are taken in; ' mseq' (messages) the catch-up's cursor
 -- A term is letters and digits, so the three kinds of fields never meet.
 -- Per user: c.slist, the sessions holding documents by when they last
--- changed (µs), which a user-wide search reads newest first; and c.sstats,
--- the on-demand marker (search_mark).
+-- changed (µs), which a user-wide search reads newest first (a key the
+-- user's marker keeps: session.keep); and the on-demand marker, the field
+-- search of the user's marker (c.marks.search), which search_mark sets
+-- with its build cursor's hash (agent_search_stats).
 
 -- A word's postings in one session's hash are at most MAX_POSTINGS_BYTES:
 -- every posting of a document rewrites its words' values (one HMGET, one
@@ -42,21 +45,65 @@ local LIST_TRIM = 64
 
 -- wanted is the spec a write indexes: spec as the sidecar sent it, or nil
 -- for none. A spec prefixed with '?' (SEARCH_INDEX=on-demand) is indexed
--- only while the user has an index (the marker c.sstats, which the user's
--- first relevance search makes: search_mark): one EXISTS a call, so a user
--- who never searches writes what SEARCH_INDEX=off writes. '?!': the
+-- only while the user has an index (the marker's field search, which the
+-- user's first relevance search sets: search_mark; read with the record),
+-- so a user who never searches writes what SEARCH_INDEX=off writes. '?!': the
 -- sidecar sent no document (it believes the user has none: search.Probe);
 -- when the user has one, c.search_pending is set (the write answers it,
 -- and the catch-up indexes what it stored).
 local function wanted(c, spec)
   if spec == nil or string.sub(spec, 1, 1) ~= '?' then return spec end
-  if c.indexed == nil then c.indexed = redis.call('EXISTS', c.sstats) == 1 end
-  if not c.indexed then return nil end
+  if not c.marks.search then return nil end
   if spec == '?!' then
     c.search_pending = true
     return nil
   end
   return string.sub(spec, 2)
+end
+
+-- The families (redisstore/families.go): the session's documents of
+-- entries and of messages, the user's list of sessions with documents.
+local ENTRY_DOCS, DOCS, SESSIONS = 'agent_search_entry_docs', 'agent_search_docs', 'agent_search_sessions'
+
+-- read_docs reads docs's ' cov', ' v' and ' seq' (what current and
+-- entries_cov read) once a call; before the write's first write, so that
+-- a hash of another type refuses the write (a pcall: the refusal is
+-- returned) with nothing written.
+local function read_docs(c, docs)
+  c.search_read = c.search_read or {}
+  if c.search_read[docs] then return nil end
+  local v = redis.pcall('HMGET', docs, ' cov', ' v', ' seq')
+  if v.err then return guard.from_error(docs, 'hash', v) end
+  c.search_read[docs] = v
+  return nil
+end
+
+-- prepare declares the keys a write that indexes documents of kind
+-- ('entries' or 'messages') writes, before session.commit: the session's
+-- documents of that kind (c.edocs or c.sdocs) and the user's list
+-- (c.slist); and reads them (their types checked there). Returns the
+-- refusal of a key of another type, or nil.
+local function prepare(c, kind)
+  local docs
+  if kind == 'entries' then
+    c.edocs = session.use(c, ENTRY_DOCS, 'hash', true)
+    docs = c.edocs
+  else
+    c.sdocs = session.use(c, DOCS, 'hash', true)
+    docs = c.sdocs
+  end
+  c.slist = session.keep(c, session.user_key(c, SESSIONS))
+  local n = redis.pcall('ZCARD', c.slist)
+  if type(n) == 'table' then return guard.from_error(c.slist, 'zset', n) end
+  c.slist_n = n
+  -- a list or documents another program removed are made anew: they get
+  -- their TTL then
+  if n == 0 then session.user_made(c, c.slist) end
+  local refused = read_docs(c, docs)
+  if refused then return refused end
+  local v = c.search_read[docs]
+  if not v[1] and not v[2] and not v[3] then session.made(c, kind == 'entries' and ENTRY_DOCS or DOCS) end
+  return nil
 end
 
 -- expire_at_least gives key at least ttl seconds to live (0: persist), p
@@ -89,7 +136,9 @@ local function current(c, docs)
   c.search_seen = c.search_seen or {}
   if c.search_seen[docs] then return end
   c.search_seen[docs] = true
-  local v, seq = unpack(redis.call('HMGET', docs, ' v', ' seq'))
+  local read = c.search_read and c.search_read[docs]
+  local v, seq
+  if read then v, seq = read[2], read[3] else v, seq = unpack(redis.call('HMGET', docs, ' v', ' seq')) end
   if foreign(v, seq) then
     redis.call('UNLINK', docs)
     c.search_dropped = true
@@ -162,30 +211,16 @@ local function unindex_doc(c, docs, id)
   redis.call('HDEL', docs, unpack(del))
 end
 
--- born gives docs, when the call made it, the session's TTL ttl (it then
--- slides with the session's keys). Once a call.
-local function born(c, docs, ttl)
-  c.search_born = c.search_born or {}
-  if c.search_born[docs] then return end
-  c.search_born[docs] = true
-  if ttl > 0 and redis.call('PTTL', docs) == -1 then redis.call('EXPIRE', docs, ttl) end
-end
-
 -- listed files the session in the user's c.slist (newest first for a
--- user-wide search), trims it towards MAX_LISTED and gives it, and the
--- on-demand marker c.sstats when the user has one, at least the session's
--- TTL: the marker outlives the index it marks (gone first, the user's
--- writes would stop indexing while their documents stay). Once a call.
-local function listed(c, ttl)
+-- user-wide search) and trims it towards MAX_LISTED (its TTL is the
+-- marker's to keep: prepare). Once a call.
+local function listed(c)
   if c.search_listed then return end
   c.search_listed = true
-  local p = redis.call('PTTL', c.slist)
-  redis.call('ZADD', c.slist, clock.now_us(), c.sid)
-  local over = redis.call('ZCARD', c.slist) - MAX_LISTED
+  local added = redis.call('ZADD', c.slist, session.now(c), c.sid)
+  session.member_of(c, c.slist, true)
+  local over = (c.slist_n and c.slist_n + added or redis.call('ZCARD', c.slist)) - MAX_LISTED
   if over > 0 then redis.call('ZREMRANGEBYRANK', c.slist, 0, math.min(over, LIST_TRIM) - 1) end
-  expire_at_least(c.slist, ttl, p)
-  p = redis.call('PTTL', c.sstats)
-  if p ~= -2 then expire_at_least(c.sstats, ttl, p) end
 end
 
 -- index_doc puts document id in docs, the session's index of its kind:
@@ -205,17 +240,14 @@ local function index_doc(c, docs, id, spec, len, at)
   for i = 3, #f do set[#set + 1], set[#set + 2] = f[i], with(v[i], num, tfs[i]) end
   counted(set, v[1], v[2], 1, len)
   redis.call('HSET', docs, unpack(set))
-  -- the session's TTL, read once a call (a catch-up step indexes up to 64)
-  local ttl = c.search_ttl or session.ttl(c)
-  c.search_ttl = ttl
-  born(c, docs, ttl)
-  listed(c, ttl)
+  listed(c)
 end
 
 -- unindex_all takes every document of docs (one kind, the session's) out
 -- of the index: O(1), the hash freed off Redis's main thread.
 local function unindex_all(c, docs)
   redis.call('UNLINK', docs)
+  session.drop(c, docs == c.edocs and ENTRY_DOCS or DOCS)
 end
 
 -- retire takes documents ids out of docs, the session's index of one kind;
@@ -252,15 +284,17 @@ end
 -- them ('' for none); 0 and old true for a hash this index did not write
 -- (foreign: the catch-up drops it and takes the list in again). Reads only.
 local function entries_cov(c)
-  local v = redis.call('HMGET', c.edocs, ' cov', ' v', ' seq')
+  -- read_docs's read, once: the write's own later steps read anew
+  local v = c.search_read and c.search_read[c.edocs]
+  if v then c.search_read[c.edocs] = false else v = redis.call('HMGET', c.edocs, ' cov', ' v', ' seq') end
   if foreign(v[2], v[3]) then return 0, '', true end
   local n, fp = string.match(v[1] or '', '^(%d+)\t(.*)$')
   return tonumber(n or '0'), fp or '', false
 end
 
 local function set_cov(c, n, fp)
+  if not session.has(c, ENTRY_DOCS) then c.edocs = session.use(c, ENTRY_DOCS, 'hash') end
   redis.call('HSET', c.edocs, ' cov', string.format('%d', n) .. '\t' .. fp)
-  born(c, c.edocs, session.ttl(c))
 end
 
 -- cov_valid: the first n elements of the entries list are still the ones
@@ -277,7 +311,8 @@ end
 -- to be taken in again a step at a time by session_search_catchup: returns
 -- true then.
 local function entries_removed(c, k, removed)
-  if redis.call('EXISTS', c.edocs) == 0 then return false end
+  if not session.has(c, ENTRY_DOCS) then return false end
+  c.edocs = session.key(c, ENTRY_DOCS)
   local n, fp = entries_cov(c)
   if not removed or (n > 0 and n <= k and idindex.fingerprint('qa', removed[n]) ~= fp) then
     unindex_all(c, c.edocs)
@@ -309,6 +344,11 @@ local function entry_gone(c, pos, valid)
 end
 
 return {
+  ENTRY_DOCS = ENTRY_DOCS,
+  DOCS = DOCS,
+  SESSIONS = SESSIONS,
+  prepare = prepare,
+  read_docs = read_docs,
   wanted = wanted,
   current = current,
   unindex_doc = unindex_doc,
