@@ -5,7 +5,7 @@ package lua
 var (
 	AdkCreate = load("adk_create")
 	AdkAppend = load("adk_append")
-	AdkRead   = load("adk_read")
+	AdkRead   = load("adk_read", ReadOnly)
 	AdkList   = load("adk_list")
 	// AdkApp is not a session script: KEYS[1] is an app's state (Cluster).
 	AdkApp = load("adk_app")

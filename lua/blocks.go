@@ -6,6 +6,6 @@ var (
 	BlocksPut    = load("blocks_put")
 	BlocksSet    = load("blocks_set")
 	BlocksDelete = load("blocks_delete")
-	BlocksRead   = load("blocks_read")
+	BlocksRead   = load("blocks_read", ReadOnly)
 	BlocksFreeze = load("blocks_freeze")
 )

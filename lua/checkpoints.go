@@ -5,6 +5,6 @@ package lua
 var (
 	CheckpointsPut    = load("checkpoints_put")
 	CheckpointsWrites = load("checkpoints_writes")
-	CheckpointsRead   = load("checkpoints_read")
-	CheckpointsList   = load("checkpoints_list")
+	CheckpointsRead   = load("checkpoints_read", ReadOnly)
+	CheckpointsList   = load("checkpoints_list", ReadOnly)
 )

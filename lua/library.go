@@ -20,22 +20,6 @@ import (
 // libPrefix starts the name of every library of the sidecar.
 const libPrefix = "agentsidecar_"
 
-// noWrites names the scripts that never write (flag no-writes): Redis runs
-// them even when it is over maxmemory, as it runs such a script with EVAL.
-// (A function without it is refused as a whole while Redis is over
-// maxmemory, where EVAL refused only its first write.) Redis enforces the
-// flag: a write in such a function fails.
-var noWrites = map[string]bool{
-	"adk_read":               true,
-	"blocks_read":            true,
-	"checkpoints_list":       true,
-	"checkpoints_read":       true,
-	"lock_inspect":           true,
-	"messages_read":          true,
-	"session_read":           true,
-	"session_search_pending": true,
-}
-
 // library is one function library: its name (with a digest of its text,
 // so two versions of the sidecar sharing a Redis each call their own) and
 // the text FUNCTION LOAD takes.
@@ -87,7 +71,7 @@ func buildLibraries(scripts []*Script) *libSet {
 	lib := &library{name: libPrefix + "scripts" + suffix, source: librarySource(scripts, suffix)}
 	set := &libSet{libs: []*library{lib}, by: map[*Script]binding{}, probe: "agentsidecar_probe" + suffix}
 	for _, s := range scripts {
-		set.by[s] = binding{lib: lib, fn: s.Name + suffix, ro: noWrites[s.Name]}
+		set.by[s] = binding{lib: lib, fn: s.Name + suffix, ro: s.readOnly}
 	}
 	return set
 }
@@ -102,7 +86,7 @@ func librarySource(scripts []*Script, suffix string) string {
 	}
 	for _, s := range scripts {
 		flags := ""
-		if noWrites[s.Name] {
+		if s.readOnly {
 			flags = "'no-writes'"
 		}
 		fmt.Fprintf(&b, "redis.register_function{function_name = '%s%s', flags = {%s}, callback = function(KEYS, ARGV)\n%s\nend}\n",

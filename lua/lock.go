@@ -7,5 +7,5 @@ var (
 	LockAcquire = load("lock_acquire")
 	LockRefresh = load("lock_refresh")
 	LockRelease = load("lock_release")
-	LockInspect = load("lock_inspect")
+	LockInspect = load("lock_inspect", ReadOnly)
 )

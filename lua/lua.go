@@ -40,6 +40,7 @@ import (
 	"embed"
 	"encoding/hex"
 	"fmt"
+	"io/fs"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -58,6 +59,12 @@ type Script struct {
 	Name     string   // file name without .lua: the label in metrics
 	body     string   // the script's own text, as given to New
 	includes []string // the libraries it includes, each after those it includes
+	// readOnly: the script never writes (ReadOnly): its function has the
+	// flag no-writes, so Redis runs it even over maxmemory, as it runs such
+	// a script with EVAL (a function without it is refused as a whole while
+	// Redis is over maxmemory, where EVAL refused only its first write).
+	// Redis enforces the flag: a write in such a function fails.
+	readOnly bool
 
 	once sync.Once // resolves the text below at the first use, after every init
 	src  string    // the text EVAL runs: its libraries, then body
@@ -95,12 +102,8 @@ var registry = struct {
 
 // load builds the Script of name.lua; it panics at package init if the file
 // is missing, which only a broken build can cause.
-func load(name string) *Script {
-	body, err := files.ReadFile(name + ".lua")
-	if err != nil {
-		panic(fmt.Sprintf("lua: %s.lua not embedded: %v", name, err))
-	}
-	return New(name, string(body))
+func load(name string, opts ...Option) *Script {
+	return FromFS(files, name, opts...)
 }
 
 // New registers a script a module outside this package embeds itself
@@ -113,11 +116,14 @@ func load(name string) *Script {
 // with the module's name. A bad or already registered name, or an unknown
 // library, panics: New runs at package init, so the mistake shows at the
 // first start.
-func New(name, source string) *Script {
+func New(name, source string, opts ...Option) *Script {
 	if !validName(name) {
 		panic(fmt.Sprintf("lua: script name %q: want lowercase letters, digits and _", name))
 	}
 	s := &Script{Name: name, body: source, includes: resolveIncludes(name, source)}
+	for _, o := range opts {
+		o(s)
+	}
 	registry.Lock()
 	defer registry.Unlock()
 	if _, dup := registry.m[name]; dup {
@@ -127,6 +133,32 @@ func New(name, source string) *Script {
 	s.duration, s.errors = scriptDuration.WithLabelValues(name), scriptErrors.WithLabelValues(name)
 	registry.m[name] = s
 	return s
+}
+
+// Option is a property of a script New registers.
+type Option func(*Script)
+
+// ReadOnly marks a script that never writes (see Script.readOnly).
+func ReadOnly(s *Script) { s.readOnly = true }
+
+// FromFS registers script name (name.lua in fsys, a module's embedded
+// files) as New does; a missing file panics at init.
+func FromFS(fsys fs.FS, name string, opts ...Option) *Script {
+	body, err := fs.ReadFile(fsys, name+".lua")
+	if err != nil {
+		panic(fmt.Sprintf("lua: %s.lua not embedded: %v", name, err))
+	}
+	return New(name, string(body), opts...)
+}
+
+// LibraryFromFS registers library name (name.lua in fsys) as NewLibrary
+// does.
+func LibraryFromFS(fsys fs.FS, name string) {
+	body, err := fs.ReadFile(fsys, name+".lua")
+	if err != nil {
+		panic(fmt.Sprintf("lua: library %s.lua not embedded: %v", name, err))
+	}
+	NewLibrary(name, string(body))
 }
 
 func validName(name string) bool {

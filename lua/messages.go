@@ -5,7 +5,7 @@ package lua
 // tree helpers and the append).
 var (
 	MessagesAppend = load("messages_append")
-	MessagesRead   = load("messages_read")
+	MessagesRead   = load("messages_read", ReadOnly)
 )
 
 // Writes on the tree.

@@ -18,10 +18,10 @@ var (
 	SessionUsage         = load("session_usage")
 	SessionEnd           = load("session_end")
 	SessionSweep         = load("session_sweep")
-	SessionRead          = load("session_read")
+	SessionRead          = load("session_read", ReadOnly)
 	SessionIndexBuild    = load("session_index_build")
 	// The search index of the session's Q&A entries (package search).
-	SessionSearchPending = load("session_search_pending")
+	SessionSearchPending = load("session_search_pending", ReadOnly)
 	SessionSearchCatchup = load("session_search_catchup")
 	SessionSearchEntry   = load("session_search_entry")
 	// SearchMark opens and moves the user's index marker (SEARCH_INDEX=on-demand).

@@ -2,8 +2,8 @@ package sessionstore
 
 import (
 	"context"
-	"fmt"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 
