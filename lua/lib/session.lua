@@ -460,23 +460,37 @@ end
 -- (opts.status), changes TTL (opts.force), or the last was at least the
 -- grain ago; so list order, 'abandoned' and the expiry set are exact to the
 -- grain. Returns the refusal (nothing written), or nil.
+-- check checks the keys of the families this write makes (session.use
+-- without read_first, session.keep with a kind): one EXISTS, a TYPE each
+-- only when one exists. commit does it; a write of two sessions (a split)
+-- checks the second's before the first's commit, so that a refusal comes
+-- before any write. Returns the refusal, or nil.
+local function check(c)
+  if #c.checks == 0 then return nil end
+  local ks = {}
+  for i, p in ipairs(c.checks) do ks[i] = p[1] end
+  if redis.call('EXISTS', unpack(ks)) > 0 then
+    local refused = guard.check(c.checks)
+    if refused then return refused end
+  end
+  c.checks = {}
+  return nil
+end
+
 local function commit(c, opts)
   opts = opts or {}
   c.quiet = opts.quiet
-  if #c.checks > 0 then
-    local ks = {}
-    for i, p in ipairs(c.checks) do ks[i] = p[1] end
-    if redis.call('EXISTS', unpack(ks)) > 0 then
-      local refused = guard.check(c.checks)
-      if refused then return refused end
-    end
-  end
+  local refused = check(c)
+  if refused then return refused end
   c.committed = true
   if c.quiet then return nil end
   local t_now = now(c)
   local t = ttl(c)
   c.to_status = opts.status or c.status or 'running'
-  c.due = not c.status or c.to_status ~= c.status or opts.force or not c.slid_at
+  -- a write that makes a family the session did not have slides every key,
+  -- so that all of them end together (a key outliving the record would
+  -- meet a new session of the same id)
+  c.due = not c.status or c.to_status ~= c.status or opts.force or not c.slid_at or next(c.added) ~= nil
     or t_now - c.slid_at >= grain(c, t)
   c.committed = true
   if c.due then return bookkeeping(c, c.to_status, t) end
@@ -588,6 +602,8 @@ end
 local function finish_quiet(c)
   local t = ttl(c)
   if c.recorded then
+    -- the keys it made end with the record (the session's last slide)
+    local p = (next(c.added) ~= nil or c.made) and redis.call('PTTL', c.record) or 0
     local hs = {}
     if next(c.added) ~= nil or c.fams_changed then
       local set = {}
@@ -597,10 +613,14 @@ local function finish_quiet(c)
     end
     if c.idx_changed then hs[#hs + 1], hs[#hs + 2] = 'idx', cjson.encode(c.idx) end
     if #hs > 0 then redis.call('HSET', c.record, unpack(hs)) end
-    if t > 0 then
-      for _, k in pairs(c.added) do redis.call('EXPIRE', k, t) end
-      for _, k in ipairs(c.made or {}) do redis.call('EXPIRE', k, t) end
+    for _, k in pairs(c.added) do
+      if p > 0 then redis.call('PEXPIRE', k, p) elseif t > 0 then redis.call('EXPIRE', k, t) end
     end
+    for _, k in ipairs(c.made or {}) do
+      if p > 0 then redis.call('PEXPIRE', k, p) elseif t > 0 then redis.call('EXPIRE', k, t) end
+    end
+    -- the user's keys outlive a key the session made that depends on them
+    -- (its search documents on the marker), as they outlive its others
     if next(c.added) ~= nil then slide_user(c, t) end
   else
     local p = redis.call('PTTL', key(c, keys.cognee_entries))
@@ -649,12 +669,12 @@ local function finish(c, fields, opts)
   list_keys(c, t)
   if c.due then
     slide(c, t)
-  elseif t > 0 then
-    for _, k in pairs(c.added) do redis.call('EXPIRE', k, t) end
-    for _, k in ipairs(c.made or {}) do redis.call('EXPIRE', k, t) end
-    -- the user's keys outlive a key the session made that depends on them
-    -- (its search documents on the marker), as they outlive its others
-    if next(c.added) ~= nil then slide_user(c, t) end
+  elseif t > 0 and c.made then
+    -- keys made anew end with the record (its TTL from the last slide)
+    local p = redis.call('PTTL', c.record)
+    for _, k in ipairs(c.made) do
+      if p > 0 then redis.call('PEXPIRE', k, p) else redis.call('EXPIRE', k, t) end
+    end
   end
   return started
 end
@@ -768,6 +788,7 @@ return {
   index_in = index_in,
   member_of = member_of,
   index_out = index_out,
+  check = check,
   commit = commit,
   finish = finish,
   check_user = check_user,
