@@ -111,12 +111,14 @@ func refusal(err error) (*Error, bool) {
 	return nil, false
 }
 
-// errorFor maps any error a handler returns to what the client sees: a
-// wait given up for shutdown (ErrShuttingDown), or any error of a request
-// the drain cancelled, as 503 shutting_down; API errors as they are, a store's refusals as 404/409/412, Redis's WRONGTYPE
+// errorFor maps any error a handler returns to what the client sees: API
+// errors as they are, a store's refusals as 404/409/412, Redis's WRONGTYPE
 // (a read meeting a key another program wrote) as 409 key_wrong_type, Redis outages as
 // 503, everything else as a 500 whose detail goes to the log, never to the
 // client.
+//
+// Before all that, a wait given up for shutdown (ErrShuttingDown), or any
+// error of a request the drain cancelled, is 503 shutting_down.
 func errorFor(ctx context.Context, logger *slog.Logger, redis *redisstore.Conn, route string, err error) *Error {
 	if errors.Is(err, ErrShuttingDown) || errors.Is(context.Cause(ctx), ErrShuttingDown) {
 		return shuttingDown()

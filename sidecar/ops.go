@@ -46,10 +46,10 @@ func (h *Host) opsMux() *http.ServeMux {
 const ReadyTimeout = time.Second
 
 // Ready reports why the sidecar cannot serve, or nil: it must not be
-// shutting down, Redis must answer
-// PING within a second, accept every script (SCRIPT LOAD on each node) and
-// not have refused a call within the last redisstore.RefusalWindow (a full
-// Redis still answers PING), and every module's own check must pass. The
+// shutting down, Redis must answer PING within a second, accept every
+// script (SCRIPT LOAD on each node) and not have refused a call within the
+// last redisstore.RefusalWindow (a full Redis still answers PING), and
+// every module's own check must pass. The
 // reason is a sentence for a person with no address in it; the detail goes
 // to the log.
 func (h *Host) Ready(ctx context.Context) error {
