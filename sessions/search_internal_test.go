@@ -92,14 +92,6 @@ func field(t *testing.T, srv *redisstoretest.Server, key, f string) string {
 	return v
 }
 
-func hset(t *testing.T, srv *redisstoretest.Server, key, f, v string) {
-	t.Helper()
-	c := srv.Client(t)
-	if err := c.Do(t.Context(), c.B().Hset().Key(key).FieldValue().FieldValue(f, v).Build()).Error(); err != nil {
-		t.Fatal(err)
-	}
-}
-
 func appendAll(t *testing.T, s *Store, words ...string) {
 	t.Helper()
 	for i, w := range words {
