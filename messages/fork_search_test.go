@@ -325,7 +325,7 @@ func TestMessagesIndexScript(t *testing.T) {
 // Here another program spoiled the fork's documents hash before the fork:
 // its cursor ' mseq' is not a number, so the catch-up's first read fails
 // (every type is right, so the fork passes its own checks; a wrong-typed
-// index key refuses the fork itself: TestPostingsKeyWrongType).
+// index key refuses the fork itself: TestSearchIndexKeyWrongType).
 func TestForkIndexFailureKeepsFork(t *testing.T) {
 	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
 		h := start(t, srv, envconf.Env{"SEARCH_INDEX": "eager"})
