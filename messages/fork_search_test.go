@@ -224,7 +224,9 @@ func TestForkSearchIndexOff(t *testing.T) {
 // fingerprint sent and it has no document yet, only when the session's
 // cursor is still where the read began (else {'ok', -1}: read again),
 // checks the key types before its first write, and is no activity: the
-// record, its TTL and the event stream stay as they were.
+// record, its TTL and the event stream stay as they were. Over 80 lines:
+// one script's answers in sequence, each call made on the state the
+// previous ones left (refused, then indexed, then not indexed twice).
 func TestMessagesIndexScript(t *testing.T) {
 	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
 		h := start(t, srv, envconf.Env{"SEARCH_INDEX": "false"})
