@@ -65,30 +65,21 @@ func better(a, b *doc) int {
 // read fetches the records of docs (one HMGET per hash) and scores those
 // that still hold every term they were found by.
 func (f *finder) read(ctx context.Context, docs []*doc) error {
-	type hash struct{ sess, kind int }
-	byHash := map[hash][]*doc{}
-	var hashes []hash
-	for _, d := range docs {
-		h := hash{d.sess, d.kind}
-		if _, ok := byHash[h]; !ok {
-			hashes = append(hashes, h)
-		}
-		byHash[h] = append(byHash[h], d)
-	}
+	hashes := byHash(docs)
 	cmds := make(rueidis.Commands, len(hashes))
-	for i, h := range hashes {
-		fields := make([]string, len(byHash[h]))
-		for j, d := range byHash[h] {
+	for i, ds := range hashes {
+		fields := make([]string, len(ds))
+		for j, d := range ds {
 			fields[j] = "#" + d.num
 		}
-		cmds[i] = f.c.B().Hmget().Key(f.l.SearchDocsOf(f.user, f.sessions[h.sess], kinds[h.kind])).Field(fields...).Build()
+		cmds[i] = f.c.B().Hmget().Key(f.l.SearchDocsOf(f.user, f.sessions[ds[0].sess], kinds[ds[0].kind])).Field(fields...).Build()
 	}
 	for i, r := range f.c.DoMulti(ctx, cmds...) {
 		vals, err := r.ToArray()
 		if err != nil {
 			return redisstore.Wrap("search: documents", err)
 		}
-		ds := byHash[hashes[i]]
+		ds := hashes[i]
 		if len(vals) != len(ds) {
 			return errors.New("search: documents: HMGET answered a wrong count")
 		}
@@ -105,6 +96,24 @@ func (f *finder) read(ctx context.Context, docs []*doc) error {
 		}
 	}
 	return nil
+}
+
+// byHash groups docs by the hash that holds them (their session's of
+// their kind), in the order first met.
+func byHash(docs []*doc) [][]*doc {
+	at := map[[2]int]int{}
+	var out [][]*doc
+	for _, d := range docs {
+		k := [2]int{d.sess, d.kind}
+		i, ok := at[k]
+		if !ok {
+			i = len(out)
+			at[k] = i
+			out = append(out, nil)
+		}
+		out[i] = append(out[i], d)
+	}
+	return out
 }
 
 // record fills d from its record "<length>\t<time>\t<terms>\t<id>":

@@ -56,28 +56,17 @@ func cut(s string, n int) string {
 // call per session and kind: a doc missing from the answer has no fetcher;
 // one mapped to nil is gone.
 func (x *Index) snippetTexts(ctx context.Context, f *finder, docs []*doc) (map[*doc][]string, error) {
-	type group struct{ sess, kind int }
-	byGroup := map[group][]*doc{}
-	var groups []group
-	for _, d := range docs {
-		g := group{d.sess, d.kind}
-		if _, ok := byGroup[g]; !ok {
-			groups = append(groups, g)
-		}
-		byGroup[g] = append(byGroup[g], d)
-	}
 	out := make(map[*doc][]string, len(docs))
-	for _, g := range groups {
-		fetch := x.textsOf(kinds[g.kind])
+	for _, ds := range byHash(docs) {
+		fetch := x.textsOf(kinds[ds[0].kind])
 		if fetch == nil {
 			continue
 		}
-		ds := byGroup[g]
 		ids := make([]string, len(ds))
 		for i, d := range ds {
 			ids[i] = d.id
 		}
-		got, err := fetch(ctx, f.user, f.sessions[g.sess], ids)
+		got, err := fetch(ctx, f.user, f.sessions[ds[0].sess], ids)
 		if err != nil {
 			return nil, err
 		}
