@@ -30,11 +30,9 @@ if ARGV[5] == 'cursor' then
   return reply.ok(ARGV[6], 0)
 end
 local made = 0
-if redis.call('HEXISTS', c.sstats, 'build') == 0 then
-  -- none yet, or one an older sidecar made (its index in another format,
-  -- its counts and purge queue): the build (again) takes every session in
-  if redis.call('EXISTS', c.sstats) == 0 then made = 1 end
-  redis.call('HDEL', c.sstats, 'n', 'len', 'purge', 'purge_seq')
+if redis.call('EXISTS', c.sstats) == 0 then
+  -- none yet: the build takes every session in, newest first
+  made = 1
   redis.call('HSET', c.sstats, 'build', '+inf')
 end
 -- at least the TTL: the writes of a longer-lived session (or of one

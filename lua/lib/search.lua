@@ -72,25 +72,22 @@ local function expire_at_least(key, ttl, p)
   if p == -2 or (p >= 0 and p < (ttl - slack) * 1000) then redis.call('EXPIRE', key, ttl) end
 end
 
--- current drops docs when an older sidecar wrote it (its documents carry a
--- version, ' v', and their postings live in per-user keys this index no
--- longer reads), or when its ' seq' is not a number HINCRBY takes (another
--- program spoiled it: index_doc's HINCRBY would fail the script half-way,
--- after the write's own first writes): the catch-up takes the session in
--- again (c.search_dropped is set then: a messages write answers it, for
--- the sidecar to queue that catch-up). Once a call.
--- foreign: a hash with these ' v' and ' seq' is not one this index wrote
--- (current, entries_cov).
-local function foreign(v, seq)
-  return v ~= false and v ~= nil or (seq and not (string.match(seq, '^%d+$') and #seq <= 15)) or false
+-- foreign: a hash whose ' seq' (as read) is not a number HINCRBY takes is
+-- not one this index wrote (another program spoiled it): index_doc's
+-- HINCRBY would fail the script half-way, after the write's own first
+-- writes (current, entries_cov).
+local function foreign(seq)
+  return seq and not (string.match(seq, '^%d+$') and #seq <= 15) or false
 end
 
+-- current drops docs when it is foreign: the catch-up takes the session in
+-- again (c.search_dropped is set then: a messages write answers it, for
+-- the sidecar to queue that catch-up). Once a call.
 local function current(c, docs)
   c.search_seen = c.search_seen or {}
   if c.search_seen[docs] then return end
   c.search_seen[docs] = true
-  local v, seq = unpack(redis.call('HMGET', docs, ' v', ' seq'))
-  if foreign(v, seq) then
+  if foreign(redis.call('HGET', docs, ' seq')) then
     redis.call('UNLINK', docs)
     c.search_dropped = true
   end
@@ -249,11 +246,12 @@ end
 
 -- entries_cov is c.edocs's ' cov': the number of leading elements of the
 -- entries list the index has taken in, and the fingerprint of the last of
--- them ('' for none); 0 and old true for a hash this index did not write
--- (foreign: the catch-up drops it and takes the list in again). Reads only.
+-- them ('' for none); 0 and spoiled true for a hash this index did not
+-- write (foreign: the catch-up drops it and takes the list in again).
+-- Reads only.
 local function entries_cov(c)
-  local v = redis.call('HMGET', c.edocs, ' cov', ' v', ' seq')
-  if foreign(v[2], v[3]) then return 0, '', true end
+  local v = redis.call('HMGET', c.edocs, ' cov', ' seq')
+  if foreign(v[2]) then return 0, '', true end
   local n, fp = string.match(v[1] or '', '^(%d+)\t(.*)$')
   return tonumber(n or '0'), fp or '', false
 end
