@@ -224,7 +224,9 @@ func TestForkSearchIndexOff(t *testing.T) {
 // fingerprint sent and it has no document yet, only when the session's
 // cursor is still where the read began (else {'ok', -1}: read again),
 // checks the key types before its first write, and is no activity: the
-// record, its TTL and the event stream stay as they were.
+// record, its TTL and the event stream stay as they were. Over 80 lines:
+// one script's answers in sequence, each call made on the state the
+// previous ones left (refused, then indexed, then not indexed twice).
 func TestMessagesIndexScript(t *testing.T) {
 	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
 		h := start(t, srv, envconf.Env{"SEARCH_INDEX": "false"})
@@ -325,7 +327,7 @@ func TestMessagesIndexScript(t *testing.T) {
 // Here another program spoiled the fork's documents hash before the fork:
 // its cursor ' mseq' is not a number, so the catch-up's first read fails
 // (every type is right, so the fork passes its own checks; a wrong-typed
-// index key refuses the fork itself: TestPostingsKeyWrongType).
+// index key refuses the fork itself: TestSearchIndexKeyWrongType).
 func TestForkIndexFailureKeepsFork(t *testing.T) {
 	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
 		h := start(t, srv, envconf.Env{"SEARCH_INDEX": "eager"})
