@@ -99,7 +99,7 @@ end
 -- to, seq, stokens (the summary's tokens), json}. Their number is at most
 -- the cap of messages_compact.lua, so one HGETALL is bounded.
 local function compactions(c)
-  if c.fams then
+  if c.begun then
     if not session.has(c, msgtree.MCOMP) then return {} end
   elseif redis.call('EXISTS', c.mcomp) == 0 then -- a read (no session.begin)
     return {}
@@ -155,7 +155,7 @@ end
 -- prompt_tokens is the tokens of the session's frozen system prompt (the
 -- blocks module's agent_session_prompt hash), 0 without one.
 local function prompt_tokens(c)
-  if c.fams and not session.has(c, PROMPT) then return 0 end
+  if c.begun and not session.has(c, PROMPT) then return 0 end
   local prompt = redis.pcall('HGET', session.key(c, PROMPT), 'tokens')
   if type(prompt) == 'string' then return tonumber(prompt) or 0 end
   return 0
