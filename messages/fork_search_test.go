@@ -13,7 +13,6 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/agentsidecar/agentsidecar/envconf"
-	"github.com/agentsidecar/agentsidecar/lua"
 	"github.com/agentsidecar/agentsidecar/messages"
 	"github.com/agentsidecar/agentsidecar/redisstore/redisstoretest"
 	"github.com/agentsidecar/agentsidecar/search"
@@ -248,7 +247,7 @@ func TestMessagesIndexScript(t *testing.T) {
 		doc := search.Analyze("apples from the orchard")
 		st := sessionstore.New(srv.Conn(t), sessionstore.Config{TTLSeconds: 600})
 		run := func(from, fp string) (int64, error) {
-			msg, err := st.Exec(ctx, lua.MessagesIndex, "alice", "s1", from, cursor, "1",
+			msg, err := st.Exec(ctx, messages.MessagesIndex, "alice", "s1", from, cursor, "1",
 				"a", fp, doc.Spec(), strconv.Itoa(doc.Length), "")
 			if err != nil {
 				return 0, err

@@ -123,7 +123,7 @@ func sessionBuilders(l redisstore.Layout, user, session string) map[string]strin
 		"qa index": k.Index, "context index": k.ContextIndex, "usage ids": k.Usage,
 		"session state": l.SessionKey(registry.SessionStateFamily, user, session),
 		"messages":      m.Messages, "message tree": m.Tree, "message children": m.Children,
-		"message order": m.Order, "message keys": m.Keys, "compactions": m.Compactions,
+		"message order": m.Order, "compactions": m.Compactions,
 		"search documents": l.SearchDocs(user, session), "search entry documents": l.SearchEntryDocs(user, session),
 		"session blocks":       l.SessionKey(blocks.SessionBlocksFamily, user, session),
 		"frozen prompt":        l.SessionKey(blocks.PromptFamily, user, session),

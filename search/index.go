@@ -9,7 +9,6 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"github.com/agentsidecar/agentsidecar/lua"
 	"github.com/agentsidecar/agentsidecar/redisstore"
 	"github.com/agentsidecar/agentsidecar/sessionstore"
 	"github.com/agentsidecar/agentsidecar/sidecar"
@@ -148,7 +147,7 @@ func (c Coverage) SinceField() string {
 
 // mark runs search_mark: op "open" or "cursor". Returns the build cursor.
 func (x *Index) mark(ctx context.Context, user string, args ...string) (string, error) {
-	r, err := x.store.Run(ctx, lua.SearchMark, user, "-", args...)
+	r, err := x.store.Run(ctx, searchMark, user, "-", args...)
 	if err != nil {
 		return "", err
 	}
