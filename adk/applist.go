@@ -10,6 +10,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/agentsidecar/agentsidecar/redisstore"
+	"github.com/agentsidecar/agentsidecar/sidecar"
 )
 
 // An app's sessions across users (listSessions without a userId) are read
@@ -149,6 +150,17 @@ func (m *appMerge) next(ctx context.Context) (member string, shard int, ok bool,
 	return z.Member, best, true, nil
 }
 
+// unread puts back the last member taken from shard: it is read again.
+func (m *appMerge) unread(shard int) {
+	m.ranks[shard]--
+	m.bufs[shard], m.done[shard] = nil, false
+}
+
+// listedSize bounds a listed session's bytes in the answer.
+func listedSize(app string, l AppListed) int {
+	return 96 + 2*len(l.ID) + 2*len(app) + len(l.User) + len(l.LastUpdate) + 44
+}
+
 // more reports whether the merge holds another member.
 func (m *appMerge) more(ctx context.Context) (bool, error) {
 	if err := m.fill(ctx); err != nil {
@@ -187,14 +199,21 @@ func (s *Store) AppTotal(ctx context.Context, app string) (int, error) {
 
 // ListApp reads a page of app's sessions across users in order (one of
 // the Order constants) from ranks (nil: from the start, skipping offset),
-// at most want of them (-1: up to AppPage); it answers them, each shard's
-// rank after them (nil when none is left) and how many of the sessions it
-// met were gone (taken out of the index).
+// at most want of them (-1: up to AppPage) and SIDECAR_MAX_ANSWER_BYTES of
+// answer (one at least); it answers them, each shard's rank after them
+// (nil when none is left) and how many of the sessions it met were gone
+// (taken out of the index).
 func (s *Store) ListApp(ctx context.Context, app, order string, ranks []int64, offset, want int) ([]AppListed, []int64, int, error) {
 	client, err := s.Conn().Client()
 	if err != nil {
 		return nil, nil, 0, err
 	}
+	maxBytes, done, err := sidecar.ReserveAnswer(ctx, s.cfg.MaxAnswerBytes)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	size := 1024 // the answer's other fields and its cursor
+	defer func() { done(size) }()
 	l := s.layout()
 	n := l.Buckets()
 	if want < 0 || want > appPage {
@@ -221,8 +240,8 @@ func (s *Store) ListApp(ctx context.Context, app, order string, ranks []int64, o
 		}
 	}
 	var out []AppListed
-	gone := 0
-	for len(out) < want {
+	gone, full := 0, false
+	for len(out) < want && !full {
 		type cand struct {
 			user, id string
 			shard    int
@@ -247,15 +266,26 @@ func (s *Store) ListApp(ctx context.Context, app, order string, ranks []int64, o
 			cmds[i] = client.B().Hmget().Key(l.SessionKey(SessionFamily, c.user, SidecarSession(app, c.id))).Field("app", "last_update").Build()
 		}
 		for i, r := range client.DoMulti(ctx, cmds...) {
+			c := cands[i]
+			if full { // past the answer's bytes: read again by the next page
+				m.unread(c.shard)
+				continue
+			}
 			v, err := r.ToArray()
 			if err != nil || len(v) != 2 {
 				return nil, nil, 0, redisstore.Wrap("adk list", err)
 			}
 			had, _ := v[0].ToString()
 			last, _ := v[1].ToString()
-			c := cands[i]
 			if had == app {
-				out = append(out, AppListed{User: c.user, ID: c.id, LastUpdate: last})
+				l := AppListed{User: c.user, ID: c.id, LastUpdate: last}
+				if n := listedSize(app, l); len(out) > 0 && size+n > maxBytes {
+					full = true
+					m.unread(c.shard)
+				} else {
+					size += n
+					out = append(out, l)
+				}
 				continue
 			}
 			took, err := s.unlist(ctx, app, c.user, c.id)

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/agentsidecar/agentsidecar/adk"
+	"github.com/agentsidecar/agentsidecar/envconf"
 	"github.com/agentsidecar/agentsidecar/redisstore/redisstoretest"
 	"github.com/agentsidecar/agentsidecar/sidecar/sidecartest"
 )
@@ -296,4 +297,36 @@ func TestAppIndexTTL(t *testing.T) {
 	if string(b) != `["alice/s1"]` {
 		t.Fatalf("listed %s", b)
 	}
+}
+
+// A page across users holds at most SIDECAR_MAX_ANSWER_BYTES (one session
+// at least): next_cursor continues, and the pages hold every session once.
+func TestListAcrossUsersByteCap(t *testing.T) {
+	redisstoretest.Each(t, func(t *testing.T, srv *redisstoretest.Server) {
+		h := start(t, srv, envconf.Env{"SIDECAR_MAX_ANSWER_BYTES": "4096"})
+		var made []string
+		for i := range 30 {
+			u := fmt.Sprintf("%03d-%s", i, strings.Repeat("u", 100))
+			want(t, h.Do(t, "POST", adkPath("weather", u), `{"session_id":"s"}`), 201)
+			made = append(made, u+"/s")
+		}
+		var got []string
+		pages := 0
+		for path := "/v1/adk/apps/weather/sessions"; ; pages++ {
+			rep := h.Do(t, "GET", path, "")
+			if rep.Status != 200 || len(rep.Body) > 4096 {
+				t.Fatalf("page %d: %d bytes: %s", pages, len(rep.Body), rep)
+			}
+			var l appList
+			rep.JSON(t, &l)
+			got = append(got, l.names()...)
+			if l.NextCursor == nil {
+				break
+			}
+			path = "/v1/adk/apps/weather/sessions?cursor=" + *l.NextCursor
+		}
+		if !slices.Equal(got, made) || pages < 2 {
+			t.Fatalf("%d pages: %v", pages, got)
+		}
+	})
 }
