@@ -188,7 +188,7 @@ var stockOrder = func() map[string]int {
 		"user blocks", "user events", "user events watch", "user erasure", "adk user state", "adk sessions of a user",
 		// bucket
 		"global metadata index", "global index", "expiry", "usage totals", "usage by model",
-		"adk app state",
+		"adk app state", "adk sessions of an app",
 		// lock
 		"lock", "lock fence", "lock meta",
 		// channel
