@@ -12,7 +12,6 @@ import (
 
 	"github.com/agentsidecar/agentsidecar/checkpoints"
 	"github.com/agentsidecar/agentsidecar/envconf"
-	"github.com/agentsidecar/agentsidecar/lua"
 	"github.com/agentsidecar/agentsidecar/redisstore/redisstoretest"
 	"github.com/agentsidecar/agentsidecar/sessions"
 	"github.com/agentsidecar/agentsidecar/sessionstore"
@@ -423,7 +422,7 @@ func TestListMetadataBytes(t *testing.T) {
 			want(t, put(t, h, base, "", fmt.Sprintf("c%d", i), "", md, nil), 200)
 		}
 		st := sessionstore.New(srv.Conn(t), sessionstore.Config{TTLSeconds: 600})
-		r, err := st.Run(t.Context(), lua.CheckpointsList, "u1", "t1", "0", "", "", "100", "60000")
+		r, err := st.Run(t.Context(), checkpoints.ScriptList, "u1", "t1", "0", "", "", "100", "60000")
 		if err != nil {
 			t.Fatal(err)
 		}
