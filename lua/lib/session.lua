@@ -451,6 +451,22 @@ local function bookkeeping(c, status, t)
   return nil
 end
 
+-- cognee_first reads, for a write that starts the session, the first
+-- element of Cognee's entries list, which finish needs (cognee_start)
+-- after the write's writes: as a pcall before the first write, so that a
+-- list of another type is refused with nothing written. A write that
+-- reads or checks the list itself (session.use of its family) reads it in
+-- finish as before.
+local function cognee_first(c)
+  local code = keys.code[keys.cognee_entries]
+  if c.fams[code] or c.added[code] ~= nil then return nil end
+  local k = key(c, keys.cognee_entries)
+  local first = redis.pcall('LINDEX', k, 0)
+  if type(first) == 'table' and first.err then return guard.from_error(k, 'list', first) end
+  c.cognee_first = first or false
+  return nil
+end
+
 -- commit makes the write's first writes, once every check of the script
 -- passed: it checks the keys of the families this write makes (session.use
 -- without read_first: one EXISTS, a TYPE each only when one exists), then,
@@ -463,6 +479,10 @@ end
 local function commit(c, opts)
   opts = opts or {}
   c.quiet = opts.quiet
+  if not c.quiet and not c.status then
+    local refused = cognee_first(c)
+    if refused then return refused end
+  end
   if #c.checks > 0 then
     local ks = {}
     for i, p in ipairs(c.checks) do ks[i] = p[1] end
@@ -574,7 +594,8 @@ end
 -- entries list another writer (Cognee) began: its first entry's time when
 -- that is before now, else nil. One LINDEX, at a session's start.
 local function cognee_start(c)
-  local first = redis.call('LINDEX', key(c, keys.cognee_entries), 0)
+  local first = c.cognee_first
+  if first == nil then first = redis.call('LINDEX', key(c, keys.cognee_entries), 0) end
   local t = first and clock.entry_time_us(first)
   if t and t < c.now then return string.format('%d', t) end
   return nil
