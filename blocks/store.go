@@ -17,7 +17,7 @@ import (
 )
 
 // Store is the module's reads and writes over the shared session runner,
-// each write one script (lua/blocks_*.lua).
+// each write one script (blocks_*.lua).
 type Store struct {
 	*sessionstore.Store
 	cfg  Config
