@@ -15,7 +15,7 @@ import (
 )
 
 // Store is the module's reads and writes over the shared session runner,
-// each one script (lua/checkpoints_*.lua).
+// each one script (checkpoints_*.lua).
 type Store struct {
 	*sessionstore.Store
 	cfg Config
