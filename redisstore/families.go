@@ -92,7 +92,7 @@ var (
 	SearchStatsFamily = Register(Family{
 		Name: "search marker", Prefix: "agent_search_stats", Scope: ScopeUser,
 		Kind: KindHash, Owner: "messages", TTL: UserTTL,
-		Description: "under `SEARCH_INDEX=on-demand` its existence is the user's index marker (made by the user's first relevance search; `build` the build's cursor until it is built)",
+		Description: "the build of the user's index (`SEARCH_INDEX=on-demand`): `build`, the build's cursor until every session is taken in (`''` then); made by the user's first relevance search with the user's marker's field `search`",
 	})
 )
 

@@ -179,9 +179,9 @@ var stockOrder = func() map[string]int {
 		// session
 		"entries", "traces", "context", "record", "qa index", "context index", "usage ids",
 		"session state", "messages", "message tree", "message children", "message order",
-		"message keys", "compactions", "search documents", "search entry documents",
+		"compactions", "search documents", "search entry documents",
 		"session blocks", "frozen prompt", "tool calls", "session events", "event keys",
-		"checkpoints", "checkpoint order", "session events watch",
+		"checkpoints", "checkpoint order",
 		"adk session", "adk session state", "adk events",
 		// user
 		"user index", "user marker", "metadata index", "search sessions", "search marker", "user state",

@@ -72,7 +72,7 @@ func TestFamiliesWellFormed(t *testing.T) {
 // naming the family.
 func TestRegisterRefuses(t *testing.T) {
 	ok := redisstore.Family{
-		Name: "test family", Prefix: "test_family_x", Scope: redisstore.ScopeSession,
+		Name: "test family", Prefix: "test_family_x", Code: "zz", Scope: redisstore.ScopeSession,
 		Kind: redisstore.KindHash, Owner: "test", TTL: redisstore.SessionTTL, Description: "d",
 	}
 	for name, change := range map[string]func(f *redisstore.Family){
@@ -90,6 +90,8 @@ func TestRegisterRefuses(t *testing.T) {
 		"session without its TTL":  func(f *redisstore.Family) { f.TTL, f.Reason = redisstore.RetentionTTL, "r" },
 		"permanent without reason": func(f *redisstore.Family) { f.Scope, f.TTL = redisstore.ScopeUser, redisstore.Permanent },
 		"session patterns given":   func(f *redisstore.Family) { f.Pattern, f.ClusterPattern = "test_family_x:*", "test_family_x:*" },
+		"session without a code":   func(f *redisstore.Family) { f.Code = "" },
+		"code taken":               func(f *redisstore.Family) { f.Code = "e" },
 		"suffix on a session":      func(f *redisstore.Family) { f.Suffix = "<x>" },
 		"channel without patterns": func(f *redisstore.Family) {
 			f.Scope, f.Kind, f.TTL, f.Reason = redisstore.ScopeChannel, redisstore.KindChannel, redisstore.Permanent, "r"
@@ -125,17 +127,16 @@ func sessionBuilders(l redisstore.Layout, user, session string) map[string]strin
 		"messages":      m.Messages, "message tree": m.Tree, "message children": m.Children,
 		"message order": m.Order, "compactions": m.Compactions,
 		"search documents": l.SearchDocs(user, session), "search entry documents": l.SearchEntryDocs(user, session),
-		"session blocks":       l.SessionKey(blocks.SessionBlocksFamily, user, session),
-		"frozen prompt":        l.SessionKey(blocks.PromptFamily, user, session),
-		"tool calls":           l.SessionKey(blocks.ToolCallsFamily, user, session),
-		"session events":       l.SessionEvents(user, session),
-		"event keys":           l.SessionKey(events.EventKeysFamily, user, session),
-		"checkpoints":          l.SessionKey(checkpoints.HashFamily, user, session),
-		"checkpoint order":     l.SessionKey(checkpoints.OrderFamily, user, session),
-		"session events watch": l.SessionKey(events.WatchFamily, user, session),
-		"adk session":          l.SessionKey(adk.SessionFamily, user, session),
-		"adk session state":    l.SessionKey(adk.StateFamily, user, session),
-		"adk events":           l.SessionKey(adk.EventsFamily, user, session),
+		"session blocks":    l.SessionKey(blocks.SessionBlocksFamily, user, session),
+		"frozen prompt":     l.SessionKey(blocks.PromptFamily, user, session),
+		"tool calls":        l.SessionKey(blocks.ToolCallsFamily, user, session),
+		"session events":    l.SessionEvents(user, session),
+		"event keys":        l.SessionKey(events.EventKeysFamily, user, session),
+		"checkpoints":       l.SessionKey(checkpoints.HashFamily, user, session),
+		"checkpoint order":  l.SessionKey(checkpoints.OrderFamily, user, session),
+		"adk session":       l.SessionKey(adk.SessionFamily, user, session),
+		"adk session state": l.SessionKey(adk.StateFamily, user, session),
+		"adk events":        l.SessionKey(adk.EventsFamily, user, session),
 	}
 }
 
@@ -188,6 +189,7 @@ func TestMatchBuilders(t *testing.T) {
 				k.Expiry: "expiry", k.Totals: "usage totals",
 				l.UserKey(blocks.UserBlocksFamily, "alice"):                       "user blocks",
 				l.UserKey(registry.UserStateFamily, "alice"):                      "user state",
+				l.UserMarker("alice"):                                             "user marker",
 				erasure.ProgressKey(l, "alice"):                                   "user erasure",
 				l.UserEvents("alice"):                                             "user events",
 				l.UserKey(events.UserWatchFamily, "alice"):                        "user events watch",
@@ -275,13 +277,36 @@ func docRow(f redisstore.Family) string {
 		redisstore.Permanent:          "none: " + f.Reason,
 		redisstore.TemporaryException: "none yet (known defect): " + f.Reason,
 		redisstore.RetentionTTL:       "retention: " + f.Reason,
+		redisstore.UserTTL:            "the user's sessions': at least the TTL of each of them, from its last slide (none while one has none)",
 	}[f.TTL]
+	name := f.Name
+	if f.Code != "" {
+		name += " (`" + f.Code + "`)"
+	}
 	owner := f.Owner
 	if f.Cognee {
 		owner += ", Cognee"
 	}
-	return "| " + strings.Join([]string{f.Name, "`" + f.Pattern + "`", "`" + f.ClusterPattern + "`",
+	return "| " + strings.Join([]string{name, "`" + f.Pattern + "`", "`" + f.ClusterPattern + "`",
 		string(f.Kind), ttl, owner, f.Description}, " | ") + " |"
+}
+
+// TestMarkerFieldsDoc: docs/keyspace.md names every field of the user's
+// marker a module registers, with its description.
+func TestMarkerFieldsDoc(t *testing.T) {
+	b, err := os.ReadFile("../docs/keyspace.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range redisstore.MarkerFields() {
+		name := "`" + f.Name + "`"
+		if f.PerSession {
+			name = "`" + f.Name + ":<session_id>`"
+		}
+		if line := "| " + name + " | " + f.Owner + " | " + f.Description + " |"; !strings.Contains(string(b), line) {
+			t.Errorf("docs/keyspace.md lacks the marker field's row\n%s", line)
+		}
+	}
 }
 
 // update rewrites docs/keyspace.md's table from Families():
@@ -353,7 +378,7 @@ func TestFamiliesOrder(t *testing.T) {
 	}
 
 	out := redisstore.Register(redisstore.Family{
-		Name: "a module's own", Prefix: "test_outside", Scope: redisstore.ScopeSession,
+		Name: "a module's own", Prefix: "test_outside", Code: "zo", Scope: redisstore.ScopeSession,
 		Kind: redisstore.KindString, Owner: "test", TTL: redisstore.SessionTTL, Description: "d",
 	})
 	defer redisstore.Unregister(out.Name)

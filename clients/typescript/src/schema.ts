@@ -527,7 +527,7 @@ export interface paths {
             header?: never;
             path: {
                 /**
-                 * @description The lock name: also its Redis key, as with redis-py. The sidecar's own key names are reserved (400 `invalid_id`): `adk_app_state`, `adk_events`, `adk_index`, `adk_session`, `adk_state`, `adk_user_state`, `agent_search_docs`, `agent_search_entry_docs`, `agent_search_sessions`, `agent_search_stats`, `agent_session_blocks`, `agent_session_compactions`, `agent_session_context_index`, `agent_session_event_keys`, `agent_session_events`, `agent_session_meta`, `agent_session_meta_global`, `agent_session_msg_children`, `agent_session_msg_keys`, `agent_session_msg_order`, `agent_session_msg_tree`, `agent_session_msgs`, `agent_session_prompt`, `agent_session_qa_index`, `agent_session_record`, `agent_session_state`, `agent_session_tool_calls`, `agent_session_usage_ids`, `agent_sessions`, `agent_sessions_by_user`, `agent_sessions_global`, `agent_traces`, `agent_usage_by_model`, `agent_usage_totals`, `agent_user_blocks`, `agent_user_events`, `agent_user_state`, `session_context` and `sidecar`.
+                 * @description The lock name: also its Redis key, as with redis-py. The sidecar's own key names are reserved (400 `invalid_id`): the first segment of each of its key families, as docs/keyspace.md lists them (`agent_sessions`, `agent_session_record`, `agent_user_marker`, `adk_session`, `sidecar`, ...), alone or followed by `:`.
                  * @example graph_writes
                  */
                 name: components["parameters"]["LockName"];
@@ -561,7 +561,7 @@ export interface paths {
             header?: never;
             path: {
                 /**
-                 * @description The lock name: also its Redis key, as with redis-py. The sidecar's own key names are reserved (400 `invalid_id`): `adk_app_state`, `adk_events`, `adk_index`, `adk_session`, `adk_state`, `adk_user_state`, `agent_search_docs`, `agent_search_entry_docs`, `agent_search_sessions`, `agent_search_stats`, `agent_session_blocks`, `agent_session_compactions`, `agent_session_context_index`, `agent_session_event_keys`, `agent_session_events`, `agent_session_meta`, `agent_session_meta_global`, `agent_session_msg_children`, `agent_session_msg_keys`, `agent_session_msg_order`, `agent_session_msg_tree`, `agent_session_msgs`, `agent_session_prompt`, `agent_session_qa_index`, `agent_session_record`, `agent_session_state`, `agent_session_tool_calls`, `agent_session_usage_ids`, `agent_sessions`, `agent_sessions_by_user`, `agent_sessions_global`, `agent_traces`, `agent_usage_by_model`, `agent_usage_totals`, `agent_user_blocks`, `agent_user_events`, `agent_user_state`, `session_context` and `sidecar`.
+                 * @description The lock name: also its Redis key, as with redis-py. The sidecar's own key names are reserved (400 `invalid_id`): the first segment of each of its key families, as docs/keyspace.md lists them (`agent_sessions`, `agent_session_record`, `agent_user_marker`, `adk_session`, `sidecar`, ...), alone or followed by `:`.
                  * @example graph_writes
                  */
                 name: components["parameters"]["LockName"];
@@ -2697,7 +2697,7 @@ export interface components {
          */
         ContextId: components["schemas"]["Id"];
         /**
-         * @description The lock name: also its Redis key, as with redis-py. The sidecar's own key names are reserved (400 `invalid_id`): `adk_app_state`, `adk_events`, `adk_index`, `adk_session`, `adk_state`, `adk_user_state`, `agent_search_docs`, `agent_search_entry_docs`, `agent_search_sessions`, `agent_search_stats`, `agent_session_blocks`, `agent_session_compactions`, `agent_session_context_index`, `agent_session_event_keys`, `agent_session_events`, `agent_session_meta`, `agent_session_meta_global`, `agent_session_msg_children`, `agent_session_msg_keys`, `agent_session_msg_order`, `agent_session_msg_tree`, `agent_session_msgs`, `agent_session_prompt`, `agent_session_qa_index`, `agent_session_record`, `agent_session_state`, `agent_session_tool_calls`, `agent_session_usage_ids`, `agent_sessions`, `agent_sessions_by_user`, `agent_sessions_global`, `agent_traces`, `agent_usage_by_model`, `agent_usage_totals`, `agent_user_blocks`, `agent_user_events`, `agent_user_state`, `session_context` and `sidecar`.
+         * @description The lock name: also its Redis key, as with redis-py. The sidecar's own key names are reserved (400 `invalid_id`): the first segment of each of its key families, as docs/keyspace.md lists them (`agent_sessions`, `agent_session_record`, `agent_user_marker`, `adk_session`, `sidecar`, ...), alone or followed by `:`.
          * @example graph_writes
          */
         LockName: components["schemas"]["Id"];
@@ -5013,7 +5013,7 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description The lock name: also its Redis key, as with redis-py. The sidecar's own key names are reserved (400 `invalid_id`): `adk_app_state`, `adk_events`, `adk_index`, `adk_session`, `adk_state`, `adk_user_state`, `agent_search_docs`, `agent_search_entry_docs`, `agent_search_sessions`, `agent_search_stats`, `agent_session_blocks`, `agent_session_compactions`, `agent_session_context_index`, `agent_session_event_keys`, `agent_session_events`, `agent_session_meta`, `agent_session_meta_global`, `agent_session_msg_children`, `agent_session_msg_keys`, `agent_session_msg_order`, `agent_session_msg_tree`, `agent_session_msgs`, `agent_session_prompt`, `agent_session_qa_index`, `agent_session_record`, `agent_session_state`, `agent_session_tool_calls`, `agent_session_usage_ids`, `agent_sessions`, `agent_sessions_by_user`, `agent_sessions_global`, `agent_traces`, `agent_usage_by_model`, `agent_usage_totals`, `agent_user_blocks`, `agent_user_events`, `agent_user_state`, `session_context` and `sidecar`.
+                 * @description The lock name: also its Redis key, as with redis-py. The sidecar's own key names are reserved (400 `invalid_id`): the first segment of each of its key families, as docs/keyspace.md lists them (`agent_sessions`, `agent_session_record`, `agent_user_marker`, `adk_session`, `sidecar`, ...), alone or followed by `:`.
                  * @example graph_writes
                  */
                 name: components["parameters"]["LockName"];
@@ -5077,7 +5077,7 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description The lock name: also its Redis key, as with redis-py. The sidecar's own key names are reserved (400 `invalid_id`): `adk_app_state`, `adk_events`, `adk_index`, `adk_session`, `adk_state`, `adk_user_state`, `agent_search_docs`, `agent_search_entry_docs`, `agent_search_sessions`, `agent_search_stats`, `agent_session_blocks`, `agent_session_compactions`, `agent_session_context_index`, `agent_session_event_keys`, `agent_session_events`, `agent_session_meta`, `agent_session_meta_global`, `agent_session_msg_children`, `agent_session_msg_keys`, `agent_session_msg_order`, `agent_session_msg_tree`, `agent_session_msgs`, `agent_session_prompt`, `agent_session_qa_index`, `agent_session_record`, `agent_session_state`, `agent_session_tool_calls`, `agent_session_usage_ids`, `agent_sessions`, `agent_sessions_by_user`, `agent_sessions_global`, `agent_traces`, `agent_usage_by_model`, `agent_usage_totals`, `agent_user_blocks`, `agent_user_events`, `agent_user_state`, `session_context` and `sidecar`.
+                 * @description The lock name: also its Redis key, as with redis-py. The sidecar's own key names are reserved (400 `invalid_id`): the first segment of each of its key families, as docs/keyspace.md lists them (`agent_sessions`, `agent_session_record`, `agent_user_marker`, `adk_session`, `sidecar`, ...), alone or followed by `:`.
                  * @example graph_writes
                  */
                 name: components["parameters"]["LockName"];
@@ -5160,7 +5160,7 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description The lock name: also its Redis key, as with redis-py. The sidecar's own key names are reserved (400 `invalid_id`): `adk_app_state`, `adk_events`, `adk_index`, `adk_session`, `adk_state`, `adk_user_state`, `agent_search_docs`, `agent_search_entry_docs`, `agent_search_sessions`, `agent_search_stats`, `agent_session_blocks`, `agent_session_compactions`, `agent_session_context_index`, `agent_session_event_keys`, `agent_session_events`, `agent_session_meta`, `agent_session_meta_global`, `agent_session_msg_children`, `agent_session_msg_keys`, `agent_session_msg_order`, `agent_session_msg_tree`, `agent_session_msgs`, `agent_session_prompt`, `agent_session_qa_index`, `agent_session_record`, `agent_session_state`, `agent_session_tool_calls`, `agent_session_usage_ids`, `agent_sessions`, `agent_sessions_by_user`, `agent_sessions_global`, `agent_traces`, `agent_usage_by_model`, `agent_usage_totals`, `agent_user_blocks`, `agent_user_events`, `agent_user_state`, `session_context` and `sidecar`.
+                 * @description The lock name: also its Redis key, as with redis-py. The sidecar's own key names are reserved (400 `invalid_id`): the first segment of each of its key families, as docs/keyspace.md lists them (`agent_sessions`, `agent_session_record`, `agent_user_marker`, `adk_session`, `sidecar`, ...), alone or followed by `:`.
                  * @example graph_writes
                  */
                 name: components["parameters"]["LockName"];
@@ -5249,7 +5249,7 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description The lock name: also its Redis key, as with redis-py. The sidecar's own key names are reserved (400 `invalid_id`): `adk_app_state`, `adk_events`, `adk_index`, `adk_session`, `adk_state`, `adk_user_state`, `agent_search_docs`, `agent_search_entry_docs`, `agent_search_sessions`, `agent_search_stats`, `agent_session_blocks`, `agent_session_compactions`, `agent_session_context_index`, `agent_session_event_keys`, `agent_session_events`, `agent_session_meta`, `agent_session_meta_global`, `agent_session_msg_children`, `agent_session_msg_keys`, `agent_session_msg_order`, `agent_session_msg_tree`, `agent_session_msgs`, `agent_session_prompt`, `agent_session_qa_index`, `agent_session_record`, `agent_session_state`, `agent_session_tool_calls`, `agent_session_usage_ids`, `agent_sessions`, `agent_sessions_by_user`, `agent_sessions_global`, `agent_traces`, `agent_usage_by_model`, `agent_usage_totals`, `agent_user_blocks`, `agent_user_events`, `agent_user_state`, `session_context` and `sidecar`.
+                 * @description The lock name: also its Redis key, as with redis-py. The sidecar's own key names are reserved (400 `invalid_id`): the first segment of each of its key families, as docs/keyspace.md lists them (`agent_sessions`, `agent_session_record`, `agent_user_marker`, `adk_session`, `sidecar`, ...), alone or followed by `:`.
                  * @example graph_writes
                  */
                 name: components["parameters"]["LockName"];
