@@ -14,6 +14,7 @@ import (
 //	keys.session  the prefixes of the session families, sorted
 //	keys.code     prefix -> the family's code (a record's fams)
 //	keys.prefix   code -> prefix
+//	keys.pat      code -> " <code> ", as a record's fams holds it
 //	keys.cognee   the prefixes of Cognee's families (its lists), and
 //	              cognee_entries its entries list's (a session without a
 //	              record has its keys expire with it)
@@ -28,7 +29,7 @@ import (
 func keysLibrary() string {
 	var b strings.Builder
 	b.WriteString("-- keys: generated from the registered key families (lua/keys.go)\n")
-	var session, codes, prefixes, cognee, members []string
+	var session, codes, prefixes, pats, cognee, members []string
 	for _, f := range redisstore.Families() {
 		if f.SessionMembers {
 			members = append(members, fmt.Sprintf("%q", f.Prefix))
@@ -39,6 +40,7 @@ func keysLibrary() string {
 		session = append(session, fmt.Sprintf("%q", f.Prefix))
 		codes = append(codes, fmt.Sprintf("[%q] = %q", f.Prefix, f.Code))
 		prefixes = append(prefixes, fmt.Sprintf("[%q] = %q", f.Code, f.Prefix))
+		pats = append(pats, fmt.Sprintf("[%q] = %q", f.Code, " "+f.Code+" "))
 		if f.Cognee {
 			cognee = append(cognee, fmt.Sprintf("%q", f.Prefix))
 		}
@@ -52,7 +54,7 @@ func keysLibrary() string {
 		}
 	}
 	list := func(items []string) string { return "{ " + strings.Join(items, ", ") + " }" }
-	fmt.Fprintf(&b, "return {\n  session = %s,\n  code = %s,\n  prefix = %s,\n  cognee = %s,\n  cognee_entries = %q,\n  members = %s,\n  marker = { user = %s, session = %s },\n}\n",
-		list(session), list(codes), list(prefixes), list(cognee), redisstore.EntriesFamily.Prefix, list(members), list(user), list(perSession))
+	fmt.Fprintf(&b, "return {\n  session = %s,\n  code = %s,\n  prefix = %s,\n  pat = %s,\n  cognee = %s,\n  cognee_entries = %q,\n  members = %s,\n  marker = { user = %s, session = %s },\n}\n",
+		list(session), list(codes), list(prefixes), list(pats), list(cognee), redisstore.EntriesFamily.Prefix, list(members), list(user), list(perSession))
 	return b.String()
 }

@@ -85,6 +85,6 @@ events.emit(c, 'entry_appended', 'entry', qa_id, entry)
 
 -- a session's first entry is its start, unless another writer began the
 -- list (session.finish then takes that one's time)
-local started = session.finish(c, { 'entry_count', string.format('%d', newlen - removed) },
-  { started_at = newlen == 1 and string.format('%d', session.now(c)) or nil })
+local started = session.finish(c, { 'entry_count', tostring(newlen - removed) },
+  newlen == 1 and { started_at = c.now_text } or nil)
 return session.reply(c, reply.ok(started and 1 or 0, pending))

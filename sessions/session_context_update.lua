@@ -16,7 +16,7 @@
 --- @include events
 --- @include idindex
 
-local c = idindex.open(session.open(KEYS, ARGV), ARGV[2])
+local c = idindex.lists(idindex.open(session.open(KEYS, ARGV), ARGV[2]))
 local refused = session.begin(c)
 if refused then return refused end
 local found = idindex.locate_new(c, 'context', ARGV[3], true)

@@ -6,8 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/redis/rueidis"
-
 	"github.com/agentsidecar/agentsidecar/cmd/sidecar/modules"
 	"github.com/agentsidecar/agentsidecar/redisstore/redisstoretest"
 	"github.com/agentsidecar/agentsidecar/sidecar/sidecartest"
@@ -30,33 +28,6 @@ const (
 	maxMessageAppendBranch = 12 // a message to another parent than the latest leaf
 )
 
-// notCounted are commands that are no part of a write: the script call
-// itself, the sidecar's health checks and script loading, and this test's
-// own INFO and CONFIG RESETSTAT.
-var notCounted = map[string]bool{
-	"fcall": true, "fcall_ro": true, "evalsha": true, "eval": true, "ping": true, "info": true,
-	"config|resetstat": true, "function|list": true, "function|load": true, "script|exists": true,
-	"script|load": true, "hello": true, "client|setinfo": true, "client|setname": true,
-}
-
-// commandsOf runs do and returns the commands Redis ran for it, by name.
-func commandsOf(t *testing.T, c rueidis.Client, do func()) (int, map[string]int) {
-	t.Helper()
-	if err := c.Do(t.Context(), c.B().ConfigResetstat().Build()).Error(); err != nil {
-		t.Fatal(err)
-	}
-	do()
-	total, by := 0, map[string]int{}
-	for name, n := range commandCalls(t, c) {
-		if notCounted[name] {
-			continue
-		}
-		total += n
-		by[name] = n
-	}
-	return total, by
-}
-
 func TestWriteCommandCounts(t *testing.T) {
 	srv := redisstoretest.NewReal(t)
 	h := sidecartest.Start(t, srv, nil, modules.All()...)
@@ -64,16 +35,16 @@ func TestWriteCommandCounts(t *testing.T) {
 	check := func(what string, most int, method, path, body string, header ...string) {
 		t.Helper()
 		var status int
-		n, by := commandsOf(t, c, func() {
+		got := redisstoretest.CommandsOf(t, c, func() {
 			r := h.Do(t, method, path, body, header...)
 			status = r.Status
 		})
 		if status/100 != 2 {
 			t.Fatalf("%s: %d", what, status)
 		}
-		t.Logf("%s: %d commands %v", what, n, by)
-		if n > most {
-			t.Errorf("%s: %d Redis commands, want at most %d: %v", what, n, most, by)
+		t.Logf("%s: %s", what, got)
+		if got.Total > int64(most) {
+			t.Errorf("%s: %s Redis commands, want at most %d", what, got, most)
 		}
 	}
 	entries := "/v1/users/alice/sessions/s1/entries"

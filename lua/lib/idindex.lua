@@ -10,13 +10,20 @@
 local ENTRIES, TRACES, CONTEXT = 'agent_sessions', 'agent_traces', 'session_context'
 local QA_INDEX, CTX_INDEX = 'agent_session_qa_index', 'agent_session_context_index'
 
--- open gives c the module's keys (c.entries, c.traces, c.context,
--- c.qa_index, c.ctx_index) and SESSION_MAX_ENTRIES (c.max_entries; text, 0
--- = unbounded), and returns it.
+-- open gives c the entries list's keys (c.entries, c.qa_index) and
+-- SESSION_MAX_ENTRIES (c.max_entries; text, 0 = unbounded), and returns it.
 local function open(c, max_entries)
-  c.entries, c.traces, c.context = session.key(c, ENTRIES), session.key(c, TRACES), session.key(c, CONTEXT)
-  c.qa_index, c.ctx_index = session.key(c, QA_INDEX), session.key(c, CTX_INDEX)
+  c.entries, c.qa_index = ENTRIES .. ':' .. c.id, QA_INDEX .. ':' .. c.id
   c.max_entries = tonumber(max_entries) or 0
+  return c
+end
+
+-- lists gives c the keys of the traces and context lists and the context
+-- index too (c.traces, c.context, c.ctx_index), and returns it.
+local function lists(c)
+  if not c.context then
+    c.traces, c.context, c.ctx_index = TRACES .. ':' .. c.id, CONTEXT .. ':' .. c.id, CTX_INDEX .. ':' .. c.id
+  end
   return c
 end
 
@@ -69,6 +76,7 @@ local INDEX_STEP, INDEX_STEP_BYTES, INDEX_PAGE = 256, 1048576, 16
 -- index_keys returns the list, index and id field of index which.
 local function index_keys(c, which)
   if which == 'qa' then return c.entries, c.qa_index, 'qa_id' end
+  lists(c)
   return c.context, c.ctx_index, 'id'
 end
 
@@ -78,8 +86,12 @@ end
 local function fingerprint(which, el)
   if not el then return '' end
   if which == 'qa' then
-    local t, at = '', string.find(el, '"time"', 1, true)
-    if at then t = string.match(el, '^%s*:%s*"([^"]*)"', at + 6) or '' end
+    -- Cognee and the sidecar write "time" first: one match then
+    local t = string.match(el, '^{"time": "([^"]*)"')
+    if not t then
+      local at = string.find(el, '"time"', 1, true)
+      t = at and string.match(el, '^%s*:%s*"([^"]*)"', at + 6) or ''
+    end
     return (json.id_of(el, 'qa_id') or '') .. ' ' .. t
   end
   if #el > 8192 then el = #el .. string.sub(el, 1, 4096) .. string.sub(el, -4096) end
@@ -245,7 +257,12 @@ end
 -- empty list).
 local function locate_new(c, which, id, exact)
   local list, index, idkey = index_keys(c, which)
-  local m = redis.pcall('HMGET', index, '#len', '#last', '#head', id, '#first')
+  local m
+  if which == 'qa' then
+    m = redis.pcall('HMGET', index, '#len', '#last', '#head', id)
+  else
+    m = redis.pcall('HMGET', index, '#len', '#last', '#head', id, '#first')
+  end
   if m.err then return { answer = guard.from_error(index, 'hash', m) } end
   local last = redis.pcall('LINDEX', list, -1)
   if type(last) == 'table' then return { answer = guard.from_error(list, 'list', last) } end
@@ -416,6 +433,7 @@ return {
   QA_INDEX = QA_INDEX,
   CTX_INDEX = CTX_INDEX,
   open = open,
+  lists = lists,
   index_prefix = index_prefix,
   locate_new = locate_new,
   appended = appended,

@@ -52,7 +52,7 @@ end
 -- write dropped it).
 local function had(c, code)
   if c.dropped and c.dropped[code] then return false end
-  return c.fams_text ~= nil and string.find(c.fams_text, ' ' .. code .. ' ', 1, true) ~= nil
+  return c.fams_text ~= nil and string.find(c.fams_text, keys.pat[code], 1, true) ~= nil
 end
 
 -- idx is the session's list of sorted sets beyond the lifecycle indexes.
