@@ -187,7 +187,7 @@ func (l latencies) max() time.Duration {
 func jsonInto(body string, v any) bool { return json.Unmarshal([]byte(body), v) == nil }
 
 // fingerprint is what the qa_id index keeps of an entry to recognise it:
-// its qa_id and its time (lua/session_lib.lua).
+// its qa_id and its time (lua/lib/idindex.lua).
 func fingerprint(e storedEntry) string {
 	var at string
 	_ = json.Unmarshal(e.Fields["time"], &at)

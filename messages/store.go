@@ -40,7 +40,7 @@ type Stored struct {
 // indexPending is the value a write answers last when it stored messages
 // without their documents for a user who has an index (an append sent
 // without them: search.Probe), or when it dropped the session's index as
-// foreign (lib/search.lua, current): the catch-up indexes them.
+// foreign (search/search.lua, current): the catch-up indexes them.
 const indexPending = "index_pending"
 
 // Append stores msgs chained in order under parent, all or nothing.

@@ -58,7 +58,7 @@ type txEntry struct {
 // txSeg is a message of the replaced segment as the caller read it.
 type txSeg struct{ ID, FP string }
 
-// txArgs is one run of lua/messages_transaction.lua.
+// txArgs is one run of messages_transaction.lua.
 type txArgs struct {
 	OpID, Digest string
 	Whole        bool // every message goes (replace_history); Segment: the expected leaf, if any

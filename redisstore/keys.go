@@ -35,7 +35,7 @@ type Layout struct {
 const Buckets = 64
 
 // SessionKeys are the keys one session script takes, in the order of
-// lua/session_lib.lua: the session's own keys, then the indexes and totals
+// lua/lib/session.lua: the session's own keys, then the indexes and totals
 // its writes keep current.
 type SessionKeys struct {
 	Entries string // agent_sessions:<u>:<s>: Cognee's Q&A list

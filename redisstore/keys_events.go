@@ -1,7 +1,7 @@
 package redisstore
 
 // Keys of live events. Every session script appends its event to the
-// session's stream (lua/session_lib.lua derives the names from the record
+// session's stream (lua/lib/events.lua derives the names from the record
 // key's tag, as these builders do) and publishes an empty message on the
 // stream's own channel, EventsChannel(stream); the events module reads them.
 

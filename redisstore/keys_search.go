@@ -3,7 +3,7 @@ package redisstore
 // Keys of the search index (the session scripts write them; package search
 // reads them for the modules). The index of a session's documents of one
 // kind is one hash, a session key: it slides, ends and goes with the
-// session (lua/lib/search.lua).
+// session (search/search.lua).
 
 // SearchStats is the user's on-demand index marker: agent_search_stats:<tag><u>.
 func (l Layout) SearchStats(user string) string {

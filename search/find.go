@@ -30,7 +30,7 @@ var ErrNoTerms = errors.New("search: the query holds no searchable word")
 const (
 	// MaxSearchSessions is how many of the user's sessions a user-wide
 	// search reads at most, those whose documents changed last first
-	// (the user's list keeps twice as many: lua/lib/search.lua MAX_LISTED).
+	// (the user's list keeps twice as many: search/search.lua MAX_LISTED).
 	MaxSearchSessions = 1000
 	// SessionBatch is the most sessions read in one pipeline (two HMGETs
 	// each, one per kind).

@@ -61,7 +61,7 @@ const ProbeSpec = "?!"
 
 // Spec is a document's spec as the write scripts take it under mode m:
 // under OnDemand prefixed with "?" (index only while the user has an
-// index: lib/search.lua, wanted).
+// index: search.lua, wanted).
 func (m Mode) Spec(spec string) string {
 	if m.Of() == OnDemand {
 		return "?" + spec

@@ -3,7 +3,7 @@
 // querying (Unicode words, case- and accent-folded, English stop words
 // dropped, English Snowball stems: "deploy" finds "deployment" and
 // "deployed"), BM25 scoring, and plain-text snippets. The index itself lives
-// in Redis, kept by the write scripts (lua/session_lib.lua, "Search
+// in Redis, kept by the write scripts (search.lua, "Search
 // index"); this package
 // holds no state.
 //

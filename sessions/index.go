@@ -13,7 +13,7 @@ import (
 // kept by the scripts that write the lists; another writer (Cognee) does
 // not keep them. When it appended, a script indexes the new elements; when
 // it rewrote a list, the index is made again from the start. One script
-// indexes at most one step (lua/session_lib.lua: 256 elements, about
+// indexes at most one step (lua/lib/idindex.lua: 256 elements, about
 // 1 MiB), so no script's work grows with the list: a script that needs the
 // whole index and finds it short answers {'index_build', which} before its
 // first write, and exec runs session_index_build one step at a time until

@@ -13,7 +13,7 @@ import (
 )
 
 // Reads are bounded whatever a session holds: a list answer is one script
-// (lua/session_read.lua) reading at most n elements a page at a time and
+// (session_read.lua) reading at most n elements a page at a time and
 // stopping at SIDECAR_MAX_ANSWER_BYTES (fewer elements and the header
 // Sidecar-Truncated: true, never a silent cut), so it is atomic and its work
 // bounded; a search reads pages of at most ReadPage elements and about
@@ -80,7 +80,7 @@ type page struct {
 }
 
 // readLast reads the newest n elements of key (oldest first), stopping
-// before the answer would pass maxBytes: one script (lua/session_read.lua),
+// before the answer would pass maxBytes: one script (session_read.lua),
 // so the answer is the list as it was at one moment, and bounded work
 // whatever the list holds.
 func (s *Store) readLast(ctx context.Context, key string, n, maxBytes int) (page, error) {

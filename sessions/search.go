@@ -17,7 +17,7 @@ import (
 )
 
 // The relevance search index of Q&A entries (package search; the scripts'
-// side is lib/search.lua). The sidecar's own writes keep it in the same
+// side is search/search.lua). The sidecar's own writes keep it in the same
 // script as the write (under SEARCH_INDEX=on-demand only while the user
 // has an index): an append indexes its entry, a delete or a trim takes
 // entries out, a change of question, context or answer takes the entry

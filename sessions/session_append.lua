@@ -7,7 +7,7 @@
 -- ARGV[3] qa_id
 -- ARGV[4] the entry, as Cognee's json.dumps writes it
 -- ARGV[5..6] when present, the entry's search document (question, context
---   and answer): spec "term tf ..." and length (lib/search.lua); absent
+--   and answer): spec "term tf ..." and length (search/search.lua); absent
 --   when the search index is off; a spec prefixed with '?' is indexed only
 --   while the user has an index (SEARCH_INDEX=on-demand: search.wanted);
 --   '?!': no document sent (the sidecar believes the user has no index:

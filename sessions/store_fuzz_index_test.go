@@ -117,7 +117,7 @@ func contextOp(ctx context.Context, st *sessions.Store, c rueidis.Client, key st
 	return model, nil
 }
 
-// fingerprintOf is what the index keeps of an element (lua/session_lib.lua,
+// fingerprintOf is what the index keeps of an element (lua/lib/idindex.lua,
 // fingerprint): a Q&A entry's qa_id and time, a context entry's SHA1.
 func fingerprintOf(which, el string) string {
 	if which == "context" {

@@ -8,12 +8,12 @@
 //   - Config: the session settings (SESSION_TTL_SECONDS, SESSION_MAX_ENTRIES,
 //     SESSION_ABANDON_AFTER_SECONDS, SESSION_EVENTS_MAXLEN), parsed once per
 //     host (FromDeps);
-//   - Store.Exec also reads the record's abort_requested_at in the script's
-//     round trip and sets Sidecar-Abort-Requested on the answer
-//     (sidecar.SetAnswerHeader) while an abort is pending;
-//   - Store.Exec: the runner of a session script (lua/session_*.lua with the
-//     session_lib.lua prelude), with the session's keys and common arguments,
-//     so the write, the record, the indexes and the TTL move together;
+//   - Store.Run and Store.Exec: the runner of a session script (a module's
+//     script on the session core, lua/lib/session.lua), with the core's
+//     per-call contract (KEYS the record and the user's marker, ARGV[1] the
+//     core's settings), so the write, the record, the indexes and the TTL
+//     move together; Run sets Sidecar-Abort-Requested on the answer
+//     (sidecar.SetAnswerHeader) while the answer says an abort is pending;
 //   - what concerns every key of a session, whichever module wrote it:
 //     Delete, TTL, SetTTL;
 //   - the record and the reads across sessions: Get, List (cursor pages by

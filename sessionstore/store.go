@@ -16,8 +16,8 @@ import (
 )
 
 // Store is the session runner every module that writes a session shares:
-// it runs a session script (lua/session_*.lua, with session_lib.lua's
-// prelude) with the session's keys and the common arguments, so the write,
+// it runs a session script (a module's script on the session core,
+// lua/lib/session.lua) with the core's per-call contract, so the write,
 // the record, the indexes and the sliding TTL move together. It also holds
 // what concerns every key of a session whichever module wrote it: delete,
 // TTL, the record and the reads across sessions. Modules keep their own

@@ -107,7 +107,7 @@ end
 -- and the first 80 code points of each of its newest 20 questions or user
 -- messages (their content), oldest first, joined by "; ", at most 1000
 -- code points in all. It reads the 20 newest entries and the 40 newest
--- messages (the messages module's keys, redisstore/keys_messages.go):
+-- messages (the messages module's keys, messages/keys.go):
 -- bounded whatever the session holds.
 local function auto_summary(c)
   local items = {}
