@@ -141,9 +141,9 @@ func (s *Store) listByMetadata(ctx context.Context, client rueidis.Client, q Lis
 		next = encodeCursor(last.score, last.member)
 	}
 	if len(gone) > 0 {
-		for _, r := range lua.RegistryMetaPrune.ExecMulti(ctx, client, gone...) {
+		for _, r := range lua.SessionMetaPrune.ExecMulti(ctx, client, gone...) {
 			if err := r.Error(); err != nil {
-				return nil, "", redisstore.Wrap(lua.RegistryMetaPrune.Name, err)
+				return nil, "", redisstore.Wrap(lua.SessionMetaPrune.Name, err)
 			}
 		}
 	}
