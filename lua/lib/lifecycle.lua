@@ -85,12 +85,17 @@ end
 
 -- index_in files the session in activity index k (per_user: members session
 -- ids, else "<u>:<s>"): commit adds it (a guarded first write), every later
--- bookkeeping moves its score, a delete removes it. Before commit.
+-- bookkeeping moves its score, a delete removes it. Before commit. finish
+-- gives k its TTL (expire_new; one EXISTS here tells a key the write makes).
 local function index_in(c, k, per_user)
   local entry = (per_user and 's' or 'g') .. k
   if listed(c, entry) then
     c.idx_new = c.idx_new or {}
     c.idx_new[entry] = true
+    if redis.call('EXISTS', k) == 0 then
+      c.idx_fresh = c.idx_fresh or {}
+      c.idx_fresh[k] = true
+    end
   end
 end
 
@@ -264,6 +269,22 @@ local function index_new(c)
   return nil
 end
 
+-- expire_new gives the activity indexes this write filed the session in
+-- (index_in) their TTL t: one the write made gets t (slide_user's EXPIRE
+-- GT gives none to a key without one); another, when no bookkeeping was
+-- due (no slide_user), at least t (0: none).
+local function expire_new(c, t)
+  if not c.idx_new then return end
+  for entry in pairs(c.idx_new) do
+    local k = string.sub(entry, 2)
+    if c.idx_fresh and c.idx_fresh[k] then
+      if t > 0 then redis.call('EXPIRE', k, t) end
+    elseif not c.due then
+      if t > 0 then redis.call('EXPIRE', k, t, 'GT') else redis.call('PERSIST', k) end
+    end
+  end
+end
+
 -- slide_user gives the user's keys this session keeps alive at least TTL
 -- t (0: none): its activity and member sets, the keys the marker lists,
 -- and the marker.
@@ -368,6 +389,7 @@ return {
   grain = grain,
   bookkeeping = bookkeeping,
   index_new = index_new,
+  expire_new = expire_new,
   slide_user = slide_user,
   slide = slide,
   list_keys = list_keys,

@@ -360,6 +360,7 @@ local function finish(c, fields, opts)
   redis.call('HSET', c.record, unpack(hs))
   local t = ttl(c)
   lifecycle.list_keys(c, t)
+  lifecycle.expire_new(c, t)
   if slid_set then
     for code in pairs(c.added) do slid_set[code] = true end
     lifecycle.slide(c, t, slid_set)
