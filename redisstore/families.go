@@ -109,7 +109,7 @@ var (
 	MetaIndexFamily = Register(Family{
 		Name: "metadata index", Prefix: "agent_session_meta", Scope: ScopeUser, Suffix: "<key>=<value>",
 		Kind: KindZSet, Owner: "registry", TTL: SessionTTL,
-		Description: "a user's session ids whose metadata holds `<key>=<value>` (`agent_session_meta:<u>:<key>=<value>`), by last activity; members of expired sessions dropped on read and by the writes of the pair's sessions (two examined per sliding write)",
+		Description: "a user's session ids whose metadata holds `<key>=<value>` (`agent_session_meta:<u>:<key>=<value>`), by last activity (to within 60 s at most); lives as long as the longest-lived of them; members of expired sessions dropped on read and by the bookkeeping of the pair's sessions (two examined each time)",
 	})
 	UserEventsFamily = Register(Family{
 		Name: "user events", Prefix: "agent_user_events", Scope: ScopeUser,

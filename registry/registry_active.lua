@@ -3,64 +3,93 @@
 -- most recently active one is reused when not abandoned (the reuse is
 -- activity); otherwise up to AUTO_CLOSE_MAX abandoned candidates are
 -- completed as auto_closed with an auto-summary, and the new session
--- (the one KEYS name) is created with its title and metadata.
--- KEYS[1..15] the new session's keys, indexes and totals (session.lua)
--- ARGV[1..4] TTL, max entries, user_id, new session_id (session.lua)
--- ARGV[5] SESSION_ABANDON_AFTER_SECONDS in µs
--- ARGV[6] '1' when ARGV[7] is the new session's title, else '0'
--- ARGV[8] the new session's metadata (match pairs included), JSON or ''
--- ARGV[9] match: a flat JSON string map, or '' (every running session)
+-- (the one KEYS names) is created with its title and metadata.
+-- KEYS[1] the new session's record (lib/session.lua)
+-- ARGV[1] the core's settings (lib/session.lua)
+-- ARGV[2] SESSION_ABANDON_AFTER_SECONDS in µs
+-- ARGV[3] '1' when ARGV[4] is the new session's title, else '0'
+-- ARGV[5] the new session's metadata (match pairs included), JSON or ''
+-- ARGV[6] match: a flat JSON string map, or '' (every running session)
 -- emits status {status: reused} into a reused session, {status: started}
 -- into a new one, and each auto-closed session's status event.
--- returns {'ok', session_id, 1 created / 0 reused, {closed session
---   ids...}}; {'refused', 'key_wrong_type', text} (nothing written) when a
---   key it would write holds another type, or one it reads for an
---   auto-summary (an abandoned session's entries, message order or
---   messages).
+-- returns (reply.lua) {'ok', session_id, 1 created / 0 reused, {closed
+--   session ids...}}; {'refused', 'key_wrong_type', text} (nothing
+--   written) when a key it would write holds another type, or one it reads
+--   (the index it scans; for an auto-summary, an abandoned session's
+--   entries, message order or messages); {'refused', ...} when the user is
+--   fenced.
+-- Redis commands, reusing a session within the core's grain: TIME, the
+-- index's ZREVRANGE, the candidate's HMGET, session.begin's two, the
+-- event's XADD and PUBLISH when recorded, the record's HSET.
 --- @include reply
---- @include clock
---- @include meta
+--- @include guard
 --- @include session
 --- @include events
 --- @include registry
 
 local c = session.open(KEYS, ARGV)
 local match = nil
-if ARGV[9] ~= '' then match = cjson.decode(ARGV[9]) end
--- Every check before the first write (Redis does not roll back): the new
--- session's keys and indexes, then those of the sessions it would reuse or
--- close.
-local refused = session.guard(c, 'keep', unpack(meta.checks(c, ARGV[8])))
+if ARGV[6] ~= '' then match = cjson.decode(ARGV[6]) end
+local cutoff = session.now(c) - tonumber(ARGV[2]) -- before session.at: its contexts share the time
+local found, gone, refused = registry.candidates(c, match, registry.AUTO_CLOSE_MAX, cutoff)
 if refused then return refused end
-local cutoff = clock.now_us() - tonumber(ARGV[5])
-local found, gone = registry.candidates(c, match, registry.AUTO_CLOSE_MAX, cutoff)
-local reuse = #found > 0 and found[1].last >= cutoff
-for _, f in ipairs(found) do
-  if reuse then
-    refused = session.guard(f.c, 'keep')
-  else
-    refused = session.guard(f.c, 'move', registry.summary_checks(f.c))
-  end
+-- Every check before the first write (Redis does not roll back).
+if #found > 0 and found[1].last >= cutoff then
+  local s = found[1].c
+  refused = session.begin(s) or registry.drop_check(gone)
   if refused then return refused end
-  if reuse then break end
-end
-refused = registry.drop_expired(c, gone)
-if refused then return refused end
-if reuse then
-  events.emit(found[1].c, 'status', 'state', nil, '{"status":"reused"}')
-  session.finish_write(found[1].c, false, false)
+  events.use(s)
+  refused = session.commit(s)
+  if refused then return refused end
+  registry.drop_expired(c, gone)
+  events.emit(s, 'status', 'state', nil, '{"status":"reused"}')
+  session.finish(s)
   return reply.ok(found[1].sid, 0, {})
 end
-local closed = {}
-for _, f in ipairs(found) do -- all abandoned: the newest is
-  registry.end_session(f.c, 'auto_closed', registry.auto_summary(f.c), true)
-  closed[#closed + 1] = f.sid
+-- all abandoned: the newest is; each is closed, then the new session made
+refused = session.begin(c) or registry.drop_check(gone)
+if refused then return refused end
+local closing, checks = {}, {}
+local function check_pairs(s, meta)
+  for k, v in pairs(registry.pairs_of(meta)) do
+    local uk, gk = registry.names(s, k, v)
+    checks[#checks + 1], checks[#checks + 2] = { uk, 'zset' }, { gk, 'zset' }
+  end
+  if events.recording(s) then checks[#checks + 1] = { session.key(s, events.STREAM), 'stream' } end
 end
--- the new session (c, KEYS's)
-local fields = {}
-if ARGV[6] == '1' then fields[#fields + 1], fields[#fields + 2] = 'title', ARGV[7] end
-if ARGV[8] ~= '' then fields[#fields + 1], fields[#fields + 2] = 'metadata', ARGV[8] end
-if #fields > 0 then redis.call('HSET', c.record, unpack(fields)) end
+for i, f in ipairs(found) do
+  refused = session.begin(f.c)
+  if refused then return refused end
+  local summary
+  summary, refused = registry.auto_summary(f.c)
+  if refused then return refused end
+  closing[i] = summary
+  events.use(f.c)
+  -- the keys of its bookkeeping that no write before it checks
+  check_pairs(f.c, f.meta)
+end
+registry.index_pairs(c, registry.pairs_of(ARGV[5]))
+events.use(c)
+if #found > 0 then
+  -- the sessions closed first must not commit before a refusal of a later
+  -- one's (or the new session's) bookkeeping
+  check_pairs(c, ARGV[5])
+  refused = guard.check(checks)
+  if refused then return refused end
+end
+local closed = {}
+for i, f in ipairs(found) do
+  refused = session.commit(f.c, { status = 'completed' })
+  if refused then return refused end -- only the first can: nothing written
+  registry.end_session(f.c, 'auto_closed', closing[i], true)
+  closed[i] = f.sid
+end
+refused = session.commit(c)
+if refused then return refused end
+registry.drop_expired(c, gone)
 events.emit(c, 'status', 'state', nil, '{"status":"started"}')
-session.finish_write(c, false, true)
+local fields = {}
+if ARGV[3] == '1' then fields[#fields + 1], fields[#fields + 2] = 'title', ARGV[4] end
+if ARGV[5] ~= '' then fields[#fields + 1], fields[#fields + 2] = 'metadata', ARGV[5] end
+session.finish(c, fields)
 return reply.ok(c.sid, 1, closed)
