@@ -451,3 +451,42 @@ func TestUnreadableStateIsRefusedOnRead(t *testing.T) { checkUnreadableState(t, 
 func TestUnreadableStateIsNotPatched(t *testing.T) {
 	checkUnreadableState(t, "PATCH", `{"a":1}`)
 }
+
+// A session that joins a metadata index by a PATCH gives the index at
+// least its own TTL at once, though its bookkeeping is not due (the core
+// slides its keys once a grain): an index that a short-lived session made
+// does not expire under it; and a session without expiry that joins one
+// leaves it without expiry.
+func TestMetadataIndexJoinedGetsTheSessionsTTL(t *testing.T) {
+	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
+		h := sidecartest.Start(t, srv, envconf.Env{"SESSION_TTL_SECONDS": "1000"}, sessions.Factory, usage.Factory, ttl.Factory, registry.Factory)
+		l := srv.Layout()
+		c := srv.Client(t)
+		user, global := l.MetaIndex("alice", "pr", "7"), l.MetaGlobal(l.Bucket("alice"), "pr", "7")
+		want(t, h.Do(t, "POST", "/v1/users/alice/sessions", `{"session_id":"short","metadata":{"pr":"7"}}`), 201)
+		for _, k := range []string{user, global} {
+			if got := pttl(t, srv, k); got <= 0 || got > 1000*1000 {
+				t.Fatalf("PTTL of %s made by the create: %d, want the session's 1000 s", k, got)
+			}
+			// as if the sessions it holds were about to expire
+			if err := c.Do(t.Context(), c.B().Pexpire().Key(k).Milliseconds(5000).Build()).Error(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		want(t, h.Do(t, "POST", "/v1/users/alice/sessions", `{"session_id":"long"}`), 201)
+		want(t, h.Do(t, "PATCH", "/v1/users/alice/sessions/long", `{"metadata":{"pr":"7"}}`), 200)
+		for _, k := range []string{user, global} {
+			if got := pttl(t, srv, k); got <= 5000 || got > 1000*1000 {
+				t.Errorf("PTTL of %s after session long joined it: %d ms, want long's 1000 s", k, got)
+			}
+		}
+		want(t, h.Do(t, "POST", "/v1/users/alice/sessions", `{"session_id":"kept"}`), 201)
+		want(t, h.Do(t, "PUT", "/v1/users/alice/sessions/kept/ttl", `{"ttl_seconds":0}`), 200)
+		want(t, h.Do(t, "PATCH", "/v1/users/alice/sessions/kept", `{"metadata":{"pr":"7"}}`), 200)
+		for _, k := range []string{user, global} {
+			if got := pttl(t, srv, k); got != -1 {
+				t.Errorf("PTTL of %s after session kept (no expiry) joined it: %d, want -1", k, got)
+			}
+		}
+	})
+}
