@@ -196,7 +196,7 @@ local function auto_summary(c)
   local got = {}
   if #ids > 0 then
     got, refused = read(msgs, 'hash', 'HMGET', msgs, unpack(ids))
-  else -- its type all the same: a start refuses what it would not read
+  else -- checked all the same: a messages hash of another type is refused
     refused = select(2, read(msgs, 'hash', 'HLEN', msgs))
   end
   if refused then return nil, refused end
