@@ -49,32 +49,32 @@ end
 -- all abandoned: the newest is; each is closed, then the new session made
 refused = session.begin(c) or registry.drop_check(gone)
 if refused then return refused end
-local closing, checks = {}, {}
-local function check_pairs(s, meta)
+-- The sessions closed first must not commit before a refusal of a later
+-- one's (or the new session's): each one's families new to it
+-- (session.check) and its metadata indexes, which its bookkeeping writes
+-- and no commit before it checks, are checked first.
+local closing, indexes = {}, {}
+local function index_checks(s, meta)
   for k, v in pairs(registry.pairs_of(meta)) do
     local uk, gk = registry.names(s, k, v)
-    checks[#checks + 1], checks[#checks + 2] = { uk, 'zset' }, { gk, 'zset' }
+    indexes[#indexes + 1], indexes[#indexes + 2] = { uk, 'zset' }, { gk, 'zset' }
   end
-  if events.recording(s) then checks[#checks + 1] = { session.key(s, events.STREAM), 'stream' } end
 end
 for i, f in ipairs(found) do
   refused = session.begin(f.c)
   if refused then return refused end
-  local summary
-  summary, refused = registry.auto_summary(f.c)
+  closing[i], refused = registry.auto_summary(f.c)
   if refused then return refused end
-  closing[i] = summary
   events.use(f.c)
-  -- the keys of its bookkeeping that no write before it checks
-  check_pairs(f.c, f.meta)
+  refused = session.check(f.c)
+  if refused then return refused end
+  index_checks(f.c, f.meta)
 end
 registry.index_pairs(c, registry.pairs_of(ARGV[5]))
 events.use(c)
 if #found > 0 then
-  -- the sessions closed first must not commit before a refusal of a later
-  -- one's (or the new session's) bookkeeping
-  check_pairs(c, ARGV[5])
-  refused = guard.check(checks)
+  index_checks(c, ARGV[5])
+  refused = session.check(c) or guard.check(indexes)
   if refused then return refused end
 end
 local closed = {}
