@@ -5,7 +5,7 @@
 -- is registered as a session family) and of the user's keys that live as
 -- long as the user's sessions (the user's counter: session.keep), and the
 -- session's live event.
--- KEYS[1] the session's record (lua/lib/session.lua)
+-- KEYS[1] the session's record, KEYS[2] the user's marker (lua/lib/session.lua)
 -- ARGV[1] the core's settings (lua/lib/session.lua)
 -- ARGV[2] the session family's prefix, sidecar_hello_session
 -- ARGV[3] the user family's prefix, sidecar_hello_user
