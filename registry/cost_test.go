@@ -2,53 +2,12 @@ package registry_test
 
 import (
 	"fmt"
-	"regexp"
-	"slices"
-	"strconv"
-	"strings"
 	"testing"
-
-	"github.com/redis/rueidis"
 
 	"github.com/agentsidecar/agentsidecar/redisstore/redisstoretest"
 	"github.com/agentsidecar/agentsidecar/registry"
 	"github.com/agentsidecar/agentsidecar/sessionstore"
 )
-
-// commandCalls returns every command Redis ran since the last CONFIG
-// RESETSTAT (commands run by scripts included), by name, leaving out the
-// script call itself, the statistics' own commands and those of a
-// connection the client opens meanwhile (HELLO, CLIENT, PING).
-func commandCalls(t *testing.T, c rueidis.Client) (map[string]int, int) {
-	t.Helper()
-	info, err := c.Do(t.Context(), c.B().Info().Section("commandstats").Build()).ToString()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, total := map[string]int{}, 0
-	for _, m := range regexp.MustCompile(`cmdstat_([a-z|_-]+):calls=(\d+)`).FindAllStringSubmatch(info, -1) {
-		switch m[1] {
-		case "fcall", "fcall_ro", "evalsha", "eval", "config|resetstat", "info", "hello", "ping":
-			continue
-		}
-		if strings.HasPrefix(m[1], "client|") {
-			continue
-		}
-		n, _ := strconv.Atoi(m[2])
-		out[m[1]] = n
-		total += n
-	}
-	return out, total
-}
-
-func summary(calls map[string]int) string {
-	var parts []string
-	for k, n := range calls {
-		parts = append(parts, fmt.Sprintf("%s=%d", k, n))
-	}
-	slices.Sort(parts)
-	return strings.Join(parts, " ")
-}
 
 // The Redis commands of a registry write on a session within the core's
 // grain (its bookkeeping not due), counted by Redis itself: a title PATCH,
@@ -58,7 +17,7 @@ func summary(calls map[string]int) string {
 func TestWriteCosts(t *testing.T) {
 	srv := redisstoretest.NewReal(t)
 	conn := redisstoretest.OpenReady(t, srv.Options())
-	// a week's TTL: the grain is 60 s (lua/lib/session.lua, grain)
+	// a week's TTL: the grain is 60 s (lua/lib/lifecycle.lua, grain)
 	store := &registry.Store{Store: sessionstore.New(conn, sessionstore.Config{TTLSeconds: 7 * 86400, AbandonAfterSeconds: 1800})}
 	c := srv.Client(t)
 	ctx := t.Context()
@@ -79,7 +38,7 @@ func TestWriteCosts(t *testing.T) {
 	}
 	for _, w := range []struct {
 		name, session string
-		max           int
+		max           int64
 		run           func() error
 	}{
 		{"title PATCH", "s1", 6, func() error { return store.Update(ctx, "alice", "s1", registry.Update{Title: "set", TitleValue: "t"}) }},
@@ -93,20 +52,20 @@ func TestWriteCosts(t *testing.T) {
 		}},
 	} {
 		before := slid(w.session)
-		resetStats(t, c)
-		if err := w.run(); err != nil {
-			t.Fatalf("%s: %v", w.name, err)
-		}
-		calls, total := commandCalls(t, c)
-		t.Logf("%s: %d commands: %s", w.name, total, summary(calls))
+		got := redisstoretest.CommandsOf(t, c, func() {
+			if err := w.run(); err != nil {
+				t.Fatalf("%s: %v", w.name, err)
+			}
+		})
+		t.Logf("%s: %s", w.name, got)
 		if slid(w.session) != before {
 			// a machine so slow that a minute passed since the session's
 			// last bookkeeping: this write did it too
 			t.Logf("%s: the bookkeeping was due; not counted", w.name)
 			continue
 		}
-		if total > w.max {
-			t.Errorf("%s ran %d commands (%s), want at most %d", w.name, total, summary(calls), w.max)
+		if got.Total > w.max {
+			t.Errorf("%s ran %s, want at most %d commands", w.name, got, w.max)
 		}
 	}
 }
