@@ -1,69 +1,104 @@
 -- user_erase: one bounded step of erasing a user (DELETE /v1/users/{u}).
--- The user's progress key erasure.key(c) (agent_user_erasure:<tag><sha1(u)>, a
--- hash: phase, cursor, set, zcursor, sessions, erased, node) is the fence every
--- write of the user checks first (lib/erasure.lua): from the first step on
--- nothing of the user is written, so a SCAN of the user's keys misses none.
---   phase 'keys': one SCAN of the node holding the user's slot, MATCH
---     *:<tag><u>*; of the keys it meets, those of a session family of the
---     user (keys.session) erase that session: its place in the status,
---     expiry and metadata indexes, then every own key (UNLINK, freed off
---     Redis's thread); those of a user family (ARGV[5]) are unlinked, a
---     metadata index after its members left the bucket's index of the pair.
---     A step erases at most ARGV[7] sessions and ARGV[7] * 50 index
---     members; past that it keeps its cursor, and the next step meets the
---     rest again (what it erased is gone).
---   phase 'members': ZSCAN of the bucket's status sets and expiry set,
---     MATCH <u>:*, removing the members of sessions Redis expired (their
---     keys gone, the sweep not yet run).
---   phase 'meta': SCAN of the bucket's metadata indexes across users
---     (agent_session_meta_global:<tag>*), each ZSCANned for the user's
---     members: those of sessions that expired with the user's own index of
---     the pair.
---   phase 'done': the key stays erasure.SETTLE s more, refusing writes sent
---     before the erasure answered.
--- A SCAN or ZSCAN cursor is good only on the server that gave it (its
--- run_id, kept as 'node'): a step on another one (a failover, a restart,
--- the slot migrated) scans its phase again from the start; what was
--- erased stays erased.
--- KEYS[1..15] the keys of session '-' of the user (lib/session.lua): its
---   user sets, the bucket's status sets and expiry set are used
--- ARGV[1..4] TTL, max entries, user_id, '-' (lib/session.lua)
--- ARGV[5] the user families' prefixes, space separated
--- ARGV[6] SCAN COUNT
--- ARGV[7] the most sessions one step erases
--- ARGV[8] the progress key's TTL while erasing (s)
+-- The fence and the progress live in the user's marker c.marker
+-- (agent_user_marker:<tag><sha1(u)>, lib/session.lua), named by the user's
+-- SHA1 so that it may outlive the erasure without naming the user:
+--   fence  "user_erasing <text>": from the first step on, session.begin
+--          refuses every write of the user before its first write (and
+--          events_watch every mark), so a SCAN of the user's keys misses
+--          none written behind it
+--   fence:phase, fence:cursor, fence:set, fence:zcursor, fence:sessions,
+--   fence:erased, fence:node, fence:mkey, fence:dn  the progress (the
+--          fence's own fields: no module may register a field "fence")
+-- The phases:
+--   'keys': one SCAN of the node holding the user's slot, MATCH
+--     *:<tag><u>*; of the keys it meets, one of a session family
+--     (keys.session) erases that session: its members of the status and
+--     expiry sets and of the indexes its record lists (idx), then every key
+--     of the families its record lists (fams; every registered family for a
+--     session without a record), and the key met; one of a user family
+--     (ARGV[2]) is unlinked. A step erases at most ARGV[5] sessions; past
+--     that it keeps its cursor, and the next step meets the rest again
+--     (what it erased is gone).
+--   'members': ZSCAN of the bucket's status sets and expiry set, MATCH
+--     <u>:*, removing the members of sessions Redis expired (their keys
+--     gone, the sweep not yet run).
+--   'sweep': for each prefix of ARGV[3] (the bucket's indexes across users,
+--     members "<u>:<s>": the metadata indexes), a SCAN of its keys, each
+--     ZSCANned for the user's members: those of sessions that expired.
+--   done: the keys the marker lists (session.keep) are unlinked, and the
+--     marker is emptied but for the fence, which stays ARGV[7] s, refusing
+--     writes sent before the erasure answered. A fence without a phase is
+--     a finished erasure: a step then answers done at once.
+-- A step examines about five times the SCAN COUNT index members at most
+-- beyond its sessions' own. A SCAN or ZSCAN
+-- cursor is good only on the server that gave it (its run_id, kept as
+-- fence:node): a step on another one (a failover, a restart, the slot
+-- migrated) scans its phase again from the start; what was erased stays
+-- erased.
+-- KEYS[1] the record of session '-' of the user (lib/session.lua: its
+--   tag, user and marker; no session is written)
+-- ARGV[1] the core's settings (lib/session.lua)
+-- ARGV[2] the user families' prefixes, space separated
+-- ARGV[3] the prefixes of the bucket's indexes across users the sweep
+--   reads, space separated
+-- ARGV[4] SCAN COUNT
+-- ARGV[5] the most sessions one step erases
+-- ARGV[6] the marker's TTL while erasing (s)
+-- ARGV[7] how long the fence outlives the erasure (s)
 -- returns (reply.lua) {'ok', done (1/0), remaining}: remaining estimates the
 --   user's sessions left (at least 1 until done).
 --- @include reply
 --- @include keys
---- @include meta
---- @include erasure
 --- @include session
 
 local c = session.open(KEYS, ARGV)
-local count, max_sessions = tonumber(ARGV[6]), tonumber(ARGV[7])
-local max_members = max_sessions * 50
-local fence = erasure.key(c)
-local st = redis.call('HMGET', fence, 'phase', 'cursor', 'set', 'zcursor', 'sessions', 'erased', 'node')
-local phase, cursor, set, zcursor = st[1], st[2] or '0', tonumber(st[3] or '1'), st[4] or '0'
-local total, erased = tonumber(st[5] or '0'), tonumber(st[6] or '0')
-if phase == 'done' then return reply.ok(1, 0) end
+local count, max_sessions = tonumber(ARGV[4]), tonumber(ARGV[5])
+local keep_ttl, settle = tonumber(ARGV[6]), tonumber(ARGV[7])
+local M = c.marker
+local TEXT = 'the user is being erased (DELETE /v1/users/{user_id}); nothing was written: its writes are refused'
+  .. ' until the erasure is done and ' .. settle .. ' s after'
+local F = { 'fence', 'fence:phase', 'fence:cursor', 'fence:set', 'fence:zcursor', 'fence:sessions',
+  'fence:erased', 'fence:node', 'fence:mkey', 'fence:dn', 'keys' }
+local st = redis.pcall('HMGET', M, unpack(F))
+if st.err then
+  -- a marker of another type (another program wrote it): it goes
+  redis.call('UNLINK', M)
+  st = {}
+end
+for i = 1, #F do
+  if not st[i] then st[i] = nil end
+end
+local phase = st[2]
+if st[1] and not phase then return reply.ok(1, 0) end
+local cursor, set, zcursor = st[3] or '0', tonumber(st[4] or '1'), st[5] or '0'
+local total, erased = tonumber(st[6] or '0'), tonumber(st[7] or '0')
+local mkey, dn = st[9], st[10]
 local info = redis.pcall('INFO', 'server')
 local node = type(info) == 'string' and string.match(info, 'run_id:(%x+)') or ''
-if phase and st[7] ~= node then
-  cursor, zcursor = '0', '0'
-  redis.call('HDEL', fence, 'mkey', 'dn')
+if phase and st[8] ~= node then
+  cursor, zcursor, mkey, dn = '0', '0', nil, nil
+  redis.call('HDEL', M, 'fence:mkey', 'fence:dn')
 end
 if not phase then
   phase = 'keys'
-  for _, k in pairs(c.user_sets) do
-    local n = redis.pcall('ZCARD', k)
+  for _, status in ipairs(session.STATUSES) do
+    local n = redis.pcall('ZCARD', session.user_set(c, status))
     if type(n) == 'number' then total = total + n end
   end
 end
 
 local function remaining()
   return math.max(1, total - erased)
+end
+
+-- save writes the progress (the fence with it) and keeps the marker
+-- keep_ttl s from this step.
+local function save(fields)
+  redis.call('HSET', M, 'fence', 'user_erasing ' .. TEXT, 'fence:phase', phase, 'fence:cursor', cursor,
+    'fence:set', set, 'fence:zcursor', zcursor, 'fence:sessions', total, 'fence:erased', erased,
+    'fence:node', node, unpack(fields or {}))
+  redis.call('EXPIRE', M, keep_ttl)
+  return reply.ok(0, remaining())
 end
 
 -- zrem removes members from zset key, ignoring a key of another type (the
@@ -74,88 +109,78 @@ local function zrem(key, members)
   end
 end
 
--- erase_session removes session sid of the user from every index, then
--- every own key of it.
+-- erase_session removes session sid of the user from every index its
+-- record names (the core's fields: status, fams, idx), then every key of
+-- the families it has (session.own_keys).
 local function erase_session(sid)
   local s = session.at(c, sid)
-  local m = redis.pcall('HGET', s.record, 'metadata')
-  if type(m) == 'string' then
-    local ok, decoded = pcall(cjson.decode, m)
-    if ok and type(decoded) == 'table' then
-      for k, v in pairs(decoded) do
-        if type(k) == 'string' and type(v) == 'string' then
-          local uk, gk = meta.names(s, k, v)
-          zrem(uk, { sid })
-          zrem(gk, { s.gid })
-        end
+  local r = redis.pcall('HMGET', s.record, 'status', 'fams', 'idx')
+  if r.err then r = {} end
+  local statuses = session.STATUSES
+  if r[1] and session.IS_STATUS[r[1]] then statuses = { r[1] } end
+  for _, status in ipairs(statuses) do
+    zrem(session.user_set(s, status), { sid })
+    zrem(session.global_set(s, status), { s.gid })
+  end
+  zrem(s.expiry, { s.gid })
+  -- idx: "<kind><key>", kind s or S for a user's index (members session
+  -- ids), g or G for the bucket's (members "<u>:<s>")
+  local ok, idx = pcall(cjson.decode, r[3] or '[]')
+  if ok and type(idx) == 'table' then
+    for _, entry in ipairs(idx) do
+      if type(entry) == 'string' then
+        local kind = string.sub(entry, 1, 1)
+        zrem(string.sub(entry, 2), { (kind == 's' or kind == 'S') and sid or s.gid })
       end
     end
   end
-  for _, status in ipairs(session.STATUSES) do
-    zrem(s.user_sets[status], { sid })
-    zrem(s.global_sets[status], { s.gid })
-  end
-  zrem(s.expiry, { s.gid })
-  redis.call('UNLINK', unpack(session.own_keys(s)))
+  s.fams_text, s.fams = r[2] or nil, {}
+  for code in string.gmatch(r[2] or '', '%S+') do s.fams[code] = true end
+  local own = session.own_keys(s)
+  redis.call('UNLINK', unpack(own))
+  return own
 end
 
--- erase_meta_index takes up to budget members of the user's metadata index
--- key (pair after the head) out of the bucket's index of the pair; returns
--- how many it took and whether the key is gone.
-local function erase_meta_index(key, pair, budget)
-  local ms = redis.pcall('ZRANGE', key, 0, budget - 1)
-  if type(ms) ~= 'table' or ms.err then
-    redis.call('UNLINK', key)
-    return 0, true
+-- unlink unlinks the keys of list, 500 a command.
+local function unlink(list)
+  for i = 1, #list, 500 do
+    redis.call('UNLINK', unpack(list, i, math.min(i + 499, #list)))
   end
-  local gids = {}
-  for i, m in ipairs(ms) do gids[i] = c.uid .. ':' .. m end
-  zrem('agent_session_meta_global:' .. c.tag .. pair, gids)
-  if #ms < budget then
-    redis.call('UNLINK', key)
-    return #ms, true
-  end
-  zrem(key, ms)
-  return #ms, redis.call('EXISTS', key) == 0
 end
 
 if phase == 'keys' then
   local sess, user = {}, {}
   for _, p in ipairs(keys.session) do sess[p] = true end
-  for p in string.gmatch(ARGV[5], '%S+') do user[p] = true end
+  for p in string.gmatch(ARGV[2], '%S+') do user[p] = true end
   local head = c.tag .. c.uid
   local r = redis.call('SCAN', cursor, 'MATCH', '*:' .. head .. '*', 'COUNT', count)
-  local seen, n, members, whole = {}, 0, 0, true
+  local seen, gone, rest_keys, n, whole = {}, {}, {}, 0, true
   for _, k in ipairs(r[2]) do
     local p, rest = string.match(k, '^([^:]+):(.*)$')
     if p and string.sub(rest, 1, #head) == head then
       local after = string.sub(rest, #head + 1)
       local sid = sess[p] and string.match(after, '^:([^:]+)$')
-      if sid and not seen[sid] then
-        if n >= max_sessions then
+      if sid then
+        if not seen[sid] and n >= max_sessions then
           whole = false
         else
-          seen[sid], n = true, n + 1
-          erase_session(sid)
+          if not seen[sid] then
+            seen[sid], n = true, n + 1
+            for _, own in ipairs(erase_session(sid)) do gone[own] = true end
+          end
+          -- a key of the session its record does not list goes too
+          if not gone[k] then rest_keys[#rest_keys + 1] = k end
         end
       elseif user[p] and (after == '' or string.sub(after, 1, 1) == ':') then
-        if p == 'agent_session_meta' and after ~= '' then
-          local took, gone = erase_meta_index(k, string.sub(after, 2), math.max(1, max_members - members))
-          members = members + took
-          if not gone then whole = false end
-        else
-          redis.call('UNLINK', k)
-        end
+        rest_keys[#rest_keys + 1] = k
       end
     end
   end
+  unlink(rest_keys)
   erased = erased + n
   if whole then cursor = r[1] end
   if whole and cursor == '0' then phase, set, zcursor = 'members', 1, '0' end
-  redis.call('HSET', fence, 'phase', phase, 'cursor', cursor, 'set', set, 'zcursor', zcursor,
-    'sessions', total, 'erased', erased, 'node', node)
-  redis.call('EXPIRE', fence, tonumber(ARGV[8]))
-  return reply.ok(0, remaining())
+  return save()
 end
 
 -- zscan_user removes the user's members ("<u>:<s>") from zset key, from
@@ -177,53 +202,74 @@ end
 
 local budget = count * 5
 if phase == 'members' then
-  local sets = { c.global_sets.running, c.global_sets.completed, c.global_sets.failed, c.expiry }
-  zcursor = zscan_user(sets[set], zcursor, budget)
-  if zcursor == '0' then set = set + 1 end
-  if set > #sets then phase, cursor = 'meta', '0' end
-  redis.call('HSET', fence, 'phase', phase, 'cursor', cursor, 'set', set, 'zcursor', zcursor, 'node', node)
-  redis.call('EXPIRE', fence, tonumber(ARGV[8]))
-  return reply.ok(0, remaining())
+  local sets = { c.expiry }
+  for _, status in ipairs(session.STATUSES) do sets[#sets + 1] = session.global_set(c, status) end
+  local spent = 0
+  while set <= #sets and spent < budget do
+    local examined
+    zcursor, examined = zscan_user(sets[set], zcursor, budget - spent)
+    spent = spent + examined
+    if zcursor == '0' then set = set + 1 end
+  end
+  if set > #sets then phase, cursor, set = 'sweep', '0', 1 end
+  return save()
 end
 
--- phase 'meta': the bucket's metadata indexes (one per pair, across users)
--- may hold members of the user's sessions that expired with the user's own
--- index of the pair. The key under way (mkey, from zcursor on) goes first;
--- the keys of this SCAN batch finished are noted (by SHA1) until the
--- batch is done, so a batch of several big keys still ends.
-local extra = redis.call('HMGET', fence, 'mkey', 'dn')
-local mkey, finished = extra[1], {}
-for h in string.gmatch(extra[2] or '', '%S+') do finished[h] = true end
-local r = redis.call('SCAN', cursor, 'MATCH', 'agent_session_meta_global:' .. c.tag .. '*', 'COUNT', count)
-local order = {}
-if mkey then order[1] = mkey end
-for _, k in ipairs(r[2]) do
-  if k ~= mkey then order[#order + 1] = k end
-end
-local spent = 0
-for _, k in ipairs(order) do
-  local h = redis.sha1hex(k)
-  if not finished[h] then
-    local zc, examined = '0', 0
-    if k == mkey then zc = zcursor end
-    zc, examined = zscan_user(k, zc, math.max(100, budget - spent))
-    spent = spent + examined
-    if zc ~= '0' then
-      local dn = {}
-      for f in pairs(finished) do dn[#dn + 1] = f end
-      redis.call('HSET', fence, 'mkey', k, 'zcursor', zc, 'dn', table.concat(dn, ' '), 'cursor', cursor, 'node', node)
-      redis.call('EXPIRE', fence, tonumber(ARGV[8]))
-      return reply.ok(0, remaining())
+-- phase 'sweep': the bucket's indexes across users of prefix number set
+-- may hold members of the user's sessions that expired. The key under way
+-- (fence:mkey, from zcursor on) goes first; the keys of this SCAN batch
+-- finished are noted (by SHA1, in fence:dn) until the batch is done, so a
+-- batch of several big keys still ends.
+local prefixes = {}
+for p in string.gmatch(ARGV[3], '%S+') do prefixes[#prefixes + 1] = p end
+if set <= #prefixes then
+  local finished = {}
+  for h in string.gmatch(dn or '', '%S+') do finished[h] = true end
+  local r = redis.call('SCAN', cursor, 'MATCH', prefixes[set] .. ':' .. c.tag .. '*', 'COUNT', count)
+  local order = {}
+  if mkey then order[1] = mkey end
+  for _, k in ipairs(r[2]) do
+    if k ~= mkey then order[#order + 1] = k end
+  end
+  local spent = 0
+  for _, k in ipairs(order) do
+    local h = redis.sha1hex(k)
+    if not finished[h] then
+      local zc, examined = '0', 0
+      if k == mkey then zc = zcursor end
+      zc, examined = zscan_user(k, zc, math.max(100, budget - spent))
+      spent = spent + examined
+      if zc ~= '0' then
+        local dn = {}
+        for f in pairs(finished) do dn[#dn + 1] = f end
+        zcursor = zc
+        return save({ 'fence:mkey', k, 'fence:dn', table.concat(dn, ' ') })
+      end
+      finished[h] = true
     end
-    finished[h] = true
+  end
+  if mkey or dn then redis.call('HDEL', M, 'fence:mkey', 'fence:dn') end
+  zcursor = '0'
+  if r[1] ~= '0' then
+    cursor = r[1]
+    return save()
+  end
+  set, cursor = set + 1, '0'
+  if set <= #prefixes then return save() end
+end
+-- the last prefix swept: done in this step
+
+-- done: the keys the marker lists (the SCAN met those named by the user),
+-- then the marker but for the fence, for settle s
+local ok, kept = pcall(cjson.decode, st[11] or '[]')
+local doomed = {}
+if ok and type(kept) == 'table' then
+  for _, k in ipairs(kept) do
+    if type(k) == 'string' then doomed[#doomed + 1] = k end
   end
 end
-redis.call('HDEL', fence, 'mkey', 'dn')
-if r[1] ~= '0' then
-  redis.call('HSET', fence, 'cursor', r[1], 'zcursor', '0', 'node', node)
-  redis.call('EXPIRE', fence, tonumber(ARGV[8]))
-  return reply.ok(0, remaining())
-end
-redis.call('HSET', fence, 'phase', 'done', 'cursor', '0', 'zcursor', '0', 'erased', erased)
-redis.call('EXPIRE', fence, erasure.SETTLE)
+doomed[#doomed + 1] = M
+unlink(doomed)
+redis.call('HSET', M, 'fence', 'user_erasing ' .. TEXT)
+redis.call('EXPIRE', M, settle)
 return reply.ok(1, 0)

@@ -181,11 +181,11 @@ var stockOrder = func() map[string]int {
 		"session state", "messages", "message tree", "message children", "message order",
 		"message keys", "compactions", "search documents", "search entry documents",
 		"session blocks", "frozen prompt", "tool calls", "session events", "event keys",
-		"checkpoints", "checkpoint order", "session events watch",
+		"checkpoints", "checkpoint order",
 		"adk session", "adk session state", "adk events",
 		// user
 		"user index", "user marker", "metadata index", "search sessions", "search marker", "user state",
-		"user blocks", "user events", "user events watch", "user erasure", "adk user state", "adk sessions of a user",
+		"user blocks", "user events", "user events watch", "adk user state", "adk sessions of a user",
 		// bucket
 		"global metadata index", "global index", "expiry", "usage totals", "usage by model",
 		"adk app state",

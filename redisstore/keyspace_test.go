@@ -11,7 +11,6 @@ import (
 	"github.com/agentsidecar/agentsidecar/adk"
 	"github.com/agentsidecar/agentsidecar/blocks"
 	"github.com/agentsidecar/agentsidecar/checkpoints"
-	"github.com/agentsidecar/agentsidecar/erasure"
 	"github.com/agentsidecar/agentsidecar/events"
 	"github.com/agentsidecar/agentsidecar/locks"
 	"github.com/agentsidecar/agentsidecar/messages"
@@ -125,17 +124,16 @@ func sessionBuilders(l redisstore.Layout, user, session string) map[string]strin
 		"messages":      m.Messages, "message tree": m.Tree, "message children": m.Children,
 		"message order": m.Order, "message keys": m.Keys, "compactions": m.Compactions,
 		"search documents": l.SearchDocs(user, session), "search entry documents": l.SearchEntryDocs(user, session),
-		"session blocks":       l.SessionKey(blocks.SessionBlocksFamily, user, session),
-		"frozen prompt":        l.SessionKey(blocks.PromptFamily, user, session),
-		"tool calls":           l.SessionKey(blocks.ToolCallsFamily, user, session),
-		"session events":       l.SessionEvents(user, session),
-		"event keys":           l.SessionKey(events.EventKeysFamily, user, session),
-		"checkpoints":          l.SessionKey(checkpoints.HashFamily, user, session),
-		"checkpoint order":     l.SessionKey(checkpoints.OrderFamily, user, session),
-		"session events watch": l.SessionKey(events.WatchFamily, user, session),
-		"adk session":          l.SessionKey(adk.SessionFamily, user, session),
-		"adk session state":    l.SessionKey(adk.StateFamily, user, session),
-		"adk events":           l.SessionKey(adk.EventsFamily, user, session),
+		"session blocks":    l.SessionKey(blocks.SessionBlocksFamily, user, session),
+		"frozen prompt":     l.SessionKey(blocks.PromptFamily, user, session),
+		"tool calls":        l.SessionKey(blocks.ToolCallsFamily, user, session),
+		"session events":    l.SessionEvents(user, session),
+		"event keys":        l.SessionKey(events.EventKeysFamily, user, session),
+		"checkpoints":       l.SessionKey(checkpoints.HashFamily, user, session),
+		"checkpoint order":  l.SessionKey(checkpoints.OrderFamily, user, session),
+		"adk session":       l.SessionKey(adk.SessionFamily, user, session),
+		"adk session state": l.SessionKey(adk.StateFamily, user, session),
+		"adk events":        l.SessionKey(adk.EventsFamily, user, session),
 	}
 }
 
@@ -188,7 +186,7 @@ func TestMatchBuilders(t *testing.T) {
 				k.Expiry: "expiry", k.Totals: "usage totals",
 				l.UserKey(blocks.UserBlocksFamily, "alice"):                     "user blocks",
 				l.UserKey(registry.UserStateFamily, "alice"):                    "user state",
-				erasure.ProgressKey(l, "alice"):                                 "user erasure",
+				l.UserMarker("alice"):                                           "user marker",
 				l.UserEvents("alice"):                                           "user events",
 				l.UserKey(events.UserWatchFamily, "alice"):                      "user events watch",
 				l.MetaIndex("alice", "team", "a:b"):                             "metadata index",

@@ -48,14 +48,14 @@ func TestReservedCoversTheLayout(t *testing.T) {
 		"adk_app_state", "adk_events", "adk_index", "adk_session", "adk_state", "adk_user_state",
 		"agent_checkpoint_order", "agent_checkpoints",
 		"agent_search", "agent_search_docs", "agent_search_entry_docs", "agent_search_purge", "agent_search_sessions", "agent_search_stats",
-		"agent_session_blocks", "agent_session_compactions", "agent_session_context_index", "agent_session_event_keys", "agent_session_events", "agent_session_events_watch",
+		"agent_session_blocks", "agent_session_compactions", "agent_session_context_index", "agent_session_event_keys", "agent_session_events",
 		"agent_session_meta", "agent_session_meta_global",
 		"agent_session_msg_children", "agent_session_msg_keys", "agent_session_msg_order", "agent_session_msg_tree",
 		"agent_session_msgs", "agent_session_prompt",
 		"agent_session_qa_index", "agent_session_record", "agent_session_state", "agent_session_tool_calls",
 		"agent_session_usage_ids", "agent_sessions", "agent_sessions_by_user", "agent_sessions_global",
-		"agent_traces", "agent_usage_by_model", "agent_usage_totals", "agent_user_blocks", "agent_user_erasure", "agent_user_events",
-		"agent_user_events_watch", "agent_user_state", "session_context", "sidecar",
+		"agent_traces", "agent_usage_by_model", "agent_usage_totals", "agent_user_blocks", "agent_user_events",
+		"agent_user_events_watch", "agent_user_marker", "agent_user_state", "session_context", "sidecar",
 	}
 	if got := redisstore.ReservedNames(); !slices.Equal(got, want) {
 		t.Errorf("ReservedNames() = %v, want %v", got, want)
