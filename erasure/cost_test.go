@@ -3,9 +3,6 @@ package erasure_test
 import (
 	"maps"
 	"net/http"
-	"regexp"
-	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/agentsidecar/agentsidecar/envconf"
@@ -23,24 +20,7 @@ import (
 func TestEraseStepCommands(t *testing.T) {
 	srv := redisstoretest.NewReal(t)
 	c := srv.Client(t)
-	commands := func() map[string]int {
-		t.Helper()
-		info, err := c.Do(t.Context(), c.B().Info().Section("commandstats").Build()).ToString()
-		if err != nil {
-			t.Fatal(err)
-		}
-		out := map[string]int{}
-		for _, m := range regexp.MustCompile(`cmdstat_([a-z_|]+):calls=(\d+)`).FindAllStringSubmatch(info, -1) {
-			if n, _ := strconv.Atoi(m[2]); !strings.HasPrefix(m[1], "config") && !strings.HasPrefix(m[1], "client") &&
-				m[1] != "hello" && m[1] != "ping" {
-				out[m[1]] = n
-			}
-		}
-		if err := c.Do(t.Context(), c.B().ConfigResetstat().Build()).Error(); err != nil {
-			t.Fatal(err)
-		}
-		return out
-	}
+	commands := func() map[string]int { return redisstoretest.Commands(t, c) }
 	h := start(t, srv, envconf.Env{"USER_ERASE_STEPS_PER_CALL": "1", "SEARCH_INDEX": "false"})
 	for _, s := range []string{"s1", "s2"} {
 		ok(t, h, "POST", "/v1/users/alice/sessions/"+s+"/entries", `{"question":"q","answer":"a"}`)

@@ -2,9 +2,6 @@ package events_test
 
 import (
 	"maps"
-	"regexp"
-	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/agentsidecar/agentsidecar/envconf"
@@ -20,26 +17,7 @@ import (
 func TestPublishCommands(t *testing.T) {
 	srv := redisstoretest.NewReal(t)
 	c := srv.Client(t)
-	// commands is what Redis ran since the last call, but the test's own
-	// commands and those of the connections' upkeep.
-	commands := func() map[string]int {
-		t.Helper()
-		info, err := c.Do(t.Context(), c.B().Info().Section("commandstats").Build()).ToString()
-		if err != nil {
-			t.Fatal(err)
-		}
-		out := map[string]int{}
-		for _, m := range regexp.MustCompile(`cmdstat_([a-z_|]+):calls=(\d+)`).FindAllStringSubmatch(info, -1) {
-			if n, _ := strconv.Atoi(m[2]); !strings.HasPrefix(m[1], "config") && !strings.HasPrefix(m[1], "client") &&
-				m[1] != "info" && m[1] != "hello" && m[1] != "ping" {
-				out[m[1]] = n
-			}
-		}
-		if err := c.Do(t.Context(), c.B().ConfigResetstat().Build()).Error(); err != nil {
-			t.Fatal(err)
-		}
-		return out
-	}
+	commands := func() map[string]int { return redisstoretest.Commands(t, c) }
 	core := map[string]int{"fcall": 1, "hmget": 2, "time": 1, "hset": 1}
 	with := func(extra map[string]int) map[string]int {
 		out := maps.Clone(core)
