@@ -52,37 +52,36 @@ def library():
     return src, "messages_append" + suffix, "messages_transaction" + suffix
 
 
+# the core's settings (lib/session.lua): TTL, grain (µs), events maxlen, mode
+SETTINGS = "86400 60000000 1000 w"
+
+
 def keys(u, s):
-    """The 15 KEYS of a session script (redisstore/keys.go, standalone)."""
-    sid = f"{u}:{s}"
-    return ([f"agent_sessions:{sid}", f"agent_traces:{sid}", f"session_context:{sid}",
-             f"agent_session_record:{sid}", f"agent_session_qa_index:{sid}", f"agent_session_usage_ids:{sid}"]
-            + [f"agent_sessions_by_user:{u}:{x}" for x in ("running", "completed", "failed")]
-            + [f"agent_sessions_global:{x}" for x in ("running", "completed", "failed")]
-            + ["agent_sessions_global:expiry", "agent_usage_totals", "agent_usage_by_model"])
+    """The KEYS of a session script: the session's record (lib/session.lua)."""
+    return [f"agent_session_record:{u}:{s}"]
 
 
 def args(u, s):
     """messages_append's ARGV for N tool outputs of ~200 B, as the sidecar sends them (not indexed)."""
-    out = ["86400", "0:1000", u, s, "0", "", "latest", "", "10000", "", "0"]
+    out = [SETTINGS, "0", "", "latest", "", "10000", "", "0", "4194304"]
     text = " ".join("w%d" % (i % 50) for i in range(50))[:200]
     for j in range(N):
         mid = "%s-m%04d" % (s, j)
         item = json.dumps({"type": "function_call_result", "callId": "c%d" % j, "output": text}, separators=(",", ":"))
         body = '{"id":"%s","role":"tool","item":%s,"format":"openai.responses","tokens":%d}' % (mid, item, 60)
-        out += [mid, "fp%08d" % j, "60", body, "", "0", ""]
+        out += [mid, "fp%08d" % j, "60", body, "", "0"]
     return out
 
 
 def replace_args(u, s):
     """messages_transaction's ARGV replacing the N messages args(u, s) stored
     by N new ones (a replace_suffix of N by N)."""
-    out = ["86400", "0:1000", u, s, "op-" + s, "digest", "suffix", "0", "10000", "0", str(N)]
+    out = [SETTINGS, "op-" + s, "digest", "suffix", "0", "10000", "0", "4194304", str(N)]
     for j in range(N):
         out += ["%s-m%04d" % (s, j), "fp%08d" % j]
-    new = args(u, s + "-new")[11:]
+    new = args(u, s + "-new")[9:]
     for j in range(N):
-        out += ["new"] + new[7 * j:7 * j + 7]
+        out += ["new"] + new[6 * j:6 * j + 6]
     return out
 
 
@@ -112,17 +111,17 @@ def main():
     p, r = start(free_port(), out)
     try:
         r.function_load(src)
-        r.fcall(fn, 15, *keys("cg", "warm"), *args("cg", "warm"))
+        r.fcall(fn, 1, *keys("cg", "warm"), *args("cg", "warm"))
         if tx:
             for i in range(3):
-                r.fcall(fn, 15, *keys("cg", "s%d" % i), *args("cg", "s%d" % i))
+                r.fcall(fn, 1, *keys("cg", "s%d" % i), *args("cg", "s%d" % i))
         subprocess.run(["callgrind_control", "-z", str(p.pid)], capture_output=True)
         subprocess.run(["callgrind_control", "-i", "on", str(p.pid)], capture_output=True)
         for i in range(3):
             if tx:
-                r.fcall(txfn, 15, *keys("cg", "s%d" % i), *replace_args("cg", "s%d" % i))
+                r.fcall(txfn, 1, *keys("cg", "s%d" % i), *replace_args("cg", "s%d" % i))
             else:
-                r.fcall(fn, 15, *keys("cg", "s%d" % i), *args("cg", "s%d" % i))
+                r.fcall(fn, 1, *keys("cg", "s%d" % i), *args("cg", "s%d" % i))
         subprocess.run(["callgrind_control", "-d", str(p.pid)], capture_output=True)
     finally:
         r.shutdown(nosave=True)
@@ -144,15 +143,15 @@ def main():
     try:
         r.function_load(src)
         r.config_set("slowlog-log-slower-than", 0)
-        r.fcall(fn, 15, *keys("t", "warm"), *args("t", "warm"))
+        r.fcall(fn, 1, *keys("t", "warm"), *args("t", "warm"))
         took = []
         for i in range(calls):
             a = args("t", "s%d" % i)
             if tx:
-                r.fcall(fn, 15, *keys("t", "s%d" % i), *a)
+                r.fcall(fn, 1, *keys("t", "s%d" % i), *a)
                 a = replace_args("t", "s%d" % i)
             r.slowlog_reset()
-            r.fcall(txfn if tx else fn, 15, *keys("t", "s%d" % i), *a)
+            r.fcall(txfn if tx else fn, 1, *keys("t", "s%d" % i), *a)
             took.extend(e["duration"] for e in r.slowlog_get(10) if e["command"].split()[0].upper() == b"FCALL" or str(e["command"]).upper().startswith("FCALL"))
         print("Redis time per %s: median %.1f ms, min %.1f ms (%d calls)" % (
             what, statistics.median(took) / 1000, min(took) / 1000, len(took)))

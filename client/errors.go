@@ -18,8 +18,8 @@ type Error struct {
 	Status  int    // HTTP status
 	Code    string // the envelope's snake_case code (the Code* constants); "" when the body was not an envelope
 	Message string // human text; the start of the body when it was not an envelope
-	// RetryAfter is the Retry-After header (sent with 503
-	// redis_unavailable); 0 when absent.
+	// RetryAfter is the Retry-After header (sent with every 503:
+	// redis_unavailable, shutting_down, ...); 0 when absent.
 	RetryAfter time.Duration
 }
 
@@ -71,6 +71,7 @@ const (
 	CodeBodyTooLarge         = "body_too_large"
 	CodeUnsupportedMediaType = "unsupported_media_type"
 	CodeRedisUnavailable     = "redis_unavailable"
+	CodeShuttingDown         = "shutting_down"
 	CodeInternal             = "internal"
 )
 
@@ -103,7 +104,8 @@ func IsNotFound(err error) bool { return hasStatus(err, http.StatusNotFound) }
 func IsConflict(err error) bool { return hasStatus(err, http.StatusConflict) }
 
 // IsUnavailable reports whether err is a 503 answer (Redis unreachable or
-// too slow): retry after the *Error's RetryAfter.
+// too slow, the sidecar overloaded or shutting down): retry after the
+// *Error's RetryAfter.
 func IsUnavailable(err error) bool { return hasStatus(err, http.StatusServiceUnavailable) }
 
 func hasStatus(err error, status int) bool {

@@ -442,9 +442,9 @@ func TestEraseFencesIndexScripts(t *testing.T) {
 			script *lua.Script
 			args   []string
 		}{
-			{lua.SessionSearchEntry, []string{"qa-1", strings.Repeat("0", 40), "narwhal 1", "1"}},
-			{lua.SessionSearchCatchup, []string{"0", "0", "\n", "0"}},
-			{lua.MessagesIndex, []string{"0", "0", "0"}},
+			{lua.Named("session_search_entry"), []string{"qa-1", strings.Repeat("0", 40), "narwhal 1", "1"}},
+			{lua.Named("session_search_catchup"), []string{"0", "0", "\n", "0"}},
+			{lua.Named("messages_index"), []string{"0", "0", "0"}},
 		} {
 			_, err := st.Run(t.Context(), run.script, "alice", "s0", run.args...)
 			var ref *redisstore.Refusal

@@ -35,8 +35,8 @@
 -- fence:node): a step on another one (a failover, a restart, the slot
 -- migrated) scans its phase again from the start; what was erased stays
 -- erased.
--- KEYS[1] the record of session '-' of the user (lib/session.lua: its
---   tag, user and marker; no session is written)
+-- KEYS[1] the record of session '-' of the user, KEYS[2] the user's marker
+--   (lib/session.lua: its tag, user and marker; no session is written)
 -- ARGV[1] the core's settings (lib/session.lua)
 -- ARGV[2] the user families' prefixes, space separated
 -- ARGV[3] the prefixes of the bucket's indexes across users the sweep
@@ -122,7 +122,7 @@ local function erase_session(sid)
     zrem(session.user_set(s, status), { sid })
     zrem(session.global_set(s, status), { s.gid })
   end
-  zrem(s.expiry, { s.gid })
+  zrem(session.expiry(s), { s.gid })
   -- idx: "<kind><key>", kind s or S for a user's index (members session
   -- ids), g or G for the bucket's (members "<u>:<s>")
   local ok, idx = pcall(cjson.decode, r[3] or '[]')
@@ -134,8 +134,7 @@ local function erase_session(sid)
       end
     end
   end
-  s.fams_text, s.fams = r[2] or nil, {}
-  for code in string.gmatch(r[2] or '', '%S+') do s.fams[code] = true end
+  s.fams_text = r[2] or nil
   local own = session.own_keys(s)
   redis.call('UNLINK', unpack(own))
   return own
@@ -202,7 +201,7 @@ end
 
 local budget = count * 5
 if phase == 'members' then
-  local sets = { c.expiry }
+  local sets = { session.expiry(c) }
   for _, status in ipairs(session.STATUSES) do sets[#sets + 1] = session.global_set(c, status) end
   local spent = 0
   while set <= #sets and spent < budget do

@@ -2,6 +2,7 @@ package locks
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"strconv"
 	"time"
@@ -51,9 +52,16 @@ func (m *Module) acquire(w http.ResponseWriter, r *http.Request) error {
 	g, h, err := m.lockWait(ctx, name, token, req.Owner, ttl, wait)
 	waited := time.Since(start)
 	switch {
+	case errors.Is(err, sidecar.ErrShuttingDown):
+		// Given up between two tries: nothing was granted to release.
+		m.metrics.acquired(outcomeShutdown, waited)
+		return err
 	case err != nil && ctx.Err() != nil:
 		outcome := outcomeCanceled
-		if r.Context().Err() == nil {
+		switch {
+		case errors.Is(context.Cause(r.Context()), sidecar.ErrShuttingDown):
+			outcome = outcomeShutdown // cut at the end of the drain
+		case r.Context().Err() == nil:
 			outcome = outcomeError // our deadline, not the caller's hang-up
 		}
 		m.metrics.acquired(outcome, waited)

@@ -42,6 +42,9 @@ type Module struct {
 	// wait_ms plus this, whatever the route's longer deadline allows.
 	attempt time.Duration
 	bg      sync.WaitGroup // releases of abandoned grants
+	// shuttingDown closes when the host begins to shut down: a waiter
+	// stops waiting and is answered 503 shutting_down.
+	shuttingDown <-chan struct{}
 
 	stop context.CancelFunc
 	done chan struct{}
@@ -60,14 +63,15 @@ func New(_ context.Context, deps sidecar.Deps) (sidecar.Module, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	m := &Module{
-		cfg:     cfg,
-		store:   store{redis: deps.Redis, replicaWait: cfg.ReplicaWait()},
-		notify:  newNotifier(),
-		metrics: newMetrics(),
-		logger:  logger,
-		attempt: deps.RequestTimeout,
-		stop:    cancel,
-		done:    make(chan struct{}),
+		cfg:          cfg,
+		store:        store{redis: deps.Redis, replicaWait: cfg.ReplicaWait()},
+		notify:       newNotifier(),
+		metrics:      newMetrics(),
+		logger:       logger,
+		attempt:      deps.RequestTimeout,
+		shuttingDown: deps.ShuttingDown,
+		stop:         cancel,
+		done:         make(chan struct{}),
 	}
 	go func() {
 		defer close(m.done)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"regexp"
 	"strconv"
 	"strings"
@@ -500,6 +501,50 @@ func TestCancelledWaiterFreesEverything(t *testing.T) {
 	})
 }
 
+// TestShutdownEndsAWaitWith503: when the host begins to shut down, a
+// waiting acquire is answered 503 shutting_down with Retry-After at once
+// (its 5 s wait is shorter than the drain: a wait that went on would end
+// 409 lock_held), and took nothing: the holder keeps the lock, its owner
+// and its fence.
+func TestShutdownEndsAWaitWith503(t *testing.T) {
+	redisstoretest.EachWithCluster(t, func(t *testing.T, s *redisstoretest.Server) {
+		h := sidecartest.Start(t, s, nil, locks.Factory)
+		rc := s.Client(t)
+		g := acquire(t, h.API, "sd", `{"ttl_ms":60000,"owner":"holder"}`)
+		c := sidecartest.NewClient(t, h.API)
+		got := make(chan sidecartest.Reply, 1)
+		go func() {
+			got <- c.Send(context.Background(), "POST", "/v1/locks/sd", `{"wait_ms":5000,"owner":"waiter"}`)
+		}()
+		waitMetric(t, h, `sidecar_lock_waiters 1`)
+		if err := h.Stop(); err != nil {
+			t.Fatalf("stop: %v", err)
+		}
+		r := <-got
+		if r.Err != nil || r.Status != 503 || r.Code() != "shutting_down" || r.Header.Get("Retry-After") == "" {
+			t.Fatalf("waiter at shutdown: %s %v, want 503 shutting_down with Retry-After", r, r.Header)
+		}
+		k := locks.KeysOf("sd")
+		if v, err := get(t, rc, k.Lock); err != nil || v != g.Token {
+			t.Errorf("lock after shutdown: %q %v, want the holder's token", v, err)
+		}
+		owner, err := rc.Do(t.Context(), rc.B().Hget().Key(k.Meta).Field("owner").Build()).ToString()
+		if err != nil || owner != "holder" {
+			t.Errorf("owner after shutdown: %q %v, want holder", owner, err)
+		}
+		if fence, err := get(t, rc, k.Fence); err != nil || fence != strconv.FormatInt(g.FencingToken, 10) {
+			t.Errorf("fence after shutdown: %q %v, want %d (no grant since)", fence, err, g.FencingToken)
+		}
+		rec := httptest.NewRecorder()
+		h.Host.OpsHandler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+		for _, want := range []string{`sidecar_lock_acquires_total{outcome="shutdown"} 1`, `sidecar_lock_waiters 0`} {
+			if !strings.Contains(rec.Body.String(), want+"\n") {
+				t.Errorf("metrics after shutdown lack %q", want)
+			}
+		}
+	})
+}
+
 func TestMetricsExistFromStartWithoutNamesOrTokens(t *testing.T) {
 	s := redisstoretest.New(t)
 	h := sidecartest.Start(t, s, nil, locks.Factory)
@@ -510,6 +555,7 @@ func TestMetricsExistFromStartWithoutNamesOrTokens(t *testing.T) {
 		`sidecar_lock_acquires_total{outcome="timeout"} 0`,
 		`sidecar_lock_acquires_total{outcome="canceled"} 0`,
 		`sidecar_lock_acquires_total{outcome="error"} 0`,
+		`sidecar_lock_acquires_total{outcome="shutdown"} 0`,
 		`sidecar_lock_wait_seconds_count{outcome="acquired"} 0`,
 		`sidecar_lock_refresh_failures_total{reason="lost"} 0`,
 		`sidecar_lock_refresh_failures_total{reason="error"} 0`,

@@ -3,10 +3,14 @@ package locks
 import (
 	"context"
 	"time"
+
+	"github.com/agentsidecar/agentsidecar/sidecar"
 )
 
 // lockWait tries to take the lock, and while it is held and wait allows,
-// sleeps until a release message for name or the TTL-based re-check.
+// sleeps until a release message for name or the TTL-based re-check. When
+// the host begins to shut down it stops waiting, between two tries (so it
+// holds nothing), and returns sidecar.ErrShuttingDown.
 func (m *Module) lockWait(ctx context.Context, name, token, owner string, ttl, wait time.Duration) (*grant, *holder, error) {
 	if wait <= 0 {
 		return m.store.tryAcquire(ctx, name, token, owner, ttl)
@@ -44,6 +48,8 @@ func (m *Module) lockWait(ctx context.Context, name, token, owner string, ttl, w
 			m.metrics.wakeups.WithLabelValues("recheck").Inc()
 		case <-ctx.Done():
 			return nil, nil, ctx.Err()
+		case <-m.shuttingDown:
+			return nil, nil, sidecar.ErrShuttingDown
 		}
 	}
 }

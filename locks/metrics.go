@@ -14,9 +14,10 @@ const (
 	outcomeTimeout  = "timeout"  // held for the whole of wait_ms
 	outcomeCanceled = "canceled" // the caller hung up while waiting
 	outcomeError    = "error"    // Redis failed
+	outcomeShutdown = "shutdown" // the sidecar began to shut down (503 shutting_down)
 )
 
-var acquireOutcomes = []string{outcomeAcquired, outcomeConflict, outcomeTimeout, outcomeCanceled, outcomeError}
+var acquireOutcomes = []string{outcomeAcquired, outcomeConflict, outcomeTimeout, outcomeCanceled, outcomeError, outcomeShutdown}
 
 // metrics are the module's Prometheus series. No lock name, owner or token is
 // ever a label.
@@ -35,7 +36,7 @@ func newMetrics() *metrics {
 	m := &metrics{
 		acquires: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sidecar_lock_acquires_total",
-			Help: "Lock acquire requests by outcome (acquired, conflict, timeout, canceled, error).",
+			Help: "Lock acquire requests by outcome (acquired, conflict, timeout, canceled, error, shutdown).",
 		}, []string{"outcome"}),
 		wait: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "sidecar_lock_wait_seconds",

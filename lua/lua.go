@@ -191,6 +191,14 @@ func All() []*Script {
 	return out
 }
 
+// Named is the registered script called name (nil when there is none):
+// for tools and tests that run a module's script by hand.
+func Named(name string) *Script {
+	registry.Lock()
+	defer registry.Unlock()
+	return registry.m[name]
+}
+
 // Exec runs the script (FCALL where Redis has Functions, else EVALSHA,
 // then EVAL on NOSCRIPT) and records its latency and errors by script name.
 func (s *Script) Exec(ctx context.Context, c rueidis.Client, keys, args []string) rueidis.RedisResult {

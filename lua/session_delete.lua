@@ -25,12 +25,12 @@ if refused and c.refused_by == 'record' then
   -- a record of another type, or with fields not as kept: no families
   -- known, so every registered one, and every status set
   refused = nil
-  c.status, c.fams_text, c.idx_text, c.fams = nil, nil, nil, {}
+  c.status, c.fams_text, c.idx_text = nil, nil, nil
 end
 if refused then return refused end
 local ok, list = pcall(function() return c.idx_text and cjson.decode(c.idx_text) or {} end)
 if not ok or type(list) ~= 'table' then c.idx_text = nil end
-local checks = { { c.expiry, 'zset' } }
+local checks = { { session.expiry(c), 'zset' } }
 for _, st in ipairs(c.status and { c.status } or session.STATUSES) do
   checks[#checks + 1] = { session.user_set(c, st), 'zset' }
   checks[#checks + 1] = { session.global_set(c, st), 'zset' }

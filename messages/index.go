@@ -11,7 +11,6 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"github.com/agentsidecar/agentsidecar/lua"
 	"github.com/agentsidecar/agentsidecar/redisstore"
 	"github.com/agentsidecar/agentsidecar/search"
 )
@@ -135,7 +134,7 @@ func (s *Store) CatchUpStep(ctx context.Context, user, session string) (bool, er
 	for _, d := range docs {
 		args = append(args, d.args()...)
 	}
-	r, err := s.Run(ctx, lua.MessagesIndex, user, session, args...)
+	r, err := s.Run(ctx, messagesIndex, user, session, args...)
 	if err != nil {
 		return true, err
 	}

@@ -2,31 +2,25 @@ package messages
 
 import "github.com/agentsidecar/agentsidecar/redisstore"
 
-// The module's own key families: a session's messages are six keys
+// The module's own key families: a session's messages are five keys
 // whatever their number, all in the session's slot and all session
-// families, so the session scripts slide and delete them with the session
-// (redisstore.SessionPrefixes). Two of the six, the messages and their
-// order, are declared in redisstore (redisstore.MessagesFamily,
+// families, so the core slides and deletes those the session has (the
+// record's fams). Two of the five, the messages and their order, are
+// declared in redisstore (redisstore.MessagesFamily,
 // redisstore.MessageOrderFamily): the registry module reads them too.
 var (
-	// TreeFamily: id -> parent, jump, depth, path tokens, seq (hash).
+	// TreeFamily: id -> parent, jump, depth, path tokens, seq; and the
+	// ring of keys (hash).
 	TreeFamily = redisstore.Register(redisstore.Family{
 		Name: "message tree", Prefix: "agent_session_msg_tree", Code: "mt", Scope: redisstore.ScopeSession,
 		Kind: redisstore.KindHash, Owner: "messages", TTL: redisstore.SessionTTL,
-		Description: "message id → its parent, jump pointer, depth, path tokens, append number, tokens and fingerprint, so a page of a path costs O(limit + log n)",
+		Description: "message id → its parent, jump pointer, depth, path tokens, append number, tokens and fingerprint, so a page of a path costs O(limit + log n); and the ring of the 1 000 newest keys, ` k<Idempotency-Key>` → the ids an append stored, ` k tx <operation_id>` → a history transaction's digest and ids (each `\t<slot>`), ` s<slot>` → the key in that slot (the record's `msg_keys` counts them), so a retry stores nothing; the ring goes with a clear",
 	})
 	// ChildrenFamily: "<parent>\0<seq>\0<id>" (zset, read by lex range).
 	ChildrenFamily = redisstore.Register(redisstore.Family{
 		Name: "message children", Prefix: "agent_session_msg_children", Code: "mc", Scope: redisstore.ScopeSession,
 		Kind: redisstore.KindZSet, Owner: "messages", TTL: redisstore.SessionTTL,
 		Description: "one member `<parent>\\0<append number>\\0<id>` per message (score 0, read by lex range): a message's branches, oldest first",
-	})
-	// KeysFamily: Idempotency-Key (or a transaction's operation id) -> ids,
-	// the 1 000 newest (hash).
-	KeysFamily = redisstore.Register(redisstore.Family{
-		Name: "message keys", Prefix: "agent_session_msg_keys", Code: "mk", Scope: redisstore.ScopeSession,
-		Kind: redisstore.KindHash, Owner: "messages", TTL: redisstore.SessionTTL,
-		Description: "`Idempotency-Key` → the ids an append stored, and `tx <operation_id>` → a history transaction's digest and ids, the 1 000 newest keys, so a retry stores nothing; emptied by a clear",
 	})
 	// CompactionsFamily: the compactions in force (hash).
 	CompactionsFamily = redisstore.Register(redisstore.Family{
@@ -38,7 +32,7 @@ var (
 
 // Keys are the keys of one session's messages.
 type Keys struct {
-	Messages, Tree, Children, Order, Keys, Compactions string
+	Messages, Tree, Children, Order, Compactions string
 }
 
 // SessionKeys returns the keys of the messages of session (user, session)
@@ -49,7 +43,6 @@ func SessionKeys(l redisstore.Layout, user, session string) Keys {
 		Tree:        l.SessionKey(TreeFamily, user, session),
 		Children:    l.SessionKey(ChildrenFamily, user, session),
 		Order:       l.SessionKey(redisstore.MessageOrderFamily, user, session),
-		Keys:        l.SessionKey(KeysFamily, user, session),
 		Compactions: l.SessionKey(CompactionsFamily, user, session),
 	}
 }

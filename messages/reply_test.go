@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentsidecar/agentsidecar/lua"
+	"github.com/agentsidecar/agentsidecar/messages"
 	"github.com/agentsidecar/agentsidecar/redisstore/redisstoretest"
 	"github.com/agentsidecar/agentsidecar/sessionstore"
 )
@@ -64,7 +64,7 @@ func TestIDsThatSpellTags(t *testing.T) {
 
 		// the scripts' own answer: the tag first, then the message
 		st := sessionstore.New(srv.Conn(t), sessionstore.Config{TTLSeconds: 600})
-		msg, err := st.Exec(t.Context(), lua.MessagesRead, "alice", "s1", "one", "refused")
+		msg, err := st.Exec(t.Context(), messages.MessagesRead, "alice", "s1", "one", "refused")
 		if err != nil {
 			t.Fatal(err)
 		}

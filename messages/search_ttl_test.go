@@ -2,9 +2,11 @@ package messages_test
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/agentsidecar/agentsidecar/envconf"
+	"github.com/agentsidecar/agentsidecar/messages"
 	"github.com/agentsidecar/agentsidecar/redisstore/redisstoretest"
 )
 
@@ -53,4 +55,34 @@ func TestSearchKeysOfPersistedSession(t *testing.T) {
 			t.Fatalf("zebra: found in sessions %v, want brief and keep", sessions)
 		}
 	})
+}
+
+// The messages' index a catch-up makes lives no longer than the messages
+// it describes: a user's first search builds every session, idle ones
+// near their end too. Once the catch-up gave a new index the session's
+// full TTL, so it outlived the session; a session of the same id made
+// again numbers its messages from 1 while the index's cursor ' mseq' (and
+// its '=<id>' of the old messages) stayed: its messages sent without
+// their documents were never indexed.
+func TestMessagesIndexEndsWithItsSession(t *testing.T) {
+	srv := redisstoretest.NewReal(t)
+	h := start(t, srv, nil) // on-demand: the append writes no index
+	post(t, h, `{"id":"m1","role":"user","content":"the walrus sleeps"}`, 201)
+	c := srv.Client(t)
+	order := messages.SessionKeys(srv.Layout(), "alice", "s1").Order
+	// the session is near its end: 5 s left
+	for _, k := range srv.Keys(t, "*") {
+		if k != order && !strings.Contains(k, "s1") {
+			continue
+		}
+		c.Do(t.Context(), c.B().Pexpire().Key(k).Milliseconds(5000).Build())
+	}
+	if got := find(t, h, "/v1/users/alice/search?", "walrus"); len(got) != 1 {
+		t.Fatalf("walrus: %+v", got)
+	}
+	left, _ := c.Do(t.Context(), c.B().Pttl().Key(order).Build()).AsInt64()
+	idx, _ := c.Do(t.Context(), c.B().Pttl().Key(srv.Layout().SearchDocs("alice", "s1")).Build()).AsInt64()
+	if left <= 0 || idx <= 0 || idx > left {
+		t.Errorf("the session's messages have %d ms left, their index %d ms", left, idx)
+	}
 }

@@ -90,11 +90,11 @@ func (s *Store) append(ctx context.Context, user, session string, msgs []message
 		a, later := s.batchSearchArgs(m, &left)
 		args, deferred = append(args, a...), deferred || later
 	}
-	r, err := s.Run(ctx, lua.MessagesAppend, user, session, args...)
+	r, err := s.Run(ctx, messagesAppend, user, session, args...)
 	if err != nil {
 		return Stored{}, err
 	}
-	st, err := s.stored(lua.MessagesAppend.Name, r, user, session)
+	st, err := s.stored(messagesAppend.Name, r, user, session)
 	s.deferred(st, err, deferred, user, session)
 	return st, err
 }
@@ -273,17 +273,17 @@ func (s *Store) Path(ctx context.Context, user, session string, q PageQuery) (Pa
 	}
 	size := 0
 	defer func() { done(size) }()
-	r, err := s.Run(ctx, lua.MessagesRead, user, session, "path", q.Leaf, order, strconv.Itoa(q.Limit),
+	r, err := s.Run(ctx, messagesRead, user, session, "path", q.Leaf, order, strconv.Itoa(q.Limit),
 		q.Cursor, q.At, strconv.Itoa(q.Offset), strconv.Itoa(maxBytes), raw)
 	if err != nil {
 		return Page{}, missing(err, user, session, q.Leaf)
 	}
 	status, err := r.String(0)
 	if err != nil {
-		return Page{}, redisstore.Wrap(lua.MessagesRead.Name, err)
+		return Page{}, redisstore.Wrap(messagesRead.Name, err)
 	}
 	if status != "page" {
-		return Page{}, s.outcome(lua.MessagesRead.Name, r, status, user, session)
+		return Page{}, s.outcome(messagesRead.Name, r, status, user, session)
 	}
 	var p Page
 	var errs [5]error
@@ -293,10 +293,10 @@ func (s *Store) Path(ctx context.Context, user, session string, q PageQuery) (Pa
 	p.LatestTokens, errs[3] = r.Int(4)
 	p.Cut, errs[4] = r.Flag(5)
 	if err := errors.Join(errs[:]...); err != nil {
-		return Page{}, redisstore.Wrap(lua.MessagesRead.Name, err)
+		return Page{}, redisstore.Wrap(messagesRead.Name, err)
 	}
 	if p.Messages, err = texts(r, 6); err != nil {
-		return Page{}, redisstore.Wrap(lua.MessagesRead.Name, err)
+		return Page{}, redisstore.Wrap(messagesRead.Name, err)
 	}
 	for _, m := range p.Messages {
 		size += len(m) + 1
@@ -306,13 +306,13 @@ func (s *Store) Path(ctx context.Context, user, session string, q PageQuery) (Pa
 
 // One reads message id (a not-found refusal when the session has none).
 func (s *Store) One(ctx context.Context, user, session, id string) ([]byte, error) {
-	r, err := s.Run(ctx, lua.MessagesRead, user, session, "one", id)
+	r, err := s.Run(ctx, messagesRead, user, session, "one", id)
 	if err != nil {
 		return nil, missing(err, user, session, id)
 	}
 	v, err := r.String(0)
 	if err != nil {
-		return nil, redisstore.Wrap(lua.MessagesRead.Name, err)
+		return nil, redisstore.Wrap(messagesRead.Name, err)
 	}
 	return []byte(v), nil
 }
@@ -329,18 +329,18 @@ func (s *Store) Children(ctx context.Context, user, session, id string, limit in
 	}
 	size := 0
 	defer func() { done(size) }()
-	r, err := s.Run(ctx, lua.MessagesRead, user, session, "children", id, strconv.Itoa(limit), strconv.Itoa(maxBytes))
+	r, err := s.Run(ctx, messagesRead, user, session, "children", id, strconv.Itoa(limit), strconv.Itoa(maxBytes))
 	if err != nil {
 		return nil, false, missing(err, user, session, id)
 	}
 	if cut, err = r.Flag(0); err != nil {
-		return nil, false, redisstore.Wrap(lua.MessagesRead.Name, err)
+		return nil, false, redisstore.Wrap(messagesRead.Name, err)
 	}
 	msgs, err = texts(r, 1)
 	for _, m := range msgs {
 		size += len(m) + 1
 	}
-	return msgs, cut, redisstore.Wrap(lua.MessagesRead.Name, err)
+	return msgs, cut, redisstore.Wrap(messagesRead.Name, err)
 }
 
 // Put stores m by id: a new message as an append under parent, a held one
@@ -354,11 +354,11 @@ func (s *Store) Put(ctx context.Context, user, session string, m message, parent
 	args := []string{m.ID, m.FP, strconv.FormatInt(m.Tokens, 10), string(m.Body),
 		string(expect), mode, parent.Mode, parent.ID, strconv.Itoa(s.cfg.MaxMessages)}
 	args = append(append(args, s.searchArgs(m)...), strconv.FormatInt(s.cfg.CompactAfterTokens, 10))
-	r, err := s.Run(ctx, lua.MessagesPut, user, session, args...)
+	r, err := s.Run(ctx, messagesPut, user, session, args...)
 	if err != nil {
 		return Stored{}, missing(err, user, session, m.ID)
 	}
-	return s.stored(lua.MessagesPut.Name, r, user, session)
+	return s.stored(messagesPut.Name, r, user, session)
 }
 
 // Delete deletes message id (with its descendants when subtree); it
@@ -368,13 +368,13 @@ func (s *Store) Delete(ctx context.Context, user, session, id string, subtree bo
 	if subtree {
 		flag = "1"
 	}
-	n, err := s.count(ctx, lua.MessagesDelete, user, session, id, flag)
+	n, err := s.count(ctx, messagesDelete, user, session, id, flag)
 	return n, missing(err, user, session, id)
 }
 
 // Clear removes every message of the session; it returns how many went.
 func (s *Store) Clear(ctx context.Context, user, session string) (int64, error) {
-	n, err := s.count(ctx, lua.MessagesClear, user, session)
+	n, err := s.count(ctx, messagesClear, user, session)
 	if errors.Is(err, redisstore.ErrNotFound) {
 		return 0, redisstore.NotFound("no session %s/%s", user, session)
 	}
@@ -396,7 +396,7 @@ func (s *Store) count(ctx context.Context, script *lua.Script, user, session str
 
 // Pop removes the latest leaf and returns it.
 func (s *Store) Pop(ctx context.Context, user, session string) ([]byte, error) {
-	r, err := s.Run(ctx, lua.MessagesPop, user, session)
+	r, err := s.Run(ctx, messagesPop, user, session)
 	if errors.Is(err, redisstore.ErrNotFound) {
 		return nil, redisstore.NotFound("session %s/%s has no messages", user, session)
 	}
@@ -405,7 +405,7 @@ func (s *Store) Pop(ctx context.Context, user, session string) ([]byte, error) {
 	}
 	v, err := r.String(0)
 	if err != nil {
-		return nil, redisstore.Wrap(lua.MessagesPop.Name, err)
+		return nil, redisstore.Wrap(messagesPop.Name, err)
 	}
 	return []byte(v), nil
 }

@@ -393,7 +393,7 @@ func TestTransactionsRemadeKeysKeepTTL(t *testing.T) {
 			`"messages":[{"role":"user","content":"summary"}]}`, 201, "")
 		k := messages.SessionKeys(srv.Layout(), "alice", "s1")
 		c := srv.Client(t)
-		for _, key := range []string{k.Messages, k.Tree, k.Children, k.Order, k.Keys} {
+		for _, key := range []string{k.Messages, k.Tree, k.Children, k.Order} {
 			if ttl, err := c.Do(t.Context(), c.B().Ttl().Key(key).Build()).AsInt64(); err != nil || ttl <= 0 {
 				t.Errorf("%s: TTL %d (%v), want the session's", key, ttl, err)
 			}

@@ -156,7 +156,7 @@ func TestMessageKeysFollowTheSessionTTL(t *testing.T) {
 			t.Fatal(rep)
 		}
 		k := messages.SessionKeys(srv.Layout(), "alice", "s1")
-		keys := []string{k.Messages, k.Tree, k.Children, k.Order, k.Keys, k.Compactions}
+		keys := []string{k.Messages, k.Tree, k.Children, k.Order, k.Compactions}
 		c := srv.Client(t)
 		check := func(want func(int64) bool, what string) {
 			t.Helper()

@@ -94,18 +94,6 @@ var (
 		Kind: KindHash, Owner: "messages", TTL: UserTTL,
 		Description: "under `SEARCH_INDEX=on-demand` its existence is the user's index marker (made by the user's first relevance search; `build` the build's cursor until it is built)",
 	})
-	// Written by sidecars before the per-session index: registered so that
-	// a user's erasure still finds them (they expire with their TTL).
-	SearchPostingsFamily = Register(Family{
-		Name: "search postings (before 2026-11-27)", Prefix: "agent_search", Scope: ScopeUser, Suffix: "<term>",
-		Kind: KindZSet, Owner: "messages", TTL: SessionTTL,
-		Description: "a user's postings of one term, as sidecars before the per-session index wrote them: no longer written; erased with the user, else expire",
-	})
-	SearchPurgeFamily = Register(Family{
-		Name: "search purge (before 2026-11-27)", Prefix: "agent_search_purge", Scope: ScopeUser, Suffix: "<n>",
-		Kind: KindHash, Owner: "sessions", TTL: SessionTTL,
-		Description: "a deleted session's documents awaiting their postings' purge, as sidecars before the per-session index wrote them: no longer written; erased with the user, else expire",
-	})
 )
 
 // The user's keys that every session write (or every user-level write)

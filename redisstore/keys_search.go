@@ -36,9 +36,3 @@ func (l Layout) SearchDocsOf(user, session, kind string) string {
 	}
 	return l.SearchDocs(user, session)
 }
-
-// SearchPostings is a postings key as sidecars before the per-session index
-// wrote it (agent_search:<tag><u>:<term>): no longer written.
-func (l Layout) SearchPostings(user, term string) string {
-	return l.UserKey(SearchPostingsFamily, user, term)
-}

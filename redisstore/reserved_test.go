@@ -24,7 +24,7 @@ func layoutKeys() []string {
 			for _, k := range sessionBuilders(l, user, "session.1") {
 				out = append(out, k)
 			}
-			out = append(out, l.SearchPostings(user, "deploy"), l.SearchStats(user), l.SearchSessions(user), l.UserKey(redisstore.SearchPurgeFamily, user, "7"), l.UserEvents(user), l.UserKey(events.UserWatchFamily, user))
+			out = append(out, l.SearchStats(user), l.SearchSessions(user), l.UserEvents(user), l.UserKey(events.UserWatchFamily, user))
 		}
 		for b := range l.Buckets() {
 			g := l.Global(b)
@@ -47,7 +47,7 @@ func TestReservedCoversTheLayout(t *testing.T) {
 	want := []string{
 		"adk_app_state", "adk_events", "adk_index", "adk_session", "adk_state", "adk_user_state",
 		"agent_checkpoint_order", "agent_checkpoints",
-		"agent_search", "agent_search_docs", "agent_search_entry_docs", "agent_search_purge", "agent_search_sessions", "agent_search_stats",
+		"agent_search_docs", "agent_search_entry_docs", "agent_search_sessions", "agent_search_stats",
 		"agent_session_blocks", "agent_session_compactions", "agent_session_context_index", "agent_session_event_keys", "agent_session_events",
 		"agent_session_meta", "agent_session_meta_global",
 		"agent_session_msg_children", "agent_session_msg_keys", "agent_session_msg_order", "agent_session_msg_tree",

@@ -9,7 +9,6 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"github.com/agentsidecar/agentsidecar/lua"
 	"github.com/agentsidecar/agentsidecar/redisstore"
 	"github.com/agentsidecar/agentsidecar/sessionstore"
 	"github.com/agentsidecar/agentsidecar/sidecar"
@@ -148,7 +147,7 @@ func (c Coverage) SinceField() string {
 
 // mark runs search_mark: op "open" or "cursor". Returns the build cursor.
 func (x *Index) mark(ctx context.Context, user string, args ...string) (string, error) {
-	r, err := x.store.Run(ctx, lua.SearchMark, user, "-", args...)
+	r, err := x.store.Run(ctx, searchMark, user, "-", args...)
 	if err != nil {
 		return "", err
 	}
@@ -176,8 +175,9 @@ func (x *Index) indexed(ctx context.Context, user string) (bool, error) {
 // documents first when session is given), leaving the rest to the
 // background; under eager it catches the session up, and a user-wide
 // search builds as under on-demand (a first build meets sessions indexed
-// already, or an older sidecar's index taken in again). Errors of the index
-// work are logged, not returned: the search answers what is indexed.
+// already, and takes in those written while the index was off or by
+// another program). Errors of the index work are logged, not returned: the
+// search answers what is indexed.
 func (x *Index) Prepare(ctx context.Context, user, session string) Coverage {
 	if x.mode == Off {
 		return Coverage{}
@@ -202,8 +202,8 @@ func (x *Index) prepare(ctx context.Context, user, session string, until time.Ti
 		return Coverage{Building: more}, err
 	}
 	// under eager too, a user-wide search keeps the marker: its build takes
-	// in the sessions an older sidecar indexed in another format (and
-	// under eager finds every session indexed already)
+	// in the sessions written while the index was off or by another
+	// program (and finds every other session indexed already)
 	cursor, err := x.mark(ctx, user, "open")
 	if err != nil {
 		return Coverage{Building: true}, err

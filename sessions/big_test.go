@@ -13,7 +13,6 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"github.com/agentsidecar/agentsidecar/lua"
 	"github.com/agentsidecar/agentsidecar/redisstore"
 	"github.com/agentsidecar/agentsidecar/redisstore/redisstoretest"
 	"github.com/agentsidecar/agentsidecar/sessions"
@@ -175,8 +174,8 @@ func TestBigCogneeSessionBoundedWork(t *testing.T) {
 	qa.push(qa.entry("c1", "needle"))
 	ids = append(ids, "c1")
 	before = indexSteps(t, h, "qa")
-	if _, cmds := call("POST", "/entries", `{"qa_id":"s2","question":"q","answer":"a"}`, 201); runs(cmds, lua.SessionAppend) != 1 || runs(cmds, lua.SessionIndexBuild) != 0 {
-		t.Fatalf("an append after Cognee's RPUSH ran session_append %d times and %d index steps, want 1 and 0", runs(cmds, lua.SessionAppend), runs(cmds, lua.SessionIndexBuild))
+	if _, cmds := call("POST", "/entries", `{"qa_id":"s2","question":"q","answer":"a"}`, 201); runs(cmds, sessions.SessionAppend) != 1 || runs(cmds, sessions.SessionIndexBuild) != 0 {
+		t.Fatalf("an append after Cognee's RPUSH ran session_append %d times and %d index steps, want 1 and 0", runs(cmds, sessions.SessionAppend), runs(cmds, sessions.SessionIndexBuild))
 	}
 	ids = append(ids, "s2")
 	call("POST", "/entries", `{"qa_id":"c1","question":"retry","answer":"retry"}`, 200)

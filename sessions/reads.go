@@ -7,7 +7,6 @@ import (
 	"strconv"
 
 	"github.com/agentsidecar/agentsidecar/envconf"
-	"github.com/agentsidecar/agentsidecar/lua"
 	"github.com/agentsidecar/agentsidecar/redisstore"
 	"github.com/agentsidecar/agentsidecar/search"
 	"github.com/agentsidecar/agentsidecar/sidecar"
@@ -99,20 +98,20 @@ func (s *Store) read(ctx context.Context, key, from string, n, maxBytes int) (pa
 	if err != nil {
 		return page{}, err
 	}
-	vals, err := lua.SessionRead.Exec(ctx, client, []string{key},
+	vals, err := sessionRead.Exec(ctx, client, []string{key},
 		[]string{strconv.Itoa(n), strconv.Itoa(maxBytes), from, strconv.Itoa(ScriptPage)}).ToArray()
 	if err != nil {
-		return page{}, redisstore.Wrap(lua.SessionRead.Name, err)
+		return page{}, redisstore.Wrap(sessionRead.Name, err)
 	}
 	if len(vals) == 0 {
-		return page{}, fmt.Errorf("%s: empty reply", lua.SessionRead.Name)
+		return page{}, fmt.Errorf("%s: empty reply", sessionRead.Name)
 	}
 	cut, _ := vals[0].AsInt64()
 	p := page{truncated: cut == 1, elems: make([]string, 0, len(vals)-1)}
 	for _, v := range vals[1:] {
 		e, err := v.ToString()
 		if err != nil {
-			return page{}, redisstore.Wrap(lua.SessionRead.Name, err)
+			return page{}, redisstore.Wrap(sessionRead.Name, err)
 		}
 		p.elems = append(p.elems, e)
 	}

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/agentsidecar/agentsidecar/envconf"
-	"github.com/agentsidecar/agentsidecar/lua"
 	"github.com/agentsidecar/agentsidecar/redisstore"
 	"github.com/agentsidecar/agentsidecar/redisstore/redisstoretest"
 	"github.com/agentsidecar/agentsidecar/sessions"
@@ -71,7 +70,7 @@ func TestIndexBuildRefusesAWrongTypedIndex(t *testing.T) {
 		k := srv.Layout().Session("u1", "s1")
 		c.Do(t.Context(), c.B().Rpush().Key(k.Entries).Element(`{"qa_id": "a", "time": "2026-01-01T00:00:00"}`).Build())
 		c.Do(t.Context(), c.B().Set().Key(k.Index).Value("someone else's").Build())
-		_, err := st.Exec(t.Context(), lua.SessionIndexBuild, "u1", "s1", "0", "qa")
+		_, err := st.Exec(t.Context(), sessions.SessionIndexBuild, "u1", "s1", "0", "qa")
 		var ref *redisstore.Refusal
 		if !errors.As(err, &ref) || !strings.Contains(err.Error(), k.Index) {
 			t.Fatalf("index build with the index a string: %v, want a refusal naming %s", err, k.Index)

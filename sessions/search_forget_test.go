@@ -6,6 +6,7 @@ import (
 
 	"github.com/agentsidecar/agentsidecar/envconf"
 	"github.com/agentsidecar/agentsidecar/redisstore/redisstoretest"
+	"github.com/agentsidecar/agentsidecar/sidecar/sidecartest"
 )
 
 // redisText is every key of the server with what it holds: names,
@@ -61,30 +62,7 @@ func TestSearchDeleteForgets(t *testing.T) {
 		t.Run(mode, func(t *testing.T) {
 			redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
 				h := startSearch(t, srv, envconf.Env{"SEARCH_INDEX": mode})
-				gone := "/v1/users/alice/sessions/chat-gone"
-				for i, body := range []string{
-					`{"qa_id":"qa-gone-1","question":"my diabetes medication","answer":"take insulin"}`,
-					`{"qa_id":"qa-gone-2","question":"bank pin k4321q","answer":"keep the secret"}`,
-				} {
-					if rep := h.Do(t, "POST", gone+"/entries", body); rep.Status != 201 {
-						t.Fatalf("entry %d: %s", i, rep)
-					}
-				}
-				if rep := h.Do(t, "POST", gone+"/messages", `{"id":"msg-gone","role":"user","content":"zanzibar holiday shared"}`); rep.Status != 201 {
-					t.Fatal(rep)
-				}
-				for _, body := range []string{`{"id":"msg-kept","role":"user","content":"weather shared"}`,
-					`{"id":"msg-platypus","role":"user","content":"platypus eggs"}`,
-					`{"id":"msg-wombat","role":"user","content":"wombat burrow","parent_id":null}`,
-					`{"id":"msg-numbat","role":"user","content":"numbat termites","parent_id":"msg-wombat"}`} {
-					if rep := h.Do(t, "POST", "/v1/users/alice/sessions/chat-kept/messages", body); rep.Status != 201 {
-						t.Fatal(rep)
-					}
-				}
-				kept := "/v1/users/alice/sessions/chat-kept"
-				if rep := h.Do(t, "POST", kept+"/entries", `{"qa_id":"qa-quokka","question":"quokka facts","answer":"shared"}`); rep.Status != 201 {
-					t.Fatal(rep)
-				}
+				gone, kept := forgetWrites(t, h)
 				// the index exists (built by this search under on-demand)
 				if rep := h.Do(t, "GET", "/v1/users/alice/search?q=diabetes", ""); rep.Status != 200 || !strings.Contains(rep.Body, "qa-gone-1") {
 					t.Fatalf("before the delete: %s", rep)
@@ -136,4 +114,35 @@ func TestSearchDeleteForgets(t *testing.T) {
 			})
 		})
 	}
+}
+
+// forgetWrites writes TestSearchDeleteForgets's sessions: chat-gone (two
+// entries, a message) and chat-kept (four messages, one a reply, and an
+// entry). It answers their paths.
+func forgetWrites(t *testing.T, h *sidecartest.Host) (gone, kept string) {
+	t.Helper()
+	gone, kept = "/v1/users/alice/sessions/chat-gone", "/v1/users/alice/sessions/chat-kept"
+	for i, body := range []string{
+		`{"qa_id":"qa-gone-1","question":"my diabetes medication","answer":"take insulin"}`,
+		`{"qa_id":"qa-gone-2","question":"bank pin k4321q","answer":"keep the secret"}`,
+	} {
+		if rep := h.Do(t, "POST", gone+"/entries", body); rep.Status != 201 {
+			t.Fatalf("entry %d: %s", i, rep)
+		}
+	}
+	if rep := h.Do(t, "POST", gone+"/messages", `{"id":"msg-gone","role":"user","content":"zanzibar holiday shared"}`); rep.Status != 201 {
+		t.Fatal(rep)
+	}
+	for _, body := range []string{`{"id":"msg-kept","role":"user","content":"weather shared"}`,
+		`{"id":"msg-platypus","role":"user","content":"platypus eggs"}`,
+		`{"id":"msg-wombat","role":"user","content":"wombat burrow","parent_id":null}`,
+		`{"id":"msg-numbat","role":"user","content":"numbat termites","parent_id":"msg-wombat"}`} {
+		if rep := h.Do(t, "POST", kept+"/messages", body); rep.Status != 201 {
+			t.Fatal(rep)
+		}
+	}
+	if rep := h.Do(t, "POST", kept+"/entries", `{"qa_id":"qa-quokka","question":"quokka facts","answer":"shared"}`); rep.Status != 201 {
+		t.Fatal(rep)
+	}
+	return gone, kept
 }

@@ -52,8 +52,8 @@ func edocs(t *testing.T, srv *redisstoretest.Server, user, s string) map[string]
 }
 
 // The integrity of the entries' search index when Cognee and the sidecar
-// both write a session: each of these once went wrong (a fresh-eyes review
-// reproduced them on a real redis-server).
+// both write a session: each of these once went wrong (reproduced here on
+// a real redis-server).
 
 // Cognee deletes the last entry of a session (DEL, RPUSH of none): the
 // session's documents go at its next touch: the user's index counts none.

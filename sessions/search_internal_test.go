@@ -82,6 +82,51 @@ func TestCatchupRacingAPatchStoresNothing(t *testing.T) {
 	})
 }
 
+// An entries index whose ' seq' another program spoiled (not a number
+// HINCRBY takes) fails no append half-way: the append answers pending
+// without writing its document, and the catch-up, whether a search or
+// that append reaches the session first, makes the index anew with every
+// entry.
+func TestSpoiledEntriesIndexIsMadeAnew(t *testing.T) {
+	redisstoretest.Each(t, func(t *testing.T, srv *redisstoretest.Server) {
+		for _, first := range []string{"search", "append"} {
+			t.Run(first, func(t *testing.T) {
+				s := NewStore(sessionstore.New(srv.Conn(t), sessionstore.Config{TTLSeconds: 600}))
+				user, ctx, c := "spoiled-"+first, t.Context(), srv.Client(t)
+				for i, w := range []string{"alpha", "beta", "gamma"} {
+					id := "s" + strconv.Itoa(i)
+					if _, _, err := s.Append(ctx, user, "s", id, qaEntry(t, id, w), search.Eager); err != nil {
+						t.Fatal(err)
+					}
+				}
+				docs := srv.Layout().SearchEntryDocs(user, "s")
+				if err := c.Do(ctx, c.B().Hset().Key(docs).FieldValue().FieldValue(" seq", "x").Build()).Error(); err != nil {
+					t.Fatal(err)
+				}
+				want := map[string]string{"alpha": "s0", "beta": "s1", "gamma": "s2"}
+				if first == "append" {
+					if _, pending, err := s.Append(ctx, user, "s", "s3", qaEntry(t, "s3", "delta"), search.Eager); err != nil || !pending {
+						t.Fatalf("append: pending %v, %v; want pending (the index is made anew)", pending, err)
+					}
+					want["delta"] = "s3"
+				}
+				if left, err := s.CatchUp(ctx, user, "s", 8); err != nil || left {
+					t.Fatalf("catch-up: left %v, %v", left, err)
+				}
+				for q, id := range want {
+					res, err := FindForTest(t, srv, user, "", q, 10)
+					if err != nil || len(res) != 1 || res[0].ID != id || !strings.Contains(res[0].Snippet, q) {
+						t.Errorf("%s: %+v, %v; want %s with its snippet", q, res, err, id)
+					}
+				}
+				if seq := field(t, srv, docs, " seq"); seq != strconv.Itoa(len(want)) {
+					t.Errorf("' seq' %q, want %d: the index made anew", seq, len(want))
+				}
+			})
+		}
+	})
+}
+
 func field(t *testing.T, srv *redisstoretest.Server, key, f string) string {
 	t.Helper()
 	c := srv.Client(t)
@@ -90,14 +135,6 @@ func field(t *testing.T, srv *redisstoretest.Server, key, f string) string {
 		t.Fatal(err)
 	}
 	return v
-}
-
-func hset(t *testing.T, srv *redisstoretest.Server, key, f, v string) {
-	t.Helper()
-	c := srv.Client(t)
-	if err := c.Do(t.Context(), c.B().Hset().Key(key).FieldValue().FieldValue(f, v).Build()).Error(); err != nil {
-		t.Fatal(err)
-	}
 }
 
 func appendAll(t *testing.T, s *Store, words ...string) {

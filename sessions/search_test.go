@@ -53,26 +53,33 @@ func cogneeQA(qa, question, answer string, at time.Time) string {
 		at.UTC().Format("2006-01-02T15:04:05.000000"), question, answer, qa)
 }
 
-// The sidecar's own entry writes keep the index: an append is found at
-// once (stemmed, ranked, with a snippet), across sessions and beside
-// messages; a text PATCH is found by its new words only, feedback keeps
-// it, a delete takes it out; deleting the session's messages keeps its
-// entries; deleting the session takes them out.
+// entriesFixture is a host holding alice's entries and a message: s1's q1
+// (deploying the billing service) and q2 (the weather, in a café in
+// Zürich), s2's q3 (deployed) and m1 (deploy notes). It answers the two
+// sessions' paths.
+func entriesFixture(t *testing.T, srv *redisstoretest.Server) (h *sidecartest.Host, s1, s2 string) {
+	t.Helper()
+	h = startSearch(t, srv, nil)
+	s1, s2 = "/v1/users/alice/sessions/s1", "/v1/users/alice/sessions/s2"
+	for _, w := range [][2]string{
+		{s1 + "/entries", `{"qa_id":"q1","question":"How do I deploy the billing service?","answer":"Run the deployment pipeline, then deploy again."}`},
+		{s1 + "/entries", `{"qa_id":"q2","question":"What is the weather?","answer":"Sunny.","context":"a café in Zürich"}`},
+		{s2 + "/entries", `{"qa_id":"q3","question":"Deployed yesterday?","answer":"yes"}`},
+		{s2 + "/messages", `{"id":"m1","role":"user","content":"deploy notes"}`},
+	} {
+		if rep := h.Do(t, "POST", w[0], w[1]); rep.Status != 201 {
+			t.Fatalf("POST %s: %s", w[0], rep)
+		}
+	}
+	return h, s1, s2
+}
+
+// The sidecar's own entries are found (stemmed, ranked, with a snippet),
+// across sessions and beside messages, by their context too (accents and
+// case folded), and in one session's search; rank=recent is unchanged.
 func TestEntriesRelevanceSearch(t *testing.T) {
 	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
-		h := startSearch(t, srv, nil)
-		s1, s2 := "/v1/users/alice/sessions/s1", "/v1/users/alice/sessions/s2"
-		post := func(path, body string) {
-			t.Helper()
-			if rep := h.Do(t, "POST", path, body); rep.Status != 201 {
-				t.Fatalf("POST %s: %s", path, rep)
-			}
-		}
-		post(s1+"/entries", `{"qa_id":"q1","question":"How do I deploy the billing service?","answer":"Run the deployment pipeline, then deploy again."}`)
-		post(s1+"/entries", `{"qa_id":"q2","question":"What is the weather?","answer":"Sunny.","context":"a café in Zürich"}`)
-		post(s2+"/entries", `{"qa_id":"q3","question":"Deployed yesterday?","answer":"yes"}`)
-		post(s2+"/messages", `{"id":"m1","role":"user","content":"deploy notes"}`)
-
+		h, s1, s2 := entriesFixture(t, srv)
 		user := "/v1/users/alice/search?"
 		got, ids := hits(t, h, user, "deploying")
 		if len(got) != 3 || !strings.Contains(ids, "s1/entry:q1") || !strings.Contains(ids, "s2/entry:q3") || !strings.Contains(ids, "s2/message:m1") {
@@ -95,8 +102,21 @@ func TestEntriesRelevanceSearch(t *testing.T) {
 		if rep := h.Do(t, "GET", s1+"/search?q=deploy", ""); rep.Status != 200 || !strings.Contains(rep.Body, `"q1"`) || strings.Contains(rep.Body, `"q2"`) {
 			t.Fatalf("recent search: %s", rep)
 		}
+	})
+}
 
-		// feedback keeps the document; a text PATCH replaces it
+// The sidecar's own entry writes keep the index: feedback keeps an
+// entry's document, a text PATCH makes it found by its new words only, a
+// delete takes it out; deleting the session's messages keeps its entries;
+// deleting the session takes them out.
+func TestEntriesIndexFollowsTheirWrites(t *testing.T) {
+	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
+		h, s1, s2 := entriesFixture(t, srv)
+		user := "/v1/users/alice/search?"
+		// (the user's first search builds the index under on-demand)
+		if _, ids := hits(t, h, user, "billing"); ids != "s1/entry:q1" {
+			t.Fatalf("billing: %s", ids)
+		}
 		if rep := h.Do(t, "PUT", s1+"/entries/q1/feedback", `{"feedback_score":5}`); rep.Status != 200 {
 			t.Fatal(rep)
 		}
@@ -258,5 +278,33 @@ func TestEntriesPostingsLiveWithTheSession(t *testing.T) {
 	}
 	if _, ids := hits(t, h, "/v1/users/carol/search?", "zebra"); ids != "s/entry:q1" {
 		t.Fatalf("after 7 s of a 4 s TTL kept alive by feedback: %q", ids)
+	}
+}
+
+// A word's postings past their 2 KiB bound keep their newer half: the
+// session's newest documents holding the word are still found, and the
+// hash keeps hundreds of its postings, the newest last (once
+// string.sub(v, string.find(...)) cut the value to its one space: every
+// posting of the word went, the new document's too).
+func TestSearchPostingsBoundKeepsTheNewerHalf(t *testing.T) {
+	srv := redisstoretest.New(t)
+	h := startSearch(t, srv, nil)
+	const n = 545 // the word's postings pass 2 KiB at the 539th
+	for i := 1; i <= n; i++ {
+		if rep := h.Do(t, "POST", "/v1/users/u/sessions/s/entries", fmt.Sprintf(`{"qa_id":"q%d","question":"zebra","answer":"ok"}`, i)); rep.Status != 201 {
+			t.Fatal(rep)
+		}
+	}
+	res, _ := hits(t, h, "/v1/users/u/sessions/s/search?rank=relevance&limit=100&", "zebra")
+	if len(res) != 100 {
+		t.Errorf("%d entries found, want 100 of the session's %d", len(res), n)
+	}
+	v := edocs(t, srv, "u", "s")["zebra"]
+	if !strings.HasPrefix(v, " ") || !strings.HasSuffix(v, " ") || len(v) > 2048 {
+		t.Fatalf("postings %q: want ' num ... num ', at most 2 KiB", v)
+	}
+	p := strings.Fields(v)
+	if len(p) < 200 || p[len(p)-1] != fmt.Sprint(n) {
+		t.Errorf("%d postings ending %q, want at least 200 ending with the newest, %d", len(p), p[len(p)-1:], n)
 	}
 }

@@ -108,8 +108,8 @@ func (s *Store) Run(ctx context.Context, script *lua.Script, user, session strin
 }
 
 // Exec runs a session script with the core's per-call contract
-// (lib/session.lua): KEYS the session's record, ARGV the core's settings
-// followed by args; and returns its answer as it is, but for the answers
+// (lib/session.lua): KEYS the session's record and the user's marker,
+// ARGV the core's settings followed by args; and returns its answer as it is, but for the answers
 // every script shares, returned as errors: a refusal or an index to build
 // (lua.Refusal), Redis's WRONGTYPE (a 409), a nil reply
 // (redisstore.ErrNotFound). Run decodes the rest too.
@@ -120,7 +120,8 @@ func (s *Store) Exec(ctx context.Context, script *lua.Script, user, session stri
 	}
 	argv := make([]string, 0, len(s.common)+len(args))
 	argv = append(append(argv, s.common...), args...)
-	keys := []string{s.layout().SessionKey(redisstore.RecordFamily, user, session)}
+	l := s.layout()
+	keys := []string{l.SessionKey(redisstore.RecordFamily, user, session), l.UserMarker(user)}
 	msg, err := script.Exec(ctx, client, keys, argv).ToMessage()
 	if rueidis.IsRedisNil(err) {
 		return msg, redisstore.ErrNotFound

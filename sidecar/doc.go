@@ -14,15 +14,27 @@
 // modules already built are closed, so nothing leaks. Then the host
 // registers each module's Routes, and the optional powers it discovers by
 // type assertion: Collector (metrics), Checker (part of /readyz), Closer
-// (run at shutdown, after the API stopped serving). Modules that extend one
-// concept share one value through Shared (the session store, say).
+// (run at shutdown, after the API stopped serving, every module's at once
+// with a CloseTimeout context of its own). Modules that extend one concept
+// share one value through Shared (the session store, say).
+//
+// # Shutdown
+//
+// On SIGTERM the host ends every Stream route, closes Deps.ShuttingDown (a
+// handler blocked on a wait returns ErrShuttingDown: 503 shutting_down),
+// answers new requests 503 shutting_down while the listener stays open,
+// and lets the requests in flight finish within ShutdownGrace; those still
+// running near its end have their context cancelled with cause
+// ErrShuttingDown and answer 503 shutting_down too. Then the listeners
+// close and the modules close (shutdown.go).
 //
 // # A request's path
 //
 // instrument (count and time by route pattern, JSON for unknown routes) →
-// authenticate (SIDECAR_API_TOKEN) → gate (503 until Redis first connects)
-// → the route: panic recovery, the body limit (Route.MaxBodyBytes, else
-// SIDECAR_MAX_BODY_BYTES), the body counted against the in-flight byte
+// refuseWhenStopping (503 shutting_down once shutdown began) →
+// shedOverload (503 overloaded) → authenticate (SIDECAR_API_TOKEN) → gate
+// (503 until Redis first connects) → the route: panic recovery, the body
+// limit (Route.MaxBodyBytes, else SIDECAR_MAX_BODY_BYTES), the body counted against the in-flight byte
 // budget (budget.go; a list answer is counted by ReserveAnswer before it
 // is read), the deadline, then the module's HandlerFunc. A handler returns its error instead of writing it;
 // the host maps it once for every module: an *Error as it is, a store's

@@ -116,7 +116,13 @@ func refusal(err error) (*Error, bool) {
 // (a read meeting a key another program wrote) as 409 key_wrong_type, Redis outages as
 // 503, everything else as a 500 whose detail goes to the log, never to the
 // client.
+//
+// Before all that, a wait given up for shutdown (ErrShuttingDown), or any
+// error of a request the drain cancelled, is 503 shutting_down.
 func errorFor(ctx context.Context, logger *slog.Logger, redis *redisstore.Conn, route string, err error) *Error {
+	if errors.Is(err, ErrShuttingDown) || errors.Is(context.Cause(ctx), ErrShuttingDown) {
+		return shuttingDown()
+	}
 	var apiErr *Error
 	if errors.As(err, &apiErr) {
 		return apiErr

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -35,10 +36,17 @@ type Host struct {
 	api          http.Handler
 	ops          *http.ServeMux
 
-	// streams is cancelled when shutdown begins: it ends every Stream
-	// route at once, before the API drains.
-	streams    context.Context
-	endStreams context.CancelFunc
+	// stopping is cancelled when shutdown begins: it ends every Stream
+	// route at once, closes Deps.ShuttingDown (waits give up) and turns
+	// new requests away (refuseWhenStopping).
+	stopping  context.Context
+	beginStop context.CancelFunc
+	// cutoff is every API request's base context: cancelled with cause
+	// ErrShuttingDown near the end of the drain, it ends the requests
+	// still running so they answer instead of losing their connection.
+	cutoff      context.Context
+	cutRequests context.CancelCauseFunc
+	active      atomic.Int64 // requests in a module's route, streams aside
 
 	mu         sync.Mutex
 	scriptPath string // the scripts' call path last logged (lua.Path)
@@ -59,7 +67,8 @@ func NewHost(ctx context.Context, cfg Config, env envconf.Env, redis *redisstore
 		served:   make(chan struct{}),
 		budget:   newBudget(budgetBytes(cfg.InflightBytes)),
 	}
-	h.streams, h.endStreams = context.WithCancel(context.WithoutCancel(ctx))
+	h.stopping, h.beginStop = context.WithCancel(context.WithoutCancel(ctx))
+	h.cutoff, h.cutRequests = context.WithCancelCause(context.WithoutCancel(ctx))
 	h.metrics = newHTTPMetrics(h.registry)
 	h.registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "sidecar_inflight_bytes",
@@ -83,7 +92,7 @@ func NewHost(ctx context.Context, cfg Config, env envconf.Env, redis *redisstore
 			h.modules = append(h.modules, m)
 		}
 		if err != nil {
-			h.closeModules(ctx) // Caddy's rule: clean up after a failed provision
+			h.closeModules() // Caddy's rule: clean up after a failed provision
 			return nil, err
 		}
 	}
@@ -91,14 +100,15 @@ func NewHost(ctx context.Context, cfg Config, env envconf.Env, redis *redisstore
 		logger.Warn("the largest request body allowed does not fit the in-flight byte budget: bodies past it are refused 413",
 			"max_body_bytes", h.maxBody, "fits_bytes", h.budget.limit/bodyCost, "inflight_bytes", h.budget.limit)
 	}
-	h.api = h.instrument(h.shedOverload(h.authenticate(h.gate(mux))))
+	h.api = h.instrument(h.refuseWhenStopping(h.shedOverload(h.authenticate(h.gate(mux)))))
 	h.ops = h.opsMux()
 	return h, nil
 }
 
 func (h *Host) build(ctx context.Context, f Factory, env envconf.Env, mux *http.ServeMux) (m Module, err error) {
 	logger := h.logger.With("module", f.Name)
-	m, err = f.New(ctx, Deps{Redis: h.redis, Logger: logger, Env: env, Registerer: h.registry, RequestTimeout: h.cfg.RequestTimeout, shared: h.shared})
+	m, err = f.New(ctx, Deps{Redis: h.redis, Logger: logger, Env: env, Registerer: h.registry, RequestTimeout: h.cfg.RequestTimeout,
+		ShuttingDown: h.stopping.Done(), shared: h.shared})
 	if err != nil {
 		var confErr *envconf.Error
 		if errors.As(err, &confErr) {
@@ -163,13 +173,15 @@ func (h *Host) Addrs() (api, ops string) {
 func (h *Host) Run(ctx context.Context) error {
 	apiLn, err := net.Listen("tcp", h.cfg.ListenAddr)
 	if err != nil {
-		h.closeBuilt(ctx)
+		// The modules' goroutines stop before the process closes Redis
+		// under them, so none reports its connection lost on the way out.
+		h.closeModules()
 		return envconf.Invalid("SIDECAR_LISTEN_ADDR", "%v", err)
 	}
 	opsLn, err := net.Listen("tcp", h.cfg.OpsAddr)
 	if err != nil {
 		apiLn.Close()
-		h.closeBuilt(ctx)
+		h.closeModules()
 		return envconf.Invalid("SIDECAR_OPS_ADDR", "%v", err)
 	}
 	h.mu.Lock()
@@ -185,7 +197,8 @@ func (h *Host) Run(ctx context.Context) error {
 	errLog := slog.NewLogLogger(h.logger.Handler(), slog.LevelWarn)
 	headerTimeout := min(10*time.Second, h.cfg.ReadTimeout)
 	apiSrv := &http.Server{Handler: h.api, ReadHeaderTimeout: headerTimeout, ReadTimeout: h.cfg.ReadTimeout, WriteTimeout: h.cfg.WriteTimeout,
-		IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10, ErrorLog: errLog, ConnState: limited.connState, ConnContext: withConn}
+		IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10, ErrorLog: errLog, ConnState: limited.connState, ConnContext: withConn,
+		BaseContext: func(net.Listener) context.Context { return h.cutoff }}
 	opsSrv := &http.Server{Handler: h.ops, ReadHeaderTimeout: headerTimeout, ReadTimeout: h.cfg.ReadTimeout, WriteTimeout: h.cfg.WriteTimeout,
 		IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10, ErrorLog: errLog}
 	serveErr := make(chan error, 2)
@@ -212,21 +225,8 @@ func (h *Host) Run(ctx context.Context) error {
 			h.cfg.Redis.Redacted(), h.cfg.StartupTimeout, h.redis.LastError())
 	}
 
-	h.logger.Info("shutting down", "grace", ShutdownGrace.String())
-	h.endStreams() // streams end now; Shutdown then waits for their handlers
-	shutCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ShutdownGrace)
-	defer cancel()
-	var wg sync.WaitGroup
-	for _, srv := range []*http.Server{apiSrv, opsSrv} {
-		wg.Go(func() {
-			if err := srv.Shutdown(shutCtx); err != nil {
-				h.logger.Warn("shutdown: in-flight requests cut off", "err", err)
-				_ = srv.Close()
-			}
-		})
-	}
-	wg.Wait()
-	h.closeModules(shutCtx)
+	h.drain(ctx, limited, apiSrv, opsSrv)
+	h.closeModules()
 	return runErr
 }
 
@@ -235,25 +235,6 @@ func serve(srv *http.Server, ln net.Listener) error {
 		return err
 	}
 	return nil
-}
-
-// closeBuilt closes the modules of a host that will not serve (a port
-// taken): their goroutines stop before the process closes Redis under
-// them, so a module does not report its connection lost on the way out.
-func (h *Host) closeBuilt(ctx context.Context) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ShutdownGrace)
-	defer cancel()
-	h.closeModules(ctx)
-}
-
-func (h *Host) closeModules(ctx context.Context) {
-	for i := len(h.modules) - 1; i >= 0; i-- {
-		if c, ok := h.modules[i].(Closer); ok {
-			if err := c.Close(ctx); err != nil {
-				h.logger.Warn("module close", "module", h.modules[i].Name(), "err", err)
-			}
-		}
-	}
 }
 
 func (h *Host) moduleNames() string {

@@ -165,6 +165,18 @@ func (l *limitListener) shedSlowestUpload() {
 	}
 }
 
+// cutUploads ends every upload at once, as shedSlowestUpload ends one: at
+// the end of the shutdown drain, a body still arriving fails its read, so
+// its request is answered (503 shutting_down) before the listener closes.
+func (l *limitListener) cutUploads() {
+	now := time.Now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for c := range l.uploads {
+		_ = c.Conn.SetReadDeadline(now)
+	}
+}
+
 // startUpload marks c as reading a request body until endUpload.
 func (l *limitListener) startUpload(c *limitConn) *upload {
 	u := &upload{start: time.Now()}

@@ -63,6 +63,8 @@ func (h *Host) route(rt Route, logger *slog.Logger) http.Handler {
 			_ = rc.SetReadDeadline(time.Now().Add(h.cfg.ReadTimeout + rt.Timeout))
 			_ = rc.SetWriteDeadline(time.Now().Add(h.cfg.WriteTimeout + rt.Timeout))
 		}
+		h.active.Add(1) // the drain waits for it (shutdown.go)
+		defer h.active.Add(-1)
 		defer watchUpload(r)()
 		hd, refused := h.holdBody(r)
 		defer hd.end()
@@ -103,7 +105,7 @@ func (h *Host) serveStream(w http.ResponseWriter, r *http.Request, rt Route, log
 	_ = rc.SetWriteDeadline(time.Time{})
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
-	stop := context.AfterFunc(h.streams, cancel)
+	stop := context.AfterFunc(h.stopping, cancel)
 	defer stop()
 	r = r.WithContext(withAnswerHeaders(ctx, w.Header()))
 	if err := rt.Handler(w, r); err != nil {

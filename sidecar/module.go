@@ -75,7 +75,11 @@ type Checker interface {
 }
 
 // Closer is a module holding resources (goroutines, subscriptions) to free at
-// shutdown. Close runs after the API stopped serving.
+// shutdown. Close runs after the API stopped serving, every module's at
+// once, each with a context of its own that ends after CloseTimeout (not
+// what the drain left): honour it. An error, or a Close still running at
+// that deadline, is logged with the module's name; the other modules and
+// the exit go on.
 type Closer interface {
 	Close(ctx context.Context) error
 }
@@ -91,6 +95,15 @@ type Deps struct {
 	// RequestTimeout is SIDECAR_REQUEST_TIMEOUT, for a route with a longer
 	// Route.Timeout that still has to bound its own Redis calls by it.
 	RequestTimeout time.Duration
+	// ShuttingDown is closed when the host begins to shut down (SIGTERM).
+	// A handler blocked on a wait (a lock acquire's wait_ms, say) selects
+	// on it beside its request's context, stops waiting and returns
+	// ErrShuttingDown: the caller gets 503 shutting_down with Retry-After
+	// at once. Short work needs nothing: it finishes within the drain, and
+	// a request still running near the end of ShutdownGrace has its
+	// context cancelled with cause ErrShuttingDown (answered 503
+	// shutting_down too). Nil (never closed) in a Deps no host made.
+	ShuttingDown <-chan struct{}
 
 	shared *sharedValues // the host's values shared by its modules (Shared)
 }

@@ -45,13 +45,17 @@ func (h *Host) opsMux() *http.ServeMux {
 // ReadyTimeout bounds the readiness check: Redis must answer within it.
 const ReadyTimeout = time.Second
 
-// Ready reports why the sidecar cannot serve, or nil: Redis must answer
-// PING within a second, accept every script (SCRIPT LOAD on each node) and
-// not have refused a call within the last redisstore.RefusalWindow (a full
-// Redis still answers PING), and every module's own check must pass. The
+// Ready reports why the sidecar cannot serve, or nil: it must not be
+// shutting down, Redis must answer PING within a second, accept every
+// script (SCRIPT LOAD on each node) and not have refused a call within the
+// last redisstore.RefusalWindow (a full Redis still answers PING), and
+// every module's own check must pass. The
 // reason is a sentence for a person with no address in it; the detail goes
 // to the log.
 func (h *Host) Ready(ctx context.Context) error {
+	if h.stopping.Err() != nil {
+		return errors.New("the sidecar is shutting down")
+	}
 	ctx, cancel := context.WithTimeout(ctx, ReadyTimeout)
 	defer cancel()
 	select {

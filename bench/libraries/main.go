@@ -3,7 +3,9 @@
 // to a directory, one NAME.lua per library, for the benchmarks in bench/
 // and for loading them by hand (redis-cli -x FUNCTION LOAD REPLACE < file).
 // It also writes DIR/eval/SCRIPT.lua, each stock script's text as EVAL
-// runs it (its libraries, then its body), for the EVAL benchmarks.
+// runs it (its libraries, then its body), for the EVAL benchmarks. It links
+// every stock module (modules.All), as the sidecar does: their scripts and
+// key families (the generated keys library) are the product's.
 //
 //	go run ./bench/libraries DIR
 package main
@@ -13,8 +15,12 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/agentsidecar/agentsidecar/cmd/sidecar/modules"
 	"github.com/agentsidecar/agentsidecar/lua"
 )
+
+// every stock module, linked: their scripts and families register at init
+var _ = modules.All
 
 func main() {
 	if len(os.Args) != 2 {

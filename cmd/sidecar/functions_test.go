@@ -51,7 +51,7 @@ func TestScriptsAgreeOnBothPaths(t *testing.T) {
 		mu.Lock()
 		n := 0
 		for _, c := range calls {
-			if c.script == lua.SessionSearchCatchup || c.script == lua.SessionSearchEntry {
+			if c.script == lua.Named("session_search_catchup") || c.script == lua.Named("session_search_entry") {
 				n++
 			}
 		}
@@ -153,7 +153,7 @@ func unreached(t *testing.T, rec *redisstoretest.Server, calls []recorded) []rec
 		}
 		seen[c.keys[0]] = true
 		for _, which := range []string{"qa", "context"} {
-			out = append(out, recorded{lua.SessionIndexBuild, c.keys, append(slices.Clone(c.args[:4]), which)})
+			out = append(out, recorded{lua.Named("session_index_build"), c.keys, append(slices.Clone(c.args[:4]), which)})
 		}
 	}
 	rc := rec.Client(t)

@@ -2,7 +2,9 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -176,6 +178,73 @@ func TestEmbeddedStartServesAndStopsOnSIGTERM(t *testing.T) {
 				t.Fatalf("last log line %q, want the \"stopped\" line", last)
 			}
 		})
+	}
+}
+
+// A lock acquire waiting 12 s, started 0.5 s before SIGTERM, is answered
+// 503 shutting_down with Retry-After as the shutdown begins (it does not
+// wait out the drain and lose its connection), takes nothing, and every
+// module then closes with a deadline of its own: exit 0, a log without a
+// cut-off request or a failed close, "stopped" last.
+func TestSIGTERMAnswersAWaitingLockAcquire(t *testing.T) {
+	srv := redisstoretest.NewReal(t)
+	p := start(t, "REDIS_URL="+srv.URL())
+	waitStatus(t, "http://"+p.ops+"/readyz", 200, 15*time.Second)
+	base := "http://" + p.api + "/v1/locks/sigterm"
+	c := http.Client{Timeout: 60 * time.Second}
+	resp, err := c.Post(base, "application/json", strings.NewReader(`{"ttl_ms":60000,"owner":"holder"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var held struct{ Token string }
+	err = json.NewDecoder(resp.Body).Decode(&held)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("holder's acquire: %d %v", resp.StatusCode, err)
+	}
+
+	type answer struct {
+		status     int
+		retryAfter string
+		body       string
+		err        error
+	}
+	got := make(chan answer, 1)
+	started := time.Now()
+	go func() {
+		resp, err := c.Post(base, "application/json", strings.NewReader(`{"wait_ms":12000,"owner":"waiter"}`))
+		if err != nil {
+			got <- answer{err: err}
+			return
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		got <- answer{resp.StatusCode, resp.Header.Get("Retry-After"), string(b), err}
+	}()
+	time.Sleep(500*time.Millisecond - time.Since(started))
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+
+	a := <-got
+	if a.err != nil || a.status != 503 || !strings.Contains(a.body, `"code":"shutting_down"`) || a.retryAfter == "" {
+		t.Errorf("waiting acquire at SIGTERM: %d %q Retry-After %q (err %v), want 503 shutting_down with Retry-After", a.status, a.body, a.retryAfter, a.err)
+	}
+	if code := p.wait(t, 30*time.Second); code != 0 {
+		t.Fatalf("exit code %d after SIGTERM, want 0", code)
+	}
+	out := p.log()
+	_, shutdown, _ := strings.Cut(out, `"msg":"shutting down"`)
+	for _, bad := range []string{`"level":"WARN"`, `"level":"ERROR"`, "cut off", "context deadline exceeded"} {
+		if strings.Contains(shutdown, bad) {
+			t.Errorf("the shutdown logged %s:\n%s", bad, out)
+		}
+	}
+	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
+	if last := lines[len(lines)-1]; !strings.Contains(last, `"msg":"stopped"`) {
+		t.Errorf("last log line %q, want the \"stopped\" line", last)
+	}
+	rc := srv.Client(t)
+	if v, err := rc.Do(t.Context(), rc.B().Get().Key("sigterm").Build()).ToString(); err != nil || v != held.Token {
+		t.Errorf("the lock after SIGTERM: %q %v, want the holder's token", v, err)
 	}
 }
 

@@ -51,7 +51,7 @@ class SidecarError(Exception):
 
     @property
     def unavailable(self) -> bool:
-        """True for 503 (Redis unreachable or slow, overload): retry after ``retry_after``."""
+        """True for 503 (Redis unreachable or slow, overload, shutdown): retry after ``retry_after``."""
         return self.status == 503
 
 
@@ -64,7 +64,7 @@ class Conflict(SidecarError):
 
 
 class Unavailable(SidecarError):
-    """503: ``redis_unavailable``, ``timeout``, ``overloaded``, ``redis_oom``, ..."""
+    """503: ``redis_unavailable``, ``timeout``, ``overloaded``, ``shutting_down``, ``redis_oom``, ..."""
 
 
 class LockHeld(Conflict):

@@ -527,7 +527,7 @@ export interface paths {
             header?: never;
             path: {
                 /**
-                 * @description The lock name: also its Redis key, as with redis-py. The sidecar's own key names are reserved (400 `invalid_id`): `adk_app_state`, `adk_events`, `adk_index`, `adk_session`, `adk_state`, `adk_user_state`, `agent_search`, `agent_search_docs`, `agent_search_entry_docs`, `agent_search_purge`, `agent_search_sessions`, `agent_search_stats`, `agent_session_blocks`, `agent_session_compactions`, `agent_session_context_index`, `agent_session_event_keys`, `agent_session_events`, `agent_session_meta`, `agent_session_meta_global`, `agent_session_msg_children`, `agent_session_msg_keys`, `agent_session_msg_order`, `agent_session_msg_tree`, `agent_session_msgs`, `agent_session_prompt`, `agent_session_qa_index`, `agent_session_record`, `agent_session_state`, `agent_session_tool_calls`, `agent_session_usage_ids`, `agent_sessions`, `agent_sessions_by_user`, `agent_sessions_global`, `agent_traces`, `agent_usage_by_model`, `agent_usage_totals`, `agent_user_blocks`, `agent_user_events`, `agent_user_state`, `session_context` and `sidecar`.
+                 * @description The lock name: also its Redis key, as with redis-py. The sidecar's own key names are reserved (400 `invalid_id`): `adk_app_state`, `adk_events`, `adk_index`, `adk_session`, `adk_state`, `adk_user_state`, `agent_search_docs`, `agent_search_entry_docs`, `agent_search_sessions`, `agent_search_stats`, `agent_session_blocks`, `agent_session_compactions`, `agent_session_context_index`, `agent_session_event_keys`, `agent_session_events`, `agent_session_meta`, `agent_session_meta_global`, `agent_session_msg_children`, `agent_session_msg_keys`, `agent_session_msg_order`, `agent_session_msg_tree`, `agent_session_msgs`, `agent_session_prompt`, `agent_session_qa_index`, `agent_session_record`, `agent_session_state`, `agent_session_tool_calls`, `agent_session_usage_ids`, `agent_sessions`, `agent_sessions_by_user`, `agent_sessions_global`, `agent_traces`, `agent_usage_by_model`, `agent_usage_totals`, `agent_user_blocks`, `agent_user_events`, `agent_user_state`, `session_context` and `sidecar`.
                  * @example graph_writes
                  */
                 name: components["parameters"]["LockName"];
@@ -542,7 +542,7 @@ export interface paths {
         put?: never;
         /**
          * Acquire a lock
-         * @description `SET name token NX PX ttl` (redis-py's `Lock`) with a fencing token; waits up to `wait_ms`, woken by releases. The request deadline of this route is `AGENTIC_LOCK_TIMEOUT` + 10 s.
+         * @description `SET name token NX PX ttl` (redis-py's `Lock`) with a fencing token; waits up to `wait_ms`, woken by releases. The request deadline of this route is `AGENTIC_LOCK_TIMEOUT` + 10 s. A wait under way when the sidecar begins to stop (SIGTERM) ends at once with 503 `shutting_down`, holding nothing.
          */
         post: operations["acquireLock"];
         /**
@@ -561,7 +561,7 @@ export interface paths {
             header?: never;
             path: {
                 /**
-                 * @description The lock name: also its Redis key, as with redis-py. The sidecar's own key names are reserved (400 `invalid_id`): `adk_app_state`, `adk_events`, `adk_index`, `adk_session`, `adk_state`, `adk_user_state`, `agent_search`, `agent_search_docs`, `agent_search_entry_docs`, `agent_search_purge`, `agent_search_sessions`, `agent_search_stats`, `agent_session_blocks`, `agent_session_compactions`, `agent_session_context_index`, `agent_session_event_keys`, `agent_session_events`, `agent_session_meta`, `agent_session_meta_global`, `agent_session_msg_children`, `agent_session_msg_keys`, `agent_session_msg_order`, `agent_session_msg_tree`, `agent_session_msgs`, `agent_session_prompt`, `agent_session_qa_index`, `agent_session_record`, `agent_session_state`, `agent_session_tool_calls`, `agent_session_usage_ids`, `agent_sessions`, `agent_sessions_by_user`, `agent_sessions_global`, `agent_traces`, `agent_usage_by_model`, `agent_usage_totals`, `agent_user_blocks`, `agent_user_events`, `agent_user_state`, `session_context` and `sidecar`.
+                 * @description The lock name: also its Redis key, as with redis-py. The sidecar's own key names are reserved (400 `invalid_id`): `adk_app_state`, `adk_events`, `adk_index`, `adk_session`, `adk_state`, `adk_user_state`, `agent_search_docs`, `agent_search_entry_docs`, `agent_search_sessions`, `agent_search_stats`, `agent_session_blocks`, `agent_session_compactions`, `agent_session_context_index`, `agent_session_event_keys`, `agent_session_events`, `agent_session_meta`, `agent_session_meta_global`, `agent_session_msg_children`, `agent_session_msg_keys`, `agent_session_msg_order`, `agent_session_msg_tree`, `agent_session_msgs`, `agent_session_prompt`, `agent_session_qa_index`, `agent_session_record`, `agent_session_state`, `agent_session_tool_calls`, `agent_session_usage_ids`, `agent_sessions`, `agent_sessions_by_user`, `agent_sessions_global`, `agent_traces`, `agent_usage_by_model`, `agent_usage_totals`, `agent_user_blocks`, `agent_user_events`, `agent_user_state`, `session_context` and `sidecar`.
                  * @example graph_writes
                  */
                 name: components["parameters"]["LockName"];
@@ -1698,7 +1698,7 @@ export interface components {
          */
         Error: {
             error: {
-                /** @description Stable snake_case code: invalid_id, invalid_json, invalid_field, unknown_field, duplicate_field, invalid_query, invalid_body (the body could not be read), unauthorized, not_found, not_held, method_not_allowed, lock_held, lock_lost, not_owner, lock_key_conflict, key_wrong_type, stored_value_invalid, session_ended, session_exists, block_full, block_too_large, too_many_blocks, blocks_busy, usage_overflow, index_unsettled, invalid_cursor, invalid_header, unknown_parent, leaf_moved, id_conflict, has_children, session_full, concurrent_update, invalid_range, compaction_overlap, splits_tool_call, too_many_compactions, block_readonly, checkpoints_full, checkpoint_writes_full, checkpoint_too_large, event_too_large, too_many_streams, request_timeout, body_too_large, unsupported_media_type, redis_unavailable, timeout, overloaded, redis_oom, redis_readonly, redis_masterdown, redis_loading, redis_busy, redis_clusterdown, redis_tryagain, redis_noreplicas, internal. Match on it, never on the message. */
+                /** @description Stable snake_case code: invalid_id, invalid_json, invalid_field, unknown_field, duplicate_field, invalid_query, invalid_body (the body could not be read), unauthorized, not_found, not_held, method_not_allowed, lock_held, lock_lost, not_owner, lock_key_conflict, key_wrong_type, stored_value_invalid, session_ended, session_exists, block_full, block_too_large, too_many_blocks, blocks_busy, usage_overflow, index_unsettled, invalid_cursor, invalid_header, unknown_parent, leaf_moved, id_conflict, has_children, session_full, concurrent_update, invalid_range, compaction_overlap, splits_tool_call, too_many_compactions, block_readonly, checkpoints_full, checkpoint_writes_full, checkpoint_too_large, event_too_large, too_many_streams, request_timeout, body_too_large, unsupported_media_type, redis_unavailable, timeout, overloaded, shutting_down, redis_oom, redis_readonly, redis_masterdown, redis_loading, redis_busy, redis_clusterdown, redis_tryagain, redis_noreplicas, internal. Match on it, never on the message. */
                 code: string;
                 /** @description Human text; may change between versions. */
                 message: string;
@@ -2610,7 +2610,11 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description `redis_unavailable`: Redis is not reachable (yet) or too slow for the request deadline (`SIDECAR_REQUEST_TIMEOUT`). Nothing is retried for you; retry after `Retry-After` seconds. */
+        /**
+         * @description `redis_unavailable`: Redis is not reachable (yet) or too slow for the request deadline (`SIDECAR_REQUEST_TIMEOUT`). Nothing is retried for you; retry after `Retry-After` seconds.
+         *
+         *     `shutting_down`: the sidecar is stopping (SIGTERM); retry after `Retry-After` seconds, on another sidecar or on this one once it restarted.
+         */
         RedisUnavailable: {
             headers: {
                 /**
@@ -2647,7 +2651,7 @@ export interface components {
          */
         ContextId: components["schemas"]["Id"];
         /**
-         * @description The lock name: also its Redis key, as with redis-py. The sidecar's own key names are reserved (400 `invalid_id`): `adk_app_state`, `adk_events`, `adk_index`, `adk_session`, `adk_state`, `adk_user_state`, `agent_search`, `agent_search_docs`, `agent_search_entry_docs`, `agent_search_purge`, `agent_search_sessions`, `agent_search_stats`, `agent_session_blocks`, `agent_session_compactions`, `agent_session_context_index`, `agent_session_event_keys`, `agent_session_events`, `agent_session_meta`, `agent_session_meta_global`, `agent_session_msg_children`, `agent_session_msg_keys`, `agent_session_msg_order`, `agent_session_msg_tree`, `agent_session_msgs`, `agent_session_prompt`, `agent_session_qa_index`, `agent_session_record`, `agent_session_state`, `agent_session_tool_calls`, `agent_session_usage_ids`, `agent_sessions`, `agent_sessions_by_user`, `agent_sessions_global`, `agent_traces`, `agent_usage_by_model`, `agent_usage_totals`, `agent_user_blocks`, `agent_user_events`, `agent_user_state`, `session_context` and `sidecar`.
+         * @description The lock name: also its Redis key, as with redis-py. The sidecar's own key names are reserved (400 `invalid_id`): `adk_app_state`, `adk_events`, `adk_index`, `adk_session`, `adk_state`, `adk_user_state`, `agent_search_docs`, `agent_search_entry_docs`, `agent_search_sessions`, `agent_search_stats`, `agent_session_blocks`, `agent_session_compactions`, `agent_session_context_index`, `agent_session_event_keys`, `agent_session_events`, `agent_session_meta`, `agent_session_meta_global`, `agent_session_msg_children`, `agent_session_msg_keys`, `agent_session_msg_order`, `agent_session_msg_tree`, `agent_session_msgs`, `agent_session_prompt`, `agent_session_qa_index`, `agent_session_record`, `agent_session_state`, `agent_session_tool_calls`, `agent_session_usage_ids`, `agent_sessions`, `agent_sessions_by_user`, `agent_sessions_global`, `agent_traces`, `agent_usage_by_model`, `agent_usage_totals`, `agent_user_blocks`, `agent_user_events`, `agent_user_state`, `session_context` and `sidecar`.
          * @example graph_writes
          */
         LockName: components["schemas"]["Id"];
@@ -4963,7 +4967,7 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description The lock name: also its Redis key, as with redis-py. The sidecar's own key names are reserved (400 `invalid_id`): `adk_app_state`, `adk_events`, `adk_index`, `adk_session`, `adk_state`, `adk_user_state`, `agent_search`, `agent_search_docs`, `agent_search_entry_docs`, `agent_search_purge`, `agent_search_sessions`, `agent_search_stats`, `agent_session_blocks`, `agent_session_compactions`, `agent_session_context_index`, `agent_session_event_keys`, `agent_session_events`, `agent_session_meta`, `agent_session_meta_global`, `agent_session_msg_children`, `agent_session_msg_keys`, `agent_session_msg_order`, `agent_session_msg_tree`, `agent_session_msgs`, `agent_session_prompt`, `agent_session_qa_index`, `agent_session_record`, `agent_session_state`, `agent_session_tool_calls`, `agent_session_usage_ids`, `agent_sessions`, `agent_sessions_by_user`, `agent_sessions_global`, `agent_traces`, `agent_usage_by_model`, `agent_usage_totals`, `agent_user_blocks`, `agent_user_events`, `agent_user_state`, `session_context` and `sidecar`.
+                 * @description The lock name: also its Redis key, as with redis-py. The sidecar's own key names are reserved (400 `invalid_id`): `adk_app_state`, `adk_events`, `adk_index`, `adk_session`, `adk_state`, `adk_user_state`, `agent_search_docs`, `agent_search_entry_docs`, `agent_search_sessions`, `agent_search_stats`, `agent_session_blocks`, `agent_session_compactions`, `agent_session_context_index`, `agent_session_event_keys`, `agent_session_events`, `agent_session_meta`, `agent_session_meta_global`, `agent_session_msg_children`, `agent_session_msg_keys`, `agent_session_msg_order`, `agent_session_msg_tree`, `agent_session_msgs`, `agent_session_prompt`, `agent_session_qa_index`, `agent_session_record`, `agent_session_state`, `agent_session_tool_calls`, `agent_session_usage_ids`, `agent_sessions`, `agent_sessions_by_user`, `agent_sessions_global`, `agent_traces`, `agent_usage_by_model`, `agent_usage_totals`, `agent_user_blocks`, `agent_user_events`, `agent_user_state`, `session_context` and `sidecar`.
                  * @example graph_writes
                  */
                 name: components["parameters"]["LockName"];
@@ -5027,7 +5031,7 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description The lock name: also its Redis key, as with redis-py. The sidecar's own key names are reserved (400 `invalid_id`): `adk_app_state`, `adk_events`, `adk_index`, `adk_session`, `adk_state`, `adk_user_state`, `agent_search`, `agent_search_docs`, `agent_search_entry_docs`, `agent_search_purge`, `agent_search_sessions`, `agent_search_stats`, `agent_session_blocks`, `agent_session_compactions`, `agent_session_context_index`, `agent_session_event_keys`, `agent_session_events`, `agent_session_meta`, `agent_session_meta_global`, `agent_session_msg_children`, `agent_session_msg_keys`, `agent_session_msg_order`, `agent_session_msg_tree`, `agent_session_msgs`, `agent_session_prompt`, `agent_session_qa_index`, `agent_session_record`, `agent_session_state`, `agent_session_tool_calls`, `agent_session_usage_ids`, `agent_sessions`, `agent_sessions_by_user`, `agent_sessions_global`, `agent_traces`, `agent_usage_by_model`, `agent_usage_totals`, `agent_user_blocks`, `agent_user_events`, `agent_user_state`, `session_context` and `sidecar`.
+                 * @description The lock name: also its Redis key, as with redis-py. The sidecar's own key names are reserved (400 `invalid_id`): `adk_app_state`, `adk_events`, `adk_index`, `adk_session`, `adk_state`, `adk_user_state`, `agent_search_docs`, `agent_search_entry_docs`, `agent_search_sessions`, `agent_search_stats`, `agent_session_blocks`, `agent_session_compactions`, `agent_session_context_index`, `agent_session_event_keys`, `agent_session_events`, `agent_session_meta`, `agent_session_meta_global`, `agent_session_msg_children`, `agent_session_msg_keys`, `agent_session_msg_order`, `agent_session_msg_tree`, `agent_session_msgs`, `agent_session_prompt`, `agent_session_qa_index`, `agent_session_record`, `agent_session_state`, `agent_session_tool_calls`, `agent_session_usage_ids`, `agent_sessions`, `agent_sessions_by_user`, `agent_sessions_global`, `agent_traces`, `agent_usage_by_model`, `agent_usage_totals`, `agent_user_blocks`, `agent_user_events`, `agent_user_state`, `session_context` and `sidecar`.
                  * @example graph_writes
                  */
                 name: components["parameters"]["LockName"];
@@ -5110,7 +5114,7 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description The lock name: also its Redis key, as with redis-py. The sidecar's own key names are reserved (400 `invalid_id`): `adk_app_state`, `adk_events`, `adk_index`, `adk_session`, `adk_state`, `adk_user_state`, `agent_search`, `agent_search_docs`, `agent_search_entry_docs`, `agent_search_purge`, `agent_search_sessions`, `agent_search_stats`, `agent_session_blocks`, `agent_session_compactions`, `agent_session_context_index`, `agent_session_event_keys`, `agent_session_events`, `agent_session_meta`, `agent_session_meta_global`, `agent_session_msg_children`, `agent_session_msg_keys`, `agent_session_msg_order`, `agent_session_msg_tree`, `agent_session_msgs`, `agent_session_prompt`, `agent_session_qa_index`, `agent_session_record`, `agent_session_state`, `agent_session_tool_calls`, `agent_session_usage_ids`, `agent_sessions`, `agent_sessions_by_user`, `agent_sessions_global`, `agent_traces`, `agent_usage_by_model`, `agent_usage_totals`, `agent_user_blocks`, `agent_user_events`, `agent_user_state`, `session_context` and `sidecar`.
+                 * @description The lock name: also its Redis key, as with redis-py. The sidecar's own key names are reserved (400 `invalid_id`): `adk_app_state`, `adk_events`, `adk_index`, `adk_session`, `adk_state`, `adk_user_state`, `agent_search_docs`, `agent_search_entry_docs`, `agent_search_sessions`, `agent_search_stats`, `agent_session_blocks`, `agent_session_compactions`, `agent_session_context_index`, `agent_session_event_keys`, `agent_session_events`, `agent_session_meta`, `agent_session_meta_global`, `agent_session_msg_children`, `agent_session_msg_keys`, `agent_session_msg_order`, `agent_session_msg_tree`, `agent_session_msgs`, `agent_session_prompt`, `agent_session_qa_index`, `agent_session_record`, `agent_session_state`, `agent_session_tool_calls`, `agent_session_usage_ids`, `agent_sessions`, `agent_sessions_by_user`, `agent_sessions_global`, `agent_traces`, `agent_usage_by_model`, `agent_usage_totals`, `agent_user_blocks`, `agent_user_events`, `agent_user_state`, `session_context` and `sidecar`.
                  * @example graph_writes
                  */
                 name: components["parameters"]["LockName"];
@@ -5199,7 +5203,7 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description The lock name: also its Redis key, as with redis-py. The sidecar's own key names are reserved (400 `invalid_id`): `adk_app_state`, `adk_events`, `adk_index`, `adk_session`, `adk_state`, `adk_user_state`, `agent_search`, `agent_search_docs`, `agent_search_entry_docs`, `agent_search_purge`, `agent_search_sessions`, `agent_search_stats`, `agent_session_blocks`, `agent_session_compactions`, `agent_session_context_index`, `agent_session_event_keys`, `agent_session_events`, `agent_session_meta`, `agent_session_meta_global`, `agent_session_msg_children`, `agent_session_msg_keys`, `agent_session_msg_order`, `agent_session_msg_tree`, `agent_session_msgs`, `agent_session_prompt`, `agent_session_qa_index`, `agent_session_record`, `agent_session_state`, `agent_session_tool_calls`, `agent_session_usage_ids`, `agent_sessions`, `agent_sessions_by_user`, `agent_sessions_global`, `agent_traces`, `agent_usage_by_model`, `agent_usage_totals`, `agent_user_blocks`, `agent_user_events`, `agent_user_state`, `session_context` and `sidecar`.
+                 * @description The lock name: also its Redis key, as with redis-py. The sidecar's own key names are reserved (400 `invalid_id`): `adk_app_state`, `adk_events`, `adk_index`, `adk_session`, `adk_state`, `adk_user_state`, `agent_search_docs`, `agent_search_entry_docs`, `agent_search_sessions`, `agent_search_stats`, `agent_session_blocks`, `agent_session_compactions`, `agent_session_context_index`, `agent_session_event_keys`, `agent_session_events`, `agent_session_meta`, `agent_session_meta_global`, `agent_session_msg_children`, `agent_session_msg_keys`, `agent_session_msg_order`, `agent_session_msg_tree`, `agent_session_msgs`, `agent_session_prompt`, `agent_session_qa_index`, `agent_session_record`, `agent_session_state`, `agent_session_tool_calls`, `agent_session_usage_ids`, `agent_sessions`, `agent_sessions_by_user`, `agent_sessions_global`, `agent_traces`, `agent_usage_by_model`, `agent_usage_totals`, `agent_user_blocks`, `agent_user_events`, `agent_user_state`, `session_context` and `sidecar`.
                  * @example graph_writes
                  */
                 name: components["parameters"]["LockName"];
@@ -6988,6 +6992,7 @@ export interface operations {
              *
              *     - `too_many_streams`: `SIDECAR_SSE_MAX_STREAMS` streams are open on this sidecar
              *     - `redis_unavailable`: Redis cannot be reached
+             *     - `shutting_down`: the sidecar is stopping (SIGTERM)
              */
             503: {
                 headers: {
@@ -7209,6 +7214,7 @@ export interface operations {
              *
              *     - `too_many_streams`: `SIDECAR_SSE_MAX_STREAMS` streams are open on this sidecar
              *     - `redis_unavailable`: Redis cannot be reached
+             *     - `shutting_down`: the sidecar is stopping (SIGTERM)
              */
             503: {
                 headers: {

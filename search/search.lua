@@ -65,14 +65,14 @@ end
 -- entries and of messages, the user's list of sessions with documents.
 local ENTRY_DOCS, DOCS, SESSIONS = 'agent_search_entry_docs', 'agent_search_docs', 'agent_search_sessions'
 
--- read_docs reads docs's ' cov', ' v' and ' seq' (what current and
+-- read_docs reads docs's ' cov' and ' seq' (what current and
 -- entries_cov read) once a call; before the write's first write, so that
 -- a hash of another type refuses the write (a pcall: the refusal is
 -- returned) with nothing written.
 local function read_docs(c, docs)
   c.search_read = c.search_read or {}
   if c.search_read[docs] then return nil end
-  local v = redis.pcall('HMGET', docs, ' cov', ' v', ' seq')
+  local v = redis.pcall('HMGET', docs, ' cov', ' seq')
   if v.err then return guard.from_error(docs, 'hash', v) end
   c.search_read[docs] = v
   return nil
@@ -102,7 +102,7 @@ local function prepare(c, kind)
   local refused = read_docs(c, docs)
   if refused then return refused end
   local v = c.search_read[docs]
-  if not v[1] and not v[2] and not v[3] then session.made(c, kind == 'entries' and ENTRY_DOCS or DOCS) end
+  if not v[1] and not v[2] then session.made(c, kind == 'entries' and ENTRY_DOCS or DOCS) end
   return nil
 end
 
@@ -119,27 +119,25 @@ local function expire_at_least(key, ttl, p)
   if p == -2 or (p >= 0 and p < (ttl - slack) * 1000) then redis.call('EXPIRE', key, ttl) end
 end
 
--- current drops docs when an older sidecar wrote it (its documents carry a
--- version, ' v', and their postings live in per-user keys this index no
--- longer reads), or when its ' seq' is not a number HINCRBY takes (another
--- program spoiled it: index_doc's HINCRBY would fail the script half-way,
--- after the write's own first writes): the catch-up takes the session in
--- again (c.search_dropped is set then: a messages write answers it, for
--- the sidecar to queue that catch-up). Once a call.
--- foreign: a hash with these ' v' and ' seq' is not one this index wrote
--- (current, entries_cov).
-local function foreign(v, seq)
-  return v ~= false and v ~= nil or (seq and not (string.match(seq, '^%d+$') and #seq <= 15)) or false
+-- foreign: a hash whose ' seq' (as read) is not a number HINCRBY takes is
+-- not one this index wrote (another program spoiled it): index_doc's
+-- HINCRBY would fail the script half-way, after the write's own first
+-- writes (current, entries_cov).
+local function foreign(seq)
+  return seq and not (string.match(seq, '^%d+$') and #seq <= 15) or false
 end
 
+-- current drops docs when it is foreign: the catch-up takes the session in
+-- again (c.search_dropped is set then: a messages write answers it, for
+-- the sidecar to queue that catch-up). Once a call.
 local function current(c, docs)
   c.search_seen = c.search_seen or {}
   if c.search_seen[docs] then return end
   c.search_seen[docs] = true
   local read = c.search_read and c.search_read[docs]
-  local v, seq
-  if read then v, seq = read[2], read[3] else v, seq = unpack(redis.call('HMGET', docs, ' v', ' seq')) end
-  if foreign(v, seq) then
+  local seq
+  if read then seq = read[2] else seq = redis.call('HGET', docs, ' seq') end
+  if foreign(seq) then
     redis.call('UNLINK', docs)
     c.search_dropped = true
   end
@@ -281,13 +279,14 @@ end
 
 -- entries_cov is c.edocs's ' cov': the number of leading elements of the
 -- entries list the index has taken in, and the fingerprint of the last of
--- them ('' for none); 0 and old true for a hash this index did not write
--- (foreign: the catch-up drops it and takes the list in again). Reads only.
+-- them ('' for none); 0 and spoiled true for a hash this index did not
+-- write (foreign: the catch-up drops it and takes the list in again).
+-- Reads only.
 local function entries_cov(c)
   -- read_docs's read, once: the write's own later steps read anew
   local v = c.search_read and c.search_read[c.edocs]
-  if v then c.search_read[c.edocs] = false else v = redis.call('HMGET', c.edocs, ' cov', ' v', ' seq') end
-  if foreign(v[2], v[3]) then return 0, '', true end
+  if v then c.search_read[c.edocs] = false else v = redis.call('HMGET', c.edocs, ' cov', ' seq') end
+  if foreign(v[2]) then return 0, '', true end
   local n, fp = string.match(v[1] or '', '^(%d+)\t(.*)$')
   return tonumber(n or '0'), fp or '', false
 end

@@ -2,30 +2,32 @@
 -- session context (session.open) that msgtree.open has made ready: it adds
 -- the messages keys of c's session and the call's cache of tree nodes
 -- (another session's context, session.at, gets its own: messages.at). The
--- messages live in six of the session's own keys (session-scoped families
--- of redisstore's Families, so keys.session lists them: they slide and go
--- with the session; redisstore/keys_messages.go builds the same names for
--- Go), whatever the number of messages:
+-- messages live in five of the session's own keys (session families of
+-- redisstore's Families: the core slides and deletes those the session
+-- has), whatever the number of messages:
 --   c.msgs    agent_session_msgs:<tag><u>:<s>  hash id -> the message as
 --             answered (JSON; `item` as sent)
 --   c.mtree   agent_session_msg_tree:...  hash id -> its node: "parent \t
 --             jump \t depth \t cum \t seq \t tokens \t fingerprint" (parent
 --             '' for a root; jump an ancestor, the node itself for a root;
 --             depth 0 at a root; cum the tokens of the path root..id; seq
---             the append number)
+--             the append number); and the ring of the 1 000 newest
+--             Idempotency-Keys of appends and operation ids of
+--             transactions: ' k<key>' -> "<value>\t<slot>", ' s<slot>' ->
+--             key (the record's msg_keys counts the keys stored)
 --   c.mkids   agent_session_msg_children:...  zset of "<parent>\0<seq, 12
 --             digits>\0<id>" (score 0, read by lex range): a message's
 --             children oldest first ('' for roots)
 --   c.morder  agent_session_msg_order:...  zset id -> seq: append order (the
 --             newest remaining message)
---   c.mkeys   agent_session_msg_keys:...  the 1 000 newest Idempotency-Keys
---             of appends -> ids (a tagged ring, ring.lua)
 --   c.mcomp   agent_session_compactions:...  hash: the compactions in
 --             force, '<cid>' -> the compaction's JSON, '#<cid>' -> "from \t
 --             to \t seq \t summary tokens", ' seq' -> compactions made so far
 -- besides c.sdocs, the search index's documents of the session's messages
--- (search.lua), and in the record: msg_leaf (the latest leaf), msg_seq
--- (appends so far), message_count.
+-- (search.lua), and in the record (read by msgtree.begin): msg_leaf (the
+-- latest leaf, '' for none), msg_seq (appends so far), message_count,
+-- msg_keys (the ring's count) and msg_leaf_j ("<jump> <jump's jump>" of the
+-- latest leaf: an append reads the three nodes it needs in one HMGET).
 --
 -- Jump pointers are skew-binary (Myers 1983): a node's jump is its
 -- grandparent's jump's jump when the two jumps below it span equal depths,
@@ -34,17 +36,57 @@
 --- @include session
 --- @include idindex
 
+-- The module's key families (messages/keys.go, redisstore/families.go).
+local MSGS, MTREE, MKIDS, MORDER, MCOMP = 'agent_session_msgs', 'agent_session_msg_tree',
+  'agent_session_msg_children', 'agent_session_msg_order', 'agent_session_compactions'
+-- RING: the keys the ring keeps
+local RING = 1000
+
 -- open gives c (a session context) the messages keys of its session and an
 -- empty cache of nodes (c.nodes: id -> node, false for none), and returns it.
 local function open(c)
-  c.msgs = session.key(c, 'agent_session_msgs')
-  c.mtree = session.key(c, 'agent_session_msg_tree')
-  c.mkids = session.key(c, 'agent_session_msg_children')
-  c.morder = session.key(c, 'agent_session_msg_order')
-  c.mkeys = session.key(c, 'agent_session_msg_keys')
-  c.mcomp = session.key(c, 'agent_session_compactions')
+  c.msgs, c.mtree, c.mkids = session.key(c, MSGS), session.key(c, MTREE), session.key(c, MKIDS)
+  c.morder, c.mcomp = session.key(c, MORDER), session.key(c, MCOMP)
   c.nodes = {}
   return c
+end
+
+-- begin is session.begin with the record's messages fields, then as
+-- c.leaf (nil for none), c.seq, c.count, c.rkeys (the ring's count) and
+-- c.leaf_j ({jump, jump's jump} of the latest leaf, or {}).
+local function begin(c, fields)
+  local want = { 'msg_leaf', 'msg_seq', 'message_count', 'msg_keys', 'msg_leaf_j' }
+  for _, f in ipairs(fields or {}) do want[#want + 1] = f end
+  local refused = session.begin(c, want)
+  if refused then return refused end
+  local r = c.rec
+  c.leaf = r.msg_leaf ~= '' and r.msg_leaf or nil
+  c.seq, c.count, c.rkeys = tonumber(r.msg_seq or '0') or 0, tonumber(r.message_count or '0') or 0,
+    tonumber(r.msg_keys or '0') or 0
+  c.leaf_j = {}
+  for id in string.gmatch(r.msg_leaf_j or '', '%S+') do c.leaf_j[#c.leaf_j + 1] = id end
+  return nil
+end
+
+-- use declares the messages keys a write writes (session.use); tree_read:
+-- the script read c.mtree first with a pcall (its type checked).
+local function use(c, tree_read, compactions)
+  session.use(c, MSGS, 'hash')
+  session.use(c, MTREE, 'hash', tree_read)
+  session.use(c, MKIDS, 'zset')
+  session.use(c, MORDER, 'zset')
+  if compactions then session.use(c, MCOMP, 'hash') end
+end
+
+-- emptied notes the messages keys a write emptied: with no message left,
+-- the messages, children and order keys are gone (Redis deletes an empty
+-- hash or set), and the tree too while no ring key is kept in it.
+local function emptied(c, count)
+  if count > 0 then return end
+  session.drop(c, MSGS)
+  session.drop(c, MKIDS)
+  session.drop(c, MORDER)
+  if c.rkeys == 0 then session.drop(c, MTREE) end
 end
 
 local function fmt_int(x) return string.format('%d', x) end
@@ -117,28 +159,46 @@ local function has_children(c, id)
   return #redis.call('ZRANGEBYLEX', c.mkids, '[' .. id .. '\0', '(' .. id .. '\1', 'LIMIT', 0, 1) > 0
 end
 
--- rec_msgs reads the record's message fields: latest leaf (or nil), seq.
+-- rec_msgs is the record's messages fields as begin read them: the
+-- latest leaf (or nil) and seq.
 local function rec_msgs(c)
-  local r = redis.call('HMGET', c.record, 'msg_leaf', 'msg_seq')
-  local leaf = r[1]
-  if not leaf or leaf == '' then leaf = nil end
-  return leaf, tonumber(r[2] or '0') or 0
+  return c.leaf, c.seq
 end
 
--- set_leaf makes id the latest leaf (nil: the newest remaining message,
--- or none) and writes message_count.
-local function set_leaf(c, id)
-  if not id then
-    local last = redis.call('ZREVRANGE', c.morder, 0, 0)
-    id = last[1]
+-- read_leaf is the latest leaf as the record holds it (nil: none), for a
+-- read that did not begin (session.begin).
+local function read_leaf(c)
+  local leaf = redis.call('HGET', c.record, 'msg_leaf')
+  if not leaf or leaf == '' then return nil end
+  return leaf
+end
+
+-- cache keeps the node texts vals (HMGET of c.mtree) of ids: a missing one
+-- as none.
+local function cache(c, ids, vals)
+  for i, id in ipairs(ids) do
+    if id ~= '' and c.nodes[id] == nil then
+      if vals[i] then c.nodes[id] = parse_node(c, id, vals[i]) else c.nodes[id] = false end
+    end
   end
-  local count = redis.call('ZCARD', c.morder)
-  if id then
-    redis.call('HSET', c.record, 'msg_leaf', id, 'message_count', count)
-  else
-    redis.call('HSET', c.record, 'message_count', count)
-    redis.call('HDEL', c.record, 'msg_leaf')
-  end
+end
+
+-- leaf_fields are the record fields (session.finish's) of a write that
+-- leaves id (nil: none) the latest leaf and count messages in the
+-- session: msg_leaf, message_count and msg_leaf_j (its jumps, read when
+-- not in the cache).
+local function leaf_fields(c, id, count)
+  c.count = count
+  if not id then return { 'msg_leaf', '', 'message_count', fmt_int(count), 'msg_leaf_j', '' } end
+  local n = node(c, id)
+  local j = node(c, n.jump)
+  return { 'msg_leaf', id, 'message_count', fmt_int(count), 'msg_leaf_j', n.jump .. ' ' .. (j and j.jump or '') }
+end
+
+-- newest is the newest message left (its append number the highest), or
+-- nil: the latest leaf once the leaf is gone and has no parent left.
+local function newest(c)
+  return redis.call('ZREVRANGE', c.morder, 0, 0)[1]
 end
 
 -- remove_node deletes message n from every messages key.
@@ -205,9 +265,11 @@ local function hmget_chunks(key, ids)
 end
 
 -- copy_path writes nodes (a path, root first) and their messages (msgs,
--- in the same order) into the keys of c's session.
-local function copy_path(c, nodes, msgs)
-  local tree, bodies, kids, order = {}, {}, {}, {}
+-- in the same order) into the keys of c's session; tree: more fields of
+-- c.mtree to set with them (the ring's), or nil.
+local function copy_path(c, nodes, msgs, tree)
+  local bodies, kids, order = {}, {}, {}
+  tree = tree or {}
   for i, n in ipairs(nodes) do
     tree[#tree + 1], tree[#tree + 2] = n.id, node_text(n)
     bodies[#bodies + 1], bodies[#bodies + 2] = n.id, msgs[i]
@@ -220,8 +282,70 @@ local function copy_path(c, nodes, msgs)
   zadd_chunks(c.morder, order)
 end
 
+-- Ring ------------------------------------------------------------------------
+
+-- ring_fields are the c.mtree fields an HMGET reads for Idempotency-Key
+-- (or operation) key: its entry and the slot the next key takes.
+local function ring_fields(c, key)
+  return ' k' .. key, ' s' .. fmt_int(c.rkeys % RING)
+end
+
+-- ring_held reads a ring entry as HMGET answered it: the value, and its
+-- slot (nil: none).
+local function ring_held(v)
+  if not v then return nil end
+  return string.match(v, '^(.*)\t(%d+)$')
+end
+
+-- ring_kept is the ring's fields (" s<slot>" and " k<key>" pairs), to
+-- write again after a write unlinks the tree (a transaction that replaces
+-- every message keeps its keys): at most 2 000 fields in two HMGETs.
+local function ring_kept(c)
+  local n = math.min(c.rkeys, RING)
+  if n == 0 then return {} end
+  local slots = {}
+  for i = 0, n - 1 do slots[#slots + 1] = ' s' .. fmt_int(i) end
+  local keys = redis.call('HMGET', c.mtree, unpack(slots))
+  local kf = {}
+  for i, k in ipairs(keys) do
+    if k then kf[#kf + 1] = ' k' .. k else kf[#kf + 1] = ' ' end
+  end
+  local vals = redis.call('HMGET', c.mtree, unpack(kf))
+  local out = {}
+  for i, k in ipairs(keys) do
+    if k and vals[i] then
+      out[#out + 1], out[#out + 2] = slots[i], k
+      out[#out + 1], out[#out + 2] = kf[i], vals[i]
+    end
+  end
+  return out
+end
+
+-- ring_put adds to tree (copy_path's extra fields) and to del the fields
+-- that store key -> value in the next slot, the key that slot held
+-- (evicted, from the HMGET) leaving, and returns the record fields of the
+-- ring's count. old_slot: the slot key held before (a key stored again,
+-- its messages gone), which it leaves.
+local function ring_put(c, key, value, evicted, old_slot, tree, del)
+  local slot = fmt_int(c.rkeys % RING)
+  tree[#tree + 1], tree[#tree + 2] = ' k' .. key, value .. '\t' .. slot
+  tree[#tree + 1], tree[#tree + 2] = ' s' .. slot, key
+  if evicted and evicted ~= key then del[#del + 1] = ' k' .. evicted end
+  if old_slot and old_slot ~= slot then del[#del + 1] = ' s' .. old_slot end
+  c.rkeys = c.rkeys + 1
+  return { 'msg_keys', fmt_int(c.rkeys) }
+end
+
 return {
+  MSGS = MSGS,
+  MTREE = MTREE,
+  MKIDS = MKIDS,
+  MORDER = MORDER,
+  MCOMP = MCOMP,
   open = open,
+  begin = begin,
+  use = use,
+  emptied = emptied,
   fmt_int = fmt_int,
   node = node,
   node_text = node_text,
@@ -231,11 +355,18 @@ return {
   children = children,
   has_children = has_children,
   rec_msgs = rec_msgs,
-  set_leaf = set_leaf,
+  read_leaf = read_leaf,
+  cache = cache,
+  leaf_fields = leaf_fields,
+  newest = newest,
   remove_node = remove_node,
   subtree = subtree,
   add_tokens = add_tokens,
   path_nodes = path_nodes,
   hmget_chunks = hmget_chunks,
   copy_path = copy_path,
+  ring_fields = ring_fields,
+  ring_held = ring_held,
+  ring_kept = ring_kept,
+  ring_put = ring_put,
 }

@@ -1,21 +1,21 @@
 -- messages_read: the reads of a session's messages, each one atomic step
 -- of bounded work (writes nothing).
--- KEYS[1..15] the session's keys, indexes and totals (lib/session.lua)
--- ARGV[1..4] TTL, max entries, user_id, session_id (lib/session.lua)
--- ARGV[5] what to read:
---   'path': a page of the path root..leaf. ARGV[6] the leaf ('' = the
---     latest leaf), ARGV[7] 'asc' or 'desc', ARGV[8] limit, ARGV[9] ''
---     (no cursor), 'before' or 'after', ARGV[10] the cursor's message id,
---     ARGV[11] offset, ARGV[12] the answer's byte cap (the page is cut
---     before its messages pass it, next_cursor continuing it), ARGV[13]
+-- KEYS[1] the session's record (lib/session.lua)
+-- ARGV[1] the core's settings (lib/session.lua)
+-- ARGV[2] what to read:
+--   'path': a page of the path root..leaf. ARGV[3] the leaf ('' = the
+--     latest leaf), ARGV[4] 'asc' or 'desc', ARGV[5] limit, ARGV[6] ''
+--     (no cursor), 'before' or 'after', ARGV[7] the cursor's message id,
+--     ARGV[8] offset, ARGV[9] the answer's byte cap (the page is cut
+--     before its messages pass it, next_cursor continuing it), ARGV[10]
 --     '1' for the raw path ('0': each compaction in force on the path is
 --     read as one synthetic system message, "compaction:<id>"). Cost
 --     O(limit + (compactions + 1) log depth): the page's deepest
 --     message is found through the jump pointers, then the page is walked
 --     up parent by parent.
---   'one': ARGV[6] the message id.
---   'children': ARGV[6] the message id, ARGV[7] the most children,
---     ARGV[8] the answer's byte cap (at least one child is answered; the
+--   'one': ARGV[3] the message id.
+--   'children': ARGV[3] the message id, ARGV[4] the most children,
+--     ARGV[5] the answer's byte cap (at least one child is answered; the
 --     rest stop before they pass it: read a few at a time, so Redis never
 --     holds more than about the cap).
 --   'compactions': the compactions in force.
@@ -36,18 +36,18 @@
 
 local c = msgtree.open(session.open(KEYS, ARGV))
 local node, ancestor = msgtree.node, msgtree.ancestor
-local what = ARGV[5]
+local what = ARGV[2]
 
 if what == 'one' then
-  local m = redis.call('HGET', c.msgs, ARGV[6])
+  local m = redis.call('HGET', c.msgs, ARGV[3])
   if not m then return reply.missing() end
   return reply.ok(m)
 end
 
 if what == 'children' then
-  if not node(c, ARGV[6]) then return reply.missing() end
-  local ids = msgtree.children(c, ARGV[6], tonumber(ARGV[7]))
-  local cap = tonumber(ARGV[8]) or math.huge
+  if not node(c, ARGV[3]) then return reply.missing() end
+  local ids = msgtree.children(c, ARGV[3], tonumber(ARGV[4]))
+  local cap = tonumber(ARGV[5]) or math.huge
   local out, bytes, cut = reply.ok(0), 0, false
   for i = 1, #ids, 16 do
     local got = redis.call('HMGET', c.msgs, unpack(ids, i, math.min(i + 15, #ids)))
@@ -76,13 +76,13 @@ if what == 'compactions' then
 end
 
 -- 'path'
-local latest = msgtree.rec_msgs(c)
-local leaf_id, order, limit, kind, cursor, offset = ARGV[6], ARGV[7], tonumber(ARGV[8]), ARGV[9], ARGV[10], tonumber(ARGV[11])
-local max_bytes, raw = tonumber(ARGV[12]), ARGV[13] == '1'
+local latest = msgtree.read_leaf(c)
+local leaf_id, order, limit, kind, cursor, offset = ARGV[3], ARGV[4], tonumber(ARGV[5]), ARGV[6], ARGV[7], tonumber(ARGV[8])
+local max_bytes, raw = tonumber(ARGV[9]), ARGV[10] == '1'
 if leaf_id == '' then leaf_id = latest end
 local leaf = node(c, leaf_id)
 if not leaf then
-  if ARGV[6] ~= '' then return reply.missing() end
+  if ARGV[3] ~= '' then return reply.missing() end
   return reply.ok('page', 0, 0, '', 0, 0)
 end
 -- The path as read: each compaction in force on it stands for its range

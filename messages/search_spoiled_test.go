@@ -5,9 +5,11 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentsidecar/agentsidecar/envconf"
 	"github.com/agentsidecar/agentsidecar/redisstore/redisstoretest"
+	"github.com/agentsidecar/agentsidecar/sidecar/sidecartest"
 )
 
 // A search index key of another type (another program wrote it) refuses
@@ -16,7 +18,7 @@ import (
 // other key unchanged. The keys: the session's documents hash (a split's
 // or fork's is its new session's), and the user's list of sessions
 // holding documents (agent_search_sessions).
-func TestPostingsKeyWrongType(t *testing.T) {
+func TestSearchIndexKeyWrongType(t *testing.T) {
 	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
 		h := start(t, srv, envconf.Env{"SEARCH_INDEX": "eager"})
 		l, c := srv.Layout(), srv.Client(t)
@@ -50,7 +52,8 @@ func TestPostingsKeyWrongType(t *testing.T) {
 				{"PUT", msgs + "/m0", `{"role":"user","content":"zebra"}`, tc.own},
 				{"PATCH", msgs + "/m0", `{"content":"zebra"}`, tc.own},
 				{"POST", base + "s1/split", `{"summary":"zebra","session_id":"s2"}`, tc.other},
-				{"POST", base + "s1/fork", `{"at":"m0","session_id":"s2"}`, tc.other},
+				// (a fork writes no document: the catch-up indexes the new
+				// session's messages, and is refused then)
 			}
 			for _, w := range writes {
 				r := h.Do(t, w.method, w.path, w.body)
@@ -122,4 +125,40 @@ func TestIndexSeqSpoiled(t *testing.T) {
 			t.Fatalf("record: got %s, want message_count 2", rep)
 		}
 	})
+}
+
+// A write that finds the session's messages index spoiled (a ' seq' that
+// is no number) drops the whole hash (search.current) and indexes only its
+// own document: the session's other messages come back through the
+// catch-up the write queues. Once no catch-up was queued and a user-wide
+// search never found them again.
+func TestMessagesSpoiledIndexComesBack(t *testing.T) {
+	srv := redisstoretest.NewReal(t)
+	c := srv.Client(t)
+	h := start(t, srv, envconf.Env{"SEARCH_INDEX": "eager"})
+	post(t, h, `{"id":"m1","role":"user","content":"the walrus sleeps"}`, 201)
+	if got := find(t, h, "/v1/users/alice/search?", "walrus"); len(got) != 1 {
+		t.Fatalf("walrus before: %+v", got)
+	}
+	docs := srv.Layout().SearchDocs("alice", "s1")
+	c.Do(t.Context(), c.B().Hset().Key(docs).FieldValue().FieldValue(" seq", "x").Build())
+	post(t, h, `{"id":"m2","role":"user","content":"the narwhal swims"}`, 201)
+	if !foundSoon(t, h, "walrus", "m1") || !foundSoon(t, h, "narwhal", "m2") {
+		t.Error("the session's messages are not all found after the index was dropped")
+	}
+}
+
+// foundSoon: a user-wide search for q finds message id within about 2 s
+// (the catch-up runs in the background).
+func foundSoon(t *testing.T, h *sidecartest.Host, q, id string) bool {
+	t.Helper()
+	for range 100 {
+		for _, g := range find(t, h, "/v1/users/alice/search?", q) {
+			if g.ID == id {
+				return true
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return false
 }

@@ -5,14 +5,15 @@
 --- @include reply
 --- @include json
 --- @include clock
---- @include ring
+--- @include guard
 --- @include session
 --- @include events
 --- @include search
 --- @include msgtree
 
-local MAX_KEYS = 1000 -- Idempotency-Keys remembered per session (c.mkeys)
 local node, fmt_int = msgtree.node, msgtree.fmt_int
+-- the blocks module's frozen system prompt (its tokens count in a path's)
+local PROMPT = 'agent_session_prompt' 
 
 -- at is the context of session sid of c's user, with its messages keys.
 local function at(c, sid)
@@ -32,23 +33,6 @@ local function stored_json(body, parent, created_at)
   local sep = ','
   if string.find(body, '^%s*{%s*}') then sep = '' end
   return string.sub(body, 1, close - 1) .. sep .. '"parent_id":' .. p .. ',"created_at":' .. created_at .. '}'
-end
-
--- check_keys is session.guard('keep') over the messages keys: nil, or the
--- refusal.
-local function check_keys(c)
-  return (session.guard(c, 'keep', { c.msgs, 'hash' }, { c.mtree, 'hash' }, { c.mkids, 'zset' },
-    { c.morder, 'zset' }, { c.mkeys, 'hash' }, { c.mcomp, 'hash' }, { c.sdocs, 'hash' }, { c.slist, 'zset' }))
-end
-
--- write_checks makes the checks of every messages write before its first
--- write: nil, or the reply refusing it.
-local function write_checks(c)
-  local refused = check_keys(c)
-  if refused then return refused end
-  local bad = session.check_finish(c, nil, false, false)
-  if bad then return reply.bad_key(bad) end
-  return nil
 end
 
 -- has_children refuses a delete or pop of message id, which has children.
@@ -77,27 +61,6 @@ local function dup_answer(c, ids, max_bytes)
   return out
 end
 
--- keyed returns the stored messages of an append made with Idempotency-Key
--- key, or nil when the ring does not hold the key (or they are all gone).
-local function keyed(c, key, max_bytes)
-  if key == '' then return nil end
-  local ids = ring.get(c.mkeys, key, true)
-  if not ids then return nil end
-  local out = dup_answer(c, ids, max_bytes)
-  -- every message of that append is gone since: the key is stale, and the
-  -- append is made again (its slot in the ring is taken anew)
-  if #out == 1 then return nil end
-  return out
-end
-
--- remember stores Idempotency-Key key -> the ids (space-separated) in the
--- session's ring of the MAX_KEYS newest keys (tagged: a key stored again
--- keeps its newer slot). Returns whether it created the hash.
-local function remember(c, key, ids)
-  if key == '' then return false end
-  return ring.put(c.mkeys, key, table.concat(ids, ' '), MAX_KEYS, true)
-end
-
 -- is_user reports whether stored message json has the role user: the
 -- sidecar writes {"id":"...","role":"..." first, and neither an id nor a
 -- role needs an escape.
@@ -115,16 +78,19 @@ local function emit_deleted(c, first, ids, extra)
 end
 
 -- new_session_checks checks that session sid of c's user can be created
--- with key (an Idempotency-Key, or ''). Returns sid's context (messages.at)
--- and nil when it can; 'again' when it was created by that key (a retry);
--- else the refusal (reply.lua: session_exists, key_wrong_type).
+-- with key (an Idempotency-Key, or ''). Returns sid's context (messages.at,
+-- begun: msgtree.begin) and nil when it can; 'again' when it was created
+-- by that key (a retry); else the refusal (reply.lua: session_exists,
+-- key_wrong_type, the user's fence).
 local function new_session_checks(c, sid, key)
   local to = at(c, sid)
+  local refused = msgtree.begin(to, { 'create_key' })
+  if refused then return to, refused end
   if session.exists(to) then
-    if key ~= '' and redis.call('HGET', to.record, 'create_key') == key then return to, 'again' end
+    if key ~= '' and to.rec.create_key == key then return to, 'again' end
     return to, reply.refused('session_exists', 'session ' .. c.uid .. '/' .. sid .. ' already exists; nothing was written')
   end
-  return to, write_checks(to)
+  return to, nil
 end
 
 -- Compactions ------------------------------------------------------------------
@@ -133,7 +99,11 @@ end
 -- to, seq, stokens (the summary's tokens), json}. Their number is at most
 -- the cap of messages_compact.lua, so one HGETALL is bounded.
 local function compactions(c)
-  if redis.call('EXISTS', c.mcomp) == 0 then return {} end
+  if c.begun then
+    if not session.has(c, msgtree.MCOMP) then return {} end
+  elseif redis.call('EXISTS', c.mcomp) == 0 then -- a read (no session.begin)
+    return {}
+  end
   local all = redis.call('HGETALL', c.mcomp)
   local by, out = {}, {}
   for i = 1, #all, 2 do
@@ -185,7 +155,8 @@ end
 -- prompt_tokens is the tokens of the session's frozen system prompt (the
 -- blocks module's agent_session_prompt hash), 0 without one.
 local function prompt_tokens(c)
-  local prompt = redis.pcall('HGET', session.key(c, 'agent_session_prompt'), 'tokens')
+  if c.begun and not session.has(c, PROMPT) then return 0 end
+  local prompt = redis.pcall('HGET', session.key(c, PROMPT), 'tokens')
   if type(prompt) == 'string' then return tonumber(prompt) or 0 end
   return 0
 end
@@ -212,7 +183,7 @@ end
 -- drop_compactions deletes the compactions with an endpoint in gone (a set
 -- of message ids).
 local function drop_compactions(c, gone)
-  if redis.call('EXISTS', c.mcomp) == 0 then return end
+  if not session.has(c, msgtree.MCOMP) then return end
   for _, cp in ipairs(compactions(c)) do
     if gone[cp.from] or gone[cp.to] then redis.call('HDEL', c.mcomp, cp.id, '#' .. cp.id) end
   end
@@ -234,34 +205,54 @@ local function id_conflict(id)
   return reply.refused('id_conflict', 'message ' .. id .. ' is already stored with other fields; nothing was written')
 end
 
--- append is an append of one message or a chained batch, all checks first.
--- batch: {id=, fp=, tokens=, body=, and for the search index spec=, len=}
--- in order; mode 'latest' (parent: the latest leaf), 'root' or
--- 'id' (parent pid); if_match nil or the leaf the caller expects; max the
--- most messages a session holds; key the Idempotency-Key or ''; suggest
--- SESSION_COMPACT_AFTER_TOKENS (nil or 0 = never); max_bytes the byte cap
--- of a keyed repeat's answer (dup_answer). Returns the script's
--- answer (messages_append.lua): {'ok', 'stored'|'started', message...
--- [, 'index_pending']},
--- {'dup', message...}, {'ok', 'leaf_moved'|'unknown_parent', detail} or a
--- refusal.
-local function append(c, batch, mode, pid, if_match, max, key, suggest, max_bytes)
-  for _, m in ipairs(batch) do m.spec = search.wanted(c, m.spec) end
-  local refused = check_keys(c)
-  if refused then return refused end
-  local bad = session.check_finish(c, nil, false, false)
-  if bad then return reply.bad_key(bad) end
-  local again = keyed(c, key, max_bytes)
-  if again then return again end
-  local leaf, seq = msgtree.rec_msgs(c)
-  if if_match and if_match ~= (leaf or '') then return reply.ok('leaf_moved', leaf or '') end
-  -- ids the session holds already: all of them identical is a retry (one
-  -- HMGET for the batch; an id not held is cached as none)
-  local want = {}
-  for i, m in ipairs(batch) do want[i] = m.id end
-  for i, v in ipairs(msgtree.hmget_chunks(c.mtree, want)) do
-    if not v and c.nodes[want[i]] == nil then c.nodes[want[i]] = false end
+-- change makes the checks and first writes (session.commit) of a write
+-- that changes a session's messages (the caller has checked what is
+-- asked): the messages keys and, when the session has them, its search
+-- documents (c.sdocs: their type read now, so a hash of another type
+-- refuses the write) and compactions; then events.use and commit. Returns
+-- the refusal, or nil.
+local function change(c)
+  msgtree.use(c, false, session.has(c, msgtree.MCOMP))
+  if session.has(c, search.DOCS) then
+    c.sdocs = session.key(c, search.DOCS)
+    local refused = search.read_docs(c, c.sdocs)
+    if refused then return refused end
   end
+  events.use(c)
+  return session.commit(c)
+end
+
+-- read_tree reads, in one HMGET of c.mtree (a pcall: a tree of another
+-- type refuses the write), the nodes an append needs: the batch's ids, its
+-- parent (the latest leaf with its jump and jump's jump, which its child's
+-- jump needs, or pid), and the ring's entry of key with the slot the next
+-- key takes. Returns the ring's entry and the key the slot holds (nil
+-- without a key), or the refusal.
+local function read_tree(c, batch, mode, pid, key)
+  local ids = {}
+  for i, m in ipairs(batch) do ids[i] = m.id end
+  if mode == 'latest' and c.leaf then
+    ids[#ids + 1] = c.leaf
+    for _, j in ipairs(c.leaf_j) do ids[#ids + 1] = j end
+  elseif mode == 'id' then
+    ids[#ids + 1] = pid
+  end
+  local fields = { unpack(ids) }
+  if key ~= '' then
+    local kf, sf = msgtree.ring_fields(c, key)
+    fields[#fields + 1], fields[#fields + 2] = kf, sf
+  end
+  local v = redis.pcall('HMGET', c.mtree, unpack(fields))
+  if v.err then return nil, nil, guard.from_error(c.mtree, 'hash', v) end
+  msgtree.cache(c, ids, v)
+  if key == '' then return nil, nil end
+  return v[#fields - 1] or nil, v[#fields] or nil
+end
+
+-- held_answer is the answer when the session holds ids of batch already:
+-- all of them with the same fields and parents is a retry ({'dup',
+-- message...}), any other a refusal (id_conflict); nil when none is held.
+local function held_answer(c, batch, mode, pid)
   local held = 0
   for i, m in ipairs(batch) do
     local n = node(c, m.id)
@@ -274,16 +265,68 @@ local function append(c, batch, mode, pid, if_match, max, key, suggest, max_byte
       if n.fp ~= m.fp or (want_parent and n.parent ~= want_parent) then return id_conflict(m.id) end
     end
   end
-  if held > 0 then
-    if held < #batch then
-      for _, m in ipairs(batch) do
-        if not node(c, m.id) then return id_conflict(m.id) end
-      end
+  if held == 0 then return nil end
+  if held < #batch then
+    for _, m in ipairs(batch) do
+      if not node(c, m.id) then return id_conflict(m.id) end
     end
-    local out = reply.dup()
-    for _, m in ipairs(batch) do out[#out + 1] = redis.call('HGET', c.msgs, m.id) end
-    return out
   end
+  local out = reply.dup()
+  for _, m in ipairs(batch) do out[#out + 1] = redis.call('HGET', c.msgs, m.id) end
+  return out
+end
+
+-- check_new makes the checks of the first message m of new session c
+-- (messages.new_session_checks) that append would make, before another
+-- session's first write (a split): nil, or the refusal.
+local function check_new(c, m)
+  local _, _, refused = read_tree(c, { m }, 'root', '', '')
+  if refused then return refused end
+  msgtree.use(c, true)
+  if m.spec and m.spec ~= '' and (string.sub(m.spec, 1, 1) ~= '?' or (c.marks.search and m.spec ~= '?!')) then
+    refused = search.prepare(c, 'messages')
+    if refused then return refused end
+  end
+  events.use(c)
+  return session.check(c)
+end
+
+-- append is an append of one message or a chained batch, all checks first,
+-- to a session msgtree.begin has begun. batch: {id=, fp=, tokens=, body=,
+-- and for the search index spec=, len=} in order; mode 'latest' (parent:
+-- the latest leaf), 'root' or 'id' (parent pid); if_match nil or the leaf
+-- the caller expects; max the most messages a session holds; key the
+-- Idempotency-Key or ''; suggest SESSION_COMPACT_AFTER_TOKENS (nil or 0 =
+-- never); max_bytes the byte cap of a keyed repeat's answer (dup_answer).
+-- c.on_commit, when set, runs right after the commit (a split's event of
+-- the start), and c.extra holds more record fields for finish.
+-- Returns the script's answer (messages_append.lua): {'ok',
+-- 'stored'|'started', message... [, 'index_pending']}, {'dup',
+-- message...}, {'ok', 'leaf_moved'|'unknown_parent', detail} or a refusal.
+-- An existing session's single message, within the grain, costs three
+-- reads (the marker, the record, the tree), TIME and five writes (the
+-- tree, the message, its child and order entries, the record).
+local function append(c, batch, mode, pid, if_match, max, key, suggest, max_bytes)
+  local indexing = false
+  for _, m in ipairs(batch) do
+    m.spec = search.wanted(c, m.spec)
+    indexing = indexing or m.spec ~= nil
+  end
+  local ring_v, evicted, refused = read_tree(c, batch, mode, pid, key)
+  if refused then return refused end
+  local old_slot
+  if ring_v then
+    local ids, slot = msgtree.ring_held(ring_v)
+    local again = dup_answer(c, ids or '', max_bytes)
+    if #again > 1 then return again end
+    -- every message of that append is gone since: the key is stale, and
+    -- the append is made again (the key takes a new slot)
+    old_slot = slot
+  end
+  local leaf, seq = msgtree.rec_msgs(c)
+  if if_match and if_match ~= (leaf or '') then return reply.ok('leaf_moved', leaf or '') end
+  local held = held_answer(c, batch, mode, pid)
+  if held then return held end
   local parent
   if mode == 'latest' then
     parent = node(c, leaf)
@@ -291,7 +334,7 @@ local function append(c, batch, mode, pid, if_match, max, key, suggest, max_byte
     parent = node(c, pid)
     if not parent then return reply.ok('unknown_parent', pid) end
   end
-  local count = redis.call('ZCARD', c.morder)
+  local count = c.count
   if count + #batch > max then
     return reply.refused('session_full', 'session ' .. c.uid .. '/' .. c.sid .. ' holds ' .. fmt_int(count) ..
       ' messages and may hold at most ' .. fmt_int(max) .. ' (SESSION_MAX_MESSAGES); nothing was written')
@@ -299,9 +342,18 @@ local function append(c, batch, mode, pid, if_match, max, key, suggest, max_byte
   suggest = suggest or 0
   local before = 0
   if suggest > 0 then before = path_tokens(c, node(c, leaf)) end
+  msgtree.use(c, true)
+  if indexing then
+    refused = search.prepare(c, 'messages')
+    if refused then return refused end
+  end
+  events.use(c)
+  refused = session.commit(c)
+  if refused then return refused end
+  if c.on_commit then c.on_commit() end
 
   -- the writes
-  local now = clock.now_us()
+  local now = session.now(c)
   local created_at = '"' .. clock.iso_time(now) .. '"'
   local out, ids, nodes, texts = reply.ok('stored'), {}, {}, {}
   for _, m in ipairs(batch) do
@@ -315,11 +367,17 @@ local function append(c, batch, mode, pid, if_match, max, key, suggest, max_byte
     nodes[#nodes + 1], texts[#texts + 1] = n, text
     parent = n
   end
-  -- the four writes of every message, a command per key (not per message)
-  msgtree.copy_path(c, nodes, texts)
-  redis.call('HSET', c.record, 'msg_seq', fmt_int(seq))
-  msgtree.set_leaf(c, parent.id)
-  local new_ring = remember(c, key, ids)
+  -- the four writes of every message, a command per key (not per message),
+  -- the ring's entry with the tree's
+  local tree, del = {}, {}
+  local fields = msgtree.leaf_fields(c, parent.id, count + #batch)
+  fields[#fields + 1], fields[#fields + 2] = 'msg_seq', fmt_int(seq)
+  if key ~= '' then
+    local ring = msgtree.ring_put(c, key, table.concat(ids, ' '), evicted, old_slot, tree, del)
+    fields[#fields + 1], fields[#fields + 2] = ring[1], ring[2]
+  end
+  msgtree.copy_path(c, nodes, texts, tree)
+  if #del > 0 then redis.call('HDEL', c.mtree, unpack(del)) end
   -- one message_appended each; a user message clears a pending abort
   local user = false
   for i = 3, #out do
@@ -328,8 +386,8 @@ local function append(c, batch, mode, pid, if_match, max, key, suggest, max_byte
   end
   if user and session.clear_abort(c) then events.emit(c, 'abort_cleared', 'state', nil, '{}') end
   if suggest > 0 then suggest_crossed(c, suggest, before, path_tokens(c, parent)) end
-  local _, started = session.finish_write(c, false, count == 0 or new_ring)
-  if started then out[2] = 'started' end
+  for _, v in ipairs(c.extra or {}) do fields[#fields + 1] = v end
+  if session.finish(c, fields) then out[2] = 'started' end
   -- stored without their documents for a user who has an index (the
   -- sidecar sent none: search.wanted), or the session's index dropped as
   -- foreign (search.current): the catch-up indexes them
@@ -338,9 +396,10 @@ local function append(c, batch, mode, pid, if_match, max, key, suggest, max_byte
 end
 
 return {
+  change = change,
+  check_new = check_new,
   at = at,
   stored_json = stored_json,
-  write_checks = write_checks,
   has_children = has_children,
   emit_deleted = emit_deleted,
   new_session_checks = new_session_checks,

@@ -5,13 +5,13 @@
 -- deleted); one that partly overlaps one in force is refused. A range that
 -- holds a tool message without the message carrying its call, or a call
 -- without its result, is refused. O(range + compactions × log n).
--- KEYS[1..15] the session's keys, indexes and totals (lib/session.lua)
--- ARGV[1..4] TTL, max entries, user_id, session_id (lib/session.lua)
--- ARGV[5] the compaction's id
--- ARGV[6] the summary as a JSON string
--- ARGV[7] from_id, ARGV[8] to_id
--- ARGV[9] the summary's tokens
--- ARGV[10] the most compactions in force per session
+-- KEYS[1] the session's record (lib/session.lua)
+-- ARGV[1] the core's settings (lib/session.lua)
+-- ARGV[2] the compaction's id
+-- ARGV[3] the summary as a JSON string
+-- ARGV[4] from_id, ARGV[5] to_id
+-- ARGV[6] the summary's tokens
+-- ARGV[7] the most compactions in force per session
 -- returns (reply.lua) {'ok', 'compacted', compaction JSON}; with nothing
 --   written, {'ok', 'invalid_range', why}, {'ok', 'splits_tool_call', the
 --   call id}, {'refused', code, text} for 'compaction_overlap' (a
@@ -27,10 +27,11 @@
 
 local c = msgtree.open(session.open(KEYS, ARGV))
 local node, ancestor, fmt_int = msgtree.node, msgtree.ancestor, msgtree.fmt_int
-local cid, summary, from_id, to_id, stokens, max = ARGV[5], ARGV[6], ARGV[7], ARGV[8], tonumber(ARGV[9]), tonumber(ARGV[10])
-local refused = messages.write_checks(c)
+local cid, summary, from_id, to_id, stokens, max = ARGV[2], ARGV[3], ARGV[4], ARGV[5], tonumber(ARGV[6]), tonumber(ARGV[7])
+local refused = msgtree.begin(c)
 if refused then return refused end
-local from, to = node(c, from_id), node(c, to_id)
+local from, to
+if session.has(c, msgtree.MTREE) then from, to = node(c, from_id), node(c, to_id) end
 if not from then return reply.ok('invalid_range', 'the session has no message ' .. from_id) end
 if not to then return reply.ok('invalid_range', 'the session has no message ' .. to_id) end
 if from.depth > to.depth or ancestor(c, to, from.depth).id ~= from.id then
@@ -90,12 +91,15 @@ if kept + 1 > max then
 end
 
 -- the writes
+session.use(c, msgtree.MCOMP, 'hash')
+events.use(c)
+refused = session.commit(c)
+if refused then return refused end
 local text = '{"id":"' .. cid .. '","summary":' .. summary .. ',"from_id":"' .. from_id .. '","to_id":"' .. to_id ..
-  '","created_at":"' .. clock.iso_time(clock.now_us()) .. '"}'
-local created = redis.call('EXISTS', c.mcomp) == 0
+  '","created_at":"' .. clock.iso_time(session.now(c)) .. '"}'
 for _, id in ipairs(superseded) do redis.call('HDEL', c.mcomp, id, '#' .. id) end
 local seq = redis.call('HINCRBY', c.mcomp, ' seq', 1)
 redis.call('HSET', c.mcomp, cid, text, '#' .. cid, table.concat({ from_id, to_id, fmt_int(seq), fmt_int(stokens) }, '\t'))
 events.emit(c, 'compaction', 'message', cid, text)
-session.finish_write(c, false, created)
-return reply.ok('compacted', text)
+session.finish(c)
+return session.reply(c, reply.ok('compacted', text))

@@ -5,13 +5,14 @@
 -- session's index on). A message is indexed only while its tree node
 -- still holds the fingerprint that read found and it has no document yet;
 -- one written or deleted since is skipped (that write kept the index).
--- Not activity: the record, the session's TTLs and its events are not
--- touched (the index gets the remaining TTL of the session's messages).
--- KEYS[1..15] the session's keys, indexes and totals (lib/session.lua)
--- ARGV[1..4] TTL, max entries, user_id, session_id (lib/session.lua)
--- ARGV[5] the cursor the read began after ('0': the first message)
--- ARGV[6] the cursor after it: the sequence number of the last message read
--- ARGV[7] k, the number of messages, then for each: id, fingerprint (its
+-- Not activity: the session's last activity, TTLs and events are not
+-- touched (session.commit's quiet write); a new index gets the session's
+-- TTL.
+-- KEYS[1] the session's record (lib/session.lua)
+-- ARGV[1] the core's settings (lib/session.lua)
+-- ARGV[2] the cursor the read began after ('0': the first message)
+-- ARGV[3] the cursor after it: the sequence number of the last message read
+-- ARGV[4] k, the number of messages, then for each: id, fingerprint (its
 --   node's, as read), spec ("term tf ...", '' for no searchable word),
 --   length, time (µs since the epoch: the document's time, its message's
 --   created_at; '' for now). The sidecar sends at most 100 messages and
@@ -22,26 +23,27 @@
 --   holds another type, {'refused', 'user_erasing', text} when the user is
 --   being erased (nothing written).
 --- @include reply
---- @include clock
---- @include guard
---- @include erasure
 --- @include session
 --- @include search
 --- @include msgtree
 
 local c = msgtree.open(session.open(KEYS, ARGV))
-local k = tonumber(ARGV[7]) or 0
-if #ARGV ~= 7 + k * 5 then return redis.error_reply('ERR messages_index: want 5 arguments per message') end
-local refused = erasure.fenced(c) -- an index behind the erasure's scan would outlive it
-  or guard.check({ { c.mtree, 'hash' }, { c.sdocs, 'hash' }, { c.slist, 'zset' } })
+local k = tonumber(ARGV[4]) or 0
+if #ARGV ~= 4 + k * 5 then return redis.error_reply('ERR messages_index: want 5 arguments per message') end
+-- a fenced user (being erased): an index behind the erasure's scan would
+-- outlive it
+local refused = msgtree.begin(c)
+if refused then return refused end
+if not session.has(c, msgtree.MTREE) then return reply.ok(-1) end
+refused = search.prepare(c, 'messages') or session.commit(c, { quiet = true })
 if refused then return refused end
 search.current(c, c.sdocs)
 -- the index dropped (a big delete, a clear) or moved on since the read
-if (redis.call('HGET', c.sdocs, ' mseq') or '0') ~= ARGV[5] then return reply.ok(-1) end
-local now = clock.now_us()
+if (redis.call('HGET', c.sdocs, ' mseq') or '0') ~= ARGV[2] then return reply.ok(-1) end
+local now = session.now(c)
 local n = 0
 for i = 1, k do
-  local j = 8 + (i - 1) * 5
+  local j = 5 + (i - 1) * 5
   local id, fp = ARGV[j], ARGV[j + 1]
   local node = msgtree.node(c, id)
   if node and node.fp == fp and redis.call('HEXISTS', c.sdocs, '=' .. id) == 0 then
@@ -49,12 +51,6 @@ for i = 1, k do
     n = n + 1
   end
 end
-redis.call('HSET', c.sdocs, ' mseq', ARGV[6])
-local ttl = session.ttl(c)
-if ttl > 0 and redis.call('PTTL', c.sdocs) == -1 then redis.call('EXPIRE', c.sdocs, ttl) end
--- the index lives as long as the messages it describes (an idle session's
--- end stays its end: an index outliving it would keep its cursor and ids
--- over a session of the same id made again)
-local lp = redis.call('PTTL', c.morder)
-if lp > 0 then redis.call('PEXPIRE', c.sdocs, lp) end
+redis.call('HSET', c.sdocs, ' mseq', ARGV[3])
+session.finish(c)
 return reply.ok(n)

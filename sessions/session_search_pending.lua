@@ -2,7 +2,8 @@
 -- session's entries list, at most one step of it (ARGV[2] entries, at most
 -- 256, and about 1 MiB: read_range). The sidecar analyses the entries and
 -- stores them with session_search_catchup. Reads only (no-writes): an
--- index an older sidecar wrote is answered as mode 1.
+-- index another program spoiled (its ' seq' no number) is answered as
+-- mode 1.
 -- KEYS[1] the session's record (lib/session.lua)
 -- ARGV[1] the core's settings (lib/session.lua)
 -- ARGV[2] the most entries to answer (1-256)
@@ -31,10 +32,10 @@ c.edocs = session.key(c, search.ENTRY_DOCS)
 local lt, dt = guard.key_type(c.entries), guard.key_type(c.edocs)
 if (lt ~= 'none' and lt ~= 'list') or (dt ~= 'none' and dt ~= 'hash') then return reply.ok(0, 0, '') end
 local llen = redis.call('LLEN', c.entries)
-local n, fp, old = search.entries_cov(c)
+local n, fp, spoiled = search.entries_cov(c)
 local check = redis.call('HGET', c.edocs, ' cov') or ''
 local mode, start = 0, n
-if old or n > llen or not search.cov_valid(c, n, fp) or (llen == 0 and redis.call('EXISTS', c.edocs) == 1) then
+if spoiled or n > llen or not search.cov_valid(c, n, fp) or (llen == 0 and redis.call('EXISTS', c.edocs) == 1) then
   mode, start = 1, 0
 end
 if start >= llen and mode == 0 then return reply.ok(start, 0, check) end

@@ -1,0 +1,7 @@
+package messages
+
+// The scripts tests outside the package run by hand.
+var (
+	MessagesIndex = messagesIndex
+	MessagesRead  = messagesRead
+)
