@@ -1,6 +1,6 @@
 // Package adk is the Google ADK session service module: an ADK session
-// (app, user, session) is the sidecar session <user>/<session>, its app
-// kept in the session's ADK record; its events, its state and the state
+// (app, user, session) is the sidecar session <user>/<SidecarSession(app,
+// session)>, so two apps' sessions of one id are two sessions; its events, its state and the state
 // its user's sessions of the app share (`user:` keys) are keys of the
 // user's slot, the state every user of the app shares (`app:` keys) a key
 // of the app's. appendEvent is one script: the event and its state delta
@@ -10,6 +10,7 @@
 package adk
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -72,6 +73,7 @@ func (m *Module) Routes() []sidecar.Route {
 	return []sidecar.Route{
 		{Pattern: "POST " + base, Handler: m.create},
 		{Pattern: "GET " + base, Handler: m.list, Query: []string{"limit", "offset", "page", "order"}},
+		{Pattern: "GET /v1/adk/apps/{app_name}/sessions", Handler: m.listApp, Query: []string{"limit", "offset", "page", "order", "cursor"}},
 		{Pattern: "GET " + base + "/{session_id}", Handler: m.get, Query: []string{"num_recent_events", "after_timestamp", "limit", "cursor"}},
 		{Pattern: "DELETE " + base + "/{session_id}", Handler: m.delete},
 		{Pattern: "POST " + base + "/{session_id}/events", Handler: m.appendEvent,
@@ -245,6 +247,8 @@ func (m *Module) answer(w http.ResponseWriter, r *http.Request, status int, app,
 	b = strconv.AppendQuote(b, app)
 	b = append(b, `,"user_id":`...)
 	b = strconv.AppendQuote(b, user)
+	b = append(b, `,"sidecar_session_id":`...)
+	b = strconv.AppendQuote(b, SidecarSession(app, session))
 	if q.Cursor == "" {
 		b = append(b, `,"state":`...)
 		b = merged(b, p)
@@ -304,10 +308,11 @@ func appendString(b []byte, s string) []byte {
 }
 
 type listed struct {
-	ID             string          `json:"id"`
-	AppName        string          `json:"app_name"`
-	UserID         string          `json:"user_id"`
-	LastUpdateTime json.RawMessage `json:"last_update_time"`
+	ID               string          `json:"id"`
+	AppName          string          `json:"app_name"`
+	UserID           string          `json:"user_id"`
+	SidecarSessionID string          `json:"sidecar_session_id"`
+	LastUpdateTime   json.RawMessage `json:"last_update_time"`
 }
 
 type listAnswer struct {
@@ -318,21 +323,65 @@ type listAnswer struct {
 	TotalPages int      `json:"total_pages"`
 }
 
-// list answers as ADK's listSessions: creation order, or by last update
-// time (then id) with order=asc|desc; limit with offset or page.
+// window is ADK's listSessions paging (InMemorySessionService's): without
+// limit every session from offset, as one page; with limit, page (or
+// offset) picks the window. It answers the window's start and size (-1:
+// to the end) and the answer's figures but the sessions; total is the
+// sessions listed.
+func window(r *http.Request, total int) (start, size int, ans listAnswer, err error) {
+	ans = listAnswer{Sessions: []listed{}, Page: 1, TotalItems: total}
+	if start, err = sidecar.QueryInt(r, "offset", 0, 0, math.MaxInt32); err != nil {
+		return 0, 0, ans, err
+	}
+	if r.URL.Query().Get("limit") == "" {
+		ans.Limit = total
+		if total > 0 {
+			ans.TotalPages = 1
+		}
+		return start, -1, ans, nil
+	}
+	limit, err := sidecar.QueryInt(r, "limit", 0, 0, math.MaxInt32)
+	if err != nil {
+		return 0, 0, ans, err
+	}
+	ans.Limit = limit
+	if limit > 0 {
+		ans.TotalPages = (total + limit - 1) / limit
+	}
+	if r.URL.Query().Get("page") != "" {
+		page, err := sidecar.QueryInt(r, "page", 1, 1, math.MaxInt32)
+		if err != nil {
+			return 0, 0, ans, err
+		}
+		start, ans.Page = (page-1)*limit, page
+	} else if limit > 0 {
+		ans.Page = start/limit + 1
+	}
+	return start, limit, ans, nil
+}
+
+// order reads the query's order: "" (creation), asc or desc.
+func order(r *http.Request) (string, error) {
+	o := r.URL.Query().Get("order")
+	if o != "" && o != "asc" && o != "desc" {
+		return "", sidecar.BadRequest("invalid_query", "order must be asc or desc")
+	}
+	return o, nil
+}
+
+// list answers as ADK's listSessions of one user: creation order, or by
+// last update time (then id) with order=asc|desc; limit with offset or
+// page.
 func (m *Module) list(w http.ResponseWriter, r *http.Request) error {
 	app, user, _, err := ids(r, false)
 	if err != nil {
 		return err
 	}
-	qs := r.URL.Query()
-	order := qs.Get("order")
-	if order != "" && order != "asc" && order != "desc" {
-		return sidecar.BadRequest("invalid_query", "order must be asc or desc")
-	}
-	has := func(n string) bool { return qs.Get(n) != "" }
-	offset, err := sidecar.QueryInt(r, "offset", 0, 0, math.MaxInt32)
+	order, err := order(r)
 	if err != nil {
+		return err
+	}
+	if _, _, _, err := window(r, 0); err != nil { // the query's refusals before any read
 		return err
 	}
 	all, err := m.store.List(r.Context(), app, user)
@@ -346,46 +395,102 @@ func (m *Module) list(w http.ResponseWriter, r *http.Request) error {
 	case "desc":
 		slices.SortStableFunc(all, func(a, b Listed) int { return cmpTimes(ts(b), ts(a), a.ID, b.ID) })
 	}
-	ans := listAnswer{Sessions: []listed{}, Page: 1}
-	total := len(all)
-	ans.TotalItems = total
-	if !has("limit") {
-		if offset < total {
-			all = all[offset:]
-		} else {
-			all = nil
-		}
-		ans.Limit = total
-		if total > 0 {
-			ans.TotalPages = 1
-		}
+	start, size, ans, _ := window(r, len(all))
+	end := len(all)
+	if size >= 0 {
+		end = min(start+size, len(all))
+	}
+	if start < end {
+		all = all[start:end]
 	} else {
-		limit, err := sidecar.QueryInt(r, "limit", 0, 0, math.MaxInt32)
+		all = nil
+	}
+	for _, l := range all {
+		ans.Sessions = append(ans.Sessions, listed{ID: l.ID, AppName: app, UserID: user, SidecarSessionID: SidecarSession(app, l.ID),
+			LastUpdateTime: json.RawMessage(l.LastUpdate)})
+	}
+	sidecar.WriteJSON(w, http.StatusOK, ans)
+	return nil
+}
+
+type appListAnswer struct {
+	listAnswer
+	NextCursor *string `json:"next_cursor"`
+}
+
+// listApp answers as ADK's listSessions without a userId: the app's
+// sessions across users, in creation order or by last update time (then
+// id, then user) with order; limit with offset or page, as list. A page
+// holds at most AppPage sessions: next_cursor continues the window (sent
+// alone), its figures those of the first page.
+func (m *Module) listApp(w http.ResponseWriter, r *http.Request) error {
+	app, err := sidecar.PathID(r, "app_name")
+	if err != nil {
+		return err
+	}
+	qs := r.URL.Query()
+	var ans appListAnswer
+	var c appCursor
+	if cur := qs.Get("cursor"); cur != "" {
+		for _, p := range []string{"limit", "offset", "page", "order"} {
+			if qs.Get(p) != "" {
+				return sidecar.BadRequest("invalid_query", "cursor continues a listing: send it without %s", p)
+			}
+		}
+		var ok bool
+		if c, ok = decodeAppCursor(cur, m.store.layout().Buckets()); !ok {
+			return badCursor()
+		}
+		ans.listAnswer = listAnswer{Sessions: []listed{}, Page: c.page, Limit: c.limit, TotalItems: c.total, TotalPages: c.pages}
+	} else {
+		o, err := order(r)
 		if err != nil {
 			return err
 		}
-		ans.Limit = limit
-		if limit > 0 {
-			ans.TotalPages = (total + limit - 1) / limit
+		start, size, _, err := window(r, 0)
+		if err != nil {
+			return err
 		}
-		if has("page") {
-			page, err := sidecar.QueryInt(r, "page", 1, 1, math.MaxInt32)
-			if err != nil {
-				return err
-			}
-			offset, ans.Page = (page-1)*limit, page
-		} else if limit > 0 {
-			ans.Page = offset/limit + 1
+		total, err := m.store.AppTotal(r.Context(), app)
+		if err != nil {
+			return err
 		}
-		end := min(offset+limit, total)
-		if offset < end {
-			all = all[offset:end]
-		} else {
-			all = nil
+		c = appCursor{order: cmp.Or(o, OrderCreated), remaining: size}
+		if size == 0 {
+			_, _, ans.listAnswer, _ = window(r, total)
+			sidecar.WriteJSON(w, http.StatusOK, ans)
+			return nil
 		}
+		var got []AppListed
+		var gone int
+		got, c.ranks, gone, err = m.store.ListApp(r.Context(), app, c.order, nil, start, size)
+		if err != nil {
+			return err
+		}
+		_, _, ans.listAnswer, _ = window(r, max(total-gone, 0))
+		c.page, c.limit, c.total, c.pages = ans.Page, ans.Limit, ans.TotalItems, ans.TotalPages
+		return m.writeApp(w, app, ans, c, got)
 	}
-	for _, l := range all {
-		ans.Sessions = append(ans.Sessions, listed{ID: l.ID, AppName: app, UserID: user, LastUpdateTime: json.RawMessage(l.LastUpdate)})
+	got, ranks, _, err := m.store.ListApp(r.Context(), app, c.order, c.ranks, 0, c.remaining)
+	if err != nil {
+		return err
+	}
+	c.ranks = ranks
+	return m.writeApp(w, app, ans, c, got)
+}
+
+// writeApp writes a page across users and the cursor after it, if any.
+func (m *Module) writeApp(w http.ResponseWriter, app string, ans appListAnswer, c appCursor, got []AppListed) error {
+	for _, l := range got {
+		ans.Sessions = append(ans.Sessions, listed{ID: l.ID, AppName: app, UserID: l.User, SidecarSessionID: SidecarSession(app, l.ID),
+			LastUpdateTime: json.RawMessage(cmp.Or(l.LastUpdate, "0"))})
+	}
+	if c.remaining > 0 {
+		c.remaining -= len(got)
+	}
+	if c.ranks != nil && c.remaining != 0 {
+		next := c.encode()
+		ans.NextCursor = &next
 	}
 	sidecar.WriteJSON(w, http.StatusOK, ans)
 	return nil

@@ -130,12 +130,13 @@ func TestSessionLife(t *testing.T) {
 // adkKeys are the keys an ADK write of app/user/session touches.
 func adkKeys(srv *redisstoretest.Server, app, user, session string) []string {
 	l := srv.Layout()
-	sk := l.Session(user, session)
+	sid := adk.SidecarSession(app, session)
+	sk := l.Session(user, sid)
 	return []string{
-		l.SessionKey(adk.SessionFamily, user, session), l.SessionKey(adk.StateFamily, user, session),
-		l.SessionKey(adk.EventsFamily, user, session), l.UserKey(adk.UserStateFamily, user, app),
+		l.SessionKey(adk.SessionFamily, user, sid), l.SessionKey(adk.StateFamily, user, sid),
+		l.SessionKey(adk.EventsFamily, user, sid), l.UserKey(adk.UserStateFamily, user, app),
 		l.UserKey(adk.IndexFamily, user, app), l.BucketKey(adk.AppStateFamily, l.Bucket(app), app),
-		sk.Record, l.SessionEvents(user, session),
+		sk.Record, l.SessionEvents(user, sid),
 	}
 }
 
@@ -151,7 +152,7 @@ func TestEvents(t *testing.T) {
 		want(t, h.Do(t, "POST", app+"/s1/events", appendBody("e1", last+1, last, `{"k":1}`)), 201)
 		want(t, h.Do(t, "POST", app+"/s1/events", appendBody("e2", last+2, last, `{"k":2}`)), 409) // stale
 		want(t, h.Do(t, "POST", app+"/s1/events", appendBody("e1", last+2, last+1, `{}`)), 201)    // replaced
-		got := redisstoretest.StreamEvents(t, srv.Client(t), srv.Layout().SessionEvents("alice", "s1"))
+		got := redisstoretest.StreamEvents(t, srv.Client(t), srv.Layout().SessionEvents("alice", "weather.s1"))
 		var types []string
 		for _, e := range got {
 			types = append(types, e.Type)

@@ -1,11 +1,44 @@
 package adk
 
-import "github.com/agentsidecar/agentsidecar/redisstore"
+import (
+	"crypto/sha1"
+	"encoding/hex"
+	"strings"
+
+	"github.com/agentsidecar/agentsidecar/redisstore"
+)
+
+// SidecarSession is the sidecar session that holds ADK session (app,
+// session) of a user: "<app>.<session>" when the app's name holds no '.'
+// and that fits an id (128 characters), else "adk-" and the SHA1 (hex) of
+// app, a NUL and session. The two forms never meet (only the first holds a
+// '.'), and the first splits at its first '.': two apps' sessions of one
+// id are two sidecar sessions. lib/adk.lua's sidecar_id is the same rule.
+func SidecarSession(app, session string) string {
+	if !strings.Contains(app, ".") && len(app)+1+len(session) <= redisstore.MaxIDLength {
+		return app + "." + session
+	}
+	sum := sha1.Sum([]byte(app + "\x00" + session))
+	return "adk-" + hex.EncodeToString(sum[:])
+}
+
+// The orders of an app's index across users (AppIndexFamily's suffixes).
+const (
+	OrderCreated = "created" // creation time (ms), then member
+	OrderAsc     = "asc"     // last update time, then member
+	OrderDesc    = "desc"    // last update time negated, then member
+)
+
+// appMember is a session's member of the app's index: "<session> <user>",
+// so that sessions of equal score sort by session id (ADK's tie order),
+// then by user (a space sorts below every id character).
+func appMember(user, session string) string { return session + " " + user }
 
 // The module's key families (lib/adk.lua describes their fields). The
 // session families are slid and deleted with the session by the stock
 // scripts; the user's are in the user's slot; the app's state is in the
-// app's own slot on Cluster.
+// app's own slot on Cluster; the app's index of sessions across users has a
+// shard in each bucket, written by the scripts of the bucket's users.
 var (
 	SessionFamily = redisstore.Register(redisstore.Family{
 		Name: "adk session", Prefix: "adk_session", Code: "a", Scope: redisstore.ScopeSession,
@@ -33,6 +66,14 @@ var (
 		Kind: redisstore.KindZSet, Owner: "adk", TTL: redisstore.RetentionTTL,
 		Reason:      "at least the TTL of each of the user's ADK sessions of the app from its last write (none while one of them has none); at most `ADK_MAX_SESSIONS` members",
 		Description: "a user's ADK sessions of one app, scored by creation order (listSessions); members of expired sessions dropped as met",
+	})
+	AppIndexFamily = redisstore.Register(redisstore.Family{
+		Name: "adk sessions of an app", Prefix: "adk_app_index", Scope: redisstore.ScopeBucket, Suffix: "<app_name>:<order>",
+		Kind: redisstore.KindZSet, Owner: "adk", TTL: redisstore.RetentionTTL,
+		Reason: "at least the TTL of each ADK session of the app in the bucket from its last ADK write (none while one of them has none); " +
+			"members of sessions gone are dropped by the listings that meet them and by each create (two examined)",
+		Description: "an ADK app's sessions of the bucket's users (listSessions without a user), member `<session_id> <user_id>`, " +
+			"in three orders: `created` (creation time, ms), `asc` (last update time), `desc` (last update time negated)",
 	})
 	AppStateFamily = redisstore.Register(redisstore.Family{
 		Name: "adk app state", Prefix: "adk_app_state", Scope: redisstore.ScopeBucket, Suffix: "<app_name>",

@@ -88,18 +88,18 @@ func TestStockTTLAndDeleteCoverADKKeys(t *testing.T) {
 		h := start(t, srv, nil)
 		s := want(t, h.Do(t, "POST", app, `{"session_id":"s1","state":{"k":1}}`), 201)
 		want(t, h.Do(t, "POST", app+"/s1/events", appendBody("e1", s.LastUpdateTime+1, s.LastUpdateTime, `{"k":2}`)), 201)
-		if rep := h.Do(t, "PUT", "/v1/users/alice/sessions/s1/ttl", `{"ttl_seconds":100}`); rep.Status != 200 {
+		if rep := h.Do(t, "PUT", "/v1/users/alice/sessions/weather.s1/ttl", `{"ttl_seconds":100}`); rep.Status != 200 {
 			t.Fatalf("PUT ttl: %s", rep)
 		}
 		c := srv.Client(t)
 		l := srv.Layout()
-		own := []string{l.SessionKey(adk.SessionFamily, "alice", "s1"), l.SessionKey(adk.StateFamily, "alice", "s1"), l.SessionKey(adk.EventsFamily, "alice", "s1")}
+		own := []string{l.SessionKey(adk.SessionFamily, "alice", "weather.s1"), l.SessionKey(adk.StateFamily, "alice", "weather.s1"), l.SessionKey(adk.EventsFamily, "alice", "weather.s1")}
 		for _, k := range own {
 			if p, err := c.Do(t.Context(), c.B().Pttl().Key(k).Build()).AsInt64(); err != nil || p <= 0 || p > 100_000 {
 				t.Fatalf("PTTL %s = %d %v, want the session's 100 s", k, p, err)
 			}
 		}
-		if rep := h.Do(t, "DELETE", "/v1/users/alice/sessions/s1", ""); rep.Status != 204 {
+		if rep := h.Do(t, "DELETE", "/v1/users/alice/sessions/weather.s1", ""); rep.Status != 204 {
 			t.Fatalf("DELETE session: %s", rep)
 		}
 		for _, k := range own {
@@ -228,7 +228,7 @@ func TestStockTTLKeepsUserKeys(t *testing.T) {
 			body    string
 			atLeast int64 // ms; -1: no expiry
 		}{{`{"ttl_seconds":100000}`, 99_000_000}, {`{"ttl_seconds":0}`, -1}} {
-			if rep := h.Do(t, "PUT", "/v1/users/alice/sessions/s1/ttl", tc.body); rep.Status != 200 {
+			if rep := h.Do(t, "PUT", "/v1/users/alice/sessions/weather.s1/ttl", tc.body); rep.Status != 200 {
 				t.Fatalf("PUT ttl: %s", rep)
 			}
 			for _, k := range user {

@@ -20,6 +20,7 @@ var (
 	scriptApp    = lua.AdkApp
 	scriptRead   = lua.AdkRead
 	scriptList   = lua.AdkList
+	scriptUnlist = lua.AdkUnlist
 )
 
 // maxKeys is MaxStateKeys as the scripts get it.
@@ -70,8 +71,8 @@ func newDelta(state map[string]json.RawMessage) delta {
 // Create makes the ADK session; it answers the creation time (ms).
 func (s *Store) Create(ctx context.Context, app, user, session string, d delta) (string, error) {
 	key, in := s.appKey(app)
-	args := append([]string{app, in, strconv.Itoa(s.cfg.MaxSessions), strconv.Itoa(s.cfg.MaxStateBytes), maxKeys}, d.args...)
-	r, err := s.Run(ctx, scriptCreate, user, session, args...)
+	args := append([]string{app, in, strconv.Itoa(s.cfg.MaxSessions), strconv.Itoa(s.cfg.MaxStateBytes), maxKeys, session}, d.args...)
+	r, err := s.Run(ctx, scriptCreate, user, SidecarSession(app, session), args...)
 	if err != nil {
 		return "", err
 	}
@@ -94,8 +95,9 @@ type Appended struct {
 // the caller's copy (lastUpdate) is not stale.
 func (s *Store) Append(ctx context.Context, app, user, session, lastUpdate, timestamp, id string, event []byte, d delta) (Appended, error) {
 	key, in := s.appKey(app)
-	args := append([]string{app, in, lastUpdate, timestamp, id, string(event), strconv.Itoa(s.cfg.MaxEvents), strconv.Itoa(s.cfg.MaxStateBytes), maxKeys}, d.args...)
-	r, err := s.Run(ctx, scriptAppend, user, session, args...)
+	args := append([]string{app, in, lastUpdate, timestamp, id, string(event), strconv.Itoa(s.cfg.MaxEvents),
+		strconv.Itoa(s.cfg.MaxStateBytes), maxKeys, session}, d.args...)
+	r, err := s.Run(ctx, scriptAppend, user, SidecarSession(app, session), args...)
 	if err != nil {
 		return Appended{}, notFound(err, app, user, session)
 	}
@@ -163,7 +165,7 @@ func (s *Store) Read(ctx context.Context, app, user, session string, q PageQuery
 	size := 0
 	defer func() { done(size) }()
 	key, in := s.appKey(app)
-	r, err := s.Run(ctx, scriptRead, user, session, app, in, q.Cursor, strconv.Itoa(q.NumRecent), q.AfterTimestamp,
+	r, err := s.Run(ctx, scriptRead, user, SidecarSession(app, session), app, in, q.Cursor, strconv.Itoa(q.NumRecent), q.AfterTimestamp,
 		strconv.Itoa(q.Limit), strconv.Itoa(maxBytes))
 	if err != nil {
 		return Page{}, notFound(err, app, user, session)
@@ -239,23 +241,35 @@ func (s *Store) List(ctx context.Context, app, user string) ([]Listed, error) {
 }
 
 // Delete removes the whole sidecar session when it is an ADK session of
-// app (404 otherwise), then its member of the user's list.
+// app (404 otherwise), then its places in the user's list and the app's
+// index (adk_unlist.lua: not when the session was created again since).
 func (s *Store) Delete(ctx context.Context, app, user, session string) error {
 	client, err := s.Conn().Client()
 	if err != nil {
 		return err
 	}
-	l := s.layout()
-	had, err := client.Do(ctx, client.B().Hget().Key(l.SessionKey(SessionFamily, user, session)).Field("app").Build()).ToString()
+	sid := SidecarSession(app, session)
+	had, err := client.Do(ctx, client.B().Hget().Key(s.layout().SessionKey(SessionFamily, user, sid)).Field("app").Build()).ToString()
 	if rueidis.IsRedisNil(err) || (err == nil && had != app) {
 		return redisstore.NotFound("no ADK session %s/%s of app %s", user, session, app)
 	}
 	if err != nil {
 		return redisstore.Wrap("adk delete", err)
 	}
-	if err := s.Store.Delete(ctx, user, session); err != nil {
+	if err := s.Store.Delete(ctx, user, sid); err != nil {
 		return err
 	}
-	err = client.Do(ctx, client.B().Zrem().Key(l.UserKey(IndexFamily, user, app)).Member(session).Build()).Error()
-	return redisstore.Wrap("adk delete", err)
+	_, err = s.unlist(ctx, app, user, session)
+	return err
+}
+
+// unlist takes a gone session out of its user's list and the app's index;
+// it reports whether it did (false: the session exists).
+func (s *Store) unlist(ctx context.Context, app, user, session string) (bool, error) {
+	r, err := s.Run(ctx, scriptUnlist, user, SidecarSession(app, session), app, session)
+	if err != nil {
+		return false, err
+	}
+	done, err := r.Flag(0)
+	return done, redisstore.Wrap(scriptUnlist.Name, err)
 }

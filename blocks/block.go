@@ -43,7 +43,7 @@ type Block struct {
 	created int64 // µs, for the order
 }
 
-// stored is a block as the scripts keep it (lua/blocks_lib.lua): Counts is
+// stored is a block as the scripts keep it (blocks.lua): Counts is
 // "<bytes>,<chars>,<words>,<lead>,<trail>" of the content; the times (µs)
 // are added by the scripts.
 type stored struct {

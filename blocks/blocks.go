@@ -4,9 +4,9 @@
 // label); the system prompt rendered from them, optionally frozen so a
 // provider's prompt cache keeps hitting; and tools an LLM calls to update
 // them (set_context) or search them (search_context), defined in OpenAI's
-// and Anthropic's shapes. Every write is one script (lua/blocks_*.lua) over
-// the shared session (sessionstore): a session block is one of the
-// session's keys, slid, persisted and deleted with it.
+// and Anthropic's shapes. Every write is one script (blocks_*.lua, in
+// this package) over the shared session (sessionstore): a session block
+// is one of the session's keys, slid, persisted and deleted with it.
 package blocks
 
 import (

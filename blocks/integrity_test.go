@@ -1,11 +1,12 @@
 package blocks_test
 
 import (
-	"github.com/agentsidecar/agentsidecar/envconf"
+	"fmt"
 	"slices"
 	"testing"
 
 	"github.com/agentsidecar/agentsidecar/blocks"
+	"github.com/agentsidecar/agentsidecar/envconf"
 	"github.com/agentsidecar/agentsidecar/redisstore/redisstoretest"
 )
 
@@ -129,6 +130,48 @@ func TestHandWrittenContentNotAString(t *testing.T) {
 			if after := redisstoretest.Snapshot(t, c, scope.key, scope.events); !slices.Equal(after, before) {
 				t.Errorf("%s: a refused append changed Redis:\n%q\nwas\n%q", scope.path, after, before)
 			}
+		}
+	})
+}
+
+// A key of the module that another program removed while the session
+// lives, or that a delete emptied, gets the session's TTL when a write
+// makes it again (the session already had its family: the write notes the
+// key made, session.made, or adds the family anew), never a key without
+// expiry that would outlive the session.
+func TestKeysMadeAnewGetTheSessionTTL(t *testing.T) {
+	redisstoretest.Each(t, func(t *testing.T, srv *redisstoretest.Server) {
+		h := start(t, srv, envconf.Env{"SESSION_TTL_SECONDS": "600"})
+		l, c := srv.Layout(), srv.Client(t)
+		const s = "/v1/users/alice/sessions/s1"
+		keys := []string{l.SessionKey(blocks.SessionBlocksFamily, "alice", "s1"), l.SessionKey(blocks.ToolCallsFamily, "alice", "s1"),
+			l.SessionKey(blocks.PromptFamily, "alice", "s1")}
+		write := func(round int) {
+			t.Helper()
+			wantBlock(t, h.Do(t, "PUT", s+"/blocks/notes", `{"content":"x"}`), 201) // new each round
+			if rep := h.Do(t, "POST", s+"/tools/set_context", fmt.Sprintf(`{"arguments":{"label":"notes","content":"y"},"tool_call_id":"c%d"}`, round)); rep.Status != 200 {
+				t.Fatalf("set_context: %d %s", rep.Status, rep.Body)
+			}
+			if rep := h.Do(t, "POST", s+"/system-prompt/refresh", ""); rep.Status != 200 {
+				t.Fatalf("refresh: %d %s", rep.Status, rep.Body)
+			}
+			for _, k := range keys {
+				if ttl := ttlOf(t, srv, k); ttl <= 0 || ttl > 600 {
+					t.Errorf("round %d: %s TTL %d, want the session's", round, k, ttl)
+				}
+			}
+		}
+		write(0)
+		for _, k := range keys {
+			c.Do(t.Context(), c.B().Del().Key(k).Build())
+		}
+		write(1)
+		// the session's last block deleted: the blocks hash is gone, and
+		// made again by the next put
+		wantBlock(t, h.Do(t, "DELETE", s+"/blocks/notes", ""), 204)
+		wantBlock(t, h.Do(t, "PUT", s+"/blocks/notes", `{"content":"z"}`), 201)
+		if ttl := ttlOf(t, srv, keys[0]); ttl <= 0 || ttl > 600 {
+			t.Errorf("blocks made again after the last was deleted: TTL %d, want the session's", ttl)
 		}
 	})
 }

@@ -4,8 +4,9 @@ import "github.com/agentsidecar/agentsidecar/redisstore"
 
 // The module's key families: context blocks, the frozen system prompt, the
 // tool calls answered. The session's three are session families: the
-// session scripts slide and delete them with the session's other keys
-// (redisstore.SessionPrefixes). The user's blocks key is the user's.
+// session core (lua/lib/session.lua) slides and deletes them with the
+// session's other keys once the session has them (a write of the family
+// adds it to the record's fams). The user's blocks key is the user's.
 var (
 	// SessionBlocksFamily: a session's context blocks, a hash label -> the
 	// block (a JSON object). It holds nothing but blocks, so copying a

@@ -8,7 +8,7 @@
 // session families (keys.go), so checkpoints slide with the session's
 // TTL, show in its record and metrics, and go with the session's delete
 // and the user's erasure. Each put and each putWrites is one script
-// (lua/checkpoints_*.lua) with the session's bookkeeping and its event.
+// (checkpoints_*.lua, in this package) with the session's bookkeeping and its event.
 // The sidecar never decodes what the saver serialized: checkpoints,
 // channel values and writes are {type, data} pairs, data the base64 of
 // the serde's bytes. Metadata is JSON, so lists filter on it.

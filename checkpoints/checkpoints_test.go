@@ -12,7 +12,6 @@ import (
 
 	"github.com/agentsidecar/agentsidecar/checkpoints"
 	"github.com/agentsidecar/agentsidecar/envconf"
-	"github.com/agentsidecar/agentsidecar/lua"
 	"github.com/agentsidecar/agentsidecar/redisstore/redisstoretest"
 	"github.com/agentsidecar/agentsidecar/sessions"
 	"github.com/agentsidecar/agentsidecar/sessionstore"
@@ -423,7 +422,7 @@ func TestListMetadataBytes(t *testing.T) {
 			want(t, put(t, h, base, "", fmt.Sprintf("c%d", i), "", md, nil), 200)
 		}
 		st := sessionstore.New(srv.Conn(t), sessionstore.Config{TTLSeconds: 600})
-		r, err := st.Run(t.Context(), lua.CheckpointsList, "u1", "t1", "0", "", "", "100", "60000")
+		r, err := st.Run(t.Context(), checkpoints.ScriptList, "u1", "t1", "0", "", "", "100", "60000")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -548,5 +547,31 @@ func TestValuesCap(t *testing.T) {
 			t.Fatalf("the refused put changed c1: %d values, %+v", len(tp.ChannelValues), tp.ChannelValues[0])
 		}
 		want(t, put(t, h, base, "", "c2", "c1", `{}`, map[string]string{"ch0": "3"}), 200) // no value: welcome
+	})
+}
+
+// TestKeysMadeAnewGetTTL: the thread's keys, removed by another program
+// while the session lives (it has their families), get the session's TTL
+// when a put or a write makes them again, never a key without expiry that
+// would outlive the session.
+func TestKeysMadeAnewGetTTL(t *testing.T) {
+	redisstoretest.Each(t, func(t *testing.T, srv *redisstoretest.Server) {
+		h := start(t, srv, envconf.Env{"SESSION_TTL_SECONDS": "600"})
+		c := srv.Client(t)
+		l := srv.Layout()
+		keys := []string{l.SessionKey(checkpoints.HashFamily, "u1", "t1"), l.SessionKey(checkpoints.OrderFamily, "u1", "t1")}
+		for i, write := range []func() sidecartest.Reply{
+			func() sidecartest.Reply { return put(t, h, base, "", "c1", "", `{}`, map[string]string{"a": "1=1"}) },
+			func() sidecartest.Reply { return writes(t, h, "", "c2", "ta", "", "0:x:1") }, // before its checkpoint
+			func() sidecartest.Reply { return put(t, h, base, "", "c1", "", `{}`, map[string]string{"a": "1=1"}) },
+		} {
+			want(t, write(), 200)
+			for _, k := range keys {
+				if ttl, _ := c.Do(t.Context(), c.B().Ttl().Key(k).Build()).AsInt64(); ttl <= 0 || ttl > 600 {
+					t.Fatalf("write %d: %s TTL %d, want the session's", i, k, ttl)
+				}
+				c.Do(t.Context(), c.B().Del().Key(k).Build())
+			}
+		}
 	})
 }

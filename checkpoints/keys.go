@@ -5,8 +5,9 @@ import "github.com/agentsidecar/agentsidecar/redisstore"
 // The module's key families, both session families: a thread is a
 // session, so its checkpoints slide with the session's TTL, are deleted
 // with it (DELETE /v1/users/{u}/sessions/{s}) and by the user's erasure,
-// without a line of stock code naming them (redisstore.SessionPrefixes).
-// lua/lib/checkpoints.lua describes their fields and members.
+// without a line of stock code naming them (the core knows them by their
+// codes in the record's fams: lua/keys.go). checkpoints.lua (the
+// scripts' library) describes their fields and members.
 var (
 	// HashFamily: a thread's checkpoints, metadata, channel versions,
 	// channel values and pending writes, one hash.

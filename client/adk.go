@@ -7,8 +7,8 @@ import (
 	"strconv"
 )
 
-// Google ADK sessions (module adk). An ADK session is the sidecar session
-// user/session; app names the ADK app.
+// Google ADK sessions (module adk). An ADK session (app, user, session) is
+// a sidecar session of the user of its own (AdkSession.SidecarSessionID).
 
 func adkPath(app, user string, more ...string) (string, error) {
 	return apiPath(append([]string{"adk", "apps", app, "users", user, "sessions"}, more...)...)
@@ -25,6 +25,20 @@ func (c *Client) CreateAdkSession(ctx context.Context, app, user string, req Adk
 // listSessions does (listAdkSessions).
 func (c *Client) ListAdkSessions(ctx context.Context, app, user string, o AdkListOptions) (*AdkSessionList, error) {
 	p, err := adkPath(app, user)
+	out, _, err := call[AdkSessionList](ctx, c, request{method: http.MethodGet, path: p, query: o.query()}, err)
+	return out, err
+}
+
+// ListAdkAppSessions lists app's ADK sessions of every user, as ADK's
+// listSessions without a userId (listAdkAppSessions); follow NextCursor
+// (in o.Cursor, alone) for the rest of a window past 1 000 sessions.
+func (c *Client) ListAdkAppSessions(ctx context.Context, app string, o AdkListOptions) (*AdkAppSessionList, error) {
+	p, err := apiPath("adk", "apps", app, "sessions")
+	out, _, err := call[AdkAppSessionList](ctx, c, request{method: http.MethodGet, path: p, query: o.query()}, err)
+	return out, err
+}
+
+func (o AdkListOptions) query() url.Values {
 	q := url.Values{}
 	for name, v := range map[string]*int{"limit": o.Limit, "offset": o.Offset, "page": o.Page} {
 		if v != nil {
@@ -34,8 +48,10 @@ func (c *Client) ListAdkSessions(ctx context.Context, app, user string, o AdkLis
 	if o.Order != "" {
 		q.Set("order", o.Order)
 	}
-	out, _, err := call[AdkSessionList](ctx, c, request{method: http.MethodGet, path: p, query: q}, err)
-	return out, err
+	if o.Cursor != "" {
+		q.Set("cursor", o.Cursor)
+	}
+	return q
 }
 
 // GetAdkSession reads a page of an ADK session (getAdkSession); IsNotFound

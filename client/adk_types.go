@@ -16,23 +16,27 @@ type AdkCreateRequest struct {
 // LastUpdateTime, CreatedAt and EventCount on the first page only;
 // Events oldest first; NextCursor continues with older events.
 type AdkSession struct {
-	ID             string                     `json:"id"`
-	AppName        string                     `json:"app_name"`
-	UserID         string                     `json:"user_id"`
-	State          map[string]json.RawMessage `json:"state,omitempty"`
-	LastUpdateTime *float64                   `json:"last_update_time,omitempty"`
-	CreatedAt      *int64                     `json:"created_at,omitempty"`
-	EventCount     *int64                     `json:"event_count,omitempty"`
-	Events         []json.RawMessage          `json:"events"`
-	NextCursor     *string                    `json:"next_cursor"`
+	ID      string `json:"id"`
+	AppName string `json:"app_name"`
+	UserID  string `json:"user_id"`
+	// SidecarSessionID is the sidecar session holding it (an ADK session
+	// is keyed by app, user and session).
+	SidecarSessionID string                     `json:"sidecar_session_id"`
+	State            map[string]json.RawMessage `json:"state,omitempty"`
+	LastUpdateTime   *float64                   `json:"last_update_time,omitempty"`
+	CreatedAt        *int64                     `json:"created_at,omitempty"`
+	EventCount       *int64                     `json:"event_count,omitempty"`
+	Events           []json.RawMessage          `json:"events"`
+	NextCursor       *string                    `json:"next_cursor"`
 }
 
 // AdkListedSession is one session of a listing (no state, no events).
 type AdkListedSession struct {
-	ID             string  `json:"id"`
-	AppName        string  `json:"app_name"`
-	UserID         string  `json:"user_id"`
-	LastUpdateTime float64 `json:"last_update_time"`
+	ID               string  `json:"id"`
+	AppName          string  `json:"app_name"`
+	UserID           string  `json:"user_id"`
+	SidecarSessionID string  `json:"sidecar_session_id"`
+	LastUpdateTime   float64 `json:"last_update_time"`
 }
 
 // AdkSessionList is listAdkSessions' answer, ADK's ListSessionsResponse.
@@ -42,6 +46,14 @@ type AdkSessionList struct {
 	Limit      int                `json:"limit"`
 	TotalItems int                `json:"total_items"`
 	TotalPages int                `json:"total_pages"`
+}
+
+// AdkAppSessionList is listAdkAppSessions' answer: a page of an app's
+// sessions across users; NextCursor (AdkListOptions.Cursor) continues a
+// window of more than 1 000 sessions.
+type AdkAppSessionList struct {
+	AdkSessionList
+	NextCursor *string `json:"next_cursor"`
 }
 
 // AdkAppendRequest is appendAdkEvent's body: the event (a JSON object
@@ -65,6 +77,9 @@ type AdkAppended struct {
 type AdkListOptions struct {
 	Limit, Offset, Page *int
 	Order               string
+	// Cursor continues a listing across users (listAdkAppSessions), sent
+	// alone.
+	Cursor string
 }
 
 // AdkGetOptions are getAdkSession's query parameters.

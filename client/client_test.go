@@ -342,6 +342,9 @@ func TestEveryOperation(t *testing.T) {
 	if l := must(c.ListAdkSessions(ctx, "weather", u, client.AdkListOptions{Limit: &one, Order: "desc"})).ok(t); len(l.Sessions) != 1 || l.TotalItems != 1 || l.Sessions[0].ID != adkSID {
 		t.Fatalf("ListAdkSessions: %+v", l)
 	}
+	if l := must(c.ListAdkAppSessions(ctx, "weather", client.AdkListOptions{Order: "asc"})).ok(t); len(l.Sessions) != 1 || l.Sessions[0].UserID != u || l.Sessions[0].SidecarSessionID != "weather."+adkSID || l.NextCursor != nil {
+		t.Fatalf("ListAdkAppSessions: %+v", l)
+	}
 	mustNil(t, c.DeleteAdkSession(ctx, "weather", u, adkSID))
 	if _, err := c.GetAdkSession(ctx, "weather", u, adkSID, client.AdkGetOptions{}); !client.IsNotFound(err) {
 		t.Fatalf("GetAdkSession after delete: %v", err)

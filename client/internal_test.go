@@ -170,7 +170,8 @@ var schemaTypes = map[string]any{
 	"PutCheckpointRequest": PutCheckpointRequest{}, "CheckpointRef": CheckpointRef{}, "PutCheckpointWritesRequest": PutCheckpointWritesRequest{},
 	"CheckpointWritesStored": CheckpointWritesStored{}, "CheckpointTuple": CheckpointTuple{}, "CheckpointPage": CheckpointPage{},
 	"AdkCreateRequest": AdkCreateRequest{}, "AdkSession": AdkSession{}, "AdkSessionList": AdkSessionList{},
-	"AdkAppendRequest": AdkAppendRequest{}, "AdkAppended": AdkAppended{},
+	"AdkAppSessionList": AdkAppSessionList{},
+	"AdkAppendRequest":  AdkAppendRequest{}, "AdkAppended": AdkAppended{},
 }
 
 var notStructs = []string{"Error", "Id", "MemifyMetadata", "StoredMemifyMetadata", "SessionStatus", "ContextEntry", "AppendContextRequest", "UpdateContextRequest", "Metadata", "State", "StatePatch",

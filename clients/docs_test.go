@@ -1,9 +1,11 @@
 package clients_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strings"
 	"testing"
 )
@@ -71,6 +73,94 @@ func TestDocsTypeScriptExample(t *testing.T) {
 	}
 }
 
+// tsBlocks returns every ```ts block of the product's pages (README.md,
+// docs/*.md), each named "<page>#<n>", indented blocks (in a list item)
+// included.
+func tsBlocks(t *testing.T) map[string]string {
+	t.Helper()
+	pages, err := filepath.Glob("../docs/*.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	fence := regexp.MustCompile("(?ms)^( *)```ts\n(.*?)^ *```\n")
+	for _, p := range append(pages, "../README.md") {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for n, m := range fence.FindAllStringSubmatch(string(b), -1) {
+			var src strings.Builder
+			for _, line := range strings.SplitAfter(m[2], "\n") {
+				src.WriteString(strings.TrimPrefix(line, m[1]))
+			}
+			out[fmt.Sprintf("%s#%d", filepath.Base(p), n+1)] = src.String()
+		}
+	}
+	return out
+}
+
+// tsc runs the client's TypeScript compiler as a user's project would:
+// --strict, ES modules resolved as Node does, the package's own name
+// resolving to the built client (Node's self-reference through "exports":
+// the files sit inside the package directory), the framework packages
+// those the client's lockfile pins (the real ones).
+func tsc(t *testing.T, args ...string) {
+	t.Helper()
+	runIn(t, tsDir, "node", append([]string{"node_modules/typescript/bin/tsc", "--strict", "--skipLibCheck",
+		"--module", "nodenext", "--moduleResolution", "nodenext", "--target", "es2022", "--types", "node"}, args...)...)
+}
+
+// TestDocsTypeScriptSnippets compiles every TypeScript block of the pages
+// (the OpenAI Agents, LangGraph, ADK and AI SDK ones among them), each a
+// module of its own, with tsc --strict against the real framework
+// packages: what a user copying one into a project would compile.
+func TestDocsTypeScriptSnippets(t *testing.T) {
+	needNode(t)
+	buildTS(t)
+	blocks := tsBlocks(t)
+	var names []string
+	for name := range blocks {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, want := range []string{"adk.md#1", "checkpoints.md#1", "clients.md#1", "clients.md#2", "clients.md#3", "clients.md#4", "clients.md#5"} {
+		if blocks[want] == "" {
+			t.Errorf("no TypeScript block %s (have %v)", want, names)
+		}
+	}
+	args := []string{"--noEmit"}
+	for i, name := range names {
+		f := filepath.Join("tests", fmt.Sprintf(".snippet-%d.mts", i))
+		if err := os.WriteFile(filepath.Join(tsDir, f), []byte("// "+name+"\n"+blocks[name]), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = os.Remove(filepath.Join(tsDir, f)) })
+		args = append(args, f)
+	}
+	tsc(t, args...)
+}
+
+// TestDocsAISDKRoute runs docs/clients.md's AI SDK chat route as it is:
+// the block compiled (tsc --strict) and imported by
+// tests/ai-sdk-route.check.mjs, which streams the AI SDK's mock model
+// through it for a new chat and an existing one.
+func TestDocsAISDKRoute(t *testing.T) {
+	needNode(t)
+	buildTS(t)
+	src := block(t, "### Vercel AI SDK (`ai`)", "ts")
+	mts := filepath.Join(tsDir, "tests", ".ai-sdk-route.mts")
+	if err := os.WriteFile(mts, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = os.Remove(mts)
+		_ = os.Remove(strings.TrimSuffix(mts, ".mts") + ".mjs")
+	})
+	tsc(t, "tests/.ai-sdk-route.mts")
+	runIn(t, tsDir, "node", "--test", "tests/ai-sdk-route.check.mjs")
+}
+
 // TestDocsSuitesAloneNameTheirSettings: docs/clients.md's commands for the
 // suites alone set every variable the suites read (their support files),
 // so they pass as written.
@@ -83,6 +173,13 @@ func TestDocsSuitesAloneNameTheirSettings(t *testing.T) {
 	m := regexp.MustCompile("(?s)```sh\n(.*?)```").FindStringSubmatch(after)
 	if !ok || m == nil {
 		t.Fatal("docs/clients.md has no sh block after \"The suites alone\"")
+	}
+	// the sidecars the harness starts record events whether watched or not
+	// (main_test.go): the events tests read after writing
+	for _, line := range strings.Split(m[1], "\n") {
+		if strings.Contains(line, "/tmp/sidecar &") && !strings.Contains(line, "SESSION_EVENTS=always") {
+			t.Errorf("docs/clients.md starts a sidecar for the suites without SESSION_EVENTS=always: %s", line)
+		}
 	}
 	for _, f := range []string{"python/tests/support.py", "typescript/tests/support.mjs"} {
 		src, err := os.ReadFile(f)

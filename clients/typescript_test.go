@@ -15,7 +15,7 @@ const tsDir = "typescript"
 // TypeScript client's node_modules (`npm ci` in clients/typescript).
 func needNode(t *testing.T) {
 	t.Helper()
-	need(t, onPath("node"), "node not on PATH (Node 18 or later)")
+	need(t, onPath("node"), "node not on PATH (Node 20 or later)")
 	_, err := os.Stat(filepath.Join(tsDir, "node_modules", "openapi-fetch"))
 	need(t, err == nil, "clients/typescript/node_modules missing (npm ci --prefix clients/typescript)")
 }

@@ -112,15 +112,15 @@ func userPrefixes() string {
 }
 
 // sweepPrefixes are the prefixes of the bucket's indexes across users
-// whose members are "<user>:<session>" and whose keys a pair or a day
-// names (bucket families of sorted sets with a suffix: the metadata
-// indexes), but the lifecycle sets, which the script names itself: the
-// erasure sweeps them for members of the user's sessions that expired.
+// whose members are "<user>:<session>" (bucket families with
+// SessionMembers: the metadata indexes), but the lifecycle sets, which the
+// script names itself: the erasure sweeps them for members of the user's
+// sessions that expired.
 func sweepPrefixes() string {
 	var out []string
 	for _, f := range redisstore.Families() {
-		if f.Scope == redisstore.ScopeBucket && f.Kind == redisstore.KindZSet && f.Suffix != "" &&
-			f.Prefix != redisstore.GlobalIndexFamily.Prefix && !slices.Contains(out, f.Prefix) {
+		if f.Scope == redisstore.ScopeBucket && f.SessionMembers && f.Prefix != redisstore.GlobalIndexFamily.Prefix &&
+			!slices.Contains(out, f.Prefix) {
 			out = append(out, f.Prefix)
 		}
 	}

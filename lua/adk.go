@@ -7,6 +7,7 @@ var (
 	AdkAppend = load("adk_append")
 	AdkRead   = load("adk_read", ReadOnly)
 	AdkList   = load("adk_list")
+	AdkUnlist = load("adk_unlist")
 	// AdkApp is not a session script: KEYS[1] is an app's state (Cluster).
 	AdkApp = load("adk_app")
 )

@@ -3,8 +3,10 @@
 -- copy of the session is stale (ADK's check: the stored last update time is
 -- newer than the caller's). An event whose id the session holds replaces
 -- it in place (ADK 2.x); a new one is appended. The session's last update
--- time becomes the event's timestamp; the session's record and TTLs follow
--- (session.finish_write) and an `adk_event` event carries it.
+-- time becomes the event's timestamp, its place in the app's index across
+-- users follows; the session's record and TTLs follow
+-- (session.finish_write) and an `adk_event` event carries it. The
+-- sidecar session is the ADK session's (lib/adk.lua's sidecar_id).
 -- KEYS[1..15] the session's keys (session.lua)
 -- ARGV[1..4] TTL, max entries, user_id, session_id (session.lua)
 -- ARGV[5] app name
@@ -17,7 +19,8 @@
 -- ARGV[11] ADK_MAX_EVENTS
 -- ARGV[12] ADK_MAX_STATE_BYTES
 -- ARGV[13] keys of each state at most (adk.MaxStateKeys)
--- ARGV[14..] the state delta's triples (lib/adk.lua; no `temp:` key)
+-- ARGV[14] the ADK session id
+-- ARGV[15..] the state delta's triples (lib/adk.lua; no `temp:` key)
 -- returns {'ok', index, replaced (0/1), app delta pending (0/1)};
 --   {'missing'} no ADK session of this app; {'refused', 'stale_session',
 --   text}; {'refused', 'session_full', text}; {'refused', 'state_too_big',
@@ -29,12 +32,13 @@
 
 local c = session.open(KEYS, ARGV)
 local app = ARGV[5]
-local k = adk.keys(c, app, ARGV[6])
+local k = adk.keys(c, app, ARGV[6], ARGV[14])
 local checks = { { k.rec, 'hash' }, { k.state, 'hash' }, { k.events, 'hash' }, { k.user, 'hash' } }
+for _, o in ipairs(adk.ORDERS) do checks[#checks + 1] = { k.apps[o], 'zset' } end
 if k.app then checks[#checks + 1] = { k.app, 'hash' } end
 local refused, rec = session.guard(c, 'keep', unpack(checks))
 if refused then return refused end
-local r = redis.call('HMGET', k.rec, 'app', 'last_update', 'n')
+local r = redis.call('HMGET', k.rec, 'app', 'last_update', 'n', 'created')
 if r[1] ~= app then return reply.missing() end
 local stored, mine = tonumber(r[2]) or 0, tonumber(ARGV[7])
 if stored > mine then
@@ -46,9 +50,9 @@ if ARGV[9] ~= '' then at = redis.call('HGET', k.events, 'i:' .. ARGV[9]) end
 if at then
   replaced = 1
 elseif n >= tonumber(ARGV[11]) then
-  return reply.refused('session_full', 'session ' .. c.sid .. ' holds ' .. n .. ' events (ADK_MAX_EVENTS); nothing was changed')
+  return reply.refused('session_full', 'session ' .. k.sid .. ' holds ' .. n .. ' events (ADK_MAX_EVENTS); nothing was changed')
 end
-local d = adk.deltas(ARGV, 14)
+local d = adk.deltas(ARGV, 15)
 local sizes, counts = {}, {}
 sizes.s, counts.s = adk.size(k.state, d.s)
 sizes.u, counts.u = adk.size(k.user, d.u)
@@ -58,8 +62,8 @@ for scope, b in pairs(sizes) do
   if refused then return refused end
 end
 -- every check done: the writes (a key made now gets the session's TTL at once)
-local kept = { k.user, k.index }
-if k.app and #d.a > 0 then kept[3] = k.app end
+local kept = { k.user, k.index, k.apps.created, k.apps.asc, k.apps.desc }
+if k.app and #d.a > 0 then kept[#kept + 1] = k.app end
 local p = adk.pttls(kept)
 local fresh = n == 0 or (#d.s > 0 and redis.call('EXISTS', k.state) == 0)
 if not at then
@@ -69,6 +73,7 @@ if not at then
 end
 redis.call('HSET', k.events, 'e' .. at, ARGV[10], 't' .. at, ARGV[8])
 redis.call('HSET', k.rec, 'last_update', ARGV[8])
+adk.list(k, r[4] or '0', ARGV[8])
 adk.apply(k.state, d.s, sizes.s)
 adk.apply(k.user, d.u, sizes.u)
 if k.app and #d.a > 0 then adk.apply(k.app, d.a, sizes.a) end

@@ -19,7 +19,8 @@ const MinHeadroom = 100
 // MaxLuaLines bounds every Lua file: a library that grows past it is split.
 const MaxLuaLines = 400
 
-// TestLuaFilesSmall: no script or library of lua/ exceeds MaxLuaLines.
+// TestLuaFilesSmall: no script or library of lua/, or of a module,
+// exceeds MaxLuaLines.
 func TestLuaFilesSmall(t *testing.T) {
 	err := fs.WalkDir(files, ".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() || path.Ext(p) != ".lua" {
@@ -36,6 +37,26 @@ func TestLuaFilesSmall(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+	// and the scripts and libraries the modules embed next to their Go
+	// (FromFS, LibraryFromFS), registered by the modules this test links
+	stock := func(p string) bool { _, err := fs.Stat(files, p); return err == nil }
+	for _, s := range All() {
+		if n := strings.Count(s.body, "\n"); n > MaxLuaLines && !stock(s.Name+".lua") {
+			t.Errorf("script %s has %d lines; split it into libraries of at most %d", s.Name, n, MaxLuaLines)
+		}
+	}
+	libs.Lock()
+	names := make([]string, 0, len(libs.src))
+	for name := range libs.src {
+		names = append(names, name)
+	}
+	libs.Unlock()
+	for _, name := range names {
+		text, _ := libText(name)
+		if n := strings.Count(text, "\n"); n > MaxLuaLines && !stock("lib/"+name+".lua") {
+			t.Errorf("library %s has %d lines; split it into libraries of at most %d", name, n, MaxLuaLines)
+		}
 	}
 }
 

@@ -14,6 +14,7 @@ var readOnlyTables = map[string]bool{
 	"session.lua OWN":      true,
 	"session.lua USER":     true,
 	"session.lua CTX":      true,
+	"adk.lua ORDERS":       true,
 }
 
 var (

@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
+	"regexp"
 	"sort"
 	"strconv"
 	"time"
@@ -48,6 +49,19 @@ type messageIn struct {
 	Metadata   json.RawMessage `json:"metadata"`
 	ParentID   json.RawMessage `json:"parent_id"`
 }
+
+// itemPath matches the member paths of a message's item in the bodies that
+// carry messages (one message, a batch, a transaction's lists and
+// replacements), as sidecar.DecodeJSONLax spells them.
+var itemPath = regexp.MustCompile(`^(?:(?:messages|expected_suffix)\[\d+\]\.|(?:replacements\[\d+\]\.)?message\.)?item(?:$|[.\[])`)
+
+// inItem reports whether path is inside a message's item: a framework's
+// own data, kept byte for byte, so its strings may hold the lone surrogate
+// escapes JavaScript strings hold ("\ud83d" of an emoji cut in two by
+// String.slice): the item is stored and answered as sent, never decoded
+// into a Go string (its text counts for tokens and search with U+FFFD in
+// their place).
+func inItem(path string) bool { return itemPath.MatchString(path) }
 
 // message is a checked message, ready for a script.
 type message struct {

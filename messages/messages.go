@@ -115,7 +115,7 @@ func (m *Module) appendMessages(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	var body postBody
-	if err := sidecar.DecodeJSON(r, &body); err != nil {
+	if err := sidecar.DecodeJSONLax(r, &body, inItem); err != nil {
 		return err
 	}
 	ifMatch, err := leafPrecondition(r)

@@ -80,9 +80,11 @@ func TestMessagesIndexEndsWithItsSession(t *testing.T) {
 	if got := find(t, h, "/v1/users/alice/search?", "walrus"); len(got) != 1 {
 		t.Fatalf("walrus: %+v", got)
 	}
+	// the index ends with the session's record (the keys above were given
+	// their 5 s one after another, a few ms apart)
 	left, _ := c.Do(t.Context(), c.B().Pttl().Key(order).Build()).AsInt64()
 	idx, _ := c.Do(t.Context(), c.B().Pttl().Key(srv.Layout().SearchDocs("alice", "s1")).Build()).AsInt64()
-	if left <= 0 || idx <= 0 || idx > left {
+	if left <= 0 || idx <= 0 || idx > left+100 {
 		t.Errorf("the session's messages have %d ms left, their index %d ms", left, idx)
 	}
 }

@@ -274,7 +274,7 @@ func (m *Module) transaction(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	var in txIn
-	if err := sidecar.DecodeJSONBytes(body, &in); err != nil {
+	if err := sidecar.DecodeJSONBytesLax(body, &in, inItem); err != nil {
 		return err
 	}
 	if in.OperationID == nil || !validOperationID(*in.OperationID) {

@@ -18,7 +18,7 @@ func (m *Module) putMessage(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	var in messageIn
-	if err := sidecar.DecodeJSON(r, &in); err != nil {
+	if err := sidecar.DecodeJSONLax(r, &in, inItem); err != nil {
 		return err
 	}
 	if in.ID != nil && *in.ID != ids[2] {
@@ -69,7 +69,7 @@ func (m *Module) patchMessage(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	var p patchIn
-	if err := sidecar.DecodeJSON(r, &p); err != nil {
+	if err := sidecar.DecodeJSONLax(r, &p, inItem); err != nil {
 		return err
 	}
 	for try := 0; ; try++ {

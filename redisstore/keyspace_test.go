@@ -184,19 +184,20 @@ func TestMatchBuilders(t *testing.T) {
 			k := l.Session("alice", "chat-1")
 			want := map[string]string{
 				k.Expiry: "expiry", k.Totals: "usage totals",
-				l.UserKey(blocks.UserBlocksFamily, "alice"):                     "user blocks",
-				l.UserKey(registry.UserStateFamily, "alice"):                    "user state",
-				l.UserMarker("alice"):                                           "user marker",
-				l.UserEvents("alice"):                                           "user events",
-				l.UserKey(events.UserWatchFamily, "alice"):                      "user events watch",
-				l.MetaIndex("alice", "team", "a:b"):                             "metadata index",
-				l.MetaGlobal(l.Bucket("alice"), "team", "a"):                    "global metadata index",
-				l.SearchStats("alice"):                                          "search marker",
-				l.SearchSessions("alice"):                                       "search sessions",
-				redisstore.EventsChannel(l.SessionEvents("alice", "chat-1")):    "events",
-				l.UserKey(adk.UserStateFamily, "alice", "weather"):              "adk user state",
-				l.UserKey(adk.IndexFamily, "alice", "weather"):                  "adk sessions of a user",
-				l.BucketKey(adk.AppStateFamily, l.Bucket("weather"), "weather"): "adk app state",
+				l.UserKey(blocks.UserBlocksFamily, "alice"):                       "user blocks",
+				l.UserKey(registry.UserStateFamily, "alice"):                      "user state",
+				l.UserMarker("alice"):                                             "user marker",
+				l.UserEvents("alice"):                                             "user events",
+				l.UserKey(events.UserWatchFamily, "alice"):                        "user events watch",
+				l.MetaIndex("alice", "team", "a:b"):                               "metadata index",
+				l.MetaGlobal(l.Bucket("alice"), "team", "a"):                      "global metadata index",
+				l.SearchStats("alice"):                                            "search marker",
+				l.SearchSessions("alice"):                                         "search sessions",
+				redisstore.EventsChannel(l.SessionEvents("alice", "chat-1")):      "events",
+				l.UserKey(adk.UserStateFamily, "alice", "weather"):                "adk user state",
+				l.UserKey(adk.IndexFamily, "alice", "weather"):                    "adk sessions of a user",
+				l.BucketKey(adk.AppStateFamily, l.Bucket("weather"), "weather"):   "adk app state",
+				l.BucketKey(adk.AppIndexFamily, l.Bucket("alice"), "weather:asc"): "adk sessions of an app",
 			}
 			for fam, key := range sessionBuilders(l, "alice", "chat-1") {
 				want[key] = fam

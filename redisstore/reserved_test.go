@@ -45,7 +45,7 @@ func TestReservedCoversTheLayout(t *testing.T) {
 		}
 	}
 	want := []string{
-		"adk_app_state", "adk_events", "adk_index", "adk_session", "adk_state", "adk_user_state",
+		"adk_app_index", "adk_app_state", "adk_events", "adk_index", "adk_session", "adk_state", "adk_user_state",
 		"agent_checkpoint_order", "agent_checkpoints",
 		"agent_search_docs", "agent_search_entry_docs", "agent_search_sessions", "agent_search_stats",
 		"agent_session_blocks", "agent_session_compactions", "agent_session_context_index", "agent_session_event_keys", "agent_session_events",

@@ -207,7 +207,25 @@ func readBody(r io.Reader, size int64) ([]byte, error) {
 }
 
 // DecodeJSONBytes is DecodeJSON on a body already read.
-func DecodeJSONBytes(body []byte, v any) error {
+func DecodeJSONBytes(body []byte, v any) error { return DecodeJSONBytesLax(body, v, nil) }
+
+// DecodeJSONLax is DecodeJSON but for the lone surrogate escapes
+// ("\ud800", as JavaScript's strings hold them) of strings whose member
+// path lax accepts ("messages[2].item.text": fieldAt's spelling): for a
+// field the handler keeps as JSON text, byte for byte (a json.RawMessage
+// never decoded into a Go string, which would turn the escape into
+// U+FFFD), such as a framework's own item. Invalid UTF-8 bytes stay
+// refused everywhere.
+func DecodeJSONLax(r *http.Request, v any, lax func(path string) bool) error {
+	body, err := ReadJSON(r)
+	if err != nil {
+		return err
+	}
+	return DecodeJSONBytesLax(body, v, lax)
+}
+
+// DecodeJSONBytesLax is DecodeJSONLax on a body already read.
+func DecodeJSONBytesLax(body []byte, v any, lax func(path string) bool) error {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return BadRequest("invalid_json", "request body is empty; send a JSON object")
 	}
@@ -215,7 +233,7 @@ func DecodeJSONBytes(body []byte, v any) error {
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		if json.Valid(body) { // a strictness error names the field better
-			if serr := checkText(body); serr != nil {
+			if serr := checkTextLax(body, lax); serr != nil {
 				return serr
 			}
 		}
@@ -228,7 +246,7 @@ func DecodeJSONBytes(body []byte, v any) error {
 		return BadRequest("invalid_json", "unexpected data after the JSON value")
 	}
 	// body is one valid JSON value: the strictness every body passes
-	if err := checkText(body); err != nil {
+	if err := checkTextLax(body, lax); err != nil {
 		return err
 	}
 	if path, dup := duplicateKey(body); dup {

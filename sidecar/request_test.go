@@ -157,3 +157,46 @@ func TestDecodeJSONWrongBodyType(t *testing.T) {
 		t.Errorf("got %v, want the body named an object", err)
 	}
 }
+
+// DecodeJSONBytesLax takes lone surrogate escapes inside the members its
+// function accepts (kept as the raw bytes), and only there: elsewhere, and
+// invalid UTF-8 bytes anywhere, are the same 400 naming the member.
+func TestDecodeJSONLax(t *testing.T) {
+	type body struct {
+		Item     json.RawMessage   `json:"item"`
+		Text     string            `json:"text"`
+		Messages []json.RawMessage `json:"messages"`
+	}
+	var seen []string
+	lax := func(path string) bool {
+		seen = append(seen, path)
+		return path == "item" || strings.HasPrefix(path, "item.") || strings.HasPrefix(path, "item[")
+	}
+	ok := `{"text":"t","item":{"a":"cut \ud83d","b":["\udc00",{"c\ud800":"\ud800\ud800"}]}}`
+	var v body
+	if err := sidecar.DecodeJSONBytesLax([]byte(ok), &v, lax); err != nil {
+		t.Fatalf("%s: %v", ok, err)
+	}
+	if want := `{"a":"cut \ud83d","b":["\udc00",{"c\ud800":"\ud800\ud800"}]}`; string(v.Item) != want {
+		t.Fatalf("item kept as %s, want %s", v.Item, want)
+	}
+	if strings.Join(seen, " ") != "item.a item.b[0] item.b[1] item.b[1].c\ufffd" {
+		t.Errorf("paths asked: %q", seen)
+	}
+	for _, tc := range []struct{ body, field string }{
+		{`{"text":"\ud800","item":{"a":"\ud800"}}`, `"text"`},
+		{`{"item":{"a":"\ud800"},"messages":[{"x":"\udc00"}]}`, `"messages[0].x"`},
+		{"{\"item\":{\"a\":\"\xff\"}}", `"item.a"`},
+		{`{"item\ud800":1}`, "the request body"},
+	} {
+		var v body
+		err := sidecar.DecodeJSONBytesLax([]byte(tc.body), &v, lax)
+		var apiErr *sidecar.Error
+		if !errors.As(err, &apiErr) || apiErr.Status != 400 || apiErr.Code != "invalid_json" || !strings.Contains(apiErr.Message, tc.field) {
+			t.Errorf("%s: %v, want 400 invalid_json naming %s", tc.body, err, tc.field)
+		}
+	}
+	if err := sidecar.DecodeJSONBytes([]byte(ok), &v); err == nil {
+		t.Error("DecodeJSONBytes took a lone surrogate escape")
+	}
+}

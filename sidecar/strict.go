@@ -24,8 +24,17 @@ const MaxDepth = 512
 // MaxDepth levels; and hold only numbers a float64 can hold (1e400 is
 // Infinity to Python and an error to Go's decoder). It allocates nothing
 // unless it refuses.
-func checkText(body []byte) error {
+func checkText(body []byte) error { return checkTextLax(body, nil) }
+
+// checkTextLax is checkText but for the lone surrogate escapes of strings
+// whose member path (as fieldAt spells it: `messages[2].item.text`) lax
+// accepts: those the caller stores as JSON text, byte for byte, never
+// decoded into Go strings (a framework's own item). Invalid UTF-8 bytes
+// stay refused everywhere. The paths are found in one more pass over body,
+// only when it holds such an escape.
+func checkTextLax(body []byte, lax func(path string) bool) error {
 	depth := 0
+	var lone []int // string starts holding a lone surrogate escape, when lax may take them
 	for i := 0; i < len(body); i++ {
 		switch c := body[i]; {
 		case c == '{' || c == '[':
@@ -35,9 +44,12 @@ func checkText(body []byte) error {
 		case c == '}' || c == ']':
 			depth--
 		case c == '"':
-			end, bad := stringEnd(body, i)
-			if bad >= 0 {
-				return BadRequest("invalid_json", "%s holds text that is not valid UTF-8 (invalid bytes or a lone surrogate \\u escape) at byte %d; send UTF-8 text", fieldAt(body, i), bad)
+			end, raw, esc := stringScan(body, i)
+			if raw >= 0 || (esc >= 0 && lax == nil) {
+				return notUTF8(body, i, min(uint(raw), uint(esc)))
+			}
+			if esc >= 0 {
+				lone = append(lone, i)
 			}
 			i = end - 1
 		case c == '-' || (c >= '0' && c <= '9'):
@@ -56,25 +68,46 @@ func checkText(body []byte) error {
 			i = j - 1
 		}
 	}
+	if len(lone) > 0 {
+		if at := pathsAt(body, lone, lax); at >= 0 {
+			_, _, esc := stringScan(body, at)
+			return notUTF8(body, at, uint(esc))
+		}
+	}
 	return nil
+}
+
+// notUTF8 refuses the string at body[i] for its byte bad.
+func notUTF8(body []byte, i int, bad uint) error {
+	return BadRequest("invalid_json", "%s holds text that is not valid UTF-8 (invalid bytes or a lone surrogate \\u escape) at byte %d; send UTF-8 text", fieldAt(body, i), bad)
 }
 
 // stringEnd returns the index just past the JSON string opening at b[i]
 // (valid JSON), and the offset of its first invalid UTF-8 byte or lone
 // surrogate escape, -1 when it has none.
 func stringEnd(b []byte, i int) (end, bad int) {
-	bad = -1
+	end, raw, esc := stringScan(b, i)
+	if raw < 0 || (esc >= 0 && esc < raw) {
+		return end, esc
+	}
+	return end, raw
+}
+
+// stringScan is stringEnd with the first invalid UTF-8 byte (raw) and the
+// first lone surrogate escape (esc) apart, each -1 when there is none.
+func stringScan(b []byte, i int) (end, raw, esc int) {
+	raw, esc = -1, -1
 	for i++; b[i] != '"'; i++ {
 		switch c := b[i]; {
 		case c == '\\':
 			i++
-			if b[i] != 'u' || bad >= 0 {
+			if b[i] != 'u' || esc >= 0 {
 				continue
 			}
 			r := hex4(b[i+1 : i+5])
 			switch {
 			case r >= 0xdc00 && r <= 0xdfff:
-				bad = i - 1
+				esc = i - 1
 			case r >= 0xd800 && r <= 0xdbff:
 				if i+10 < len(b) && b[i+5] == '\\' && b[i+6] == 'u' {
 					if lo := hex4(b[i+7 : i+11]); lo >= 0xdc00 && lo <= 0xdfff {
@@ -82,18 +115,18 @@ func stringEnd(b []byte, i int) (end, bad int) {
 						continue
 					}
 				}
-				bad = i - 1
+				esc = i - 1
 			}
 			i += 4
 		case c >= 0x80:
 			r, n := utf8.DecodeRune(b[i:])
-			if r == utf8.RuneError && n <= 1 && bad < 0 {
-				bad = i
+			if r == utf8.RuneError && n <= 1 && raw < 0 {
+				raw = i
 			}
 			i += n - 1
 		}
 	}
-	return i + 1, bad
+	return i + 1, raw, esc
 }
 
 func hex4(b []byte) rune {
@@ -115,6 +148,28 @@ func hex4(b []byte) rune {
 // `field "a.b[2].c"`, or "the request body" for a value outside any
 // object. Long paths keep their first components.
 func fieldAt(body []byte, at int) string {
+	path := ""
+	pathsAt(body, []int{at}, func(p string) bool { path = p; return true })
+	if len(path) > 120 {
+		cut := 120
+		for cut < len(path) && path[cut] != '.' && path[cut] != '[' {
+			cut++
+		}
+		if cut < len(path) {
+			path = path[:cut] + "…"
+		}
+	}
+	if path == "" {
+		return "the request body"
+	}
+	return "field " + strconv.Quote(path)
+}
+
+// pathsAt walks body (valid JSON) once and gives f the member path of each
+// offset of targets (ascending): "a.b[2].c", "" for a value outside any
+// object or a key of the top object (a key names its object). It returns
+// the first target f refused, -1 when none.
+func pathsAt(body []byte, targets []int, f func(path string) bool) int {
 	type frame struct {
 		object bool
 		key    string
@@ -122,7 +177,40 @@ func fieldAt(body []byte, at int) string {
 	}
 	var stack []frame
 	expectKey := false
-	for i := 0; i < at && i < len(body); i++ {
+	path := func() string {
+		var b strings.Builder
+		for n, fr := range stack {
+			if fr.object {
+				if fr.key == "" {
+					break
+				}
+				if n > 0 {
+					b.WriteByte('.')
+				}
+				b.WriteString(fr.key)
+			} else if n > 0 || b.Len() > 0 {
+				b.WriteString("[" + strconv.Itoa(fr.index) + "]")
+			}
+		}
+		return b.String()
+	}
+	t := 0
+	for i := 0; i < len(body) && t < len(targets); i++ {
+		for t < len(targets) && targets[t] == i {
+			p := ""
+			if expectKey && len(stack) > 0 { // at a key: name its object
+				saved := stack[len(stack)-1].key
+				stack[len(stack)-1].key = ""
+				p = path()
+				stack[len(stack)-1].key = saved
+			} else {
+				p = path()
+			}
+			if !f(p) {
+				return targets[t]
+			}
+			t++
+		}
 		switch body[i] {
 		case '{', '[':
 			stack = append(stack, frame{object: body[i] == '{'})
@@ -146,31 +234,12 @@ func fieldAt(body []byte, at int) string {
 			i = end - 1
 		}
 	}
-	if expectKey && len(stack) > 0 { // at a key: name its object
-		stack[len(stack)-1].key = ""
-	}
-	var b strings.Builder
-	for n, f := range stack {
-		if b.Len() > 120 {
-			b.WriteString("…")
-			break
-		}
-		if f.object {
-			if f.key == "" {
-				break
-			}
-			if n > 0 {
-				b.WriteByte('.')
-			}
-			b.WriteString(f.key)
-		} else if n > 0 || b.Len() > 0 {
-			b.WriteString("[" + strconv.Itoa(f.index) + "]")
+	for ; t < len(targets); t++ { // past the end: the top level
+		if !f(path()) {
+			return targets[t]
 		}
 	}
-	if b.Len() == 0 {
-		return "the request body"
-	}
-	return "field " + strconv.Quote(b.String())
+	return -1
 }
 
 // exactNames checks that every member name body gives a struct field (at

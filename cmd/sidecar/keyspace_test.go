@@ -303,6 +303,7 @@ func driveEveryRoute(t *testing.T, h *sidecartest.Host) {
 		{"appendAdkEvent", 201, nil, nil},
 		{"getAdkSession", 200, nil, nil},
 		{"listAdkSessions", 200, nil, nil},
+		{"listAdkAppSessions", 200, nil, nil},
 		{"createAdkSession", 201, nil, func() string { return `{"session_id":"adk-2"}` }},
 		{"deleteAdkSession", 204, map[string]string{"session_id": "adk-2"}, nil},
 	}

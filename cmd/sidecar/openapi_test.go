@@ -288,6 +288,7 @@ func driveExamples(t *testing.T, d *openapitest.Doc, h, streams *sidecartest.Hos
 		}},
 		{"getAdkSession", 200, nil},
 		{"listAdkSessions", 200, nil},
+		{"listAdkAppSessions", 200, nil},
 		{"deleteAdkSession", 204, nil},
 		{"acquireLock", 200, nil},
 		{"inspectLock", 200, nil},

@@ -230,6 +230,21 @@ local function check(c)
   return nil
 end
 
+-- cognee_first reads, for a write that starts the session, the first
+-- element of Cognee's entries list, which finish needs (cognee_start)
+-- after the write's writes: as a pcall before the first write, so that a
+-- list of another type is refused with nothing written. A write that
+-- reads or checks the list itself (session.use of its family) reads it in
+-- finish.
+local function cognee_first(c)
+  if has(c, keys.cognee_entries) then return nil end
+  local k = lifecycle.key(c, keys.cognee_entries)
+  local first = redis.pcall('LINDEX', k, 0)
+  if type(first) == 'table' and first.err then return guard.from_error(k, 'list', first) end
+  c.cognee_first = first or false
+  return nil
+end
+
 -- commit makes the write's first writes, once every check of the script
 -- passed: check, then, when due, the bookkeeping (lifecycle.bookkeeping):
 -- the session's score in the status sets of its user and bucket, in the
@@ -243,6 +258,10 @@ end
 local function commit(c, opts)
   local refused = check(c)
   if refused then return refused end
+  if not c.status and not (opts and opts.quiet) then
+    refused = cognee_first(c)
+    if refused then return refused end
+  end
   c.committed = true
   if opts and opts.quiet then
     c.quiet = true
@@ -276,7 +295,8 @@ end
 -- entries list another writer (Cognee) began: its first entry's time when
 -- that is before now, else nil. One LINDEX, at a session's start.
 local function cognee_start(c)
-  local first = redis.call('LINDEX', lifecycle.key(c, keys.cognee_entries), 0)
+  local first = c.cognee_first
+  if first == nil then first = redis.call('LINDEX', lifecycle.key(c, keys.cognee_entries), 0) end
   local t = first and clock.entry_time_us(first)
   if t and t < c.now then return string.format('%d', t) end
   return nil

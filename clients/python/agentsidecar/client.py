@@ -407,6 +407,18 @@ class Sidecar(MessagesAPI, BlocksAPI, CheckpointsAPI):
         p = path("adk", "apps", app_name, "users", user_id, "sessions")
         return self._t.call("GET", p, _query(limit=limit, offset=offset, page=page, order=order), safe=True).body
 
+    def list_adk_app_sessions(
+        self, app_name: str, limit: Optional[int] = None, offset: Optional[int] = None,
+        page: Optional[int] = None, order: Optional[str] = None, cursor: Optional[str] = None,
+    ) -> Dict[str, Any]:
+        """The app's ADK sessions of every user, ADK's paging and order
+        (listAdkAppSessions): {sessions, page, limit, total_items,
+        total_pages, next_cursor}; pass next_cursor alone as cursor for the
+        rest of a window past 1 000 sessions."""
+        p = path("adk", "apps", app_name, "sessions")
+        q = _query(limit=limit, offset=offset, page=page, order=order, cursor=cursor)
+        return self._t.call("GET", p, q, safe=True).body
+
     def get_adk_session(
         self, app_name: str, user_id: str, session_id: str, num_recent_events: Optional[int] = None,
         after_timestamp: Optional[float] = None, limit: Optional[int] = None, cursor: Optional[str] = None,

@@ -237,6 +237,9 @@ class EveryOperation(unittest.TestCase):
         self.assertEqual((g["state"], g["events"]), ({"a": 5, "app:z": True, "user:b": 2}, [{"id": "e1", "timestamp": t}]))
         page = sc.list_adk_sessions(app, u, limit=1, order="desc")
         self.assertEqual(([x["id"] for x in page["sessions"]], page["total_items"]), (["s1"], 1))
+        every = sc.list_adk_app_sessions(app, order="asc")
+        self.assertEqual(([(x["user_id"], x["id"], x["sidecar_session_id"]) for x in every["sessions"]], every["next_cursor"]),
+                         ([(u, "s1", app + ".s1")], None))
         sc.delete_adk_session(app, u, "s1")
         with self.assertRaises(NotFound):
             sc.get_adk_session(app, u, "s1")

@@ -2,9 +2,11 @@
  * Google ADK's session service over the sidecar: pass it to a Runner,
  * `new Runner({ appName, agent, sessionService: new SidecarSessionService({ baseUrl }) })`,
  * and every process and pod running the agent shares its sessions. An ADK
- * session (appName, userId, sessionId) is the sidecar session
- * userId/sessionId of module `adk` (`/v1/adk/apps/{app}/users/{u}/sessions`,
- * the Sidecar's *Adk* calls):
+ * session is keyed by (appName, userId, sessionId), as ADK's own services
+ * key it: the sidecar session `<appName>.<sessionId>` of the user (a hash
+ * for long or dotted names) in module `adk`
+ * (`/v1/adk/apps/{app}/users/{u}/sessions`, the Sidecar's *Adk* calls), so
+ * two apps sharing a sidecar never meet on a session id:
  * its events, its state, the `user:` state the user's sessions of the app
  * share and the `app:` state every user of the app shares are kept in
  * Redis; `temp:` keys are never sent.
@@ -32,7 +34,7 @@ import {
   type Session,
 } from "@google/adk";
 
-import { Sidecar, type AdkSession } from "./sidecar.js";
+import { Sidecar, type AdkSession, type AdkSessionList } from "./sidecar.js";
 import type { SidecarOptions } from "./client.js";
 import { SidecarError } from "./errors.js";
 
@@ -119,12 +121,26 @@ export class SidecarSessionService extends BaseSessionService {
     return this.toSession(first, pages.reverse().flat() as unknown as Event[]);
   }
 
-  /** ADK's listSessions for one user (ADK's own services also list every user of an app; the sidecar keeps sessions by user). */
+  /**
+   * ADK's listSessions: one user's sessions of the app, or with no userId
+   * every user's (the app's index across users, read a page of at most
+   * 1 000 at a time: this follows next_cursor until it holds the window
+   * asked).
+   */
   async listSessions({ appName, userId, limit, offset, page, order }: ListSessionsRequest): Promise<ListSessionsResponse> {
+    const q = { limit, offset: offset || undefined, page, order };
+    let w: AdkSessionList;
     if (userId === undefined) {
-      throw new TypeError("SidecarSessionService.listSessions needs a userId: the sidecar keeps sessions by user");
+      const first = await this.sidecar.listAdkAppSessions(appName, q);
+      w = first;
+      for (let cursor = first.next_cursor; cursor; ) {
+        const more = await this.sidecar.listAdkAppSessions(appName, { cursor });
+        w.sessions.push(...more.sessions);
+        cursor = more.next_cursor;
+      }
+    } else {
+      w = await this.sidecar.listAdkSessions(appName, userId, q);
     }
-    const w = await this.sidecar.listAdkSessions(appName, userId, { limit, offset: offset || undefined, page, order });
     return {
       sessions: w.sessions.map((x) => ({ id: x.id, appName: x.app_name, userId: x.user_id, state: {}, events: [], lastUpdateTime: x.last_update_time })),
       page: w.page,

@@ -84,7 +84,14 @@ function b64(bytes: Uint8Array): string {
 function bytes(data: string): Uint8Array {
   return new Uint8Array(Buffer.from(data, "base64"));
 }
-export class SidecarCheckpointSaver extends BaseCheckpointSaver<string | number> {
+/**
+ * A LangGraph checkpointer on the sidecar. It is a `BaseCheckpointSaver`
+ * of LangGraph's default version type (`number`), what
+ * `graph.compile({ checkpointer })` expects, though the versions it makes
+ * are strings (getNextVersion); LangGraph only compares them, with the
+ * rules it has for both kinds.
+ */
+export class SidecarCheckpointSaver extends BaseCheckpointSaver {
   readonly sidecar: Sidecar;
   readonly userId: string;
 
@@ -99,11 +106,13 @@ export class SidecarCheckpointSaver extends BaseCheckpointSaver<string | number>
    * A channel's next version: the count, then a random part, as LangGraph's
    * Postgres saver makes them. A value is stored once per (channel,
    * version), so a thread forked from an earlier checkpoint must not write
-   * the versions its first branch wrote.
+   * the versions its first branch wrote. Typed `number` (LangGraph's
+   * default version type, so that `compile({ checkpointer })` takes this
+   * saver), a string at run time: compare versions, never add to them.
    */
-  override getNextVersion(current: string | number | undefined): string {
+  override getNextVersion(current: string | number | undefined): number {
     const n = current === undefined ? 0 : typeof current === "number" ? current : Number(String(current).split(".")[0]);
-    return `${String(n + 1).padStart(32, "0")}.${Math.random().toString().slice(2, 18)}`;
+    return `${String(n + 1).padStart(32, "0")}.${Math.random().toString().slice(2, 18)}` as unknown as number;
   }
 
   async getTuple(config: RunnableConfig): Promise<CheckpointTuple | undefined> {

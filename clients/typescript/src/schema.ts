@@ -1572,6 +1572,32 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/adk/apps/{app_name}/sessions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The ADK app's name (1-128 characters of `[A-Za-z0-9_.@-]`).
+                 * @example weather
+                 */
+                app_name: components["parameters"]["AppName"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List an ADK app's sessions of every user
+         * @description ADK's `listSessions` without a `userId`: the app's sessions of every user, without events or state, in creation order (ties by session id, then user id), or by last update time (then session id, then user id) with `order`; `limit` pages them from `offset`, or by `page` (from 1); without `limit` every session from `offset`. Answers `total_items` and `total_pages` as ADK does. Served from the app's index (one shard per Cluster bucket, merged): a call reads the index a chunk of at most 1 000 members per shard at a time, about `offset` + the page, never the whole index. A page holds at most 1 000 sessions and `SIDECAR_MAX_ANSWER_BYTES` of them (one at least): `next_cursor` continues the same window (send it alone), its later pages repeating the first's figures. Sessions gone (expired, deleted through `DELETE /v1/users/{user_id}/sessions/{session_id}`, erased) are skipped and taken out of the index as met; until met they still count in `total_items`.
+         */
+        get: operations["listAdkAppSessions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/adk/apps/{app_name}/users/{user_id}/sessions": {
         parameters: {
             query?: never;
@@ -1592,13 +1618,13 @@ export interface paths {
         };
         /**
          * List a user's ADK sessions of an app
-         * @description ADK's `listSessions`: the user's sessions of the app without events or state, in creation order, or by last update time (ties by id) with `order`; `limit` pages them from `offset`, or by `page` (from 1). Without `limit`: every session from `offset`, `limit` = `total_items`. Sessions that expired are dropped as met. A user holds at most `ADK_MAX_SESSIONS` sessions of an app, so a call reads at most that many.
+         * @description ADK's `listSessions`: the user's sessions of the app without events or state, in creation order, or by last update time (ties by id) with `order`; `limit` pages them from `offset`, or by `page` (from 1). Without `limit`: every session from `offset`, `limit` = `total_items`. Sessions that expired are dropped as met (and from the app's index across users). `GET /v1/adk/apps/{app_name}/sessions` lists every user's. A user holds at most `ADK_MAX_SESSIONS` sessions of an app, so a call reads at most that many.
          */
         get: operations["listAdkSessions"];
         put?: never;
         /**
          * Create an ADK session
-         * @description ADK's `createSession`: makes the ADK session (and the sidecar session, `running`) with its initial state: `app:` and `user:` keys go to the app's and the user's state, `temp:` keys are dropped, the rest is the session's (as ADK's persistent session services do). One script; answers the session as `GET` does. A session id that is an ADK session already (of any app) is 409 `session_exists`.
+         * @description ADK's `createSession`: makes the ADK session (and the sidecar session, `running`) with its initial state: `app:` and `user:` keys go to the app's and the user's state, `temp:` keys are dropped, the rest is the session's (as ADK's persistent session services do). One script; answers the session as `GET` does. The session is keyed by (app, user, session) as in ADK: its sidecar session is `<app_name>.<session_id>`, or `adk-` and a SHA1 where the app's name holds a `.` or the two exceed 128 characters (`sidecar_session_id`), so another app's session of the same id is another session. A session id this app's user holds already is 409 `session_exists`.
          */
         post: operations["createAdkSession"];
         delete?: never;
@@ -2531,6 +2557,8 @@ export interface components {
             id: string;
             app_name: string;
             user_id: string;
+            /** @description The sidecar session holding the ADK session: `<app_name>.<id>`, or `adk-` and the SHA1 (hex) of the app's name, a NUL and the id where the name holds a `.` or the two exceed 128 characters. */
+            sidecar_session_id: string;
             state?: components["schemas"]["AdkState"];
             /** @description The timestamp of the last event appended (as the event gave it, ADK's milliseconds), or the creation time (ms since the epoch, Redis `TIME`) before any event. */
             last_update_time?: number;
@@ -2548,12 +2576,30 @@ export interface components {
                 id: string;
                 app_name: string;
                 user_id: string;
+                /** @description The sidecar session holding it (`/v1/users/{user_id}/sessions/{sidecar_session_id}`). */
+                sidecar_session_id: string;
                 last_update_time: number;
             }[];
             page: number;
             limit: number;
             total_items: number;
             total_pages: number;
+        };
+        AdkAppSessionList: {
+            sessions: {
+                id: string;
+                app_name: string;
+                user_id: string;
+                /** @description The sidecar session holding it (`/v1/users/{user_id}/sessions/{sidecar_session_id}`). */
+                sidecar_session_id: string;
+                last_update_time: number;
+            }[];
+            page: number;
+            limit: number;
+            total_items: number;
+            total_pages: number;
+            /** @description The cursor of the rest of the window (more than 1 000 sessions asked); null when this page ends it. */
+            next_cursor: string | null;
         };
         AdkAppendRequest: {
             /** @description The ADK Event, stored and answered byte for byte (at most `ADK_MAX_EVENT_BYTES`): a JSON object with a numeric `timestamp`, which becomes the session's last update time; an `id` (a string) the session holds already replaces that event in place. */
@@ -9178,6 +9224,72 @@ export interface operations {
             };
             413: components["responses"]["BodyTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["RedisUnavailable"];
+        };
+    };
+    listAdkAppSessions: {
+        parameters: {
+            query?: {
+                /** @example 20 */
+                limit?: number;
+                offset?: number;
+                page?: number;
+                /** @example desc */
+                order?: "asc" | "desc";
+                /** @description `next_cursor` of the previous page; sent alone. */
+                cursor?: string;
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description The ADK app's name (1-128 characters of `[A-Za-z0-9_.@-]`).
+                 * @example weather
+                 */
+                app_name: components["parameters"]["AppName"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of sessions. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AdkAppSessionList"];
+                };
+            };
+            /**
+             * @description Bad input.
+             *
+             *     - `invalid_id`: a path id is not 1-128 characters of `[A-Za-z0-9_.@-]`
+             *     - `invalid_query`: `limit`, `offset` or `page` not a whole number in range, `order` not `asc` or `desc`, a `cursor` this API did not give, or sent with another parameter
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
+             */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            /**
+             * @description Another program's data is in the way.
+             *
+             *     - `key_wrong_type`: a Redis key this call reads or writes holds another type than the sidecar keeps there (another program wrote it); nothing was changed: delete or repair the key
+             */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             500: components["responses"]["Internal"];
             503: components["responses"]["RedisUnavailable"];
         };

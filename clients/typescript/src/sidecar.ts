@@ -47,6 +47,8 @@ export type AdkSession = {
   id: string;
   app_name: string;
   user_id: string;
+  /** The sidecar session holding it: an ADK session is keyed by (app, user, session). */
+  sidecar_session_id: string;
   state?: Obj;
   last_update_time?: number;
   created_at?: number;
@@ -56,12 +58,14 @@ export type AdkSession = {
 };
 /** listAdkSessions' answer: ADK's ListSessionsResponse in snake_case. */
 export type AdkSessionList = {
-  sessions: { id: string; app_name: string; user_id: string; last_update_time: number }[];
+  sessions: { id: string; app_name: string; user_id: string; sidecar_session_id: string; last_update_time: number }[];
   page: number;
   limit: number;
   total_items: number;
   total_pages: number;
 };
+/** listAdkAppSessions' answer: a page of an app's sessions of every user; next_cursor continues a window past 1 000. */
+export type AdkAppSessionList = AdkSessionList & { next_cursor: string | null };
 /** A context block: {label, description?, content, max_tokens?, writable, position, tokens, scope?}. */
 export type Block = Obj & { label: string; content: string };
 
@@ -295,6 +299,14 @@ export class Sidecar extends SidecarCore {
   /** listAdkSessions: the user's sessions of the app, ADK's paging and order. */
   listAdkSessions(appName: string, userId: string, opts: { limit?: number; offset?: number; page?: number; order?: "asc" | "desc" } = {}): Promise<AdkSessionList> {
     return this.raw(true, "GET", this.adkPath(appName, userId) + qs(opts));
+  }
+  /** listAdkAppSessions: the app's sessions of every user (ADK's listSessions without a userId); pass next_cursor alone as `cursor` for the rest. */
+  listAdkAppSessions(
+    appName: string,
+    opts: { limit?: number; offset?: number; page?: number; order?: "asc" | "desc"; cursor?: string } = {},
+  ): Promise<AdkAppSessionList> {
+    ids(appName);
+    return this.raw(true, "GET", `/v1/adk/apps/${enc(appName)}/sessions` + qs(opts));
   }
   /** getAdkSession: a page of the session (state on the first); follow next_cursor for older events. */
   getAdkSession(

@@ -50,6 +50,8 @@ test("every adk operation", { skip: absent }, async () => {
   assert.deepEqual([g.state, g.events, g.last_update_time], [{ a: 5, "user:b": 2 }, [{ id: "e1", timestamp: t }], t]);
   const l = await sc.listAdkSessions(app, u, { limit: 5, order: "desc" });
   assert.deepEqual([l.sessions.map((x) => x.id), l.total_items, l.total_pages, l.page, l.limit], [["s1"], 1, 1, 1, 5]);
+  const all = await sc.listAdkAppSessions(app, { order: "asc" });
+  assert.deepEqual([all.sessions.map((x) => [x.user_id, x.id, x.sidecar_session_id]), all.total_items, all.next_cursor], [[[u, "s1", `${app}.s1`]], 1, null]);
   await sc.deleteAdkSession(app, u, "s1");
   await assert.rejects(sc.getAdkSession(app, u, "s1"), (e) => e.status === 404);
   for (const [id, m, p] of await operations()) {
@@ -203,6 +205,41 @@ test("ADK's session-service cases", { skip: absent }, async (t) => {
       return out;
     }));
 
+  await t.test("two apps, the same user and session ids: two sessions", () =>
+    same(async (svc, app, user) => {
+      const other = app + "-other";
+      const a = await svc.createSession({ appName: app, userId: user, sessionId: "s1", state: { k: "a" } });
+      const b = await svc.createSession({ appName: other, userId: user, sessionId: "s1", state: { k: "b" } });
+      await svc.appendEvent({ session: a, event: delta({ k: "a2", "user:u": "a" }, { timestamp: 10 }) });
+      await svc.appendEvent({ session: b, event: delta({ "user:u": "b" }, { timestamp: 20 }) });
+      await svc.deleteSession({ appName: app, userId: user, sessionId: "s1" });
+      const gone = await svc.getSession({ appName: app, userId: user, sessionId: "s1" });
+      const kept = await svc.getSession({ appName: other, userId: user, sessionId: "s1" });
+      return [a.state, b.state, gone ?? null, kept.state, kept.events.length, ids(await svc.listSessions({ appName: other, userId: user }))];
+    }));
+
+  await t.test("list without userId: every user's sessions of the app", () =>
+    same(async (svc, app, user) => {
+      const users = [user + "-a", user + "-b", user + "-c"];
+      const stamps = [30, 10, 20, 10, 40, 30];
+      for (const [i, ts] of stamps.entries()) {
+        const s = await svc.createSession({ appName: app, userId: users[i % 3], sessionId: `s${i}` });
+        await svc.appendEvent({ session: s, event: ev({ timestamp: ts }) });
+        await svc.createSession({ appName: app + "-2", userId: users[i % 3], sessionId: `s${i}` });
+      }
+      await svc.deleteSession({ appName: app, userId: users[1], sessionId: "s4" });
+      const out = [];
+      const view = (r) => [r.sessions.map((s) => [s.userId.slice(-1), s.id, s.lastUpdateTime]), meta(r)];
+      for (const q of [{ order: "asc" }, { order: "desc" }, { order: "asc", limit: 2, page: 2 }, { order: "desc", limit: 3, offset: 1 }, { limit: 0 }]) {
+        out.push([q, view(await svc.listSessions({ appName: app, ...q }))]);
+      }
+      // no order: ADK's in-memory service groups by user; compared as a set
+      const all = await svc.listSessions({ appName: app });
+      out.push([view(all)[0].sort(), meta(all)]);
+      out.push(meta(await svc.listSessions({ appName: app + "-none" })));
+      return out;
+    }));
+
   await t.test("delete: gone; a missing one is no error; the states stay", () =>
     same(async (svc, app, user) => {
       const s = await svc.createSession({ appName: app, userId: user, sessionId: "s1" });
@@ -232,7 +269,6 @@ test("as ADK's database service: duplicates, missing sessions, create's prefixed
   const ghost = await svc.createSession({ appName: app, userId: u, sessionId: "temp" });
   ghost.id = "missing";
   await assert.rejects(svc.appendEvent({ session: ghost, event: ev() }), /Session missing not found/);
-  await assert.rejects(svc.listSessions({ appName: app }), /needs a userId/);
 });
 
 // ADK's stale-session check, refused as a whole: two copies of one session;
@@ -313,9 +349,8 @@ test("differential: random calls, same answers as InMemorySessionService", { ski
   for (let step = 0; step < 300; step++) {
     const app = pick(apps);
     const u = pick(users);
-    // a session id names one ADK session of a user whatever the app (the
-    // sidecar's session): ids apart per app, as ADK's random ids are
-    const sid = `${apps.indexOf(app)}-${pick(sids)}`;
+    // the same ids in both apps: (app, user, session) keys a session
+    const sid = pick(sids);
     const k = key(app, u, sid);
     const op = r();
     if (!live.has(k) && op < 0.5) {
@@ -348,14 +383,28 @@ test("differential: random calls, same answers as InMemorySessionService", { ski
       same(view(b), view(a), `step ${step} get ${k} ${JSON.stringify(config)}`);
     } else if (op < 0.9) {
       const q = { limit: pick([undefined, 0, 1, 2, 5]), offset: pick([undefined, 0, 1, 3]), page: pick([undefined, undefined, 1, 2]), order: pick([undefined, "asc", "desc"]) };
-      const a = await ref.listSessions({ appName: app, userId: u, ...q });
-      const b = await ours.listSessions({ appName: app, userId: u, ...q });
+      // one user's sessions, or (userId absent) every user's of the app
+      const who = r() < 0.5 ? { userId: u } : {};
+      const a = await ref.listSessions({ appName: app, ...who, ...q });
+      const b = await ours.listSessions({ appName: app, ...who, ...q });
+      const mine = [...live.entries()].filter(([k]) => k.startsWith(`${app}/`) && (!who.userId || k.split("/")[1] === who.userId));
       // creation times differ between the two services: an order by time
-      // is compared only once every session listed has events
-      const untouched = (s) => !live.get(key(app, u, s.id))?.touched;
-      if (q.order && [...a.sessions, ...b.sessions].some(untouched)) continue;
+      // is compared only once every session of the listing has events
+      const untouched = (s) => !live.get(key(app, s.userId, s.id))?.touched;
+      if (q.order && mine.some(([, v]) => !v.touched)) continue;
+      // sessions of one time and id (two users') are in user order here,
+      // in the order their users came in ADK's in-memory service
+      const at = (v) => `${v.a.lastUpdateTime} ${v.a.id}`;
+      if (q.order && new Set(mine.map(([, v]) => at(v))).size < mine.length) continue;
       const view = (x) => [x.sessions.map((s) => [s.id, s.appName, s.userId, s.state, s.events, untouched(s) ? "created" : s.lastUpdateTime]), meta(x)];
-      same(view(b), view(a), `step ${step} list ${app}/${u} ${JSON.stringify(q)}`);
+      if (!who.userId && !q.order) {
+        // no order across users: ADK's in-memory service groups by user,
+        // the sidecar keeps creation order; the same sessions and figures
+        if (q.limit === undefined && !q.offset) same(view(b)[0].sort(), view(a)[0].sort(), `step ${step} list ${app} ${JSON.stringify(q)}`);
+        same(meta(b), meta(a), `step ${step} list ${app} ${JSON.stringify(q)}`);
+        continue;
+      }
+      same(view(b), view(a), `step ${step} list ${app}/${who.userId ?? "*"} ${JSON.stringify(q)}`);
     } else if (live.has(k)) {
       await ref.deleteSession({ appName: app, userId: u, sessionId: sid });
       await ours.deleteSession({ appName: app, userId: u, sessionId: sid });

@@ -121,3 +121,46 @@ test("a compaction overlay stays out of the SDK's view", { skip: noOverlays }, a
   await both((x) => x.getItems());
   await both((x) => x.popItem());
 });
+
+// A turn whose items hold lone surrogates (a tool output cut by .slice()
+// in the middle of an emoji, as JavaScript strings allow) is the SDK's own
+// data: SidecarSession keeps it as MemorySession does, through addItems,
+// the history transactions, replace-with-compaction and popItem.
+test("items with lone surrogates, as MemorySession keeps them", { skip: absent }, async () => {
+  const { MemorySession } = await import("@openai/agents-core");
+  const ref = new MemorySession();
+  const ours = new SidecarSession(new Sidecar(URL_), unique("ts-lone"), "chat-1");
+  const log = "the log: 🐕🐕🐕".slice(0, 10); // ends in "\ud83d"
+  assert.equal(log.at(-1), "\ud83d");
+  const say = (text) => ({ type: "message", role: "assistant", status: "completed", content: [{ type: "output_text", text }] });
+  const items = [
+    { role: "user", content: "Tail the log" },
+    { type: "function_call", callId: "c1", name: "tail", arguments: "{}" },
+    { type: "function_call_result", callId: "c1", name: "tail", status: "completed", output: { type: "text", text: log } },
+    say(`It ends with ${log} and \udc00 alone`),
+  ];
+  const compacted = [say(`summary of ${log}`), items[2]];
+  const steps = [
+    (s) => s.addItems(items),
+    (s) => s.getItems(),
+    (s) => s.getItems(2),
+    (s) => s.applyHistoryTransaction({ operationId: "op-lone-1", transaction: { type: "append_items", items: [say(`again ${log}`)] } }),
+    (s) =>
+      s.applyHistoryTransaction({
+        operationId: "op-lone-2",
+        transaction: { type: "replace_suffix", expectedSuffix: [say(`again ${log}`)], replacement: [say(`\ud800\ud800${log}`)] },
+      }),
+    (s) => s.getItems(),
+    (s) => s.popItem(),
+    (s) => s.popItem(),
+    // MemorySession has no replaceHistoryWithCompaction: the runner clears, then adds
+    (s) => (s instanceof SidecarSession ? s.replaceHistoryWithCompaction(compacted) : s.clearSession().then(() => s.addItems(compacted))),
+    (s) => s.getItems(),
+    (s) => s.popItem(),
+    (s) => s.getItems(),
+  ];
+  for (const [i, step] of steps.entries()) {
+    assert.deepEqual(await step(ours), await step(ref), `step ${i}: ${step}`);
+  }
+  assert.equal((await ours.getItems())[0].content[0].text, `summary of ${log}`);
+});

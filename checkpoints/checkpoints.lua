@@ -1,6 +1,8 @@
 -- checkpoints: the LangGraph checkpoints of a thread (a session), in two of
--- the session's own keys (checkpoints/keys.go registers their families, so
--- the session's slide and delete cover them):
+-- the session's own keys (checkpoints/keys.go registers their families:
+-- the session's slide and delete cover them once the session has them,
+-- session.use), for the module's scripts (checkpoints_*.lua), session
+-- scripts on the core's per-call contract (lua/lib/session.lua):
 --   agent_checkpoints:<tag><u>:<s>      hash
 --     c\0<ns>\0<id>                 the checkpoint: {"parent","type","data"} (JSON made by the sidecar)
 --     m\0<ns>\0<id>                 its metadata (a JSON object)
@@ -19,16 +21,30 @@
 -- No name holds \0 (the sidecar refuses it), so \0 ends every part and a
 -- range of one prefix is [<prefix>\0 .. (<prefix>\1. idx is written as 12
 -- digits of idx + IDX_BIAS (special channels have negative idx).
+--- @include guard
 --- @include session
 
 local SEP = '\0'
 local IDX_BIAS = 1000000
+-- the two session families (checkpoints/keys.go)
+local HASH = 'agent_checkpoints'
+local ORDER = 'agent_checkpoint_order'
 
 -- open adds the thread's two keys to the session context c.
 local function open(c)
-  c.cp_hash = session.key(c, 'agent_checkpoints')
-  c.cp_order = session.key(c, 'agent_checkpoint_order')
+  c.cp_hash = session.key(c, HASH)
+  c.cp_order = session.key(c, ORDER)
   return c
+end
+
+-- read runs read command cmd on key k, of Redis type kind, as a pcall:
+-- its answer, or nil and the refusal of a key of another type
+-- (guard.from_error; any other error as Redis gave it). A write reads a
+-- key so first, then trusts its type.
+local function read(cmd, k, kind, ...)
+  local r = redis.pcall(cmd, k, ...)
+  if type(r) == 'table' and r.err then return nil, guard.from_error(k, kind, r) end
+  return r
 end
 
 -- join is the parts joined by \0.
@@ -77,6 +93,9 @@ local function held(c)
 end
 
 return {
+  HASH = HASH,
+  ORDER = ORDER,
+  read = read,
   SEP = SEP,
   VALUES = '#values',
   held = held,

@@ -1,12 +1,12 @@
--- blocks: helpers of the context-block scripts (blocks_*.lua), which run
--- with the KEYS and first ARGVs of a session script (session.lua) and open
--- their call's context with blocks.open(session.open(KEYS, ARGV)).
+-- blocks: helpers of the context-block scripts (blocks_*.lua), session
+-- scripts on the core's per-call contract (lua/lib/session.lua), which
+-- open their call's context with blocks.open(session.open(KEYS, ARGV)).
 --
 -- A block is a JSON object the sidecar builds:
 --   {"label", "description", "content", "max_tokens", "writable",
 --    "position", "tokens", "counts", "created_at", "updated_at"}
--- the value of field <label> of the session's blocks hash (c.blocks, one of
--- the session's own keys) or of the user's (c.ublocks). "counts" is
+-- the value of field <label> of the session's blocks hash (c.blocks, a
+-- session family) or of the user's (c.ublocks). "counts" is
 -- "<bytes>,<code points>,<words>,<lead>,<trail>" of the content (Go's
 -- tokens.Counts): an append combines the stored counts with the piece's as
 -- Counts.Append does and estimates as Counts.Tokens, so no script counts a
@@ -15,14 +15,24 @@
 -- in µs.
 --
 -- The user's blocks, agent_user_blocks:<tag><u>, live in the user's slot
--- and expire SESSION_TTL_SECONDS after the user's last block write.
+-- and expire SESSION_TTL_SECONDS after the user's last block write (every
+-- write of this module slides them: finish), not with the user's sessions.
 --
--- Events: each write emits one block_changed (block_changed below): a
+-- A write (blocks_put, blocks_set, blocks_delete, blocks_freeze) reads the
+-- keys it writes first, each with blocks.read (a pcall: a key of another
+-- type is refused by name before anything is written), then calls
+-- blocks.commit (the remaining checks, and session.commit when it writes
+-- the session), writes, and ends with blocks.finish. A write of a user's
+-- block alone (no tool call on a session path) writes no session: it opens
+-- no record (session.finish_user).
+--
+-- Events: each block write emits one block_changed (block_changed below): a
 -- session block's on the session's stream, a user block's on the user's
 -- stream only (no copy into each of the user's sessions).
 --- @include reply
 --- @include json
 --- @include clock
+--- @include guard
 --- @include ring
 --- @include session
 --- @include events
@@ -30,39 +40,73 @@
 -- MAX_TOOL_CALLS is how many tool_call_ids a session remembers (the newest).
 local MAX_TOOL_CALLS = 1000
 
--- open adds the blocks module's keys (redisstore/keys_blocks.go) to
--- session context c and returns c:
+-- The module's session families (blocks/keys.go) and its user family.
+local BLOCKS = 'agent_session_blocks'
+local PROMPT = 'agent_session_prompt'
+local TOOL_CALLS = 'agent_session_tool_calls'
+local USER_BLOCKS = 'agent_user_blocks'
+
+-- open adds the blocks module's keys (blocks/keys.go) to session context c
+-- and returns c:
 --   c.blocks      agent_session_blocks:<tag><u>:<s>      hash label -> block
 --   c.prompt      agent_session_prompt:<tag><u>:<s>      hash: frozen prompt
 --   c.tool_calls  agent_session_tool_calls:<tag><u>:<s>  hash: tool call ring
 --   c.ublocks     agent_user_blocks:<tag><u>             hash label -> block
 local function open(c)
-  c.blocks = session.key(c, 'agent_session_blocks')
-  c.prompt = session.key(c, 'agent_session_prompt')
-  c.tool_calls = session.key(c, 'agent_session_tool_calls')
-  c.ublocks = session.user_key(c, 'agent_user_blocks')
+  c.blocks = session.key(c, BLOCKS)
+  c.prompt = session.key(c, PROMPT)
+  c.tool_calls = session.key(c, TOOL_CALLS)
+  c.ublocks = session.user_key(c, USER_BLOCKS)
+  c.read = {}
   return c
 end
 
--- slide_user gives the user's blocks SESSION_TTL_SECONDS more (0: no
--- expiry). Every script that writes a block of the user, or a session key
--- of the blocks module, calls it.
-local function slide_user(c)
+-- read runs read command cmd on key k (every key of the module is a hash)
+-- as a pcall: its answer, or nil and the refusal of a key of another type
+-- (guard.from_error; any other error as Redis gave it). A key read so is
+-- of the right type (c.read[k]) for the rest of the call.
+local function read(c, cmd, k, ...)
+  local r = redis.pcall(cmd, k, ...)
+  if type(r) == 'table' and r.err then return nil, guard.from_error(k, 'hash', r) end
+  c.read[k] = true
+  return r
+end
+
+-- commit makes the checks a block write makes after its reads, and, when
+-- it writes the session, its first write:
+--   fams    the session families it writes ({prefix, read} pairs, read
+--           true when blocks.read read the key first; session.use), nil
+--           for a write of a user's block alone (no session written)
+--   event   whose stream gets the write's block_changed: 'session'
+--           (events.use), 'user' (the user's stream's type checked), or
+--           nil for none
+-- The user's blocks, which finish slides, are checked unless read. Returns
+-- the refusal (nothing written), or nil.
+local function commit(c, fams, event)
+  local refused
+  if event == 'user' then refused = events.user_refused(c) end
+  if not refused and not c.read[c.ublocks] then refused = guard.check({ { c.ublocks, 'hash' } }) end
+  if refused then return refused end
+  if not fams then return nil end
+  for _, f in ipairs(fams) do session.use(c, f[1], 'hash', f[2]) end
+  if event == 'session' then events.use(c) end
+  c.writes_session = true
+  return session.commit(c)
+end
+
+-- finish ends a block write: the session's record and TTLs when it wrote
+-- the session (session.finish), and the user's blocks' TTL:
+-- SESSION_TTL_SECONDS more (0: no expiry). Returns whether this write
+-- started the session.
+local function finish(c)
   if c.default_ttl > 0 then
     redis.call('EXPIRE', c.ublocks, c.default_ttl)
   else
     redis.call('PERSIST', c.ublocks)
   end
-end
-
--- session_refused is session.check_finish's finding as a refusal
--- (reply.bad_key: a 409 key_wrong_type), else nil: a script that will call
--- session.finish_write checks it before its first write, with
--- session.guard.
-local function session_refused(c)
-  local bad = session.check_finish(c, nil, false)
-  if bad then return reply.bad_key(bad) end
-  return nil
+  if c.writes_session then return session.finish(c) end
+  session.finish_user(c)
+  return false
 end
 
 local function parse_counts(s)
@@ -161,13 +205,16 @@ end
 
 -- find returns the key, stored value and scope ('session' or 'user') of
 -- block label: for mode 'session' the session's block, else the user's;
--- for mode 'user' the user's only. nil when there is none.
+-- for mode 'user' the user's only. nil when there is none; nil and the
+-- refusal when a key it reads holds another type (blocks.read).
 local function find(c, mode, label)
   if mode == 'session' then
-    local b = redis.call('HGET', c.blocks, label)
+    local b, refused = read(c, 'HGET', c.blocks, label)
+    if refused then return nil, refused end
     if b then return c.blocks, b, 'session' end
   end
-  local b = redis.call('HGET', c.ublocks, label)
+  local b, refused = read(c, 'HGET', c.ublocks, label)
+  if refused then return nil, refused end
   if b then return c.ublocks, b, 'user' end
   return nil
 end
@@ -191,27 +238,34 @@ local function digest_of(user_flat, session_flat)
   return redis.sha1hex(table.concat(parts, '\0'))
 end
 
--- digest reads the user's blocks and, with with_session, the session's,
--- and returns their digest. The hashes hold at most the configured number
--- of blocks each (at most 128 of at most 256 KiB; blocks_read.lua), so the
+-- digest reads the user's blocks and the session's and returns their
+-- digest; nil and the refusal when either holds another type
+-- (blocks.read). The hashes hold at most the configured number of blocks
+-- each (at most 128 of at most 256 KiB; blocks_read.lua), so the
 -- HGETALLs are bounded.
-local function digest(c, with_session)
-  local session_flat = {}
-  if with_session then session_flat = redis.call('HGETALL', c.blocks) end
-  return digest_of(redis.call('HGETALL', c.ublocks), session_flat)
+local function digest(c)
+  local session_flat, refused = read(c, 'HGETALL', c.blocks)
+  if refused then return nil, refused end
+  local user_flat
+  user_flat, refused = read(c, 'HGETALL', c.ublocks)
+  if refused then return nil, refused end
+  return digest_of(user_flat, session_flat)
 end
 
 -- tool_call_seen returns the remembered outcome of tool_call_id id, or
--- nil. The session's ring (ring.lua, untagged: the outcome as it is)
--- keeps the MAX_TOOL_CALLS newest ids.
+-- nil (nil and the refusal for a ring of another type: blocks.read). The
+-- session's ring (ring.lua, untagged: the outcome as it is) keeps the
+-- MAX_TOOL_CALLS newest ids.
 local function tool_call_seen(c, id)
-  return ring.get(c.tool_calls, id)
+  local seen, refused = read(c, 'HGET', c.tool_calls, id)
+  return seen or nil, refused
 end
 
 -- tool_call_remember stores outcome for id in the session's ring, evicting
--- the oldest id past MAX_TOOL_CALLS.
+-- the oldest id past MAX_TOOL_CALLS; a ring made anew in a session that
+-- had one (another program removed it) gets its TTL (session.made).
 local function tool_call_remember(c, id, outcome)
-  ring.put(c.tool_calls, id, outcome, MAX_TOOL_CALLS)
+  if ring.put(c.tool_calls, id, outcome, MAX_TOOL_CALLS) then session.made(c, TOOL_CALLS) end
 end
 
 -- changed emits the write's block_changed event for block label of scope
@@ -243,9 +297,13 @@ local function changed(c, scope, label, block)
 end
 
 return {
+  BLOCKS = BLOCKS,
+  PROMPT = PROMPT,
+  TOOL_CALLS = TOOL_CALLS,
   open = open,
-  slide_user = slide_user,
-  session_refused = session_refused,
+  read = read,
+  commit = commit,
+  finish = finish,
   parse_counts = parse_counts,
   format_counts = format_counts,
   counts_append = counts_append,

@@ -1,23 +1,24 @@
 -- checkpoints_read: one checkpoint of a thread (the session), by id or the
 -- namespace's newest, with the values of its channels at their versions
 -- and its pending writes in LangGraph's order. Writes nothing.
--- KEYS[1..15] the session's keys, indexes and totals (lib/session.lua)
--- ARGV[1..4] TTL, max entries, user_id, session_id (lib/session.lua)
--- ARGV[5] checkpoint_ns, ARGV[6] checkpoint_id ('' the newest)
--- ARGV[7] the most bytes the answer may hold
--- ARGV[8] the most writes a checkpoint keeps
+-- KEYS[1] the session's record (lib/session.lua; only its user, session
+--   and tag are used)
+-- ARGV[1] the core's settings (lib/session.lua)
+-- ARGV[2] checkpoint_ns, ARGV[3] checkpoint_id ('' the newest)
+-- ARGV[4] the most bytes the answer may hold
+-- ARGV[5] the most writes a checkpoint keeps
 -- returns (reply.lua) {'ok', id, checkpoint, metadata, channel values
 --   (channel, version, value or false ...), writes (task_path, task_id,
 --   idx, value ...)}; {'missing'} when there is no such checkpoint;
---   {'refused', 'checkpoint_too_large', ...} past ARGV[7].
+--   {'refused', 'checkpoint_too_large', ...} past ARGV[4].
 -- Bounded: a put stores at most 1 000 channels and a checkpoint at most
---   ARGV[8] writes; the sizes are summed (HSTRLEN) before anything is read.
+--   ARGV[5] writes; the sizes are summed (HSTRLEN) before anything is read.
 --- @include reply
 --- @include session
 --- @include checkpoints
 
 local c = checkpoints.open(session.open(KEYS, ARGV))
-local ns, id = ARGV[5], ARGV[6]
+local ns, id = ARGV[2], ARGV[3]
 local SEP = checkpoints.SEP
 if id == '' then
   id = checkpoints.latest(c, ns)
@@ -40,7 +41,7 @@ if versions ~= '' then
 end
 local wp = checkpoints.join('w', ns, id)
 local members = redis.call('ZRANGE', c.cp_order, '[' .. wp .. SEP, checkpoints.above(wp), 'BYLEX',
-  'LIMIT', 0, tonumber(ARGV[8]))
+  'LIMIT', 0, tonumber(ARGV[5]))
 local writes, wfields = {}, {}
 for i, m in ipairs(members) do
   local p = checkpoints.split(string.sub(m, #wp + 2)) -- task_path, task_id, idx12
@@ -49,9 +50,9 @@ for i, m in ipairs(members) do
   wfields[i] = f
   size = size + redis.call('HSTRLEN', c.cp_hash, f)
 end
-if size > tonumber(ARGV[7]) then
+if size > tonumber(ARGV[4]) then
   return reply.refused('checkpoint_too_large', 'checkpoint ' .. id .. ' with its channel values and writes'
-    .. ' holds ' .. size .. ' bytes, more than an answer may (' .. ARGV[7] .. ')')
+    .. ' holds ' .. size .. ' bytes, more than an answer may (' .. ARGV[4] .. ')')
 end
 local head = redis.call('HMGET', c.cp_hash, cf, mf)
 local values = {}
