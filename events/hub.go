@@ -26,7 +26,8 @@ import (
 // sidecars watching its stream.
 //
 // With SESSION_EVENTS=watched (grace > 0) the hub also keeps every watched
-// stream's marker (WatchFamily) alive: set when a subscriber joins, then
+// stream's mark (the user's marker's field w:<s>, WatchField; the user's
+// stream's UserWatchFamily) alive: set when a subscriber joins, then
 // refreshed every refresh interval for as long as the stream is watched
 // here, so the writes on every pod record its events. A refresh that finds
 // the marker had lapsed (a longer outage) drops the stream's subscribers:
@@ -55,7 +56,7 @@ type hub struct {
 // watch is one stream and its subscribers on this sidecar.
 type watch struct {
 	key    string
-	marker mark   // the stream's watch marker (key "" with SESSION_EVENTS=always)
+	marker mark   // where the stream's watch is marked (marker "" with SESSION_EVENTS=always)
 	since  uint64 // the marker's since (ms): events after it are recorded
 	last   ID     // the newest event delivered (only the reader moves it)
 	subs   map[*sub]struct{}
@@ -127,10 +128,17 @@ func (h *hub) join(ctx context.Context, key string, marker mark) (*sub, ID, uint
 	}
 	if marker.marker != "" {
 		s, errs := watchMarkers(ctx, c, h.grace, []mark{marker})
-		if errs[0] != nil {
+		switch {
+		case errors.Is(errs[0], redisstore.ErrNotFound):
+			// a session gone (a reader resuming from its tombstone, or
+			// deleted since the caller looked): nothing marked, since 0;
+			// the watch's first read finds no mark and drops it unless
+			// the deleted event ends it
+		case errs[0] != nil:
 			return nil, ID{}, 0, errs[0]
+		default:
+			since = s[0]
 		}
-		since = s[0]
 	}
 	// The stream's newest id, read before the watch exists: anything added
 	// after the read is after `last`, so the reader gets it.
@@ -315,16 +323,16 @@ func (h *hub) readDirty(ctx context.Context) {
 		cancel()
 		h.m.reads.Add(float64(len(cmds) - first))
 		for j, r := range res[first:] {
-			if a := at[j]; a >= 0 && h.lapsed(marks[from+j], res[a]) {
+			entries, err := r.AsXRange()
+			evs := parseEntries(entries)
+			if a := at[j]; a >= 0 && h.lapsed(marks[from+j], res[a], evs) {
 				continue
 			}
-			entries, err := r.AsXRange()
 			if err != nil && !rueidis.IsRedisNil(err) {
 				// An outage: the next heartbeat (or wake-up) reads again.
 				h.logger.Debug("event stream read", "err", err)
 				continue
 			}
-			evs := parseEntries(entries)
 			key, after := keys[from+j], afters[from+j]
 			full := len(evs) == readPage
 			if after != (ID{}) {
@@ -352,16 +360,26 @@ func (h *hub) readDirty(ctx context.Context) {
 // lapsed drops w and reports true when its marker, as read (get), no
 // longer holds the since w was made with (gone, or begun anew): the
 // subscribers reconnect with ids older than the new since and get the gap.
-// An outage reports false (the stream's read fails too).
-func (h *hub) lapsed(w *watch, get rueidis.RedisResult) bool {
+// A mark gone with its session is no lapse when evs (read after it) hold
+// the session's deleted event carrying that since: the watch ran unbroken
+// up to the delete, which removed the mark. An outage reports false (the
+// stream's read fails too).
+func (h *hub) lapsed(w *watch, get rueidis.RedisResult, evs []Event) bool {
 	v, err := get.ToString()
 	if err != nil && !rueidis.IsRedisNil(err) {
 		return false
 	}
-	if err == nil {
-		if _, since, ok := strings.Cut(v, ":"); ok && since == strconv.FormatUint(w.since, 10) {
-			return false
+	want := strconv.FormatUint(w.since, 10)
+	if err != nil {
+		v = ""
+		for _, ev := range evs {
+			if ev.Type == "deleted" && ev.watch != "" {
+				v = ev.watch
+			}
 		}
+	}
+	if _, since, ok := strings.Cut(v, ":"); ok && since == want {
+		return false
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -448,6 +466,15 @@ func (h *hub) refreshMarkers(ctx context.Context) {
 			var refusal *redisstore.Refusal
 			if errors.As(errs[i], &refusal) && h.streams[w.key] == w {
 				h.drop(w)
+				continue
+			}
+			if errors.Is(errs[i], redisstore.ErrNotFound) {
+				// the session is gone: the next read delivers its
+				// deleted event, or drops the watch (no mark left)
+				if h.streams[w.key] == w {
+					h.dirty[w.key] = true
+					h.signal()
+				}
 				continue
 			}
 			if errs[i] != nil {

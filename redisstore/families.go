@@ -123,7 +123,7 @@ var (
 var (
 	MetaGlobalFamily = Register(Family{
 		Name: "global metadata index", Prefix: "agent_session_meta_global", Scope: ScopeBucket, Suffix: "<key>=<value>",
-		Kind: KindZSet, Owner: "registry", TTL: SessionTTL,
+		Kind: KindZSet, SessionMembers: true, Owner: "registry", TTL: SessionTTL,
 		Description: "the same across users (members `<u>:<s>`), one per bucket on Cluster",
 	})
 	// GlobalIndexFamily and ExpiryFamily share their prefix (their names

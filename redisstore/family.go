@@ -145,10 +145,12 @@ type Family struct {
 	// one prefix), and must then say why in a comment.
 	Pattern, ClusterPattern string
 	Kind                    Kind
-	// SessionMembers marks a user family of sorted sets whose members are
-	// the user's session ids, which a session's delete leaves (the core
-	// finds them in the session's record; for a session without one, only
-	// Cognee wrote, in this list).
+	// SessionMembers marks a family of sorted sets whose members are
+	// sessions: for a user family the user's session ids, which a session's
+	// delete leaves (the core finds them in the session's record; for a
+	// session without one, only Cognee wrote, in this list); for a bucket
+	// family "<user>:<session>" of the bucket's users, which a user's
+	// erasure sweeps for the members of the user's sessions that expired.
 	SessionMembers bool
 	// Owner is the module whose routes write the family, or "shared": every
 	// session write (modules sessions, ttl, usage) keeps it current through
@@ -185,7 +187,7 @@ var stockOrder = func() map[string]int {
 		"adk session", "adk session state", "adk events",
 		// user
 		"user index", "user marker", "metadata index", "search sessions", "search marker", "user state",
-		"user blocks", "user events", "user events watch", "user erasure", "adk user state", "adk sessions of a user",
+		"user blocks", "user events", "user events watch", "adk user state", "adk sessions of a user",
 		// bucket
 		"global metadata index", "global index", "expiry", "usage totals", "usage by model",
 		"adk app state", "adk sessions of an app",
