@@ -28,7 +28,7 @@ func TestEraseStepCommands(t *testing.T) {
 		ok(t, h, "POST", "/v1/users/alice/sessions/"+s+"/traces", `{"origin_function":"f","status":"ok"}`)
 	}
 	ok(t, h, "POST", "/v1/users/bob/sessions/b1/entries", `{"question":"q","answer":"a"}`)
-	step := map[string]int64{"fcall": 1, "info": 1, "hmget": 1}
+	step := map[string]int64{"hmget": 1}
 	with := func(extra map[string]int64) map[string]int64 {
 		out := maps.Clone(step)
 		for k, v := range extra {
