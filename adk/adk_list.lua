@@ -2,37 +2,43 @@
 -- order, each with its last update time; members whose session has gone
 -- (expired, deleted) are dropped from the list, and from the app's index
 -- across users, as they are met. At most ADK_MAX_SESSIONS members: the
--- list never holds more.
--- KEYS[1..15] the keys of any session of the user (session.lua); only
---   their tag is used
--- ARGV[1..4] TTL, max entries, user_id, that session_id (session.lua)
--- ARGV[5] app name
--- ARGV[6] ADK_MAX_SESSIONS
--- returns {'ok', session_id, last_update, ...}; {'refused',
---   'key_wrong_type', text} the list holds another type.
+-- list never holds more. No session is written (no fence: it only drops
+-- members of sessions gone).
+-- KEYS[1] the record of a session of the user (lib/session.lua; only its
+--   user and tag are used)
+-- ARGV[1] the core's settings (lib/session.lua)
+-- ARGV[2] app name
+-- ARGV[3] ADK_MAX_SESSIONS
+-- returns (reply.lua) {'ok', session_id, last_update, ...}; {'refused',
+--   'key_wrong_type', text} the list (or, when it drops a member, the
+--   app's index) holds another type.
 --- @include reply
---- @include guard
 --- @include session
 --- @include adk
 
 local c = session.open(KEYS, ARGV)
-local app = ARGV[5]
+local app = ARGV[2]
 local k = adk.keys(c, app, '')
-local checks = { { k.index, 'zset' } }
-for _, o in ipairs(adk.ORDERS) do checks[#checks + 1] = { k.apps[o], 'zset' } end
-local refused = guard.check(checks)
+local ids, refused = adk.read('ZRANGE', k.index, 'zset', 0, tonumber(ARGV[3]) - 1)
 if refused then return refused end
-local out = { 'ok' }
-for _, sid in ipairs(redis.call('ZRANGE', k.index, 0, tonumber(ARGV[6]) - 1)) do
+local out, dead = { 'ok' }, {}
+for _, sid in ipairs(ids) do
   local r = redis.pcall('HMGET', adk.record(c, app, c.uid, sid), 'app', 'last_update')
-  if r.err or r[1] ~= app then
-    if not r.err then
-      redis.call('ZREM', k.index, sid)
-      adk.unlist(k.apps, sid .. ' ' .. c.uid)
+  if not r.err then
+    if r[1] ~= app then
+      dead[#dead + 1] = sid
+    else
+      out[#out + 1] = sid
+      out[#out + 1] = r[2] or '0'
     end
-  else
-    out[#out + 1] = sid
-    out[#out + 1] = r[2] or '0'
+  end
+end
+if #dead > 0 then
+  refused = adk.check_apps(k)
+  if refused then return refused end
+  for _, sid in ipairs(dead) do
+    redis.call('ZREM', k.index, sid)
+    adk.unlist(k.apps, sid .. ' ' .. c.uid)
   end
 end
 return out
