@@ -197,9 +197,10 @@ end
 -- sizes measures the states delta d changes (k: keys; the app's only when
 -- k.app), refusing one of another type or past a bound: {s =, u =, a =}
 -- (nil: unchanged), or nil and the refusal. A state the delta leaves alone
--- is neither read nor refused.
-local function sizes(k, d, max_bytes, max_keys)
-  local out = {}
+-- is not read; with all, its type is checked (a create, whose answer
+-- reads them).
+local function sizes(k, d, max_bytes, max_keys, all)
+  local out, checks = {}, {}
   for _, sk in ipairs({ { 's', k.state }, { 'u', k.user }, { 'a', k.app } }) do
     local scope, key = sk[1], sk[2]
     if key and #d[scope] > 0 then
@@ -207,8 +208,12 @@ local function sizes(k, d, max_bytes, max_keys)
       refused = refused or too_big(scope, sz, max_bytes, max_keys)
       if refused then return nil, refused end
       out[scope] = sz
+    elseif key and all then
+      checks[#checks + 1] = { key, 'hash' }
     end
   end
+  local refused = guard.check(checks)
+  if refused then return nil, refused end
   return out
 end
 
@@ -263,11 +268,14 @@ local function write(k, d, sz, t)
   end
 end
 
--- state reads a state hash as {key, value, ...} (the '#' field left out).
--- One HGETALL is bounded: a state holds at most MaxStateKeys (1 000) keys
--- and ADK_MAX_STATE_BYTES, both checked by every write (too_big).
+-- state reads a state hash as {key, value, ...} (the '#' field left out),
+-- or nil and the refusal of a key of another type. One HGETALL is bounded:
+-- a state holds at most MaxStateKeys (1 000) keys and ADK_MAX_STATE_BYTES,
+-- both checked by every write (too_big).
 local function state(key)
-  local out, all = {}, redis.call('HGETALL', key)
+  local all, refused = read('HGETALL', key, 'hash')
+  if refused then return nil, refused end
+  local out = {}
   for i = 1, #all, 2 do
     if string.sub(all[i], 1, 1) == '=' then
       out[#out + 1] = string.sub(all[i], 2)

@@ -49,7 +49,7 @@ refused = refused or adk.check_apps(k)
 if refused then return refused end
 local d = adk.deltas(ARGV, 8)
 local sz
-sz, refused = adk.sizes(k, d, tonumber(ARGV[5]), tonumber(ARGV[6]))
+sz, refused = adk.sizes(k, d, tonumber(ARGV[5]), tonumber(ARGV[6]), true)
 if refused then return refused end
 -- the list holds at most ARGV[4] sessions: members whose session has gone
 -- (expired) do not count, and go, when it is full (a walk of at most that

@@ -19,8 +19,10 @@
 -- returns (reply.lua) {'ok', created, last_update, n, next cursor ('' done),
 --   {session state pairs}, {user state pairs}, {app state pairs},
 --   event, event, ... newest first}; {'missing'} no ADK session of this
---   app. State pairs are {key, JSON value, ...}; on a later page the
---   record's fields and the states are empty.
+--   app; {'refused', 'key_wrong_type', text} the ADK record or a state
+--   holds another type.
+--   State pairs are {key, JSON value, ...}; on a later page the record's
+--   fields and the states are empty.
 --- @include reply
 --- @include session
 --- @include adk
@@ -28,7 +30,8 @@
 local c = session.open(KEYS, ARGV)
 local app = ARGV[2]
 local k = adk.keys(c, app, ARGV[3])
-local r = redis.call('HMGET', k.rec, 'app', 'created', 'last_update', 'n')
+local r, refused = adk.read('HMGET', k.rec, 'hash', 'app', 'created', 'last_update', 'n')
+if refused then return refused end
 if r[1] ~= app then return reply.missing() end
 local n = tonumber(r[4]) or 0
 local out = { 'ok', r[2], r[3], n, '', {}, {}, {} }
@@ -37,8 +40,10 @@ if ARGV[4] == '' then
   top, low = n, 0
   local recent = tonumber(ARGV[5])
   if recent > 0 and recent < n then low = n - recent end
-  out[6], out[7] = adk.state(k.state), adk.state(k.user)
-  if k.app then out[8] = adk.state(k.app) end
+  for i, key in pairs({ [6] = k.state, [7] = k.user, [8] = k.app }) do
+    out[i], refused = adk.state(key)
+    if refused then return refused end
+  end
 else
   top, low = string.match(ARGV[4], '^(%d+):(%d+)$')
   top, low = tonumber(top), tonumber(low)
