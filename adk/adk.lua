@@ -82,16 +82,6 @@ local function keys(c, app, app_key, s)
   return k
 end
 
--- read runs read command cmd on key k, of Redis type kind, as a pcall:
--- its answer, or nil and the refusal of a key of another type
--- (guard.from_error; any other error as Redis gave it). A write reads a
--- key so first, before its first write.
-local function read(cmd, k, kind, ...)
-  local r = redis.pcall(cmd, k, ...)
-  if type(r) == 'table' and r.err then return nil, guard.from_error(k, kind, r) end
-  return r
-end
-
 -- check_apps refuses an app index key of another type (nil: none).
 local function check_apps(k)
   local checks = {}
@@ -165,7 +155,7 @@ end
 -- yet. Its first command is a pcall: nil and the refusal of a key of
 -- another type. One HSTRLEN per pair: bounded by the delta.
 local function size(key, pairs)
-  local total, refused = read('HGET', key, 'hash', '#')
+  local total, refused = guard.read('HGET', key, 'hash', '#')
   if refused then return nil, refused end
   total = tonumber(total or '0') or 0
   local n, added = redis.call('HLEN', key), 0
@@ -273,7 +263,7 @@ end
 -- a state holds at most MaxStateKeys (1 000) keys and ADK_MAX_STATE_BYTES,
 -- both checked by every write (too_big).
 local function state(key)
-  local all, refused = read('HGETALL', key, 'hash')
+  local all, refused = guard.read('HGETALL', key, 'hash')
   if refused then return nil, refused end
   local out = {}
   for i = 1, #all, 2 do
@@ -287,7 +277,7 @@ end
 
 return {
   RECORD = RECORD, EVENTS = EVENTS, ORDERS = ORDERS, PRUNE = PRUNE,
-  sidecar_id = sidecar_id, record = record, keys = keys, read = read, check_apps = check_apps, file = file,
+  sidecar_id = sidecar_id, record = record, keys = keys, check_apps = check_apps, file = file,
   list = list, unlist = unlist, prune = prune, deltas = deltas, size = size, too_big = too_big, sizes = sizes,
   apply = apply, expire_app = expire_app, declare = declare, write = write, state = state,
 }

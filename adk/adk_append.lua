@@ -35,6 +35,7 @@
 -- events, the app index's two orders, the record's HSET; each state the
 -- delta changes adds its measure (HGET, HLEN, an HSTRLEN a key) and HSET.
 --- @include reply
+--- @include guard
 --- @include session
 --- @include events
 --- @include adk
@@ -45,7 +46,7 @@ if refused then return refused end
 local app = ARGV[2]
 local k = adk.keys(c, app, ARGV[3], ARGV[11])
 local r
-r, refused = adk.read('HMGET', k.rec, 'hash', 'app', 'last_update', 'n', 'created')
+r, refused = guard.read('HMGET', k.rec, 'hash', 'app', 'last_update', 'n', 'created')
 if refused then return refused end
 if r[1] ~= app then return reply.missing() end
 local stored, mine = tonumber(r[2]) or 0, tonumber(ARGV[4])
@@ -56,7 +57,7 @@ end
 local id = ARGV[6]
 local n, at, replaced = tonumber(r[3]) or 0, nil, 0
 if id ~= '' then
-  at, refused = adk.read('HGET', k.events, 'hash', 'i:' .. id)
+  at, refused = guard.read('HGET', k.events, 'hash', 'i:' .. id)
   if refused then return refused end
 end
 if at then

@@ -25,6 +25,7 @@
 --   one is walked once), the state at most 1 000 keys (the sidecar's
 --   check), the app index's pruning examines adk.PRUNE members.
 --- @include reply
+--- @include guard
 --- @include session
 --- @include events
 --- @include adk
@@ -35,16 +36,16 @@ if refused then return refused end
 local app = ARGV[2]
 local k = adk.keys(c, app, ARGV[3], ARGV[7])
 local had
-had, refused = adk.read('HGET', k.rec, 'hash', 'app')
+had, refused = guard.read('HGET', k.rec, 'hash', 'app')
 if refused then return refused end
 if had then
   return reply.refused('session_exists', 'session ' .. k.sid .. ' of user ' .. c.uid .. ' of app ' .. had .. ' exists; nothing was changed')
 end
 local n
-n, refused = adk.read('ZCARD', k.index, 'zset')
+n, refused = guard.read('ZCARD', k.index, 'zset')
 if refused then return refused end
 local sample
-sample, refused = adk.read('ZRANDMEMBER', k.apps.created, 'zset', adk.PRUNE)
+sample, refused = guard.read('ZRANDMEMBER', k.apps.created, 'zset', adk.PRUNE)
 refused = refused or adk.check_apps(k)
 if refused then return refused end
 local d = adk.deltas(ARGV, 8)

@@ -13,13 +13,14 @@
 --   'key_wrong_type', text} the list (or, when it drops a member, the
 --   app's index) holds another type.
 --- @include reply
+--- @include guard
 --- @include session
 --- @include adk
 
 local c = session.open(KEYS, ARGV)
 local app = ARGV[2]
 local k = adk.keys(c, app, '')
-local ids, refused = adk.read('ZRANGE', k.index, 'zset', 0, tonumber(ARGV[3]) - 1)
+local ids, refused = guard.read('ZRANGE', k.index, 'zset', 0, tonumber(ARGV[3]) - 1)
 if refused then return refused end
 local out, dead = { 'ok' }, {}
 for _, sid in ipairs(ids) do

@@ -24,13 +24,14 @@
 --   State pairs are {key, JSON value, ...}; on a later page the record's
 --   fields and the states are empty.
 --- @include reply
+--- @include guard
 --- @include session
 --- @include adk
 
 local c = session.open(KEYS, ARGV)
 local app = ARGV[2]
 local k = adk.keys(c, app, ARGV[3])
-local r, refused = adk.read('HMGET', k.rec, 'hash', 'app', 'created', 'last_update', 'n')
+local r, refused = guard.read('HMGET', k.rec, 'hash', 'app', 'created', 'last_update', 'n')
 if refused then return refused end
 if r[1] ~= app then return reply.missing() end
 local n = tonumber(r[4]) or 0
