@@ -213,10 +213,11 @@ func calls(t *testing.T, c rueidis.Client, cmd string) int {
 	return k
 }
 
-// A session's `user:` state and its member of the user's list live at
-// least as long as the session: PUT .../ttl raising the session's TTL, or
-// making it never expire, moves them too, else they would expire first and
-// listSessions would lose a living session for good.
+// A session's `user:` state, its member of the user's list and of the
+// app's index across users live at least as long as the session: PUT
+// .../ttl raising the session's TTL, or making it never expire, moves them
+// too, else they would expire first and listSessions would lose a living
+// session for good.
 func TestStockTTLKeepsUserKeys(t *testing.T) {
 	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
 		h := start(t, srv, envconf.Env{"SESSION_TTL_SECONDS": "100"})
@@ -224,6 +225,9 @@ func TestStockTTLKeepsUserKeys(t *testing.T) {
 		c := srv.Client(t)
 		l := srv.Layout()
 		user := []string{l.UserKey(adk.UserStateFamily, "alice", "weather"), l.UserKey(adk.IndexFamily, "alice", "weather")}
+		for _, o := range []string{adk.OrderCreated, adk.OrderAsc, adk.OrderDesc} {
+			user = append(user, l.BucketKey(adk.AppIndexFamily, l.Bucket("alice"), "weather:"+o))
+		}
 		for _, tc := range []struct {
 			body    string
 			atLeast int64 // ms; -1: no expiry

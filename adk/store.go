@@ -13,16 +13,6 @@ import (
 	"github.com/agentsidecar/agentsidecar/sidecar"
 )
 
-// The module's scripts (lua/adk_*.lua on lua/lib/adk.lua).
-var (
-	scriptCreate = lua.AdkCreate
-	scriptAppend = lua.AdkAppend
-	scriptApp    = lua.AdkApp
-	scriptRead   = lua.AdkRead
-	scriptList   = lua.AdkList
-	scriptUnlist = lua.AdkUnlist
-)
-
 // maxKeys is MaxStateKeys as the scripts get it.
 var maxKeys = strconv.Itoa(MaxStateKeys)
 

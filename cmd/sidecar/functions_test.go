@@ -169,7 +169,7 @@ func unreached(t *testing.T, rec *redisstoretest.Server, calls []recorded) []rec
 	}
 	// the app state's own script runs on Cluster only (standalone Redis
 	// writes it in the event's script)
-	out = append(out, recorded{lua.AdkApp, []string{"adk_app_state:weather"}, []string{"262144", "604800", "1000", "visits", "2"}})
+	out = append(out, recorded{lua.Named("adk_app"), []string{"adk_app_state:weather"}, []string{"262144", "604800", "1000", "visits", "2"}})
 	return out
 }
 

@@ -4,47 +4,54 @@
 -- newest down, as ADK's getSession picks them: within the newest
 -- num_recent_events, and stopping below the newest event older than
 -- after_timestamp. A page holds at most limit events and max_bytes of them
--- (one at least); its cursor is where the next one ends.
--- KEYS[1..15] the session's keys (session.lua)
--- ARGV[1..4] TTL, max entries, user_id, session_id (session.lua)
--- ARGV[5] app name
--- ARGV[6] the app state's key ('' none: on Cluster it is read apart)
--- ARGV[7] '' for the first page, else the cursor: "<end>:<low>", events
+-- (one at least); its cursor is where the next one ends. Writes nothing.
+-- KEYS[1] the session's record (lib/session.lua; only its user, session
+--   and tag are used)
+-- ARGV[1] the core's settings (lib/session.lua)
+-- ARGV[2] app name
+-- ARGV[3] the app state's key ('' none: on Cluster it is read apart)
+-- ARGV[4] '' for the first page, else the cursor: "<end>:<low>", events
 --         below index end, down to low
--- ARGV[8] num_recent_events (0: all)
--- ARGV[9] after_timestamp ('' none)
--- ARGV[10] limit (events of this page)
--- ARGV[11] max_bytes (of this page's events)
--- returns {'ok', created, last_update, n, next cursor ('' done),
+-- ARGV[5] num_recent_events (0: all)
+-- ARGV[6] after_timestamp ('' none)
+-- ARGV[7] limit (events of this page)
+-- ARGV[8] max_bytes (of this page's events)
+-- returns (reply.lua) {'ok', created, last_update, n, next cursor ('' done),
 --   {session state pairs}, {user state pairs}, {app state pairs},
 --   event, event, ... newest first}; {'missing'} no ADK session of this
---   app. State pairs are {key, JSON value, ...}; on a later page the
---   record's fields and the states are empty.
+--   app; {'refused', 'key_wrong_type', text} the ADK record or a state
+--   holds another type.
+--   State pairs are {key, JSON value, ...}; on a later page the record's
+--   fields and the states are empty.
 --- @include reply
+--- @include guard
 --- @include session
 --- @include adk
 
 local c = session.open(KEYS, ARGV)
-local app = ARGV[5]
-local k = adk.keys(c, app, ARGV[6])
-local r = redis.call('HMGET', k.rec, 'app', 'created', 'last_update', 'n')
+local app = ARGV[2]
+local k = adk.keys(c, app, ARGV[3])
+local r, refused = guard.read('HMGET', k.rec, 'hash', 'app', 'created', 'last_update', 'n')
+if refused then return refused end
 if r[1] ~= app then return reply.missing() end
 local n = tonumber(r[4]) or 0
 local out = { 'ok', r[2], r[3], n, '', {}, {}, {} }
 local top, low
-if ARGV[7] == '' then
+if ARGV[4] == '' then
   top, low = n, 0
-  local recent = tonumber(ARGV[8])
+  local recent = tonumber(ARGV[5])
   if recent > 0 and recent < n then low = n - recent end
-  out[6], out[7] = adk.state(k.state), adk.state(k.user)
-  if k.app then out[8] = adk.state(k.app) end
+  for i, key in pairs({ [6] = k.state, [7] = k.user, [8] = k.app }) do
+    out[i], refused = adk.state(key)
+    if refused then return refused end
+  end
 else
-  top, low = string.match(ARGV[7], '^(%d+):(%d+)$')
+  top, low = string.match(ARGV[4], '^(%d+):(%d+)$')
   top, low = tonumber(top), tonumber(low)
   if top > n then top = n end
 end
-local after = tonumber(ARGV[9])
-local limit, room = tonumber(ARGV[10]), tonumber(ARGV[11])
+local after = tonumber(ARGV[6])
+local limit, room = tonumber(ARGV[7]), tonumber(ARGV[8])
 local i, got = top - 1, 0
 while i >= low do
   if after then
