@@ -28,7 +28,8 @@ var maxKeys = strconv.Itoa(MaxStateKeys)
 // Store runs the module's scripts over the shared session runner.
 type Store struct {
 	*sessionstore.Store
-	cfg Config
+	cfg       Config
+	maxAnswer int // SIDECAR_MAX_ANSWER_BYTES: a page of events is cut before it
 }
 
 func (s *Store) layout() redisstore.Layout { return redisstore.Layout{Cluster: s.Conn().Cluster()} }
@@ -156,7 +157,7 @@ type PageQuery struct {
 
 // Read reads a page of the session (the first with its state).
 func (s *Store) Read(ctx context.Context, app, user, session string, q PageQuery) (Page, error) {
-	maxBytes, done, err := sidecar.ReserveAnswer(ctx, s.cfg.MaxAnswerBytes)
+	maxBytes, done, err := sidecar.ReserveAnswer(ctx, s.maxAnswer)
 	if err != nil {
 		return Page{}, err
 	}

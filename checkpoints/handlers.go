@@ -236,7 +236,7 @@ func decode[B any, P interface {
 }
 
 func (m *Module) put(w http.ResponseWriter, r *http.Request) error {
-	user, session, body, err := decode[putBody](r, m.cfg.MaxItemBytes)
+	user, session, body, err := decode[putBody](r, m.limits.MaxItemBytes)
 	if err != nil {
 		return err
 	}
@@ -248,7 +248,7 @@ func (m *Module) put(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (m *Module) putWrites(w http.ResponseWriter, r *http.Request) error {
-	user, session, body, err := decode[writesBody](r, m.cfg.MaxItemBytes)
+	user, session, body, err := decode[writesBody](r, m.limits.MaxItemBytes)
 	if err != nil {
 		return err
 	}
@@ -272,7 +272,7 @@ func (m *Module) getTuple(w http.ResponseWriter, r *http.Request) error {
 	if err := errors.Join(name("checkpoint_ns", ns, maxNS, true), name("checkpoint_id", id, maxID, true)); err != nil {
 		return query(first(err))
 	}
-	most, done, err := sidecar.ReserveAnswer(r.Context(), m.cfg.readCap())
+	most, done, err := sidecar.ReserveAnswer(r.Context(), m.readCap())
 	if err != nil {
 		return err
 	}
@@ -340,7 +340,7 @@ func (m *Module) list(w http.ResponseWriter, r *http.Request) error {
 			return sidecar.BadRequest("invalid_query", "filter must be a JSON object of metadata values")
 		}
 	}
-	most, done, err := sidecar.ReserveAnswer(r.Context(), m.cfg.readCap())
+	most, done, err := sidecar.ReserveAnswer(r.Context(), m.readCap())
 	if err != nil {
 		return err
 	}

@@ -91,7 +91,7 @@ func (s *Store) Transaction(ctx context.Context, user, session string, t txArgs)
 	}
 	// a repeat answers the first time's messages as stored: a read,
 	// counted against the answer's byte cap
-	maxBytes, done, err := sidecar.ReserveAnswer(ctx, s.cfg.MaxAnswerBytes)
+	maxBytes, done, err := sidecar.ReserveAnswer(ctx, s.maxAnswer)
 	if err != nil {
 		return Stored{}, err
 	}
@@ -312,7 +312,7 @@ func (m *Module) transaction(w http.ResponseWriter, r *http.Request) error {
 			return bad(f.name, "is not a field of a %s transaction", in.Type)
 		}
 	}
-	if t.Entries, err = checkNew("messages", in.Messages, m.cfg.MaxItemBytes); err != nil {
+	if t.Entries, err = checkNew("messages", in.Messages, m.limits.MaxItemBytes); err != nil {
 		return err
 	}
 	if in.ExpectedLeaf != nil {
@@ -357,9 +357,7 @@ func (m *Module) transaction(w http.ResponseWriter, r *http.Request) error {
 		status = http.StatusCreated
 		m.appended.Add(float64(len(st.Messages)))
 	}
-	if st.Cut {
-		w.Header().Set(TruncatedHeader, "true")
-	}
+	sidecar.MarkTruncated(w, st.Cut)
 	head := `{"operation_id":` + string(jsonString(t.OpID)) + `,"applied":` + strconv.FormatBool(st.Created) + `,"messages":[`
 	sidecar.WriteBody(w, status, listObject(head, st.Messages, "]}"))
 	return nil
@@ -385,7 +383,7 @@ func (m *Module) replaceSuffix(ctx context.Context, user, session string, t txAr
 		return Stored{}, bad("expected_suffix", "holds %d messages; at most %d", len(expected), MaxBatch)
 	}
 	for i := range expected {
-		if _, err := expected[i].check("expected_suffix["+strconv.Itoa(i)+"].", m.cfg.MaxItemBytes); err != nil {
+		if _, err := expected[i].check("expected_suffix["+strconv.Itoa(i)+"].", m.limits.MaxItemBytes); err != nil {
 			return Stored{}, err
 		}
 	}
@@ -466,7 +464,7 @@ func (m *Module) replaceFunctionCall(ctx context.Context, user, session string, 
 		if got := callOf(r.Message.Item); got != *r.CallID {
 			return Stored{}, bad(at+"message.item", "must be a function_call item of call %s", *r.CallID)
 		}
-		if _, err := r.Message.check(at+"message.", m.cfg.MaxItemBytes); err != nil {
+		if _, err := r.Message.check(at+"message.", m.limits.MaxItemBytes); err != nil {
 			return Stored{}, err // refused before anything is read
 		}
 	}
@@ -531,7 +529,7 @@ func (m *Module) replaceFunctionCall(ctx context.Context, user, session string, 
 				if in.ID == nil {
 					in.ID = &e.id
 				}
-				nm, err := in.check("message.", m.cfg.MaxItemBytes)
+				nm, err := in.check("message.", m.limits.MaxItemBytes)
 				if err != nil {
 					return Stored{}, err
 				}

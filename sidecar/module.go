@@ -91,6 +91,10 @@ type Deps struct {
 	// RequestTimeout is SIDECAR_REQUEST_TIMEOUT, for a route with a longer
 	// Route.Timeout that still has to bound its own Redis calls by it.
 	RequestTimeout time.Duration
+	// Limits are the settings modules share (SIDECAR_MAX_ANSWER_BYTES,
+	// SEARCH_INDEX, ...), parsed and checked once by the host: a module
+	// reads them here, never from Env.
+	Limits Limits
 
 	shared *sharedValues // the host's values shared by its modules (Shared)
 }

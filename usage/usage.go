@@ -86,11 +86,7 @@ type Module struct {
 
 // New parses the configuration and loads the price table.
 func New(_ context.Context, deps sidecar.Deps) (sidecar.Module, error) {
-	s, err := sessionstore.FromDeps(deps)
-	if err != nil {
-		return nil, err
-	}
-	cfg, err := envconf.Load[Config](deps.Env)
+	s, cfg, err := sessionstore.Open[Config](deps)
 	if err != nil {
 		return nil, err
 	}
