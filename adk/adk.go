@@ -195,19 +195,8 @@ func (m *Module) get(w http.ResponseWriter, r *http.Request) error {
 			q.AfterTimestamp = s
 		}
 	}
-	if c := r.URL.Query().Get("cursor"); c != "" {
-		var top, low int
-		parts := strings.Split(c, ":")
-		if len(parts) != 2 {
-			return badCursor()
-		}
-		if top, err = strconv.Atoi(parts[0]); err != nil || top < 0 {
-			return badCursor()
-		}
-		if low, err = strconv.Atoi(parts[1]); err != nil || low < 0 || low > top {
-			return badCursor()
-		}
-		q.Cursor = strconv.Itoa(top) + ":" + strconv.Itoa(low)
+	if q.Cursor, err = scriptCursor(r.URL.Query().Get("cursor")); err != nil {
+		return err
 	}
 	return m.answer(w, r, http.StatusOK, app, user, session, q)
 }
@@ -222,8 +211,34 @@ func newID() string {
 	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
 }
 
-func badCursor() error {
-	return sidecar.BadRequest("invalid_query", "cursor is not one this API returned")
+// scriptCursor is a page's cursor as adk_read.lua takes it, "<end>:<low>"
+// (events below index end, down to low; "" for the first page), from the
+// opaque cursor a page answered (apiCursor); 400 invalid_cursor for any
+// other.
+func scriptCursor(c string) (string, error) {
+	if c == "" {
+		return "", nil
+	}
+	f, err := sidecar.DecodeCursor(c, 2)
+	if err != nil {
+		return "", err
+	}
+	top, err1 := strconv.Atoi(f[0])
+	low, err2 := strconv.Atoi(f[1])
+	if err1 != nil || err2 != nil || low < 0 || low > top {
+		return "", sidecar.BadCursor("cursor is not one this API returned")
+	}
+	return strconv.Itoa(top) + ":" + strconv.Itoa(low), nil
+}
+
+// apiCursor is the opaque cursor of the script's next page, "<end>:<low>"
+// ("" none).
+func apiCursor(next string) string {
+	if next == "" {
+		return ""
+	}
+	end, low, _ := strings.Cut(next, ":")
+	return sidecar.EncodeCursor(end, low)
 }
 
 // answer writes a page of the session: its fields and merged state on the

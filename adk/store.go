@@ -142,14 +142,14 @@ func (s *Store) applyApp(ctx context.Context, key string, pairs []string) error 
 type Page struct {
 	Created, LastUpdate string
 	N                   int64
-	Next                string
+	Next                string   // the next page's cursor (opaque), "" done
 	State, User, App    []string // pairs
 	Events              []string // newest first
 }
 
 // PageQuery says which page of which events.
 type PageQuery struct {
-	Cursor         string
+	Cursor         string // adk_read.lua's: "<end>:<low>", "" the first page
 	NumRecent      int
 	AfterTimestamp string
 	Limit          int
@@ -175,6 +175,7 @@ func (s *Store) Read(ctx context.Context, app, user, session string, q PageQuery
 	p.LastUpdate, errs[1] = r.String(1)
 	p.N, errs[2] = r.Int(2)
 	p.Next, errs[3] = r.String(3)
+	p.Next = apiCursor(p.Next)
 	p.State, errs[4] = pairsOf(r, 4)
 	p.User, errs[5] = pairsOf(r, 5)
 	p.App, errs[6] = pairsOf(r, 6)

@@ -31,7 +31,7 @@ func after(r *http.Request) (ID, bool, error) {
 	}
 	id, ok := ParseID(v)
 	if !ok {
-		return ID{}, false, sidecar.BadRequest("invalid_field", "%s must be an event id (<ms>-<seq>, or 0 for every event kept), not %q", name, v)
+		return ID{}, false, sidecar.BadCursor("%s must be an event id (<ms>-<seq>, or 0 for every event kept), not %q", name, v)
 	}
 	return id, true, nil
 }

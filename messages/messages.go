@@ -296,7 +296,7 @@ func (m *Module) listMessages(w http.ResponseWriter, r *http.Request) error {
 		pq.Cursor, pq.At = "after", after
 	}
 	if pq.Cursor != "" && !validCursor(pq.At) {
-		return sidecar.BadRequest("invalid_query", "%s must be a message id", pq.Cursor)
+		return sidecar.BadCursor("%s must be a message id", pq.Cursor)
 	}
 	switch q.Get("compacted") {
 	case "", "true":

@@ -218,7 +218,7 @@ func (s *Store) outcome(script string, r lua.Reply, status, user, session string
 	case "splits_tool_call":
 		return sidecar.BadRequest("splits_tool_call", "the range splits tool call %s from its result: take both or neither", detail)
 	case "invalid_cursor":
-		return sidecar.BadRequest("invalid_cursor", "message %s is not on the path read (before/after must name a message of that path)", detail)
+		return sidecar.BadCursor("message %s is not on the path read (before/after must name a message of that path)", detail)
 	}
 	return redisstore.Wrap(script, errors.New("unexpected status "+status))
 }

