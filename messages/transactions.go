@@ -285,8 +285,9 @@ var txFields = map[string][3]bool{
 	TxReplaceFunctionCall: {false, false, true}, TxReplaceHistory: {true, false, false},
 }
 
-// checkTxFields refuses a type the API does not know and every field its
-// type does not take, or lacks; list: a replace_function_call given as
+// checkTxFields refuses a missing operation id, a type the API does not
+// know, and every field its type does not take or lacks (expected_leaf:
+// txArgsOf); list: a replace_function_call given as
 // replacements (rather than call_id and message).
 func checkTxFields(in txIn) (list bool, err error) {
 	if in.OperationID == nil || !validOperationID(*in.OperationID) {
@@ -312,15 +313,12 @@ func checkTxFields(in txIn) (list bool, err error) {
 			return false, bad(f.name, "is not a field of a %s transaction", in.Type)
 		}
 	}
-	if in.ExpectedLeaf != nil && in.Type != TxReplaceHistory {
-		return false, bad("expected_leaf", "is not a field of a %s transaction", in.Type)
-	}
 	return list, nil
 }
 
-// txArgsOf is the script's arguments of a checked transaction: its
-// operation id and body digest, the new messages checked, the expected
-// leaf of a replace_history.
+// txArgsOf is the script's arguments of a transaction checkTxFields
+// passed: its operation id and body digest, the new messages checked, the
+// expected leaf of a replace_history.
 func (m *Module) txArgsOf(in txIn, body []byte) (txArgs, error) {
 	digest, err := txDigest(body)
 	if err != nil {
@@ -331,6 +329,9 @@ func (m *Module) txArgsOf(in txIn, body []byte) (txArgs, error) {
 		return txArgs{}, err
 	}
 	if in.ExpectedLeaf != nil {
+		if in.Type != TxReplaceHistory {
+			return txArgs{}, bad("expected_leaf", "is not a field of a %s transaction", in.Type)
+		}
 		if *in.ExpectedLeaf != "" && !sidecar.ValidID(*in.ExpectedLeaf) {
 			return txArgs{}, bad("expected_leaf", "must be a message id, or \"\" for an empty history")
 		}
