@@ -304,7 +304,6 @@ func answer(w http.ResponseWriter, v any, err error, done func(int)) error {
 	return nil
 }
 
-// query turns a name check's 400 into the query's code.
 // recode is name's refusal of a query parameter under code: invalid_query,
 // or invalid_cursor for the list's before (its next_before).
 func recode(code string, err error) error {

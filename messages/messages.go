@@ -96,6 +96,18 @@ func (m *Module) Routes() []sidecar.Route {
 	}
 }
 
+// writeStatus is a write's status: 201 when it stored its messages
+// (counted), 200 for a retry, whose answer carries Sidecar-Truncated when
+// the answer's cap cut it.
+func (m *Module) writeStatus(w http.ResponseWriter, st Stored) int {
+	sidecar.MarkTruncated(w, st.Cut)
+	if !st.Created {
+		return http.StatusOK
+	}
+	m.appended.Add(float64(len(st.Messages)))
+	return http.StatusCreated
+}
+
 // postBody is one message, or {"messages": [...]}.
 type postBody struct {
 	messageIn
@@ -134,12 +146,7 @@ func (m *Module) appendMessages(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	status := http.StatusOK
-	if st.Created {
-		status = http.StatusCreated
-		m.appended.Add(float64(len(st.Messages)))
-	}
-	sidecar.MarkTruncated(w, st.Cut)
+	status := m.writeStatus(w, st)
 	if !batch && len(st.Messages) == 1 {
 		sidecar.WriteBody(w, status, st.Messages[0])
 		return nil

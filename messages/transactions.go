@@ -267,12 +267,7 @@ func (m *Module) transaction(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	status := http.StatusOK
-	if st.Created {
-		status = http.StatusCreated
-		m.appended.Add(float64(len(st.Messages)))
-	}
-	sidecar.MarkTruncated(w, st.Cut)
+	status := m.writeStatus(w, st)
 	head := `{"operation_id":` + string(jsonString(t.OpID)) + `,"applied":` + strconv.FormatBool(st.Created) + `,"messages":[`
 	sidecar.WriteBody(w, status, listObject(head, st.Messages, "]}"))
 	return nil

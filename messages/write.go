@@ -37,12 +37,7 @@ func (m *Module) putMessage(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	status := http.StatusOK
-	if st.Created {
-		status = http.StatusCreated
-		m.appended.Inc()
-	}
-	sidecar.WriteBody(w, status, st.Messages[0])
+	sidecar.WriteBody(w, m.writeStatus(w, st), st.Messages[0])
 	return nil
 }
 
