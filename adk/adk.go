@@ -226,7 +226,7 @@ func scriptCursor(c string) (string, error) {
 	top, err1 := strconv.Atoi(f[0])
 	low, err2 := strconv.Atoi(f[1])
 	if err1 != nil || err2 != nil || low < 0 || low > top {
-		return "", sidecar.BadCursor("cursor is not one this API returned")
+		return "", sidecar.NotACursor()
 	}
 	return strconv.Itoa(top) + ":" + strconv.Itoa(low), nil
 }

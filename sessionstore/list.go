@@ -261,7 +261,7 @@ func cursorHit(c string) (*hit, error) {
 	}
 	score, err := strconv.ParseInt(f[0], 10, 64)
 	if err != nil || f[1] == "" {
-		return nil, sidecar.BadCursor("cursor is not one this API returned")
+		return nil, sidecar.NotACursor()
 	}
 	return &hit{f[1], score}, nil
 }

@@ -36,18 +36,18 @@ func EncodeCursor(fields ...string) string {
 // (BadCursor) when c is not a cursor EncodeCursor made with n fields.
 func DecodeCursor(c string, n int) ([]string, error) {
 	if len(c) > maxCursorLength {
-		return nil, errNotACursor()
+		return nil, NotACursor()
 	}
 	b, err := base64.RawURLEncoding.DecodeString(c)
 	if err != nil || len(b) == 0 || b[0] != cursorVersion {
-		return nil, errNotACursor()
+		return nil, NotACursor()
 	}
 	b = b[1:]
 	fields := make([]string, 0, n)
 	for len(b) > 0 && len(fields) < n {
 		size, k := binary.Uvarint(b)
 		if k <= 0 || size > uint64(len(b)-k) {
-			return nil, errNotACursor()
+			return nil, NotACursor()
 		}
 		fields = append(fields, string(b[k:k+int(size)]))
 		b = b[k+int(size):]
@@ -55,7 +55,7 @@ func DecodeCursor(c string, n int) ([]string, error) {
 	if len(fields) != n || len(b) > 0 || EncodeCursor(fields...) != c {
 		// the last: another spelling of the same bytes (a longer varint,
 		// base64's spare bits set) is no cursor the API returned either
-		return nil, errNotACursor()
+		return nil, NotACursor()
 	}
 	return fields, nil
 }
@@ -67,5 +67,6 @@ func BadCursor(format string, args ...any) *Error {
 	return Errorf(http.StatusBadRequest, CodeBadCursor, format, args...)
 }
 
-// errNotACursor is DecodeCursor's refusal.
-func errNotACursor() *Error { return BadCursor("cursor is not one this API returned") }
+// NotACursor is DecodeCursor's refusal, and a listing's for a cursor whose
+// fields do not parse.
+func NotACursor() *Error { return BadCursor("cursor is not one this API returned") }
