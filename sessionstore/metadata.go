@@ -52,7 +52,7 @@ func (s *Store) listByMetadata(ctx context.Context, client rueidis.Client, q Lis
 	if err != nil {
 		return nil, "", err
 	}
-	if err := prune(ctx, client, gone); err != nil {
+	if err := pruneGone(ctx, client, gone); err != nil {
 		return nil, "", err
 	}
 	if len(found) == 0 {
@@ -167,8 +167,8 @@ func (ml *metaListing) prune(id [2]string, member string) lua.Call {
 	return lua.Call{Keys: []string{idx, ml.l.Session(id[0], id[1]).Record}, Args: []string{member}}
 }
 
-// prune runs the index prunes of sessions found gone, pipelined.
-func prune(ctx context.Context, client rueidis.Client, gone []lua.Call) error {
+// pruneGone runs the index prunes of sessions found gone, pipelined.
+func pruneGone(ctx context.Context, client rueidis.Client, gone []lua.Call) error {
 	if len(gone) == 0 {
 		return nil
 	}
