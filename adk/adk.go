@@ -442,14 +442,14 @@ func (m *Module) listApp(w http.ResponseWriter, r *http.Request) error {
 	var ans appListAnswer
 	var c appCursor
 	if cur := qs.Get("cursor"); cur != "" {
+		var ok bool
+		if c, ok = decodeAppCursor(cur, m.store.layout().Buckets()); !ok {
+			return sidecar.NotACursor()
+		}
 		for _, p := range []string{"limit", "offset", "page", "order"} {
 			if qs.Get(p) != "" {
 				return sidecar.BadRequest("invalid_query", "cursor continues a listing: send it without %s", p)
 			}
-		}
-		var ok bool
-		if c, ok = decodeAppCursor(cur, m.store.layout().Buckets()); !ok {
-			return sidecar.NotACursor()
 		}
 		ans.listAnswer = listAnswer{Sessions: []listed{}, Page: c.page, Limit: c.limit, TotalItems: c.total, TotalPages: c.pages}
 	} else {

@@ -9268,7 +9268,8 @@ export interface operations {
              * @description Bad input.
              *
              *     - `invalid_id`: a path id is not 1-128 characters of `[A-Za-z0-9_.@-]`
-             *     - `invalid_query`: `limit`, `offset` or `page` not a whole number in range, `order` not `asc` or `desc`, a `cursor` this API did not give, or sent with another parameter
+             *     - `invalid_query`: `limit`, `offset` or `page` not a whole number in range, `order` not `asc` or `desc`, or a `cursor` sent with another parameter
+             *     - `invalid_cursor`: `cursor` is not a `next_cursor` this API returned
              *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
