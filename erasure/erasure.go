@@ -66,11 +66,7 @@ type Module struct {
 
 // New parses the setting.
 func New(_ context.Context, deps sidecar.Deps) (sidecar.Module, error) {
-	cfg, err := envconf.Load[Config](deps.Env)
-	if err != nil {
-		return nil, err
-	}
-	store, err := sessionstore.FromDeps(deps)
+	store, cfg, err := sessionstore.Open[Config](deps)
 	if err != nil {
 		return nil, err
 	}
