@@ -13,7 +13,7 @@ import (
 // and that fits an id (128 characters), else "adk-" and the SHA1 (hex) of
 // app, a NUL and session. The two forms never meet (only the first holds a
 // '.'), and the first splits at its first '.': two apps' sessions of one
-// id are two sidecar sessions. lib/adk.lua's sidecar_id is the same rule.
+// id are two sidecar sessions. adk.lua's sidecar_id is the same rule.
 func SidecarSession(app, session string) string {
 	if !strings.Contains(app, ".") && len(app)+1+len(session) <= redisstore.MaxIDLength {
 		return app + "." + session
