@@ -60,7 +60,7 @@
 // Tests: client_test.go calls every operation against a sidecar on a real
 // Redis (with blocks_test.go and messages_test.go), errors, bad ids, the
 // token, an outage and redirects; internal_test.go that every operation has
-// its method and every type matches its schema in openapi.json, error
+// its method and every type matches its schema in openapi/openapi.json, error
 // matching, Nullable; events_test.go reconnection; lease_test.go refresh,
 // loss and release; example_test.go the examples; main_test.go shares one
 // Redis.

@@ -12,8 +12,9 @@
 // Files:
 //   - openapi.go: JSON, the embedded document.
 //   - openapi.json: the document.
-//   - prism/: package.json and its lockfile pinning Stoplight Prism for
-//     cmd/sidecar's prism_test.go (npm ci --prefix openapi/prism).
+//   - prism/package.json, prism/package-lock.json, prism/.gitignore:
+//     Stoplight Prism pinned for cmd/sidecar/prism_test.go (npm ci --prefix
+//     openapi/prism).
 //   - openapitest/: reading the document in tests (its own package).
 //
 // Tests: openapi_test.go checks the document alone: path parameters,

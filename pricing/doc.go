@@ -2,7 +2,8 @@
 // a cost in USD, and a model name becomes a bounded Prometheus label value
 // (its family, or "other": never the raw name).
 //
-// Prices are kept in LiteLLM's model_prices_and_context_window.json shape:
+// Prices are kept in the shape of LiteLLM's price table
+// (https://github.com/BerriAI/litellm/blob/main/model_prices_and_context_window.json):
 // an object keyed by model name whose values hold input_cost_per_token and
 // output_cost_per_token (USD per token). The built-in table (prices.json,
 // embedded) covers the common chat and embedding models of OpenAI,

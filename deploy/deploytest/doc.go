@@ -8,7 +8,7 @@
 // Files (the package's subject, beside this doc.go):
 //   - deploy/prometheus/prometheus.yml: the scrape config (a static
 //     agent-sidecar job setting namespace and pod; a commented Kubernetes
-//     pod-discovery job), loading rules.yml.
+//     pod-discovery job), loading the rules below.
 //   - deploy/prometheus/rules.yml, deploy/prometheus/rules_test.yml: the
 //     alerting rules (global gauges taken with max) and their promtool unit
 //     tests.

@@ -9,6 +9,6 @@
 //     Parameters, Response, Validate, ValidateJSON), Operation, Decode,
 //     Normalize, JSONMedia, EventStreamMedia.
 //
-// Tests: none of its own; openapi's openapi_test.go and cmd/sidecar's
-// openapi_test.go use it (TestValidatorRejects checks it refuses).
+// Tests: none of its own; openapi/openapi_test.go and
+// cmd/sidecar/openapi_test.go use it (TestValidatorRejects checks it refuses).
 package openapitest

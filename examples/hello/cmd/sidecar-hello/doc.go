@@ -5,5 +5,5 @@
 // Files:
 //   - main.go: sidecar.Main(append(modules.All(), hello.Factory)).
 //
-// Tests: examples/hello's hello_test.go builds and runs it.
+// Tests: examples/hello/hello_test.go builds and runs it.
 package main
