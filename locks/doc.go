@@ -42,8 +42,9 @@
 //   - client/: deprecated aliases of package client (its own package).
 //
 // Tests: locks_test.go runs the routes on both backends (lifecycle,
-// Redis's clock, waits woken or timed out, cancelled waiters, outage,
-// shutdown, metrics, concurrent goroutines); process_test.go contention of
+// Redis's clock, bad input, metrics, concurrent goroutines, a Redis
+// restart); wait_test.go waits woken or timed out, cancelled waiters,
+// outage, shutdown; process_test.go contention of
 // processes through sidecars (the test binary re-execs as worker);
 // redispy_test.go redis-py interop; fence_test.go fencing tokens and
 // companion keys; waiting_test.go what a waiter costs Redis; acl_test.go a

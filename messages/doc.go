@@ -57,7 +57,8 @@
 // compactions_test.go and suggest_event_test.go compactions;
 // sessions_test.go, blocks_test.go and registry_test.go fork and split and
 // what other modules see; search_*_test.go, fork_search_test.go and
-// transactions_search_test.go the search index; bounded_test.go and
+// transactions_search_test.go the search index (search_ttl_test.go its
+// TTLs, noindex_test.go writes without a document leaving it alone); bounded_test.go and
 // sizes_test.go bounded work and framework-sized turns;
 // metadata_test.go, surrogate_test.go and utf8_test.go raw fields kept as
 // sent; events_test.go the live events; message_fuzz_test.go a fuzzer;

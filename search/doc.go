@@ -37,7 +37,8 @@
 //
 // Tests: search_test.go holds the analyser, snippets and BM25;
 // find_test.go Find over hand-written hashes on every backend (ranking, the
-// postings bound newest first, expired sessions dropped, racing rewrites,
-// commands bounded); find_bench_test.go BenchmarkFind. The index's writes
-// are tested with the modules that write it (sessions, messages, blocks).
+// postings bound newest first, expired sessions dropped);
+// find_bounds_test.go racing rewrites, commands and snippets bounded;
+// find_bench_test.go BenchmarkFind. The index's writes are tested with the
+// modules that write it (sessions, messages, blocks).
 package search
