@@ -47,3 +47,31 @@ func TestUserKeysGetATTLAgainAfterAPersistedSession(t *testing.T) {
 		}
 	})
 }
+
+// The same when the session without expiry is deleted: no session of the
+// user holds the user's keys without a TTL any more, yet they kept none.
+func TestUserKeysGetATTLWhenThePersistedSessionIsDeleted(t *testing.T) {
+	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
+		h := sidecartest.Start(t, srv, envconf.Env{"SESSION_TTL_SECONDS": "1000"},
+			sessions.Factory, usage.Factory, ttl.Factory, registry.Factory)
+		l := srv.Layout()
+		want(t, h.Do(t, "POST", "/v1/users/alice/sessions", `{"session_id":"s1","metadata":{"pr":"42"}}`), 201)
+		if rep := h.Do(t, "PATCH", "/v1/users/alice/state", `{"plan":"pro"}`); rep.Status != 200 {
+			t.Fatalf("user state: %d %s", rep.Status, rep.Body)
+		}
+		if rep := h.Do(t, "PUT", "/v1/users/alice/sessions/s1/ttl", `{"ttl_seconds":0}`); rep.Status != 200 {
+			t.Fatalf("ttl: %d %s", rep.Status, rep.Body)
+		}
+		if rep := h.Do(t, "DELETE", "/v1/users/alice/sessions/s1", ""); rep.Status != 204 {
+			t.Fatalf("delete: %d %s", rep.Status, rep.Body)
+		}
+		for _, k := range []string{
+			l.UserKey(registry.UserStateFamily, "alice"),
+			l.UserMarker("alice"),
+		} {
+			if got := pttl(t, srv, k); got == -1 {
+				t.Errorf("PTTL of %s: none, though the user has no session left", k)
+			}
+		}
+	})
+}
