@@ -90,11 +90,16 @@ func (s *Store) List(ctx context.Context, q ListQuery) ([]SessionState, string, 
 		}
 	}
 	cutoff := strconv.FormatInt(now-q.AbandonAfter.Microseconds(), 10)
+	// The running set's scores are the last bookkeeping, up to a grain
+	// older than the last activity the records report: "running" reads a
+	// grain below the cutoff, and both halves keep the records whose
+	// reported status is the one asked for (filterPages).
+	reach := strconv.FormatInt(now-q.AbandonAfter.Microseconds()-s.cfg.Grain().Microseconds(), 10)
 	var scans []scan
 	for _, sets := range shards {
 		switch q.Status {
 		case StatusRunning:
-			scans = append(scans, scan{sets[0], "+inf", cutoff})
+			scans = append(scans, scan{sets[0], "+inf", reach})
 		case StatusAbandoned:
 			scans = append(scans, scan{sets[0], "(" + cutoff, "-inf"})
 		case StatusCompleted:
@@ -107,25 +112,54 @@ func (s *Store) List(ctx context.Context, q ListQuery) ([]SessionState, string, 
 			}
 		}
 	}
-	hits, err := pagesAfter(ctx, client, scans, after, q.Limit+1)
-	if err != nil {
-		return nil, "", err
+	keep := func(SessionState) bool { return true }
+	rounds := 1
+	if q.Status == StatusRunning || q.Status == StatusAbandoned {
+		keep = func(st SessionState) bool { return st.EffectiveStatus(now, q.AbandonAfter) == q.Status }
+		rounds = filterRounds
 	}
-	next := ""
-	if len(hits) > q.Limit {
-		hits = hits[:q.Limit]
-		next = hits[len(hits)-1].cursor()
+	var out []SessionState
+	for round := 1; ; round++ {
+		want := q.Limit - len(out)
+		hits, err := pagesAfter(ctx, client, scans, after, want+1)
+		if err != nil {
+			return nil, "", err
+		}
+		more := len(hits) > want
+		if more {
+			hits = hits[:want]
+		}
+		if len(hits) == 0 {
+			return out, "", nil
+		}
+		ids := make([][2]string, len(hits))
+		for i, h := range hits {
+			ids[i] = memberIDs(q.User, h.member)
+		}
+		page, err := readRecords(ctx, client, l, ids, now)
+		if err != nil {
+			return nil, "", err
+		}
+		for _, st := range page {
+			if keep(st) {
+				out = append(out, st)
+			}
+		}
+		if !more {
+			return out, "", nil
+		}
+		after = &hits[len(hits)-1]
+		if len(out) == q.Limit || round >= rounds {
+			return out, after.cursor(), nil
+		}
 	}
-	if len(hits) == 0 {
-		return nil, next, nil
-	}
-	ids := make([][2]string, len(hits))
-	for i, h := range hits {
-		ids[i] = memberIDs(q.User, h.member)
-	}
-	out, err := readRecords(ctx, client, l, ids, now)
-	return out, next, err
 }
+
+// filterRounds bounds the reads of a page of running or abandoned
+// sessions: the sessions whose last bookkeeping and last activity lie on
+// the two sides of the cutoff (within a grain of it) are read and left
+// out; past it the page is short and carries its cursor.
+const filterRounds = 8
 
 // readRecords reads the records of the sessions ids ({user, session}),
 // pipelined, skipping those that expired since they were listed. The entry

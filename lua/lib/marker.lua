@@ -11,9 +11,28 @@
 --- @include guard
 --- @include reply
 
+-- check_keys refuses a list of kept keys another program spoiled (c.refused_by
+-- 'keys'), here, before the first write, not where a slide decodes it
+-- (after the bookkeeping); else it is c.ukeys.
+local function check_keys(c)
+  if not c.ukeys_text then return nil end
+  local ok, list = pcall(cjson.decode, c.ukeys_text)
+  local good = ok and type(list) == 'table'
+  for _, k in ipairs(good and list or {}) do
+    if type(k) ~= 'string' then good = false end
+  end
+  if not good then
+    c.refused_by = 'keys'
+    return guard.bad_field(c.marker, 'keys', 'a JSON list of key names')
+  end
+  c.ukeys = list
+  return nil
+end
+
 -- read reads the marker's fence, keys and registered fields into c, and
--- returns the refusal of a fenced user or of a marker of another type
--- (c.refused_by says which: 'fence' or 'marker'), else nil.
+-- returns the refusal of a fenced user, of a marker of another type or of
+-- a spoiled keys field (c.refused_by says which: 'fence', 'marker' or
+-- 'keys'), else nil.
 local function read(c)
   local us, ss = keys.marker.user, keys.marker.session
   local mf = { 'fence', 'keys' }
@@ -34,7 +53,7 @@ local function read(c)
   for i = 3, #mf do
     c.marks[i <= 2 + #us and us[i - 2] or ss[i - 2 - #us]] = m[i] or nil
   end
-  return nil
+  return check_keys(c)
 end
 
 -- ukeys is the marker's list of the user's kept keys.
