@@ -44,9 +44,12 @@ local watched = events.recording(c)
 c.events = session.key(c, events.STREAM)
 session.unindex(c)
 session.forget_marks(c)
+-- a stream another program overwrote goes with the rest: the tombstone
+-- makes a new one
+local spoiled = watched and redis.call('EXISTS', c.events) == 1 and redis.call('TYPE', c.events).ok ~= 'stream'
 local own = {}
 for _, k in ipairs(session.own_keys(c)) do
-  if k ~= c.events then own[#own + 1] = k end
+  if k ~= c.events or spoiled then own[#own + 1] = k end
 end
 -- UNLINK: a big key (a thread's checkpoints, tens of thousands of fields)
 -- is freed off Redis's main thread, as the erasure frees it

@@ -115,8 +115,10 @@ end
 
 -- set_ttl gives the session its own TTL t (0: none) (before a commit with
 -- opts.force): the record's ttl_seconds is the caller's, and the forced
--- bookkeeping slides every key it has, and the loose ones, to t.
+-- bookkeeping slides every key it has, and the loose ones, to t (c.old_ttl
+-- the TTL before: what a refused bookkeeping puts back).
 local function set_ttl(c, t)
+  c.old_ttl = c.own_ttl or c.default_ttl
   c.own_ttl = t
 end
 

@@ -155,7 +155,7 @@ local function bookkeeping(c, status, t)
   if fresh == 1 then
     undo[1] = { 'ZREM', ex, c.gid }
   elseif c.slid_at then
-    undo[1] = { 'ZADD', ex, expiry_score(c.slid_at, t), c.gid }
+    undo[1] = { 'ZADD', ex, expiry_score(c.slid_at, c.old_ttl or t), c.gid }
   end
   local moved = c.status and c.status ~= status
   local keep_old = not moved and old or nil

@@ -134,6 +134,13 @@ local function begin(c, fields)
   if status and not lifecycle.IS_STATUS[status] then return guard.bad_field(c.record, 'status', 'a status') end
   if own and not string.match(own, '^%d+$') then return guard.bad_field(c.record, 'ttl_seconds', 'an integer') end
   if slid and not string.match(slid, '^%d+$') then return guard.bad_field(c.record, 'slid_at', 'an integer') end
+  if r[5] then
+    -- the sets that hold the session (lifecycle.idx): a bookkeeping reads
+    -- them after its first write, so they are checked here
+    local ok, list = pcall(cjson.decode, r[5])
+    if not ok or type(list) ~= 'table' then return guard.bad_field(c.record, 'idx', 'a JSON array') end
+    c.idx = list
+  end
   c.refused_by, c.begun = nil, true
   c.status, c.own_ttl, c.slid_at = status, tonumber(own), tonumber(slid)
   c.fams_text, c.idx_text, c.abort = r[4] or nil, r[5] or nil, r[6] or nil
