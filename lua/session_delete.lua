@@ -44,6 +44,7 @@ local watched = events.recording(c)
 c.events = session.key(c, events.STREAM)
 session.unindex(c)
 session.forget_marks(c)
+session.own_ttl_changed(c, c.own_ttl, nil)
 -- a stream another program overwrote goes with the rest: the tombstone
 -- makes a new one
 local spoiled = watched and redis.call('EXISTS', c.events) == 1 and redis.call('TYPE', c.events).ok ~= 'stream'

@@ -17,10 +17,12 @@ local refused = session.begin(c)
 if refused then return refused end
 if not session.exists(c) then return reply.missing() end
 local t = tonumber(ARGV[2])
+local was = c.own_ttl
 session.set_ttl(c, t)
 events.use(c)
 refused = session.commit(c, { force = true })
 if refused then return refused end
 events.emit(c, 'ttl_changed', 'state', nil, '{"ttl_seconds":' .. string.format('%d', t) .. '}')
 session.finish(c, { 'ttl_seconds', ARGV[2] })
+session.own_ttl_changed(c, was, t)
 return session.reply(c, reply.ok())

@@ -17,7 +17,10 @@ import (
 // only session of the user, the user's state, its metadata indexes and the
 // user's marker end with it. The persist took their TTL (PERSIST) and every
 // later slide gives at least its TTL with EXPIRE GT, which never gives one
-// to a key without a TTL: they outlived every session of the user.
+// to a key without a TTL: they outlived every session of the user. (The
+// bucket's metadata index holds other users' sessions, perhaps without
+// expiry: it keeps none, and the bookkeeping's prunes drop its members of
+// sessions gone.)
 func TestUserKeysGetATTLAgainAfterAPersistedSession(t *testing.T) {
 	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
 		h := sidecartest.Start(t, srv, envconf.Env{"SESSION_TTL_SECONDS": "1000"},
@@ -38,7 +41,6 @@ func TestUserKeysGetATTLAgainAfterAPersistedSession(t *testing.T) {
 		for _, k := range []string{
 			l.UserKey(registry.UserStateFamily, "alice"),
 			l.MetaIndex("alice", "pr", "42"),
-			l.MetaGlobal(l.Bucket("alice"), "pr", "42"),
 			l.UserMarker("alice"),
 		} {
 			if got := pttl(t, srv, k); got <= 0 || got > 1000*1000 {
@@ -71,6 +73,46 @@ func TestUserKeysGetATTLWhenThePersistedSessionIsDeleted(t *testing.T) {
 		} {
 			if got := pttl(t, srv, k); got == -1 {
 				t.Errorf("PTTL of %s: none, though the user has no session left", k)
+			}
+		}
+	})
+}
+
+// Two sessions without expiry: the first getting a TTL again leaves the
+// user's keys without one (the second still holds them: the marker counts
+// it); the second's delete gives them back a TTL. A PUT .../ttl longer
+// than the default is what they get then (the marker's ttl_max), so no
+// idle session of the user outlives them.
+func TestUserKeysKeepNoTTLWhileASessionHasNone(t *testing.T) {
+	redisstoretest.Each(t, func(t *testing.T, srv *redisstoretest.Server) {
+		h := sidecartest.Start(t, srv, envconf.Env{"SESSION_TTL_SECONDS": "1000"},
+			sessions.Factory, usage.Factory, ttl.Factory, registry.Factory)
+		l := srv.Layout()
+		state := l.UserKey(registry.UserStateFamily, "alice")
+		for _, s := range []string{"s1", "s2"} {
+			want(t, h.Do(t, "POST", "/v1/users/alice/sessions", `{"session_id":"`+s+`","metadata":{"pr":"42"}}`), 201)
+		}
+		if rep := h.Do(t, "PATCH", "/v1/users/alice/state", `{"plan":"pro"}`); rep.Status != 200 {
+			t.Fatalf("user state: %d %s", rep.Status, rep.Body)
+		}
+		put := func(s, body string) {
+			t.Helper()
+			if rep := h.Do(t, "PUT", "/v1/users/alice/sessions/"+s+"/ttl", body); rep.Status != 200 {
+				t.Fatalf("ttl %s %s: %d %s", s, body, rep.Status, rep.Body)
+			}
+		}
+		put("s1", `{"ttl_seconds":0}`)
+		put("s2", `{"ttl_seconds":0}`)
+		put("s1", `{"ttl_seconds":5000}`)
+		if got := pttl(t, srv, state); got != -1 {
+			t.Errorf("PTTL of %s: %d ms while s2 has no expiry, want none", state, got)
+		}
+		if rep := h.Do(t, "DELETE", "/v1/users/alice/sessions/s2", ""); rep.Status != 204 {
+			t.Fatalf("delete: %d %s", rep.Status, rep.Body)
+		}
+		for _, k := range []string{state, l.UserMarker("alice"), l.MetaIndex("alice", "pr", "42")} {
+			if got := pttl(t, srv, k); got < 4000*1000 || got > 5000*1000 {
+				t.Errorf("PTTL of %s: %d ms after the last session without expiry went, want s1's 5000 s", k, got)
 			}
 		}
 	})

@@ -234,6 +234,23 @@ local function slide_user(c, t)
   end
 end
 
+-- unpersist gives the user's keys slide_user slides that have no TTL
+-- (the last session of the user without expiry held them) TTL t: the
+-- user's own sets, the kept keys and the marker. A bucket's set ('g',
+-- 'G': other users' sessions, perhaps without expiry, are members too)
+-- keeps none: the sweep, the prunes and the listings remove its members of
+-- sessions gone.
+local function unpersist(c, t)
+  local user = {}
+  for _, entry in ipairs(idx(c)) do
+    local kind = string.sub(entry, 1, 1)
+    if kind == 's' or kind == 'S' then user[#user + 1] = string.sub(entry, 2) end
+  end
+  for _, k in ipairs(marker.ukeys(c)) do user[#user + 1] = k end
+  user[#user + 1] = c.marker
+  for _, k in ipairs(user) do redis.call('EXPIRE', k, t, 'NX') end
+end
+
 -- slide gives the record and every key of the families the session has
 -- TTL t (0: none), and the user's keys at least t. The loose keys the
 -- record does not list (Cognee's lists, an index a read made) slide too,
@@ -287,6 +304,7 @@ return {
   index_new = index_new,
   expire_new = expire_new,
   slide_user = slide_user,
+  unpersist = unpersist,
   slide = slide,
   unindex = unindex,
 }

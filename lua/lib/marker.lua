@@ -6,7 +6,11 @@
 -- text read as the user's id; the erasure's), keys (JSON: the user's keys
 -- that live as long as the user's sessions: keep) and the fields modules
 -- register (keys.marker; a per-session one is "<field>:<session id>"),
--- read as c.marks[field]. c is a session context (session.open).
+-- read as c.marks[field]; and two the core keeps for the user's kept keys'
+-- lifetime: persisted (how many of the user's sessions have their own TTL
+-- 0, and so hold the kept keys without expiry) and ttl_max (the longest
+-- own TTL, seconds, a session of the user was given). c is a session
+-- context (session.open).
 --- @include keys
 --- @include guard
 --- @include reply
@@ -35,7 +39,7 @@ end
 -- 'keys'), else nil.
 local function read(c)
   local us, ss = keys.marker.user, keys.marker.session
-  local mf = { 'fence', 'keys' }
+  local mf = { 'fence', 'keys', 'persisted', 'ttl_max' }
   for i = 1, #us do mf[#mf + 1] = us[i] end
   for i = 1, #ss do mf[#mf + 1] = ss[i] .. ':' .. c.sid end
   local m = redis.pcall('HMGET', c.marker, unpack(mf))
@@ -50,8 +54,9 @@ local function read(c)
     return reply.refused(code or 'user_fenced', text)
   end
   c.ukeys_text = m[2] or nil
-  for i = 3, #mf do
-    c.marks[i <= 2 + #us and us[i - 2] or ss[i - 2 - #us]] = m[i] or nil
+  c.persisted, c.ttl_max = tonumber(m[3] or '0') or 0, tonumber(m[4] or '0') or 0
+  for i = 5, #mf do
+    c.marks[i <= 4 + #us and us[i - 4] or ss[i - 4 - #us]] = m[i] or nil
   end
   return check_keys(c)
 end
@@ -126,6 +131,36 @@ local function list_keys(c, t)
   for k, p in pairs(c.ukeys_new or {}) do expire(k, t, p) end
 end
 
+-- own_ttl_changed keeps the marker's persisted and ttl_max current when
+-- the session's own TTL goes from was to now (nil: none of its own; now
+-- nil: the session goes, a delete), after the write's commit. A marker
+-- counting a session without expiry has none itself; one holding ttl_max
+-- lives at least that long. Returns the TTL the user's kept keys without
+-- one get back (lifecycle.unpersist) when the last session of the user
+-- without expiry got one or went: the longest any session of the user may
+-- still have left (the default TTL, ttl_max); else nil.
+local function own_ttl_changed(c, was, now)
+  if now and now > c.ttl_max then
+    local p = redis.call('PTTL', c.marker)
+    redis.call('HSET', c.marker, 'ttl_max', string.format('%d', now))
+    if p == -2 then redis.call('EXPIRE', c.marker, now) elseif p >= 0 then redis.call('EXPIRE', c.marker, now, 'GT') end
+    c.ttl_max = now
+  end
+  local delta = (now == 0 and 1 or 0) - (was == 0 and 1 or 0)
+  if delta == 0 then return nil end
+  local n = c.persisted + delta
+  c.persisted = math.max(n, 0)
+  if n > 0 then
+    redis.call('HSET', c.marker, 'persisted', string.format('%d', n))
+    if delta > 0 then redis.call('PERSIST', c.marker) end
+    return nil
+  end
+  redis.call('HDEL', c.marker, 'persisted')
+  local t = math.max(c.default_ttl, c.ttl_max)
+  if t <= 0 then return nil end -- SESSION_TTL_SECONDS=0: the user's other sessions keep no expiry
+  return t
+end
+
 -- note reads the marker's PTTL before the write's first write of a field
 -- of its own, for list_keys.
 local function note(c)
@@ -147,5 +182,6 @@ return {
   forget = forget,
   list_keys = list_keys,
   note = note,
+  own_ttl_changed = own_ttl_changed,
   forget_marks = forget_marks,
 }

@@ -287,6 +287,15 @@ local function finish(c, fields, opts)
   return started
 end
 
+-- own_ttl_changed notes, after the commit, that the session's own TTL
+-- went from was to now (nil: none of its own; now nil: a delete): the
+-- user's kept keys hold no TTL while a session of the user has none, and
+-- get one back when the last such session gets one or goes.
+local function own_ttl_changed(c, was, now)
+  local t = marker.own_ttl_changed(c, was, now)
+  if t then lifecycle.unpersist(c, t) end
+end
+
 -- check_user and finish_user are a user's write that writes no session
 -- (search_mark, the user's blocks and state): after session.begin, the
 -- types of the user keys it keeps first (check_user, before its first
@@ -351,6 +360,7 @@ return {
   exists = families.exists,
   own_keys = families.own_keys,
   unindex = lifecycle.unindex,
+  own_ttl_changed = own_ttl_changed,
   forget_marks = marker.forget_marks,
   set_ttl = families.set_ttl,
 }
