@@ -157,7 +157,7 @@ for _, h in ipairs(adds) do
   end
 end
 redis.call('EXPIRE', K_DAY, day_ttl)
-if key ~= '' then ring.put(usage_ids, key, result, MAX_KEYS, false, kept) end
+if key ~= '' and ring.put(usage_ids, key, result, MAX_KEYS, false, kept) then session.made(c, USAGE_IDS) end
 
 events.emit(c, 'usage', 'state', nil, result)
 local started = session.finish(c, { 'last_model', model })
