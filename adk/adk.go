@@ -1,12 +1,3 @@
-// Package adk is the Google ADK session service module: an ADK session
-// (app, user, session) is the sidecar session <user>/<SidecarSession(app,
-// session)>, so two apps' sessions of one id are two sessions; its events, its state and the state
-// its user's sessions of the app share (`user:` keys) are keys of the
-// user's slot, the state every user of the app shares (`app:` keys) a key
-// of the app's. appendEvent is one script: the event and its state delta
-// together, refused as a whole when the caller's copy is stale. The
-// TypeScript client's SidecarSessionService (@agentsidecar/client/adk) is
-// ADK's BaseSessionService over these routes.
 package adk
 
 import (

@@ -1,12 +1,3 @@
-// Package blocks is the context-blocks module: labelled, size-bounded parts
-// of an agent's system prompt, kept per user (every session of the user)
-// and per session (a session block overrides the user block of the same
-// label); the system prompt rendered from them, optionally frozen so a
-// provider's prompt cache keeps hitting; and tools an LLM calls to update
-// them (set_context) or search them (search_context), defined in OpenAI's
-// and Anthropic's shapes. Every write is one script (blocks_*.lua, in
-// this package) over the shared session (sessionstore): a session block
-// is one of the session's keys, slid, persisted and deleted with it.
 package blocks
 
 import (

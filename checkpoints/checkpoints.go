@@ -1,17 +1,3 @@
-// Package checkpoints is the LangGraph checkpoints module: a thread's
-// checkpoints, their metadata, channel values by version and pending
-// writes, kept as a LangGraph checkpoint saver keeps them, for the
-// TypeScript client's SidecarCheckpointSaver (@agentsidecar/client/langgraph).
-//
-// A thread is a session: user = the saver's userId, session = the
-// thread_id (the client encodes one session ids refuse). Its keys are two
-// session families (keys.go), so checkpoints slide with the session's
-// TTL, show in its record and metrics, and go with the session's delete
-// and the user's erasure. Each put and each putWrites is one script
-// (checkpoints_*.lua, in this package) with the session's bookkeeping and its event.
-// The sidecar never decodes what the saver serialized: checkpoints,
-// channel values and writes are {type, data} pairs, data the base64 of
-// the serde's bytes. Metadata is JSON, so lists filter on it.
 package checkpoints
 
 import (

@@ -1,36 +1,3 @@
-// Package client is the Go client of the sidecar's /v1 API: session memory
-// in Cognee's shapes (Q&A entries, feedback, search, traces, context), TTLs,
-// usage and the session lifecycle, and locks, with a Lease that refreshes a
-// lock in the background.
-//
-// Every operation of openapi/openapi.json is one method, named after its
-// operationId (appendEntry → AppendEntry), taking a context first:
-//
-//	c := client.New("http://127.0.0.1:7480", client.WithBearerToken(os.Getenv("SIDECAR_API_TOKEN")))
-//	res, err := c.AppendEntry(ctx, "alice", "chat-1", client.AppendEntryRequest{
-//		QAID: "q1", Question: "Where is the dog?", Answer: "In the garden",
-//	})
-//	// res.Created is false when the session already held q1 (a safe retry).
-//	entries, err := c.ListEntries(ctx, "alice", "chat-1", 10)
-//
-// A non-2xx answer is an *Error with the HTTP status, the envelope's code
-// and message, and Retry-After; IsNotFound, IsConflict and IsUnavailable
-// test for the usual cases, and errors.Is matches the lock errors (ErrHeld,
-// ErrLost, ErrNotHeld, ErrNotOwner) and ErrSessionEnded. Nothing is retried
-// for you.
-//
-// GetSessionEvents and GetUserEvents stream live events as an iterator that
-// reconnects by itself with Last-Event-ID.
-//
-// Acquire takes a lock and returns a Lease that refreshes it until Release
-// and reports its loss on Done, Err and Context:
-//
-//	lease, err := c.Acquire(ctx, "graph-writes", client.LeaseOptions{Wait: time.Minute})
-//	if err != nil { ... }                  // errors.Is(err, client.ErrHeld): not acquired within Wait
-//	defer lease.Release(context.Background())
-//	ctx, cancel := lease.Context(ctx)      // cancelled if the lease is lost
-//	defer cancel()
-//	write(ctx, lease.Fence)                // pass the fencing token to the resource
 package client
 
 import (

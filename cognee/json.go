@@ -1,8 +1,3 @@
-// Package cognee is Cognee's wire format: the JSON its Redis adapter writes
-// (Python's json.dumps with default settings over pydantic model_dump()),
-// the validation rules of its SessionQAEntry and SessionAgentTraceEntry
-// models, and the conversion of stored bytes into strict JSON for API
-// clients.
 package cognee
 
 import (

@@ -1,6 +1,3 @@
-// Package envconf parses configuration structs from environment variables
-// (caarlos0/env tags) and turns every mistake into one line that names the
-// variable: "CACHE_PORT: "abc" is not an integer".
 package envconf
 
 import (

@@ -1,13 +1,3 @@
-// Package erasure is the module that erases a user: DELETE
-// /v1/users/{user_id} removes every key of the user and the user's members
-// of the indexes across users, in bounded steps (user_erase.lua), so no
-// step holds Redis for long, and answers 202 with an estimate of what is
-// left when the request's deadline comes first. The progress lives in
-// Redis, in the user's marker (redisstore.Layout.UserMarker, named by the
-// user's SHA1), so a call from any pod continues it; with it the marker's
-// fence, which refuses every write of the user (409 user_erasing) from the
-// first step until Settle after the last, so the erasure's scan misses no
-// key written behind it.
 package erasure
 
 import (

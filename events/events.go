@@ -1,9 +1,3 @@
-// Package events is the live events module: every write of a session
-// appends its event to the session's Redis Stream in the write's own script
-// (lua/lib/events.lua's emit), and this module serves them as Server-Sent
-// Events, replays them after a client's last id, publishes callers' own
-// x-<name> events, and records abort requests. One reader per sidecar
-// (hub.go) fans the streams out to every subscriber of this sidecar.
 package events
 
 import (

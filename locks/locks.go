@@ -1,16 +1,3 @@
-// Package locks is the sidecar's lock module (docs/locks.md): named locks for
-// processes that take turns on shared work, interoperable with redis-py's
-// Lock, with fencing tokens, refresh, and blocking waits woken by Pub/Sub.
-//
-// A lock named n is the Redis key n holding its holder's random token, set
-// with SET n token NX PX ttl, exactly as redis-py stores it. Its companions
-// {n}:fence (the last fencing token, max(last + 1, Redis TIME in µs), kept
-// FenceTTL after the last grant) and
-// {n}:meta (owner, fence and ttl of a sidecar holder, expiring with the lock)
-// share n's Redis Cluster slot. Every state change is one Lua script (see
-// lock_*.lua in this package); expiry is always relative (PX), never the pod's clock.
-//
-// docs/locks.md has the API, the guarantees and what a failover can do.
 package locks
 
 import (

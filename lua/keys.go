@@ -18,6 +18,9 @@ import (
 //	keys.cognee   the prefixes of Cognee's families (its lists), and
 //	              cognee_entries its entries list's (a session without a
 //	              record has its keys expire with it)
+//	keys.loose    the prefixes of the families whose keys may exist though
+//	              a session's record does not list them (Family.Cognee or
+//	              Family.Unlisted): a due slide and a delete look for them
 //	keys.members  the prefixes of the user families of sorted sets of the
 //	              user's session ids (Family.SessionMembers, ScopeUser)
 //	keys.marker   the registered fields of the user's marker: .user, and
@@ -29,7 +32,7 @@ import (
 func keysLibrary() string {
 	var b strings.Builder
 	b.WriteString("-- keys: generated from the registered key families (lua/keys.go)\n")
-	var session, codes, prefixes, pats, cognee, members []string
+	var session, codes, prefixes, pats, cognee, loose, members []string
 	for _, f := range redisstore.Families() {
 		if f.SessionMembers && f.Scope == redisstore.ScopeUser {
 			members = append(members, fmt.Sprintf("%q", f.Prefix))
@@ -44,6 +47,9 @@ func keysLibrary() string {
 		if f.Cognee {
 			cognee = append(cognee, fmt.Sprintf("%q", f.Prefix))
 		}
+		if f.Cognee || f.Unlisted {
+			loose = append(loose, fmt.Sprintf("%q", f.Prefix))
+		}
 	}
 	var user, perSession []string
 	for _, m := range redisstore.MarkerFields() {
@@ -54,7 +60,7 @@ func keysLibrary() string {
 		}
 	}
 	list := func(items []string) string { return "{ " + strings.Join(items, ", ") + " }" }
-	fmt.Fprintf(&b, "return {\n  session = %s,\n  code = %s,\n  prefix = %s,\n  pat = %s,\n  cognee = %s,\n  cognee_entries = %q,\n  members = %s,\n  marker = { user = %s, session = %s },\n}\n",
-		list(session), list(codes), list(prefixes), list(pats), list(cognee), redisstore.EntriesFamily.Prefix, list(members), list(user), list(perSession))
+	fmt.Fprintf(&b, "return {\n  session = %s,\n  code = %s,\n  prefix = %s,\n  pat = %s,\n  cognee = %s,\n  loose = %s,\n  cognee_entries = %q,\n  members = %s,\n  marker = { user = %s, session = %s },\n}\n",
+		list(session), list(codes), list(prefixes), list(pats), list(cognee), list(loose), redisstore.EntriesFamily.Prefix, list(members), list(user), list(perSession))
 	return b.String()
 }

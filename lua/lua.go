@@ -1,37 +1,3 @@
-// Package lua holds every Redis script the sidecar runs, one .lua file per
-// operation, each opening with its contract (KEYS, ARGV, returns). Scripts are
-// embedded at build time. A module outside this package embeds its own
-// scripts and registers them with New, so they run, count in the metrics
-// and load at readiness alike.
-//
-// Shared Lua lives in small libraries (lib/*.lua) a script includes by name
-// ("--- @include session"; include.go): each library once, after those it
-// includes. A script opens its call's context (session.open(KEYS, ARGV))
-// and passes it to every helper; no library keeps state between calls.
-// Every script answers in one reply convention (lib/reply.lua), decoded
-// by Decode (reply.go).
-//
-// Two call paths, one per client (Path):
-//
-//   - Redis Functions (Redis 7 and later): one library (library.go),
-//     agentsidecar_scripts_<digest>, holds every included library once,
-//     defined at FUNCTION LOAD, and each script as a function
-//     <name>_<digest> called with FCALL (FCALL_RO for the scripts flagged
-//     no-writes). EVAL would define a script's libraries again on every
-//     call. The digest in the names lets two versions of the sidecar share
-//     one Redis.
-//   - EVALSHA, then EVAL when Redis answers NOSCRIPT (after a restart or
-//     failover): miniredis, Redis 6, a user whose ACL refuses FUNCTION or
-//     FCALL, a server that refused a library (OOM).
-//
-// Load (readiness, on every node of a cluster) holds both ready: SCRIPT
-// LOAD and FUNCTION LOAD of what a node lacks, and decides the path. A call
-// answered "Function not found" (FUNCTION FLUSH, a new or failed-over
-// node) loads the library and is sent once more, then goes through
-// EVALSHA if that did not help; a client Load has not seen tries FCALL and
-// keeps to EVALSHA from the first refusal of the command. Both paths run
-// the same text and answer the same (cmd/sidecar's
-// TestScriptsAgreeOnBothPaths).
 package lua
 
 import (

@@ -1,9 +1,3 @@
-// Package messages is the messages module (docs/messages.md): a session's
-// messages as a tree (branches, the path to a leaf, paging, pop), beside
-// Cognee's Q&A entries and sharing the session's record, TTL and delete.
-// Every write is one script (messages_*.lua beside it, on its libraries messages.lua and msgtree.lua); a
-// session keeps its messages in a fixed set of keys whatever their number,
-// and a page of a path costs O(limit + log n) (jump pointers).
 package messages
 
 import (

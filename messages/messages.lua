@@ -187,22 +187,10 @@ local function check_new(c, m)
   return session.check(c)
 end
 
--- append is an append of one message or a chained batch, all checks first,
--- to a session msgtree.begin has begun. batch: {id=, fp=, tokens=, body=,
--- and for the search index spec=, len=} in order; mode 'latest' (parent:
--- the latest leaf), 'root' or 'id' (parent pid); if_match nil or the leaf
--- the caller expects; max the most messages a session holds; key the
--- Idempotency-Key or ''; suggest SESSION_COMPACT_AFTER_TOKENS (nil or 0 =
--- never); max_bytes the byte cap of a keyed repeat's answer (dup_answer).
--- c.on_commit, when set, runs right after the commit (a split's event of
--- the start), and c.extra holds more record fields for finish.
--- Returns the script's answer (messages_append.lua): {'ok',
--- 'stored'|'started', message... [, 'index_pending']}, {'dup',
--- message...}, {'ok', 'leaf_moved'|'unknown_parent', detail} or a refusal.
--- An existing session's single message, within the grain, costs three
--- reads (the marker, the record, the tree), TIME and five writes (the
--- tree, the message, its child and order entries, the record).
-local function append(c, batch, mode, pid, if_match, max, key, suggest, max_bytes)
+-- append_checks makes append's reads and checks, before its first write:
+-- returns append's answer when it ends there (a refusal, a keyed repeat,
+-- leaf_moved, unknown_parent), else nil and what the writes need.
+local function append_checks(c, batch, mode, pid, if_match, max, key, suggest, max_bytes)
   local indexing = false
   for _, m in ipairs(batch) do
     m.spec = search.wanted(c, m.spec)
@@ -247,7 +235,31 @@ local function append(c, batch, mode, pid, if_match, max, key, suggest, max_byte
     if refused then return refused end
   end
   events.use(c)
-  refused = session.commit(c)
+  return nil, { evicted = evicted, old_slot = old_slot, seq = seq, parent = parent, count = count,
+    suggest = suggest, before = before }
+end
+
+-- append is an append of one message or a chained batch, all checks first,
+-- to a session msgtree.begin has begun. batch: {id=, fp=, tokens=, body=,
+-- and for the search index spec=, len=} in order; mode 'latest' (parent:
+-- the latest leaf), 'root' or 'id' (parent pid); if_match nil or the leaf
+-- the caller expects; max the most messages a session holds; key the
+-- Idempotency-Key or ''; suggest SESSION_COMPACT_AFTER_TOKENS (nil or 0 =
+-- never); max_bytes the byte cap of a keyed repeat's answer (dup_answer).
+-- c.on_commit, when set, runs right after the commit (a split's event of
+-- the start), and c.extra holds more record fields for finish.
+-- Returns the script's answer (messages_append.lua): {'ok',
+-- 'stored'|'started', message... [, 'index_pending']}, {'dup',
+-- message...}, {'ok', 'leaf_moved'|'unknown_parent', detail} or a refusal.
+-- An existing session's single message, within the grain, costs three
+-- reads (the marker, the record, the tree), TIME and five writes (the
+-- tree, the message, its child and order entries, the record).
+local function append(c, batch, mode, pid, if_match, max, key, suggest, max_bytes)
+  local answer, st = append_checks(c, batch, mode, pid, if_match, max, key, suggest, max_bytes)
+  if answer then return answer end
+  local seq, parent, count, evicted, old_slot = st.seq, st.parent, st.count, st.evicted, st.old_slot
+  suggest = st.suggest
+  local refused = session.commit(c)
   if refused then return refused end
   if c.on_commit then c.on_commit() end
 
@@ -284,7 +296,7 @@ local function append(c, batch, mode, pid, if_match, max, key, suggest, max_byte
     user = user or is_user(out[i])
   end
   if user and session.clear_abort(c) then events.emit(c, 'abort_cleared', 'state', nil, '{}') end
-  if suggest > 0 then compactions.suggest_crossed(c, suggest, before, compactions.path_tokens(c, parent)) end
+  if suggest > 0 then compactions.suggest_crossed(c, suggest, st.before, compactions.path_tokens(c, parent)) end
   for _, v in ipairs(c.extra or {}) do fields[#fields + 1] = v end
   if session.finish(c, fields) then out[2] = 'started' end
   -- stored without their documents for a user who has an index (the

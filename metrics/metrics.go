@@ -1,10 +1,3 @@
-// Package metrics is the metrics module (docs/metrics.md): gauges computed from
-// Redis at scrape time, which are global (the same in every pod). The
-// per-process counters live with the code that counts them (host, sessions
-// store, usage, locks, scripts); all of them are served on /metrics.
-//
-// Because every pod reports the same global value, aggregate these gauges
-// with max (max without (instance, pod) (sidecar_sessions)), never sum.
 package metrics
 
 import (

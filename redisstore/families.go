@@ -33,12 +33,12 @@ var (
 	})
 	QAIndexFamily = Register(Family{
 		Name: "qa index", Prefix: "agent_session_qa_index", Code: "q", Scope: ScopeSession,
-		Kind: KindHash, Owner: "sessions", TTL: SessionTTL,
+		Kind: KindHash, Owner: "sessions", Unlisted: true, TTL: SessionTTL,
 		Description: "`qa_id` → position in the entries list, so reading, updating or deleting one entry is O(1)",
 	})
 	ContextIndexFamily = Register(Family{
 		Name: "context index", Prefix: "agent_session_context_index", Code: "ci", Scope: ScopeSession,
-		Kind: KindHash, Owner: "sessions", TTL: SessionTTL,
+		Kind: KindHash, Owner: "sessions", Unlisted: true, TTL: SessionTTL,
 		Description: "context entry `id` → position in the context list, so appending, updating or deleting one context entry is O(1)",
 	})
 	// UsageIDsFamily is the usage module's, but one of the KEYS of every

@@ -167,7 +167,12 @@ type Family struct {
 	// Cognee: Cognee's own name; Cognee reads and writes these keys too
 	// (standalone Redis only).
 	Cognee bool
-	TTL    TTLPolicy
+	// Unlisted, for ScopeSession: a key of the family may exist though the
+	// session's record does not list the family (a read makes it: the id
+	// index of a list Cognee wrote). A session's due slide and its delete
+	// look for these keys too, as for Cognee's.
+	Unlisted bool
+	TTL      TTLPolicy
 	// Reason says, for Permanent, why the keys have no TTL and what bounds
 	// them; for TemporaryException, the defect that leaves keys without one;
 	// for RetentionTTL, how long the keys live.

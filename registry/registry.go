@@ -1,8 +1,3 @@
-// Package registry is the session registry module: sessions created with a
-// title and metadata, their metadata changed by merge patch, start-or-reuse
-// of a user's active session with auto-closing and summaries, and
-// per-session and per-user state. It writes the shared session
-// (sessionstore) through its own scripts, registry_*.lua in this package.
 package registry
 
 import (

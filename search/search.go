@@ -1,15 +1,3 @@
-// Package search is the sidecar's text analysis and ranking for relevance
-// search over Q&A entries and messages: one analyser for indexing and
-// querying (Unicode words, case- and accent-folded, English stop words
-// dropped, English Snowball stems: "deploy" finds "deployment" and
-// "deployed"), BM25 scoring, and plain-text snippets. The index itself lives
-// in Redis, kept by the write scripts (search.lua, "Search
-// index"); this package
-// holds no state.
-//
-// The stemmer is github.com/kljensen/snowball (the Snowball English
-// algorithm, pure Go, no dependencies, maintained); accent folding is
-// Unicode NFD with the marks dropped (golang.org/x/text).
 package search
 
 import (

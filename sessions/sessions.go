@@ -1,6 +1,3 @@
-// Package sessions is the sessions module (docs/sessions.md): Q&A entries with
-// feedback, agent traces and session context, stored exactly as Cognee's
-// Redis adapter stores them, every write one atomic Lua script.
 package sessions
 
 import (

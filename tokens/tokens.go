@@ -1,12 +1,3 @@
-// Package tokens is the sidecar's one token estimator, used wherever a
-// count is needed and the caller gave none: messages (Estimate + PerMessage)
-// and context blocks (Estimate alone).
-//
-// The rule is ceil(max(chars / 4, words × 1.3)), where chars counts Unicode
-// code points (an invalid byte counts as one) and words counts runs of
-// non-whitespace: the larger of the two
-// common rules of thumb, so prose, code and CJK text are not badly
-// under-counted. (Usage posts keep Cognee's own rule, len(text) // 4.)
 package tokens
 
 import "unicode"

@@ -1,5 +1,3 @@
-// Package ttl is the ttl module (docs/sessions.md, "TTL"): read a session's remaining
-// TTL and give it its own, applied to every key of the session at once.
 package ttl
 
 import (

@@ -1,7 +1,3 @@
-// Package usage is the usage module (docs/usage.md): each session's lifecycle
-// (running, completed, failed; "abandoned" derived at read time, never
-// stored), its tokens and cost per model, listings and operator summaries.
-// Every write is one Lua script that also keeps the status indexes current.
 package usage
 
 import (

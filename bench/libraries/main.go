@@ -1,13 +1,3 @@
-// Command libraries writes the sidecar's Redis Functions libraries (the
-// stock scripts, one library per prelude chain, as the sidecar loads them)
-// to a directory, one NAME.lua per library, for the benchmarks in bench/
-// and for loading them by hand (redis-cli -x FUNCTION LOAD REPLACE < file).
-// It also writes DIR/eval/SCRIPT.lua, each stock script's text as EVAL
-// runs it (its libraries, then its body), for the EVAL benchmarks. It links
-// every stock module (modules.All), as the sidecar does: their scripts and
-// key families (the generated keys library) are the product's.
-//
-//	go run ./bench/libraries DIR
 package main
 
 import (

@@ -1,15 +1,3 @@
-// Command sidecar-bench drives a running sidecar over HTTP with a mix of
-// session, usage and lock calls, performs the same operations straight
-// against the same Redis (the sidecar's own store and Lua scripts, over
-// rueidis: the same work minus HTTP), and prints throughput, HDR latency
-// percentiles, the ratio sidecar/direct and the latency the sidecar adds.
-// With -spawn it starts its own redis-server and sidecar on free loopback
-// ports and also reports the sidecar's RSS, CPU per request and startup
-// time. Results and how to read them: BENCHMARKS.md, "Load tool".
-//
-//	go run ./cmd/sidecar-bench -spawn -d 5s                  # closed loop, max throughput
-//	go run ./cmd/sidecar-bench -spawn -rate 1000 -d 5s       # open loop at 1000 req/s
-//	go run ./cmd/sidecar-bench -sidecar http://127.0.0.1:7480 -redis redis://127.0.0.1:6379/0
 package main
 
 import (

@@ -1,8 +1,3 @@
-// Package hello is a module written from outside the sidecar, as anyone
-// would write one without forking: two routes, a setting, Lua scripts, a
-// key family of its own that lives and dies with the session, one that
-// lives as long as the user's sessions, and a metric. cmd/sidecar-hello is its binary: the stock modules plus this one.
-// docs/modules.md walks through it.
 package hello
 
 import (

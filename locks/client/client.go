@@ -1,10 +1,3 @@
-// Package client is the former Go client of the sidecar's locks API.
-//
-// Deprecated: use github.com/agentsidecar/agentsidecar/client, which covers
-// the whole API and holds the same Lease. Every name here is an alias of
-// its counterpart there (Options is client.LeaseOptions, APIError is
-// client.Error), so code using this package keeps compiling and behaving
-// the same.
 package client
 
 import (

@@ -114,30 +114,39 @@ local function exists(c)
 end
 
 -- set_ttl gives the session its own TTL t (0: none) (before a commit with
--- opts.force): the record's ttl_seconds is the caller's, every key it has
--- slides to t, and Cognee's lists too, whatever wrote them.
+-- opts.force): the record's ttl_seconds is the caller's, and the forced
+-- bookkeeping slides every key it has, and the loose ones, to t.
 local function set_ttl(c, t)
   c.own_ttl = t
-  for _, p in ipairs(keys.cognee) do
-    local code = keys.code[p]
-    if not had(c, code) then
-      local k = key(c, p)
-      if redis.call('EXISTS', k) == 1 then c.added[code] = k end
-    end
+end
+
+-- loose_keys are the session's keys of the families whose keys may exist
+-- though the record does not list them (keys.loose: Cognee's lists, which
+-- Cognee writes, and the id indexes a read makes) that set (fams_set)
+-- does not list.
+local function loose_keys(c, set)
+  local out = {}
+  for _, p in ipairs(keys.loose) do
+    if not set[keys.code[p]] then out[#out + 1] = key(c, p) end
   end
+  return out
 end
 
 -- own_keys lists the session's own keys: the record, every family it has
--- and Cognee's lists (which another program may have made); every
--- registered family for a session without fams (one only Cognee wrote,
--- whose reads may have built an index).
+-- and the loose ones (which another program or a read may have made);
+-- every registered family for a session without fams (one only Cognee
+-- wrote, whose reads may have built an index). A code this sidecar does
+-- not know (another version's family) has no prefix here: its keys end by
+-- their TTL.
 local function own_keys(c)
   local out = { c.record }
   if c.fams_text then
-    local seen = {}
-    for code in pairs(fams_set(c)) do seen[keys.prefix[code]] = true end
-    for _, p in ipairs(keys.cognee) do seen[p] = true end
-    for p in pairs(seen) do out[#out + 1] = key(c, p) end
+    local set = fams_set(c)
+    for code in pairs(set) do
+      local p = keys.prefix[code]
+      if p then out[#out + 1] = key(c, p) end
+    end
+    for _, k in ipairs(loose_keys(c, set)) do out[#out + 1] = k end
   else
     for _, p in ipairs(keys.session) do out[#out + 1] = key(c, p) end
   end
@@ -157,5 +166,6 @@ return {
   cognee_keys = cognee_keys,
   exists = exists,
   set_ttl = set_ttl,
+  loose_keys = loose_keys,
   own_keys = own_keys,
 }

@@ -235,14 +235,24 @@ local function slide_user(c, t)
 end
 
 -- slide gives the record and every key of the families the session has
--- TTL t (0: none), and the user's keys at least t.
+-- TTL t (0: none), and the user's keys at least t. The loose keys the
+-- record does not list (Cognee's lists, an index a read made) slide too,
+-- when one EXISTS finds any. A code of set this sidecar does not know
+-- (another version's family) is left to that version's slides.
 local function slide(c, t, set)
   local cmd = t > 0 and 'EXPIRE' or 'PERSIST'
   local function one(k)
     if t > 0 then redis.call(cmd, k, t) else redis.call(cmd, k) end
   end
   one(c.record)
-  for code in pairs(set) do one(families.key(c, keys.prefix[code])) end
+  for code in pairs(set) do
+    local p = keys.prefix[code]
+    if p then one(families.key(c, p)) end
+  end
+  local loose = families.loose_keys(c, set)
+  if #loose > 0 and redis.call('EXISTS', unpack(loose)) > 0 then
+    for _, k in ipairs(loose) do one(k) end
+  end
   slide_user(c, t)
 end
 

@@ -1,6 +1,3 @@
-// Package openapitest reads the sidecar's OpenAPI document for tests: its
-// operations, $ref resolution, and a validator for the JSON Schema subset the
-// document uses, so tests can check examples and live answers against it.
 package openapitest
 
 import (

@@ -1,9 +1,3 @@
-// Package redisstoretest gives each test its own fresh Redis: a real
-// redis-server started on a free loopback port when the binary is on PATH,
-// else an embedded miniredis. With REQUIRE_REAL_REDIS=1 (as in CI) a missing
-// redis-server fails the test instead of falling back. There is no mocked
-// Redis anywhere in this project. A real Redis Cluster (cluster.go) comes
-// from redis-server and redis-cli; EachWithCluster runs a suite on all three.
 package redisstoretest
 
 import (

@@ -1,8 +1,3 @@
-// Package sidecartest runs a real sidecar host on loopback ports against a
-// real Redis (from redisstoretest) for module tests, and talks HTTP to it:
-// Do and Metrics from the test's goroutine, a Client from any. With
-// redisstoretest.Setup it runs from a TestMain too. It is the one way tests
-// start a host.
 package sidecartest
 
 import (

@@ -1,8 +1,3 @@
-// Package modules is the product: every module the sidecar ships, in the
-// order their routes are registered. The sidecar binary, the load tool and
-// the tests that run the whole product all take this one list; adding a
-// module is one line here and a package of its own. SIDECAR_MODULES enables
-// a subset by name.
 package modules
 
 import (

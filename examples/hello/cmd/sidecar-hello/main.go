@@ -1,6 +1,3 @@
-// Command sidecar-hello is the sidecar with one module more: the stock list
-// plus examples/hello, built without forking the sidecar (as xcaddy builds
-// Caddy with a plugin).
 package main
 
 import (
