@@ -30,7 +30,9 @@
 -- the sidecar id of a long or dotted one is a hash). A delete therefore
 -- leaves the member (the core removes "<u>:<sid>"): ADK's deleteSession
 -- takes it out (adk_unlist.lua), the listings take out the members of
--- sessions gone that they meet, and each create examines two (prune).
+-- sessions gone that they meet, and each create examines two (prune); a
+-- user's erasure sweeps out every member of the user (the family's
+-- UserMembers glob, "* <user>").
 --   adk_app_state:<tag'><app> the app's `app:` state, as adk_state; <tag'>
 --                             is the app's own bucket on Cluster, so it is
 --                             written by a second script there (adk_app.lua)

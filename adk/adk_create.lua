@@ -73,6 +73,9 @@ if n - #dead >= max then
     .. ' (ADK_MAX_SESSIONS); delete one first; nothing was changed')
 end
 session.use(c, adk.RECORD, 'hash', true)
+-- the record is made now: a session that lists its family (another program
+-- removed it) gives it its TTL
+session.made(c, adk.RECORD)
 session.keep(c, k.index)
 if n - #dead == 0 then session.user_made(c, k.index) end
 adk.declare(c, k, sz)

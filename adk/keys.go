@@ -68,9 +68,10 @@ var (
 	})
 	AppIndexFamily = redisstore.Register(redisstore.Family{
 		Name: "adk sessions of an app", Prefix: "adk_app_index", Scope: redisstore.ScopeBucket, Suffix: "<app_name>:<order>",
-		Kind: redisstore.KindZSet, Owner: "adk", TTL: redisstore.RetentionTTL,
+		Kind: redisstore.KindZSet, UserMembers: "* " + redisstore.UserMember, Owner: "adk", TTL: redisstore.RetentionTTL,
 		Reason: "at least the TTL of each ADK session of the app in the bucket: each of them lists it in its record and every slide of the session keeps it " +
-			"(none while one of them has none); members of sessions gone are dropped by ADK's deleteSession, by the listings that meet them and by each create (two examined)",
+			"(none while one of them has none); members of sessions gone are dropped by ADK's deleteSession, by the listings that meet them and by each create (two examined), " +
+			"a user's erasure sweeps out all of the user's",
 		Description: "an ADK app's sessions of the bucket's users (listSessions without a user), member `<session_id> <user_id>`, " +
 			"in three orders: `created` (creation time, ms), `asc` (last update time), `desc` (last update time negated)",
 	})

@@ -60,9 +60,10 @@ func New(_ context.Context, deps sidecar.Deps) (sidecar.Module, error) {
 	if err != nil {
 		return nil, err
 	}
-	// The script tells a family's keys by the prefix before their first ':'.
+	// The script tells a family's keys by the prefix before their first ':'
+	// (an index it sweeps, by its prefix and the bucket's tag).
 	for _, f := range redisstore.Families() {
-		if (f.Scope == redisstore.ScopeSession || f.Scope == redisstore.ScopeUser) && strings.Contains(f.Prefix, ":") {
+		if f.Scope != redisstore.ScopeLock && f.Scope != redisstore.ScopeChannel && strings.ContainsAny(f.Prefix, ":=\n ") {
 			return nil, fmt.Errorf("erasure: family %q: prefix %q holds a ':'; the erasure could not tell its keys", f.Name, f.Prefix)
 		}
 	}
@@ -97,20 +98,29 @@ func userPrefixes() string {
 	return strings.Join(out, " ")
 }
 
-// sweepPrefixes are the prefixes of the bucket's indexes across users
-// whose members are "<user>:<session>" (bucket families with
-// SessionMembers: the metadata indexes), but the lifecycle sets, which the
-// script names itself: the erasure sweeps them for members of the user's
-// sessions that expired.
-func sweepPrefixes() string {
+// sweepIndexes are the bucket's indexes across users that name users in
+// their members, each "<prefix>=<glob>" (the glob of one user's members,
+// redisstore.UserMember standing for the user), one a line, as the
+// script takes them: the families with SessionMembers (the metadata
+// indexes: "<user>:*") but the lifecycle sets, which the script names
+// itself, and those with UserMembers (ADK's app index). The erasure
+// sweeps them for the members of the user's sessions that expired, or
+// went by a route that does not know the index.
+func sweepIndexes() string {
 	var out []string
 	for _, f := range redisstore.Families() {
-		if f.Scope == redisstore.ScopeBucket && f.SessionMembers && f.Prefix != redisstore.GlobalIndexFamily.Prefix &&
-			!slices.Contains(out, f.Prefix) {
-			out = append(out, f.Prefix)
+		if f.Scope != redisstore.ScopeBucket {
+			continue
+		}
+		glob := f.UserMembers
+		if f.SessionMembers && f.Prefix != redisstore.GlobalIndexFamily.Prefix {
+			glob = redisstore.UserMember + ":*"
+		}
+		if item := f.Prefix + "=" + glob; glob != "" && !slices.Contains(out, item) {
+			out = append(out, item)
 		}
 	}
-	return strings.Join(out, " ")
+	return strings.Join(out, "\n")
 }
 
 func (m *Module) erase(w http.ResponseWriter, r *http.Request) error {
@@ -135,7 +145,7 @@ func (m *Module) erase(w http.ResponseWriter, r *http.Request) error {
 // so far, and 50 ms, before it); it returns whether the erasure is done and
 // else an estimate of the sessions left.
 func (m *Module) Erase(ctx context.Context, user string) (done bool, remaining int64, err error) {
-	prefixes, sweep := userPrefixes(), sweepPrefixes()
+	prefixes, sweep := userPrefixes(), sweepIndexes()
 	deadline, hasDeadline := ctx.Deadline()
 	var slowest time.Duration
 	for step := 0; ; step++ {

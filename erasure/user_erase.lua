@@ -22,9 +22,11 @@
 --   'members': ZSCAN of the bucket's status sets and expiry set, MATCH
 --     <u>:*, removing the members of sessions Redis expired (their keys
 --     gone, the sweep not yet run).
---   'sweep': for each prefix of ARGV[3] (the bucket's indexes across users,
---     members "<u>:<s>": the metadata indexes), a SCAN of its keys, each
---     ZSCANned for the user's members: those of sessions that expired.
+--   'sweep': one SCAN of the keys of the prefixes of ARGV[3] (the
+--     bucket's indexes across users: the metadata indexes, members
+--     "<u>:<s>", ADK's app index, members "<s> <u>"), each ZSCANned for
+--     the user's members: those of sessions that expired (or that a route
+--     which does not know the index deleted).
 --   done: the keys the marker lists (session.keep) are unlinked, and the
 --     marker is emptied but for the fence, which stays ARGV[7] s, refusing
 --     writes sent before the erasure answered. A fence without a phase is
@@ -39,8 +41,9 @@
 --   (lib/session.lua: its tag, user and marker; no session is written)
 -- ARGV[1] the core's settings (lib/session.lua)
 -- ARGV[2] the user families' prefixes, space separated
--- ARGV[3] the prefixes of the bucket's indexes across users the sweep
---   reads, space separated
+-- ARGV[3] the bucket's indexes across users the sweep reads, one a
+--   line, each "<prefix>=<glob>": the glob of a user's members in
+--   its keys, "<user>" standing for the user ("<user>:*")
 -- ARGV[4] SCAN COUNT
 -- ARGV[5] the most sessions one step erases
 -- ARGV[6] the marker's TTL while erasing (s)
@@ -182,14 +185,14 @@ if phase == 'keys' then
   return save()
 end
 
--- zscan_user removes the user's members ("<u>:<s>") from zset key, from
--- ZSCAN cursor zc on, until the scan ends or about budget members were
--- examined; returns the cursor to go on from ('0': done) and the members
--- examined.
-local function zscan_user(key, zc, budget)
+-- zscan_user removes the user's members (glob: "<u>:*" unless given)
+-- from zset key, from ZSCAN cursor zc on, until the scan ends or about
+-- budget members were examined; returns the cursor to go on from ('0':
+-- done) and the members examined.
+local function zscan_user(key, zc, budget, glob)
   local examined = 0
   repeat
-    local z = redis.pcall('ZSCAN', key, zc, 'MATCH', c.uid .. ':*', 'COUNT', 100)
+    local z = redis.pcall('ZSCAN', key, zc, 'MATCH', glob or (c.uid .. ':*'), 'COUNT', 100)
     if type(z) ~= 'table' or z.err then return '0', examined end
     local found = {}
     for i = 1, #z[2], 2 do found[#found + 1] = z[2][i] end
@@ -210,25 +213,44 @@ if phase == 'members' then
     spent = spent + examined
     if zcursor == '0' then set = set + 1 end
   end
-  if set > #sets then phase, cursor, set = 'sweep', '0', 1 end
+  if set > #sets then phase, cursor = 'sweep', '0' end
   return save()
 end
 
--- phase 'sweep': the bucket's indexes across users of prefix number set
--- may hold members of the user's sessions that expired. The key under way
--- (fence:mkey, from zcursor on) goes first; the keys of this SCAN batch
--- finished are noted (by SHA1, in fence:dn) until the batch is done, so a
--- batch of several big keys still ends.
-local prefixes = {}
-for p in string.gmatch(ARGV[3], '%S+') do prefixes[#prefixes + 1] = p end
-if set <= #prefixes then
+-- phase 'sweep': the bucket's indexes across users (ARGV[3]) may hold
+-- members of the user's sessions that expired or went by a route that
+-- left them. One SCAN of the node meets the keys of every prefix (MATCH
+-- the prefix when there is one, else the bucket's tag); each key met is
+-- ZSCANned with its prefix's glob. The key under way (fence:mkey, from
+-- zcursor on) goes first; the keys of this SCAN batch finished are noted
+-- (by SHA1, in fence:dn) until the batch is done, so a batch of several
+-- big keys still ends.
+local globs, heads = {}, {}
+for item in string.gmatch(ARGV[3], '[^\n]+') do
+  local p, glob = string.match(item, '^([^=]+)=(.+)$')
+  local at = glob and string.find(glob, '<user>', 1, true)
+  if at then
+    local head = p .. ':' .. c.tag
+    globs[head] = string.sub(glob, 1, at - 1) .. c.uid .. string.sub(glob, at + 6)
+    heads[#heads + 1] = head
+  end
+end
+-- glob_of is the glob of the user's members in key k, nil when k is no
+-- index of ARGV[3]'s
+local function glob_of(k)
+  for _, head in ipairs(heads) do
+    if string.sub(k, 1, #head) == head then return globs[head] end
+  end
+end
+if #heads > 0 then
   local finished = {}
   for h in string.gmatch(dn or '', '%S+') do finished[h] = true end
-  local r = redis.call('SCAN', cursor, 'MATCH', prefixes[set] .. ':' .. c.tag .. '*', 'COUNT', count)
+  local match = #heads == 1 and (heads[1] .. '*') or ('*:' .. c.tag .. '*')
+  local r = redis.call('SCAN', cursor, 'MATCH', match, 'COUNT', count)
   local order = {}
-  if mkey then order[1] = mkey end
+  if mkey and glob_of(mkey) then order[1] = mkey end
   for _, k in ipairs(r[2]) do
-    if k ~= mkey then order[#order + 1] = k end
+    if k ~= mkey and glob_of(k) then order[#order + 1] = k end
   end
   local spent = 0
   for _, k in ipairs(order) do
@@ -236,7 +258,7 @@ if set <= #prefixes then
     if not finished[h] then
       local zc, examined = '0', 0
       if k == mkey then zc = zcursor end
-      zc, examined = zscan_user(k, zc, math.max(100, budget - spent))
+      zc, examined = zscan_user(k, zc, math.max(100, budget - spent), glob_of(k))
       spent = spent + examined
       if zc ~= '0' then
         local dn = {}
@@ -253,10 +275,8 @@ if set <= #prefixes then
     cursor = r[1]
     return save()
   end
-  set, cursor = set + 1, '0'
-  if set <= #prefixes then return save() end
 end
--- the last prefix swept: done in this step
+-- the sweep's SCAN ended: done in this step
 
 -- done: the keys the marker lists (the SCAN met those named by the user),
 -- then the marker but for the fence, for settle s

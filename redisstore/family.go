@@ -153,6 +153,13 @@ type Family struct {
 	// family "<user>:<session>" of the bucket's users, which a user's
 	// erasure sweeps for the members of the user's sessions that expired.
 	SessionMembers bool
+	// UserMembers, for a bucket family of sorted sets whose members name
+	// the bucket's users in another shape than SessionMembers'
+	// "<user>:<session>", is the SCAN MATCH glob of one user's members,
+	// UserMember standing for the user id (ADK's app index, members
+	// "<session> <user>": "* <user>"): a user's erasure sweeps those too.
+	// User ids hold no glob character (ValidID).
+	UserMembers string
 	// Owner is the module whose routes write the family, or "shared": every
 	// session write (modules sessions, ttl, usage) keeps it current through
 	// the session scripts.
@@ -298,7 +305,7 @@ func overlap(f, g Family) bool {
 // the first mistake.
 func complete(f Family) Family {
 	var err error
-	for _, check := range []func(Family) error{checkDescribed, checkKind, checkTTL, checkPrefix} {
+	for _, check := range []func(Family) error{checkDescribed, checkKind, checkTTL, checkPrefix, checkMembers} {
 		if err = check(f); err != nil {
 			break
 		}
@@ -360,6 +367,25 @@ func checkTTL(f Family) error {
 	}
 	if f.TTL == UserTTL && f.Scope != ScopeUser {
 		return fmt.Errorf("the user TTL is for user families, not %s", f.Scope)
+	}
+	return nil
+}
+
+// UserMember stands for the user id in a Family's UserMembers.
+const UserMember = "<user>"
+
+// checkMembers: UserMembers only on a bucket family of sorted sets that
+// is not SessionMembers, naming the user once.
+func checkMembers(f Family) error {
+	if f.UserMembers == "" {
+		return nil
+	}
+	if f.Scope != ScopeBucket || f.Kind != KindZSet || f.SessionMembers {
+		return fmt.Errorf("UserMembers %q on a %s %s family (SessionMembers %v): for bucket sorted sets of another member shape",
+			f.UserMembers, f.Scope, f.Kind, f.SessionMembers)
+	}
+	if strings.Count(f.UserMembers, UserMember) != 1 || strings.ContainsAny(f.UserMembers, "\n") {
+		return fmt.Errorf("UserMembers %q: a glob naming %s once, on one line", f.UserMembers, UserMember)
 	}
 	return nil
 }

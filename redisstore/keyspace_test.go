@@ -96,6 +96,10 @@ func TestRegisterRefuses(t *testing.T) {
 			f.Scope, f.Kind, f.TTL, f.Reason = redisstore.ScopeChannel, redisstore.KindChannel, redisstore.Permanent, "r"
 		},
 		"pattern not at the prefix": func(f *redisstore.Family) { f.Scope, f.Pattern, f.ClusterPattern = redisstore.ScopeUser, "x:*", "x:*" },
+		"user members on a session": func(f *redisstore.Family) { f.Kind, f.UserMembers = redisstore.KindZSet, "* <user>" },
+		"user members without the user": func(f *redisstore.Family) {
+			f.Scope, f.Kind, f.TTL, f.Reason, f.Code, f.UserMembers = redisstore.ScopeBucket, redisstore.KindZSet, redisstore.RetentionTTL, "r", "", "* u"
+		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			f := ok
