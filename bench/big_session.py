@@ -90,18 +90,15 @@ def index_steps(r):
     shipped script as EVAL runs it, EVALSHA from one client, nothing else
     running): every step's SLOWLOG duration, in µs."""
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    from sessions_lua_cost import eval_sources
+    from sessions_lua_cost import SETTINGS, eval_sources, keys
     sha = r.script_load(eval_sources(ROOT)["session_index_build"])
-    sid = f"{U}:{S}"
-    keys = ([f"agent_sessions:{sid}", f"agent_traces:{sid}", f"session_context:{sid}", f"agent_session_record:{sid}",
-             f"agent_session_qa_index:{sid}", f"agent_session_usage_ids:{sid}"]
-            + [f"agent_sessions_by_user:{U}:{x}" for x in ("running", "completed", "failed")]
-            + [f"agent_sessions_global:{x}" for x in ("running", "completed", "failed")]
-            + ["agent_sessions_global:expiry", "agent_usage_totals", "agent_usage_by_model"])
+    # KEYS the record and the user's marker, ARGV[1] the core's settings,
+    # then SESSION_MAX_ENTRIES and the index (sessionstore.Store.Exec)
+    ks, argv = keys(U, S), [SETTINGS, 0, "qa"]
     r.rpush(ENTRIES, r.lpop(ENTRIES))  # a rewrite: the index no longer describes the list
     r.slowlog_reset()
     # {'ok', 1} once the index covers the list, {'ok', 0} while steps are left
-    while r.evalsha(sha, len(keys), *keys, 604800, 0, U, S, "qa")[1] != 1:
+    while r.evalsha(sha, len(ks), *ks, *argv)[1] != 1:
         pass
     return [e["duration"] for e in r.slowlog_get(100000) if str(e["command"]).startswith(("EVALSHA", "b'EVALSHA"))]
 

@@ -21,8 +21,7 @@ import tempfile
 import redis
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import sessions_cognee as sc  # noqa: E402
-from sessions_lua_cost import keys, private_redis  # noqa: E402
+from sessions_lua_cost import append_call, lean, private_redis  # noqa: E402
 
 HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 
@@ -45,10 +44,11 @@ def run(r, src, fn, n):
     r.function_load(src)
     r.config_resetstat()
     p = r.pipeline(transaction=False)
+    is_lean = lean(src)
     for i in range(n):
-        s = f"s{i // 1000}"
-        k = keys("bench", s)
-        p.fcall(fn, len(k), *k, 604800, 0, "bench", s, f"q{i}", sc.entry(f"q{i}"))
+        # each tree's contract: the lean core's, or the 15 KEYS before it
+        k, a = append_call(is_lean, "bench", f"s{i // 1000}", f"q{i}")
+        p.fcall(fn, len(k), *k, *a)
         if i % 500 == 499:
             p.execute()
     p.execute()

@@ -10,7 +10,10 @@ hits both alike; prints each run and the medians.
   /usr/bin/python3 bench/sessions_lua_ab.py /tmp/before [rounds] [calls]
 
 (The other tree must have bench/libraries writing eval/: trees before
-the libraries of issue 28 held one session_lib.lua instead.)
+the libraries of issue 28 held one session_lib.lua instead. Each tree's
+scripts get the calls of their contract: the lean core's, or the 15 KEYS
+before it; the appends send '?!', SEARCH_INDEX=on-demand's default, which
+trees before on-demand do not know.)
 
 With "fcall" instead of a tree it times this tree's append (1000 per
 session, unique qa_ids) and feedback both ways, alternating: EVALSHA of the
@@ -22,16 +25,32 @@ sidecar loads:
 Results: BENCHMARKS.md, "Append and feedback: the five targets".
 """
 import os
-import random
 import statistics
 import sys
 
 import redis
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import sessions_cognee as sc  # noqa: E402
-from sessions_lua_cost import eval_sources, keys, library, private_redis  # noqa: E402
+from sessions_lua_cost import appends, eval_sources, feedbacks, lean, library, pipelined, private_redis  # noqa: E402
 
+
+def one_run(r, n, append, update, stat, is_lean):
+    """n appends (1000 per session, unique qa_ids) then n feedbacks on a
+    500-entry session, random targets; append and update(pipeline, keys,
+    argv) send one call (is_lean: the lean core's contract, else the 15
+    KEYS before it); returns INFO commandstats' stat of each."""
+    r.flushall()
+    r.config_resetstat()
+    pipelined(r, n, appends(append, is_lean))
+    ap = r.info("commandstats")[stat]
+    r.flushall()
+    one = feedbacks(r, append, update, is_lean)
+    r.config_resetstat()
+    pipelined(r, n, one)
+    fb = r.info("commandstats")[stat]
+    if ap.get("failed_calls") or fb.get("failed_calls"):
+        sys.exit("calls failed")
+    return ap, fb
 
 
 def fcall_ab(r, rounds, n):
@@ -41,41 +60,18 @@ def fcall_ab(r, rounds, n):
     r.function_load(src, replace=True)
     sha_app, sha_upd = r.script_load(ev["session_append"]), r.script_load(ev["session_entry_update"])
     ways = {
-        "EVALSHA": (lambda p, *a: p.evalsha(sha_app, *a), lambda p, *a: p.evalsha(sha_upd, *a), "cmdstat_evalsha"),
-        "FCALL": (lambda p, *a: p.fcall(fapp, *a), lambda p, *a: p.fcall(fupd, *a), "cmdstat_fcall"),
+        "EVALSHA": (lambda p, k, a: p.evalsha(sha_app, len(k), *k, *a),
+                    lambda p, k, a: p.evalsha(sha_upd, len(k), *k, *a), "cmdstat_evalsha"),
+        "FCALL": (lambda p, k, a: p.fcall(fapp, len(k), *k, *a),
+                  lambda p, k, a: p.fcall(fupd, len(k), *k, *a), "cmdstat_fcall"),
     }
     got = {f"{op} {w}": [] for op in ("append", "feedback") for w in ways}
     for _ in range(rounds):
         for w, (append, update, stat) in ways.items():
-            r.flushall()
-            r.config_resetstat()
-            p = r.pipeline(transaction=False)
-            for i in range(n):
-                k = keys("bench", f"s{i // 1000}")
-                append(p, len(k), *k, 604800, 0, "bench", f"s{i // 1000}", f"q{i}", sc.entry(f"q{i}"))
-                if i % 500 == 499:
-                    p.execute()
-            p.execute()
-            ev = r.info("commandstats")[stat]
-            got[f"append {w}"].append(ev["usec_per_call"])
-            r.flushall()
-            k = keys("bench", "fb")
-            for i in range(500):
-                append(p, len(k), *k, 604800, 0, "bench", "fb", f"q{i}", sc.entry(f"q{i}"))
-            p.execute()
-            r.config_resetstat()
-            rng = random.Random(1)
-            for i in range(n):
-                update(p, len(k), *k, 604800, 0, "bench", "fb", f"q{rng.randrange(500)}", "",
-                       "feedback_text", '"fine"', "feedback_score", str(1 + i % 5))
-                if i % 500 == 499:
-                    p.execute()
-            p.execute()
-            fb = r.info("commandstats")[stat]
-            if ev.get("failed_calls") or fb.get("failed_calls"):
-                sys.exit(f"{w}: calls failed")
+            ap, fb = one_run(r, n, append, update, stat, lean(src))
+            got[f"append {w}"].append(ap["usec_per_call"])
             got[f"feedback {w}"].append(fb["usec_per_call"])
-            print(f"{w:8s} append {ev['usec_per_call']:7.2f} us   feedback {fb['usec_per_call']:7.2f} us", flush=True)
+            print(f"{w:8s} append {ap['usec_per_call']:7.2f} us   feedback {fb['usec_per_call']:7.2f} us", flush=True)
     for name, v in got.items():
         print(f"median {name:23s} {statistics.median(v):7.2f} us (min {min(v):.2f}, max {max(v):.2f})")
 
@@ -90,40 +86,18 @@ def main():
         if other is None:
             fcall_ab(r, rounds, n)
             return
-        k = keys("bench", "fb")
         got = {f"{op} {name}": [] for op in ("append", "feedback") for name in ("this tree", sys.argv[1])}
         for _ in range(rounds):
             for name, src in (("this tree", this), (sys.argv[1], other)):
-                append = r.script_load(src["session_append"])
-                sha = r.script_load(src["session_entry_update"])
-                r.flushall()
-                r.config_resetstat()
-                p = r.pipeline(transaction=False)
-                for i in range(n):
-                    ka = keys("bench", f"s{i // 1000}")
-                    p.evalsha(append, len(ka), *ka, 604800, 0, "bench", f"s{i // 1000}", f"q{i}", sc.entry(f"q{i}"))
-                    if i % 500 == 499:
-                        p.execute()
-                p.execute()
-                ap = r.info("commandstats")["cmdstat_evalsha"]
-                r.flushall()
-                for i in range(500):
-                    p.evalsha(append, len(k), *k, 604800, 0, "bench", "fb", f"q{i}", sc.entry(f"q{i}"))
-                p.execute()
-                r.config_resetstat()
-                rng = random.Random(1)
-                for i in range(n):
-                    p.evalsha(sha, len(k), *k, 604800, 0, "bench", "fb", f"q{rng.randrange(500)}", "",
-                              "feedback_text", '"fine"', "feedback_score", str(1 + i % 5))
-                    if i % 500 == 499:
-                        p.execute()
-                p.execute()
-                ev = r.info("commandstats")["cmdstat_evalsha"]
-                if ev.get("failed_calls") or ap.get("failed_calls"):
-                    sys.exit(f"{name}: calls failed")
+                app = r.script_load(src["session_append"])
+                upd = r.script_load(src["session_entry_update"])
+                # each tree's contract: the lean core's, or the 15 KEYS before it
+                ap, fb = one_run(r, n, lambda p, k, a: p.evalsha(app, len(k), *k, *a),
+                                 lambda p, k, a: p.evalsha(upd, len(k), *k, *a), "cmdstat_evalsha",
+                                 lean(src["session_append"]))
                 got[f"append {name}"].append(ap["usec_per_call"])
-                got[f"feedback {name}"].append(ev["usec_per_call"])
-                print(f"{name:30s} append {ap['usec_per_call']:7.2f} us   feedback {ev['usec_per_call']:7.2f} us", flush=True)
+                got[f"feedback {name}"].append(fb["usec_per_call"])
+                print(f"{name:30s} append {ap['usec_per_call']:7.2f} us   feedback {fb['usec_per_call']:7.2f} us", flush=True)
         for name, v in got.items():
             print(f"median {name:32s} {statistics.median(v):7.2f} us (min {min(v):.2f}, max {max(v):.2f})")
 

@@ -1,10 +1,11 @@
 #!/usr/bin/python3
-"""Where Redis spends one append: runs session_append.lua and cut-down
-variants of it (the same prelude) against a private redis-server on a free
-loopback port, and prints Redis's own time per EVALSHA from INFO
-commandstats, with the time of the redis.call()s inside it; then the
-shipped append and feedback as FCALL of the library the sidecar loads
-(go run ./bench/libraries), where the prelude's functions are defined once.
+"""Redis's time per append and per feedback: runs session_append.lua (as
+EVAL runs it: its libraries, then its body) and, for scale, `return 1`
+against a private redis-server on a free loopback port, and prints Redis's
+own time per EVALSHA from INFO commandstats, with the time of the
+redis.call()s inside it; then the shipped append and feedback as FCALL of
+the library the sidecar loads (go run ./bench/libraries), with the cost of
+session.open alone.
 
   /usr/bin/python3 bench/sessions_lua_cost.py [appends] [subscribers]
   # default 20000 appends; subscribers: Pub/Sub connections (one per
@@ -13,21 +14,37 @@ shipped append and feedback as FCALL of the library the sidecar loads
   # (pods watching those streams). SUBSCRIBE=other: each to the channel of
   # one stream the run does not write (idle pods: no message reaches
   # them); SUBSCRIBE=global: each to the single channel sidecar:events that
-  # pods before per-stream channels listened on. LUA_DIR=<dir>: the
-  # scripts of another tree's lua/ (the FCALL part is then skipped).
-  # SHIPPED_ONLY=1: only the append as shipped (no variants, feedback or
-  # FCALL), e.g. for Redis's cost per append with 0 and 8 pods:
-  #   SHIPPED_ONLY=1 SUBSCRIBE=other /usr/bin/python3 bench/sessions_lua_cost.py 20000 8
+  # pods before per-stream channels listened on. The scripts run with the
+  # core's settings the sidecar sends by default (SETTINGS below:
+  # SESSION_EVENTS=watched, and nobody watches, so no event is recorded);
+  # SESSION_EVENTS=always records every event (what subscribers need to
+  # receive anything). LUA_DIR=<dir>: the scripts of another tree's lua/,
+  # of the lean core's contract or the one before it (the FCALL part is
+  # then skipped). LIBRARY=<file>: the FCALL part's library from that file
+  # (as go run ./bench/libraries DIR writes it) instead of this tree's.
+  # SHIPPED_ONLY=1: only the append as shipped (no feedback or FCALL),
+  # e.g. for Redis's cost per append with 0 and 8 pods:
+  #   SESSION_EVENTS=always SHIPPED_ONLY=1 SUBSCRIBE=other /usr/bin/python3 bench/sessions_lua_cost.py 20000 8
+  # BREAKDOWN=1: each command's calls and µs per script call.
 
-Calls are pipelined from one connection so the client's speed does not
-matter: only Redis-side time is reported, from INFO commandstats and, per
-variant, redis-server's own CPU time (/proc, every thread) per call, which
-also holds what commandstats leaves out (reading the pipelined commands,
-writing the messages to subscribers). 1000 appends per session, unique
-qa_ids, entries as Cognee writes them. Results: BENCHMARKS.md, "Sessions".
+The calls are those of the sidecar (sessionstore.Store.Exec): KEYS the
+session's record and the user's marker, ARGV[1] the core's settings, then
+the script's own (SESSION_MAX_ENTRIES 0, the qa_id, the entry as Cognee
+writes it, and '?!': SEARCH_INDEX=on-demand for a user who never
+searched). Calls are pipelined from one connection so the client's speed
+does not matter: only Redis-side time is reported, from INFO commandstats
+and, per variant, redis-server's own CPU time (/proc, every thread) per
+call, which also holds what commandstats leaves out (reading the pipelined
+commands, writing the messages to subscribers). 1000 appends per session,
+unique qa_ids. The µs swing with the machine's load: for two trees or two
+versions of a library, compare instructions (sessions_lua_instructions.py).
+Results: BENCHMARKS.md, "Sessions" (and "Cost in proportion: the lean
+core").
 """
 import contextlib
+import hashlib
 import os
+import random
 import socket
 import subprocess
 import sys
@@ -70,8 +87,27 @@ def subscribe_all(port, subscribers, n):
     return subs
 
 
+# The core's settings the sidecar sends by default (ARGV[1] of every session
+# script; sessionstore.New, lib/session.lua): "<ttl> <grain µs> <maxlen>
+# <mode>" with SESSION_TTL_SECONDS 604800, the grain min(60 s,
+# SESSION_ABANDON_AFTER_SECONDS 1800 / 30), SESSION_EVENTS_MAXLEN 1000 and
+# SESSION_EVENTS=watched ('w'; SESSION_EVENTS=always in this tool's
+# environment: 'a', every event recorded).
+MODE = "a" if os.environ.get("SESSION_EVENTS") == "always" else "w"
+SETTINGS = f"604800 60000000 1000 {MODE}"
+# the same with a grain of 0: every write's bookkeeping is due
+SETTINGS_DUE = f"604800 0 1000 {MODE}"
+
+
 def keys(u, s):
-    """The 15 KEYS of a session script (redisstore/keys.go, standalone)."""
+    """The KEYS of a session script as sessionstore.Store.Exec sends them
+    (standalone Redis): the session's record and the user's marker."""
+    return [f"agent_session_record:{u}:{s}", "agent_user_marker:" + hashlib.sha1(u.encode()).hexdigest()]
+
+
+def old_keys(u, s):
+    """The 15 KEYS of a session script before the lean core (a tree whose
+    lib/session.lua still takes them: lean() is false)."""
     sid = f"{u}:{s}"
     return ([f"agent_sessions:{sid}", f"agent_traces:{sid}", f"session_context:{sid}",
              f"agent_session_record:{sid}", f"agent_session_qa_index:{sid}", f"agent_session_usage_ids:{sid}"]
@@ -80,16 +116,52 @@ def keys(u, s):
             + ["agent_sessions_global:expiry", "agent_usage_totals", "agent_usage_by_model"])
 
 
-def library():
-    """The session library as the sidecar loads it, and its function names."""
-    with tempfile.TemporaryDirectory() as d:
-        names = subprocess.run(["go", "run", "./bench/libraries", d], cwd=os.path.join(LUA, ".."),
-                               check=True, capture_output=True, text=True).stdout.split()
-        for name in names:
-            src = open(os.path.join(d, name + ".lua")).read()
-            if "function_name = 'session_append_" in src:
-                break
-    suffix = "_" + name.rsplit("_", 1)[1]
+def lean(src):
+    """Whether script text src (a script as EVAL runs it, or a library) is
+    of the lean core's contract; a tree before it took 15 KEYS and ARGV
+    TTL, max entries, user_id, session_id."""
+    return "KEYS[1..15]" not in src
+
+
+def call(is_lean, u, s, *args, settings=SETTINGS):
+    """KEYS and ARGV of a call of session_append or session_entry_update
+    (their own arguments args: SESSION_MAX_ENTRIES first) to session s of
+    user u, in the lean contract, or the old one when not is_lean."""
+    if is_lean:
+        return keys(u, s), [settings, *args]
+    return old_keys(u, s), [604800, args[0], u, s, *args[1:]]
+
+
+def append_call(is_lean, u, s, qa, *extra, settings=SETTINGS):
+    """session_append's KEYS and ARGV: SESSION_MAX_ENTRIES 0, qa_id qa, the
+    entry as Cognee writes it, then extra (the search document's spec and
+    length, or '?!')."""
+    return call(is_lean, u, s, "0", qa, sc.entry(qa), *extra, settings=settings)
+
+
+def feedback_call(is_lean, u, s, qa, score, settings=SETTINGS):
+    """session_entry_update's KEYS and ARGV setting entry qa's feedback, as
+    PUT .../feedback does."""
+    return call(is_lean, u, s, "0", qa, "", "feedback_text", '"fine"', "feedback_score", str(score),
+                settings=settings)
+
+
+def library(tree=None):
+    """The scripts library as the sidecar loads it (go run ./bench/libraries
+    in this tree, or in tree; LIBRARY=<file>: that library file as it is,
+    e.g. one edited by hand for an A/B), and its session_append and
+    session_entry_update function names."""
+    if os.environ.get("LIBRARY") and not tree:
+        src = open(os.environ["LIBRARY"]).read()
+    else:
+        with tempfile.TemporaryDirectory() as d:
+            names = subprocess.run(["go", "run", "./bench/libraries", d], cwd=tree or os.path.join(LUA, ".."),
+                                   check=True, capture_output=True, text=True).stdout.split()
+            for name in names:
+                src = open(os.path.join(d, name + ".lua")).read()
+                if "function_name = 'session_append_" in src:
+                    break
+    suffix = "_" + src.split("\n", 1)[0].rsplit("_", 1)[1]
     return src, "session_append" + suffix, "session_entry_update" + suffix
 
 
@@ -101,6 +173,60 @@ def eval_sources(tree=None):
         subprocess.run(["go", "run", "./bench/libraries", d], cwd=root, check=True, capture_output=True)
         ev = os.path.join(d, "eval")
         return {f[:-4]: open(os.path.join(ev, f)).read() for f in os.listdir(ev)}
+
+
+def pipelined(r, n, one):
+    """Runs one(pipeline, i) for i < n, pipelined 500 at a time."""
+    p = r.pipeline(transaction=False)
+    for i in range(n):
+        one(p, i)
+        if i % 500 == 499:
+            p.execute()
+    p.execute()
+
+
+def appends(run, is_lean):
+    """one(pipeline, i) of the appends every part times: 1000 per session
+    (unique qa_ids), '?!' as the sidecar sends it by default
+    (SEARCH_INDEX=on-demand, a user who never searched); run(pipeline,
+    keys, argv) sends one."""
+    def one(p, i):
+        k, a = append_call(is_lean, "bench", f"s{i // 1000}", f"q{i}", "?!")
+        run(p, k, a)
+    return one
+
+
+def feedbacks(r, append, update, is_lean):
+    """Writes the 500-entry session bench/fb (append(pipeline, keys, argv)
+    sends an append) and returns one(pipeline, i) of the feedbacks on it,
+    random targets (update sends one)."""
+    pipelined(r, 500, lambda p, i: append(p, *append_call(is_lean, "bench", "fb", f"q{i}", "?!")))
+    rng = random.Random(1)
+
+    def one(p, i):
+        update(p, *feedback_call(is_lean, "bench", "fb", f"q{rng.randrange(500)}", 1 + i % 5))
+    return one
+
+
+def inner_line(st, n, stat):
+    """what INFO commandstats st says of n calls of stat (cmdstat_fcall or
+    cmdstat_evalsha): its µs per call, and the redis.call()s inside it."""
+    ev = st[stat]
+    inner = [v for kk, v in st.items() if kk not in SKIP and kk != stat]
+    return (f"{ev['usec_per_call']:6.2f} us/call, of which "
+            f"{sum(v['calls'] for v in inner) / n:4.1f} redis.call()s {sum(v['usec'] for v in inner) / n:5.2f} us"
+            f"{'  FAILED ' + str(ev.get('failed_calls')) if ev.get('failed_calls') else ''}")
+
+
+SKIP = {"cmdstat_config|resetstat", "cmdstat_script|load", "cmdstat_flushall", "cmdstat_function|load",
+        "cmdstat_function|delete"}
+
+
+def breakdown(st, n):
+    if os.environ.get("BREAKDOWN"):
+        print("    " + ", ".join(f"{k[8:]} {v['calls'] / n:.1f}x {v['usec_per_call']:.2f}us"
+                                 for k, v in sorted(st.items()) if k not in SKIP
+                                 and k not in ("cmdstat_evalsha", "cmdstat_fcall")))
 
 
 def variants():
@@ -118,29 +244,13 @@ def feedback(r, n):
     src = eval_sources()
     app, upd = r.script_load(src["session_append"]), r.script_load(src["session_entry_update"])
     r.flushall()
-    k = keys("bench", "fb")
-    p = r.pipeline(transaction=False)
-    for i in range(500):
-        p.evalsha(app, len(k), *k, 604800, 0, "bench", "fb", f"q{i}", sc.entry(f"q{i}"))
-    p.execute()
+    one = feedbacks(r, lambda p, k, a: p.evalsha(app, len(k), *k, *a),
+                    lambda p, k, a: p.evalsha(upd, len(k), *k, *a), lean(src["session_append"]))
     r.config_resetstat()
-    rng = __import__("random").Random(1)
-    for i in range(n):
-        p.evalsha(upd, len(k), *k, 604800, 0, "bench", "fb", f"q{rng.randrange(500)}", "",
-                  "feedback_text", '"fine"', "feedback_score", str(1 + i % 5))
-        if i % 500 == 499:
-            p.execute()
-    p.execute()
+    pipelined(r, n, one)
     st = r.info("commandstats")
-    ev = st["cmdstat_evalsha"]
-    skip = {"cmdstat_evalsha", "cmdstat_config|resetstat"}
-    inner = [v for kk, v in st.items() if kk not in skip]
-    print(f"{'feedback, 500 entries, random':34s} EVALSHA {ev['usec_per_call']:6.2f} us/call, of which "
-          f"{sum(v['calls'] for v in inner) / n:4.1f} redis.call()s {sum(v['usec'] for v in inner) / n:5.2f} us"
-          f"{'  FAILED ' + str(ev.get('failed_calls')) if ev.get('failed_calls') else ''}")
-    if os.environ.get("BREAKDOWN"):
-        print("    " + ", ".join(f"{kk[8:]} {v['calls'] / n:.1f}x {v['usec_per_call']:.2f}us"
-                                 for kk, v in sorted(st.items()) if kk not in skip))
+    print(f"{'feedback, 500 entries, random':34s} EVALSHA {inner_line(st, n, 'cmdstat_evalsha')}")
+    breakdown(st, n)
 
 
 def fcall(r, n):
@@ -155,44 +265,24 @@ def fcall(r, n):
              + "redis.register_function{function_name='bench_begin', callback=function(KEYS, ARGV) session.open(KEYS, ARGV) return 1 end}\n"
              + "redis.register_function{function_name='bench_return', callback=function(KEYS, ARGV) return 1 end}\n")
     r.function_load(bench, replace=True)
-    k = keys("bench", "fixed")
     for name, fn in (("FCALL session.open + return 1", "bench_begin"), ("FCALL return 1 (the same library)", "bench_return")):
         r.config_resetstat()
-        p = r.pipeline(transaction=False)
-        for i in range(n):
-            p.fcall(fn, len(k), *k, 604800, 0, "bench", "fixed", f"q{i}", sc.entry(f"q{i}"))
-            if i % 500 == 499:
-                p.execute()
-        p.execute()
+        pipelined(r, n, lambda p, i: p.fcall(fn, 2, *append_call(True, "bench", "fixed", f"q{i}", "?!")[0],
+                                             *append_call(True, "bench", "fixed", f"q{i}", "?!")[1]))
         print(f"{name:34s} FCALL   {r.info('commandstats')['cmdstat_fcall']['usec_per_call']:6.2f} us/call")
     r.function_delete("bench_" + libname)
-    skip = {"cmdstat_fcall", "cmdstat_config|resetstat", "cmdstat_flushall"}
+    append = lambda p, k, a: p.fcall(fapp, len(k), *k, *a)  # noqa: E731
     for name in ("append, FCALL", "feedback, 500 entries, FCALL"):
         r.flushall()
-        p = r.pipeline(transaction=False)
         if name.startswith("feedback"):
-            k = keys("bench", "fb")
-            for i in range(500):
-                p.fcall(fapp, len(k), *k, 604800, 0, "bench", "fb", f"q{i}", sc.entry(f"q{i}"))
-            p.execute()
+            one = feedbacks(r, append, lambda p, k, a: p.fcall(fupd, len(k), *k, *a), True)
+        else:
+            one = appends(append, True)
         r.config_resetstat()
-        rng = __import__("random").Random(1)
-        for i in range(n):
-            if name.startswith("feedback"):
-                p.fcall(fupd, len(k), *k, 604800, 0, "bench", "fb", f"q{rng.randrange(500)}", "",
-                        "feedback_text", '"fine"', "feedback_score", str(1 + i % 5))
-            else:
-                k = keys("bench", f"s{i // 1000}")
-                p.fcall(fapp, len(k), *k, 604800, 0, "bench", f"s{i // 1000}", f"q{i}", sc.entry(f"q{i}"))
-            if i % 500 == 499:
-                p.execute()
-        p.execute()
+        pipelined(r, n, one)
         st = r.info("commandstats")
-        ev = st["cmdstat_fcall"]
-        inner = [v for kk, v in st.items() if kk not in skip]
-        print(f"{name:34s} FCALL   {ev['usec_per_call']:6.2f} us/call, of which "
-              f"{sum(v['calls'] for v in inner) / n:4.1f} redis.call()s {sum(v['usec'] for v in inner) / n:5.2f} us"
-              f"{'  FAILED ' + str(ev.get('failed_calls')) if ev.get('failed_calls') else ''}")
+        print(f"{name:34s} FCALL   {inner_line(st, n, 'cmdstat_fcall')}")
+        breakdown(st, n)
 
 
 @contextlib.contextmanager
@@ -227,7 +317,6 @@ def main():
     with private_redis() as (port, pid):
         r = redis.Redis(host="127.0.0.1", port=port)
         subs = subscribe_all(port, subscribers, n)
-        skip = {"cmdstat_evalsha", "cmdstat_config|resetstat", "cmdstat_script|load", "cmdstat_flushall"}
         vs = list(variants().items())
         if os.environ.get("SHIPPED_ONLY"):
             vs = vs[:1]
@@ -236,26 +325,13 @@ def main():
             sha = r.script_load(src)
             r.config_resetstat()
             cpu = cpu_us(pid)
-            p = r.pipeline(transaction=False)
-            for i in range(n):
-                k = keys("bench", f"s{i // 1000}")
-                p.evalsha(sha, len(k), *k, 604800, 0, "bench", f"s{i // 1000}", f"q{i}", sc.entry(f"q{i}"))
-                if i % 500 == 499:
-                    p.execute()
-            p.execute()
+            pipelined(r, n, appends(lambda p, k, a: p.evalsha(sha, len(k), *k, *a), lean(src)))
             cpu = (cpu_us(pid) - cpu) / n
             st = r.info("commandstats")
-            ev = st["cmdstat_evalsha"]
             if name.startswith("(warm-up"):
                 continue
-            inner = [v for k, v in st.items() if k not in skip]
-            print(f"{name:34s} EVALSHA {ev['usec_per_call']:6.2f} us/call, of which "
-                  f"{sum(v['calls'] for v in inner) / n:4.1f} redis.call()s {sum(v['usec'] for v in inner) / n:5.2f} us;"
-                  f" redis-server CPU {cpu:6.2f} us/call"
-                  f"{'  FAILED ' + str(ev.get('failed_calls')) if ev.get('failed_calls') else ''}")
-            if os.environ.get("BREAKDOWN") and inner:
-                print("    " + ", ".join(f"{k[8:]} {v['calls'] / n:.1f}x {v['usec_per_call']:.2f}us"
-                                         for k, v in sorted(st.items()) if k not in skip))
+            print(f"{name:34s} EVALSHA {inner_line(st, n, 'cmdstat_evalsha')}; redis-server CPU {cpu:6.2f} us/call")
+            breakdown(st, n)
         if not os.environ.get("SHIPPED_ONLY"):
             feedback(r, n)
             if os.environ.get("LUA_DIR"):

@@ -62,17 +62,37 @@ local function context(tag, uid, sid, marker, settings)
   }
 end
 
+-- SETTINGS_MEMO holds the settings as the last call parsed them (text:
+-- ARGV[1], value: the table): a pod sends the same ARGV[1] with every
+-- call, which a function library (loaded once, called many times) then
+-- parses once. A memo of its whole input: no session's data, and the
+-- value is never written.
+local SETTINGS_MEMO = {}
+
+local function parse_settings(text)
+  local m = SETTINGS_MEMO
+  if text ~= m.text then
+    local ttl, grain, maxlen, mode = string.match(text, '^(%d+) (%d+) (%d+) (%a)$')
+    m.value = { ttl = tonumber(ttl), grain = tonumber(grain), maxlen = tonumber(maxlen), watched = mode == 'w' }
+    m.text = text
+  end
+  return m.value
+end
+
 -- open is the context of this call's session (see the header).
 local function open(KEYS, ARGV)
   if redis.replicate_commands then redis.replicate_commands() end
-  local tag, uid, sid = string.match(KEYS[1], '^agent_session_record:({[^}]*}:)([^:]*):(.*)$')
+  local tag, uid, sid
+  -- byte 22 is the one after 'agent_session_record:': '{' on Cluster (a
+  -- key without a tag tries one pattern only)
+  if string.byte(KEYS[1], 22) == 123 then
+    tag, uid, sid = string.match(KEYS[1], '^agent_session_record:({[^}]*}:)([^:]*):(.*)$')
+  end
   if not tag then
     tag = ''
     uid, sid = string.match(KEYS[1], '^agent_session_record:([^:]*):(.*)$')
   end
-  local ttl, grain, maxlen, mode = string.match(ARGV[1], '^(%d+) (%d+) (%d+) (%a)$')
-  return context(tag, uid, sid, KEYS[2] or (MARKER .. tag .. redis.sha1hex(uid)),
-    { ttl = tonumber(ttl), grain = tonumber(grain), maxlen = tonumber(maxlen), watched = mode == 'w' })
+  return context(tag, uid, sid, KEYS[2] or (MARKER .. tag .. redis.sha1hex(uid)), parse_settings(ARGV[1]))
 end
 
 -- at is the context of session sid of c's user (fork, split,
