@@ -4,7 +4,8 @@
 // label); the system prompt rendered from them, optionally frozen so a
 // provider's prompt cache keeps hitting; and tools an LLM calls to update
 // them (set_context) or search them (search_context), defined in OpenAI's
-// and Anthropic's shapes. Every write is one script (blocks_*.lua, in
+// and Anthropic's shapes and served to any MCP client by each session's
+// Model Context Protocol server (mcp.go). Every write is one script (blocks_*.lua, in
 // this package) over the shared session (sessionstore): a session block
 // is one of the session's keys, slid, persisted and deleted with it.
 package blocks
@@ -12,6 +13,8 @@ package blocks
 import (
 	"context"
 	"log/slog"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/agentsidecar/agentsidecar/envconf"
 	"github.com/agentsidecar/agentsidecar/search"
@@ -53,10 +56,11 @@ func (c Config) Validate() error {
 
 // Module serves the block, system-prompt and tool routes.
 type Module struct {
-	store  *Store
-	cfg    Config
-	logger *slog.Logger
-	index  *search.Index // the host's relevance index (session_search)
+	store   *Store
+	cfg     Config
+	logger  *slog.Logger
+	index   *search.Index // the host's relevance index (session_search)
+	metrics *metrics
 }
 
 // New reads the module's settings and takes the host's session store.
@@ -82,7 +86,7 @@ func New(_ context.Context, deps sidecar.Deps) (sidecar.Module, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Module{store: &Store{Store: s, cfg: cfg, mode: x.Mode()}, cfg: cfg, logger: deps.Logger, index: x}, nil
+	return &Module{store: &Store{Store: s, cfg: cfg, mode: x.Mode()}, cfg: cfg, logger: deps.Logger, index: x, metrics: newMetrics()}, nil
 }
 
 // Name implements sidecar.Module.
@@ -107,7 +111,14 @@ func (m *Module) Routes() []sidecar.Route {
 		{Pattern: "POST " + session + "/system-prompt/refresh", Handler: m.refreshPrompt, Query: []string{"format"}},
 		{Pattern: "GET " + session + "/tools", Handler: m.listTools, Query: []string{"format"}},
 		{Pattern: "POST " + session + "/tools/{name}", Handler: m.callTool},
+		{Pattern: "POST " + session + "/mcp", Handler: m.serveMCP},
 	}
 }
 
-var _ sidecar.Module = (*Module)(nil)
+// Collectors implements sidecar.Collector: the MCP server's counters.
+func (m *Module) Collectors() []prometheus.Collector { return m.metrics.collectors() }
+
+var (
+	_ sidecar.Module    = (*Module)(nil)
+	_ sidecar.Collector = (*Module)(nil)
+)
