@@ -3,7 +3,7 @@
 // over Streamable HTTP, behind the token; the OpenAI Agents SDK's
 // MCPServerStreamableHttp (@modelcontextprotocol/client underneath) with a
 // scripted model calling set_context; and one client whose requests go to
-// two sidecars on one Redis in turn.
+// two sidecars on one Redis in turn; and Google ADK's MCPToolset.
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
@@ -221,4 +221,29 @@ test("two sidecars on one Redis answer one MCP client in turn", { skip: absent }
   }
   assert.ok(answered[0] >= 4 && answered[1] >= 4, `answers per pod: ${answered}`);
   assert.equal((await rest("GET", `/v1/users/${u}/sessions/${s}/blocks/notes`)).content, "note delta");
+});
+
+test("Google ADK's MCPToolset: the tools as declarations, a call, the resources", { skip: absent }, async () => {
+  const { MCPToolset } = await import("@google/adk");
+  const u = unique("ts-adk-mcp");
+  const s = "chat-1";
+  await rest("PUT", `/v1/users/${u}/sessions/${s}/blocks/human`, { content: "likes tea" });
+  const toolset = new MCPToolset({
+    type: "StreamableHTTPConnectionParams",
+    url: mcpURL(TOKEN_URL, u, s).href,
+    transportOptions: { requestInit: { headers: auth } },
+  });
+  try {
+    const tools = await toolset.getTools();
+    assert.deepEqual(tools.map((t) => t.name), ["set_context", "search_context", "session_search"]);
+    const decl = tools[0]._getDeclaration();
+    assert.equal(decl.name, "set_context");
+    // a Runner passes a ToolContext; MCPTool.runAsync reads only its abortSignal
+    const out = await tools[0].runAsync({ args: { label: "human", content: " and cake", action: "append" }, toolContext: { abortSignal: undefined } });
+    assert.match(JSON.stringify(out), /Appended to block \\"human\\"/);
+    assert.equal((await rest("GET", `/v1/users/${u}/sessions/${s}/blocks/human`)).content, "likes tea and cake");
+    assert.deepEqual(await toolset.listResources(), ["system-prompt", "human"]);
+  } finally {
+    await toolset.close();
+  }
 });
