@@ -149,6 +149,7 @@ class ScriptModel {
   async getResponse(request) {
     const { Usage } = await import("@openai/agents-core");
     this.tools.push(request.tools.map((t) => t.name));
+    this.instructions = request.systemInstructions;
     return { usage: new Usage(), output: this.steps[this.calls++] ?? [] };
   }
   // eslint-disable-next-line require-yield
@@ -162,6 +163,7 @@ test("an OpenAI Agents SDK agent with MCPServerStreamableHttp: its set_context s
   setTracingDisabled(true);
   const u = unique("ts-agent-mcp");
   const s = "chat-1";
+  await rest("PUT", `/v1/users/${u}/blocks/persona`, { content: "You are terse.", writable: false });
   await rest("PUT", `/v1/users/${u}/sessions/${s}/blocks/human`, { content: "", description: "what you know of the user" });
   const server = new MCPServerStreamableHttp({ url: mcpURL(TOKEN_URL, u, s).href, name: "memory", requestInit: { headers: auth } });
   await server.connect();
@@ -178,11 +180,15 @@ test("an OpenAI Agents SDK agent with MCPServerStreamableHttp: its set_context s
       ],
       [{ type: "message", role: "assistant", status: "completed", content: [{ type: "output_text", text: "Noted." }] }],
     ]);
-    const agent = new Agent({ name: "assistant", instructions: "remember", model, mcpServers: [server] });
+    // the system prompt, read from the server at each turn (docs/mcp.md)
+    const systemPrompt = `agentsidecar://users/${u}/sessions/${s}/system-prompt`;
+    const instructions = async () => (await server.readResource(systemPrompt)).contents[0].text ?? "";
+    const agent = new Agent({ name: "assistant", instructions, model, mcpServers: [server] });
     const result = await run(agent, "I prefer tea over coffee.");
     assert.equal(result.finalOutput, "Noted.");
-    // the empty block holds nothing to search; session_search from the first session on
-    assert.deepEqual(model.tools[0], ["set_context", "session_search"]);
+    // the second turn's instructions hold what the first turn's call wrote
+    assert.match(model.instructions, /^═+\nPERSONA \[readonly\]\n═+\nYou are terse\.\n═+\nHUMAN \(what you know of the user\)\n═+\nPrefers tea over coffee\.$/);
+    assert.deepEqual(model.tools[0], ["set_context", "search_context", "session_search"]);
     const output = result.newItems.find((i) => i.type === "tool_call_output_item");
     assert.match(JSON.stringify(output.output), /Replaced the content of block \\"human\\" \(session block\)/);
   } finally {
