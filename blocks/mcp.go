@@ -130,14 +130,12 @@ func (m *Module) serveMCP(w http.ResponseWriter, r *http.Request) error {
 		writeRPCError(w, rec.status, requestID(body), code, strings.TrimSpace(rec.body.String()))
 		return nil
 	}
-	for _, k := range []string{"Content-Type", "Allow"} {
-		if v := rec.header.Get(k); v != "" {
-			w.Header().Set(k, v)
-		}
+	if rec.body.Len() == 0 { // 202: notifications only
+		w.Header().Set("Content-Length", "0")
+		w.WriteHeader(rec.code())
+		return nil
 	}
-	w.Header().Set("Content-Length", strconv.Itoa(rec.body.Len()))
-	w.WriteHeader(rec.code())
-	_, _ = w.Write(rec.body.Bytes())
+	sidecar.WriteBody(w, rec.code(), bytes.TrimRight(rec.body.Bytes(), "\n"))
 	return nil
 }
 
