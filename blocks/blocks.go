@@ -13,6 +13,7 @@ package blocks
 import (
 	"context"
 	"log/slog"
+	"net/http"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -61,6 +62,7 @@ type Module struct {
 	logger  *slog.Logger
 	index   *search.Index // the host's relevance index (session_search)
 	metrics *metrics
+	mcp     http.Handler // the sessions' MCP server (mcp.go)
 }
 
 // New reads the module's settings and takes the host's session store.
@@ -86,7 +88,9 @@ func New(_ context.Context, deps sidecar.Deps) (sidecar.Module, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Module{store: &Store{Store: s, cfg: cfg, mode: x.Mode()}, cfg: cfg, logger: deps.Logger, index: x, metrics: newMetrics()}, nil
+	m := &Module{store: &Store{Store: s, cfg: cfg, mode: x.Mode()}, cfg: cfg, logger: deps.Logger, index: x, metrics: newMetrics()}
+	m.mcp = m.newMCP()
+	return m, nil
 }
 
 // Name implements sidecar.Module.

@@ -23,8 +23,9 @@ import (
 // Streamable HTTP at POST /v1/users/{u}/sessions/{s}/mcp, built on the
 // official Go SDK in its stateless mode: every POST is a whole exchange
 // (the SDK makes a session for it and closes it with the answer), so any
-// pod answers any request and nothing of MCP is kept anywhere. The server
-// of a request is made for it (the session's ids in its handlers):
+// pod answers any request and nothing of MCP is kept anywhere. The module
+// has one SDK server; the exchange (the session's ids, the request) rides
+// in the request's context to its handlers:
 //
 //   - tools/list answers offers (GET .../tools's definitions: one list,
 //     each inputSchema the same JSON Schema), tools/call runs a call as
@@ -32,7 +33,9 @@ import (
 //     an unknown tool is the SDK's MCP error;
 //   - the system prompt is the prompt system_prompt (argument frozen) and
 //     the resource <base>/system-prompt; each block is a resource
-//     <base>/blocks/<label>, its JSON as GET .../blocks/{label} answers.
+//     <base>/blocks/<label>, its JSON as GET .../blocks/{label} answers
+//     (one resource template, read by readResource; every answer the SDK
+//     makes, so it carries the fields each protocol version requires).
 //
 // Answers are application/json. What is not MCP stays the API's: bad ids,
 // a non-JSON Content-Type, a body over the limit (the envelope, before any
@@ -52,15 +55,27 @@ const mcpInstructions = "The memory of one conversation: context blocks that mak
 	"and a search of the user's past conversations (session_search)."
 
 // mcpExchange is one POST to the MCP route: the request whose context (its
-// deadline, its share of the in-flight budget) every handler uses, and the
-// first error of the sidecar a handler met.
+// deadline, its share of the in-flight budget) every handler uses (the
+// SDK's handler context drops the deadline), and the first error of the
+// sidecar a handler met.
 type mcpExchange struct {
-	m             *Module
 	r             *http.Request
 	user, session string
 
 	mu  sync.Mutex
 	err error
+}
+
+type exchangeKey struct{}
+
+// exchange is the exchange a handler serves: it rides in the context of
+// the request the SDK is given, whose values its handlers' contexts keep.
+func exchange(ctx context.Context) (*mcpExchange, error) {
+	x, ok := ctx.Value(exchangeKey{}).(*mcpExchange)
+	if !ok {
+		return nil, errors.New("mcp: a handler without its exchange")
+	}
+	return x, nil
 }
 
 // fail records err, the sidecar's own (the whole answer becomes it), and
@@ -101,22 +116,15 @@ func (m *Module) serveMCP(w http.ResponseWriter, r *http.Request) error {
 	}
 	// The handlers run on the SDK's goroutines: answer headers are this
 	// goroutine's to write.
-	x := &mcpExchange{m: m, r: r.WithContext(sidecar.WithoutAnswerHeaders(r.Context())), user: user, session: session}
-	in := r.Clone(r.Context())
+	x := &mcpExchange{r: r.WithContext(sidecar.WithoutAnswerHeaders(r.Context())), user: user, session: session}
+	in := r.Clone(context.WithValue(r.Context(), exchangeKey{}, x))
 	in.Body, in.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
 	// Answers are always application/json: a client that accepts JSON
 	// (or says nothing) is served, whatever else its Accept lists.
 	in.Header.Set("Accept", "application/json, text/event-stream")
 	in.Header.Set("Content-Type", "application/json")
-	srv := x.server()
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{
-		Stateless:    true,
-		JSONResponse: true,
-		// the route's MaxBodyBytes bounded the body already
-		MaxRequestBodyBytes: -1,
-	})
 	rec := &recorder{header: http.Header{}}
-	h.ServeHTTP(rec, in)
+	m.mcp.ServeHTTP(rec, in)
 	if err := x.failed(); err != nil {
 		return err
 	}
@@ -139,9 +147,9 @@ func (m *Module) serveMCP(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// server is the MCP server of one exchange: the session's tools, prompt
-// and resources, with handlers bound to x.
-func (x *mcpExchange) server() *mcp.Server {
+// newMCP is the module's MCP handler: one SDK server (stateless, JSON
+// answers) whose handlers serve the exchange in their context.
+func (m *Module) newMCP() *mcp.StreamableHTTPHandler {
 	version, _ := sidecar.BuildVersion()
 	if version == "" {
 		version = "devel"
@@ -156,7 +164,7 @@ func (x *mcpExchange) server() *mcp.Server {
 	for _, t := range tools {
 		// tools/list answers the session's definitions (the middleware);
 		// this schema only registers the name for tools/call
-		s.AddTool(&mcp.Tool{Name: t.name, InputSchema: map[string]any{"type": "object"}}, x.callHandler(t))
+		s.AddTool(&mcp.Tool{Name: t.name, InputSchema: map[string]any{"type": "object"}}, m.callHandler(t))
 	}
 	s.AddPrompt(&mcp.Prompt{
 		Name:        "system_prompt",
@@ -164,49 +172,64 @@ func (x *mcpExchange) server() *mcp.Server {
 		Description: "The system prompt of this conversation, rendered from its context blocks (one message holding its text).",
 		Arguments: []*mcp.PromptArgument{{Name: "frozen",
 			Description: `"true": the prompt frozen at the first such request, the same bytes until refreshed (keeps a provider's prompt cache hitting); "false" (default): rendered now`}},
-	}, x.getPrompt)
-	s.AddResource(&mcp.Resource{URI: x.uri("system-prompt"), Name: "system-prompt", Title: "System prompt", MIMEType: "text/plain",
-		Description: "The system prompt of this conversation, rendered from its context blocks now."}, x.readPrompt)
-	s.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: x.uri("blocks/{label}"), Name: "block", Title: "Context block", MIMEType: "application/json",
-		Description: "A context block of this conversation (its own, else the user's), as JSON: label, scope, description, content, max_tokens, writable, position, tokens."}, x.readBlock)
-	s.AddReceivingMiddleware(x.middleware)
-	return s
+	}, m.getPrompt)
+	// one template for every resource of a session (its ids may hold '@',
+	// which only a reserved expansion matches); resources/list names them
+	s.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: mcpResourceScheme + "://users/{+user_id}/sessions/{+session_id}/{+name}",
+		Name: "session", Title: "Session memory",
+		Description: "A resource of the conversation: system-prompt (the rendered system prompt, text/plain) or blocks/<label> (a context block as JSON)."},
+		m.readResource)
+	s.AddReceivingMiddleware(m.mcpMiddleware)
+	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{
+		Stateless:    true,
+		JSONResponse: true,
+		// the route's MaxBodyBytes bounded the body already
+		MaxRequestBodyBytes: -1,
+	})
 }
 
-// middleware answers the lists that depend on the session's blocks and
-// counts every request.
-func (x *mcpExchange) middleware(next mcp.MethodHandler) mcp.MethodHandler {
+// mcpMiddleware completes the SDK's lists with what depends on the
+// session's blocks and counts every request.
+func (m *Module) mcpMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		var res mcp.Result
-		var err error
-		switch method {
-		case "tools/list":
-			// the SDK's answer (its cache fields), with the session's tools
-			if res, err = next(ctx, method, req); err == nil {
-				res.(*mcp.ListToolsResult).Tools, err = x.listTools()
-			}
-		case "resources/list":
-			if res, err = next(ctx, method, req); err == nil {
-				err = x.listBlocks(res.(*mcp.ListResourcesResult))
-			}
-		case "tools/call":
-			if c, ok := req.(*mcp.CallToolRequest); ok && c.Params != nil {
-				if _, known := findTool(c.Params.Name); !known {
-					x.m.metrics.call("other", "unknown_tool")
-				}
-			}
-			res, err = next(ctx, method, req)
-		default:
-			res, err = next(ctx, method, req)
-		}
-		x.m.metrics.request(method, err == nil)
+		res, err := m.mcpMethod(ctx, next, method, req)
+		m.metrics.request(method, err == nil)
 		return res, err
 	}
 }
 
-// listTools is the session's tools as GET .../tools offers them.
-func (x *mcpExchange) listTools() ([]*mcp.Tool, error) {
-	offers, err := x.m.offers(x.r.Context(), x.user, x.session)
+func (m *Module) mcpMethod(ctx context.Context, next mcp.MethodHandler, method string, req mcp.Request) (mcp.Result, error) {
+	switch method {
+	case "tools/list", "resources/list":
+	case "tools/call":
+		if c, ok := req.(*mcp.CallToolRequest); ok && c.Params != nil {
+			if _, known := findTool(c.Params.Name); !known {
+				m.metrics.call("other", "unknown_tool")
+			}
+		}
+		return next(ctx, method, req)
+	default:
+		return next(ctx, method, req)
+	}
+	x, err := exchange(ctx)
+	if err != nil {
+		return nil, err
+	}
+	// the SDK's answer (its cache and protocol fields), completed
+	res, err := next(ctx, method, req)
+	if err != nil {
+		return nil, err
+	}
+	if method == "tools/list" {
+		res.(*mcp.ListToolsResult).Tools, err = m.mcpTools(x)
+		return res, err
+	}
+	return res, m.listResources(x, res.(*mcp.ListResourcesResult))
+}
+
+// mcpTools is the session's tools as GET .../tools offers them.
+func (m *Module) mcpTools(x *mcpExchange) ([]*mcp.Tool, error) {
+	offers, err := m.offers(x.r.Context(), x.user, x.session)
 	if err != nil {
 		return nil, x.fail(err)
 	}
@@ -221,30 +244,38 @@ func (x *mcpExchange) listTools() ([]*mcp.Tool, error) {
 
 // callHandler runs tools/call of t as POST .../tools/{name} runs it, with
 // the arguments as the client sent them (none: {}).
-func (x *mcpExchange) callHandler(t tool) mcp.ToolHandler {
+func (m *Module) callHandler(t tool) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		x, err := exchange(ctx)
+		if err != nil {
+			return nil, err
+		}
 		raw := bytes.TrimSpace(req.Params.Arguments)
 		if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
 			raw = []byte("{}")
 		}
-		res, err := x.m.run(x.r, t, toolCall{user: x.user, session: x.session}, raw)
+		res, err := m.run(x.r, t, toolCall{user: x.user, session: x.session}, raw)
 		if errors.Is(err, errNotArguments) {
 			res, err = failed("The arguments of %s are not a JSON object. Call %s again with a JSON object of its parameters.", t.name, t.name), nil
 		}
 		if err != nil {
-			x.m.metrics.call(t.name, "failed")
+			m.metrics.call(t.name, "failed")
 			return nil, x.fail(err)
 		}
 		outcome := "ok"
 		if res.IsError {
 			outcome = "is_error"
 		}
-		x.m.metrics.call(t.name, outcome)
+		m.metrics.call(t.name, outcome)
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: res.Result}}, IsError: res.IsError}, nil
 	}
 }
 
-func (x *mcpExchange) getPrompt(_ context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+func (m *Module) getPrompt(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+	x, err := exchange(ctx)
+	if err != nil {
+		return nil, err
+	}
 	var wantFrozen bool
 	switch req.Params.Arguments["frozen"] {
 	case "", "false":
@@ -253,7 +284,7 @@ func (x *mcpExchange) getPrompt(_ context.Context, req *mcp.GetPromptRequest) (*
 	default:
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: `argument "frozen" must be "true" or "false"`}
 	}
-	f, err := x.m.prompt(x.r, x.user, x.session, wantFrozen)
+	f, err := m.prompt(x.r, x.user, x.session, wantFrozen)
 	if err != nil {
 		return nil, x.fail(err)
 	}
@@ -263,45 +294,15 @@ func (x *mcpExchange) getPrompt(_ context.Context, req *mcp.GetPromptRequest) (*
 	}, nil
 }
 
-func (x *mcpExchange) readPrompt(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
-	f, err := x.m.prompt(x.r, x.user, x.session, false)
-	if err != nil {
-		return nil, x.fail(err)
-	}
-	c := &mcp.ResourceContents{URI: req.Params.URI, MIMEType: "text/plain", Text: f.prompt}
-	if f.prompt == "" {
-		// The SDK drops an empty text (go-sdk#1149), which a strict client
-		// refuses: an empty blob says the same.
-		c.Blob = []byte{}
-	}
-	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{c}}, nil
-}
-
-func (x *mcpExchange) readBlock(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
-	label, ok := strings.CutPrefix(req.Params.URI, x.uri("blocks/"))
-	if !ok || !sidecar.ValidID(label) {
-		return nil, mcp.ResourceNotFoundError(req.Params.URI)
-	}
-	b, err := x.m.store.Get(x.r.Context(), x.user, x.session, strings.ToLower(label))
-	if errors.Is(err, redisstore.ErrNotFound) {
-		return nil, mcp.ResourceNotFoundError(req.Params.URI)
-	}
-	if err != nil {
-		return nil, x.fail(err)
-	}
-	text, err := json.Marshal(b)
-	if err != nil {
-		return nil, x.fail(err)
-	}
-	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, MIMEType: "application/json", Text: string(text)}}}, nil
-}
-
-// listBlocks adds the session's blocks to resources/list.
-func (x *mcpExchange) listBlocks(res *mcp.ListResourcesResult) error {
-	v, err := x.m.store.Read(x.r.Context(), x.user, x.session, false)
+// listResources adds the session's resources to resources/list: the
+// system prompt, then each block.
+func (m *Module) listResources(x *mcpExchange, res *mcp.ListResourcesResult) error {
+	v, err := m.store.Read(x.r.Context(), x.user, x.session, false)
 	if err != nil {
 		return x.fail(err)
 	}
+	res.Resources = append(res.Resources, &mcp.Resource{URI: x.uri("system-prompt"), Name: "system-prompt", Title: "System prompt",
+		MIMEType: "text/plain", Description: "The system prompt of this conversation, rendered from its context blocks now."})
 	for _, b := range v.blocks {
 		r := &mcp.Resource{URI: x.uri("blocks/" + b.Label), Name: b.Label, MIMEType: "application/json"}
 		if b.Description != nil {
@@ -310,6 +311,55 @@ func (x *mcpExchange) listBlocks(res *mcp.ListResourcesResult) error {
 		res.Resources = append(res.Resources, r)
 	}
 	return nil
+}
+
+// readResource reads a resource of the session: the system prompt or a
+// block (any other URI, another session's too, is not found).
+func (m *Module) readResource(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+	x, err := exchange(ctx)
+	if err != nil {
+		return nil, err
+	}
+	uri := req.Params.URI
+	if uri == x.uri("system-prompt") {
+		return m.readPrompt(x, uri)
+	}
+	if label, ok := strings.CutPrefix(uri, x.uri("blocks/")); ok {
+		return m.readBlock(x, uri, label)
+	}
+	return nil, mcp.ResourceNotFoundError(uri)
+}
+
+func (m *Module) readPrompt(x *mcpExchange, uri string) (*mcp.ReadResourceResult, error) {
+	f, err := m.prompt(x.r, x.user, x.session, false)
+	if err != nil {
+		return nil, x.fail(err)
+	}
+	c := &mcp.ResourceContents{URI: uri, MIMEType: "text/plain", Text: f.prompt}
+	if f.prompt == "" {
+		// The SDK drops an empty text (go-sdk#1149), which a strict client
+		// refuses: an empty blob says the same.
+		c.Blob = []byte{}
+	}
+	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{c}}, nil
+}
+
+func (m *Module) readBlock(x *mcpExchange, uri, label string) (*mcp.ReadResourceResult, error) {
+	if !sidecar.ValidID(label) {
+		return nil, mcp.ResourceNotFoundError(uri)
+	}
+	b, err := m.store.Get(x.r.Context(), x.user, x.session, strings.ToLower(label))
+	if errors.Is(err, redisstore.ErrNotFound) {
+		return nil, mcp.ResourceNotFoundError(uri)
+	}
+	if err != nil {
+		return nil, x.fail(err)
+	}
+	text, err := json.Marshal(b)
+	if err != nil {
+		return nil, x.fail(err)
+	}
+	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: uri, MIMEType: "application/json", Text: string(text)}}}, nil
 }
 
 // writeRPCError answers a JSON-RPC error response.

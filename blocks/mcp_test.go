@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agentsidecar/agentsidecar/blocks"
+	"github.com/agentsidecar/agentsidecar/envconf"
 	"github.com/agentsidecar/agentsidecar/messages"
 	"github.com/agentsidecar/agentsidecar/redisstore/redisstoretest"
 	"github.com/agentsidecar/agentsidecar/sessions"
@@ -251,12 +252,14 @@ func TestMCPPromptAndResources(t *testing.T) {
 		if c.MIMEType != "application/json" || !reflect.DeepEqual(got, want) {
 			t.Errorf("block resource: %s, want %v", c.Text, want)
 		}
-		if _, err := cs.ReadResource(t.Context(), &mcp.ReadResourceParams{URI: base + "blocks/nope"}); err == nil {
-			t.Error("a block that does not exist: no error")
+		for _, uri := range []string{base + "blocks/nope", "agentsidecar://users/alice/sessions/s2/blocks/task", base + "blocks/a:b", base + "nope"} {
+			if _, err := cs.ReadResource(t.Context(), &mcp.ReadResourceParams{URI: uri}); err == nil {
+				t.Errorf("%s: no error", uri)
+			}
 		}
-		// bob has no block: an empty prompt
-		empty := connect(t, h.API, "/v1/users/bob/sessions/s1/mcp", nil)
-		r, err := empty.ReadResource(t.Context(), &mcp.ReadResourceParams{URI: "agentsidecar://users/bob/sessions/s1/system-prompt"})
+		// bob (an id with @) has no block: an empty prompt
+		empty := connect(t, h.API, "/v1/users/bob@example.com/sessions/s1/mcp", nil)
+		r, err := empty.ReadResource(t.Context(), &mcp.ReadResourceParams{URI: "agentsidecar://users/bob@example.com/sessions/s1/system-prompt"})
 		if err != nil || len(r.Contents) != 1 || r.Contents[0].Text != "" || r.Contents[0].Blob == nil || len(r.Contents[0].Blob) != 0 {
 			t.Errorf("empty prompt: %+v %v", r, err)
 		}
@@ -267,8 +270,9 @@ func TestMCPPromptAndResources(t *testing.T) {
 }
 
 // TestMCPRefusals: what is not MCP is the API's (bad ids, Content-Type,
-// method: the envelope before any exchange; a Redis outage: 503); a body
-// that is no JSON-RPC request is a JSON-RPC error, never a 5xx.
+// method, the body limit: the envelope before any exchange; a Redis
+// outage: 503); a body that is no JSON-RPC request is a JSON-RPC error,
+// never a 5xx.
 func TestMCPRefusals(t *testing.T) {
 	srv := redisstoretest.NewReal(t)
 	h := start(t, srv, nil)
@@ -331,6 +335,12 @@ func TestMCPRefusals(t *testing.T) {
 	r.JSON(t, &res)
 	if !res.Result.IsError || len(res.Result.Content) != 1 || !strings.Contains(res.Result.Content[0].Text, "not a JSON object") {
 		t.Errorf("arguments \"{\": %s", r)
+	}
+	// the route's body limit, as on every route
+	small := start(t, srv, envconf.Env{"SIDECAR_MAX_BODY_BYTES": "1024"})
+	big := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"set_context","arguments":{"label":"m","content":"` + strings.Repeat("x", 2048) + `"}}}`
+	if r := small.Do(t, "POST", mcpPath, big); r.Status != 413 || r.Code() != "body_too_large" {
+		t.Errorf("a body over SIDECAR_MAX_BODY_BYTES: %s, want 413 body_too_large", r)
 	}
 	if n := srv.DBSize(t); n != 0 {
 		t.Errorf("refused requests wrote %v", srv.Keys(t, "*"))
