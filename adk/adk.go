@@ -24,7 +24,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/agentsidecar/agentsidecar/envconf"
 	"github.com/agentsidecar/agentsidecar/lua"
 	"github.com/agentsidecar/agentsidecar/redisstore"
 	"github.com/agentsidecar/agentsidecar/sessionstore"
@@ -52,15 +51,11 @@ type Module struct {
 
 // New builds the module over the host's shared session store.
 func New(_ context.Context, deps sidecar.Deps) (sidecar.Module, error) {
-	s, err := sessionstore.FromDeps(deps)
+	s, cfg, err := sessionstore.Open[Config](deps)
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := envconf.Load[Config](deps.Env)
-	if err != nil {
-		return nil, err
-	}
-	return &Module{store: &Store{Store: s, cfg: cfg}, cfg: cfg, logger: deps.Logger}, nil
+	return &Module{store: &Store{Store: s, cfg: cfg, maxAnswer: deps.Limits.MaxAnswerBytes}, cfg: cfg, logger: deps.Logger}, nil
 }
 
 // Name implements sidecar.Module.
@@ -202,19 +197,8 @@ func (m *Module) get(w http.ResponseWriter, r *http.Request) error {
 			q.AfterTimestamp = s
 		}
 	}
-	if c := r.URL.Query().Get("cursor"); c != "" {
-		var top, low int
-		parts := strings.Split(c, ":")
-		if len(parts) != 2 {
-			return badCursor()
-		}
-		if top, err = strconv.Atoi(parts[0]); err != nil || top < 0 {
-			return badCursor()
-		}
-		if low, err = strconv.Atoi(parts[1]); err != nil || low < 0 || low > top {
-			return badCursor()
-		}
-		q.Cursor = strconv.Itoa(top) + ":" + strconv.Itoa(low)
+	if q.Cursor, err = scriptCursor(r.URL.Query().Get("cursor")); err != nil {
+		return err
 	}
 	return m.answer(w, r, http.StatusOK, app, user, session, q)
 }
@@ -229,8 +213,34 @@ func newID() string {
 	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
 }
 
-func badCursor() error {
-	return sidecar.BadRequest("invalid_query", "cursor is not one this API returned")
+// scriptCursor is a page's cursor as adk_read.lua takes it, "<end>:<low>"
+// (events below index end, down to low; "" for the first page), from the
+// opaque cursor a page answered (apiCursor); 400 invalid_cursor for any
+// other.
+func scriptCursor(c string) (string, error) {
+	if c == "" {
+		return "", nil
+	}
+	f, err := sidecar.DecodeCursor(c, 2)
+	if err != nil {
+		return "", err
+	}
+	top, err1 := strconv.Atoi(f[0])
+	low, err2 := strconv.Atoi(f[1])
+	if err1 != nil || err2 != nil || low < 0 || low > top {
+		return "", sidecar.NotACursor()
+	}
+	return strconv.Itoa(top) + ":" + strconv.Itoa(low), nil
+}
+
+// apiCursor is the opaque cursor of the script's next page, "<end>:<low>"
+// ("" none).
+func apiCursor(next string) string {
+	if next == "" {
+		return ""
+	}
+	end, low, _ := strings.Cut(next, ":")
+	return sidecar.EncodeCursor(end, low)
 }
 
 // answer writes a page of the session: its fields and merged state on the
@@ -432,14 +442,14 @@ func (m *Module) listApp(w http.ResponseWriter, r *http.Request) error {
 	var ans appListAnswer
 	var c appCursor
 	if cur := qs.Get("cursor"); cur != "" {
+		var ok bool
+		if c, ok = decodeAppCursor(cur, m.store.layout().Buckets()); !ok {
+			return sidecar.NotACursor()
+		}
 		for _, p := range []string{"limit", "offset", "page", "order"} {
 			if qs.Get(p) != "" {
 				return sidecar.BadRequest("invalid_query", "cursor continues a listing: send it without %s", p)
 			}
-		}
-		var ok bool
-		if c, ok = decodeAppCursor(cur, m.store.layout().Buckets()); !ok {
-			return badCursor()
 		}
 		ans.listAnswer = listAnswer{Sessions: []listed{}, Page: c.page, Limit: c.limit, TotalItems: c.total, TotalPages: c.pages}
 	} else {

@@ -2,8 +2,6 @@ package adk
 
 import (
 	"context"
-	"encoding/base64"
-	"fmt"
 	"strconv"
 	"strings"
 
@@ -38,25 +36,18 @@ type appCursor struct {
 }
 
 func (c appCursor) encode() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%s;%d;%d;%d;%d;%d;", c.order, c.remaining, c.page, c.limit, c.total, c.pages)
+	ranks := make([]string, len(c.ranks))
 	for i, r := range c.ranks {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString(strconv.FormatInt(r, 10))
+		ranks[i] = strconv.FormatInt(r, 10)
 	}
-	return base64.RawURLEncoding.EncodeToString([]byte(b.String()))
+	return sidecar.EncodeCursor(c.order, strconv.Itoa(c.remaining), strconv.Itoa(c.page), strconv.Itoa(c.limit),
+		strconv.Itoa(c.total), strconv.Itoa(c.pages), strings.Join(ranks, ","))
 }
 
 // decodeAppCursor reads a cursor of a layout with shards buckets.
 func decodeAppCursor(s string, shards int) (appCursor, bool) {
-	raw, err := base64.RawURLEncoding.DecodeString(s)
+	parts, err := sidecar.DecodeCursor(s, 7)
 	if err != nil {
-		return appCursor{}, false
-	}
-	parts := strings.Split(string(raw), ";")
-	if len(parts) != 7 {
 		return appCursor{}, false
 	}
 	c := appCursor{order: parts[0]}
@@ -208,7 +199,7 @@ func (s *Store) ListApp(ctx context.Context, app, order string, ranks []int64, o
 	if err != nil {
 		return nil, nil, 0, err
 	}
-	maxBytes, done, err := sidecar.ReserveAnswer(ctx, s.cfg.MaxAnswerBytes)
+	maxBytes, done, err := sidecar.ReserveAnswer(ctx, s.maxAnswer)
 	if err != nil {
 		return nil, nil, 0, err
 	}

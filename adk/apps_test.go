@@ -225,9 +225,13 @@ func TestListAcrossUsers(t *testing.T) {
 				t.Errorf("%s paged:\n got %v\nwant %v", tc.query, got, names(tc.want))
 			}
 		}
-		for _, q := range []string{"cursor=x", "cursor=" + *listOf(t, h, base).NextCursor + "&limit=2", "order=up", "limit=-1", "limit=2&page=0"} {
-			if rep := h.Do(t, "GET", base+"?"+q, ""); rep.Status != 400 || rep.Code() != "invalid_query" {
-				t.Errorf("?%s: %s", q, rep)
+		for q, code := range map[string]string{
+			"cursor=x": "invalid_cursor", "cursor=x&limit=2": "invalid_cursor",
+			"cursor=" + *listOf(t, h, base).NextCursor + "&limit=2": "invalid_query",
+			"order=up": "invalid_query", "limit=-1": "invalid_query", "limit=2&page=0": "invalid_query",
+		} {
+			if rep := h.Do(t, "GET", base+"?"+q, ""); rep.Status != 400 || rep.Code() != code {
+				t.Errorf("?%s: %s, want %s", q, rep, code)
 			}
 		}
 	})

@@ -17,7 +17,7 @@ import (
 func TestAppDeltaOutlivesTheCaller(t *testing.T) {
 	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
 		st := &Store{Store: sessionstore.New(srv.Conn(t), sessionstore.Config{TTLSeconds: 600}),
-			cfg: Config{MaxEvents: 10, MaxEventBytes: 1 << 20, MaxStateBytes: 1 << 18, MaxSessions: 10, MaxAnswerBytes: 1 << 22}}
+			cfg: Config{MaxEvents: 10, MaxEventBytes: 1 << 20, MaxStateBytes: 1 << 18, MaxSessions: 10}, maxAnswer: 1 << 22}
 		ms, err := st.Create(t.Context(), "weather", "alice", "s1", delta{})
 		if err != nil {
 			t.Fatal(err)
@@ -25,7 +25,7 @@ func TestAppDeltaOutlivesTheCaller(t *testing.T) {
 		ctx, cancel := context.WithCancel(t.Context())
 		defer cancel()
 		stop := lua.Observe(func(s *lua.Script, _, _ []string) {
-			if s == lua.AdkApp {
+			if s == scriptApp {
 				cancel() // the caller goes as the second script is sent
 			}
 		})

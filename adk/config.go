@@ -15,9 +15,6 @@ type Config struct {
 	// MaxSessions caps a user's ADK sessions of one app (listSessions reads
 	// them all, so it is bounded by this).
 	MaxSessions int `env:"ADK_MAX_SESSIONS" envDefault:"1000"`
-	// MaxAnswerBytes caps a page of events (the host's answer cap, the
-	// same setting): a page is cut before it and next_cursor continues it.
-	MaxAnswerBytes int `env:"SIDECAR_MAX_ANSWER_BYTES" envDefault:"4194304"`
 }
 
 // Ceilings of the settings: one script holds an event and a delta whole,
@@ -41,9 +38,6 @@ func (c Config) Validate() error {
 	}
 	if c.MaxSessions < 1 || c.MaxSessions > MaxSessionsCeiling {
 		return envconf.Invalid("ADK_MAX_SESSIONS", "must be from 1 to %d, not %d", MaxSessionsCeiling, c.MaxSessions)
-	}
-	if c.MaxAnswerBytes < 4096 {
-		return envconf.Invalid("SIDECAR_MAX_ANSWER_BYTES", "must be at least 4096, not %d", c.MaxAnswerBytes)
 	}
 	return nil
 }

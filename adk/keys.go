@@ -13,7 +13,7 @@ import (
 // and that fits an id (128 characters), else "adk-" and the SHA1 (hex) of
 // app, a NUL and session. The two forms never meet (only the first holds a
 // '.'), and the first splits at its first '.': two apps' sessions of one
-// id are two sidecar sessions. lib/adk.lua's sidecar_id is the same rule.
+// id are two sidecar sessions. adk.lua's sidecar_id is the same rule.
 func SidecarSession(app, session string) string {
 	if !strings.Contains(app, ".") && len(app)+1+len(session) <= redisstore.MaxIDLength {
 		return app + "." + session
@@ -34,11 +34,12 @@ const (
 // then by user (a space sorts below every id character).
 func appMember(user, session string) string { return session + " " + user }
 
-// The module's key families (lib/adk.lua describes their fields). The
-// session families are slid and deleted with the session by the stock
-// scripts; the user's are in the user's slot; the app's state is in the
-// app's own slot on Cluster; the app's index of sessions across users has a
-// shard in each bucket, written by the scripts of the bucket's users.
+// The module's key families (adk.lua describes their fields). The session
+// families are slid and deleted with the session by the core; the user's
+// are in the user's slot and live as long as the user's sessions (the
+// core's session.keep); the app's state is in the app's own slot on
+// Cluster; the app's index of sessions across users has a shard in each
+// bucket, written by the scripts of the bucket's users.
 var (
 	SessionFamily = redisstore.Register(redisstore.Family{
 		Name: "adk session", Prefix: "adk_session", Code: "a", Scope: redisstore.ScopeSession,
@@ -57,21 +58,19 @@ var (
 	})
 	UserStateFamily = redisstore.Register(redisstore.Family{
 		Name: "adk user state", Prefix: "adk_user_state", Scope: redisstore.ScopeUser, Suffix: "<app_name>",
-		Kind: redisstore.KindHash, Owner: "adk", TTL: redisstore.RetentionTTL,
-		Reason:      "at least the TTL of each of the user's ADK sessions of the app from its last write (none while one of them has none); at most `ADK_MAX_STATE_BYTES`",
-		Description: "the `user:` state a user's ADK sessions of one app share: `=<key>` → JSON value, `#` → its bytes",
+		Kind: redisstore.KindHash, Owner: "adk", TTL: redisstore.UserTTL,
+		Description: "the `user:` state a user's ADK sessions of one app share: `=<key>` → JSON value, `#` → its bytes (at most `ADK_MAX_STATE_BYTES`)",
 	})
 	IndexFamily = redisstore.Register(redisstore.Family{
 		Name: "adk sessions of a user", Prefix: "adk_index", Scope: redisstore.ScopeUser, Suffix: "<app_name>",
-		Kind: redisstore.KindZSet, Owner: "adk", TTL: redisstore.RetentionTTL,
-		Reason:      "at least the TTL of each of the user's ADK sessions of the app from its last write (none while one of them has none); at most `ADK_MAX_SESSIONS` members",
-		Description: "a user's ADK sessions of one app, scored by creation order (listSessions); members of expired sessions dropped as met",
+		Kind: redisstore.KindZSet, Owner: "adk", TTL: redisstore.UserTTL,
+		Description: "a user's ADK sessions of one app, scored by creation order (listSessions; at most `ADK_MAX_SESSIONS` members); members of sessions gone dropped as met",
 	})
 	AppIndexFamily = redisstore.Register(redisstore.Family{
 		Name: "adk sessions of an app", Prefix: "adk_app_index", Scope: redisstore.ScopeBucket, Suffix: "<app_name>:<order>",
 		Kind: redisstore.KindZSet, Owner: "adk", TTL: redisstore.RetentionTTL,
-		Reason: "at least the TTL of each ADK session of the app in the bucket from its last ADK write (none while one of them has none); " +
-			"members of sessions gone are dropped by the listings that meet them and by each create (two examined)",
+		Reason: "at least the TTL of each ADK session of the app in the bucket: each of them lists it in its record and every slide of the session keeps it " +
+			"(none while one of them has none); members of sessions gone are dropped by ADK's deleteSession, by the listings that meet them and by each create (two examined)",
 		Description: "an ADK app's sessions of the bucket's users (listSessions without a user), member `<session_id> <user_id>`, " +
 			"in three orders: `created` (creation time, ms), `asc` (last update time), `desc` (last update time negated)",
 	})

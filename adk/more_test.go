@@ -15,6 +15,7 @@ import (
 	"github.com/agentsidecar/agentsidecar/adk"
 	"github.com/agentsidecar/agentsidecar/envconf"
 	"github.com/agentsidecar/agentsidecar/redisstore/redisstoretest"
+	"github.com/agentsidecar/agentsidecar/sidecar"
 	"github.com/agentsidecar/agentsidecar/sidecar/sidecartest"
 )
 
@@ -152,9 +153,15 @@ func TestRefusals(t *testing.T) {
 		}
 		want(t, h.Do(t, "DELETE", app+"/s2", ""), 204)
 		want(t, h.Do(t, "POST", app, `{"session_id":"s3"}`), 201)
-		for _, q := range []string{"num_recent_events=-1", "limit=0", "limit=1001", "after_timestamp=x", "cursor=5", "cursor=1:2"} {
+		for _, q := range []string{"num_recent_events=-1", "limit=0", "limit=1001", "after_timestamp=x"} {
 			if rep := h.Do(t, "GET", app+"/s1?"+q, ""); rep.Status != 400 || rep.Code() != "invalid_query" {
 				t.Errorf("GET ?%s: %s", q, rep)
+			}
+		}
+		// A cursor this API did not answer, however it looks.
+		for _, c := range []string{"5", "1:2", "5:3", sidecar.EncodeCursor("1", "2"), sidecar.EncodeCursor("5"), sidecar.EncodeCursor("5", "3", "1"), sidecar.EncodeCursor("x", "1")} {
+			if rep := h.Do(t, "GET", app+"/s1?cursor="+c, ""); rep.Status != 400 || rep.Code() != "invalid_cursor" {
+				t.Errorf("GET ?cursor=%s: %s", c, rep)
 			}
 		}
 		if rep := h.Do(t, "GET", app+"?order=up", ""); rep.Status != 400 || rep.Code() != "invalid_query" {
@@ -213,10 +220,11 @@ func calls(t *testing.T, c rueidis.Client, cmd string) int {
 	return k
 }
 
-// A session's `user:` state and its member of the user's list live at
-// least as long as the session: PUT .../ttl raising the session's TTL, or
-// making it never expire, moves them too, else they would expire first and
-// listSessions would lose a living session for good.
+// A session's `user:` state, its member of the user's list and of the
+// app's index across users live at least as long as the session: PUT
+// .../ttl raising the session's TTL, or making it never expire, moves them
+// too, else they would expire first and listSessions would lose a living
+// session for good.
 func TestStockTTLKeepsUserKeys(t *testing.T) {
 	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
 		h := start(t, srv, envconf.Env{"SESSION_TTL_SECONDS": "100"})
@@ -224,6 +232,9 @@ func TestStockTTLKeepsUserKeys(t *testing.T) {
 		c := srv.Client(t)
 		l := srv.Layout()
 		user := []string{l.UserKey(adk.UserStateFamily, "alice", "weather"), l.UserKey(adk.IndexFamily, "alice", "weather")}
+		for _, o := range []string{adk.OrderCreated, adk.OrderAsc, adk.OrderDesc} {
+			user = append(user, l.BucketKey(adk.AppIndexFamily, l.Bucket("alice"), "weather:"+o))
+		}
 		for _, tc := range []struct {
 			body    string
 			atLeast int64 // ms; -1: no expiry

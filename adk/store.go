@@ -13,23 +13,14 @@ import (
 	"github.com/agentsidecar/agentsidecar/sidecar"
 )
 
-// The module's scripts (lua/adk_*.lua on lua/lib/adk.lua).
-var (
-	scriptCreate = lua.AdkCreate
-	scriptAppend = lua.AdkAppend
-	scriptApp    = lua.AdkApp
-	scriptRead   = lua.AdkRead
-	scriptList   = lua.AdkList
-	scriptUnlist = lua.AdkUnlist
-)
-
 // maxKeys is MaxStateKeys as the scripts get it.
 var maxKeys = strconv.Itoa(MaxStateKeys)
 
 // Store runs the module's scripts over the shared session runner.
 type Store struct {
 	*sessionstore.Store
-	cfg Config
+	cfg       Config
+	maxAnswer int // SIDECAR_MAX_ANSWER_BYTES: a page of events is cut before it
 }
 
 func (s *Store) layout() redisstore.Layout { return redisstore.Layout{Cluster: s.Conn().Cluster()} }
@@ -143,14 +134,14 @@ func (s *Store) applyApp(ctx context.Context, key string, pairs []string) error 
 type Page struct {
 	Created, LastUpdate string
 	N                   int64
-	Next                string
+	Next                string   // the next page's cursor (opaque), "" done
 	State, User, App    []string // pairs
 	Events              []string // newest first
 }
 
 // PageQuery says which page of which events.
 type PageQuery struct {
-	Cursor         string
+	Cursor         string // adk_read.lua's: "<end>:<low>", "" the first page
 	NumRecent      int
 	AfterTimestamp string
 	Limit          int
@@ -158,7 +149,7 @@ type PageQuery struct {
 
 // Read reads a page of the session (the first with its state).
 func (s *Store) Read(ctx context.Context, app, user, session string, q PageQuery) (Page, error) {
-	maxBytes, done, err := sidecar.ReserveAnswer(ctx, s.cfg.MaxAnswerBytes)
+	maxBytes, done, err := sidecar.ReserveAnswer(ctx, s.maxAnswer)
 	if err != nil {
 		return Page{}, err
 	}
@@ -176,6 +167,7 @@ func (s *Store) Read(ctx context.Context, app, user, session string, q PageQuery
 	p.LastUpdate, errs[1] = r.String(1)
 	p.N, errs[2] = r.Int(2)
 	p.Next, errs[3] = r.String(3)
+	p.Next = apiCursor(p.Next)
 	p.State, errs[4] = pairsOf(r, 4)
 	p.User, errs[5] = pairsOf(r, 5)
 	p.App, errs[6] = pairsOf(r, 6)

@@ -2,8 +2,10 @@
 """Redis's time per append (session_append, FCALL, 1000 per session, unique
 qa_ids, no search document) with this tree's libraries and with another
 tree's, alternating on one private redis-server: the cost of the erasure
-fence (lib/erasure.lua: one EXISTS of the user's progress key in every
-write's guard). Prints each run and the medians.
+fence as it was then (lib/erasure.lua: one EXISTS of the user's progress
+key in every write's guard; the fence is now a field of the user's marker,
+which session.begin reads with the record at no cost of its own). Prints
+each run and the medians.
 
   git archive <commit> | tar -x -C /tmp/before
   /usr/bin/python3 bench/erase_fence_ab.py /tmp/before [rounds] [calls]

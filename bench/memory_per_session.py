@@ -26,6 +26,7 @@ replaced by {id, kind, preview}: the first 200 characters of the object's
 JSON, to weigh id+preview events against whole ones (MEMORY USAGE).
 Results: BENCHMARKS.md, "Memory per session".
 """
+import hashlib
 import json
 import os
 import socket
@@ -41,7 +42,7 @@ import redis
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 T0 = datetime(2026, 11, 24, 10, 0, 0)
 FAMILIES = ["agent_sessions:", "agent_session_qa_index:", "agent_session_record:", "agent_session_events:",
-            "agent_session_events_watch:", "agent_search", "agent_sessions_by_user", "agent_sessions_global",
+            "agent_user_marker:", "agent_search", "agent_sessions_by_user", "agent_sessions_global",
             "agent_user_", "agent_usage"]
 
 
@@ -114,10 +115,14 @@ def sidecar_case(binary, env_extra, nsess, nusers, nent, watched):
         r.delete(*list(r.scan_iter("*warm*")))
         ss = sessions(nsess, nusers)
         if watched:
-            # as a reader does (lua/events_watch.lua): "<until ms>:<since ms>"
+            # as a reader does (events/events_watch.lua): "<until ms>:<since
+            # ms>" in the field w:<s> of the user's marker (named by the
+            # user id's SHA1)
             now = int(time.time() * 1000)
             for u, s in ss:
-                r.set(f"agent_session_events_watch:{u}:{s}", f"{now + 3600000}:{now}", px=3600000)
+                marker = "agent_user_marker:" + hashlib.sha1(u.encode()).hexdigest()
+                r.hset(marker, f"w:{s}", f"{now + 3600000}:{now}")
+                r.pexpire(marker, 3600000)
         before = used(r)
         for i in range(nent):
             for u, s in ss:

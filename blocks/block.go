@@ -165,13 +165,19 @@ func ids(r *http.Request, scope string) (user, session string, err error) {
 	return sidecar.SessionIDs(r)
 }
 
+// blockAt is the user, the session (of a session route) and the label a
+// block route names.
+func blockAt(r *http.Request, scope string) (user, session, l string, err error) {
+	if user, session, err = ids(r, scope); err != nil {
+		return "", "", "", err
+	}
+	l, err = label(r)
+	return user, session, l, err
+}
+
 func (m *Module) put(scope string) sidecar.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
-		user, session, err := ids(r, scope)
-		if err != nil {
-			return err
-		}
-		l, err := label(r)
+		user, session, l, err := blockAt(r, scope)
 		if err != nil {
 			return err
 		}
@@ -202,11 +208,7 @@ type appendRequest struct {
 
 func (m *Module) appendTo(scope string) sidecar.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
-		user, session, err := ids(r, scope)
-		if err != nil {
-			return err
-		}
-		l, err := label(r)
+		user, session, l, err := blockAt(r, scope)
 		if err != nil {
 			return err
 		}
@@ -232,11 +234,7 @@ func (m *Module) appendTo(scope string) sidecar.HandlerFunc {
 
 func (m *Module) get(scope string) sidecar.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
-		user, session, err := ids(r, scope)
-		if err != nil {
-			return err
-		}
-		l, err := label(r)
+		user, session, l, err := blockAt(r, scope)
 		if err != nil {
 			return err
 		}
@@ -270,11 +268,7 @@ func (m *Module) list(scope string) sidecar.HandlerFunc {
 
 func (m *Module) delete(scope string) sidecar.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
-		user, session, err := ids(r, scope)
-		if err != nil {
-			return err
-		}
-		l, err := label(r)
+		user, session, l, err := blockAt(r, scope)
 		if err != nil {
 			return err
 		}

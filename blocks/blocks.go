@@ -67,24 +67,11 @@ type Module struct {
 
 // New reads the module's settings and takes the host's session store.
 func New(_ context.Context, deps sidecar.Deps) (sidecar.Module, error) {
-	s, err := sessionstore.FromDeps(deps)
+	s, cfg, err := sessionstore.Open[Config](deps)
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := envconf.Load[Config](deps.Env)
-	if err != nil {
-		return nil, err
-	}
-	var sc struct {
-		Mode search.Mode `env:"SEARCH_INDEX" envDefault:"on-demand"`
-	}
-	if err := deps.Env.Parse(&sc); err != nil {
-		return nil, err
-	}
-	if _, err := sc.Mode.Parse(); err != nil {
-		return nil, err
-	}
-	x, err := search.FromDeps(deps, s, sc.Mode)
+	x, err := search.FromDeps(deps, s, search.Mode(deps.Limits.SearchIndex))
 	if err != nil {
 		return nil, err
 	}

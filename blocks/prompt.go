@@ -66,12 +66,17 @@ func promptFormat(r *http.Request) (json bool, err error) {
 	return false, sidecar.BadRequest("invalid_query", "format must be text or json")
 }
 
-func (m *Module) systemPrompt(w http.ResponseWriter, r *http.Request) error {
-	user, session, err := sidecar.SessionIDs(r)
-	if err != nil {
-		return err
+// promptRequest is the session a prompt route names and its format.
+func promptRequest(r *http.Request) (user, session string, asJSON bool, err error) {
+	if user, session, err = sidecar.SessionIDs(r); err != nil {
+		return "", "", false, err
 	}
-	asJSON, err := promptFormat(r)
+	asJSON, err = promptFormat(r)
+	return user, session, asJSON, err
+}
+
+func (m *Module) systemPrompt(w http.ResponseWriter, r *http.Request) error {
+	user, session, asJSON, err := promptRequest(r)
 	if err != nil {
 		return err
 	}
@@ -110,11 +115,7 @@ func (m *Module) prompt(r *http.Request, user, session string, wantFrozen bool) 
 }
 
 func (m *Module) refreshPrompt(w http.ResponseWriter, r *http.Request) error {
-	user, session, err := sidecar.SessionIDs(r)
-	if err != nil {
-		return err
-	}
-	asJSON, err := promptFormat(r)
+	user, session, asJSON, err := promptRequest(r)
 	if err != nil {
 		return err
 	}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 
 	"github.com/redis/rueidis"
 
@@ -275,9 +274,9 @@ func (s *Store) Get(ctx context.Context, user, session, label string) (Block, er
 // program wrote it) is the 409 key_wrong_type every script answers, any
 // other error Redis's.
 func readErr(op, key string, err error) error {
-	if re, ok := rueidis.IsRedisErr(err); ok && strings.HasPrefix(re.Error(), "WRONGTYPE") {
-		return redisstore.Refuse(redisstore.ErrConflict, "key_wrong_type",
-			"Redis key %s holds another type of value than the hash the sidecar keeps there (another program wrote it); nothing was changed: delete or rename that key", key)
+	if ref := redisstore.AsWrongType(err,
+		"Redis key %s holds another type of value than the hash the sidecar keeps there (another program wrote it); nothing was changed: delete or rename that key", key); ref != nil {
+		return ref
 	}
 	return redisstore.Wrap(op, err)
 }

@@ -50,31 +50,12 @@ type Config struct {
 	// 409 checkpoints_full. The thread's channel values are capped at 100
 	// times it (maxValues).
 	MaxPerThread int `env:"CHECKPOINTS_MAX_PER_THREAD" envDefault:"10000"`
-	// MaxItemBytes caps one serialized checkpoint, channel value or write
-	// (the messages module's item cap, the same setting).
-	MaxItemBytes int `env:"SESSION_MAX_ITEM_BYTES" envDefault:"1048576"`
-	// MaxBodyBytes caps a put's or putWrites' body (the messages module's
-	// body cap, the same setting).
-	MaxBodyBytes int64 `env:"SIDECAR_MAX_MESSAGE_BODY_BYTES" envDefault:"8388608"`
-	// MaxAnswerBytes caps a read (the answer cap, the same setting); a
-	// checkpoint read may hold max(it, MaxBodyBytes), what one put sends.
-	MaxAnswerBytes int `env:"SIDECAR_MAX_ANSWER_BYTES" envDefault:"4194304"`
 }
 
-// Validate implements envconf.Validator (the shared settings are checked
-// by the messages module with the same ranges).
+// Validate implements envconf.Validator.
 func (c Config) Validate() error {
 	if c.MaxPerThread < 1 || c.MaxPerThread > 1000000 {
 		return envconf.Invalid("CHECKPOINTS_MAX_PER_THREAD", "must be from 1 to 1000000, not %d", c.MaxPerThread)
-	}
-	if c.MaxBodyBytes < 64<<10 || c.MaxBodyBytes > 256<<20 {
-		return envconf.Invalid("SIDECAR_MAX_MESSAGE_BODY_BYTES", "must be from %d to %d, not %d", 64<<10, 256<<20, c.MaxBodyBytes)
-	}
-	if c.MaxItemBytes < 1024 || int64(c.MaxItemBytes) > c.MaxBodyBytes {
-		return envconf.Invalid("SESSION_MAX_ITEM_BYTES", "must be from 1024 to SIDECAR_MAX_MESSAGE_BODY_BYTES (%d), not %d", c.MaxBodyBytes, c.MaxItemBytes)
-	}
-	if c.MaxAnswerBytes < 4096 {
-		return envconf.Invalid("SIDECAR_MAX_ANSWER_BYTES", "must be at least 4096, not %d", c.MaxAnswerBytes)
 	}
 	return nil
 }
@@ -83,27 +64,31 @@ func (c Config) Validate() error {
 // checkpoint it may keep, and at least one full put's (MaxChannels).
 func (c Config) maxValues() int { return max(100*c.MaxPerThread, MaxChannels) }
 
-// readCap is the most bytes one checkpoint read may hold.
-func (c Config) readCap() int { return max(c.MaxAnswerBytes, int(c.MaxBodyBytes)) }
-
-// Module serves the checkpoint routes.
+// Module serves the checkpoint routes. Of the host's shared limits it
+// takes the messages' item cap (SESSION_MAX_ITEM_BYTES: one serialized
+// checkpoint, channel value or write), their body cap
+// (SIDECAR_MAX_MESSAGE_BODY_BYTES: a put's or putWrites' body) and the
+// answer cap (a checkpoint read may hold max(it, the body cap): what one
+// put sends).
 type Module struct {
 	store  *Store
 	cfg    Config
+	limits sidecar.Limits
 	logger *slog.Logger
 }
 
 // New reads the module's settings and takes the host's session store.
 func New(_ context.Context, deps sidecar.Deps) (sidecar.Module, error) {
-	s, err := sessionstore.FromDeps(deps)
+	s, cfg, err := sessionstore.Open[Config](deps)
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := envconf.Load[Config](deps.Env)
-	if err != nil {
-		return nil, err
-	}
-	return &Module{store: &Store{Store: s, cfg: cfg}, cfg: cfg, logger: deps.Logger}, nil
+	return &Module{store: &Store{Store: s, cfg: cfg}, cfg: cfg, limits: deps.Limits, logger: deps.Logger}, nil
+}
+
+// readCap is the most bytes one checkpoint read may hold.
+func (m *Module) readCap() int {
+	return max(m.limits.MaxAnswerBytes, int(m.limits.MaxMessageBodyBytes))
 }
 
 // Name implements sidecar.Module.
@@ -113,8 +98,8 @@ func (m *Module) Name() string { return "checkpoints" }
 func (m *Module) Routes() []sidecar.Route {
 	const base = "/v1/users/{user_id}/sessions/{session_id}/checkpoints"
 	return []sidecar.Route{
-		{Pattern: "POST " + base, Handler: m.put, MaxBodyBytes: m.cfg.MaxBodyBytes},
-		{Pattern: "POST " + base + "/writes", Handler: m.putWrites, MaxBodyBytes: m.cfg.MaxBodyBytes},
+		{Pattern: "POST " + base, Handler: m.put, MaxBodyBytes: m.limits.MaxMessageBodyBytes},
+		{Pattern: "POST " + base + "/writes", Handler: m.putWrites, MaxBodyBytes: m.limits.MaxMessageBodyBytes},
 		{Pattern: "GET " + base + "/tuple", Handler: m.getTuple, Query: []string{"checkpoint_ns", "checkpoint_id"}},
 		{Pattern: "GET " + base, Handler: m.list, Query: []string{"checkpoint_ns", "before", "limit", "filter"}},
 	}

@@ -21,7 +21,6 @@
 -- No name holds \0 (the sidecar refuses it), so \0 ends every part and a
 -- range of one prefix is [<prefix>\0 .. (<prefix>\1. idx is written as 12
 -- digits of idx + IDX_BIAS (special channels have negative idx).
---- @include guard
 --- @include session
 
 local SEP = '\0'
@@ -35,16 +34,6 @@ local function open(c)
   c.cp_hash = session.key(c, HASH)
   c.cp_order = session.key(c, ORDER)
   return c
-end
-
--- read runs read command cmd on key k, of Redis type kind, as a pcall:
--- its answer, or nil and the refusal of a key of another type
--- (guard.from_error; any other error as Redis gave it). A write reads a
--- key so first, then trusts its type.
-local function read(cmd, k, kind, ...)
-  local r = redis.pcall(cmd, k, ...)
-  if type(r) == 'table' and r.err then return nil, guard.from_error(k, kind, r) end
-  return r
 end
 
 -- join is the parts joined by \0.
@@ -95,7 +84,6 @@ end
 return {
   HASH = HASH,
   ORDER = ORDER,
-  read = read,
   SEP = SEP,
   VALUES = '#values',
   held = held,

@@ -22,6 +22,7 @@
 --   SIDECAR_MAX_MESSAGE_BODY_BYTES of values; O(channels + log n) commands
 --   (an HEXISTS per value to count the new ones).
 --- @include reply
+--- @include guard
 --- @include session
 --- @include events
 --- @include checkpoints
@@ -33,13 +34,13 @@ local ns, id = ARGV[2], ARGV[3]
 local field = checkpoints.join('c', ns, id)
 local orphan = checkpoints.join('o', ns, id)
 local stored
-stored, refused = checkpoints.read('HEXISTS', c.cp_hash, 'hash', field)
+stored, refused = guard.read('HEXISTS', c.cp_hash, 'hash', field)
 if refused then return refused end
 -- empty: the thread holds nothing yet (neither key exists)
 local order_read, empty = false, false
 if stored == 0 then
   local was_orphan
-  was_orphan, refused = checkpoints.read('ZSCORE', c.cp_order, 'zset', orphan)
+  was_orphan, refused = guard.read('ZSCORE', c.cp_order, 'zset', orphan)
   if refused then return refused end
   order_read = true
   local held = checkpoints.held(c)

@@ -263,6 +263,16 @@ func TestRefusals(t *testing.T) {
 				t.Fatalf("%s: %d %s", q, rep.Status, rep.Body)
 			}
 		}
+		// before is the list's cursor (next_before): a bad one is the
+		// API's one bad-cursor code.
+		for q, code := range map[string]string{
+			"before=" + strings.Repeat("c", 257): "invalid_cursor", "before=c%00": "invalid_cursor",
+			"checkpoint_ns=" + strings.Repeat("n", 1025): "invalid_query",
+		} {
+			if rep := h.Do(t, "GET", base+"?"+q, ""); rep.Status != 400 || rep.Code() != code {
+				t.Errorf("%.20s...: %s, want 400 %s", q, rep, code)
+			}
+		}
 	})
 }
 

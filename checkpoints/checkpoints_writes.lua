@@ -25,6 +25,7 @@
 -- Bounded: at most 1 000 writes a call (the sidecar's check), three
 --   commands each.
 --- @include reply
+--- @include guard
 --- @include session
 --- @include events
 --- @include checkpoints
@@ -42,7 +43,7 @@ for i = 8, #ARGV, 2 do
   local f = wp .. SEP .. task .. SEP .. checkpoints.idx12(idx)
   local old = seen[f]
   if old == nil then
-    old, refused = checkpoints.read('HGET', c.cp_hash, 'hash', f)
+    old, refused = guard.read('HGET', c.cp_hash, 'hash', f)
     if refused then return refused end
     if not old then new = new + 1 end
   end
@@ -56,7 +57,7 @@ end
 local orphan, empty
 if new > 0 then
   local n
-  n, refused = checkpoints.read('ZLEXCOUNT', c.cp_order, 'zset', '[' .. wp .. SEP, checkpoints.above(wp))
+  n, refused = guard.read('ZLEXCOUNT', c.cp_order, 'zset', '[' .. wp .. SEP, checkpoints.above(wp))
   if refused then return refused end
   if n + new > tonumber(ARGV[6]) then
     return reply.refused('checkpoint_writes_full', 'the checkpoint holds ' .. n .. ' pending writes; '

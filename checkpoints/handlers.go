@@ -236,7 +236,7 @@ func decode[B any, P interface {
 }
 
 func (m *Module) put(w http.ResponseWriter, r *http.Request) error {
-	user, session, body, err := decode[putBody](r, m.cfg.MaxItemBytes)
+	user, session, body, err := decode[putBody](r, m.limits.MaxItemBytes)
 	if err != nil {
 		return err
 	}
@@ -248,7 +248,7 @@ func (m *Module) put(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (m *Module) putWrites(w http.ResponseWriter, r *http.Request) error {
-	user, session, body, err := decode[writesBody](r, m.cfg.MaxItemBytes)
+	user, session, body, err := decode[writesBody](r, m.limits.MaxItemBytes)
 	if err != nil {
 		return err
 	}
@@ -270,9 +270,9 @@ func (m *Module) getTuple(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
 	ns, id := q.Get("checkpoint_ns"), q.Get("checkpoint_id")
 	if err := errors.Join(name("checkpoint_ns", ns, maxNS, true), name("checkpoint_id", id, maxID, true)); err != nil {
-		return query(first(err))
+		return recode("invalid_query", first(err))
 	}
-	most, done, err := sidecar.ReserveAnswer(r.Context(), m.cfg.readCap())
+	most, done, err := sidecar.ReserveAnswer(r.Context(), m.readCap())
 	if err != nil {
 		return err
 	}
@@ -304,11 +304,12 @@ func answer(w http.ResponseWriter, v any, err error, done func(int)) error {
 	return nil
 }
 
-// query turns a name check's 400 into the query's code.
-func query(err error) error {
+// recode is name's refusal of a query parameter under code: invalid_query,
+// or invalid_cursor for the list's before (its next_before).
+func recode(code string, err error) error {
 	var e *sidecar.Error
 	if errors.As(err, &e) {
-		return sidecar.BadRequest("invalid_query", "%s", e.Message)
+		return sidecar.BadRequest(code, "%s", e.Message)
 	}
 	return err
 }
@@ -327,8 +328,11 @@ func (m *Module) list(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
 	ns, byNS := q.Get("checkpoint_ns"), q.Has("checkpoint_ns")
 	before := q.Get("before")
-	if err := errors.Join(name("checkpoint_ns", ns, maxNS, true), name("before", before, maxID, true)); err != nil {
-		return query(first(err))
+	if err := name("checkpoint_ns", ns, maxNS, true); err != nil {
+		return recode("invalid_query", err)
+	}
+	if err := name("before", before, maxID, true); err != nil {
+		return recode(sidecar.CodeBadCursor, err)
 	}
 	limit, err := sidecar.QueryInt(r, "limit", DefaultListLimit, 1, MaxListLimit)
 	if err != nil {
@@ -340,7 +344,7 @@ func (m *Module) list(w http.ResponseWriter, r *http.Request) error {
 			return sidecar.BadRequest("invalid_query", "filter must be a JSON object of metadata values")
 		}
 	}
-	most, done, err := sidecar.ReserveAnswer(r.Context(), m.cfg.readCap())
+	most, done, err := sidecar.ReserveAnswer(r.Context(), m.readCap())
 	if err != nil {
 		return err
 	}

@@ -154,12 +154,7 @@ func (c *Client) do(ctx context.Context, r request, out any) (int, error) {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	req.Header.Set("Accept", "application/json")
-	if c.userAgent != "" {
-		req.Header.Set("User-Agent", c.userAgent)
-	}
-	if c.token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.token)
-	}
+	c.identify(req)
 	resp, err := c.http.Do(req)
 	if err != nil {
 		return 0, err
@@ -178,6 +173,17 @@ func (c *Client) do(ctx context.Context, r request, out any) (int, error) {
 		}
 	}
 	return resp.StatusCode, nil
+}
+
+// identify sets req's User-Agent (WithUserAgent) and its bearer token
+// (WithBearerToken), when the client has them.
+func (c *Client) identify(req *http.Request) {
+	if c.userAgent != "" {
+		req.Header.Set("User-Agent", c.userAgent)
+	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
 }
 
 // call sends r, unless pathErr (from building r.path) is set, and returns

@@ -465,7 +465,7 @@ func TestErrors(t *testing.T) {
 		{"empty feedback", ignore(c.SetFeedback(ctx, u, s, "q1", client.FeedbackRequest{})), 400, "invalid_field", false, false},
 		{"empty update", ignore(c.UpdateEntry(ctx, u, s, "q1", client.UpdateEntryRequest{})), 400, "invalid_field", false, false},
 		{"bad status filter", ignore(c.ListSessions(ctx, client.ListSessionsOptions{Status: "bogus"})), 400, "invalid_query", false, false},
-		{"bad cursor", ignore(c.ListUserSessions(ctx, u, client.ListSessionsOptions{Cursor: "garbage"})), 400, "invalid_query", false, false},
+		{"bad cursor", ignore(c.ListUserSessions(ctx, u, client.ListSessionsOptions{Cursor: "garbage"})), 400, client.CodeInvalidCursor, false, false},
 		{"bad limit", ignore(c.ListSessions(ctx, client.ListSessionsOptions{Limit: 501})), 400, "invalid_query", false, false},
 		{"usage without model", ignore(c.RecordUsage(ctx, u, s, client.UsageRequest{})), 400, "invalid_field", false, false},
 		{"usage keys differ", ignore(c.RecordUsage(ctx, u, s, client.UsageRequest{Model: "m", RequestID: "a"}, client.WithIdempotencyKey("b"))), 400, "invalid_field", false, false},

@@ -55,6 +55,7 @@ const (
 	CodeInvalidField         = "invalid_field"
 	CodeUnknownField         = "unknown_field"
 	CodeInvalidQuery         = "invalid_query"
+	CodeInvalidCursor        = "invalid_cursor"
 	CodeUnknownParameter     = "unknown_parameter"
 	CodeInvalidBody          = "invalid_body"
 	CodeUnauthorized         = "unauthorized"

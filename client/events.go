@@ -120,12 +120,7 @@ func (c *Client) stream(ctx context.Context, path string, st *sseState, session 
 	if st.last != "" {
 		req.Header.Set("Last-Event-ID", st.last)
 	}
-	if c.userAgent != "" {
-		req.Header.Set("User-Agent", c.userAgent)
-	}
-	if c.token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.token)
-	}
+	c.identify(req)
 	resp, err := c.http.Do(req)
 	if err != nil {
 		return err

@@ -177,16 +177,7 @@ func (c *Client) SplitSession(ctx context.Context, user, session string, req Spl
 
 func (c *Client) newSession(ctx context.Context, user, session, verb string, body any, opts []MessageOption) (*SessionRecord, error) {
 	p, err := sessionPath(user, session, verb)
-	r := request{method: http.MethodPost, path: p, body: body, header: http.Header{}}
-	for _, o := range opts {
-		o(r.header)
-	}
-	res, status, err := call[SessionRecord](ctx, c, r, err)
-	if err != nil {
-		return nil, err
-	}
-	res.Created = status == http.StatusCreated
-	return res, nil
+	return c.postSession(ctx, p, err, body, opts)
 }
 
 // CreateCompaction stores a compaction overlay of req's range

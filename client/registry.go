@@ -14,11 +14,17 @@ import (
 // (409 session_exists).
 func (c *Client) CreateSession(ctx context.Context, user string, req CreateSessionRequest, opts ...UsageOption) (*SessionRecord, error) {
 	p, err := apiPath("users", user, "sessions")
-	r := request{method: http.MethodPost, path: p, body: req, header: http.Header{}}
+	return c.postSession(ctx, p, err, req, opts)
+}
+
+// postSession posts body to path p (pathErr: p's own error) with opts'
+// headers and answers the session record; Created: 201, not a retry.
+func (c *Client) postSession(ctx context.Context, p string, pathErr error, body any, opts []UsageOption) (*SessionRecord, error) {
+	r := request{method: http.MethodPost, path: p, body: body, header: http.Header{}}
 	for _, o := range opts {
 		o(r.header)
 	}
-	res, status, err := call[SessionRecord](ctx, c, r, err)
+	res, status, err := call[SessionRecord](ctx, c, r, pathErr)
 	if err != nil {
 		return nil, err
 	}

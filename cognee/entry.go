@@ -282,11 +282,7 @@ func graphIDs(raw json.RawMessage) ([]byte, error) {
 		if !ok {
 			return nil, fieldErr("used_graph_element_ids", "%s must be a list of strings", k)
 		}
-		if len(b) > 1 {
-			b = append(b, ',', ' ')
-		}
-		b = AppendString(b, k)
-		b = append(b, ':', ' ')
+		b = appendKey(b, len(b) == 1, k)
 		b = appendStrings(b, ids)
 	}
 	if len(b) == 1 {
@@ -324,6 +320,16 @@ func strictStrings(raw json.RawMessage) ([]string, bool) {
 		}
 	}
 	return out, true
+}
+
+// appendKey appends an object member's key as json.dumps writes it: ", "
+// before every member but the first, the key, ": ".
+func appendKey(b []byte, first bool, key string) []byte {
+	if !first {
+		b = append(b, ',', ' ')
+	}
+	b = AppendString(b, key)
+	return append(b, ':', ' ')
 }
 
 func appendStrings(b []byte, ss []string) []byte {

@@ -136,11 +136,7 @@ func appendSanitizedObject(b []byte, dec *json.Decoder) ([]byte, error) {
 	names = uniqueKeys(names)
 	b = append(b, '{')
 	for i, name := range names {
-		if i > 0 {
-			b = append(b, ',', ' ')
-		}
-		b = AppendString(b, name)
-		b = append(b, ':', ' ')
+		b = appendKey(b, i == 0, name)
 		b = append(b, vals[i]...)
 	}
 	return append(b, '}'), nil

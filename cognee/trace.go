@@ -81,11 +81,7 @@ func encodeOrdered(order []string, vals map[string][]byte) []byte {
 	b := make([]byte, 0, 256)
 	b = append(b, '{')
 	for i, name := range order {
-		if i > 0 {
-			b = append(b, ',', ' ')
-		}
-		b = AppendString(b, name)
-		b = append(b, ':', ' ')
+		b = appendKey(b, i == 0, name)
 		if v, ok := vals[name]; ok {
 			b = append(b, v...)
 		} else {

@@ -88,6 +88,10 @@ func describe(v any, e Env, err error) error {
 	}
 	var pe env.ParseError
 	if errors.As(err, &pe) {
+		var own *Error // a type's own parser (encoding.TextUnmarshaler) named the variable
+		if errors.As(pe.Err, &own) {
+			return own
+		}
 		key := keyOf(reflect.TypeOf(v), pe.Name)
 		return &Error{Var: key, Problem: problem(key, e[key], pe.Type)}
 	}

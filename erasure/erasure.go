@@ -1,25 +1,25 @@
 // Package erasure is the module that erases a user: DELETE
 // /v1/users/{user_id} removes every key of the user and the user's members
-// of the indexes across users, in bounded steps (lua/user_erase.lua), so no
+// of the indexes across users, in bounded steps (user_erase.lua), so no
 // step holds Redis for long, and answers 202 with an estimate of what is
 // left when the request's deadline comes first. The progress lives in
-// Redis (ProgressFamily), so a call from any pod continues it, and while it
-// exists every write of the user is refused (409 user_erasing), so the
-// erasure's scan misses no key written behind it.
+// Redis, in the user's marker (redisstore.Layout.UserMarker, named by the
+// user's SHA1), so a call from any pod continues it; with it the marker's
+// fence, which refuses every write of the user (409 user_erasing) from the
+// first step until Settle after the last, so the erasure's scan misses no
+// key written behind it.
 package erasure
 
 import (
 	"context"
-	"crypto/sha1"
-	"encoding/hex"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/agentsidecar/agentsidecar/envconf"
-	"github.com/agentsidecar/agentsidecar/lua"
 	"github.com/agentsidecar/agentsidecar/redisstore"
 	"github.com/agentsidecar/agentsidecar/sessionstore"
 	"github.com/agentsidecar/agentsidecar/sidecar"
@@ -29,16 +29,17 @@ import (
 var Factory = sidecar.Factory{Name: "erasure", New: New}
 
 // The bounds of one step (one script): it scans ScanCount keys of the
-// user's node and erases at most SessionsPerStep sessions (and 50 times as
-// many metadata index members).
+// user's node and erases at most SessionsPerStep sessions (each: its
+// members of the indexes its record lists, and its keys), or examines
+// about 5 × ScanCount members of the indexes across users.
 const (
 	ScanCount       = 200
 	SessionsPerStep = 20
 	// ProgressTTL is how long an erasure left half-way keeps refusing the
-	// user's writes after its last step.
+	// user's writes after its last step (the marker's TTL while erasing).
 	ProgressTTL = time.Hour
-	// Settle is how long a finished erasure keeps refusing writes (its
-	// progress key's TTL then; SETTLE in lib/erasure.lua).
+	// Settle is how long a finished erasure keeps refusing writes: the
+	// marker then holds the fence alone, with this TTL.
 	Settle = 30 * time.Second
 )
 
@@ -65,11 +66,7 @@ type Module struct {
 
 // New parses the setting.
 func New(_ context.Context, deps sidecar.Deps) (sidecar.Module, error) {
-	cfg, err := envconf.Load[Config](deps.Env)
-	if err != nil {
-		return nil, err
-	}
-	store, err := sessionstore.FromDeps(deps)
+	store, cfg, err := sessionstore.Open[Config](deps)
 	if err != nil {
 		return nil, err
 	}
@@ -97,23 +94,33 @@ type Answer struct {
 	Remaining *int64 `json:"remaining,omitempty"`
 }
 
-// userPrefixes are the prefixes of every user family but the progress's,
-// space separated, as the script takes them.
+// userPrefixes are the prefixes of every user family but the user's
+// marker's (named by the user's SHA1, not the user: the script erases it
+// by its own name), space separated, as the script takes them.
 func userPrefixes() string {
 	var out []string
 	for _, f := range redisstore.Families() {
-		if f.Scope == redisstore.ScopeUser && f.Prefix != ProgressFamily.Prefix {
+		if f.Scope == redisstore.ScopeUser && f.Prefix != redisstore.UserMarkerFamily.Prefix {
 			out = append(out, f.Prefix)
 		}
 	}
 	return strings.Join(out, " ")
 }
 
-// ProgressKey is user's progress key on layout l: in the user's slot (its
-// bucket's tag), named by the SHA1 of the id.
-func ProgressKey(l redisstore.Layout, user string) string {
-	sum := sha1.Sum([]byte(user))
-	return strings.TrimSuffix(l.UserKey(ProgressFamily, user), user) + hex.EncodeToString(sum[:])
+// sweepPrefixes are the prefixes of the bucket's indexes across users
+// whose members are "<user>:<session>" (bucket families with
+// SessionMembers: the metadata indexes), but the lifecycle sets, which the
+// script names itself: the erasure sweeps them for members of the user's
+// sessions that expired.
+func sweepPrefixes() string {
+	var out []string
+	for _, f := range redisstore.Families() {
+		if f.Scope == redisstore.ScopeBucket && f.SessionMembers && f.Prefix != redisstore.GlobalIndexFamily.Prefix &&
+			!slices.Contains(out, f.Prefix) {
+			out = append(out, f.Prefix)
+		}
+	}
+	return strings.Join(out, " ")
 }
 
 func (m *Module) erase(w http.ResponseWriter, r *http.Request) error {
@@ -138,7 +145,7 @@ func (m *Module) erase(w http.ResponseWriter, r *http.Request) error {
 // so far, and 50 ms, before it); it returns whether the erasure is done and
 // else an estimate of the sessions left.
 func (m *Module) Erase(ctx context.Context, user string) (done bool, remaining int64, err error) {
-	prefixes := userPrefixes()
+	prefixes, sweep := userPrefixes(), sweepPrefixes()
 	deadline, hasDeadline := ctx.Deadline()
 	var slowest time.Duration
 	for step := 0; ; step++ {
@@ -151,21 +158,21 @@ func (m *Module) Erase(ctx context.Context, user string) (done bool, remaining i
 			}
 		}
 		began := time.Now()
-		rep, err := m.sessions.Run(ctx, lua.UserErase, user, "-", prefixes, strconv.Itoa(ScanCount),
-			strconv.Itoa(SessionsPerStep), strconv.Itoa(int(ProgressTTL/time.Second)))
+		rep, err := m.sessions.Run(ctx, scriptErase, user, "-", prefixes, sweep, strconv.Itoa(ScanCount),
+			strconv.Itoa(SessionsPerStep), strconv.Itoa(int(ProgressTTL/time.Second)), strconv.Itoa(int(Settle/time.Second)))
 		if err != nil {
 			return false, 0, fmt.Errorf("erase user %s: %w", user, err)
 		}
 		slowest = max(slowest, time.Since(began))
 		fin, err := rep.Flag(0)
 		if err != nil {
-			return false, 0, redisstore.Wrap("user_erase", err)
+			return false, 0, redisstore.Wrap(scriptErase.Name, err)
 		}
 		if fin {
 			return true, 0, nil
 		}
 		if remaining, err = rep.Int(1); err != nil {
-			return false, 0, redisstore.Wrap("user_erase", err)
+			return false, 0, redisstore.Wrap(scriptErase.Name, err)
 		}
 	}
 }

@@ -227,10 +227,14 @@ func TestEraseUser(t *testing.T) {
 		}
 		// bob writes on
 		ok(t, h, "POST", "/v1/users/bob/sessions/notes/entries", `{"question":"q","answer":"a"}`)
-		// the progress key, in alice's slot, names no one
-		pk := erasure.ProgressKey(l, "alice")
+		// the user's marker (the progress and the fence), in alice's slot,
+		// names no one and holds the fence alone, for the settle time
+		pk := l.UserMarker("alice")
 		if ms, err := c.Do(ctx, c.B().Pttl().Key(pk).Build()).AsInt64(); err != nil || ms <= 0 || ms > erasure.Settle.Milliseconds() {
-			t.Errorf("progress key %s: PTTL %d ms %v, want at most %v", pk, ms, err, erasure.Settle)
+			t.Errorf("marker %s: PTTL %d ms %v, want at most %v", pk, ms, err, erasure.Settle)
+		}
+		if fs, err := c.Do(ctx, c.B().Hkeys().Key(pk).Build()).AsStrSlice(); err != nil || !slices.Equal(fs, []string{"fence"}) {
+			t.Errorf("marker %s: fields %q %v, want the fence alone", pk, fs, err)
 		}
 		if h.Do(t, "DELETE", "/v1/users/a:b", "").Status != http.StatusBadRequest {
 			t.Error("a bad user id was not refused")
@@ -465,11 +469,12 @@ func TestEraseOnAnotherServer(t *testing.T) {
 			t.Fatalf("first step: %s, want 202", r)
 		}
 		// the progress as another server left it: its cursor (the last
-		// bucket in SCAN's order here) and its run_id
+		// bucket in SCAN's order here) and its run_id, fields of the
+		// user's marker
 		c := srv.Client(t)
-		pk := erasure.ProgressKey(srv.Layout(), "alice")
+		pk := srv.Layout().UserMarker("alice")
 		if err := c.Do(t.Context(), c.B().Hset().Key(pk).FieldValue().
-			FieldValue("cursor", "18446744073709551615").FieldValue("node", "another").Build()).Error(); err != nil {
+			FieldValue("fence:cursor", "18446744073709551615").FieldValue("fence:node", "another").Build()).Error(); err != nil {
 			t.Fatal(err)
 		}
 		for calls := 1; ; calls++ {

@@ -18,7 +18,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/agentsidecar/agentsidecar/envconf"
 	"github.com/agentsidecar/agentsidecar/sessionstore"
 	"github.com/agentsidecar/agentsidecar/sidecar"
 )
@@ -43,11 +42,7 @@ type Module struct {
 // New builds the module over the host's shared session store and starts
 // its reader and its Pub/Sub subscription loop.
 func New(_ context.Context, deps sidecar.Deps) (sidecar.Module, error) {
-	cfg, err := envconf.Load[Config](deps.Env)
-	if err != nil {
-		return nil, err
-	}
-	s, err := sessionstore.FromDeps(deps)
+	s, cfg, err := sessionstore.Open[Config](deps)
 	if err != nil {
 		return nil, err
 	}

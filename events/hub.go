@@ -26,7 +26,8 @@ import (
 // sidecars watching its stream.
 //
 // With SESSION_EVENTS=watched (grace > 0) the hub also keeps every watched
-// stream's marker (WatchFamily) alive: set when a subscriber joins, then
+// stream's mark (the user's marker's field w:<s>, WatchField; the user's
+// stream's UserWatchFamily) alive: set when a subscriber joins, then
 // refreshed every refresh interval for as long as the stream is watched
 // here, so the writes on every pod record its events. A refresh that finds
 // the marker had lapsed (a longer outage) drops the stream's subscribers:
@@ -55,7 +56,7 @@ type hub struct {
 // watch is one stream and its subscribers on this sidecar.
 type watch struct {
 	key    string
-	marker mark   // the stream's watch marker (key "" with SESSION_EVENTS=always)
+	marker mark   // where the stream's watch is marked (marker "" with SESSION_EVENTS=always)
 	since  uint64 // the marker's since (ms): events after it are recorded
 	last   ID     // the newest event delivered (only the reader moves it)
 	subs   map[*sub]struct{}
@@ -127,10 +128,17 @@ func (h *hub) join(ctx context.Context, key string, marker mark) (*sub, ID, uint
 	}
 	if marker.marker != "" {
 		s, errs := watchMarkers(ctx, c, h.grace, []mark{marker})
-		if errs[0] != nil {
+		switch {
+		case errors.Is(errs[0], redisstore.ErrNotFound):
+			// a session gone (a reader resuming from its tombstone, or
+			// deleted since the caller looked): nothing marked, since 0;
+			// the watch's first read finds no mark and drops it unless
+			// the deleted event ends it
+		case errs[0] != nil:
 			return nil, ID{}, 0, errs[0]
+		default:
+			since = s[0]
 		}
-		since = s[0]
 	}
 	// The stream's newest id, read before the watch exists: anything added
 	// after the read is after `last`, so the reader gets it.
@@ -261,107 +269,142 @@ func (h *hub) run(ctx context.Context) {
 // pipeline bounds the reads sent in one round trip.
 const pipeline = 128
 
-// readDirty reads every dirty stream after its last id and delivers.
+// readDirty reads every dirty stream after its last id and delivers,
+// pipeline streams a round trip.
 func (h *hub) readDirty(ctx context.Context) {
-	h.mu.Lock()
-	keys := make([]string, 0, len(h.dirty))
-	afters := make([]ID, 0, len(h.dirty))
-	marks := make([]*watch, 0, len(h.dirty))
-	for k := range h.dirty {
-		if w := h.streams[k]; w != nil {
-			keys = append(keys, k)
-			afters = append(afters, w.last)
-			marks = append(marks, w)
-		}
-	}
-	clear(h.dirty)
-	h.mu.Unlock()
-	if len(keys) == 0 {
+	reads := h.takeDirty()
+	if len(reads) == 0 {
 		return
 	}
 	c, err := h.redis.Client()
 	if err != nil {
-		h.again(keys)
+		keys := make([]string, len(reads))
+		for i, r := range reads {
+			keys[i] = r.key
+		}
+		h.again(keys...)
 		return
 	}
-	for from := 0; from < len(keys); from += pipeline {
-		to := min(from+pipeline, len(keys))
-		cmds := make(rueidis.Commands, 0, 2*(to-from))
-		// each stream's marker, read before the stream: a watch whose
-		// marker lapsed and began anew (another pod's reader) must not be
-		// handed the events recorded since, or its subscribers would
-		// reconnect after the unrecorded ones and never learn of the gap
-		at := make([]int, to-from)
-		for i := from; i < to; i++ {
-			at[i-from] = -1
-			if marks[i].marker.marker != "" {
-				at[i-from] = len(cmds)
-				cmds = append(cmds, marks[i].marker.read(c))
-			}
-		}
-		first := len(cmds)
-		for i := from; i < to; i++ {
-			// From the last delivered event itself: while it is still
-			// kept, nothing after it was trimmed (trimming removes the
-			// oldest first).
-			start, n := "("+afters[i].String(), int64(readPage)
-			if afters[i] != (ID{}) {
-				start, n = afters[i].String(), readPage+1
-			}
-			cmds = append(cmds, c.B().Xrange().Key(keys[i]).Start(start).End("+").Count(n).Build())
-		}
-		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		res := c.DoMulti(rctx, cmds...)
-		cancel()
-		h.m.reads.Add(float64(len(cmds) - first))
-		for j, r := range res[first:] {
-			if a := at[j]; a >= 0 && h.lapsed(marks[from+j], res[a]) {
-				continue
-			}
-			entries, err := r.AsXRange()
-			if err != nil && !rueidis.IsRedisNil(err) {
-				// An outage: the next heartbeat (or wake-up) reads again.
-				h.logger.Debug("event stream read", "err", err)
-				continue
-			}
-			evs := parseEntries(entries)
-			key, after := keys[from+j], afters[from+j]
-			full := len(evs) == readPage
-			if after != (ID{}) {
-				full = len(evs) == readPage+1
-				switch {
-				case len(evs) > 0 && evs[0].ID == after:
-					evs = evs[1:]
-				case len(evs) > 0 && evs[0].Type != "deleted":
-					// Trimmed past what was delivered: events may be lost
-					// between; the subscribers resume with their ids and
-					// learn of the gap (a deleted session's stream keeps
-					// only its deleted event, delivered as it is).
-					h.cut(key, after)
-					continue
-				}
-			}
-			if full {
-				h.again(keys[from+j : from+j+1])
-			}
-			h.deliver(key, evs)
+	for from := 0; from < len(reads); from += pipeline {
+		h.readBatch(ctx, c, reads[from:min(from+pipeline, len(reads))])
+	}
+}
+
+// streamRead is one dirty stream to read: its watch, and the last id
+// delivered when it was taken.
+type streamRead struct {
+	w     *watch
+	key   string
+	after ID
+}
+
+// takeDirty takes the dirty streams still watched, and clears the set.
+func (h *hub) takeDirty() []streamRead {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	reads := make([]streamRead, 0, len(h.dirty))
+	for k := range h.dirty {
+		if w := h.streams[k]; w != nil {
+			reads = append(reads, streamRead{w: w, key: k, after: w.last})
 		}
 	}
+	clear(h.dirty)
+	return reads
+}
+
+// readBatch reads reads in one round trip: each stream's marker first,
+// then the stream after its last delivered event, and delivers.
+func (h *hub) readBatch(ctx context.Context, c rueidis.Client, reads []streamRead) {
+	cmds := make(rueidis.Commands, 0, 2*len(reads))
+	// each stream's marker, read before the stream: a watch whose marker
+	// lapsed and began anew (another pod's reader) must not be handed the
+	// events recorded since, or its subscribers would reconnect after the
+	// unrecorded ones and never learn of the gap
+	at := make([]int, len(reads))
+	for i, r := range reads {
+		at[i] = -1
+		if r.w.marker.marker != "" {
+			at[i] = len(cmds)
+			cmds = append(cmds, r.w.marker.read(c))
+		}
+	}
+	first := len(cmds)
+	for _, r := range reads {
+		// From the last delivered event itself: while it is still kept,
+		// nothing after it was trimmed (trimming removes the oldest first).
+		start, n := "("+r.after.String(), int64(readPage)
+		if r.after != (ID{}) {
+			start, n = r.after.String(), readPage+1
+		}
+		cmds = append(cmds, c.B().Xrange().Key(r.key).Start(start).End("+").Count(n).Build())
+	}
+	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	res := c.DoMulti(rctx, cmds...)
+	cancel()
+	h.m.reads.Add(float64(len(cmds) - first))
+	for j, r := range res[first:] {
+		if a := at[j]; a >= 0 && h.lapsed(reads[j].w, res[a], r) {
+			continue
+		}
+		h.deliverRead(reads[j], r)
+	}
+}
+
+// deliverRead hands the events of one stream's read (XRANGE from its last
+// delivered event) to its subscribers; a stream trimmed past what was
+// delivered cuts them (they learn of the gap), a full page reads again.
+func (h *hub) deliverRead(rd streamRead, r rueidis.RedisResult) {
+	entries, err := r.AsXRange()
+	if err != nil && !rueidis.IsRedisNil(err) {
+		// An outage: the next heartbeat (or wake-up) reads again.
+		h.logger.Debug("event stream read", "err", err)
+		return
+	}
+	evs := parseEntries(entries)
+	full := len(evs) == readPage
+	if rd.after != (ID{}) {
+		full = len(evs) == readPage+1
+		switch {
+		case len(evs) > 0 && evs[0].ID == rd.after:
+			evs = evs[1:]
+		case len(evs) > 0 && evs[0].Type != "deleted":
+			// Trimmed past what was delivered: events may be lost between;
+			// the subscribers resume with their ids and learn of the gap
+			// (a deleted session's stream keeps only its deleted event,
+			// delivered as it is).
+			h.cut(rd.key, rd.after)
+			return
+		}
+	}
+	if full {
+		h.again(rd.key)
+	}
+	h.deliver(rd.key, evs)
 }
 
 // lapsed drops w and reports true when its marker, as read (get), no
 // longer holds the since w was made with (gone, or begun anew): the
 // subscribers reconnect with ids older than the new since and get the gap.
-// An outage reports false (the stream's read fails too).
-func (h *hub) lapsed(w *watch, get rueidis.RedisResult) bool {
+// A mark gone with its session is no lapse when the stream's read after it
+// (read) holds the session's deleted event carrying that since: the watch
+// ran unbroken up to the delete, which removed the mark. An outage reports
+// false (the stream's read fails too).
+func (h *hub) lapsed(w *watch, get, read rueidis.RedisResult) bool {
 	v, err := get.ToString()
 	if err != nil && !rueidis.IsRedisNil(err) {
 		return false
 	}
-	if err == nil {
-		if _, since, ok := strings.Cut(v, ":"); ok && since == strconv.FormatUint(w.since, 10) {
-			return false
+	if err != nil {
+		v = ""
+		entries, _ := read.AsXRange()
+		for _, ev := range parseEntries(entries) {
+			if ev.Type == "deleted" && ev.watch != "" {
+				v = ev.watch
+			}
 		}
+	}
+	if _, since, ok := strings.Cut(v, ":"); ok && since == strconv.FormatUint(w.since, 10) {
+		return false
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -372,7 +415,7 @@ func (h *hub) lapsed(w *watch, get rueidis.RedisResult) bool {
 }
 
 // again marks keys dirty and wakes the reader.
-func (h *hub) again(keys []string) {
+func (h *hub) again(keys ...string) {
 	h.mu.Lock()
 	for _, k := range keys {
 		if _, ok := h.streams[k]; ok {
@@ -448,6 +491,15 @@ func (h *hub) refreshMarkers(ctx context.Context) {
 			var refusal *redisstore.Refusal
 			if errors.As(errs[i], &refusal) && h.streams[w.key] == w {
 				h.drop(w)
+				continue
+			}
+			if errors.Is(errs[i], redisstore.ErrNotFound) {
+				// the session is gone: the next read delivers its
+				// deleted event, or drops the watch (no mark left)
+				if h.streams[w.key] == w {
+					h.dirty[w.key] = true
+					h.signal()
+				}
 				continue
 			}
 			if errs[i] != nil {

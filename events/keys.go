@@ -16,7 +16,7 @@ var EventKeysFamily = redisstore.Register(redisstore.Family{
 
 // WatchField and UserWatchFamily say that a stream is watched
 // (SESSION_EVENTS=watched): "<until ms>:<since ms>", set by every reader of
-// the stream (lua/events_watch.lua, from the hub on any pod), and read by
+// the stream (events_watch.lua, from the hub on any pod), and read by
 // every write's script (lua/lib/events.lua), which records its event only
 // while <until> is ahead. The session's is a field of the user's marker,
 // w:<session id>, which every session write reads with its record at no

@@ -19,6 +19,10 @@ type Event struct {
 	ID   ID
 	Type string
 	Data string // JSON
+	// watch is the stream's watch mark ("<until ms>:<since ms>") a
+	// session's deleted event carries: the delete removed the mark
+	// (lib/events.lua, xadd).
+	watch string
 }
 
 // Store is the module's writes (over the shared session runner) and reads
@@ -39,14 +43,19 @@ func (s *Store) UserKey(user string) string { return s.layout().UserEvents(user)
 // session's stream is marked in the user's marker (WatchField).
 func (s *Store) UserWatchKey(user string) string { return s.layout().UserKey(UserWatchFamily, user) }
 
-// mark is where a stream's watch is marked: the user's marker and, for the
-// user's stream, its own key (session "" then).
-type mark struct{ marker, key, session string }
+// mark is where a stream's watch is marked: the user's marker, and for a
+// session's stream the keys whose existence says the session exists (a
+// session gone is not marked: no field of the marker names a deleted
+// session), for the user's stream its own key (session "" then).
+type mark struct {
+	marker, key, session string
+	exists               []string
+}
 
 // sessionMark and userMark are the marks of a session's and a user's
 // stream.
 func (s *Store) sessionMark(user, session string) mark {
-	return mark{marker: s.layout().UserMarker(user), session: session}
+	return mark{marker: s.layout().UserMarker(user), session: session, exists: s.existsKeys(user, session)}
 }
 
 // read is the command that reads m's mark ("<until ms>:<since ms>").
@@ -63,9 +72,11 @@ func (s *Store) userMark(user string) mark {
 }
 
 // watchMarkers marks the streams of markers watched for grace from now
-// (lua/events_watch.lua, pipelined) and returns, per marker, since when
-// the stream has been watched without a break (Redis time, ms), or the
-// error of its call (a *redisstore.Refusal when the user is being erased).
+// (events_watch.lua, pipelined) and returns, per marker, since when the
+// stream has been watched without a break (Redis time, ms), or the error
+// of its call: a *redisstore.Refusal when the user is being erased,
+// redisstore.ErrNotFound when the session no longer exists (nothing
+// marked).
 func watchMarkers(ctx context.Context, c rueidis.Client, grace time.Duration, markers []mark) ([]uint64, []error) {
 	ms := strconv.FormatInt(grace.Milliseconds(), 10)
 	calls := make([]lua.Call, len(markers))
@@ -73,18 +84,20 @@ func watchMarkers(ctx context.Context, c rueidis.Client, grace time.Duration, ma
 		keys := []string{k.marker}
 		if k.key != "" {
 			keys = append(keys, k.key)
+		} else {
+			keys = append(keys, k.exists...)
 		}
 		calls[i] = lua.Call{Keys: keys, Args: []string{ms, k.session}}
 	}
 	since := make([]uint64, len(markers))
 	errs := make([]error, len(markers))
-	for i, res := range lua.EventsWatch.ExecMulti(ctx, c, calls...) {
+	for i, res := range scriptWatch.ExecMulti(ctx, c, calls...) {
 		msg, err := res.ToMessage()
 		if err != nil {
-			errs[i] = redisstore.Wrap(lua.EventsWatch.Name, err)
+			errs[i] = redisstore.Wrap(scriptWatch.Name, err)
 			continue
 		}
-		r, err := lua.Decode(lua.EventsWatch.Name, msg)
+		r, err := lua.Decode(scriptWatch.Name, msg)
 		if err != nil {
 			errs[i] = err
 			continue
@@ -94,7 +107,7 @@ func watchMarkers(ctx context.Context, c rueidis.Client, grace time.Duration, ma
 			since[i], err = strconv.ParseUint(v, 10, 64)
 		}
 		if err != nil {
-			errs[i] = redisstore.Wrap(lua.EventsWatch.Name, err)
+			errs[i] = redisstore.Wrap(scriptWatch.Name, err)
 		}
 	}
 	return since, errs
@@ -105,7 +118,7 @@ func watchMarkers(ctx context.Context, c rueidis.Client, grace time.Duration, ma
 // newest) it writes nothing and returns the first publish's id, created
 // false.
 func (s *Store) Publish(ctx context.Context, user, session, typ, data, key string) (id string, created bool, err error) {
-	r, err := s.Run(ctx, lua.EventsCustom, user, session, typ, data, key)
+	r, err := s.Run(ctx, scriptCustom, user, session, typ, data, key)
 	if errors.Is(err, redisstore.ErrNotFound) {
 		return "", false, redisstore.NotFound("no session %s/%s", user, session)
 	}
@@ -113,7 +126,7 @@ func (s *Store) Publish(ctx context.Context, user, session, typ, data, key strin
 		return "", false, err
 	}
 	id, err = r.String(0)
-	return id, !r.Dup, redisstore.Wrap(lua.EventsCustom.Name, err)
+	return id, !r.Dup, redisstore.Wrap(scriptCustom.Name, err)
 }
 
 // Abort sets (set true) or clears the session's abort request. It returns
@@ -123,7 +136,7 @@ func (s *Store) Abort(ctx context.Context, user, session string, set bool) (int6
 	if set {
 		op = "set"
 	}
-	r, err := s.Run(ctx, lua.EventsAbort, user, session, op)
+	r, err := s.Run(ctx, scriptAbort, user, session, op)
 	if errors.Is(err, redisstore.ErrNotFound) {
 		return 0, false, redisstore.NotFound("no session %s/%s", user, session)
 	}
@@ -132,18 +145,25 @@ func (s *Store) Abort(ctx context.Context, user, session string, set bool) (int6
 	}
 	at, err := r.String(0)
 	if err != nil {
-		return 0, false, redisstore.Wrap(lua.EventsAbort.Name, err)
+		return 0, false, redisstore.Wrap(scriptAbort.Name, err)
 	}
 	var us int64
 	if at != "" {
 		if _, err := fmt.Sscan(at, &us); err != nil {
-			return 0, false, redisstore.Wrap(lua.EventsAbort.Name, err)
+			return 0, false, redisstore.Wrap(scriptAbort.Name, err)
 		}
 	}
 	return us, !r.Dup, nil
 }
 
-// SessionExists reports whether any key of the session exists, or, with
+// existsKeys are the keys whose existence says the session exists: its
+// record, and Cognee's lists (a session only Cognee wrote).
+func (s *Store) existsKeys(user, session string) []string {
+	k := s.Keys(user, session)
+	return []string{k.Record, k.Entries, k.Traces, k.Context}
+}
+
+// SessionExists reports whether the session exists (existsKeys), or, with
 // tombstone, its event stream (a deleted session's tombstone, which a
 // resuming reader still gets its deleted event from).
 func (s *Store) SessionExists(ctx context.Context, user, session string, tombstone bool) (bool, error) {
@@ -151,8 +171,7 @@ func (s *Store) SessionExists(ctx context.Context, user, session string, tombsto
 	if err != nil {
 		return false, err
 	}
-	k := s.Keys(user, session)
-	keys := []string{k.Record, k.Entries, k.Traces, k.Context}
+	keys := s.existsKeys(user, session)
 	if tombstone {
 		keys = append(keys, s.SessionKey(user, session))
 	}
@@ -171,7 +190,7 @@ func parseEntries(entries []rueidis.XRangeEntry) []Event {
 		if !ok {
 			continue
 		}
-		out = append(out, Event{ID: id, Type: e.FieldValues["t"], Data: e.FieldValues["d"]})
+		out = append(out, Event{ID: id, Type: e.FieldValues["t"], Data: e.FieldValues["d"], watch: e.FieldValues["w"]})
 	}
 	return out
 }

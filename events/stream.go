@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/redis/rueidis"
+
 	"github.com/agentsidecar/agentsidecar/sidecar"
 )
 
@@ -31,7 +33,7 @@ func after(r *http.Request) (ID, bool, error) {
 	}
 	id, ok := ParseID(v)
 	if !ok {
-		return ID{}, false, sidecar.BadRequest("invalid_field", "%s must be an event id (<ms>-<seq>, or 0 for every event kept), not %q", name, v)
+		return ID{}, false, sidecar.BadCursor("%s must be an event id (<ms>-<seq>, or 0 for every event kept), not %q", name, v)
 	}
 	return id, true, nil
 }
@@ -94,13 +96,11 @@ func (m *Module) serve(w http.ResponseWriter, r *http.Request, t streamTarget) e
 	if err != nil {
 		return err
 	}
-	select {
-	case m.slots <- struct{}{}:
-		defer func() { <-m.slots }()
-	default:
-		return sidecar.Errorf(http.StatusServiceUnavailable, "too_many_streams",
-			"the sidecar is serving %d event streams already (SIDECAR_SSE_MAX_STREAMS); retry shortly", cap(m.slots))
+	release, err := m.takeSlot()
+	if err != nil {
+		return err
 	}
+	defer release()
 	ctx := r.Context()
 	// Redis calls before the stream starts are bounded like a request's.
 	rctx, cancel := context.WithTimeout(ctx, m.requestTimeout)
@@ -114,93 +114,139 @@ func (m *Module) serve(w http.ResponseWriter, r *http.Request, t streamTarget) e
 		return err
 	}
 	defer m.hub.leave(s)
-	var gap bool
-	var oldest ID
+	var rec reconnected
 	if resume {
-		if gap, oldest, err = gapAfter(rctx, client, t.key, from); err != nil {
+		if rec, err = resumeAt(rctx, client, t.key, from, since); err != nil {
 			return err
-		}
-		// Unwatched before since, the writes recorded nothing: events after
-		// the client's id may be missing.
-		if from.MS < since {
-			gap = true
 		}
 	}
 	m.m.subscribers.Inc()
 	defer m.m.subscribers.Dec()
 
+	out := openStream(w, m.m)
+	if out == nil {
+		return nil
+	}
+	sent := start // the newest id written (or skipped as already seen)
+	if resume {
+		var done bool
+		if sent, done = out.replay(rctx, client, t, rec, from, start); done {
+			return nil
+		}
+	}
+	cancel()
+	out.live(ctx, s, t, sent, m.cfg.Heartbeat)
+	return nil
+}
+
+// takeSlot takes one of the SIDECAR_SSE_MAX_STREAMS stream slots, or
+// answers 503 too_many_streams; release gives it back.
+func (m *Module) takeSlot() (release func(), err error) {
+	select {
+	case m.slots <- struct{}{}:
+		return func() { <-m.slots }, nil
+	default:
+		return nil, sidecar.Errorf(http.StatusServiceUnavailable, "too_many_streams",
+			"the sidecar is serving %d event streams already (SIDECAR_SSE_MAX_STREAMS); retry shortly", cap(m.slots))
+	}
+}
+
+// resumeAt is the reconnected event of a client resuming after from: a
+// gap when events after from were trimmed, or when the stream was not
+// watched (nothing recorded) before since (ms); the oldest id kept.
+func resumeAt(ctx context.Context, client rueidis.Client, key string, from ID, since uint64) (reconnected, error) {
+	gap, oldest, err := gapAfter(ctx, client, key, from)
+	if err != nil {
+		return reconnected{}, err
+	}
+	rec := reconnected{Gap: gap || from.MS < since}
+	if oldest != (ID{}) {
+		o := oldest.String()
+		rec.OldestID = &o
+	}
+	return rec, nil
+}
+
+// openStream answers 200 as an event stream and writes its retry field;
+// nil when the client is gone already.
+func openStream(w http.ResponseWriter, m *metrics) *sse {
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	out := &sse{w: w, rc: http.NewResponseController(w), m: m.m}
+	out := &sse{w: w, rc: http.NewResponseController(w), m: m}
 	if out.write([]byte("retry: "+strconv.Itoa(RetryMillis)+"\n\n")) != nil {
 		return nil
 	}
-	sent := start // the newest id written (or skipped as already seen)
-	if resume {
-		rec := reconnected{Gap: gap}
-		if oldest != (ID{}) {
-			o := oldest.String()
-			rec.OldestID = &o
+	return out
+}
+
+// replay writes the reconnected event, then what the client missed after
+// from, up to start, where live events begin: the newest id written (at
+// least start), and done when the stream ends here (the client gone, a
+// read failed: it reconnects with its id; the session deleted).
+func (s *sse) replay(ctx context.Context, client rueidis.Client, t streamTarget, rec reconnected, from, start ID) (sent ID, done bool) {
+	data, _ := json.Marshal(rec)
+	if s.write([]byte("event: reconnected\ndata: "+string(data)+"\n\n")) != nil {
+		return from, true
+	}
+	sent = from
+	for more := true; more && sent.Less(start); {
+		evs, err := readAfter(ctx, client, t.key, sent, readPage)
+		if err != nil {
+			return sent, true
 		}
-		data, _ := json.Marshal(rec)
-		if out.write([]byte("event: reconnected\ndata: "+string(data)+"\n\n")) != nil {
-			return nil
-		}
-		// Replay what the client missed, up to where live events begin.
-		sent = from
-		for more := true; more && sent.Less(start); {
-			evs, err := readAfter(rctx, client, t.key, sent, readPage)
-			if err != nil {
-				return nil // the client reconnects with its id
+		more = len(evs) == readPage
+		for _, ev := range evs {
+			if start.Less(ev.ID) {
+				more = false
+				break
 			}
-			more = len(evs) == readPage
-			for _, ev := range evs {
-				if start.Less(ev.ID) {
-					more = false
-					break
-				}
-				if out.event(ev) != nil {
-					return nil
-				}
-				sent = ev.ID
-				if t.session && ev.Type == "deleted" {
-					return nil
-				}
+			if s.send(ev, t) {
+				return ev.ID, true
 			}
-		}
-		if sent.Less(start) {
-			sent = start
+			sent = ev.ID
 		}
 	}
-	cancel()
-	beat := time.NewTicker(m.cfg.Heartbeat)
+	if sent.Less(start) {
+		sent = start
+	}
+	return sent, false
+}
+
+// live writes the subscription's events newer than sent, and a keepalive
+// every heartbeat, until the client hangs up, the subscriber lags (it
+// reconnects with its id), the session is deleted or the host shuts down.
+func (s *sse) live(ctx context.Context, sub *sub, t streamTarget, sent ID, heartbeat time.Duration) {
+	beat := time.NewTicker(heartbeat)
 	defer beat.Stop()
 	for {
 		select {
 		case <-ctx.Done():
-			return nil
-		case <-s.lagged:
-			return nil // its buffer overflowed: it reconnects with its id
+			return
+		case <-sub.lagged:
+			return
 		case <-beat.C:
-			if out.write([]byte(": keepalive\n\n")) != nil {
-				return nil
+			if s.write([]byte(": keepalive\n\n")) != nil {
+				return
 			}
-		case <-s.ready:
-			for _, ev := range s.take() {
+		case <-sub.ready:
+			for _, ev := range sub.take() {
 				if !sent.Less(ev.ID) {
 					continue
 				}
-				if err := out.event(ev); err != nil {
-					return nil
+				if s.send(ev, t) {
+					return
 				}
 				sent = ev.ID
-				if t.session && ev.Type == "deleted" {
-					return nil
-				}
 			}
 		}
 	}
+}
+
+// send writes ev; stop when the stream ends with it: the client is gone,
+// or ev is the deleted event of a session's stream.
+func (s *sse) send(ev Event, t streamTarget) (stop bool) {
+	return s.event(ev) != nil || t.session && ev.Type == "deleted"
 }

@@ -78,10 +78,10 @@ func TestStreamRefusals(t *testing.T) {
 			t.Fatalf("unknown session: %d %s", r.Status, r.Body)
 		}
 		h.Do(t, "POST", base+"/entries", `{"question":"q","answer":"a"}`)
-		if r := h.Do(t, "GET", base+"/events?after=abc", ""); r.Status != 400 || r.Code() != "invalid_field" {
+		if r := h.Do(t, "GET", base+"/events?after=abc", ""); r.Status != 400 || r.Code() != "invalid_cursor" {
 			t.Fatalf("bad after: %d %s", r.Status, r.Body)
 		}
-		if r := h.Do(t, "GET", base+"/events", "", "Last-Event-ID", "1-x"); r.Status != 400 {
+		if r := h.Do(t, "GET", base+"/events", "", "Last-Event-ID", "1-x"); r.Status != 400 || r.Code() != "invalid_cursor" {
 			t.Fatalf("bad Last-Event-ID: %d %s", r.Status, r.Body)
 		}
 		for _, tc := range []struct{ body, code string }{

@@ -2,15 +2,18 @@ package events_test
 
 import (
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/redis/rueidis"
+
 	"github.com/agentsidecar/agentsidecar/envconf"
 	"github.com/agentsidecar/agentsidecar/erasure"
 	"github.com/agentsidecar/agentsidecar/events"
-	"github.com/agentsidecar/agentsidecar/redisstore"
 	"github.com/agentsidecar/agentsidecar/redisstore/redisstoretest"
 	"github.com/agentsidecar/agentsidecar/registry"
 	"github.com/agentsidecar/agentsidecar/sessions"
@@ -100,8 +103,10 @@ func TestWatchedAcrossPods(t *testing.T) {
 		}
 		s.cancel()
 		u.cancel()
-		waitFor(t, "the markers gone after the grace period", func() bool {
-			return len(srv.Keys(t, "agent_*_events_watch*")) == 0
+		// the user stream's mark is a key that expires; the session's a
+		// field of the user's marker whose time runs out
+		waitFor(t, "the marks lapsed after the grace period", func() bool {
+			return len(srv.Keys(t, "agent_*_events_watch*")) == 0 && !sessionWatched(t, srv, "u1", "s1")
 		})
 		stream := srv.Layout().SessionEvents("u1", "s1")
 		before := len(xtypes(t, srv, stream))
@@ -112,6 +117,9 @@ func TestWatchedAcrossPods(t *testing.T) {
 		b.Do(t, "DELETE", base, "")
 		if got := srv.Keys(t, "*u1:s1*"); len(got) != 0 {
 			t.Fatalf("keys %q after deleting a session nobody watches, want none", got)
+		}
+		if v, ok := sessionMark(t, srv, "u1", "s1"); ok {
+			t.Fatalf("the deleted session's mark %q is left in the user's marker", v)
 		}
 	})
 }
@@ -139,8 +147,7 @@ func TestReconnectGrace(t *testing.T) {
 			t.Fatalf("got %+v, want q2's entry_appended replayed", last)
 		}
 		r.cancel()
-		marker := srv.Layout().SessionKey(eventsWatchFamily(), "u1", "s1")
-		waitFor(t, "the marker gone after the grace period", func() bool { return len(srv.Keys(t, marker)) == 0 })
+		waitFor(t, "the mark lapsed after the grace period", func() bool { return !sessionWatched(t, srv, "u1", "s1") })
 		a.Do(t, "POST", base+"/entries", `{"question":"q","answer":"a","qa_id":"q3"}`)
 		g := open(t, b.API, base+"/events", last.ID)
 		g.first(t)
@@ -179,8 +186,7 @@ func TestWatchersOnSeveralPods(t *testing.T) {
 		for _, s := range streams {
 			s.first(t)
 		}
-		marker := srv.Layout().SessionKey(eventsWatchFamily(), "u1", "s1")
-		since := markerSince(t, srv, marker)
+		since := markSince(t, srv, "u1", "s1")
 		// pod 0's watchers leave, concurrently with writes
 		for i := 0; i < n; i += 3 {
 			wg.Go(func() { streams[i].cancel() })
@@ -202,7 +208,7 @@ func TestWatchersOnSeveralPods(t *testing.T) {
 			if seen["x-n"] != 3 {
 				t.Fatalf("watcher %d saw %v, want the 3 x-n events and x-last", i, seen)
 			}
-			if got := markerSince(t, srv, marker); got != since {
+			if got := markSince(t, srv, "u1", "s1"); got != since {
 				t.Fatalf("the marker's since moved from %s to %s: recording broke off", since, got)
 			}
 		}
@@ -218,22 +224,66 @@ func TestWatchersOnSeveralPods(t *testing.T) {
 	})
 }
 
-// markerSince is the marker's since (its value after the ':').
-func markerSince(t *testing.T, srv *redisstoretest.Server, marker string) string {
+// sessionMark is session s's watch mark: the field w:<s> of user u's
+// marker ("<until ms>:<since ms>"), and whether it is there.
+func sessionMark(t *testing.T, srv *redisstoretest.Server, u, s string) (string, bool) {
 	t.Helper()
 	c := srv.Client(t)
-	v, err := c.Do(t.Context(), c.B().Get().Key(marker).Build()).ToString()
+	v, err := c.Do(t.Context(), c.B().Hget().Key(srv.Layout().UserMarker(u)).Field(events.WatchField.Name+":"+s).Build()).ToString()
+	if rueidis.IsRedisNil(err) {
+		return "", false
+	}
 	if err != nil {
-		t.Fatalf("GET %s: %v", marker, err)
+		t.Fatalf("the mark of %s/%s: %v", u, s, err)
+	}
+	return v, true
+}
+
+// sessionWatched reports whether session s's mark says watched: its
+// until ahead of Redis's clock.
+func sessionWatched(t *testing.T, srv *redisstoretest.Server, u, s string) bool {
+	t.Helper()
+	v, ok := sessionMark(t, srv, u, s)
+	if !ok {
+		return false
+	}
+	until, _, _ := strings.Cut(v, ":")
+	c := srv.Client(t)
+	now, err := c.Do(t.Context(), c.B().Time().Build()).AsStrSlice()
+	if err != nil || len(now) != 2 {
+		t.Fatalf("TIME: %v %v", now, err)
+	}
+	ms, err1 := strconv.ParseInt(until, 10, 64)
+	sec, err2 := strconv.ParseInt(now[0], 10, 64)
+	if err1 != nil || err2 != nil {
+		t.Fatalf("mark %q, TIME %v", v, now)
+	}
+	return ms > sec*1000
+}
+
+// markSince is the session's mark's since (its value after the ':').
+func markSince(t *testing.T, srv *redisstoretest.Server, u, s string) string {
+	t.Helper()
+	v, ok := sessionMark(t, srv, u, s)
+	if !ok {
+		t.Fatalf("no mark of %s/%s", u, s)
 	}
 	_, since, ok := strings.Cut(v, ":")
 	if !ok {
-		t.Fatalf("marker %q, want <until>:<since>", v)
+		t.Fatalf("mark %q, want <until>:<since>", v)
 	}
 	return since
 }
 
-func eventsWatchFamily() redisstore.Family { return events.WatchFamily }
+// forgetMark removes session s's mark by hand (as a long outage lets its
+// time run out).
+func forgetMark(t *testing.T, srv *redisstoretest.Server, u, s string) {
+	t.Helper()
+	c := srv.Client(t)
+	if err := c.Do(t.Context(), c.B().Hdel().Key(srv.Layout().UserMarker(u)).Field(events.WatchField.Name+":"+s).Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+}
 
 // TestLapsedMarkerEndsStreams: when a stream's marker lapsed under an open
 // stream (here deleted by hand, as a long outage would let it expire), the
@@ -248,11 +298,7 @@ func TestLapsedMarkerEndsStreams(t *testing.T) {
 		s.first(t)
 		h.Do(t, "POST", base+"/entries", `{"question":"q","answer":"a","qa_id":"q1"}`)
 		last := s.next(t, 10*time.Second)
-		marker := srv.Layout().SessionKey(eventsWatchFamily(), "u1", "s1")
-		c := srv.Client(t)
-		if err := c.Do(t.Context(), c.B().Del().Key(marker).Build()).Error(); err != nil {
-			t.Fatal(err)
-		}
+		forgetMark(t, srv, "u1", "s1")
 		s.ended(t, 10*time.Second)
 		r := open(t, h.API, base+"/events", last.ID)
 		r.first(t)
@@ -302,11 +348,7 @@ func TestLapseRenewedByAnotherPod(t *testing.T) {
 		s.first(t)
 		a.Do(t, "POST", base+"/entries", `{"question":"q","answer":"a","qa_id":"q1"}`)
 		last := s.next(t, 10*time.Second)
-		marker := srv.Layout().SessionKey(eventsWatchFamily(), "u1", "s1")
-		c := srv.Client(t)
-		if err := c.Do(t.Context(), c.B().Del().Key(marker).Build()).Error(); err != nil {
-			t.Fatal(err)
-		}
+		forgetMark(t, srv, "u1", "s1")
 		a.Do(t, "POST", base+"/entries", `{"question":"q","answer":"a","qa_id":"w1"}`) // recorded nowhere
 		o := open(t, b.API, base+"/events", "")
 		o.first(t)
@@ -351,4 +393,88 @@ func untilEnd(t *testing.T, s *stream, d time.Duration) []frame {
 			t.Fatalf("stream still open after %s", d)
 		}
 	}
+}
+
+// TestDeleteForgetsMark: a session deleted under its watchers (one on
+// each of two pods) leaves no field of the user's marker naming it: the
+// live readers get its deleted event (the delete removed the mark; the
+// event carries it, so the hub tells the watch ran to the end), a reader
+// resuming from the tombstone gets it too, and neither their refreshes
+// nor the resume mark the deleted session again.
+func TestDeleteForgetsMark(t *testing.T) {
+	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
+		a, b := start(t, srv, shortGrace), start(t, srv, shortGrace)
+		a.Do(t, "POST", base+"/entries", `{"question":"q","answer":"a","qa_id":"q0"}`)
+		sa, sb := open(t, a.API, base+"/events", ""), open(t, b.API, base+"/events", "")
+		sa.first(t)
+		sb.first(t)
+		a.Do(t, "POST", base+"/entries", `{"question":"q","answer":"a","qa_id":"q1"}`)
+		last := sa.next(t, 10*time.Second)
+		if _, ok := sessionMark(t, srv, "u1", "s1"); !ok {
+			t.Fatal("no mark of the watched session")
+		}
+		if r := b.Do(t, "DELETE", base, ""); r.Status != 204 {
+			t.Fatalf("delete: %s", r)
+		}
+		for i, s := range []*stream{sa, sb} {
+			for f := s.next(t, 10*time.Second); f.Event != "deleted"; f = s.next(t, 10*time.Second) {
+				if f.Event != "entry_appended" {
+					t.Fatalf("reader %d got %+v, want deleted", i, f)
+				}
+			}
+			s.ended(t, 10*time.Second)
+		}
+		r := open(t, a.API, base+"/events", last.ID)
+		r.first(t)
+		if fs := types(r.events(t, 2)); !slices.Equal(fs, []string{"reconnected", "deleted"}) {
+			t.Fatalf("resuming the deleted session: %v", fs)
+		}
+		r.ended(t, 10*time.Second)
+		time.Sleep(2 * time.Second) // four refresh periods of the markers
+		if v, ok := sessionMark(t, srv, "u1", "s1"); ok {
+			t.Fatalf("the deleted session's mark %q is in the user's marker", v)
+		}
+	})
+}
+
+// TestMarkKeepsMarkerExpiry: marking a session's stream gives the user's
+// marker at least the grace period, and keeps a marker without expiry
+// (one a session without expiry keeps alive) without one.
+func TestMarkKeepsMarkerExpiry(t *testing.T) {
+	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
+		h := start(t, srv, shortGrace)
+		c := srv.Client(t)
+		pttl := func(u string) int64 {
+			t.Helper()
+			ms, err := c.Do(t.Context(), c.B().Pttl().Key(srv.Layout().UserMarker(u)).Build()).AsInt64()
+			if err != nil {
+				t.Fatal(err)
+			}
+			return ms
+		}
+		for _, u := range []string{"u1", "u2", "u3"} {
+			h.Do(t, "POST", "/v1/users/"+u+"/sessions/s1/entries", `{"question":"q","answer":"a"}`)
+		}
+		for _, cmd := range [][]string{
+			{"HSET", srv.Layout().UserMarker("u2"), "keys", "[]"},
+			{"HSET", srv.Layout().UserMarker("u3"), "keys", "[]"},
+			{"EXPIRE", srv.Layout().UserMarker("u3"), "3600"},
+		} {
+			if err := c.Do(t.Context(), c.B().Arbitrary(cmd[0]).Keys(cmd[1]).Args(cmd[2:]...).Build()).Error(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, u := range []string{"u1", "u2", "u3"} {
+			open(t, h.API, "/v1/users/"+u+"/sessions/s1/events", "").first(t)
+		}
+		if ms := pttl("u1"); ms <= 0 || ms > 2000 {
+			t.Errorf("a marker made by the mark: PTTL %d ms, want the 2 s grace period", ms)
+		}
+		if ms := pttl("u2"); ms != -1 {
+			t.Errorf("a marker without expiry: PTTL %d ms after the mark, want none (-1)", ms)
+		}
+		if ms := pttl("u3"); ms <= 2000 {
+			t.Errorf("a marker of an hour: PTTL %d ms after the mark, want it kept", ms)
+		}
+	})
 }

@@ -8,7 +8,7 @@
 // FenceTTL after the last grant) and
 // {n}:meta (owner, fence and ttl of a sidecar holder, expiring with the lock)
 // share n's Redis Cluster slot. Every state change is one Lua script (see
-// lua/lock_*.lua); expiry is always relative (PX), never the pod's clock.
+// lock_*.lua in this package); expiry is always relative (PX), never the pod's clock.
 //
 // docs/locks.md has the API, the guarantees and what a failover can do.
 package locks

@@ -10,7 +10,6 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"github.com/agentsidecar/agentsidecar/lua"
 	"github.com/agentsidecar/agentsidecar/redisstore"
 )
 
@@ -69,7 +68,7 @@ func (s store) tryAcquire(ctx context.Context, name, token, owner string, ttl ti
 	if s.replicaWait > 0 {
 		vals, replicated, err = s.acquireAndWait(ctx, c, keys, args)
 	} else {
-		vals, err = lua.LockAcquire.Exec(ctx, c, keys, args).ToArray()
+		vals, err = AcquireScript.Exec(ctx, c, keys, args).ToArray()
 	}
 	if err != nil {
 		return nil, nil, redisstore.Wrap("lock acquire", err)
@@ -100,10 +99,10 @@ func foreignKey(name, key, typ string) error {
 // holding a blocking command (WAIT) together on a dedicated connection.
 func (s store) acquireAndWait(ctx context.Context, c rueidis.Client, keys, args []string) ([]rueidis.RedisMessage, *bool, error) {
 	wait := c.B().Wait().Numreplicas(1).Timeout(s.replicaWait.Milliseconds()).Build()
-	res := c.DoMulti(ctx, c.B().Evalsha().Sha1(lua.LockAcquire.SHA1()).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build(), wait)
+	res := c.DoMulti(ctx, c.B().Evalsha().Sha1(AcquireScript.SHA1()).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build(), wait)
 	if rerr, ok := rueidis.IsRedisErr(res[0].Error()); ok && rerr.IsNoScript() {
 		wait = c.B().Wait().Numreplicas(1).Timeout(s.replicaWait.Milliseconds()).Build()
-		res = c.DoMulti(ctx, c.B().Eval().Script(lua.LockAcquire.Source()).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build(), wait)
+		res = c.DoMulti(ctx, c.B().Eval().Script(AcquireScript.Source()).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build(), wait)
 	}
 	vals, err := res[0].ToArray()
 	if err != nil {
@@ -125,7 +124,7 @@ func (s store) refresh(ctx context.Context, name, token string, ttl, def time.Du
 	if err != nil {
 		return nil, false, err
 	}
-	vals, err := lua.LockRefresh.Exec(ctx, c,
+	vals, err := scriptRefresh.Exec(ctx, c,
 		[]string{lockKey(name), metaKey(name)},
 		[]string{token, ms(ttl), ms(def)}).ToArray()
 	if err != nil {
@@ -152,7 +151,7 @@ func (s store) release(ctx context.Context, name, token string) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	n, err := lua.LockRelease.Exec(ctx, c,
+	n, err := ReleaseScript.Exec(ctx, c,
 		[]string{lockKey(name), metaKey(name)},
 		[]string{token, ReleaseChannel, name}).AsInt64()
 	if err != nil {
@@ -167,7 +166,7 @@ func (s store) inspect(ctx context.Context, name string) (*holder, error) {
 	if err != nil {
 		return nil, err
 	}
-	vals, err := lua.LockInspect.Exec(ctx, c, []string{lockKey(name), metaKey(name)}, nil).ToArray()
+	vals, err := scriptInspect.Exec(ctx, c, []string{lockKey(name), metaKey(name)}, nil).ToArray()
 	if err != nil {
 		return nil, redisstore.Wrap("lock inspect", err)
 	}

@@ -37,6 +37,19 @@ func TestLibrariesPinned(t *testing.T) {
 	}
 }
 
+// script is the registered script of name: a module's too, as the test
+// imports every stock module (modules_test.go).
+func script(t testing.TB, name string) *lua.Script {
+	t.Helper()
+	for _, s := range lua.All() {
+		if s.Name == name {
+			return s
+		}
+	}
+	t.Fatalf("no script %q registered", name)
+	return nil
+}
+
 // lockCall is one lock_acquire of name (a fresh lock: answers {1, fence, now}).
 func lockCall(name string) lua.Call {
 	return lua.Call{Keys: []string{name, "{" + name + "}:fence", "{" + name + "}:meta"}, Args: []string{"tok", "60000", "o", "60000"}}
@@ -77,9 +90,9 @@ func scriptCalls(t *testing.T, c rueidis.Client) (fcall, evalsha int) {
 func lockCalls(t *testing.T, c rueidis.Client, prefix string, n int) {
 	t.Helper()
 	call := lockCall(prefix + "-exec")
-	acquired(t, "Exec", lua.LockAcquire.Exec(t.Context(), c, call.Keys, call.Args))
+	acquired(t, "Exec", script(t, "lock_acquire").Exec(t.Context(), c, call.Keys, call.Args))
 	call = lockCall(prefix + "-then")
-	res, after := lua.LockAcquire.ExecThen(t.Context(), c, call.Keys, call.Args, func() rueidis.Completed {
+	res, after := script(t, "lock_acquire").ExecThen(t.Context(), c, call.Keys, call.Args, func() rueidis.Completed {
 		return c.B().Get().Key(call.Keys[0]).Build()
 	})
 	acquired(t, "ExecThen", res)
@@ -90,7 +103,7 @@ func lockCalls(t *testing.T, c rueidis.Client, prefix string, n int) {
 	for i := range calls {
 		calls[i] = lockCall(fmt.Sprintf("%s-multi-%d", prefix, i))
 	}
-	for i, r := range lua.LockAcquire.ExecMulti(t.Context(), c, calls...) {
+	for i, r := range script(t, "lock_acquire").ExecMulti(t.Context(), c, calls...) {
 		acquired(t, fmt.Sprintf("ExecMulti call %d", i), r)
 	}
 }
@@ -237,12 +250,12 @@ func TestReadsAnswerOverMaxmemory(t *testing.T) {
 	}
 	set("1")
 	defer set("0")
-	got, err := lua.LockInspect.Exec(t.Context(), c, []string{"oom", "{oom}:meta"}, nil).AsIntSlice()
+	got, err := script(t, "lock_inspect").Exec(t.Context(), c, []string{"oom", "{oom}:meta"}, nil).AsIntSlice()
 	if err != nil || len(got) != 1 || got[0] != 0 {
 		t.Fatalf("lock_inspect over maxmemory: got %v %v, want {0}", got, err)
 	}
 	call := lockCall("oom")
-	if err := lua.LockAcquire.Exec(t.Context(), c, call.Keys, call.Args).Error(); err == nil || !strings.HasPrefix(err.Error(), "OOM") {
+	if err := script(t, "lock_acquire").Exec(t.Context(), c, call.Keys, call.Args).Error(); err == nil || !strings.HasPrefix(err.Error(), "OOM") {
 		t.Fatalf("lock_acquire over maxmemory: got %v, want OOM", err)
 	}
 	if n, err := c.Do(t.Context(), c.B().Exists().Key(call.Keys...).Build()).AsInt64(); err != nil || n != 0 {

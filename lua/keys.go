@@ -19,7 +19,7 @@ import (
 //	              cognee_entries its entries list's (a session without a
 //	              record has its keys expire with it)
 //	keys.members  the prefixes of the user families of sorted sets of the
-//	              user's session ids (Family.SessionMembers)
+//	              user's session ids (Family.SessionMembers, ScopeUser)
 //	keys.marker   the registered fields of the user's marker: .user, and
 //	              .session (per session: "<field>:<session id>")
 //
@@ -31,7 +31,7 @@ func keysLibrary() string {
 	b.WriteString("-- keys: generated from the registered key families (lua/keys.go)\n")
 	var session, codes, prefixes, pats, cognee, members []string
 	for _, f := range redisstore.Families() {
-		if f.SessionMembers {
+		if f.SessionMembers && f.Scope == redisstore.ScopeUser {
 			members = append(members, fmt.Sprintf("%q", f.Prefix))
 		}
 		if f.Scope != redisstore.ScopeSession {

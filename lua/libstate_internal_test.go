@@ -10,11 +10,9 @@ import (
 // readOnlyTables are the tables a library's top level may make: each is
 // filled there and never changed by a call (lookup tables, a metatable).
 var readOnlyTables = map[string]bool{
-	"session.lua STATUSES": true,
-	"session.lua OWN":      true,
-	"session.lua USER":     true,
-	"session.lua CTX":      true,
-	"adk.lua ORDERS":       true,
+	"lifecycle.lua STATUSES":  true,
+	"lifecycle.lua IS_STATUS": true,
+	"adk.lua ORDERS":          true,
 }
 
 var (

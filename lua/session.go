@@ -8,4 +8,7 @@ var (
 	SessionDelete = load("session_delete")
 	SessionTTLSet = load("session_ttl_set")
 	SessionSweep  = load("session_sweep")
+	// SessionMetaPrune is not a session script: KEYS are a metadata index
+	// and a record. The metadata-filtered listings run it.
+	SessionMetaPrune = load("session_meta_prune")
 )

@@ -55,7 +55,10 @@ if n == 0 then return reply.missing() end
 if watched then
   -- The stream keeps only its `deleted` event, a tombstone for readers on
   -- every pod, for events.TOMBSTONE_SECONDS.
-  events.xadd(c, c.events, 'deleted', '{"user_id":' .. cjson.encode(c.uid) .. ',"session_id":' .. cjson.encode(c.sid) .. '}')
+  -- with the watch mark it removed (session.forget_marks): its readers'
+  -- hub tells a watch that ran to the end from one that lapsed
+  events.xadd(c, c.events, 'deleted', '{"user_id":' .. cjson.encode(c.uid) .. ',"session_id":' .. cjson.encode(c.sid) .. '}',
+    c.marks.w)
   redis.call('XTRIM', c.events, 'MAXLEN', 1)
   redis.call('EXPIRE', c.events, events.TOMBSTONE_SECONDS)
 else

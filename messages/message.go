@@ -113,85 +113,23 @@ func (m *messageIn) parent(field string) (parentRef, error) {
 
 // check validates m (field names prefixed by at, e.g. "messages[2].";
 // item at most maxItem bytes: SESSION_MAX_ITEM_BYTES) and returns it
-// encoded, with a new UUIDv7 id when it has none.
+// encoded, with a new UUIDv7 id when it has none. The first field found
+// wrong is the error, in the order the fields are listed below.
 func (m *messageIn) check(at string, maxItem int) (message, error) {
 	var out message
-	if m.ID != nil {
-		if !sidecar.ValidID(*m.ID) {
-			return out, bad(at+"id", "must be 1-128 characters of A-Z a-z 0-9 _ . @ - (not . or ..)")
-		}
-		out.ID = *m.ID
-	} else {
-		out.ID = newID()
+	var err error
+	if out.ID, err = m.checkID(at); err != nil {
+		return out, err
 	}
-	// raw fields are stored and answered as sent: they must be JSON text
-	for _, f := range []struct {
-		name string
-		raw  json.RawMessage
-	}{{"content", m.Content}, {"parts", m.Parts}, {"tool_calls", m.ToolCalls}, {"item", m.Item}, {"metadata", m.Metadata}} {
-		if !utf8.Valid(f.raw) {
-			return out, bad(at+f.name, "holds bytes that are not UTF-8")
-		}
+	content, err := m.checkContent(at)
+	if err != nil {
+		return out, err
 	}
-	if !validRole(m.Role) {
-		return out, bad(at+"role", "must be a lowercase word of 1-%d characters of a-z and _ (user, assistant, system, tool, developer, ...)", MaxRoleLength)
+	if err := m.checkItem(at, maxItem); err != nil {
+		return out, err
 	}
-	var content *string
-	if present(m.Content) {
-		content = new(string)
-		if json.Unmarshal(m.Content, content) != nil {
-			return out, bad(at+"content", "must be a string")
-		}
-		if len(m.Content) > MaxContentBytes {
-			return out, bad(at+"content", "is %d bytes; at most %d", len(m.Content), MaxContentBytes)
-		}
-	}
-	if present(m.Parts) {
-		var parts []map[string]json.RawMessage
-		if json.Unmarshal(m.Parts, &parts) != nil {
-			return out, bad(at+"parts", "must be a list of JSON objects")
-		}
-		if len(m.Parts) > MaxContentBytes {
-			return out, bad(at+"parts", "is %d bytes; at most %d", len(m.Parts), MaxContentBytes)
-		}
-	}
-	if present(m.ToolCalls) {
-		if err := checkToolCalls(at+"tool_calls", m.ToolCalls); err != nil {
-			return out, err
-		}
-	}
-	if m.ToolCallID != nil && (*m.ToolCallID == "" || len(*m.ToolCallID) > MaxNameLength) {
-		return out, bad(at+"tool_call_id", "must be 1-%d bytes", MaxNameLength)
-	}
-	if present(m.Item) {
-		if len(m.Item) > maxItem {
-			return out, bad(at+"item", "is %d bytes; at most %d (SESSION_MAX_ITEM_BYTES)", len(m.Item), maxItem)
-		}
-		if m.Format == nil {
-			return out, bad(at+"format", "is required with item (e.g. openai.responses, ai-sdk.ui, adk.event)")
-		}
-	}
-	if m.Format != nil {
-		if !present(m.Item) {
-			return out, bad(at+"format", "names the format of item: send it with item")
-		}
-		if !validFormat(*m.Format) {
-			return out, bad(at+"format", "must be 1-%d characters of A-Z a-z 0-9 _ . -", MaxFormatLength)
-		}
-	}
-	if m.Model != nil && (*m.Model == "" || len(*m.Model) > MaxNameLength) {
-		return out, bad(at+"model", "must be 1-%d bytes", MaxNameLength)
-	}
-	if m.TokenCount != nil && (*m.TokenCount < 0 || *m.TokenCount > MaxTokenCount) {
-		return out, bad(at+"token_count", "must be an integer from 0 to %d", MaxTokenCount)
-	}
-	// metadata is any JSON value, as the AI SDK's UIMessage allows (an
-	// object, a string, a number, a list): the host's strict decoder has
-	// already checked it is one well-formed value.
-	if present(m.Metadata) {
-		if len(m.Metadata) > MaxMetadataBytes {
-			return out, bad(at+"metadata", "is %d bytes; at most %d", len(m.Metadata), MaxMetadataBytes)
-		}
+	if err := m.checkUsage(at); err != nil {
+		return out, err
 	}
 	out.Text = m.textsWith(content)
 	if m.TokenCount != nil {
@@ -202,6 +140,100 @@ func (m *messageIn) check(at string, maxItem int) (message, error) {
 	out.Body = m.encode(out.ID, out.Tokens)
 	out.FP = m.fingerprint()
 	return out, nil
+}
+
+// checkID is m's id, or a new UUIDv7 when it has none.
+func (m *messageIn) checkID(at string) (string, error) {
+	if m.ID == nil {
+		return newID(), nil
+	}
+	if !sidecar.ValidID(*m.ID) {
+		return "", bad(at+"id", "must be 1-128 characters of A-Z a-z 0-9 _ . @ - (not . or ..)")
+	}
+	return *m.ID, nil
+}
+
+// checkContent checks the raw fields are UTF-8 (they are stored and
+// answered as sent), the role, content, parts and tool fields; content is
+// the content's text (nil: none).
+func (m *messageIn) checkContent(at string) (content *string, err error) {
+	for _, f := range []struct {
+		name string
+		raw  json.RawMessage
+	}{{"content", m.Content}, {"parts", m.Parts}, {"tool_calls", m.ToolCalls}, {"item", m.Item}, {"metadata", m.Metadata}} {
+		if !utf8.Valid(f.raw) {
+			return nil, bad(at+f.name, "holds bytes that are not UTF-8")
+		}
+	}
+	if !validRole(m.Role) {
+		return nil, bad(at+"role", "must be a lowercase word of 1-%d characters of a-z and _ (user, assistant, system, tool, developer, ...)", MaxRoleLength)
+	}
+	if present(m.Content) {
+		content = new(string)
+		if json.Unmarshal(m.Content, content) != nil {
+			return nil, bad(at+"content", "must be a string")
+		}
+		if len(m.Content) > MaxContentBytes {
+			return nil, bad(at+"content", "is %d bytes; at most %d", len(m.Content), MaxContentBytes)
+		}
+	}
+	if present(m.Parts) {
+		var parts []map[string]json.RawMessage
+		if json.Unmarshal(m.Parts, &parts) != nil {
+			return nil, bad(at+"parts", "must be a list of JSON objects")
+		}
+		if len(m.Parts) > MaxContentBytes {
+			return nil, bad(at+"parts", "is %d bytes; at most %d", len(m.Parts), MaxContentBytes)
+		}
+	}
+	if present(m.ToolCalls) {
+		if err := checkToolCalls(at+"tool_calls", m.ToolCalls); err != nil {
+			return nil, err
+		}
+	}
+	if m.ToolCallID != nil && (*m.ToolCallID == "" || len(*m.ToolCallID) > MaxNameLength) {
+		return nil, bad(at+"tool_call_id", "must be 1-%d bytes", MaxNameLength)
+	}
+	return content, nil
+}
+
+// checkItem checks a framework's item (at most maxItem bytes) and its
+// format, which go together.
+func (m *messageIn) checkItem(at string, maxItem int) error {
+	if present(m.Item) {
+		if len(m.Item) > maxItem {
+			return bad(at+"item", "is %d bytes; at most %d (SESSION_MAX_ITEM_BYTES)", len(m.Item), maxItem)
+		}
+		if m.Format == nil {
+			return bad(at+"format", "is required with item (e.g. openai.responses, ai-sdk.ui, adk.event)")
+		}
+	}
+	if m.Format != nil {
+		if !present(m.Item) {
+			return bad(at+"format", "names the format of item: send it with item")
+		}
+		if !validFormat(*m.Format) {
+			return bad(at+"format", "must be 1-%d characters of A-Z a-z 0-9 _ . -", MaxFormatLength)
+		}
+	}
+	return nil
+}
+
+// checkUsage checks the model, token count and metadata.
+func (m *messageIn) checkUsage(at string) error {
+	if m.Model != nil && (*m.Model == "" || len(*m.Model) > MaxNameLength) {
+		return bad(at+"model", "must be 1-%d bytes", MaxNameLength)
+	}
+	if m.TokenCount != nil && (*m.TokenCount < 0 || *m.TokenCount > MaxTokenCount) {
+		return bad(at+"token_count", "must be an integer from 0 to %d", MaxTokenCount)
+	}
+	// metadata is any JSON value, as the AI SDK's UIMessage allows (an
+	// object, a string, a number, a list): the host's strict decoder has
+	// already checked it is one well-formed value.
+	if present(m.Metadata) && len(m.Metadata) > MaxMetadataBytes {
+		return bad(at+"metadata", "is %d bytes; at most %d", len(m.Metadata), MaxMetadataBytes)
+	}
+	return nil
 }
 
 // texts is the text of m that its token estimate and its search document

@@ -15,7 +15,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/agentsidecar/agentsidecar/envconf"
 	"github.com/agentsidecar/agentsidecar/search"
 	"github.com/agentsidecar/agentsidecar/sessionstore"
 	"github.com/agentsidecar/agentsidecar/sidecar"
@@ -24,14 +23,11 @@ import (
 // Factory registers the module with the host.
 var Factory = sidecar.Factory{Name: "messages", New: New}
 
-// TruncatedHeader says a page holds fewer messages than asked for because
-// it reached SIDECAR_MAX_ANSWER_BYTES (its next_cursor continues it).
-const TruncatedHeader = "Sidecar-Truncated"
-
 // Module serves the messages routes.
 type Module struct {
 	store       *Store
 	cfg         Config
+	limits      sidecar.Limits
 	index       *search.Index // SEARCH_INDEX, the messages' catch-up
 	logger      *slog.Logger
 	appended    prometheus.Counter
@@ -40,19 +36,16 @@ type Module struct {
 
 // New builds the module over the host's shared session store.
 func New(_ context.Context, deps sidecar.Deps) (sidecar.Module, error) {
-	s, err := sessionstore.FromDeps(deps)
+	s, cfg, err := sessionstore.Open[Config](deps)
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := envconf.Load[Config](deps.Env)
+	x, err := search.FromDeps(deps, s, search.Mode(deps.Limits.SearchIndex))
 	if err != nil {
 		return nil, err
 	}
-	x, err := search.FromDeps(deps, s, cfg.SearchIndex)
-	if err != nil {
-		return nil, err
-	}
-	m := &Module{store: &Store{Store: s, cfg: cfg, mode: x.Mode(), index: x}, cfg: cfg, logger: deps.Logger, index: x,
+	m := &Module{store: &Store{Store: s, cfg: cfg, maxAnswer: deps.Limits.MaxAnswerBytes, mode: x.Mode(), index: x},
+		cfg: cfg, limits: deps.Limits, logger: deps.Logger, index: x,
 		appended: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "sidecar_messages_appended_total",
 			Help: "Messages stored by appends and upserts (retries not counted).",
@@ -85,15 +78,15 @@ const base = "/v1/users/{user_id}/sessions/{session_id}/messages"
 // Routes implements sidecar.Module.
 func (m *Module) Routes() []sidecar.Route {
 	return []sidecar.Route{
-		{Pattern: "POST " + base, Handler: m.appendMessages, MaxBodyBytes: m.cfg.MaxBodyBytes},
+		{Pattern: "POST " + base, Handler: m.appendMessages, MaxBodyBytes: m.limits.MaxMessageBodyBytes},
 		{Pattern: "GET " + base, Handler: m.listMessages, Query: []string{"leaf", "order", "limit", "after", "before", "offset", "compacted"}},
 		{Pattern: "GET " + base + "/{message_id}", Handler: m.getMessage},
 		{Pattern: "GET " + base + "/{message_id}/children", Handler: m.children, Query: []string{"limit"}},
-		{Pattern: "PUT " + base + "/{message_id}", Handler: m.putMessage, MaxBodyBytes: m.cfg.MaxBodyBytes},
-		{Pattern: "PATCH " + base + "/{message_id}", Handler: m.patchMessage, MaxBodyBytes: m.cfg.MaxBodyBytes},
+		{Pattern: "PUT " + base + "/{message_id}", Handler: m.putMessage, MaxBodyBytes: m.limits.MaxMessageBodyBytes},
+		{Pattern: "PATCH " + base + "/{message_id}", Handler: m.patchMessage, MaxBodyBytes: m.limits.MaxMessageBodyBytes},
 		{Pattern: "DELETE " + base + "/{message_id}", Handler: m.deleteMessage, Query: []string{"subtree"}},
 		{Pattern: "POST " + base + "/pop", Handler: m.pop},
-		{Pattern: "POST " + base + "/transactions", Handler: m.transaction, MaxBodyBytes: m.cfg.MaxBodyBytes},
+		{Pattern: "POST " + base + "/transactions", Handler: m.transaction, MaxBodyBytes: m.limits.MaxMessageBodyBytes},
 		{Pattern: "DELETE " + base, Handler: m.clear},
 		{Pattern: "POST /v1/users/{user_id}/sessions/{session_id}/compactions", Handler: m.compact},
 		{Pattern: "GET /v1/users/{user_id}/sessions/{session_id}/compactions", Handler: m.listCompactions},
@@ -101,6 +94,18 @@ func (m *Module) Routes() []sidecar.Route {
 		{Pattern: "GET /v1/users/{user_id}/search", Handler: m.searchUser, Query: []string{"q", "limit"}},
 		{Pattern: "POST /v1/users/{user_id}/sessions/{session_id}/split", Handler: m.split},
 	}
+}
+
+// writeStatus is a write's status: 201 when it stored its messages
+// (counted), 200 for a retry, whose answer carries Sidecar-Truncated when
+// the answer's cap cut it.
+func (m *Module) writeStatus(w http.ResponseWriter, st Stored) int {
+	sidecar.MarkTruncated(w, st.Cut)
+	if !st.Created {
+		return http.StatusOK
+	}
+	m.appended.Add(float64(len(st.Messages)))
+	return http.StatusCreated
 }
 
 // postBody is one message, or {"messages": [...]}.
@@ -133,7 +138,7 @@ func (m *Module) appendMessages(w http.ResponseWriter, r *http.Request) error {
 	} else if !body.messageIn.empty() {
 		return sidecar.BadRequest("invalid_field", "a batch body holds only \"messages\"; put each message's fields inside it")
 	}
-	msgs, parent, err := checkBatch(in, batch, m.cfg.MaxItemBytes)
+	msgs, parent, err := checkBatch(in, batch, m.limits.MaxItemBytes)
 	if err != nil {
 		return err
 	}
@@ -141,14 +146,7 @@ func (m *Module) appendMessages(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	status := http.StatusOK
-	if st.Created {
-		status = http.StatusCreated
-		m.appended.Add(float64(len(st.Messages)))
-	}
-	if st.Cut {
-		w.Header().Set(TruncatedHeader, "true")
-	}
+	status := m.writeStatus(w, st)
 	if !batch && len(st.Messages) == 1 {
 		sidecar.WriteBody(w, status, st.Messages[0])
 		return nil
@@ -267,9 +265,7 @@ func (m *Module) children(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if cut {
-		w.Header().Set(TruncatedHeader, "true")
-	}
+	sidecar.MarkTruncated(w, cut)
 	sidecar.WriteBody(w, http.StatusOK, messagesObject(msgs))
 	return nil
 }
@@ -307,7 +303,7 @@ func (m *Module) listMessages(w http.ResponseWriter, r *http.Request) error {
 		pq.Cursor, pq.At = "after", after
 	}
 	if pq.Cursor != "" && !validCursor(pq.At) {
-		return sidecar.BadRequest("invalid_query", "%s must be a message id", pq.Cursor)
+		return sidecar.BadCursor("%s must be a message id", pq.Cursor)
 	}
 	switch q.Get("compacted") {
 	case "", "true":
@@ -328,9 +324,7 @@ func (m *Module) listMessages(w http.ResponseWriter, r *http.Request) error {
 	tail := `],"total":` + strconv.FormatInt(p.Total, 10) + `,"total_tokens":` + strconv.FormatInt(p.TotalTokens, 10) +
 		`,"next_cursor":` + next + `,"compaction_suggested":` + strconv.FormatBool(suggested) + "}"
 	b := listObject(`{"messages":[`, p.Messages, tail)
-	if p.Cut {
-		w.Header().Set(TruncatedHeader, "true")
-	}
+	sidecar.MarkTruncated(w, p.Cut)
 	sidecar.WriteBody(w, http.StatusOK, b)
 	return nil
 }

@@ -191,5 +191,10 @@ func TestPaging(t *testing.T) {
 		if rep := h.Do(t, "GET", msgs+"?leaf=m5&after=m9", ""); rep.Status != 400 || rep.Code() != "invalid_cursor" {
 			t.Fatalf("cursor off the path: got %s, want 400 invalid_cursor", rep)
 		}
+		for _, q := range []string{"after=m%20x", "before=" + strings.Repeat("m", 200)} {
+			if rep := h.Do(t, "GET", msgs+"?"+q, ""); rep.Status != 400 || rep.Code() != "invalid_cursor" {
+				t.Errorf("?%s, no message id: got %s, want 400 invalid_cursor", q, rep)
+			}
+		}
 	})
 }

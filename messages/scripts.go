@@ -18,6 +18,7 @@ var (
 	// the libraries first: a script includes them when it is registered
 	_ = func() bool {
 		lua.LibraryFromFS(luaFiles, "msgtree")
+		lua.LibraryFromFS(luaFiles, "compactions")
 		lua.LibraryFromFS(luaFiles, "messages")
 		return true
 	}()

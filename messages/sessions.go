@@ -136,7 +136,7 @@ func (m *Module) split(w http.ResponseWriter, r *http.Request) error {
 	}
 	content := jsonString(*in.Summary)
 	sys := messageIn{Role: "system", Content: content}
-	msg, err := sys.check("", m.cfg.MaxItemBytes)
+	msg, err := sys.check("", m.limits.MaxItemBytes)
 	if err != nil {
 		return err
 	}

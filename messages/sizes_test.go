@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/agentsidecar/agentsidecar/envconf"
-	"github.com/agentsidecar/agentsidecar/messages"
 	"github.com/agentsidecar/agentsidecar/redisstore/redisstoretest"
+	"github.com/agentsidecar/agentsidecar/sidecar"
 )
 
 // toolOutputs is an append of n tool outputs of an SDK turn, each an item
@@ -97,7 +97,7 @@ func TestFrameworkSizesAreSettings(t *testing.T) {
 		{"SESSION_MAX_ITEM_BYTES": "2000000", "SIDECAR_MAX_MESSAGE_BODY_BYTES": "1000000"},
 		{"SIDECAR_MAX_MESSAGE_BODY_BYTES": "1000"},
 	} {
-		_, err := envconf.Load[messages.Config](env)
+		_, err := sidecar.LoadConfig(env) // shared limits: read by the host
 		if err == nil || !strings.Contains(err.Error(), "_BYTES: ") {
 			t.Errorf("%v: %v, want an error naming the setting", env, err)
 		}

@@ -19,8 +19,9 @@ import (
 // each one script (lua/messages_*.lua).
 type Store struct {
 	*sessionstore.Store
-	cfg  Config
-	mode search.Mode // SEARCH_INDEX, parsed
+	cfg       Config
+	maxAnswer int         // SIDECAR_MAX_ANSWER_BYTES
+	mode      search.Mode // SEARCH_INDEX, parsed
 	// index (nil in tests of the store alone): under on-demand an append
 	// of a user the pod has not seen with an index goes without its
 	// documents; a write that left documents to the catch-up (a batch past
@@ -52,7 +53,7 @@ func (s *Store) Append(ctx context.Context, user, session string, msgs []message
 	maxBytes, done := 0, func(int) {}
 	if key != "" {
 		var err error
-		if maxBytes, done, err = sidecar.ReserveAnswer(ctx, s.cfg.MaxAnswerBytes); err != nil {
+		if maxBytes, done, err = sidecar.ReserveAnswer(ctx, s.maxAnswer); err != nil {
 			return Stored{}, err
 		}
 	}
@@ -217,7 +218,7 @@ func (s *Store) outcome(script string, r lua.Reply, status, user, session string
 	case "splits_tool_call":
 		return sidecar.BadRequest("splits_tool_call", "the range splits tool call %s from its result: take both or neither", detail)
 	case "invalid_cursor":
-		return sidecar.BadRequest("invalid_cursor", "message %s is not on the path read (before/after must name a message of that path)", detail)
+		return sidecar.BadCursor("message %s is not on the path read (before/after must name a message of that path)", detail)
 	}
 	return redisstore.Wrap(script, errors.New("unexpected status "+status))
 }
@@ -267,7 +268,7 @@ func (s *Store) Path(ctx context.Context, user, session string, q PageQuery) (Pa
 	}
 	// the answer's bytes count against the host's in-flight byte budget,
 	// which may cut the page shorter than SIDECAR_MAX_ANSWER_BYTES
-	maxBytes, done, err := sidecar.ReserveAnswer(ctx, s.cfg.MaxAnswerBytes)
+	maxBytes, done, err := sidecar.ReserveAnswer(ctx, s.maxAnswer)
 	if err != nil {
 		return Page{}, err
 	}
@@ -323,7 +324,7 @@ func (s *Store) One(ctx context.Context, user, session, id string) ([]byte, erro
 func (s *Store) Children(ctx context.Context, user, session, id string, limit int) (msgs [][]byte, cut bool, err error) {
 	// the answer's bytes count against the host's in-flight byte budget,
 	// which may cap it below SIDECAR_MAX_ANSWER_BYTES
-	maxBytes, done, err := sidecar.ReserveAnswer(ctx, s.cfg.MaxAnswerBytes)
+	maxBytes, done, err := sidecar.ReserveAnswer(ctx, s.maxAnswer)
 	if err != nil {
 		return nil, false, err
 	}

@@ -90,7 +90,7 @@ func (s *Store) Transaction(ctx context.Context, user, session string, t txArgs)
 	}
 	// a repeat answers the first time's messages as stored: a read,
 	// counted against the answer's byte cap
-	maxBytes, done, err := sidecar.ReserveAnswer(ctx, s.cfg.MaxAnswerBytes)
+	maxBytes, done, err := sidecar.ReserveAnswer(ctx, s.maxAnswer)
 	if err != nil {
 		return Stored{}, err
 	}
@@ -196,29 +196,6 @@ func sameMessage(expected, got messageIn) bool {
 		jsonEqual(expected.Item, got.Item) && strEqual(expected.Format, got.Format) && jsonEqual(expected.Metadata, got.Metadata)
 }
 
-// callOf is the call id of a function call item ({"type": "function_call",
-// "callId"|"call_id": id}), or "".
-func callOf(item json.RawMessage) string {
-	if !present(item) || !bytes.Contains(item, []byte("function_call")) {
-		return ""
-	}
-	var v struct {
-		Type   string  `json:"type"`
-		CallID *string `json:"callId"`
-		Snake  *string `json:"call_id"`
-	}
-	if json.Unmarshal(item, &v) != nil || v.Type != "function_call" {
-		return ""
-	}
-	if v.CallID != nil {
-		return *v.CallID
-	}
-	if v.Snake != nil {
-		return *v.Snake
-	}
-	return ""
-}
-
 // digest is the transaction's identity: body without its operation id,
 // its members sorted, as SHA1.
 func txDigest(body []byte) (string, error) {
@@ -277,25 +254,44 @@ func (m *Module) transaction(w http.ResponseWriter, r *http.Request) error {
 	if err := sidecar.DecodeJSONBytesLax(body, &in, inItem); err != nil {
 		return err
 	}
-	if in.OperationID == nil || !validOperationID(*in.OperationID) {
-		return bad("operation_id", "is required: 1-%d printable ASCII characters, the same when the transaction is retried", MaxOperationID)
-	}
-	digest, err := txDigest(body)
+	list, err := checkTxFields(in)
 	if err != nil {
 		return err
 	}
-	t := txArgs{OpID: *in.OperationID, Digest: digest}
-	// which fields each type takes
-	want := map[string][3]bool{ // messages, expected_suffix, call_id+message
-		TxAppendItems: {true, false, false}, TxReplaceSuffix: {true, true, false},
-		TxReplaceFunctionCall: {false, false, true}, TxReplaceHistory: {true, false, false},
+	t, err := m.txArgsOf(in, body)
+	if err != nil {
+		return err
 	}
-	w3, ok := want[in.Type]
+	st, err := m.applyTx(r.Context(), user, session, in, t, list)
+	if err != nil {
+		return err
+	}
+	status := m.writeStatus(w, st)
+	head := `{"operation_id":` + string(jsonString(t.OpID)) + `,"applied":` + strconv.FormatBool(st.Created) + `,"messages":[`
+	sidecar.WriteBody(w, status, listObject(head, st.Messages, "]}"))
+	return nil
+}
+
+// txFields is which fields each type of transaction takes: messages,
+// expected_suffix, and call_id with message (or replacements).
+var txFields = map[string][3]bool{
+	TxAppendItems: {true, false, false}, TxReplaceSuffix: {true, true, false},
+	TxReplaceFunctionCall: {false, false, true}, TxReplaceHistory: {true, false, false},
+}
+
+// checkTxFields refuses a missing operation id, a type the API does not
+// know, and every field its type does not take or lacks (expected_leaf:
+// txArgsOf); list: a replace_function_call given as
+// replacements (rather than call_id and message).
+func checkTxFields(in txIn) (list bool, err error) {
+	if in.OperationID == nil || !validOperationID(*in.OperationID) {
+		return false, bad("operation_id", "is required: 1-%d printable ASCII characters, the same when the transaction is retried", MaxOperationID)
+	}
+	w3, ok := txFields[in.Type]
 	if !ok {
-		return bad("type", "must be %s, %s, %s or %s", TxAppendItems, TxReplaceSuffix, TxReplaceFunctionCall, TxReplaceHistory)
+		return false, bad("type", "must be %s, %s, %s or %s", TxAppendItems, TxReplaceSuffix, TxReplaceFunctionCall, TxReplaceHistory)
 	}
-	// replace_function_call: call_id and message, or replacements
-	list := in.Replacements != nil
+	list = in.Replacements != nil
 	for _, f := range []struct {
 		name      string
 		has, want bool
@@ -306,62 +302,63 @@ func (m *Module) transaction(w http.ResponseWriter, r *http.Request) error {
 	} {
 		if f.has != f.want {
 			if f.want {
-				return bad(f.name, "is required for a %s transaction", in.Type)
+				return false, bad(f.name, "is required for a %s transaction", in.Type)
 			}
-			return bad(f.name, "is not a field of a %s transaction", in.Type)
+			return false, bad(f.name, "is not a field of a %s transaction", in.Type)
 		}
 	}
-	if t.Entries, err = checkNew("messages", in.Messages, m.cfg.MaxItemBytes); err != nil {
-		return err
+	return list, nil
+}
+
+// txArgsOf is the script's arguments of a transaction checkTxFields
+// passed: its operation id and body digest, the new messages checked, the
+// expected leaf of a replace_history.
+func (m *Module) txArgsOf(in txIn, body []byte) (txArgs, error) {
+	digest, err := txDigest(body)
+	if err != nil {
+		return txArgs{}, err
+	}
+	t := txArgs{OpID: *in.OperationID, Digest: digest}
+	if t.Entries, err = checkNew("messages", in.Messages, m.limits.MaxItemBytes); err != nil {
+		return txArgs{}, err
 	}
 	if in.ExpectedLeaf != nil {
 		if in.Type != TxReplaceHistory {
-			return bad("expected_leaf", "is not a field of a %s transaction", in.Type)
+			return txArgs{}, bad("expected_leaf", "is not a field of a %s transaction", in.Type)
 		}
 		if *in.ExpectedLeaf != "" && !sidecar.ValidID(*in.ExpectedLeaf) {
-			return bad("expected_leaf", "must be a message id, or \"\" for an empty history")
+			return txArgs{}, bad("expected_leaf", "must be a message id, or \"\" for an empty history")
 		}
 		t.Segment = []txSeg{{ID: *in.ExpectedLeaf}}
 	}
 	if in.Type == TxAppendItems && len(t.Entries) == 0 {
-		return bad("messages", "must hold 1 to %d messages", MaxBatch)
+		return txArgs{}, bad("messages", "must hold 1 to %d messages", MaxBatch)
 	}
-	ctx := r.Context()
-	var st Stored
+	return t, nil
+}
+
+// applyTx runs a checked transaction of its type.
+func (m *Module) applyTx(ctx context.Context, user, session string, in txIn, t txArgs, list bool) (Stored, error) {
 	switch in.Type {
-	case TxAppendItems:
-		st, err = m.store.Transaction(ctx, user, session, t)
 	case TxReplaceHistory:
 		t.Whole = true
-		st, err = m.store.Transaction(ctx, user, session, t)
+		st, err := m.store.Transaction(ctx, user, session, t)
 		if errors.Is(err, errSuffixMismatch) {
 			err = redisstore.Refuse(redisstore.ErrConflict, "suffix_mismatch",
 				"the latest message of session %s/%s is not expected_leaf %q: the history changed since it was read; nothing was written",
 				user, session, *in.ExpectedLeaf)
 		}
+		return st, err
 	case TxReplaceSuffix:
-		st, err = m.replaceSuffix(ctx, user, session, t, in.ExpectedSuffix)
+		return m.replaceSuffix(ctx, user, session, t, in.ExpectedSuffix)
 	case TxReplaceFunctionCall:
 		reps := in.Replacements
 		if !list {
 			reps = []callReplacement{{CallID: in.CallID, Message: in.Message}}
 		}
-		st, err = m.replaceFunctionCall(ctx, user, session, t, reps, list)
+		return m.replaceFunctionCall(ctx, user, session, t, reps, list)
 	}
-	if err != nil {
-		return err
-	}
-	status := http.StatusOK
-	if st.Created {
-		status = http.StatusCreated
-		m.appended.Add(float64(len(st.Messages)))
-	}
-	if st.Cut {
-		w.Header().Set(TruncatedHeader, "true")
-	}
-	head := `{"operation_id":` + string(jsonString(t.OpID)) + `,"applied":` + strconv.FormatBool(st.Created) + `,"messages":[`
-	sidecar.WriteBody(w, status, listObject(head, st.Messages, "]}"))
-	return nil
+	return m.store.Transaction(ctx, user, session, t) // TxAppendItems
 }
 
 func validOperationID(s string) bool {
@@ -384,7 +381,7 @@ func (m *Module) replaceSuffix(ctx context.Context, user, session string, t txAr
 		return Stored{}, bad("expected_suffix", "holds %d messages; at most %d", len(expected), MaxBatch)
 	}
 	for i := range expected {
-		if _, err := expected[i].check("expected_suffix["+strconv.Itoa(i)+"].", m.cfg.MaxItemBytes); err != nil {
+		if _, err := expected[i].check("expected_suffix["+strconv.Itoa(i)+"].", m.limits.MaxItemBytes); err != nil {
 			return Stored{}, err
 		}
 	}
@@ -414,135 +411,6 @@ func (m *Module) replaceSuffix(ctx context.Context, user, session string, t txAr
 				return Stored{}, suffixMismatch(user, session)
 			}
 			continue
-		}
-		return st, err
-	}
-}
-
-// callReplacement is one replace_function_call: the call, its new message.
-type callReplacement struct {
-	CallID  *string    `json:"call_id"`
-	Message *messageIn `json:"message"`
-}
-
-// MaxReplacements bounds the replacements of one replace_function_call.
-const MaxReplacements = 100
-
-// pathEntry is a message of the path while replacements apply: orig its
-// index on the path read, msg its new fields (nil: kept as stored).
-type pathEntry struct {
-	orig int
-	id   string
-	call string
-	msg  *messageIn
-}
-
-// replaceFunctionCall applies the SDK's replace_function_call for each of
-// reps in order, on the latest raw path: the first message whose item is
-// the function call gets the replacement (keeping its id and place), the
-// later ones of that call go. The segment from the first message changed
-// to the leaf is rewritten in one transaction, its other messages kept as
-// stored. A call no message holds is skipped; none held: a not-found
-// refusal, nothing written.
-func (m *Module) replaceFunctionCall(ctx context.Context, user, session string, t txArgs, reps []callReplacement, listed bool) (Stored, error) {
-	if len(reps) == 0 || len(reps) > MaxReplacements {
-		return Stored{}, bad("replacements", "must hold 1 to %d replacements", MaxReplacements)
-	}
-	for i, r := range reps {
-		at := ""
-		if listed {
-			at = "replacements[" + strconv.Itoa(i) + "]."
-		}
-		if r.CallID == nil || *r.CallID == "" || len(*r.CallID) > MaxNameLength {
-			return Stored{}, bad(at+"call_id", "must be 1-%d bytes", MaxNameLength)
-		}
-		if r.Message == nil {
-			return Stored{}, bad(at+"message", "is required")
-		}
-		if r.Message.ParentID != nil {
-			return Stored{}, bad(at+"message.parent_id", "must be absent: the message takes the replaced one's place")
-		}
-		if got := callOf(r.Message.Item); got != *r.CallID {
-			return Stored{}, bad(at+"message.item", "must be a function_call item of call %s", *r.CallID)
-		}
-		if _, err := r.Message.check(at+"message.", m.cfg.MaxItemBytes); err != nil {
-			return Stored{}, err // refused before anything is read
-		}
-	}
-	for try := 0; ; try++ {
-		path, err := m.store.tail(ctx, user, session, MaxMessagesCeiling)
-		if err != nil {
-			return Stored{}, err
-		}
-		cur := make([]pathEntry, len(path))
-		seg := make([]txSeg, len(path))
-		for i, raw := range path {
-			s, err := storedIn(raw)
-			if err != nil {
-				return Stored{}, err
-			}
-			cur[i] = pathEntry{orig: i, id: *s.ID, call: callOf(s.Item)}
-			seg[i] = txSeg{ID: *s.ID, FP: s.fingerprint()}
-		}
-		first := len(path)
-		for _, r := range reps {
-			next := cur[:0:0]
-			kept := false
-			for _, e := range cur {
-				if e.call != *r.CallID {
-					next = append(next, e)
-					continue
-				}
-				first = min(first, e.orig)
-				if !kept {
-					next = append(next, pathEntry{orig: e.orig, id: e.id, call: e.call, msg: r.Message})
-					kept = true
-				}
-			}
-			cur = next
-		}
-		// refused here unless a repeat: the script checks the operation id
-		// first, so a retry after the call left the path answers the first
-		// result
-		var refusal error
-		if first == len(path) {
-			refusal = redisstore.NotFound("the latest path of session %s/%s has no function call of the replacements", user, session)
-		} else if len(path)-first > MaxBatch {
-			refusal = redisstore.Refuse(redisstore.ErrConflict, "transaction_too_large",
-				"the first call replaced is %d messages from the latest one; a transaction rewrites at most %d; nothing was written", len(path)-first, MaxBatch)
-		}
-		if refusal != nil {
-			t.Segment, t.Entries, t.Differs = nil, nil, true
-			st, err := m.store.Transaction(ctx, user, session, t)
-			if errors.Is(err, errSuffixMismatch) {
-				return Stored{}, refusal
-			}
-			return st, err
-		}
-		t.Segment, t.Entries = seg[first:], nil
-		for _, e := range cur {
-			switch {
-			case e.orig < first:
-			case e.msg == nil:
-				t.Entries = append(t.Entries, txEntry{Keep: true, Msg: message{ID: e.id}})
-			default:
-				in := *e.msg
-				if in.ID == nil {
-					in.ID = &e.id
-				}
-				nm, err := in.check("message.", m.cfg.MaxItemBytes)
-				if err != nil {
-					return Stored{}, err
-				}
-				t.Entries = append(t.Entries, txEntry{Msg: nm})
-			}
-		}
-		st, err := m.store.Transaction(ctx, user, session, t)
-		if errors.Is(err, errSuffixMismatch) && try < txRetries {
-			continue
-		}
-		if errors.Is(err, errSuffixMismatch) {
-			return Stored{}, suffixMismatch(user, session)
 		}
 		return st, err
 	}

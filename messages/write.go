@@ -25,7 +25,7 @@ func (m *Module) putMessage(w http.ResponseWriter, r *http.Request) error {
 		return sidecar.BadRequest("invalid_field", "field \"id\" is %q but the path names %q; send the path's id or none", *in.ID, ids[2])
 	}
 	in.ID = &ids[2]
-	msg, err := in.check("", m.cfg.MaxItemBytes)
+	msg, err := in.check("", m.limits.MaxItemBytes)
 	if err != nil {
 		return err
 	}
@@ -37,12 +37,7 @@ func (m *Module) putMessage(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	status := http.StatusOK
-	if st.Created {
-		status = http.StatusCreated
-		m.appended.Inc()
-	}
-	sidecar.WriteBody(w, status, st.Messages[0])
+	sidecar.WriteBody(w, m.writeStatus(w, st), st.Messages[0])
 	return nil
 }
 
@@ -85,7 +80,7 @@ func (m *Module) patchMessage(w http.ResponseWriter, r *http.Request) error {
 		if err := p.apply(&in); err != nil {
 			return err
 		}
-		msg, err := in.check("", m.cfg.MaxItemBytes)
+		msg, err := in.check("", m.limits.MaxItemBytes)
 		if err != nil {
 			return err
 		}

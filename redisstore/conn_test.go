@@ -139,3 +139,42 @@ func TestIsUnavailable(t *testing.T) {
 		}
 	}
 }
+
+// WrongType is the one check of Redis's WRONGTYPE, as a command answers it
+// and as a script's redis.call does, on every backend; AsWrongType turns
+// only that into the 409 key_wrong_type refusal.
+func TestWrongType(t *testing.T) {
+	redisstoretest.Each(t, func(t *testing.T, s *redisstoretest.Server) {
+		client := s.Client(t)
+		ctx := t.Context()
+		if err := client.Do(ctx, client.B().Rpush().Key("l").Element("x").Build()).Error(); err != nil {
+			t.Fatal(err)
+		}
+		command := client.Do(ctx, client.B().Get().Key("l").Build()).Error()
+		script := client.Do(ctx, client.B().Eval().Script("return redis.call('GET', KEYS[1])").Numkeys(1).Key("l").Build()).Error()
+		other := client.Do(ctx, client.B().Incr().Key("l2").Build()).Error() // no error
+		notInt := client.Do(ctx, client.B().Set().Key("n").Value("a").Build()).Error()
+		notInt = errors.Join(notInt, client.Do(ctx, client.B().Incr().Key("n").Build()).Error())
+		for _, tc := range []struct {
+			name string
+			err  error
+			want bool
+		}{
+			{"command", command, true},
+			{"script", redisstore.Wrap("eval", script), true},
+			{"no error", other, false},
+			{"another refusal", notInt, false},
+			{"plain", errors.New("WRONGTYPE in a message that is not Redis's"), false},
+		} {
+			if got := redisstore.WrongType(tc.err); got != tc.want {
+				t.Errorf("%s: WrongType(%v) = %v, want %v", tc.name, tc.err, got, tc.want)
+			}
+			ref := redisstore.AsWrongType(tc.err, "key %s", "l")
+			var r *redisstore.Refusal
+			if tc.want != (ref != nil) || (ref != nil && (!errors.As(ref, &r) || r.Code != "key_wrong_type" ||
+				!errors.Is(ref, redisstore.ErrConflict) || r.Message != "key l")) {
+				t.Errorf("%s: AsWrongType = %v, want a key_wrong_type conflict: %v", tc.name, ref, tc.want)
+			}
+		}
+	})
+}

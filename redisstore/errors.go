@@ -132,11 +132,28 @@ func Refused(err error) (RedisRefusal, bool) {
 	return RedisRefusal{}, false
 }
 
-// WrongType reports whether err is Redis's WRONGTYPE reply: a command met
-// a key holding another type than it works on (another program wrote the
-// key). The host answers it 409 key_wrong_type, so a read that meets such
-// a key answers as the writes' own type checks do.
+// CodeWrongType is the API code of a key holding another type of value
+// than the sidecar keeps there: the scripts' own type checks answer it,
+// and so does Redis's WRONGTYPE (WrongType).
+const CodeWrongType = "key_wrong_type"
+
+// WrongType is the one check of Redis's WRONGTYPE reply: a command met a
+// key holding another type than it works on (another program wrote the
+// key). It is the reply's first word, or inside a script error's message
+// (a redis.call's reply as EVAL reports it). The host answers it 409
+// key_wrong_type, so a read that meets such a key answers as the writes'
+// own type checks do.
 func WrongType(err error) bool {
 	var redisErr *rueidis.RedisError
-	return errors.As(err, &redisErr) && strings.HasPrefix(redisErr.Error(), "WRONGTYPE")
+	return errors.As(err, &redisErr) && strings.Contains(redisErr.Error(), "WRONGTYPE")
+}
+
+// AsWrongType is err as the 409 key_wrong_type refusal with the message
+// format gives, when err is Redis's WRONGTYPE (WrongType); nil for any
+// other error.
+func AsWrongType(err error, format string, args ...any) error {
+	if !WrongType(err) {
+		return nil
+	}
+	return Refuse(ErrConflict, CodeWrongType, format, args...)
 }

@@ -109,7 +109,7 @@ var (
 	MetaIndexFamily = Register(Family{
 		Name: "metadata index", Prefix: "agent_session_meta", Scope: ScopeUser, Suffix: "<key>=<value>",
 		Kind: KindZSet, Owner: "registry", TTL: SessionTTL,
-		Description: "a user's session ids whose metadata holds `<key>=<value>` (`agent_session_meta:<u>:<key>=<value>`), by last activity; members of expired sessions dropped on read and by the writes of the pair's sessions (two examined per sliding write)",
+		Description: "a user's session ids whose metadata holds `<key>=<value>` (`agent_session_meta:<u>:<key>=<value>`), by last activity (to within 60 s at most); lives as long as the longest-lived of them; members of expired sessions dropped on read and by the bookkeeping of the pair's sessions (two examined each time)",
 	})
 	UserEventsFamily = Register(Family{
 		Name: "user events", Prefix: "agent_user_events", Scope: ScopeUser,
@@ -123,7 +123,7 @@ var (
 var (
 	MetaGlobalFamily = Register(Family{
 		Name: "global metadata index", Prefix: "agent_session_meta_global", Scope: ScopeBucket, Suffix: "<key>=<value>",
-		Kind: KindZSet, Owner: "registry", TTL: SessionTTL,
+		Kind: KindZSet, SessionMembers: true, Owner: "registry", TTL: SessionTTL,
 		Description: "the same across users (members `<u>:<s>`), one per bucket on Cluster",
 	})
 	// GlobalIndexFamily and ExpiryFamily share their prefix (their names

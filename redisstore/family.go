@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"path"
 	"slices"
@@ -145,10 +146,12 @@ type Family struct {
 	// one prefix), and must then say why in a comment.
 	Pattern, ClusterPattern string
 	Kind                    Kind
-	// SessionMembers marks a user family of sorted sets whose members are
-	// the user's session ids, which a session's delete leaves (the core
-	// finds them in the session's record; for a session without one, only
-	// Cognee wrote, in this list).
+	// SessionMembers marks a family of sorted sets whose members are
+	// sessions: for a user family the user's session ids, which a session's
+	// delete leaves (the core finds them in the session's record; for a
+	// session without one, only Cognee wrote, in this list); for a bucket
+	// family "<user>:<session>" of the bucket's users, which a user's
+	// erasure sweeps for the members of the user's sessions that expired.
 	SessionMembers bool
 	// Owner is the module whose routes write the family, or "shared": every
 	// session write (modules sessions, ttl, usage) keeps it current through
@@ -185,7 +188,7 @@ var stockOrder = func() map[string]int {
 		"adk session", "adk session state", "adk events",
 		// user
 		"user index", "user marker", "metadata index", "search sessions", "search marker", "user state",
-		"user blocks", "user events", "user events watch", "user erasure", "adk user state", "adk sessions of a user",
+		"user blocks", "user events", "user events watch", "adk user state", "adk sessions of a user",
 		// bucket
 		"global metadata index", "global index", "expiry", "usage totals", "usage by model",
 		"adk app state", "adk sessions of an app",
@@ -289,64 +292,101 @@ func overlap(f, g Family) bool {
 // complete checks f's fields and derives its patterns; it panics naming
 // the first mistake.
 func complete(f Family) Family {
-	fail := func(format string, args ...any) {
-		panic(fmt.Sprintf("redisstore.Register: key family %q: ", f.Name) + fmt.Sprintf(format, args...))
+	var err error
+	for _, check := range []func(Family) error{checkDescribed, checkKind, checkTTL, checkPrefix} {
+		if err = check(f); err != nil {
+			break
+		}
 	}
+	if err == nil {
+		f, err = withPatterns(f)
+	}
+	if err != nil {
+		panic(fmt.Sprintf("redisstore.Register: key family %q: %v", f.Name, err))
+	}
+	return f
+}
+
+// checkDescribed: a family has a name, an owner and a description.
+func checkDescribed(f Family) error {
 	if f.Name == "" {
-		fail("no name")
+		return errors.New("no name")
 	}
 	if f.Owner == "" || f.Description == "" {
-		fail("owner %q, description %q: both are required", f.Owner, f.Description)
+		return fmt.Errorf("owner %q, description %q: both are required", f.Owner, f.Description)
 	}
+	return nil
+}
+
+// checkKind: a key family holds a Redis type, a channel family channels.
+func checkKind(f Family) error {
 	switch f.Kind {
 	case KindString, KindList, KindHash, KindZSet, KindStream:
 		if f.Scope == ScopeChannel {
-			fail("a channel family holds kind %q, want %q", f.Kind, KindChannel)
+			return fmt.Errorf("a channel family holds kind %q, want %q", f.Kind, KindChannel)
 		}
 	case KindChannel:
 		if f.Scope != ScopeChannel {
-			fail("kind %q in scope %s", f.Kind, f.Scope)
+			return fmt.Errorf("kind %q in scope %s", f.Kind, f.Scope)
 		}
 	default:
-		fail("kind %q", f.Kind)
+		return fmt.Errorf("kind %q", f.Kind)
 	}
+	return nil
+}
+
+// checkTTL: a TTL policy, with a reason exactly where it needs one; a
+// session family has the session's TTL.
+func checkTTL(f Family) error {
 	switch f.TTL {
 	case SessionTTL, LockTTL, UserTTL:
 		if f.Reason != "" {
-			fail("policy %s with a reason %q (reasons are for keys without a TTL or with a retention)", f.TTL, f.Reason)
+			return fmt.Errorf("policy %s with a reason %q (reasons are for keys without a TTL or with a retention)", f.TTL, f.Reason)
 		}
 	case Permanent, TemporaryException, RetentionTTL:
 		if f.Reason == "" {
-			fail("policy %s needs a reason", f.TTL)
+			return fmt.Errorf("policy %s needs a reason", f.TTL)
 		}
 	default:
-		fail("no TTL policy")
+		return errors.New("no TTL policy")
 	}
 	if f.Scope == ScopeSession && f.TTL != SessionTTL {
-		fail("a session family has the session's TTL, not %s", f.TTL)
+		return fmt.Errorf("a session family has the session's TTL, not %s", f.TTL)
 	}
 	if f.TTL == UserTTL && f.Scope != ScopeUser {
-		fail("the user TTL is for user families, not %s", f.Scope)
+		return fmt.Errorf("the user TTL is for user families, not %s", f.Scope)
 	}
+	return nil
+}
+
+// checkPrefix: a plain prefix (none for a lock family), a suffix only on
+// user and bucket families, a code on session families alone.
+func checkPrefix(f Family) error {
 	switch {
 	case f.Scope == ScopeLock:
 		if f.Prefix != "" {
-			fail("a lock family has no prefix (its keys are the caller's names)")
+			return errors.New("a lock family has no prefix (its keys are the caller's names)")
 		}
 	case f.Prefix == "":
-		fail("no prefix")
+		return errors.New("no prefix")
 	case strings.ContainsAny(f.Prefix, "*?[]{}\\ ") || strings.HasSuffix(f.Prefix, ":"):
-		fail("prefix %q: no glob characters, braces, spaces or trailing ':'", f.Prefix)
+		return fmt.Errorf("prefix %q: no glob characters, braces, spaces or trailing ':'", f.Prefix)
 	}
 	if f.Scope == ScopeSession && !validCode(f.Code) {
-		fail("code %q: a session family has a code of 1 to 3 lowercase letters or digits", f.Code)
+		return fmt.Errorf("code %q: a session family has a code of 1 to 3 lowercase letters or digits", f.Code)
 	}
 	if f.Scope != ScopeSession && f.Code != "" {
-		fail("a code is for session families, not %s", f.Scope)
+		return fmt.Errorf("a code is for session families, not %s", f.Scope)
 	}
 	if f.Suffix != "" && f.Scope != ScopeUser && f.Scope != ScopeBucket {
-		fail("a suffix is for user and bucket families, not %s", f.Scope)
+		return fmt.Errorf("a suffix is for user and bucket families, not %s", f.Scope)
 	}
+	return nil
+}
+
+// withPatterns is f with its patterns: derived from its scope and prefix,
+// or its own (explicit) ones checked.
+func withPatterns(f Family) (Family, error) {
 	f.explicit = f.Pattern != "" || f.ClusterPattern != ""
 	if !f.explicit {
 		switch f.Scope {
@@ -363,22 +403,22 @@ func complete(f Family) Family {
 				f.Pattern, f.ClusterPattern = f.Prefix+":*", f.Prefix+":{b*}:*"
 			}
 		default:
-			fail("scope %s: give Pattern and ClusterPattern", f.Scope)
+			return f, fmt.Errorf("scope %s: give Pattern and ClusterPattern", f.Scope)
 		}
-		return f
+		return f, nil
 	}
 	if f.Scope == ScopeSession {
-		fail("a session family's names are <prefix>:<tag><u>:<s>, its patterns derived: give none")
+		return f, errors.New("a session family's names are <prefix>:<tag><u>:<s>, its patterns derived: give none")
 	}
 	for _, p := range []string{f.Pattern, f.ClusterPattern} {
 		if _, err := path.Match(p, ""); p == "" || err != nil {
-			fail("pattern %q is not a glob (%v)", p, err)
+			return f, fmt.Errorf("pattern %q is not a glob (%v)", p, err)
 		}
 		if !strings.HasPrefix(p, f.Prefix) {
-			fail("pattern %q does not begin with its prefix %q", p, f.Prefix)
+			return f, fmt.Errorf("pattern %q does not begin with its prefix %q", p, f.Prefix)
 		}
 	}
-	return f
+	return f, nil
 }
 
 func validCode(code string) bool {

@@ -6,8 +6,10 @@ package redisstore
 
 // MetaIndex is the user's index of sessions whose metadata holds key=value:
 // agent_session_meta:<tag><u>:<key>=<value>, a sorted set of session ids
-// scored by last activity (µs). Its TTL is that of its longest-lived
-// session; members of expired sessions are dropped lazily on read.
+// scored by last activity (µs), an activity index of the session core
+// (lua/lib/session.lua, index_in). Its TTL is that of its longest-lived
+// session; members of expired sessions are dropped by the core's
+// bookkeeping and lazily on read (lua/session_meta_prune.lua).
 func (l Layout) MetaIndex(user, key, value string) string {
 	return l.UserKey(MetaIndexFamily, user, key+"="+value)
 }

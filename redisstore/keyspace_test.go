@@ -11,7 +11,6 @@ import (
 	"github.com/agentsidecar/agentsidecar/adk"
 	"github.com/agentsidecar/agentsidecar/blocks"
 	"github.com/agentsidecar/agentsidecar/checkpoints"
-	"github.com/agentsidecar/agentsidecar/erasure"
 	"github.com/agentsidecar/agentsidecar/events"
 	"github.com/agentsidecar/agentsidecar/locks"
 	"github.com/agentsidecar/agentsidecar/messages"
@@ -190,7 +189,6 @@ func TestMatchBuilders(t *testing.T) {
 				l.UserKey(blocks.UserBlocksFamily, "alice"):                       "user blocks",
 				l.UserKey(registry.UserStateFamily, "alice"):                      "user state",
 				l.UserMarker("alice"):                                             "user marker",
-				erasure.ProgressKey(l, "alice"):                                   "user erasure",
 				l.UserEvents("alice"):                                             "user events",
 				l.UserKey(events.UserWatchFamily, "alice"):                        "user events watch",
 				l.MetaIndex("alice", "team", "a:b"):                               "metadata index",

@@ -54,7 +54,7 @@ func TestReservedCoversTheLayout(t *testing.T) {
 		"agent_session_msgs", "agent_session_prompt",
 		"agent_session_qa_index", "agent_session_record", "agent_session_state", "agent_session_tool_calls",
 		"agent_session_usage_ids", "agent_sessions", "agent_sessions_by_user", "agent_sessions_global",
-		"agent_traces", "agent_usage_by_model", "agent_usage_totals", "agent_user_blocks", "agent_user_erasure", "agent_user_events",
+		"agent_traces", "agent_usage_by_model", "agent_usage_totals", "agent_user_blocks", "agent_user_events",
 		"agent_user_events_watch", "agent_user_marker", "agent_user_state", "session_context", "sidecar",
 	}
 	if got := redisstore.ReservedNames(); !slices.Equal(got, want) {

@@ -54,6 +54,25 @@ func idle(t *testing.T, srv *redisstoretest.Server) {
 
 var abandonFast = envconf.Env{"SESSION_ABANDON_AFTER_SECONDS": "1"}
 
+// pastGrain moves the Redis clock past the session core's bookkeeping
+// grain of a host with abandonFast (1 s / 30, about 33 ms), so that the
+// next write of a session does its bookkeeping (lua/lib/session.lua,
+// commit): miniredis's clock is moved on from its own TIME, a real Redis
+// is waited for.
+func pastGrain(t *testing.T, srv *redisstoretest.Server) {
+	t.Helper()
+	if srv.Mini == nil {
+		time.Sleep(50 * time.Millisecond)
+		return
+	}
+	c := srv.Client(t)
+	now, err := c.Do(t.Context(), c.B().Time().Build()).AsIntSlice()
+	if err != nil || len(now) != 2 {
+		t.Fatalf("TIME: %v %v", now, err)
+	}
+	srv.Mini.SetTime(time.Unix(now[0], now[1]*1000).Add(50 * time.Millisecond))
+}
+
 func TestActiveSessionStartOrReuse(t *testing.T) {
 	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
 		h := start(t, srv, nil)

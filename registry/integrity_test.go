@@ -127,7 +127,12 @@ func TestStateMergePatchMatchesKeysByValue(t *testing.T) {
 
 // A registry write that meets a key of the wrong type (another program
 // wrote it) is a 409 key_wrong_type naming it, and writes nothing: every
-// check comes before the first write (Redis does not roll back).
+// check comes before the first write (Redis does not roll back). The
+// session core writes the lifecycle indexes (running sets, expiry set)
+// only with its bookkeeping, which is due when a session starts (the
+// create, the start that finds no session to reuse) and then once a grain:
+// the PATCHes of s1 here, within the grain, do not write them, so they do
+// not meet them (they did when every write wrote them).
 func TestRegistryWritesRefuseWrongTypedKeysBeforeAnyWrite(t *testing.T) {
 	redisstoretest.Each(t, func(t *testing.T, srv *redisstoretest.Server) {
 		h := start(t, srv, nil)
@@ -160,9 +165,9 @@ func TestRegistryWritesRefuseWrongTypedKeysBeforeAnyWrite(t *testing.T) {
 			name, key string
 			only      []int // the writes below that write it (nil: all)
 		}{
-			{"the user's running index", l.UserIndex("alice")[0], nil},
-			{"the bucket's running index", l.Session("alice", "s1").GlobalIndex[0], nil},
-			{"the expiry set", l.Session("alice", "s1").Expiry, nil},
+			{"the user's running index", l.UserIndex("alice")[0], []int{0, 3}},
+			{"the bucket's running index", l.Session("alice", "s1").GlobalIndex[0], []int{0, 3}},
+			{"the expiry set", l.Session("alice", "s1").Expiry, []int{0, 3}},
 			{"a metadata index", l.MetaIndex("alice", "pr", "2"), []int{0, 1, 3}},
 		} {
 			c.Do(t.Context(), c.B().Del().Key(tc.key).Build())
@@ -246,9 +251,12 @@ func TestActiveSessionDropsExpiredMembersItMeets(t *testing.T) {
 // The writes of other modules to a session with metadata check its
 // metadata indexes before their first write too: a usage post, an append
 // and a complete meet the wrong-typed index as a 409, with nothing written.
+// The session core writes the indexes with its bookkeeping, due once a
+// grain (and on a status change): each write here comes past the grain
+// (within it, a write neither writes nor meets them).
 func TestSessionWritesCheckTheMetadataIndexesFirst(t *testing.T) {
 	redisstoretest.Each(t, func(t *testing.T, srv *redisstoretest.Server) {
-		h := start(t, srv, nil)
+		h := start(t, srv, abandonFast)
 		l := srv.Layout()
 		c := srv.Client(t)
 		want(t, h.Do(t, "POST", "/v1/users/alice/sessions", `{"session_id":"s1","metadata":{"team":"a"}}`), 201)
@@ -264,6 +272,7 @@ func TestSessionWritesCheckTheMetadataIndexesFirst(t *testing.T) {
 			{"/entries", `{"question":"q","answer":"a"}`},
 			{"/complete", ``},
 		} {
+			pastGrain(t, srv)
 			r := h.Do(t, "POST", "/v1/users/alice/sessions/s1"+w.path, w.body)
 			if r.Status != 409 || r.Code() != "key_wrong_type" {
 				t.Errorf("POST %s with the metadata index a string: %d %s, want 409 key_wrong_type", w.path, r.Status, r.Body)
@@ -441,4 +450,43 @@ func TestUnreadableStateIsRefusedOnRead(t *testing.T) { checkUnreadableState(t, 
 // as no state and overwrite what another program stored.
 func TestUnreadableStateIsNotPatched(t *testing.T) {
 	checkUnreadableState(t, "PATCH", `{"a":1}`)
+}
+
+// A session that joins a metadata index by a PATCH gives the index at
+// least its own TTL at once, though its bookkeeping is not due (the core
+// slides its keys once a grain): an index that a short-lived session made
+// does not expire under it; and a session without expiry that joins one
+// leaves it without expiry.
+func TestMetadataIndexJoinedGetsTheSessionsTTL(t *testing.T) {
+	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
+		h := sidecartest.Start(t, srv, envconf.Env{"SESSION_TTL_SECONDS": "1000"}, sessions.Factory, usage.Factory, ttl.Factory, registry.Factory)
+		l := srv.Layout()
+		c := srv.Client(t)
+		user, global := l.MetaIndex("alice", "pr", "7"), l.MetaGlobal(l.Bucket("alice"), "pr", "7")
+		want(t, h.Do(t, "POST", "/v1/users/alice/sessions", `{"session_id":"short","metadata":{"pr":"7"}}`), 201)
+		for _, k := range []string{user, global} {
+			if got := pttl(t, srv, k); got <= 0 || got > 1000*1000 {
+				t.Fatalf("PTTL of %s made by the create: %d, want the session's 1000 s", k, got)
+			}
+			// as if the sessions it holds were about to expire
+			if err := c.Do(t.Context(), c.B().Pexpire().Key(k).Milliseconds(5000).Build()).Error(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		want(t, h.Do(t, "POST", "/v1/users/alice/sessions", `{"session_id":"long"}`), 201)
+		want(t, h.Do(t, "PATCH", "/v1/users/alice/sessions/long", `{"metadata":{"pr":"7"}}`), 200)
+		for _, k := range []string{user, global} {
+			if got := pttl(t, srv, k); got <= 5000 || got > 1000*1000 {
+				t.Errorf("PTTL of %s after session long joined it: %d ms, want long's 1000 s", k, got)
+			}
+		}
+		want(t, h.Do(t, "POST", "/v1/users/alice/sessions", `{"session_id":"kept"}`), 201)
+		want(t, h.Do(t, "PUT", "/v1/users/alice/sessions/kept/ttl", `{"ttl_seconds":0}`), 200)
+		want(t, h.Do(t, "PATCH", "/v1/users/alice/sessions/kept", `{"metadata":{"pr":"7"}}`), 200)
+		for _, k := range []string{user, global} {
+			if got := pttl(t, srv, k); got != -1 {
+				t.Errorf("PTTL of %s after session kept (no expiry) joined it: %d, want -1", k, got)
+			}
+		}
+	})
 }

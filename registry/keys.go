@@ -15,11 +15,12 @@ var (
 		Description: "the session's state object (JSON, at most 64 KiB), changed by JSON merge patch",
 	})
 	// UserStateFamily: the user's state object (JSON text, a string). It
-	// slides with SESSION_TTL_SECONDS on each write of it.
+	// lives as long as the user's sessions (the user's marker lists it:
+	// session.keep), and each write of it gives it at least
+	// SESSION_TTL_SECONDS.
 	UserStateFamily = redisstore.Register(redisstore.Family{
 		Name: "user state", Prefix: "agent_user_state", Scope: redisstore.ScopeUser,
-		Kind: redisstore.KindString, Owner: "registry", TTL: redisstore.RetentionTTL,
-		Reason:      "at least `SESSION_TTL_SECONDS` from its last write, and at least the TTL of each of the user's sessions from its last write (none while one of them has none)",
-		Description: "the user's state object (JSON, at most 64 KiB), changed by JSON merge patch",
+		Kind: redisstore.KindString, Owner: "registry", TTL: redisstore.UserTTL,
+		Description: "the user's state object (JSON, at most 64 KiB), changed by JSON merge patch; each write gives it at least `SESSION_TTL_SECONDS`",
 	})
 )

@@ -2,7 +2,7 @@
 // title and metadata, their metadata changed by merge patch, start-or-reuse
 // of a user's active session with auto-closing and summaries, and
 // per-session and per-user state. It writes the shared session
-// (sessionstore) through its own scripts, lua/registry_*.lua.
+// (sessionstore) through its own scripts, registry_*.lua in this package.
 package registry
 
 import (

@@ -10,6 +10,7 @@ import (
 //
 // Each .lua file of the package is one script (its header says its KEYS,
 // ARGV and answers) or a library its scripts include by name.
+//
 //go:embed *.lua
 var luaFiles embed.FS
 

@@ -16,6 +16,7 @@
 --   user is fenced (being erased).
 --- @include reply
 --- @include guard
+--- @include marker
 --- @include session
 
 local c = session.open(KEYS, ARGV)
@@ -34,6 +35,7 @@ local made = 0
 session.keep(c, stats)
 if not c.marks.search then
   made = 1
+  marker.note(c)
   redis.call('HSET', c.marker, 'search', '1')
 end
 if redis.call('HEXISTS', stats, 'build') == 0 then redis.call('HSET', stats, 'build', '+inf') end

@@ -16,6 +16,7 @@ import (
 	"github.com/agentsidecar/agentsidecar/redisstore"
 	"github.com/agentsidecar/agentsidecar/redisstore/redisstoretest"
 	"github.com/agentsidecar/agentsidecar/sessions"
+	"github.com/agentsidecar/agentsidecar/sidecar"
 	"github.com/agentsidecar/agentsidecar/sidecar/sidecartest"
 )
 
@@ -238,8 +239,8 @@ func TestBigCogneeSessionBoundedWork(t *testing.T) {
 		ID string `json:"id"`
 	}
 	if err := json.Unmarshal([]byte(r.Body), &listed); err != nil || len(listed) != sessions.MaxListElements ||
-		listed[0].ID != ctxIDs[0] || r.Header.Get(sessions.TruncatedHeader) != "true" {
-		t.Fatalf("GET /context: %d elements (%v), first %+v, %s %q; want the oldest %d, cut", len(listed), err, listed[:min(1, len(listed))], sessions.TruncatedHeader, r.Header.Get(sessions.TruncatedHeader), sessions.MaxListElements)
+		listed[0].ID != ctxIDs[0] || r.Header.Get(sidecar.TruncatedHeader) != "true" {
+		t.Fatalf("GET /context: %d elements (%v), first %+v, %s %q; want the oldest %d, cut", len(listed), err, listed[:min(1, len(listed))], sidecar.TruncatedHeader, r.Header.Get(sidecar.TruncatedHeader), sessions.MaxListElements)
 	}
 
 	// What Redis holds is what the calls said.

@@ -6,9 +6,7 @@ import (
 	"net/http"
 	"strconv"
 
-	"github.com/agentsidecar/agentsidecar/envconf"
 	"github.com/agentsidecar/agentsidecar/redisstore"
-	"github.com/agentsidecar/agentsidecar/search"
 	"github.com/agentsidecar/agentsidecar/sidecar"
 )
 
@@ -38,27 +36,7 @@ const (
 	// ConcurrentReads bounds the list answers being built at once; more
 	// wait their turn (within the request's deadline).
 	ConcurrentReads = 4
-	// TruncatedHeader says an answer holds fewer elements than asked for
-	// because it reached SIDECAR_MAX_ANSWER_BYTES.
-	TruncatedHeader = "Sidecar-Truncated"
 )
-
-// ReadConfig is the module's settings: the bound on answers, and whether
-// entry writes keep the relevance search index (shared with the messages
-// module).
-type ReadConfig struct {
-	MaxAnswerBytes int         `env:"SIDECAR_MAX_ANSWER_BYTES" envDefault:"4194304"`
-	SearchIndex    search.Mode `env:"SEARCH_INDEX" envDefault:"on-demand"`
-}
-
-// Validate refuses caps too small for one element.
-func (c ReadConfig) Validate() error {
-	if c.MaxAnswerBytes < 4096 {
-		return envconf.Invalid("SIDECAR_MAX_ANSWER_BYTES", "must be at least 4096, not %d", c.MaxAnswerBytes)
-	}
-	_, err := c.SearchIndex.Parse()
-	return err
-}
 
 // pageSize is how many elements the next LRANGE asks for: as many as fit in
 // PageBytes (and in the budget left) at the average size read so far, 4 to
@@ -182,9 +160,7 @@ func (m *Module) acquireRead(ctx context.Context) (release func(), err error) {
 // writePage answers a bounded read as one JSON array (strict for clients),
 // with Sidecar-Truncated: true when the byte cap cut it.
 func (m *Module) writePage(w http.ResponseWriter, p page) {
-	if p.truncated {
-		w.Header().Set(TruncatedHeader, "true")
-	}
+	sidecar.MarkTruncated(w, p.truncated)
 	m.writeStoredList(w, p.elems)
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/agentsidecar/agentsidecar/envconf"
 	"github.com/agentsidecar/agentsidecar/redisstore/redisstoretest"
 	"github.com/agentsidecar/agentsidecar/sessions"
+	"github.com/agentsidecar/agentsidecar/sidecar"
 )
 
 // cogneeEntry is an entry as Cognee's json.dumps writes it, with an answer
@@ -44,8 +45,8 @@ func TestListAnswersStopAtTheByteCap(t *testing.T) {
 			rpush(t, c, keys.Entries, cogneeEntry(fmt.Sprintf("e%02d", i), 10_000))
 		}
 		r := h.Do(t, "GET", base+"/entries?last_n=1000", "")
-		if r.Status != 200 || r.Header.Get(sessions.TruncatedHeader) != "true" {
-			t.Fatalf("last_n=1000 over 120 kB with a 64 KiB cap: %d, %s %q", r.Status, sessions.TruncatedHeader, r.Header.Get(sessions.TruncatedHeader))
+		if r.Status != 200 || r.Header.Get(sidecar.TruncatedHeader) != "true" {
+			t.Fatalf("last_n=1000 over 120 kB with a 64 KiB cap: %d, %s %q", r.Status, sidecar.TruncatedHeader, r.Header.Get(sidecar.TruncatedHeader))
 		}
 		if len(r.Body) > 65536 {
 			t.Fatalf("answer of %d bytes past the 65536 cap", len(r.Body))
@@ -55,15 +56,15 @@ func TestListAnswersStopAtTheByteCap(t *testing.T) {
 			t.Fatalf("got %v, want the newest that fit, oldest first: %v", got, want)
 		}
 		r = h.Do(t, "GET", base+"/entries?last_n=3", "")
-		if r.Header.Get(sessions.TruncatedHeader) != "" || strings.Join(qaIDs(t, r.Body), ",") != "e09,e10,e11" {
-			t.Fatalf("last_n=3 under the cap: %q %s", r.Header.Get(sessions.TruncatedHeader), r.Body)
+		if r.Header.Get(sidecar.TruncatedHeader) != "" || strings.Join(qaIDs(t, r.Body), ",") != "e09,e10,e11" {
+			t.Fatalf("last_n=3 under the cap: %q %s", r.Header.Get(sidecar.TruncatedHeader), r.Body)
 		}
 		for i := range 12 {
 			rpush(t, c, keys.Context, fmt.Sprintf(`{"id": "c%02d", "text": %q}`, i, strings.Repeat("b", 10_000)))
 		}
 		r = h.Do(t, "GET", base+"/context", "")
-		if r.Header.Get(sessions.TruncatedHeader) != "true" || !strings.HasPrefix(r.Body, `[{"id": "c00"`) || len(r.Body) > 65536 {
-			t.Fatalf("context over the cap: %q %d bytes %.40s", r.Header.Get(sessions.TruncatedHeader), len(r.Body), r.Body)
+		if r.Header.Get(sidecar.TruncatedHeader) != "true" || !strings.HasPrefix(r.Body, `[{"id": "c00"`) || len(r.Body) > 65536 {
+			t.Fatalf("context over the cap: %q %d bytes %.40s", r.Header.Get(sidecar.TruncatedHeader), len(r.Body), r.Body)
 		}
 	})
 }

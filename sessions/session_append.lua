@@ -34,6 +34,7 @@
 --- @include session
 --- @include events
 --- @include idindex
+--- @include listedit
 --- @include search
 
 local c = idindex.open(session.open(KEYS, ARGV), ARGV[2])
@@ -79,7 +80,7 @@ if spec then
   end
 end
 if c.search_pending then pending = 1 end
-local removed, gone = idindex.trim(c, c.entries, newlen, 'qa')
+local removed, gone = listedit.trim(c, c.entries, newlen, 'qa')
 if removed > 0 and search.entries_removed(c, removed, gone) then pending = 1 end
 events.emit(c, 'entry_appended', 'entry', qa_id, entry)
 

@@ -16,6 +16,7 @@
 --- @include session
 --- @include events
 --- @include idindex
+--- @include listedit
 
 local c = idindex.lists(idindex.open(session.open(KEYS, ARGV), ARGV[2]))
 local refused = session.begin(c)
@@ -32,7 +33,7 @@ if refused then return refused end
 local newlen = redis.call('RPUSH', c.context, entry)
 if newlen == 1 then session.made(c, idindex.CONTEXT) end
 idindex.appended(c, 'context', id, entry, newlen, found)
-idindex.trim(c, c.context, newlen, 'context')
+listedit.trim(c, c.context, newlen, 'context')
 events.emit(c, 'context_changed', 'context', id, entry)
 local started = session.finish(c)
 return session.reply(c, reply.ok(started and 1 or 0))

@@ -12,6 +12,7 @@
 --- @include session
 --- @include events
 --- @include idindex
+--- @include listedit
 
 local c = idindex.lists(idindex.open(session.open(KEYS, ARGV), ARGV[2]))
 local refused = session.begin(c)
@@ -24,7 +25,7 @@ if not pos then return reply.missing() end
 events.use(c)
 refused = session.commit(c)
 if refused then return refused end
-idindex.remove_at(c, 'context', pos, el, llen)
+listedit.remove_at(c, 'context', pos, el, llen)
 if llen == 1 then session.drop(c, idindex.CONTEXT) end
 events.emit(c, 'context_changed', 'context', ARGV[3], '{"id":' .. cjson.encode(ARGV[3]) .. ',"deleted":true}')
 session.finish(c)

@@ -13,6 +13,7 @@
 --- @include session
 --- @include events
 --- @include idindex
+--- @include listedit
 --- @include search
 
 local c = idindex.open(session.open(KEYS, ARGV), ARGV[2])
@@ -34,7 +35,7 @@ end
 events.use(c)
 refused = session.commit(c)
 if refused then return refused end
-idindex.remove_at(c, 'qa', pos, el, llen)
+listedit.remove_at(c, 'qa', pos, el, llen)
 if llen == 1 then session.drop(c, idindex.ENTRIES) end
 if indexed then
   search.unindex_doc(c, c.edocs, qa_id)

@@ -11,6 +11,7 @@
 --- @include session
 --- @include events
 --- @include idindex
+--- @include listedit
 
 local c = idindex.lists(idindex.open(session.open(KEYS, ARGV), ARGV[2]))
 local refused = session.begin(c)
@@ -23,7 +24,7 @@ refused = session.commit(c)
 if refused then return refused end
 local newlen = redis.call('RPUSH', c.traces, ARGV[3])
 if newlen == 1 then session.made(c, idindex.TRACES) end
-idindex.trim(c, c.traces, newlen)
+listedit.trim(c, c.traces, newlen)
 events.emit(c, 'trace_appended', 'trace', nil, ARGV[3])
 local started = session.finish(c)
 return session.reply(c, reply.ok(started and 1 or 0))

@@ -15,7 +15,6 @@ import (
 	"unicode"
 
 	"github.com/agentsidecar/agentsidecar/cognee"
-	"github.com/agentsidecar/agentsidecar/envconf"
 	"github.com/agentsidecar/agentsidecar/redisstore"
 	"github.com/agentsidecar/agentsidecar/search"
 	"github.com/agentsidecar/agentsidecar/sessionstore"
@@ -48,11 +47,7 @@ func New(_ context.Context, deps sidecar.Deps) (sidecar.Module, error) {
 	if err != nil {
 		return nil, err
 	}
-	rc, err := envconf.Load[ReadConfig](deps.Env)
-	if err != nil {
-		return nil, err
-	}
-	x, err := search.FromDeps(deps, s, rc.SearchIndex)
+	x, err := search.FromDeps(deps, s, search.Mode(deps.Limits.SearchIndex))
 	if err != nil {
 		return nil, err
 	}
@@ -62,7 +57,7 @@ func New(_ context.Context, deps sidecar.Deps) (sidecar.Module, error) {
 		return store.CatchUp(ctx, user, session, 1)
 	})
 	x.RegisterTexts("entry", store.searchTexts)
-	return &Module{store: store, logger: deps.Logger, now: time.Now, maxAnswer: rc.MaxAnswerBytes,
+	return &Module{store: store, logger: deps.Logger, now: time.Now, maxAnswer: deps.Limits.MaxAnswerBytes,
 		index: x, reads: make(chan struct{}, ConcurrentReads)}, nil
 }
 

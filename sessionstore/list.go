@@ -2,7 +2,6 @@ package sessionstore
 
 import (
 	"context"
-	"encoding/base64"
 	"errors"
 	"sort"
 	"strconv"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/agentsidecar/agentsidecar/lua"
 	"github.com/agentsidecar/agentsidecar/redisstore"
+	"github.com/agentsidecar/agentsidecar/sidecar"
 	"github.com/redis/rueidis"
 )
 
@@ -25,9 +25,6 @@ type ListQuery struct {
 	// from the metadata indexes: see listByMetadata).
 	Metadata map[string]string
 }
-
-// ErrBadCursor means a cursor this store did not make.
-var ErrBadCursor = errors.New("bad cursor")
 
 // SweepBatch bounds the expired sessions one list or count drops from the
 // indexes (split over the shards on Cluster).
@@ -68,6 +65,10 @@ func (s *Store) sweep(ctx context.Context, client rueidis.Client) (int64, error)
 // gives its first page after the cursor (one pipeline) and the pages merge:
 // O(Buckets × (log n + page)).
 func (s *Store) List(ctx context.Context, q ListQuery) ([]SessionState, string, error) {
+	after, err := cursorHit(q.Cursor)
+	if err != nil {
+		return nil, "", err
+	}
 	client, err := s.conn.Client()
 	if err != nil {
 		return nil, "", err
@@ -77,7 +78,7 @@ func (s *Store) List(ctx context.Context, q ListQuery) ([]SessionState, string, 
 		return nil, "", err
 	}
 	if len(q.Metadata) > 0 {
-		return s.listByMetadata(ctx, client, q, now)
+		return s.listByMetadata(ctx, client, q, after, now)
 	}
 	l := s.layout()
 	var shards [][3]string
@@ -106,14 +107,6 @@ func (s *Store) List(ctx context.Context, q ListQuery) ([]SessionState, string, 
 			}
 		}
 	}
-	var after *hit
-	if q.Cursor != "" {
-		score, member, err := decodeCursor(q.Cursor)
-		if err != nil {
-			return nil, "", err
-		}
-		after = &hit{member, score}
-	}
 	hits, err := pagesAfter(ctx, client, scans, after, q.Limit+1)
 	if err != nil {
 		return nil, "", err
@@ -121,19 +114,14 @@ func (s *Store) List(ctx context.Context, q ListQuery) ([]SessionState, string, 
 	next := ""
 	if len(hits) > q.Limit {
 		hits = hits[:q.Limit]
-		last := hits[len(hits)-1]
-		next = encodeCursor(last.score, last.member)
+		next = hits[len(hits)-1].cursor()
 	}
 	if len(hits) == 0 {
 		return nil, next, nil
 	}
 	ids := make([][2]string, len(hits))
 	for i, h := range hits {
-		user, session := q.User, h.member
-		if q.User == "" {
-			user, session, _ = strings.Cut(h.member, ":")
-		}
-		ids[i] = [2]string{user, session}
+		ids[i] = memberIDs(q.User, h.member)
 	}
 	out, err := readRecords(ctx, client, l, ids, now)
 	return out, next, err
@@ -255,19 +243,35 @@ func mustScore(s string) int64 {
 	return n
 }
 
-func encodeCursor(score int64, member string) string {
-	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(score, 10) + ":" + member))
+// cursor is the listing's cursor after h (sidecar.EncodeCursor): its
+// score and member.
+func (h hit) cursor() string {
+	return sidecar.EncodeCursor(strconv.FormatInt(h.score, 10), h.member)
 }
 
-func decodeCursor(c string) (int64, string, error) {
-	b, err := base64.RawURLEncoding.DecodeString(c)
+// cursorHit is the hit a listing's cursor names (nil for none), or the
+// 400 invalid_cursor.
+func cursorHit(c string) (*hit, error) {
+	if c == "" {
+		return nil, nil
+	}
+	f, err := sidecar.DecodeCursor(c, 2)
 	if err != nil {
-		return 0, "", ErrBadCursor
+		return nil, err
 	}
-	sc, member, ok := strings.Cut(string(b), ":")
-	score, err := strconv.ParseInt(sc, 10, 64)
-	if !ok || err != nil || member == "" {
-		return 0, "", ErrBadCursor
+	score, err := strconv.ParseInt(f[0], 10, 64)
+	if err != nil || f[1] == "" {
+		return nil, sidecar.NotACursor()
 	}
-	return score, member, nil
+	return &hit{f[1], score}, nil
+}
+
+// memberIDs is the user and session an index member names: the session
+// in a user's index, "<user>:<session>" across users.
+func memberIDs(user, member string) [2]string {
+	if user != "" {
+		return [2]string{user, member}
+	}
+	u, s, _ := strings.Cut(member, ":")
+	return [2]string{u, s}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/url"
 	"slices"
 	"strconv"
@@ -28,29 +29,68 @@ const MetaScanFactor = 10
 // MetaScanFactor × limit candidates are examined (pipelined HMGETs), then
 // the matches' records read: O(factor × limit + log n) per page. Members
 // of sessions that no longer exist are dropped from the index on the way.
-func (s *Store) listByMetadata(ctx context.Context, client rueidis.Client, q ListQuery, now int64) ([]SessionState, string, error) {
-	l := s.layout()
-	shardKeys := func(k, v string) []string {
-		if q.User != "" {
-			return []string{l.MetaIndex(q.User, k, v)}
-		}
-		out := make([]string, l.Buckets())
-		for b := range out {
-			out[b] = l.MetaGlobal(b, k, v)
-		}
-		return out
+func (s *Store) listByMetadata(ctx context.Context, client rueidis.Client, q ListQuery, after *hit, now int64) ([]SessionState, string, error) {
+	ml := metaListing{l: s.layout(), q: q}
+	var err error
+	if ml.pair, ml.shards, err = ml.smallestIndex(ctx, client); err != nil || ml.shards == nil {
+		return nil, "", err
 	}
-	// The pair with the fewest members drives the scan.
-	keys := slices.Sorted(func(yield func(string) bool) {
-		for k := range q.Metadata {
-			if !yield(k) {
-				return
-			}
-		}
-	})
+	scans := make([]scan, len(ml.shards))
+	for i, key := range ml.shards {
+		scans[i] = scan{key, "+inf", "-inf"}
+	}
+	budget := MetaScanFactor * q.Limit
+	cands, err := pagesAfter(ctx, client, scans, after, budget+1)
+	if err != nil {
+		return nil, "", err
+	}
+	more := len(cands) > budget
+	if more {
+		cands = cands[:budget]
+	}
+	found, next, gone, err := ml.filter(ctx, client, cands, more, now)
+	if err != nil {
+		return nil, "", err
+	}
+	if err := pruneGone(ctx, client, gone); err != nil {
+		return nil, "", err
+	}
+	if len(found) == 0 {
+		return nil, next, nil
+	}
+	out, err := readRecords(ctx, client, ml.l, found, now)
+	return out, next, err
+}
+
+// metaListing is one metadata-filtered page being listed: the query, and
+// the pair whose index drives it with that index's shards.
+type metaListing struct {
+	l      redisstore.Layout
+	q      ListQuery
+	pair   string   // the metadata key whose index is scanned
+	shards []string // that index: the user's, or every bucket's
+}
+
+// shardKeys is the index of the pair k=v: the user's, or across users
+// every bucket's shard.
+func (ml *metaListing) shardKeys(k, v string) []string {
+	if ml.q.User != "" {
+		return []string{ml.l.MetaIndex(ml.q.User, k, v)}
+	}
+	out := make([]string, ml.l.Buckets())
+	for b := range out {
+		out[b] = ml.l.MetaGlobal(b, k, v)
+	}
+	return out
+}
+
+// smallestIndex is the pair with the fewest members (one pipeline of
+// ZCARDs) and its shards; nil shards when it has none: no session matches.
+func (ml *metaListing) smallestIndex(ctx context.Context, client rueidis.Client) (string, []string, error) {
+	keys := slices.Sorted(maps.Keys(ml.q.Metadata))
 	var cmds rueidis.Commands
 	for _, k := range keys {
-		for _, key := range shardKeys(k, q.Metadata[k]) {
+		for _, key := range ml.shardKeys(k, ml.q.Metadata[k]) {
 			cmds = append(cmds, client.B().Zcard().Key(key).Build())
 		}
 	}
@@ -62,7 +102,7 @@ func (s *Store) listByMetadata(ctx context.Context, client rueidis.Client, q Lis
 		for _, r := range res[i*per : (i+1)*per] {
 			c, err := r.AsInt64()
 			if err != nil {
-				return nil, "", redisstore.Wrap("list sessions", err)
+				return "", nil, redisstore.Wrap("list sessions", err)
 			}
 			n += c
 		}
@@ -71,91 +111,73 @@ func (s *Store) listByMetadata(ctx context.Context, client rueidis.Client, q Lis
 		}
 	}
 	if bestN == 0 {
-		return nil, "", nil
+		return best, nil, nil
 	}
-	shards := shardKeys(best, q.Metadata[best])
-	scans := make([]scan, len(shards))
-	for i, key := range shards {
-		scans[i] = scan{key, "+inf", "-inf"}
-	}
-	var after *hit
-	if q.Cursor != "" {
-		score, member, err := decodeCursor(q.Cursor)
-		if err != nil {
-			return nil, "", err
-		}
-		after = &hit{member, score}
-	}
-	budget := MetaScanFactor * q.Limit
-	cands, err := pagesAfter(ctx, client, scans, after, budget+1)
-	if err != nil {
-		return nil, "", err
-	}
-	more := len(cands) > budget
-	if more {
-		cands = cands[:budget]
-	}
+	return best, ml.shardKeys(best, ml.q.Metadata[best]), nil
+}
+
+// filter reads the candidates' status, activity and metadata (one
+// pipeline of HMGETs) and keeps the first q.Limit that match: their ids,
+// the cursor after the last one examined when more may follow, and the
+// prunes of the candidates whose session is gone (no record).
+func (ml *metaListing) filter(ctx context.Context, client rueidis.Client, cands []hit, more bool, now int64) (found [][2]string, next string, gone []lua.Call, err error) {
 	ids := make([][2]string, len(cands))
-	cmds = make(rueidis.Commands, len(cands))
+	cmds := make(rueidis.Commands, len(cands))
 	for i, h := range cands {
-		user, session := q.User, h.member
-		if q.User == "" {
-			user, session, _ = strings.Cut(h.member, ":")
-		}
-		ids[i] = [2]string{user, session}
-		cmds[i] = client.B().Hmget().Key(l.Session(user, session).Record).Field("status", "last_activity_at", "metadata").Build()
+		ids[i] = memberIDs(ml.q.User, h.member)
+		cmds[i] = client.B().Hmget().Key(ml.l.Session(ids[i][0], ids[i][1]).Record).Field("status", "last_activity_at", "metadata").Build()
 	}
-	cutoff := now - q.AbandonAfter.Microseconds()
-	var matched []int
-	var gone []lua.Call
-	next := ""
+	cutoff := now - ml.q.AbandonAfter.Microseconds()
 	for i, r := range client.DoMulti(ctx, cmds...) {
 		f, err := r.ToArray()
 		if err != nil || len(f) != 3 {
-			return nil, "", redisstore.Wrap("list sessions", err)
+			return nil, "", nil, redisstore.Wrap("list sessions", err)
 		}
 		status, serr := f[0].ToString()
 		if serr != nil { // no record: expired or deleted
-			idx := shards[0]
-			if q.User == "" {
-				idx = l.MetaGlobal(l.Bucket(ids[i][0]), best, q.Metadata[best])
-			}
-			gone = append(gone, lua.Call{Keys: []string{idx, l.Session(ids[i][0], ids[i][1]).Record}, Args: []string{cands[i].member}})
+			gone = append(gone, ml.prune(ids[i], cands[i].member))
 			continue
 		}
 		last, _ := f[1].ToString()
 		meta, _ := f[2].ToString()
-		if !statusMatches(q.Status, status, last, cutoff) || !metaMatches(meta, q.Metadata) {
+		if !statusMatches(ml.q.Status, status, last, cutoff) || !metaMatches(meta, ml.q.Metadata) {
 			continue
 		}
-		matched = append(matched, i)
-		if len(matched) == q.Limit {
+		found = append(found, ids[i])
+		if len(found) == ml.q.Limit {
 			if i < len(cands)-1 || more {
-				next = encodeCursor(cands[i].score, cands[i].member)
+				next = cands[i].cursor()
 			}
-			break
+			return found, next, gone, nil
 		}
 	}
-	if next == "" && more && len(cands) > 0 {
-		last := cands[len(cands)-1]
-		next = encodeCursor(last.score, last.member)
+	if more && len(cands) > 0 {
+		next = cands[len(cands)-1].cursor()
 	}
-	if len(gone) > 0 {
-		for _, r := range lua.RegistryMetaPrune.ExecMulti(ctx, client, gone...) {
-			if err := r.Error(); err != nil {
-				return nil, "", redisstore.Wrap(lua.RegistryMetaPrune.Name, err)
-			}
+	return found, next, gone, nil
+}
+
+// prune is the call dropping member, a session with no record, from the
+// scanned index (its bucket's shard across users).
+func (ml *metaListing) prune(id [2]string, member string) lua.Call {
+	idx := ml.shards[0]
+	if ml.q.User == "" {
+		idx = ml.l.MetaGlobal(ml.l.Bucket(id[0]), ml.pair, ml.q.Metadata[ml.pair])
+	}
+	return lua.Call{Keys: []string{idx, ml.l.Session(id[0], id[1]).Record}, Args: []string{member}}
+}
+
+// pruneGone runs the index prunes of sessions found gone, pipelined.
+func pruneGone(ctx context.Context, client rueidis.Client, gone []lua.Call) error {
+	if len(gone) == 0 {
+		return nil
+	}
+	for _, r := range lua.SessionMetaPrune.ExecMulti(ctx, client, gone...) {
+		if err := r.Error(); err != nil {
+			return redisstore.Wrap(lua.SessionMetaPrune.Name, err)
 		}
 	}
-	if len(matched) == 0 {
-		return nil, next, nil
-	}
-	found := make([][2]string, len(matched))
-	for j, i := range matched {
-		found[j] = ids[i]
-	}
-	out, err := readRecords(ctx, client, l, found, now)
-	return out, next, err
+	return nil
 }
 
 // statusMatches applies a listing's status filter to a stored status and

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/rueidis"
@@ -150,12 +149,8 @@ const (
 // another program wrote with another type) into a 409 key_wrong_type; nil
 // for any other error. The scripts' own refusals are replies (lua.Decode).
 func wrongType(err error) error {
-	var re *rueidis.RedisError
-	if errors.As(err, &re) && strings.Contains(re.Error(), "WRONGTYPE") {
-		return redisstore.Refuse(redisstore.ErrConflict, "key_wrong_type",
-			"a Redis key of this session holds another type of value than the sidecar keeps there (another program wrote it); nothing was changed")
-	}
-	return nil
+	return redisstore.AsWrongType(err,
+		"a Redis key of this session holds another type of value than the sidecar keeps there (another program wrote it); nothing was changed")
 }
 
 // ExecFound runs a script that answers 'ok' (done) or 'missing' (no such

@@ -14,9 +14,11 @@ import (
 )
 
 // Config is the host's configuration (README.md "Configuration"). Each module parses its
-// own variables itself (SESSION_TTL_SECONDS and the like) from Deps.Env.
+// own variables itself (SESSION_TTL_SECONDS and the like) from Deps.Env;
+// the settings several modules share are Limits, read here once.
 type Config struct {
-	Redis redisstore.Options
+	Redis  redisstore.Options
+	Limits Limits
 
 	ListenAddr     string        `env:"SIDECAR_LISTEN_ADDR" envDefault:"127.0.0.1:7480"`
 	OpsAddr        string        `env:"SIDECAR_OPS_ADDR" envDefault:":9464"`
@@ -88,6 +90,9 @@ func (c Config) Validate() error {
 	}
 	if c.LogFormat != "json" && c.LogFormat != "text" {
 		return envconf.Invalid("LOG_FORMAT", "%q is not json or text", c.LogFormat)
+	}
+	if err := c.Limits.Validate(); err != nil {
+		return err
 	}
 	return c.Redis.Validate()
 }

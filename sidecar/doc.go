@@ -8,8 +8,9 @@
 // configuration, selects the factories SIDECAR_MODULES enables, opens Redis
 // and calls each factory's New with Deps: the Redis connection (usable at
 // once; it answers redisstore.ErrUnavailable until connected), a logger
-// tagged module=<name>, the environment, the metrics registry and the
-// request timeout. New parses the module's own settings strictly (use
+// tagged module=<name>, the environment, the metrics registry, the
+// request timeout and Limits, the settings several modules share (parsed
+// and checked once, with the host's Config). New parses the module's own settings strictly (use
 // envconf.Load) and must not need Redis to be up. If one New fails, the
 // modules already built are closed, so nothing leaks. Then the host
 // registers each module's Routes, and the optional powers it discovers by

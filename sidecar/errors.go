@@ -131,7 +131,7 @@ func errorFor(ctx context.Context, logger *slog.Logger, redis *redisstore.Conn, 
 		return e
 	}
 	if redisstore.WrongType(err) {
-		return Conflict("key_wrong_type", "a key of this call holds another type of value than the sidecar stores there (another program wrote it); delete or repair the key")
+		return Conflict(redisstore.CodeWrongType, "a key of this call holds another type of value than the sidecar stores there (another program wrote it); delete or repair the key")
 	}
 	if r, ok := redisstore.Refused(err); ok {
 		redis.ReportRefusal(r)

@@ -41,3 +41,16 @@ func SetAnswerHeader(ctx context.Context, key, value string) {
 func WithoutAnswerHeaders(ctx context.Context) context.Context {
 	return context.WithValue(ctx, answerHeadersKey{}, nil)
 }
+
+// TruncatedHeader says an answer holds fewer elements than asked for
+// because it reached its byte cap (SIDECAR_MAX_ANSWER_BYTES) or its count
+// cap: never a silent cut.
+const TruncatedHeader = "Sidecar-Truncated"
+
+// MarkTruncated sets TruncatedHeader: true on w's answer when cut; it
+// must run before the answer is written.
+func MarkTruncated(w http.ResponseWriter, cut bool) {
+	if cut {
+		w.Header().Set(TruncatedHeader, "true")
+	}
+}

@@ -108,7 +108,7 @@ func NewHost(ctx context.Context, cfg Config, env envconf.Env, redis *redisstore
 func (h *Host) build(ctx context.Context, f Factory, env envconf.Env, mux *http.ServeMux) (m Module, err error) {
 	logger := h.logger.With("module", f.Name)
 	m, err = f.New(ctx, Deps{Redis: h.redis, Logger: logger, Env: env, Registerer: h.registry, RequestTimeout: h.cfg.RequestTimeout,
-		ShuttingDown: h.stopping.Done(), shared: h.shared})
+		Limits: h.cfg.Limits, ShuttingDown: h.stopping.Done(), shared: h.shared})
 	if err != nil {
 		var confErr *envconf.Error
 		if errors.As(err, &confErr) {

@@ -104,6 +104,10 @@ type Deps struct {
 	// context cancelled with cause ErrShuttingDown (answered 503
 	// shutting_down too). Nil (never closed) in a Deps no host made.
 	ShuttingDown <-chan struct{}
+	// Limits are the settings modules share (SIDECAR_MAX_ANSWER_BYTES,
+	// SEARCH_INDEX, ...), parsed and checked once by the host: a module
+	// reads them here, never from Env.
+	Limits Limits
 
 	shared *sharedValues // the host's values shared by its modules (Shared)
 }

@@ -10,10 +10,11 @@ import (
 //
 // Each .lua file of the package is one script (its header says its KEYS,
 // ARGV and answers) or a library its scripts include by name.
+//
 //go:embed *.lua
 var luaFiles embed.FS
 
 var (
 	sessionUsage = lua.FromFS(luaFiles, "session_usage")
-	sessionEnd = lua.FromFS(luaFiles, "session_end")
+	sessionEnd   = lua.FromFS(luaFiles, "session_end")
 )

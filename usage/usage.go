@@ -7,7 +7,6 @@ package usage
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -86,11 +85,7 @@ type Module struct {
 
 // New parses the configuration and loads the price table.
 func New(_ context.Context, deps sidecar.Deps) (sidecar.Module, error) {
-	s, err := sessionstore.FromDeps(deps)
-	if err != nil {
-		return nil, err
-	}
-	cfg, err := envconf.Load[Config](deps.Env)
+	s, cfg, err := sessionstore.Open[Config](deps)
 	if err != nil {
 		return nil, err
 	}
@@ -207,52 +202,14 @@ func (m *Module) addUsage(w http.ResponseWriter, r *http.Request) error {
 	if req.Model == nil || !validModel(*req.Model) {
 		return sidecar.BadRequest("invalid_field", "field \"model\" is required: 1-%d printable characters", MaxModelLength)
 	}
-	key := r.Header.Get("Idempotency-Key")
-	if req.RequestID != nil {
-		if key != "" && key != *req.RequestID {
-			return sidecar.BadRequest("invalid_field", "Idempotency-Key and request_id differ; send one")
-		}
-		key = *req.RequestID
-	}
-	if key != "" && !validKey(key) {
-		return sidecar.BadRequest("invalid_field", "the idempotency key must be 1-%d printable ASCII characters", MaxKeyLength)
-	}
-	res := usageResult{Model: *req.Model, Error: req.Error}
-	var estimatedIn, estimatedOut int64
-	res.TokensIn, estimatedIn, err = tokens("tokens_in", req.TokensIn, req.InputText)
+	key, err := idempotencyKey(r, req.RequestID)
 	if err != nil {
 		return err
 	}
-	res.TokensOut, estimatedOut, err = tokens("tokens_out", req.TokensOut, req.OutputText)
+	res, est, nano, err := m.price(req)
 	if err != nil {
 		return err
 	}
-	res.TokensEstimated = estimatedIn+estimatedOut > 0
-	family, _, priced := m.prices.Lookup(*req.Model)
-	if priced {
-		res.PricedAs = &family
-	}
-	var nano int64
-	switch {
-	case req.CostUSD != nil:
-		if *req.CostUSD < 0 || *req.CostUSD > MaxCostUSD {
-			return sidecar.BadRequest("invalid_field", "field \"cost_usd\" must be from 0 to %g", MaxCostUSD)
-		}
-		nano, res.CostSource = sessionstore.NanoUSD(*req.CostUSD), "explicit"
-	case priced:
-		// The table's cost has the explicit cost's cap: a price file's
-		// price times 2^40 tokens must not become a sum no int64 holds.
-		cost, _, _ := m.prices.Cost(*req.Model, res.TokensIn, res.TokensOut)
-		if !(cost <= MaxCostUSD) {
-			return sidecar.BadRequest("invalid_field", "fields \"tokens_in\" and \"tokens_out\" price this call of %q at $%.6g, above the $%g a call may cost", *req.Model, cost, MaxCostUSD)
-		}
-		nano, res.CostSource = sessionstore.NanoUSD(cost), "price_table"
-	default:
-		res.CostSource = "unknown_model"
-	}
-	// The answer's cost is the integer the record sums, not the float
-	// product (0.00036, not 0.00035999999999999997).
-	res.CostUSD = sessionstore.USD(nano)
 	body, err := json.Marshal(res)
 	if err != nil {
 		return err
@@ -268,13 +225,68 @@ func (m *Module) addUsage(w http.ResponseWriter, r *http.Request) error {
 	status := http.StatusOK
 	if st.Created {
 		status = http.StatusCreated
-		m.metrics.observe(*req.Model, res, estimatedIn, estimatedOut)
+		m.metrics.observe(*req.Model, res, est[0], est[1])
 		if res.CostSource == "unknown_model" {
 			m.logger.Debug("usage for a model with no price: cost counted as 0", "model_label", pricing.Other)
 		}
 	}
 	sidecar.WriteBody(w, status, st.Value)
 	return nil
+}
+
+// idempotencyKey is a usage post's key: the Idempotency-Key header or the
+// body's request_id (the same when both are sent), "" for none.
+func idempotencyKey(r *http.Request, requestID *string) (string, error) {
+	key := r.Header.Get("Idempotency-Key")
+	if requestID != nil {
+		if key != "" && key != *requestID {
+			return "", sidecar.BadRequest("invalid_field", "Idempotency-Key and request_id differ; send one")
+		}
+		key = *requestID
+	}
+	if key != "" && !validKey(key) {
+		return "", sidecar.BadRequest("invalid_field", "the idempotency key must be 1-%d printable ASCII characters", MaxKeyLength)
+	}
+	return key, nil
+}
+
+// price is a usage post's answer: its tokens (given, else estimated from
+// the texts: est, in and out) and its cost (given, else from the price
+// table, else 0 for an unknown model), as the record sums it (nano USD).
+func (m *Module) price(req usageRequest) (res usageResult, est [2]int64, nano int64, err error) {
+	res = usageResult{Model: *req.Model, Error: req.Error}
+	if res.TokensIn, est[0], err = tokens("tokens_in", req.TokensIn, req.InputText); err != nil {
+		return res, est, 0, err
+	}
+	if res.TokensOut, est[1], err = tokens("tokens_out", req.TokensOut, req.OutputText); err != nil {
+		return res, est, 0, err
+	}
+	res.TokensEstimated = est[0]+est[1] > 0
+	family, _, priced := m.prices.Lookup(*req.Model)
+	if priced {
+		res.PricedAs = &family
+	}
+	switch {
+	case req.CostUSD != nil:
+		if *req.CostUSD < 0 || *req.CostUSD > MaxCostUSD {
+			return res, est, 0, sidecar.BadRequest("invalid_field", "field \"cost_usd\" must be from 0 to %g", MaxCostUSD)
+		}
+		nano, res.CostSource = sessionstore.NanoUSD(*req.CostUSD), "explicit"
+	case priced:
+		// The table's cost has the explicit cost's cap: a price file's
+		// price times 2^40 tokens must not become a sum no int64 holds.
+		cost, _, _ := m.prices.Cost(*req.Model, res.TokensIn, res.TokensOut)
+		if !(cost <= MaxCostUSD) {
+			return res, est, 0, sidecar.BadRequest("invalid_field", "fields \"tokens_in\" and \"tokens_out\" price this call of %q at $%.6g, above the $%g a call may cost", *req.Model, cost, MaxCostUSD)
+		}
+		nano, res.CostSource = sessionstore.NanoUSD(cost), "price_table"
+	default:
+		res.CostSource = "unknown_model"
+	}
+	// The answer's cost is the integer the record sums, not the float
+	// product (0.00036, not 0.00035999999999999997).
+	res.CostUSD = sessionstore.USD(nano)
+	return res, est, nano, nil
 }
 
 // tokens returns the explicit count, else the estimate from text (and how
@@ -369,10 +381,7 @@ func (m *Module) list(w http.ResponseWriter, r *http.Request, user string) error
 	page, next, err := m.store.List(r.Context(), sessionstore.ListQuery{
 		User: user, Status: status, Limit: limit, Cursor: q.Get("cursor"), AbandonAfter: m.abandonAfter, Metadata: meta,
 	})
-	if errors.Is(err, sessionstore.ErrBadCursor) {
-		return sidecar.BadRequest("invalid_query", "cursor is not one this API returned")
-	}
-	if err != nil {
+	if err != nil { // a bad cursor: 400 invalid_cursor
 		return err
 	}
 	out := listJSON{Sessions: make([]sessionJSON, len(page))}

@@ -16,6 +16,7 @@ import (
 	"github.com/agentsidecar/agentsidecar/redisstore"
 	"github.com/agentsidecar/agentsidecar/redisstore/redisstoretest"
 	"github.com/agentsidecar/agentsidecar/sessions"
+	"github.com/agentsidecar/agentsidecar/sidecar"
 	"github.com/agentsidecar/agentsidecar/sidecar/sidecartest"
 	"github.com/agentsidecar/agentsidecar/usage"
 )
@@ -282,6 +283,13 @@ func TestBadInputIs400AndWritesNothing(t *testing.T) {
 					t.Fatalf("got %d %s, want 400 with the envelope", r.Status, r.Body)
 				}
 			})
+		}
+		// Every listing answers a cursor it did not make alike.
+		for _, q := range []string{"/v1/sessions?cursor=not-a-cursor", "/v1/users/u1/sessions?cursor=eHl6",
+			"/v1/users/u1/sessions?metadata.k=v&cursor=eHl6", "/v1/sessions?status=running&cursor=" + sidecar.EncodeCursor("x", "u1:s")} {
+			if r := h.Do(t, "GET", q, ""); r.Status != 400 || r.Code() != "invalid_cursor" {
+				t.Errorf("GET %s: %s, want 400 invalid_cursor", q, r)
+			}
 		}
 		if r := h.Do(t, "GET", "/v1/users/u1/sessions/s", ""); r.Status != 404 {
 			t.Fatalf("session after rejected posts: %d %s, want 404", r.Status, r.Body)

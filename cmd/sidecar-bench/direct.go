@@ -12,7 +12,6 @@ import (
 
 	"github.com/agentsidecar/agentsidecar/cognee"
 	"github.com/agentsidecar/agentsidecar/locks"
-	"github.com/agentsidecar/agentsidecar/lua"
 	"github.com/agentsidecar/agentsidecar/redisstore"
 	"github.com/agentsidecar/agentsidecar/search"
 	"github.com/agentsidecar/agentsidecar/sessions"
@@ -89,7 +88,7 @@ func (t *directTarget) do(ctx context.Context, w *worker, k kind) error {
 		}
 		token := newToken()
 		lk := locks.KeysOf(w.lockName)
-		vals, err := lua.LockAcquire.Exec(ctx, client,
+		vals, err := locks.AcquireScript.Exec(ctx, client,
 			[]string{lk.Lock, lk.Fence, lk.Meta},
 			[]string{token, strconv.Itoa(lockTTLms), "sidecar-bench", strconv.FormatInt(locks.FenceTTL.Milliseconds(), 10)}).ToArray()
 		if err != nil {
@@ -107,7 +106,7 @@ func (t *directTarget) do(ctx context.Context, w *worker, k kind) error {
 		}
 		token := w.lockToken
 		w.lockToken = ""
-		n, err := lua.LockRelease.Exec(ctx, client,
+		n, err := locks.ReleaseScript.Exec(ctx, client,
 			[]string{locks.KeysOf(w.lockName).Lock, locks.KeysOf(w.lockName).Meta},
 			[]string{token, locks.ReleaseChannel, w.lockName}).AsInt64()
 		if err == nil && n != 1 {

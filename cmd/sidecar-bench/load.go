@@ -94,6 +94,15 @@ type loadSpec struct {
 	progress io.Writer
 }
 
+// newPhaseResult is an empty result of phase name.
+func newPhaseResult(name string, open bool) *phaseResult {
+	r := &phaseResult{name: name, all: newHist(), lag: newHist(), open: open}
+	for k := range r.hist {
+		r.hist[k] = newHist()
+	}
+	return r
+}
+
 // runLoad drives tgt with one goroutine per worker until the duration or the
 // request count is reached (or ctx ends). Closed loop: each worker sends its
 // next request when the previous one is answered; latency is the round
@@ -102,107 +111,117 @@ type loadSpec struct {
 // waiting for a free worker (a stall) is charged to the requests it delayed
 // and not silently omitted.
 func runLoad(ctx context.Context, spec loadSpec, tgt target, workers []*worker) *phaseResult {
-	res := &phaseResult{name: spec.name, all: newHist(), lag: newHist(), open: spec.rate > 0}
-	for k := range res.hist {
-		res.hist[k] = newHist()
-	}
-	var (
-		next, done atomic.Int64
-		mu         sync.Mutex
-		wg         sync.WaitGroup
-	)
-	interval := time.Duration(0)
+	res := newPhaseResult(spec.name, spec.rate > 0)
+	l := &loadRun{spec: spec, tgt: tgt, start: time.Now()}
+	l.end = l.start.Add(spec.duration)
 	if spec.rate > 0 {
-		interval = time.Duration(float64(time.Second) / spec.rate)
+		l.interval = time.Duration(float64(time.Second) / spec.rate)
 	}
-	start := time.Now()
-	end := start.Add(spec.duration)
-	stopProgress := make(chan struct{})
-	var progressDone sync.WaitGroup
-	if spec.progress != nil {
-		progressDone.Add(1)
-		go func() {
-			defer progressDone.Done()
-			progress(spec, start, &done, stopProgress)
-		}()
-	}
+	stopProgress := l.showProgress()
+	var (
+		mu sync.Mutex
+		wg sync.WaitGroup
+	)
 	for _, w := range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			var local [numKinds]*hdrhistogram.Histogram
-			for k := range local {
-				local[k] = newHist()
-			}
-			lag := newHist()
-			var behind int64
-			var errs [numKinds]int64
-			var firstErr error
-			for ctx.Err() == nil {
-				n := next.Add(1) - 1
-				if spec.requests > 0 && n >= spec.requests {
-					break
-				}
-				var from time.Time // latency counts from here
-				if interval > 0 {
-					due := start.Add(time.Duration(n) * interval)
-					if spec.requests == 0 && !due.Before(end) {
-						break
-					}
-					if now := time.Now(); now.Before(due) {
-						// A free worker waits for the due time. Go's timer
-						// wakes it up to ~1 ms late: the generator's own
-						// error, recorded as lag, not charged.
-						sleep(ctx, due.Sub(now))
-						from = time.Now()
-						record(lag, from.Sub(due))
-					} else {
-						// Every worker was busy past the due time: the
-						// wait is the system's doing and is charged.
-						from = due
-						behind++
-					}
-				} else {
-					from = time.Now()
-					if spec.requests == 0 && !from.Before(end) {
-						break
-					}
-				}
-				k := spec.mix.pick(w)
-				err := tgt.do(ctx, w, k)
-				d := time.Since(from)
-				if err != nil {
-					if ctx.Err() != nil {
-						break
-					}
-					errs[k]++
-					if firstErr == nil {
-						firstErr = fmt.Errorf("%s: %w", kindNames[k], err)
-					}
-				} else {
-					record(local[k], d)
-				}
-				done.Add(1)
-			}
+			r := l.work(ctx, w)
 			mu.Lock()
 			defer mu.Unlock()
-			for k := range local {
-				res.hist[k].Merge(local[k])
-				res.all.Merge(local[k])
-				res.errs[k] += errs[k]
-			}
-			res.lag.Merge(lag)
-			res.behind += behind
-			if res.firstErr == nil {
-				res.firstErr = firstErr
-			}
+			res.merge(r)
 		}()
 	}
 	wg.Wait()
-	res.elapsed = time.Since(start)
-	close(stopProgress)
-	progressDone.Wait()
+	res.elapsed = time.Since(l.start)
+	stopProgress()
 	return res
+}
+
+// loadRun is one phase being driven: its spec and clock, and the requests
+// taken (next) and answered (done) by every worker.
+type loadRun struct {
+	spec       loadSpec
+	tgt        target
+	start, end time.Time
+	interval   time.Duration // open loop: between due times; 0 closed loop
+	next, done atomic.Int64
+}
+
+// showProgress reports the phase's progress until the returned stop.
+func (l *loadRun) showProgress() (stop func()) {
+	if l.spec.progress == nil {
+		return func() {}
+	}
+	quit := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		progress(l.spec, l.start, &l.done, quit)
+	}()
+	return func() {
+		close(quit)
+		wg.Wait()
+	}
+}
+
+// work is one worker's requests, until the phase is over or ctx ends: its
+// own measurements, merged by the caller.
+func (l *loadRun) work(ctx context.Context, w *worker) *phaseResult {
+	r := newPhaseResult(l.spec.name, l.interval > 0)
+	for ctx.Err() == nil {
+		from, ok := l.due(ctx, r, l.next.Add(1)-1)
+		if !ok {
+			break
+		}
+		k := l.spec.mix.pick(w)
+		err := l.tgt.do(ctx, w, k)
+		d := time.Since(from)
+		if err != nil {
+			if ctx.Err() != nil {
+				break
+			}
+			r.errs[k]++
+			if r.firstErr == nil {
+				r.firstErr = fmt.Errorf("%s: %w", kindNames[k], err)
+			}
+		} else {
+			record(r.hist[k], d)
+			record(r.all, d)
+		}
+		l.done.Add(1)
+	}
+	return r
+}
+
+// due is when request n's latency counts from, after a free worker waited
+// for its due time (open loop); false when the phase is over.
+func (l *loadRun) due(ctx context.Context, r *phaseResult, n int64) (time.Time, bool) {
+	if l.spec.requests > 0 && n >= l.spec.requests {
+		return time.Time{}, false
+	}
+	if l.interval == 0 {
+		from := time.Now()
+		return from, l.spec.requests > 0 || from.Before(l.end)
+	}
+	due := l.start.Add(time.Duration(n) * l.interval)
+	if l.spec.requests == 0 && !due.Before(l.end) {
+		return time.Time{}, false
+	}
+	if now := time.Now(); now.Before(due) {
+		// A free worker waits for the due time. Go's timer wakes it up
+		// to ~1 ms late: the generator's own error, recorded as lag, not
+		// charged.
+		sleep(ctx, due.Sub(now))
+		from := time.Now()
+		record(r.lag, from.Sub(due))
+		return from, true
+	}
+	// Every worker was busy past the due time: the wait is the system's
+	// doing and is charged.
+	r.behind++
+	return due, true
 }
 
 func sleep(ctx context.Context, d time.Duration) {

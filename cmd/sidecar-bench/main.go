@@ -152,51 +152,69 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	if cfg.mix, err = parseMix(*mixFlag); err != nil {
 		return nil, fmt.Errorf("-mix: %w", err)
 	}
-	for p := range strings.SplitSeq(*phases, ",") {
-		switch p = strings.TrimSpace(p); p {
-		case "direct", "sidecar", "rpush":
-			cfg.phases = append(cfg.phases, p)
-		case "":
-		default:
-			return nil, fmt.Errorf("-phases: unknown phase %q (direct, sidecar, rpush)", p)
-		}
+	if cfg.phases, err = parsePhases(*phases); err != nil {
+		return nil, err
 	}
-	switch {
-	case len(cfg.phases) == 0:
-		return nil, errors.New("-phases: none given")
-	case cfg.conns < 1 || cfg.conns > 4096:
-		return nil, fmt.Errorf("-c %d: must be 1-4096", cfg.conns)
-	case cfg.requests < 0:
-		return nil, errors.New("-n must not be negative")
-	case cfg.requests == 0 && (cfg.duration <= 0 || cfg.duration > time.Hour):
-		return nil, fmt.Errorf("-d %v: must be more than 0 and at most an hour", cfg.duration)
-	case cfg.rate < 0 || cfg.rate > 1e7:
-		return nil, fmt.Errorf("-rate %g: must be 0 (closed loop) up to 1e7", cfg.rate)
-	case cfg.warmup < 0 || cfg.warmup > time.Minute:
-		return nil, fmt.Errorf("-warmup %v: must be 0 to a minute", cfg.warmup)
-	case cfg.seed < 1 || cfg.seed > 100000:
-		return nil, fmt.Errorf("-seed-entries %d: must be 1-100000", cfg.seed)
-	case cfg.lastN < 1 || cfg.lastN > 1000:
-		return nil, fmt.Errorf("-last-n %d: must be 1-1000", cfg.lastN)
-	case cfg.rounds < 1 || cfg.rounds > 1000:
-		return nil, fmt.Errorf("-rounds %d: must be 1-1000", cfg.rounds)
-	case cfg.startupRuns < 0 || cfg.startupRuns > 100:
-		return nil, fmt.Errorf("-startup-runs %d: must be 0-100", cfg.startupRuns)
-	case cfg.httpClient != "raw" && cfg.httpClient != "std":
-		return nil, fmt.Errorf("-http-client %q: raw or std", cfg.httpClient)
-	case cfg.progress != "auto" && cfg.progress != "on" && cfg.progress != "off":
-		return nil, fmt.Errorf("-progress %q: auto, on or off", cfg.progress)
-	case cfg.spawn && (cfg.sidecarURL != "" || cfg.redisURL != ""):
-		return nil, errors.New("-spawn starts its own Redis and sidecar: drop -sidecar and -redis")
-	case !cfg.spawn && cfg.has("sidecar") && cfg.sidecarURL == "":
-		return nil, errors.New("give -sidecar URL (and -redis URL), or -spawn")
-	case !cfg.spawn && cfg.redisURL == "":
-		return nil, errors.New("give -redis URL (the sidecar's Redis: the direct phase runs on it and the sidecar phase's sessions are seeded through it), or -spawn")
+	if err := cfg.check(); err != nil {
+		return nil, err
 	}
 	cfg.sidecarEnv = senv
 	cfg.sidecarURL = strings.TrimRight(cfg.sidecarURL, "/")
 	cfg.opsURL = strings.TrimRight(cfg.opsURL, "/")
 	return cfg, nil
+}
+
+// parsePhases reads -phases: a comma list of direct, sidecar and rpush.
+func parsePhases(s string) ([]string, error) {
+	var out []string
+	for p := range strings.SplitSeq(s, ",") {
+		switch p = strings.TrimSpace(p); p {
+		case "direct", "sidecar", "rpush":
+			out = append(out, p)
+		case "":
+		default:
+			return nil, fmt.Errorf("-phases: unknown phase %q (direct, sidecar, rpush)", p)
+		}
+	}
+	if len(out) == 0 {
+		return nil, errors.New("-phases: none given")
+	}
+	return out, nil
+}
+
+// check refuses flags out of their ranges, and a missing or extra target.
+func (c *config) check() error {
+	switch {
+	case c.conns < 1 || c.conns > 4096:
+		return fmt.Errorf("-c %d: must be 1-4096", c.conns)
+	case c.requests < 0:
+		return errors.New("-n must not be negative")
+	case c.requests == 0 && (c.duration <= 0 || c.duration > time.Hour):
+		return fmt.Errorf("-d %v: must be more than 0 and at most an hour", c.duration)
+	case c.rate < 0 || c.rate > 1e7:
+		return fmt.Errorf("-rate %g: must be 0 (closed loop) up to 1e7", c.rate)
+	case c.warmup < 0 || c.warmup > time.Minute:
+		return fmt.Errorf("-warmup %v: must be 0 to a minute", c.warmup)
+	case c.seed < 1 || c.seed > 100000:
+		return fmt.Errorf("-seed-entries %d: must be 1-100000", c.seed)
+	case c.lastN < 1 || c.lastN > 1000:
+		return fmt.Errorf("-last-n %d: must be 1-1000", c.lastN)
+	case c.rounds < 1 || c.rounds > 1000:
+		return fmt.Errorf("-rounds %d: must be 1-1000", c.rounds)
+	case c.startupRuns < 0 || c.startupRuns > 100:
+		return fmt.Errorf("-startup-runs %d: must be 0-100", c.startupRuns)
+	case c.httpClient != "raw" && c.httpClient != "std":
+		return fmt.Errorf("-http-client %q: raw or std", c.httpClient)
+	case c.progress != "auto" && c.progress != "on" && c.progress != "off":
+		return fmt.Errorf("-progress %q: auto, on or off", c.progress)
+	case c.spawn && (c.sidecarURL != "" || c.redisURL != ""):
+		return errors.New("-spawn starts its own Redis and sidecar: drop -sidecar and -redis")
+	case !c.spawn && c.has("sidecar") && c.sidecarURL == "":
+		return errors.New("give -sidecar URL (and -redis URL), or -spawn")
+	case !c.spawn && c.redisURL == "":
+		return errors.New("give -redis URL (the sidecar's Redis: the direct phase runs on it and the sidecar phase's sessions are seeded through it), or -spawn")
+	}
+	return nil
 }
 
 func (c *config) has(phase string) bool {

@@ -220,32 +220,10 @@ type phase struct {
 // background load; the rounds of a phase are merged. It reads the CPU time
 // of the spawned processes around every round.
 func (e *env) runPhases(ctx context.Context, cfg *config, progressOut io.Writer) (map[string]*phaseResult, error) {
-	scfg := sessionstore.Config{TTLSeconds: cfg.sessionTTL, MaxEntries: cfg.maxEntries, AbandonAfterSeconds: 1800}
-	var phases []*phase
-	for _, name := range cfg.phases {
-		if name != "direct" && name != "sidecar" {
-			continue
-		}
-		dt, err := newDirectTarget(e.conn, scfg, cfg.seed, cfg.lastN)
-		if err != nil {
-			return nil, err
-		}
-		p := &phase{name: name, tgt: dt, direct: dt, workers: make([]*worker, cfg.conns)}
-		if name == "sidecar" {
-			ht, err := newHTTPTarget(e.api, cfg.token, cfg.httpClient, cfg.conns, cfg.seed, cfg.lastN)
-			if err != nil {
-				return nil, err
-			}
-			defer ht.close()
-			p.tgt = ht
-		}
-		for i := range p.workers {
-			p.workers[i] = newWorker(e.runID, name, i, 1)
-			if err := seedSession(ctx, dt, p.workers[i]); err != nil {
-				return nil, err
-			}
-		}
-		phases = append(phases, p)
+	phases, closeTargets, err := e.buildPhases(ctx, cfg)
+	defer closeTargets()
+	if err != nil {
+		return nil, err
 	}
 	defer func() { // release what the last requests left held (not measured)
 		for _, p := range phases {
@@ -264,6 +242,62 @@ func (e *env) runPhases(ctx context.Context, cfg *config, progressOut io.Writer)
 			}
 		}
 	}
+	if err := e.measure(ctx, cfg, phases, progressOut); err != nil {
+		return nil, err
+	}
+	out := map[string]*phaseResult{}
+	for _, p := range phases {
+		if p.result.total() == 0 {
+			return nil, fmt.Errorf("phase %s: no request succeeded: %v", p.name, p.result.firstErr)
+		}
+		out[p.name] = p.result
+	}
+	return out, nil
+}
+
+// buildPhases makes the direct and sidecar phases cfg names, each with its
+// workers and their seeded sessions; closeTargets closes the HTTP targets
+// (call it whatever the error).
+func (e *env) buildPhases(ctx context.Context, cfg *config) (phases []*phase, closeTargets func(), err error) {
+	var closers []func()
+	closeTargets = func() {
+		for _, c := range closers {
+			c()
+		}
+	}
+	scfg := sessionstore.Config{TTLSeconds: cfg.sessionTTL, MaxEntries: cfg.maxEntries, AbandonAfterSeconds: 1800}
+	for _, name := range cfg.phases {
+		if name != "direct" && name != "sidecar" {
+			continue
+		}
+		dt, err := newDirectTarget(e.conn, scfg, cfg.seed, cfg.lastN)
+		if err != nil {
+			return nil, closeTargets, err
+		}
+		p := &phase{name: name, tgt: dt, direct: dt, workers: make([]*worker, cfg.conns)}
+		if name == "sidecar" {
+			ht, err := newHTTPTarget(e.api, cfg.token, cfg.httpClient, cfg.conns, cfg.seed, cfg.lastN)
+			if err != nil {
+				return nil, closeTargets, err
+			}
+			closers = append(closers, ht.close)
+			p.tgt = ht
+		}
+		for i := range p.workers {
+			p.workers[i] = newWorker(e.runID, name, i, 1)
+			if err := seedSession(ctx, dt, p.workers[i]); err != nil {
+				return nil, closeTargets, err
+			}
+		}
+		phases = append(phases, p)
+	}
+	return phases, closeTargets, nil
+}
+
+// measure runs the load phases in turn, cfg.rounds times, merging each
+// phase's rounds into its result with the CPU time of the bench, the
+// sidecar and redis-server during it.
+func (e *env) measure(ctx context.Context, cfg *config, phases []*phase, progressOut io.Writer) error {
 	pids := map[string]int{}
 	if e.sidecar != nil {
 		pids["sidecar"] = e.sidecar.pid()
@@ -298,18 +332,11 @@ func (e *env) runPhases(ctx context.Context, cfg *config, progressOut io.Writer)
 				p.result.merge(res)
 			}
 			if err := ctx.Err(); err != nil {
-				return nil, err
+				return err
 			}
 		}
 	}
-	out := map[string]*phaseResult{}
-	for _, p := range phases {
-		if p.result.total() == 0 {
-			return nil, fmt.Errorf("phase %s: no request succeeded: %v", p.name, p.result.firstErr)
-		}
-		out[p.name] = p.result
-	}
-	return out, nil
+	return nil
 }
 
 // runRPush runs redis-benchmark's RPUSH of one stored entry from cfg.conns

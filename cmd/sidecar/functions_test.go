@@ -164,12 +164,12 @@ func unreached(t *testing.T, rec *redisstoretest.Server, calls []recorded) []rec
 	for _, k := range metas {
 		members, _ := rc.Do(t.Context(), rc.B().Zrange().Key(k).Min("0").Max("-1").Build()).AsStrSlice()
 		for _, m := range members {
-			out = append(out, recorded{lua.RegistryMetaPrune, []string{k, "agent_session_record:nobody:gone"}, []string{m}})
+			out = append(out, recorded{lua.SessionMetaPrune, []string{k, "agent_session_record:nobody:gone"}, []string{m}})
 		}
 	}
 	// the app state's own script runs on Cluster only (standalone Redis
 	// writes it in the event's script)
-	out = append(out, recorded{lua.AdkApp, []string{"adk_app_state:weather"}, []string{"262144", "604800", "1000", "visits", "2"}})
+	out = append(out, recorded{lua.Named("adk_app"), []string{"adk_app_state:weather"}, []string{"262144", "604800", "1000", "visits", "2"}})
 	return out
 }
 

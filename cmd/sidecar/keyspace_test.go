@@ -378,6 +378,17 @@ func modulePatterns(t *testing.T, conn *redisstore.Conn) []string {
 	return out
 }
 
+// defaultLimits are the shared settings a host hands its modules when
+// nothing is set.
+func defaultLimits(t *testing.T) sidecar.Limits {
+	t.Helper()
+	cfg, err := sidecar.LoadConfig(envconf.Env{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg.Limits
+}
+
 // moduleRoutes is every route of every module the product ships.
 func moduleRoutes(t *testing.T, conn *redisstore.Conn) []sidecar.Route {
 	t.Helper()
@@ -385,7 +396,7 @@ func moduleRoutes(t *testing.T, conn *redisstore.Conn) []sidecar.Route {
 	ctx := context.Background()
 	var out []sidecar.Route
 	for _, f := range modules.All() {
-		m, err := f.New(ctx, sidecar.Deps{Redis: conn, Logger: logger, Env: envconf.Env{}, Registerer: prometheus.NewRegistry()})
+		m, err := f.New(ctx, sidecar.Deps{Redis: conn, Logger: logger, Env: envconf.Env{}, Registerer: prometheus.NewRegistry(), Limits: defaultLimits(t)})
 		if err != nil {
 			t.Fatalf("module %s: %v", f.Name, err)
 		}

@@ -362,6 +362,15 @@ func driveExamples(t *testing.T, d *openapitest.Doc, h, streams *sidecartest.Hos
 				break
 			}
 		}
+		// Every listing's cursor, whatever its form (an opaque next_cursor,
+		// a message or checkpoint id, an event id), refuses a value it
+		// never answered with the one code.
+		for _, p := range params {
+			if name := p["name"].(string); p["in"] == "query" && (name == "cursor" || name == "before" || name == "after") {
+				rep := do(t, d, h, call{op: o, query: url.Values{name: {strings.Repeat("x", 300)}}, status: 400})
+				wantCode(t, o, rep, "invalid_cursor")
+			}
+		}
 		rep := do(t, d, h, call{op: o, query: url.Values{"lastn": {"3"}}, status: 400})
 		wantCode(t, o, rep, "unknown_parameter")
 		body, ok := o.Op["requestBody"].(map[string]any)

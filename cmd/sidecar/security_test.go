@@ -30,7 +30,7 @@ func productRoutes(t *testing.T, srv *redisstoretest.Server) []string {
 	t.Cleanup(conn.Close)
 	var out []string
 	for _, f := range modules.All() {
-		m, err := f.New(context.Background(), sidecar.Deps{Redis: conn, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Env: envconf.Env{}, Registerer: nil})
+		m, err := f.New(context.Background(), sidecar.Deps{Redis: conn, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Env: envconf.Env{}, Registerer: nil, Limits: defaultLimits(t)})
 		if err != nil {
 			t.Fatalf("module %s: %v", f.Name, err)
 		}

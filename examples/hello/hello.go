@@ -1,7 +1,7 @@
 // Package hello is a module written from outside the sidecar, as anyone
 // would write one without forking: two routes, a setting, Lua scripts, a
-// key family of its own that lives and dies with the session, and a
-// metric. cmd/sidecar-hello is its binary: the stock modules plus this one.
+// key family of its own that lives and dies with the session, one that
+// lives as long as the user's sessions, and a metric. cmd/sidecar-hello is its binary: the stock modules plus this one.
 // docs/modules.md walks through it.
 package hello
 
@@ -45,8 +45,8 @@ var script = lua.New("hello", helloSource)
 var helloSessionSource string
 
 // sessionScript writes a session: it includes the stock session library
-// (--- @include session), so it keeps the session's record, indexes and
-// TTLs as the stock session scripts do.
+// (--- @include session), the session core, so it keeps the session's
+// record, indexes and TTLs as the stock session scripts do.
 var sessionScript = lua.New("hello_session", helloSessionSource)
 
 // counterKey is the one place the module's key is named. Its prefix has a
@@ -144,19 +144,21 @@ func (m *Module) hello(w http.ResponseWriter, r *http.Request) error {
 type SessionAnswer struct {
 	Greeting  string `json:"greeting"`
 	SessionID string `json:"session_id"`
-	Count     int64  `json:"count"` // greetings of this session while it lives
+	Count     int64  `json:"count"`      // greetings of this session while it lives
+	UserCount int64  `json:"user_count"` // session greetings of this user while their sessions live
 }
 
 // helloSession counts a greeting in the session's own key of
-// SessionFamily, through the session runner: the script gets the session's
-// keys and settings as every stock session script does, and a first
-// greeting starts the session.
+// SessionFamily and in the user's key of UserFamily, through the session
+// runner: the script gets the session's record and the core's settings as
+// every stock session script does, and a first greeting starts the
+// session.
 func (m *Module) helloSession(w http.ResponseWriter, r *http.Request) error {
 	user, session, err := sidecar.SessionIDs(r)
 	if err != nil {
 		return err
 	}
-	rep, err := m.sessions.Run(r.Context(), sessionScript, user, session, SessionFamily.Prefix)
+	rep, err := m.sessions.Run(r.Context(), sessionScript, user, session, SessionFamily.Prefix, UserFamily.Prefix)
 	if err != nil {
 		return err // a key of another type: 409 key_wrong_type; an outage: 503
 	}
@@ -164,8 +166,12 @@ func (m *Module) helloSession(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return redisstore.Wrap("hello_session", err)
 	}
+	u, err := rep.Int(1)
+	if err != nil {
+		return redisstore.Wrap("hello_session", err)
+	}
 	m.greetings.Inc()
-	sidecar.WriteJSON(w, http.StatusOK, SessionAnswer{Greeting: m.cfg.Greeting + ", " + user + "!", SessionID: session, Count: n})
+	sidecar.WriteJSON(w, http.StatusOK, SessionAnswer{Greeting: m.cfg.Greeting + ", " + user + "!", SessionID: session, Count: n, UserCount: u})
 	return nil
 }
 

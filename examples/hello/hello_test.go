@@ -169,7 +169,7 @@ func TestBinaryBuildsAndRuns(t *testing.T) {
 
 // helloSessionSHA1 pins hello_session.lua's own text (the script Redis runs
 // also holds the stock libraries it includes, which change with them).
-const helloSessionSHA1 = "fd5bab75f234db272ef461a47215a812c0925d8e"
+const helloSessionSHA1 = "b03597815f1d245149cd118fd9a33133150ee923"
 
 // The session route's key is of the module's own session family, which no
 // stock file names: the stock session scripts slide its TTL with the
@@ -229,15 +229,15 @@ func checkSessionKey(t *testing.T, srv *redisstoretest.Server, do func(method, p
 		return n
 	}
 	for i, want := range []string{
-		`{"greeting":"Howdy, alice!","session_id":"s1","count":1}`,
-		`{"greeting":"Howdy, alice!","session_id":"s1","count":2}`,
+		`{"greeting":"Howdy, alice!","session_id":"s1","count":1,"user_count":1}`,
+		`{"greeting":"Howdy, alice!","session_id":"s1","count":2,"user_count":2}`,
 	} {
 		if r := do("POST", "/v1/users/alice/sessions/s1/hello", ""); r.Status != 200 || r.Body != want+"\n" {
 			t.Fatalf("POST session hello %d: got %d %q, want 200 %s", i+1, r.Status, r.Body, want)
 		}
 	}
-	if r := do("POST", "/v1/users/alice/sessions/s2/hello", ""); r.Status != 200 {
-		t.Fatalf("POST session hello s2: %d %s", r.Status, r.Body)
+	if r := do("POST", "/v1/users/alice/sessions/s2/hello", ""); r.Status != 200 || !strings.Contains(r.Body, `"count":1,"user_count":3}`) {
+		t.Fatalf("POST session hello s2: %d %s, want count 1 and the user's 3", r.Status, r.Body)
 	}
 	if n := ttl(key); n <= 3500 || n > 3600 {
 		t.Fatalf("TTL %s after the greetings: %d, want the session's 3600", key, n)
@@ -283,6 +283,87 @@ func checkSessionKey(t *testing.T, srv *redisstoretest.Server, do func(method, p
 	if f, ok := l.Match(other); !ok || f.Name != hello.SessionFamily.Name {
 		t.Errorf("%s matches %q (%v), want the module's family", other, f.Name, ok)
 	}
+}
+
+// greetUsers answers the session greetings of alice (sessions s1 and s2)
+// and bob (s1) on a host with the module.
+func greetUsers(t *testing.T, h *sidecartest.Host) {
+	t.Helper()
+	for _, p := range []string{"/v1/users/alice/sessions/s1/hello", "/v1/users/alice/sessions/s2/hello", "/v1/users/bob/sessions/s1/hello"} {
+		if r := h.Do(t, "POST", p, ""); r.Status != 200 {
+			t.Fatalf("POST %s: %d %s", p, r.Status, r.Body)
+		}
+	}
+}
+
+// The module's user key (of its user family) lives as long as the user's
+// sessions: the first session greeting makes it with the session's TTL,
+// and the writes of any session of the user give it at least that
+// session's TTL again (a stock append here, which knows nothing of hello).
+func TestUserKeySlidesWithTheSessions(t *testing.T) {
+	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
+		h := sidecartest.Start(t, srv, envconf.Env{"HELLO_GREETING": "Howdy", "SESSION_TTL_SECONDS": "3600"},
+			append(modules.All(), hello.Factory)...)
+		c := srv.Client(t)
+		l := srv.Layout()
+		key := l.UserKey(hello.UserFamily, "alice")
+		greetUsers(t, h)
+		if v, err := c.Do(t.Context(), c.B().Get().Key(key).Build()).ToString(); err != nil || v != "2" {
+			t.Fatalf("GET %s: %q %v, want 2 (the greetings of both sessions)", key, v, err)
+		}
+		pttl := func() int64 {
+			t.Helper()
+			n, err := c.Do(t.Context(), c.B().Pttl().Key(key).Build()).AsInt64()
+			if err != nil {
+				t.Fatalf("PTTL %s: %v", key, err)
+			}
+			return n
+		}
+		if n := pttl(); n <= 3500*1000 || n > 3600*1000 {
+			t.Fatalf("PTTL %s after the greetings: %d ms, want the session's 3600 s", key, n)
+		}
+		if f, ok := l.Match(key); !ok || f.Name != hello.UserFamily.Name {
+			t.Errorf("%s matches %q (%v), want the module's user family", key, f.Name, ok)
+		}
+		// As if most of the TTL had passed since the last greeting.
+		if err := c.Do(t.Context(), c.B().Pexpire().Key(key).Milliseconds(5000).Build()).Error(); err != nil {
+			t.Fatal(err)
+		}
+		if r := h.Do(t, "POST", "/v1/users/alice/sessions/s3/entries", `{"question":"q","answer":"a"}`); r.Status != 201 {
+			t.Fatalf("append: %d %s", r.Status, r.Body)
+		}
+		if n := pttl(); n <= 5000 || n > 3600*1000 {
+			t.Errorf("PTTL %s after a write of another session of the user: %d ms, want that session's 3600 s again", key, n)
+		}
+	})
+}
+
+// The stock erasure (DELETE /v1/users/{u}), which unlinks the keys of
+// every registered user family, erases the module's user key with the
+// user, though no stock file names it; another user's is left alone.
+func TestUserKeyErasedWithTheUser(t *testing.T) {
+	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
+		h := sidecartest.Start(t, srv, envconf.Env{"HELLO_GREETING": "Howdy"}, append(modules.All(), hello.Factory)...)
+		c := srv.Client(t)
+		l := srv.Layout()
+		key, other := l.UserKey(hello.UserFamily, "alice"), l.UserKey(hello.UserFamily, "bob")
+		greetUsers(t, h)
+		for i := 0; ; i++ {
+			r := h.Do(t, "DELETE", "/v1/users/alice", "")
+			if r.Status == 200 {
+				break
+			}
+			if r.Status != 202 || i == 100 {
+				t.Fatalf("DELETE /v1/users/alice: %d %s", r.Status, r.Body)
+			}
+		}
+		if n, err := c.Do(t.Context(), c.B().Exists().Key(key).Build()).AsInt64(); err != nil || n != 0 {
+			t.Errorf("EXISTS %s after the user's erasure: %d %v, want 0", key, n, err)
+		}
+		if v, err := c.Do(t.Context(), c.B().Get().Key(other).Build()).ToString(); err != nil || v != "1" {
+			t.Errorf("another user's key %s: %q %v, want 1", other, v, err)
+		}
+	})
 }
 
 // The built binary on a real redis-server: the module's session key slides

@@ -14,3 +14,16 @@ var SessionFamily = redisstore.Register(redisstore.Family{
 	Kind: redisstore.KindString, Owner: "hello", TTL: redisstore.SessionTTL,
 	Description: "the greetings of one session (a counter), slid and deleted with the session",
 })
+
+// UserFamily is the module's own user family: one counter per user of the
+// greetings of all their sessions, sidecar_hello_user:<tag><u>. It lives
+// as long as the user's sessions: the session greeting keeps it
+// (session.keep), so the user's marker lists it and every slide of any of
+// the user's sessions gives it at least that session's TTL. A user family
+// is erased with the user (DELETE /v1/users/{u}) without a line of stock
+// code naming it.
+var UserFamily = redisstore.Register(redisstore.Family{
+	Name: "hello user greetings", Prefix: "sidecar_hello_user", Scope: redisstore.ScopeUser,
+	Kind: redisstore.KindString, Owner: "hello", TTL: redisstore.UserTTL,
+	Description: "the session greetings of one user (a counter), living as long as the user's sessions, erased with the user",
+})

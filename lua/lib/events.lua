@@ -24,7 +24,7 @@
 -- field w:<s> of the user's marker (c.marks.w, read by session.begin with
 -- the record), the user's by its key agent_user_events_watch:<tag><u>;
 -- both hold "<until ms>:<since ms>", set by every reader of the stream on
--- any pod (lua/events_watch.lua) and refreshed well inside the grace period
+-- any pod (events/events_watch.lua) and refreshed well inside the grace period
 -- (SESSION_EVENTS_GRACE_SECONDS): watched while <until> is ahead of Redis's
 -- clock. An unrecorded event still has an id (the time, "<ms>-0"), which
 -- nothing stores.
@@ -52,9 +52,17 @@ end
 local STREAM = 'agent_session_events'
 
 -- xadd appends one event to stream key and wakes the readers; returns its
--- id.
-local function xadd(c, key, typ, d)
-  local id = redis.call('XADD', key, 'MAXLEN', '~', c.events_maxlen, '*', 't', typ, 'd', d)
+-- id. watch, when given, is the stream's watch mark as the write read it
+-- (c.marks.w), stored in the event's field w: a session's `deleted` event
+-- carries it, as the delete removes the mark, so a reader whose watch
+-- began at its since knows it missed nothing before it (events/hub.go).
+local function xadd(c, key, typ, d, watch)
+  local id
+  if watch then
+    id = redis.call('XADD', key, 'MAXLEN', '~', c.events_maxlen, '*', 't', typ, 'd', d, 'w', watch)
+  else
+    id = redis.call('XADD', key, 'MAXLEN', '~', c.events_maxlen, '*', 't', typ, 'd', d)
+  end
   -- a wake-up is best effort (readers re-read every heartbeat): a PUBLISH
   -- the ACL refuses must not fail a write whose commands already ran
   redis.pcall('PUBLISH', CHANNEL .. key, '')

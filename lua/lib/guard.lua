@@ -51,6 +51,16 @@ local function from_error(key, want, err)
   return refusal(key, key_type(key), want)
 end
 
+-- read runs read command cmd on key k, kept as Redis type kind, as a
+-- pcall: its answer, or nil and the refusal of a key of another type
+-- (from_error; any other error as Redis gave it). A write that reads a key
+-- so first, before its first write, needs no check of it.
+local function read(cmd, k, kind, ...)
+  local r = redis.pcall(cmd, k, ...)
+  if type(r) == 'table' and r.err then return nil, from_error(k, kind, r) end
+  return r
+end
+
 -- describe is check's finding about key k as a message (nil: k is missing
 -- or of type want), for a script whose refusal is a message of its own.
 local function describe(k, want)
@@ -67,5 +77,6 @@ return {
   bad_field = bad_field,
   check = check,
   from_error = from_error,
+  read = read,
   describe = describe,
 }

@@ -17,43 +17,23 @@
 -- (members session ids, or "<u>:<s>": the bookkeeping scores them), 'S' or
 -- 'G' a set that holds it under a score of its own (a delete takes it out).
 -- The user's marker's keys lists the user's keys that live as long as the
--- user's sessions (session.keep).
+-- user's sessions (lib/marker.lua).
 --- @include keys
 --- @include clock
 --- @include guard
+--- @include marker
+--- @include families
 
 local STATUSES = { 'running', 'completed', 'failed' }
 local IS_STATUS = { running = true, completed = true, failed = true }
 -- PRUNE: members of an activity index examined per bookkeeping (prune)
 local PRUNE = 2
 
--- key is the session's key of family prefix: <prefix>:<tag><u>:<s>.
-local function key(c, prefix)
-  return prefix .. ':' .. c.id
-end
-
 -- user_set and global_set are the lifecycle index of a status: the user's
 -- (members session ids) and the bucket's (members "<u>:<s>").
 local function user_set(c, status) return 'agent_sessions_by_user:' .. c.tag .. c.uid .. ':' .. status end
 local function global_set(c, status) return 'agent_sessions_global:' .. c.tag .. status end
 local function expiry(c) return 'agent_sessions_global:' .. c.tag .. 'expiry' end
-
--- fams_set parses the record's fams into a set of codes (the rarer
--- whole-session steps: a slide, a delete, a change of the list).
-local function fams_set(c)
-  local set = {}
-  for code in string.gmatch(c.fams_text or '', '%S+') do
-    if not (c.dropped and c.dropped[code]) then set[code] = true end
-  end
-  return set
-end
-
--- had reports whether the record lists family code (and no step of this
--- write dropped it).
-local function had(c, code)
-  if c.dropped and c.dropped[code] then return false end
-  return c.fams_text ~= nil and string.find(c.fams_text, keys.pat[code], 1, true) ~= nil
-end
 
 -- idx is the session's list of sorted sets beyond the lifecycle indexes.
 local function idx(c)
@@ -85,12 +65,17 @@ end
 
 -- index_in files the session in activity index k (per_user: members session
 -- ids, else "<u>:<s>"): commit adds it (a guarded first write), every later
--- bookkeeping moves its score, a delete removes it. Before commit.
+-- bookkeeping moves its score, a delete removes it. Before commit. finish
+-- gives k its TTL (expire_new; one EXISTS here tells a key the write makes).
 local function index_in(c, k, per_user)
   local entry = (per_user and 's' or 'g') .. k
   if listed(c, entry) then
     c.idx_new = c.idx_new or {}
     c.idx_new[entry] = true
+    if redis.call('EXISTS', k) == 0 then
+      c.idx_fresh = c.idx_fresh or {}
+      c.idx_fresh[k] = true
+    end
   end
 end
 
@@ -108,52 +93,6 @@ local function index_out(c, k)
       redis.call('ZREM', k, member(c, entry))
       table.remove(c.idx, i)
       c.idx_changed = true
-      return
-    end
-  end
-end
-
--- ukeys is the marker's list of the user's kept keys.
-local function ukeys(c)
-  if not c.ukeys then c.ukeys = c.ukeys_text and cjson.decode(c.ukeys_text) or {} end
-  return c.ukeys
-end
-
--- keep declares a user key (kind: its Redis type) this write writes, of a
--- user family that lives as long as the user's sessions: the marker lists
--- it, every slide of every session of the user gives it at least that
--- session's TTL (EXPIRE GT: a key without expiry, which a session without
--- expiry holds, keeps none), and a key listed anew gets its TTL in finish
--- (EXPIRE NX, then GT). Before commit, which checks the type of a key not
--- listed yet.
-local function keep(c, k, kind)
-  for _, have in ipairs(ukeys(c)) do
-    if have == k then return k end
-  end
-  if kind then
-    c.checks = c.checks or {}
-    c.checks[#c.checks + 1] = { k, kind }
-  end
-  c.ukeys[#c.ukeys + 1] = k
-  c.ukeys_new = c.ukeys_new or {}
-  c.ukeys_new[#c.ukeys_new + 1] = k
-  c.ukeys_changed = true
-  return k
-end
-
--- user_made notes a user key the marker lists that this write makes anew
--- (another program removed it): finish gives it its TTL.
-local function user_made(c, k)
-  c.user_made = c.user_made or {}
-  c.user_made[#c.user_made + 1] = k
-end
-
--- forget takes user key k off the marker's list (the write removed it).
-local function forget(c, k)
-  for i, have in ipairs(ukeys(c)) do
-    if have == k then
-      table.remove(c.ukeys, i)
-      c.ukeys_changed = true
       return
     end
   end
@@ -264,6 +203,22 @@ local function index_new(c)
   return nil
 end
 
+-- expire_new gives the activity indexes this write filed the session in
+-- (index_in) their TTL t: one the write made gets t (slide_user's EXPIRE
+-- GT gives none to a key without one); another, when no bookkeeping was
+-- due (no slide_user), at least t (0: none).
+local function expire_new(c, t)
+  if not c.idx_new then return end
+  for entry in pairs(c.idx_new) do
+    local k = string.sub(entry, 2)
+    if c.idx_fresh and c.idx_fresh[k] then
+      if t > 0 then redis.call('EXPIRE', k, t) end
+    elseif not c.due then
+      if t > 0 then redis.call('EXPIRE', k, t, 'GT') else redis.call('PERSIST', k) end
+    end
+  end
+end
+
 -- slide_user gives the user's keys this session keeps alive at least TTL
 -- t (0: none): its activity and member sets, the keys the marker lists,
 -- and the marker.
@@ -271,7 +226,7 @@ local function slide_user(c, t)
   local user = {}
   for _, entry in ipairs(idx(c)) do user[#user + 1] = string.sub(entry, 2) end
   if c.ukeys_text or c.ukeys then
-    for _, k in ipairs(ukeys(c)) do user[#user + 1] = k end
+    for _, k in ipairs(marker.ukeys(c)) do user[#user + 1] = k end
     user[#user + 1] = c.marker
   end
   for _, k in ipairs(user) do
@@ -287,26 +242,8 @@ local function slide(c, t, set)
     if t > 0 then redis.call(cmd, k, t) else redis.call(cmd, k) end
   end
   one(c.record)
-  for code in pairs(set) do one(key(c, keys.prefix[code])) end
+  for code in pairs(set) do one(families.key(c, keys.prefix[code])) end
   slide_user(c, t)
-end
-
--- list_keys writes the marker's list of the user's keys when this write
--- changed it: the keys it lists anew, and the marker, hold at least TTL t
--- from now on (EXPIRE NX, then GT); so do the kept keys made anew.
-local function list_keys(c, t)
-  local new = c.user_made or {}
-  if c.ukeys_changed then
-    redis.call('HSET', c.marker, 'keys', cjson.encode(c.ukeys))
-    for _, k in ipairs(c.ukeys_new or {}) do new[#new + 1] = k end
-    new[#new + 1] = c.marker
-  end
-  if t > 0 then
-    for _, k in ipairs(new) do
-      redis.call('EXPIRE', k, t, 'NX')
-      redis.call('EXPIRE', k, t, 'GT')
-    end
-  end
 end
 
 -- unindex takes the session out of its lifecycle indexes, the expiry set
@@ -325,53 +262,21 @@ local function unindex(c)
   end
 end
 
--- own_keys lists the session's own keys: the record, every family it has
--- and Cognee's lists (which another program may have made); every
--- registered family for a session without fams (one only Cognee wrote,
--- whose reads may have built an index).
-local function own_keys(c)
-  local out = { c.record }
-  if c.fams_text then
-    local seen = {}
-    for code in pairs(fams_set(c)) do seen[keys.prefix[code]] = true end
-    for _, p in ipairs(keys.cognee) do seen[p] = true end
-    for p in pairs(seen) do out[#out + 1] = key(c, p) end
-  else
-    for _, p in ipairs(keys.session) do out[#out + 1] = key(c, p) end
-  end
-  return out
-end
-
--- forget_marks removes the session's fields of the user's marker.
-local function forget_marks(c)
-  local fs = {}
-  for _, f in ipairs(keys.marker.session) do fs[#fs + 1] = f .. ':' .. c.sid end
-  if #fs > 0 then redis.call('HDEL', c.marker, unpack(fs)) end
-end
-
 return {
   STATUSES = STATUSES,
   IS_STATUS = IS_STATUS,
-  key = key,
   user_set = user_set,
   global_set = global_set,
   expiry = expiry,
-  fams_set = fams_set,
-  had = had,
   idx = idx,
   index_in = index_in,
   member_of = member_of,
   index_out = index_out,
-  keep = keep,
-  user_made = user_made,
-  forget = forget,
   grain = grain,
   bookkeeping = bookkeeping,
   index_new = index_new,
+  expire_new = expire_new,
   slide_user = slide_user,
   slide = slide,
-  list_keys = list_keys,
   unindex = unindex,
-  own_keys = own_keys,
-  forget_marks = forget_marks,
 }

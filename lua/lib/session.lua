@@ -46,6 +46,8 @@
 --- @include clock
 --- @include guard
 --- @include reply
+--- @include marker
+--- @include families
 --- @include lifecycle
 
 local RECORD = 'agent_session_record:'
@@ -113,12 +115,6 @@ local function ttl(c)
   return c.own_ttl or c.default_ttl
 end
 
--- fenced is the refusal a fence value f ("<code> <text>") makes.
-local function fenced(f)
-  local code, text = string.match(f, '^(%S+) (.*)$')
-  return reply.refused(code or 'user_fenced', text or f)
-end
-
 -- begin reads the user's marker (fence, keys and the registered fields,
 -- into c.marks) and the record (the core's fields, then fields, the
 -- script's own, into c.rec by name), and returns the refusal of a write
@@ -128,23 +124,8 @@ end
 -- write may go on. c.status is the stored status (nil: not started),
 -- c.recorded whether the record exists.
 local function begin(c, fields)
-  local us, ss = keys.marker.user, keys.marker.session
-  local mf = { 'fence', 'keys' }
-  for i = 1, #us do mf[#mf + 1] = us[i] end
-  for i = 1, #ss do mf[#mf + 1] = ss[i] .. ':' .. c.sid end
-  local m = redis.pcall('HMGET', c.marker, unpack(mf))
-  if m.err then
-    c.refused_by = 'marker'
-    return guard.from_error(c.marker, 'hash', m)
-  end
-  if m[1] then
-    c.refused_by = 'fence'
-    return fenced(m[1])
-  end
-  c.ukeys_text = m[2] or nil
-  for i = 3, #mf do
-    c.marks[i <= 2 + #us and us[i - 2] or ss[i - 2 - #us]] = m[i] or nil
-  end
+  local refused = marker.read(c)
+  if refused then return refused end
   c.refused_by = 'record'
   local r = redis.pcall('HMGET', c.record, 'status', 'ttl_seconds', 'slid_at', 'fams', 'idx', 'abort_requested_at',
     unpack(fields or {}))
@@ -167,51 +148,6 @@ local function begin(c, fields)
   return nil
 end
 
--- has reports whether the session has family prefix (its record lists it,
--- or this write adds it).
-local function has(c, prefix)
-  local code = keys.code[prefix]
-  return c.added[code] ~= nil or lifecycle.had(c, code)
-end
-
--- use declares that this write writes the session's key of family prefix
--- (a Redis type kind) and returns it. A family the session does not have
--- yet is added to fams by finish, gets its TTL there, and has its key's
--- type checked by commit, before the first write, unless read_first: the
--- script read it first with a command that refuses another type (a pcall:
--- guard.from_error). After commit only for a key the write just removed.
-local function use(c, prefix, kind, read_first)
-  local code = keys.code[prefix]
-  if not code then error('session.use: ' .. prefix .. ' is no registered session family') end
-  local k = prefix .. ':' .. c.id
-  if c.added[code] == nil and not lifecycle.had(c, code) then
-    c.added[code] = k
-    if not read_first then
-      c.checks = c.checks or {}
-      c.checks[#c.checks + 1] = { k, kind }
-    end
-  end
-  return k
-end
-
--- drop notes that this write removed the session's key of family prefix
--- (emptied or unlinked it): finish takes it off fams, so no slide touches
--- it, and the write that makes it again gives it its TTL.
-local function drop(c, prefix)
-  local code = keys.code[prefix]
-  c.dropped = c.dropped or {}
-  c.dropped[code], c.added[code], c.fams_changed = true, nil, true
-end
-
--- made notes that this write made the key of family prefix anew although
--- the session has the family (another program removed the key: an RPUSH
--- that answered 1): finish gives it its TTL.
-local function made(c, prefix)
-  if not lifecycle.had(c, keys.code[prefix]) then return end
-  c.made = c.made or {}
-  c.made[#c.made + 1] = prefix .. ':' .. c.id
-end
-
 -- check checks the keys of the families this write makes (use without
 -- read_first) and of the user keys it keeps first: one EXISTS, a TYPE
 -- each only when one exists. commit does it; a write of two sessions (a
@@ -230,21 +166,6 @@ local function check(c)
   return nil
 end
 
--- cognee_first reads, for a write that starts the session, the first
--- element of Cognee's entries list, which finish needs (cognee_start)
--- after the write's writes: as a pcall before the first write, so that a
--- list of another type is refused with nothing written. A write that
--- reads or checks the list itself (session.use of its family) reads it in
--- finish.
-local function cognee_first(c)
-  if has(c, keys.cognee_entries) then return nil end
-  local k = lifecycle.key(c, keys.cognee_entries)
-  local first = redis.pcall('LINDEX', k, 0)
-  if type(first) == 'table' and first.err then return guard.from_error(k, 'list', first) end
-  c.cognee_first = first or false
-  return nil
-end
-
 -- commit makes the write's first writes, once every check of the script
 -- passed: check, then, when due, the bookkeeping (lifecycle.bookkeeping):
 -- the session's score in the status sets of its user and bucket, in the
@@ -259,7 +180,7 @@ local function commit(c, opts)
   local refused = check(c)
   if refused then return refused end
   if not c.status and not (opts and opts.quiet) then
-    refused = cognee_first(c)
+    refused = families.cognee_first(c)
     if refused then return refused end
   end
   c.committed = true
@@ -280,7 +201,7 @@ end
 -- changed them.
 local function fams_fields(c, hs)
   if next(c.added) ~= nil or c.fams_changed then
-    local set = lifecycle.fams_set(c)
+    local set = families.fams_set(c)
     for code in pairs(c.added) do set[code] = true end
     local list = {}
     for code in pairs(set) do list[#list + 1] = code end
@@ -289,17 +210,6 @@ local function fams_fields(c, hs)
     c.fams_text = hs[#hs]
   end
   if c.idx_changed then hs[#hs + 1], hs[#hs + 2] = 'idx', cjson.encode(c.idx) end
-end
-
--- cognee_start is a new record's started_at (µs text) for a session whose
--- entries list another writer (Cognee) began: its first entry's time when
--- that is before now, else nil. One LINDEX, at a session's start.
-local function cognee_start(c)
-  local first = c.cognee_first
-  if first == nil then first = redis.call('LINDEX', lifecycle.key(c, keys.cognee_entries), 0) end
-  local t = first and clock.entry_time_us(first)
-  if t and t < c.now then return string.format('%d', t) end
-  return nil
 end
 
 -- expire gives keys ks the time the record has left (its TTL from the
@@ -327,12 +237,12 @@ local function finish_quiet(c)
     expire_with_record(c, made, t)
     if next(c.added) ~= nil then lifecycle.slide_user(c, t) end
   else
-    local p = redis.call('PTTL', lifecycle.key(c, keys.cognee_entries))
+    local p = redis.call('PTTL', families.key(c, keys.cognee_entries))
     for _, k in ipairs(made) do
       if p > 0 then redis.call('PEXPIRE', k, p) elseif t > 0 then redis.call('EXPIRE', k, t) end
     end
   end
-  lifecycle.list_keys(c, t)
+  marker.list_keys(c, t)
   return false
 end
 
@@ -350,16 +260,17 @@ local function finish(c, fields, opts)
   local hs = { 'last_activity_at', n }
   local started = not c.status
   if started or c.to_status ~= c.status then hs[#hs + 1], hs[#hs + 2] = 'status', c.to_status end
-  if started then hs[#hs + 1], hs[#hs + 2] = 'started_at', (opts and opts.started_at) or cognee_start(c) or n end
+  if started then hs[#hs + 1], hs[#hs + 2] = 'started_at', (opts and opts.started_at) or families.cognee_start(c) or n end
   if c.due then hs[#hs + 1], hs[#hs + 2] = 'slid_at', n end
-  local slid_set = c.due and lifecycle.fams_set(c)
+  local slid_set = c.due and families.fams_set(c)
   fams_fields(c, hs)
   if fields then
     for i = 1, #fields do hs[#hs + 1] = fields[i] end
   end
   redis.call('HSET', c.record, unpack(hs))
   local t = ttl(c)
-  lifecycle.list_keys(c, t)
+  marker.list_keys(c, t)
+  lifecycle.expire_new(c, t)
   if slid_set then
     for code in pairs(c.added) do slid_set[code] = true end
     lifecycle.slide(c, t, slid_set)
@@ -378,7 +289,7 @@ local function check_user(c)
 end
 
 local function finish_user(c)
-  lifecycle.list_keys(c, c.default_ttl)
+  marker.list_keys(c, c.default_ttl)
 end
 
 -- reply is answer r of the write, with the session's pending abort on its
@@ -397,41 +308,13 @@ local function clear_abort(c)
   return true
 end
 
--- cognee_keys are the session's keys of Cognee's families (its lists).
-local function cognee_keys(c)
-  local out = {}
-  for i, p in ipairs(keys.cognee) do out[i] = lifecycle.key(c, p) end
-  return out
-end
-
--- exists reports whether the session exists: its record, or a list of
--- Cognee's (a session only Cognee wrote).
-local function exists(c)
-  if c.recorded then return true end
-  return redis.call('EXISTS', unpack(cognee_keys(c))) > 0
-end
-
--- set_ttl gives the session its own TTL t (0: none) (before a commit with
--- opts.force): the record's ttl_seconds is the caller's, every key it has
--- slides to t, and Cognee's lists too, whatever wrote them.
-local function set_ttl(c, t)
-  c.own_ttl = t
-  for _, p in ipairs(keys.cognee) do
-    local code = keys.code[p]
-    if not lifecycle.had(c, code) then
-      local k = lifecycle.key(c, p)
-      if redis.call('EXISTS', k) == 1 then c.added[code] = k end
-    end
-  end
-end
-
 return {
   STATUSES = lifecycle.STATUSES,
   IS_STATUS = lifecycle.IS_STATUS,
   TOMBSTONE = '\0sidecar:deleted',
   open = open,
   at = at,
-  key = lifecycle.key,
+  key = families.key,
   user_key = user_key,
   bucket_key = bucket_key,
   user_set = lifecycle.user_set,
@@ -440,13 +323,13 @@ return {
   now = now,
   ttl = ttl,
   begin = begin,
-  has = has,
-  use = use,
-  drop = drop,
-  made = made,
-  keep = lifecycle.keep,
-  user_made = lifecycle.user_made,
-  forget = lifecycle.forget,
+  has = families.has,
+  use = families.use,
+  drop = families.drop,
+  made = families.made,
+  keep = marker.keep,
+  user_made = marker.user_made,
+  forget = marker.forget,
   index_in = lifecycle.index_in,
   member_of = lifecycle.member_of,
   index_out = lifecycle.index_out,
@@ -457,10 +340,10 @@ return {
   finish_user = finish_user,
   reply = session_reply,
   clear_abort = clear_abort,
-  cognee_keys = cognee_keys,
-  exists = exists,
-  own_keys = lifecycle.own_keys,
+  cognee_keys = families.cognee_keys,
+  exists = families.exists,
+  own_keys = families.own_keys,
   unindex = lifecycle.unindex,
-  forget_marks = lifecycle.forget_marks,
-  set_ttl = set_ttl,
+  forget_marks = marker.forget_marks,
+  set_ttl = families.set_ttl,
 }

@@ -267,6 +267,22 @@ func (d *Doc) validate(schema any, v any, at string) error {
 	if !ok {
 		return fmt.Errorf("%s: schema %v is not an object", at, schema)
 	}
+	if err := supported(s, at); err != nil {
+		return err
+	}
+	// each keyword family in turn; the first failure is the error
+	for _, check := range []func(s map[string]any, v any, at string) error{
+		d.validateRef, validateType, validateValue, validateNumber, validateString, d.validateObjectValue, d.validateArray, d.validateCombined,
+	} {
+		if err := check(s, v, at); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// supported refuses a schema keyword this validator does not check.
+func supported(s map[string]any, at string) error {
 	for k := range s {
 		switch k {
 		case "$ref", "type", "enum", "const", "properties", "required", "additionalProperties", "items",
@@ -277,30 +293,44 @@ func (d *Doc) validate(schema any, v any, at string) error {
 			}
 		}
 	}
-	if ref, ok := s["$ref"].(string); ok {
-		r, err := d.Resolve(ref)
-		if err != nil {
-			return err
-		}
-		if err := d.validate(r, v, at); err != nil {
-			return err
+	return nil
+}
+
+func (d *Doc) validateRef(s map[string]any, v any, at string) error {
+	ref, ok := s["$ref"].(string)
+	if !ok {
+		return nil
+	}
+	r, err := d.Resolve(ref)
+	if err != nil {
+		return err
+	}
+	return d.validate(r, v, at)
+}
+
+func validateType(s map[string]any, v any, at string) error {
+	t, ok := s["type"]
+	if !ok {
+		return nil
+	}
+	var types []string
+	switch t := t.(type) {
+	case string:
+		types = []string{t}
+	case []any:
+		for _, e := range t {
+			types = append(types, e.(string))
 		}
 	}
-	if t, ok := s["type"]; ok {
-		var types []string
-		switch t := t.(type) {
-		case string:
-			types = []string{t}
-		case []any:
-			for _, e := range t {
-				types = append(types, e.(string))
-			}
-		}
-		got := typeOf(v)
-		if !slices.Contains(types, got) && !(got == "integer" && slices.Contains(types, "number")) {
-			return fmt.Errorf("%s: %s is not of type %v", at, got, types)
-		}
+	got := typeOf(v)
+	if !slices.Contains(types, got) && !(got == "integer" && slices.Contains(types, "number")) {
+		return fmt.Errorf("%s: %s is not of type %v", at, got, types)
 	}
+	return nil
+}
+
+// validateValue checks enum and const.
+func validateValue(s map[string]any, v any, at string) error {
 	if enum, ok := s["enum"].([]any); ok {
 		if !slices.ContainsFunc(enum, func(e any) bool { return equal(e, v) }) {
 			return fmt.Errorf("%s: %v is not one of %v", at, v, enum)
@@ -309,65 +339,90 @@ func (d *Doc) validate(schema any, v any, at string) error {
 	if c, ok := s["const"]; ok && !equal(c, v) {
 		return fmt.Errorf("%s: %v is not %v", at, v, c)
 	}
-	if n, ok := v.(json.Number); ok {
-		f, _ := n.Float64()
-		if lo, ok := s["minimum"].(json.Number); ok {
-			if l, _ := lo.Float64(); f < l {
-				return fmt.Errorf("%s: %v is below the minimum %v", at, n, lo)
-			}
-		}
-		if hi, ok := s["maximum"].(json.Number); ok {
-			if h, _ := hi.Float64(); f > h {
-				return fmt.Errorf("%s: %v is above the maximum %v", at, n, hi)
-			}
+	return nil
+}
+
+func validateNumber(s map[string]any, v any, at string) error {
+	n, ok := v.(json.Number)
+	if !ok {
+		return nil
+	}
+	f, _ := n.Float64()
+	if lo, ok := s["minimum"].(json.Number); ok {
+		if l, _ := lo.Float64(); f < l {
+			return fmt.Errorf("%s: %v is below the minimum %v", at, n, lo)
 		}
 	}
-	if str, ok := v.(string); ok {
-		n := utf8.RuneCountInString(str)
-		if lo, ok := s["minLength"].(json.Number); ok {
-			if l, _ := lo.Int64(); int64(n) < l {
-				return fmt.Errorf("%s: %q is shorter than %v", at, str, lo)
-			}
-		}
-		if hi, ok := s["maxLength"].(json.Number); ok {
-			if h, _ := hi.Int64(); int64(n) > h {
-				return fmt.Errorf("%s: %q is longer than %v", at, str, hi)
-			}
-		}
-		if p, ok := s["pattern"].(string); ok {
-			re, err := regexp.Compile(p)
-			if err != nil {
-				return fmt.Errorf("%s: pattern %q: %v", at, p, err)
-			}
-			if !re.MatchString(str) {
-				return fmt.Errorf("%s: %q does not match %s", at, str, p)
-			}
+	if hi, ok := s["maximum"].(json.Number); ok {
+		if h, _ := hi.Float64(); f > h {
+			return fmt.Errorf("%s: %v is above the maximum %v", at, n, hi)
 		}
 	}
+	return nil
+}
+
+func validateString(s map[string]any, v any, at string) error {
+	str, ok := v.(string)
+	if !ok {
+		return nil
+	}
+	n := utf8.RuneCountInString(str)
+	if lo, ok := s["minLength"].(json.Number); ok {
+		if l, _ := lo.Int64(); int64(n) < l {
+			return fmt.Errorf("%s: %q is shorter than %v", at, str, lo)
+		}
+	}
+	if hi, ok := s["maxLength"].(json.Number); ok {
+		if h, _ := hi.Int64(); int64(n) > h {
+			return fmt.Errorf("%s: %q is longer than %v", at, str, hi)
+		}
+	}
+	if p, ok := s["pattern"].(string); ok {
+		re, err := regexp.Compile(p)
+		if err != nil {
+			return fmt.Errorf("%s: pattern %q: %v", at, p, err)
+		}
+		if !re.MatchString(str) {
+			return fmt.Errorf("%s: %q does not match %s", at, str, p)
+		}
+	}
+	return nil
+}
+
+func (d *Doc) validateObjectValue(s map[string]any, v any, at string) error {
 	if obj, ok := v.(map[string]any); ok {
-		if err := d.validateObject(s, obj, at); err != nil {
-			return err
+		return d.validateObject(s, obj, at)
+	}
+	return nil
+}
+
+func (d *Doc) validateArray(s map[string]any, v any, at string) error {
+	arr, ok := v.([]any)
+	if !ok {
+		return nil
+	}
+	if lo, ok := s["minItems"].(json.Number); ok {
+		if l, _ := lo.Int64(); int64(len(arr)) < l {
+			return fmt.Errorf("%s: %d items, fewer than %v", at, len(arr), lo)
 		}
 	}
-	if arr, ok := v.([]any); ok {
-		if lo, ok := s["minItems"].(json.Number); ok {
-			if l, _ := lo.Int64(); int64(len(arr)) < l {
-				return fmt.Errorf("%s: %d items, fewer than %v", at, len(arr), lo)
-			}
+	if hi, ok := s["maxItems"].(json.Number); ok {
+		if h, _ := hi.Int64(); int64(len(arr)) > h {
+			return fmt.Errorf("%s: %d items, more than %v", at, len(arr), hi)
 		}
-		if hi, ok := s["maxItems"].(json.Number); ok {
-			if h, _ := hi.Int64(); int64(len(arr)) > h {
-				return fmt.Errorf("%s: %d items, more than %v", at, len(arr), hi)
-			}
-		}
-		if items, ok := s["items"]; ok {
-			for i, e := range arr {
-				if err := d.validate(items, e, fmt.Sprintf("%s[%d]", at, i)); err != nil {
-					return err
-				}
+	}
+	if items, ok := s["items"]; ok {
+		for i, e := range arr {
+			if err := d.validate(items, e, fmt.Sprintf("%s[%d]", at, i)); err != nil {
+				return err
 			}
 		}
 	}
+	return nil
+}
+
+// validateCombined checks allOf, anyOf, oneOf and not.
+func (d *Doc) validateCombined(s map[string]any, v any, at string) error {
 	if all, ok := s["allOf"].([]any); ok {
 		for _, sub := range all {
 			if err := d.validate(sub, v, at); err != nil {

@@ -2770,7 +2770,7 @@ export interface components {
         StatusFilter: components["schemas"]["SessionStatus"];
         /** @description Page size. */
         ListLimit: number;
-        /** @description The `next_cursor` of the previous page; opaque. A cursor this API did not return is 400 `invalid_query`. */
+        /** @description The `next_cursor` of the previous page; opaque. A cursor this API did not return is 400 `invalid_cursor`. */
         Cursor: string;
         /**
          * @description Makes a retried post count once: a key already seen for this session (its 1 000 newest keys are remembered, for the session's lifetime) answers 200 with the first result and counts nothing. 1-255 printable ASCII characters. Same as the body's `request_id`.
@@ -4752,7 +4752,7 @@ export interface operations {
                 status?: components["parameters"]["StatusFilter"];
                 /** @description Page size. */
                 limit?: components["parameters"]["ListLimit"];
-                /** @description The `next_cursor` of the previous page; opaque. A cursor this API did not return is 400 `invalid_query`. */
+                /** @description The `next_cursor` of the previous page; opaque. A cursor this API did not return is 400 `invalid_cursor`. */
                 cursor?: components["parameters"]["Cursor"];
             };
             header?: never;
@@ -4780,7 +4780,8 @@ export interface operations {
              * @description Bad input; nothing was changed.
              *
              *     - `invalid_id`: a path id is not 1-128 characters of `[A-Za-z0-9_.@-]`
-             *     - `invalid_query`: `status` is not a status, `limit` out of bounds, `cursor` not one this API returned, or a `metadata.<key>` parameter with a bad key, repeated, or a value over 512 characters
+             *     - `invalid_query`: `status` is not a status, `limit` out of bounds, or a `metadata.<key>` parameter with a bad key, repeated, or a value over 512 characters
+             *     - `invalid_cursor`: `cursor` is not a `next_cursor` this API returned
              *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
@@ -4908,7 +4909,7 @@ export interface operations {
                 status?: components["parameters"]["StatusFilter"];
                 /** @description Page size. */
                 limit?: components["parameters"]["ListLimit"];
-                /** @description The `next_cursor` of the previous page; opaque. A cursor this API did not return is 400 `invalid_query`. */
+                /** @description The `next_cursor` of the previous page; opaque. A cursor this API did not return is 400 `invalid_cursor`. */
                 cursor?: components["parameters"]["Cursor"];
             };
             header?: never;
@@ -4929,7 +4930,8 @@ export interface operations {
             /**
              * @description Bad input; nothing was changed.
              *
-             *     - `invalid_query`: `status` is not a status, `limit` out of bounds, `cursor` not one this API returned, or a `metadata.<key>` parameter with a bad key, repeated, or a value over 512 characters
+             *     - `invalid_query`: `status` is not a status, `limit` out of bounds, or a `metadata.<key>` parameter with a bad key, repeated, or a value over 512 characters
+             *     - `invalid_cursor`: `cursor` is not a `next_cursor` this API returned
              *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
@@ -7160,7 +7162,7 @@ export interface operations {
              * @description Bad input.
              *
              *     - `invalid_id`: a path id is not 1-128 characters of `[A-Za-z0-9_.@-]`
-             *     - `invalid_field`: `Last-Event-ID` or `after` is not an event id
+             *     - `invalid_cursor`: `Last-Event-ID` or `after` is not an event id
              *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
@@ -7395,7 +7397,7 @@ export interface operations {
              * @description Bad input.
              *
              *     - `invalid_id`: a path id is not 1-128 characters of `[A-Za-z0-9_.@-]`
-             *     - `invalid_field`: `Last-Event-ID` or `after` is not an event id
+             *     - `invalid_cursor`: `Last-Event-ID` or `after` is not an event id
              *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
@@ -7642,7 +7644,7 @@ export interface operations {
              *
              *     - `invalid_id`: a path id is not 1-128 characters of `[A-Za-z0-9_.@-]`
              *     - `invalid_query`: a query parameter is out of range or malformed; the message names it
-             *     - `invalid_cursor`: `before`/`after` names no message of the path as read (or one inside a compacted range)
+             *     - `invalid_cursor`: `before`/`after` is not a message id, or names no message of the path as read (or one inside a compacted range)
              *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
@@ -8957,7 +8959,8 @@ export interface operations {
              * @description Bad input.
              *
              *     - `invalid_id`: a path id is not 1-128 characters of `[A-Za-z0-9_.@-]`
-             *     - `invalid_query`: `limit` not 1-100, `filter` not a JSON object, a name over its bound or holding a NUL
+             *     - `invalid_query`: `limit` not 1-100, `filter` not a JSON object, `checkpoint_ns` over its bound or holding a NUL
+             *     - `invalid_cursor`: `before` (a checkpoint id, as `next_before` answers it) over 256 bytes or holding a NUL
              *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
@@ -9431,7 +9434,8 @@ export interface operations {
              * @description Bad input.
              *
              *     - `invalid_id`: a path id is not 1-128 characters of `[A-Za-z0-9_.@-]`
-             *     - `invalid_query`: `limit`, `offset` or `page` not a whole number in range, `order` not `asc` or `desc`, a `cursor` this API did not give, or sent with another parameter
+             *     - `invalid_query`: `limit`, `offset` or `page` not a whole number in range, `order` not `asc` or `desc`, or a `cursor` sent with another parameter
+             *     - `invalid_cursor`: `cursor` is not a `next_cursor` this API returned
              *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
@@ -9661,7 +9665,8 @@ export interface operations {
              * @description Bad input.
              *
              *     - `invalid_id`: a path id is not 1-128 characters of `[A-Za-z0-9_.@-]`
-             *     - `invalid_query`: `num_recent_events` or `limit` out of range, `after_timestamp` not a number, `cursor` not one this API answered
+             *     - `invalid_query`: `num_recent_events` or `limit` out of range, `after_timestamp` not a number
+             *     - `invalid_cursor`: `cursor` is not a `next_cursor` this API returned
              *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
              */
             400: {
