@@ -203,95 +203,137 @@ func (s *Store) ListApp(ctx context.Context, app, order string, ranks []int64, o
 	if err != nil {
 		return nil, nil, 0, err
 	}
-	size := 1024 // the answer's other fields and its cursor
-	defer func() { done(size) }()
-	l := s.layout()
-	n := l.Buckets()
 	if want < 0 || want > appPage {
 		want = appPage
 	}
+	m, err := s.appMerge(ctx, client, app, order, ranks, offset, want)
+	if err != nil {
+		done(0)
+		return nil, nil, 0, err
+	}
+	pg := &appPageRead{s: s, m: m, app: app, maxBytes: maxBytes, size: 1024} // the answer's other fields and its cursor
+	defer func() { done(pg.size) }()
+	for len(pg.out) < want && !pg.full {
+		cands, err := m.take(ctx, want-len(pg.out))
+		if err != nil || len(cands) == 0 {
+			if err != nil {
+				return nil, nil, 0, err
+			}
+			break
+		}
+		if err := pg.read(ctx, cands); err != nil {
+			return nil, nil, 0, err
+		}
+	}
+	more, err := m.more(ctx)
+	if err != nil || !more {
+		return pg.out, nil, pg.gone, err
+	}
+	return pg.out, m.ranks, pg.gone, nil
+}
+
+// appMerge is the merge of app's index shards in order, from ranks (nil:
+// from the start, skipping offset), reading chunks for want sessions.
+func (s *Store) appMerge(ctx context.Context, client rueidis.Client, app, order string, ranks []int64, offset, want int) (*appMerge, error) {
+	l := s.layout()
+	n := l.Buckets()
 	m := &appMerge{client: client, keys: make([]string, n), ranks: make([]int64, n),
 		bufs: make([][]rueidis.ZScore, n), done: make([]bool, n),
 		chunk: int64(min(max(offset+want, 16), AppChunk))}
 	for b := range n {
 		m.keys[b] = l.BucketKey(AppIndexFamily, b, app+":"+order)
 	}
-	if ranks != nil {
+	switch {
+	case ranks != nil:
 		copy(m.ranks, ranks)
-	} else if n == 1 {
+	case n == 1:
 		m.ranks[0] = int64(offset) // one shard: its rank is the offset
-	} else {
+	default:
 		for range offset {
 			if _, _, ok, err := m.next(ctx); err != nil || !ok {
-				if err != nil {
-					return nil, nil, 0, err
-				}
-				break
+				return m, err
 			}
 		}
 	}
-	var out []AppListed
-	gone, full := 0, false
-	for len(out) < want && !full {
-		type cand struct {
-			user, id string
-			shard    int
+	return m, nil
+}
+
+// appCand is a member of the app's index taken from the merge: the
+// session's user and ADK id, and the shard it came from.
+type appCand struct {
+	user, id string
+	shard    int
+}
+
+// take takes up to k members from the merge (fewer when it runs out).
+func (m *appMerge) take(ctx context.Context, k int) ([]appCand, error) {
+	var cands []appCand
+	for len(cands) < k {
+		member, shard, ok, err := m.next(ctx)
+		if err != nil || !ok {
+			return cands, err
 		}
-		var cands []cand
-		for len(cands) < want-len(out) {
-			member, shard, ok, err := m.next(ctx)
-			if err != nil {
-				return nil, nil, 0, err
-			}
-			if !ok {
-				break
-			}
-			id, user, _ := strings.Cut(member, " ")
-			cands = append(cands, cand{user, id, shard})
+		id, user, _ := strings.Cut(member, " ")
+		cands = append(cands, appCand{user, id, shard})
+	}
+	return cands, nil
+}
+
+// appPageRead is a page of an app listing as it is read: the sessions
+// answered, the answer's bytes so far, whether they reached maxBytes, and
+// the sessions found gone.
+type appPageRead struct {
+	s        *Store
+	m        *appMerge
+	app      string
+	maxBytes int
+	size     int
+	full     bool
+	gone     int
+	out      []AppListed
+}
+
+// read reads the records of cands in one round trip and answers those
+// still sessions of the app, within the answer's bytes (the rest go back
+// to the merge); a member whose session is gone is taken out of the index.
+func (pg *appPageRead) read(ctx context.Context, cands []appCand) error {
+	l := pg.s.layout()
+	client := pg.m.client
+	cmds := make(rueidis.Commands, len(cands))
+	for i, c := range cands {
+		cmds[i] = client.B().Hmget().Key(l.SessionKey(SessionFamily, c.user, SidecarSession(pg.app, c.id))).Field("app", "last_update").Build()
+	}
+	for i, r := range client.DoMulti(ctx, cmds...) {
+		c := cands[i]
+		if pg.full { // past the answer's bytes: read again by the next page
+			pg.m.unread(c.shard)
+			continue
 		}
-		if len(cands) == 0 {
-			break
+		v, err := r.ToArray()
+		if err != nil || len(v) != 2 {
+			return redisstore.Wrap("adk list", err)
 		}
-		cmds := make(rueidis.Commands, len(cands))
-		for i, c := range cands {
-			cmds[i] = client.B().Hmget().Key(l.SessionKey(SessionFamily, c.user, SidecarSession(app, c.id))).Field("app", "last_update").Build()
+		had, _ := v[0].ToString()
+		last, _ := v[1].ToString()
+		if had == pg.app {
+			listed := AppListed{User: c.user, ID: c.id, LastUpdate: last}
+			if n := listedSize(pg.app, listed); len(pg.out) > 0 && pg.size+n > pg.maxBytes {
+				pg.full = true
+				pg.m.unread(c.shard)
+			} else {
+				pg.size += n
+				pg.out = append(pg.out, listed)
+			}
+			continue
 		}
-		for i, r := range client.DoMulti(ctx, cmds...) {
-			c := cands[i]
-			if full { // past the answer's bytes: read again by the next page
-				m.unread(c.shard)
-				continue
-			}
-			v, err := r.ToArray()
-			if err != nil || len(v) != 2 {
-				return nil, nil, 0, redisstore.Wrap("adk list", err)
-			}
-			had, _ := v[0].ToString()
-			last, _ := v[1].ToString()
-			if had == app {
-				l := AppListed{User: c.user, ID: c.id, LastUpdate: last}
-				if n := listedSize(app, l); len(out) > 0 && size+n > maxBytes {
-					full = true
-					m.unread(c.shard)
-				} else {
-					size += n
-					out = append(out, l)
-				}
-				continue
-			}
-			took, err := s.unlist(ctx, app, c.user, c.id)
-			if err != nil {
-				return nil, nil, 0, err
-			}
-			if took {
-				gone++
-				m.ranks[c.shard]-- // the members after it moved up one rank
-			}
+		took, err := pg.s.unlist(ctx, pg.app, c.user, c.id)
+		if err != nil {
+			return err
+		}
+		if took {
+			pg.gone++
+			pg.m.ranks[c.shard]-- // the members after it moved up one rank
 		}
 	}
-	more, err := m.more(ctx)
-	if err != nil || !more {
-		return out, nil, gone, err
-	}
-	return out, m.ranks, gone, nil
+	return nil
 }

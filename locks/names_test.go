@@ -51,19 +51,27 @@ func TestReservedNamesAreRefused(t *testing.T) {
 	})
 }
 
-// TestReservedNamesAreDocumented: docs/locks.md and the lock name parameter
-// of openapi.json list every reserved name (they are derived from the key
-// layout, so a new key family shows up here).
+// TestReservedNamesAreDocumented: docs/keyspace.md (generated from the
+// key layout, so a new key family shows up there) names every reserved
+// name, and docs/locks.md and the lock name parameter of openapi.json send
+// the reader there.
 func TestReservedNamesAreDocumented(t *testing.T) {
-	for _, file := range []string{"../docs/locks.md", "../openapi/openapi.json"} {
+	read := func(file string) string {
 		b, err := os.ReadFile(file)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, name := range redisstore.ReservedNames() {
-			if !strings.Contains(string(b), "`"+name+"`") {
-				t.Errorf("%s does not name the reserved lock name `%s`", file, name)
-			}
+		return string(b)
+	}
+	keyspace := read("../docs/keyspace.md")
+	for _, name := range redisstore.ReservedNames() {
+		if !strings.Contains(keyspace, "`"+name+":") && !strings.Contains(keyspace, "`"+name+"`") {
+			t.Errorf("docs/keyspace.md does not name the reserved lock name %s", name)
+		}
+	}
+	for _, file := range []string{"../docs/locks.md", "../openapi/openapi.json"} {
+		if !strings.Contains(read(file), "keyspace.md") {
+			t.Errorf("%s does not send the reader to keyspace.md for the reserved names", file)
 		}
 	}
 }

@@ -177,7 +177,9 @@ local function check_new(c, m)
   local _, _, refused = read_tree(c, { m }, 'root', '', '')
   if refused then return refused end
   msgtree.use(c, true)
-  if m.spec and m.spec ~= '' and (string.sub(m.spec, 1, 1) ~= '?' or (c.marks.search and m.spec ~= '?!')) then
+  -- the document append will write (search.wanted, as append reads it)
+  local spec = search.wanted(c, m.spec)
+  if spec and spec ~= '' then
     refused = search.prepare(c, 'messages')
     if refused then return refused end
   end
@@ -204,6 +206,9 @@ local function append(c, batch, mode, pid, if_match, max, key, suggest, max_byte
   local indexing = false
   for _, m in ipairs(batch) do
     m.spec = search.wanted(c, m.spec)
+    -- no searchable word (or SEARCH_INDEX=off): a new message has no
+    -- document to write, so the write touches no key of the index
+    if m.spec == '' then m.spec = nil end
     indexing = indexing or m.spec ~= nil
   end
   local ring_v, evicted, refused = read_tree(c, batch, mode, pid, key)

@@ -90,7 +90,8 @@ func TestSearchIndexKeyWrongType(t *testing.T) {
 // A session's index whose ' seq' another program spoiled (not a number)
 // fails no write half-way: the put and the append answer as always, the
 // put's message replaced once, and the index is made anew with their
-// documents (the catch-up takes the rest in again).
+// documents (the catch-up takes the rest in again), with the session's
+// TTL (once it was made again without one, outliving its session).
 func TestIndexSeqSpoiled(t *testing.T) {
 	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
 		h := start(t, srv, envconf.Env{"SEARCH_INDEX": "eager"})
@@ -102,6 +103,9 @@ func TestIndexSeqSpoiled(t *testing.T) {
 			}
 			if rep := h.Do(t, "PUT", msgs+"/m0", `{"role":"user","content":"zebra `+seq+`"}`); rep.Status != 200 {
 				t.Fatalf("PUT with ' seq' %s: %s", seq, rep)
+			}
+			if ttl, err := c.Do(t.Context(), c.B().Ttl().Key(docs).Build()).AsInt64(); err != nil || ttl <= 0 {
+				t.Fatalf("%s made anew by the PUT: TTL %d (%v), want the session's", docs, ttl, err)
 			}
 			if got := hitIDs(find(t, h, "/v1/users/alice/search?", "zebra")); got != "s1/m0" {
 				t.Fatalf("zebra after the PUT: got %q, want s1/m0", got)

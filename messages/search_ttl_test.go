@@ -88,3 +88,25 @@ func TestMessagesIndexEndsWithItsSession(t *testing.T) {
 		t.Errorf("the session's messages have %d ms left, their index %d ms", left, idx)
 	}
 }
+
+// The build's hash (agent_search_stats) that a search makes anew gets the
+// TTL of the user's sessions: once another program removed it (or it ended
+// before the user's marker, which still says the user has an index), the
+// next search wrote it again without one, and no slide gives a key without
+// a TTL one (EXPIRE GT), so it outlived every session of the user.
+func TestSearchStatsMadeAnewGetsTTL(t *testing.T) {
+	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
+		h := start(t, srv, nil) // on-demand: the first search makes the user's index
+		post(t, h, `{"id":"a","role":"user","content":"apples from the orchard"}`, 201)
+		find(t, h, "/v1/users/alice/search?", "orchard")
+		c := srv.Client(t)
+		stats := srv.Layout().SearchStats("alice")
+		if err := c.Do(t.Context(), c.B().Del().Key(stats).Build()).Error(); err != nil {
+			t.Fatal(err)
+		}
+		find(t, h, "/v1/users/alice/search?", "orchard")
+		if got, err := c.Do(t.Context(), c.B().Ttl().Key(stats).Build()).AsInt64(); err != nil || got <= 0 {
+			t.Fatalf("%s made anew by a search: TTL %d (%v), want the session's", stats, got, err)
+		}
+	})
+}

@@ -140,6 +140,10 @@ local function current(c, docs)
   if foreign(seq) then
     redis.call('UNLINK', docs)
     c.search_dropped = true
+    -- the hash the write makes again (index_doc, set_cov) is new: finish
+    -- gives it its TTL (a quiet write slides nothing, and a write within
+    -- the grain only the keys it made)
+    session.made(c, docs == c.edocs and ENTRY_DOCS or DOCS)
   end
 end
 

@@ -24,15 +24,21 @@ local c = session.open(KEYS, ARGV)
 local refused = session.begin(c)
 if refused then return refused end
 local stats = session.user_key(c, 'agent_search_stats')
-refused = guard.check({ { stats, 'hash' } })
+local fields
+fields, refused = guard.read('HLEN', stats, 'hash')
 if refused then return refused end
+if ARGV[2] == 'cursor' and not c.marks.search then return reply.ok('', 0) end
+session.keep(c, stats)
+-- a hash this call makes (anew: another program removed it, or it ended
+-- before the marker) gets its TTL: no slide's EXPIRE GT gives one to a
+-- key without
+if fields == 0 then session.user_made(c, stats) end
 if ARGV[2] == 'cursor' then
-  if not c.marks.search then return reply.ok('', 0) end
   redis.call('HSET', stats, 'build', ARGV[3])
+  session.finish_user(c)
   return reply.ok(ARGV[3], 0)
 end
 local made = 0
-session.keep(c, stats)
 if not c.marks.search then
   made = 1
   marker.note(c)
