@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -54,8 +55,9 @@ func text(t *testing.T, res *mcp.CallToolResult) string {
 // Anthropic's input_schema), set_context offering only the writable
 // blocks; tools/call runs the call as POST .../tools/{name}: the same
 // text, isError = is_error and nothing written for a read-only or full
-// block or a bad argument; an unknown tool is an MCP error; the calls are
-// counted by tool and outcome.
+// block or a bad argument; an unknown tool is an MCP error; session_search,
+// listed before any index exists, builds it at its first call; the calls
+// are counted by tool and outcome.
 func TestMCPTools(t *testing.T) {
 	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
 		h := sidecartest.Start(t, srv, nil, sessions.Factory, usage.Factory, messages.Factory, blocks.Factory)
@@ -156,11 +158,26 @@ func TestMCPTools(t *testing.T) {
 		if _, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "load_context", Arguments: map[string]any{}}); err == nil || !strings.Contains(err.Error(), "unknown tool") {
 			t.Errorf("unknown tool: %v, want an MCP error", err)
 		}
+		// session_search was listed before any index existed; its first
+		// call builds the user's index, as a first REST search does
+		if r := h.Do(t, "POST", "/v1/users/alice/sessions/s2/messages", `{"id":"m1","role":"user","content":"The deployment failed"}`); r.Status != 201 {
+			t.Fatalf("append: %s", r)
+		}
+		if keys := srv.Keys(t, "agent_search_*"); len(keys) != 0 {
+			t.Fatalf("search keys before any search: %v", keys)
+		}
+		if res := callMCP("session_search", map[string]any{"query": "deploy"}); res.IsError || !strings.Contains(text(t, res), "session s2, message m1") {
+			t.Errorf("session_search: %q (isError %v), want s2's m1", text(t, res), res.IsError)
+		}
+		if keys := srv.Keys(t, "agent_search_*"); len(keys) == 0 {
+			t.Error("session_search through MCP built no index")
+		}
 		page := h.Metrics(t)
 		for _, want := range []string{
 			`sidecar_mcp_tool_calls_total{outcome="ok",tool="set_context"} 1`,
 			`sidecar_mcp_tool_calls_total{outcome="is_error",tool="set_context"} 7`,
 			`sidecar_mcp_tool_calls_total{outcome="ok",tool="search_context"} 1`,
+			`sidecar_mcp_tool_calls_total{outcome="ok",tool="session_search"} 1`,
 			`sidecar_mcp_tool_calls_total{outcome="unknown_tool",tool="other"} 1`,
 			`sidecar_mcp_tool_calls_total{outcome="failed",tool="session_search"} 0`,
 			`sidecar_mcp_requests_total{method="tools/list",outcome="ok"} 2`,
@@ -352,6 +369,50 @@ func TestMCPRefusals(t *testing.T) {
 	}
 	if r := h.Do(t, "POST", mcpPath, `{"jsonrpc":"2.0","id":1,"method":"ping"}`); r.Status != 200 || !strings.Contains(r.Body, `"result":{}`) {
 		t.Errorf("ping with Redis down: %s, want its answer (it reads nothing)", r)
+	}
+}
+
+// TestMCPDeadline: an MCP exchange takes the API's deadline
+// (SIDECAR_REQUEST_TIMEOUT): with redis-server asleep far longer, tools/list
+// and tools/call answer 503 with the envelope, not the SDK's answer after
+// the sleep; once Redis is awake the same requests are answered.
+func TestMCPDeadline(t *testing.T) {
+	srv := redisstoretest.NewReal(t, "--enable-debug-command", "yes")
+	h := start(t, srv, envconf.Env{"SIDECAR_REQUEST_TIMEOUT": "2s"})
+	wantBlock(t, h.Do(t, "PUT", "/v1/users/alice/sessions/s1/blocks/task", `{"content":"fix the sink"}`), 201)
+	asleep := make(chan error, 1)
+	go func() {
+		_, err := redisstoretest.RawCommand(srv.Addr, "DEBUG SLEEP 8", time.Minute)
+		asleep <- err
+	}()
+	// asleep once a PING of its own goes unanswered
+	for {
+		if _, err := redisstoretest.RawCommand(srv.Addr, "PING", 100*time.Millisecond); err != nil {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	for _, body := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"search_context","arguments":{"query":"sink"}}}`,
+	} {
+		if r := h.Do(t, "POST", mcpPath, body); r.Status != 503 || (r.Code() != "timeout" && r.Code() != "redis_unavailable") {
+			t.Errorf("%s with Redis asleep: %s, want 503 at the deadline", body, r)
+		}
+	}
+	if err := <-asleep; err != nil {
+		t.Fatalf("DEBUG SLEEP: %v", err)
+	}
+	for {
+		r := h.Do(t, "POST", mcpPath, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"search_context","arguments":{"query":"sink"}}}`)
+		if r.Status == 503 { // the health check has not seen Redis wake yet
+			time.Sleep(50 * time.Millisecond)
+			continue
+		}
+		if r.Status != 200 || !strings.Contains(r.Body, `[task] fix the sink`) {
+			t.Fatalf("tools/call once Redis is awake: %s", r)
+		}
+		break
 	}
 }
 
