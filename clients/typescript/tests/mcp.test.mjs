@@ -182,7 +182,10 @@ test("an OpenAI Agents SDK agent with MCPServerStreamableHttp: its set_context s
     ]);
     // the system prompt, read from the server at each turn (docs/mcp.md)
     const systemPrompt = `agentsidecar://users/${u}/sessions/${s}/system-prompt`;
-    const instructions = async () => (await server.readResource(systemPrompt)).contents[0].text ?? "";
+    const instructions = async () => {
+      const [c] = (await server.readResource(systemPrompt)).contents;
+      return typeof c?.text === "string" ? c.text : "";
+    };
     const agent = new Agent({ name: "assistant", instructions, model, mcpServers: [server] });
     const result = await run(agent, "I prefer tea over coffee.");
     assert.equal(result.finalOutput, "Noted.");
