@@ -2,8 +2,9 @@
 // wrote: the official TypeScript SDK's client (@modelcontextprotocol/sdk)
 // over Streamable HTTP, behind the token; the OpenAI Agents SDK's
 // MCPServerStreamableHttp (@modelcontextprotocol/client underneath) with a
-// scripted model calling set_context; and one client whose requests go to
-// two sidecars on one Redis in turn; and Google ADK's MCPToolset.
+// scripted model calling set_context; one client whose requests go to
+// two sidecars on one Redis in turn; Google ADK's MCPToolset; and
+// LangGraph's ToolNode running @langchain/mcp-adapters' tools.
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
@@ -255,4 +256,47 @@ test("Google ADK's MCPToolset: the tools as declarations, a call, the resources"
   } finally {
     await toolset.close();
   }
+});
+
+test("LangGraph: MultiServerMCPClient's tools run by a ToolNode, the write seen through REST", { skip: absent }, async () => {
+  const { MultiServerMCPClient } = await import("@langchain/mcp-adapters");
+  const { ToolNode } = await import("@langchain/langgraph/prebuilt");
+  const { AIMessage } = await import("@langchain/core/messages");
+  const u = unique("ts-langgraph-mcp");
+  const s = "chat-1";
+  await rest("PUT", `/v1/users/${u}/blocks/persona`, { content: "You are terse.", writable: false });
+  await rest("PUT", `/v1/users/${u}/sessions/${s}/blocks/human`, { content: "", description: "what you know of the user" });
+  await rest("PUT", `/v1/users/${u}/sessions/${s}/blocks/notes`, { content: "", max_tokens: 5 });
+  // docs/mcp.md's snippet, in JavaScript
+  const client = new MultiServerMCPClient({ mcpServers: { memory: { transport: "http", url: mcpURL(TOKEN_URL, u, s).href, headers: auth } } });
+  try {
+    const tools = await client.getTools();
+    assert.deepEqual(tools.map((t) => t.name), ["set_context", "search_context", "session_search"]);
+    // the tool calls a model made, run by the graph's tool node
+    const { messages } = await new ToolNode(tools).invoke({
+      messages: [
+        new AIMessage({
+          content: "",
+          tool_calls: [
+            { id: "call_1", name: "set_context", args: { label: "human", content: "Prefers tea over coffee." } },
+            { id: "call_2", name: "set_context", args: { label: "notes", content: "tea ".repeat(40) } },
+          ],
+        }),
+      ],
+    });
+    assert.equal(messages.length, 2);
+    const [ok, refused] = messages;
+    assert.equal(ok.tool_call_id, "call_1");
+    assert.notEqual(ok.status, "error");
+    assert.match(JSON.stringify(ok.content), /Replaced the content of block \\"human\\" \(session block\)/);
+    // isError: the model sees the refusal, nothing written
+    assert.equal(refused.tool_call_id, "call_2");
+    assert.equal(refused.status, "error");
+    assert.match(JSON.stringify(refused.content), /is full/);
+  } finally {
+    await client.close();
+  }
+  assert.equal((await rest("GET", `/v1/users/${u}/sessions/${s}/blocks/human`)).content, "Prefers tea over coffee.");
+  assert.equal((await rest("GET", `/v1/users/${u}/sessions/${s}/blocks/notes`)).content, "");
+  assert.equal((await rest("GET", `/v1/users/${u}/blocks/persona`)).content, "You are terse.");
 });
