@@ -125,3 +125,27 @@ func put(b *testing.B, h *sidecartest.Host, path, content string) {
 		b.Fatalf("PUT %s: %d %s", path, rep.Status, rep.Body)
 	}
 }
+
+// The tool definitions through GET .../tools and through MCP's tools/list,
+// and a set_context call through each: what an MCP exchange (the go-sdk's
+// session per request, its JSON-RPC decoding) costs over the REST route.
+func BenchmarkToolsRESTvsMCP(b *testing.B) {
+	const s = "/v1/users/alice/sessions/s1"
+	for _, c := range []struct{ name, method, path, body string }{
+		{"list/rest", "GET", s + "/tools", ""},
+		{"list/mcp", "POST", s + "/mcp", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`},
+		{"call/rest", "POST", s + "/tools/set_context", `{"arguments":{"label":"memory","content":"likes tea"}}`},
+		{"call/mcp", "POST", s + "/mcp", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"set_context","arguments":{"label":"memory","content":"likes tea"}}}`},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			h, _ := benchHost(b)
+			put(b, h, s+"/blocks/memory", "likes coffee")
+			cl := sidecartest.NewClient(b, h.API)
+			for b.Loop() {
+				if rep := cl.Send(b.Context(), c.method, c.path, c.body); rep.Status != 200 || strings.Contains(rep.Body, `"error"`) {
+					b.Fatalf("%s: %d %s", c.name, rep.Status, rep.Body)
+				}
+			}
+		})
+	}
+}

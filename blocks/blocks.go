@@ -3,6 +3,9 @@ package blocks
 import (
 	"context"
 	"log/slog"
+	"net/http"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/agentsidecar/agentsidecar/envconf"
 	"github.com/agentsidecar/agentsidecar/search"
@@ -44,10 +47,12 @@ func (c Config) Validate() error {
 
 // Module serves the block, system-prompt and tool routes.
 type Module struct {
-	store  *Store
-	cfg    Config
-	logger *slog.Logger
-	index  *search.Index // the host's relevance index (session_search)
+	store   *Store
+	cfg     Config
+	logger  *slog.Logger
+	index   *search.Index // the host's relevance index (session_search)
+	metrics *metrics
+	mcp     http.Handler // the sessions' MCP server (mcp.go)
 }
 
 // New reads the module's settings and takes the host's session store.
@@ -60,7 +65,9 @@ func New(_ context.Context, deps sidecar.Deps) (sidecar.Module, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Module{store: &Store{Store: s, cfg: cfg, mode: x.Mode()}, cfg: cfg, logger: deps.Logger, index: x}, nil
+	m := &Module{store: &Store{Store: s, cfg: cfg, mode: x.Mode()}, cfg: cfg, logger: deps.Logger, index: x, metrics: newMetrics()}
+	m.mcp = m.newMCP()
+	return m, nil
 }
 
 // Name implements sidecar.Module.
@@ -85,7 +92,14 @@ func (m *Module) Routes() []sidecar.Route {
 		{Pattern: "POST " + session + "/system-prompt/refresh", Handler: m.refreshPrompt, Query: []string{"format"}},
 		{Pattern: "GET " + session + "/tools", Handler: m.listTools, Query: []string{"format"}},
 		{Pattern: "POST " + session + "/tools/{name}", Handler: m.callTool},
+		{Pattern: "POST " + session + "/mcp", Handler: m.serveMCP},
 	}
 }
 
-var _ sidecar.Module = (*Module)(nil)
+// Collectors implements sidecar.Collector: the MCP server's counters.
+func (m *Module) Collectors() []prometheus.Collector { return m.metrics.collectors() }
+
+var (
+	_ sidecar.Module    = (*Module)(nil)
+	_ sidecar.Collector = (*Module)(nil)
+)

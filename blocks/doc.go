@@ -6,7 +6,8 @@
 // a provider's prompt cache keeps hitting; and tools an LLM calls to update
 // them (set_context), search them (search_context) or search the user's
 // past sessions (session_search), defined in OpenAI's and Anthropic's
-// shapes.
+// shapes and served to any MCP client by each session's Model Context
+// Protocol server (mcp.go, docs/mcp.md).
 //
 // Every write is one script (blocks_*.lua) over the shared session runner
 // (sessionstore): a session block is one of the session's keys, slid,
@@ -26,6 +27,10 @@
 //   - tools.go: the tools (definitions in both shapes, POST .../tools/{name};
 //     a model's mistakes are is_error results, not 400s).
 //   - session_search.go: the session_search tool over search.Index.Find.
+//   - mcp.go: every session an MCP server (Streamable HTTP, stateless, the
+//     official Go SDK): the same tools, the system prompt as a prompt and a
+//     resource, the blocks as resources.
+//   - metrics.go: the MCP requests and tool calls by outcome.
 //   - store.go: Store, the module's scripts and reads.
 //   - keys.go: the module's families (session blocks, frozen prompt, tool
 //     calls; user blocks).
@@ -43,5 +48,6 @@
 // tools_test.go and session_search_test.go the tools' shapes and results;
 // concurrency_test.go concurrent appends and freezes, script token counts
 // equal to tokens.Estimate; events_test.go the live events; cost_test.go a
-// write's Redis commands; bench_test.go benchmarks.
+// write's Redis commands; mcp_test.go the MCP server through the Go SDK's
+// client (two pods, errors, deadlines); bench_test.go benchmarks.
 package blocks

@@ -88,26 +88,30 @@ func (m *Module) systemPrompt(w http.ResponseWriter, r *http.Request) error {
 	default:
 		return sidecar.BadRequest("invalid_query", "frozen must be true or false")
 	}
-	if !wantFrozen {
-		v, err := m.store.Read(r.Context(), user, session, false)
-		if err != nil {
-			return err
-		}
-		p := Render(v.blocks)
-		writePrompt(w, asJSON, frozen{prompt: p, tokens: tokens.Estimate(p)})
-		return nil
-	}
-	f, ok, err := m.store.Frozen(r.Context(), user, session)
+	f, err := m.prompt(r, user, session, wantFrozen)
 	if err != nil {
 		return err
 	}
-	if !ok {
-		if f, err = m.freeze(r, user, session, "freeze"); err != nil {
-			return err
-		}
-	}
 	writePrompt(w, asJSON, f)
 	return nil
+}
+
+// prompt is the session's system prompt: rendered now, or (wantFrozen)
+// the one frozen at the first such call, frozen now when none is.
+func (m *Module) prompt(r *http.Request, user, session string, wantFrozen bool) (frozen, error) {
+	if !wantFrozen {
+		v, err := m.store.Read(r.Context(), user, session, false)
+		if err != nil {
+			return frozen{}, err
+		}
+		p := Render(v.blocks)
+		return frozen{prompt: p, tokens: tokens.Estimate(p)}, nil
+	}
+	f, ok, err := m.store.Frozen(r.Context(), user, session)
+	if err != nil || ok {
+		return f, err
+	}
+	return m.freeze(r, user, session, "freeze")
 }
 
 func (m *Module) refreshPrompt(w http.ResponseWriter, r *http.Request) error {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/redis/rueidis"
 
@@ -18,10 +19,13 @@ const MaxSessionSearchResults = 10
 
 // sessionSearch lets the model search the user's past conversations: the
 // relevance search over the messages and Q&A entries of all of the user's
-// sessions (GET /v1/users/{u}/search). It is offered once the user has a
-// document in that index.
+// sessions (GET /v1/users/{u}/search). It is offered whenever the user has
+// sessions to search (under SEARCH_INDEX=off: an index made before), not
+// only once the user has an index: under on-demand (the default) a first
+// call builds it, as a first search through the API does.
 var sessionSearch = tool{
-	name: "session_search",
+	name:     "session_search",
+	readOnly: true,
 	description: "Search the messages and Q&A entries of all of this user's conversations, this one included, by relevance: " +
 		"returns the best matches (at most 10), each with its session, kind (message or entry) and id, time and a snippet.",
 	parameters: func(v view) map[string]any {
@@ -62,8 +66,9 @@ func callSessionSearch(m *Module, r *http.Request, c toolCall) (toolResult, erro
 		}
 		limit = *a.Limit
 	}
+	var cov search.Coverage
 	if len(search.Query(*a.Query)) > 0 {
-		m.index.Prepare(r.Context(), c.user, "")
+		cov = m.index.Prepare(r.Context(), c.user, "")
 	}
 	res, err := m.index.Find(r.Context(), c.user, "", *a.Query, limit)
 	if errors.Is(err, search.ErrNoTerms) {
@@ -72,39 +77,48 @@ func callSessionSearch(m *Module, r *http.Request, c toolCall) (toolResult, erro
 	if err != nil {
 		return toolResult{}, err
 	}
+	var partial string
+	if cov.Building {
+		partial = "\n(The search index of this user's conversations is still being built"
+		if !cov.Since.IsZero() {
+			partial += ": it covers those active since " + cov.Since.UTC().Format(time.RFC3339)
+		}
+		partial += "; older conversations may be missing. Search again later to cover them.)"
+	}
 	if len(res) == 0 {
-		return toolResult{Result: fmt.Sprintf("No message of this user's conversations matches %.200q.", *a.Query)}, nil
+		return toolResult{Result: fmt.Sprintf("No message of this user's conversations matches %.200q.", *a.Query) + partial}, nil
 	}
 	lines := make([]string, len(res))
 	for i, h := range res {
 		lines[i] = fmt.Sprintf("[session %s, %s %s, %s] %s", h.SessionID, h.Kind, h.ID, h.Time, h.Snippet)
 	}
-	return toolResult{Result: strings.Join(lines, "\n")}, nil
+	return toolResult{Result: strings.Join(lines, "\n") + partial}, nil
 }
 
-// searchable reports whether user has a document in the relevance index
-// (the user's list of sessions with documents is not empty): one ZCARD; under
-// SEARCH_INDEX=on-demand, also whether this session holds messages or
-// entries (the user's first search builds the index).
-func (s *Store) searchable(ctx context.Context, user, session string) (bool, error) {
+// searchable reports whether session_search has something to search for
+// user: under SEARCH_INDEX=off, whether the user has an index made before
+// (the user's list of sessions with documents is not empty); else also
+// whether the user has any session (the user's status sets), which a first
+// search indexes. One round trip of four ZCARDs.
+func (s *Store) searchable(ctx context.Context, user string) (bool, error) {
 	client, err := s.Conn().Client()
 	if err != nil {
 		return false, err
 	}
-	n, err := client.Do(ctx, client.B().Zcard().Key(s.layout().SearchSessions(user)).Build()).AsInt64()
-	if err != nil {
-		return false, redisstore.Wrap("read the user's indexed sessions", err)
-	}
-	if n > 0 || s.mode != search.OnDemand {
-		return n > 0, nil
-	}
 	l := s.layout()
-	cmds := rueidis.Commands{client.B().Zcard().Key(l.SessionKey(redisstore.MessageOrderFamily, user, session)).Build(),
-		client.B().Llen().Key(l.Session(user, session).Entries).Build()}
+	keys := []string{l.SearchSessions(user)}
+	if s.mode != search.Off {
+		sets := l.UserIndex(user)
+		keys = append(keys, sets[:]...)
+	}
+	cmds := make(rueidis.Commands, len(keys))
+	for i, k := range keys {
+		cmds[i] = client.B().Zcard().Key(k).Build()
+	}
 	for _, r := range client.DoMulti(ctx, cmds...) {
 		n, err := r.AsInt64()
 		if err != nil {
-			return false, redisstore.Wrap("read the session's messages", err)
+			return false, redisstore.Wrap("read the user's sessions", err)
 		}
 		if n > 0 {
 			return true, nil

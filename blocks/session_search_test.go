@@ -15,15 +15,21 @@ import (
 	"github.com/agentsidecar/agentsidecar/usage"
 )
 
-// session_search: offered once the user has messages in the relevance
-// index, in both providers' shapes; a call finds the user's messages of
-// every session by stemmed words, and a model's mistakes are error
-// results, not HTTP errors.
+// session_search: offered once the user has a session, in both
+// providers' shapes, in any session of the user (an empty one too) and
+// before any search made the user's index (SEARCH_INDEX=on-demand); the
+// first call builds the index, as a first search does, and finds the
+// user's messages of every session by stemmed words; a model's mistakes
+// are error results, not HTTP errors.
 func TestSessionSearchTool(t *testing.T) {
 	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
 		h := sidecartest.Start(t, srv, nil, sessions.Factory, usage.Factory, messages.Factory, blocks.Factory)
-		names := func(format string) []string {
+		names := func(format string, session ...string) []string {
 			t.Helper()
+			s := "s1"
+			if len(session) > 0 {
+				s = session[0]
+			}
 			var out struct {
 				Tools []struct {
 					Name     string `json:"name"`
@@ -32,7 +38,7 @@ func TestSessionSearchTool(t *testing.T) {
 					} `json:"function"`
 				} `json:"tools"`
 			}
-			h.Do(t, "GET", "/v1/users/alice/sessions/s1/tools?format="+format, "").JSON(t, &out)
+			h.Do(t, "GET", "/v1/users/alice/sessions/"+s+"/tools?format="+format, "").JSON(t, &out)
 			var got []string
 			for _, tl := range out.Tools {
 				got = append(got, tl.Name+tl.Function.Name)
@@ -51,9 +57,14 @@ func TestSessionSearchTool(t *testing.T) {
 				t.Fatalf("append: %d %s", r.Status, r.Body)
 			}
 		}
+		if keys := srv.Keys(t, "agent_search_*"); len(keys) != 0 {
+			t.Fatalf("search keys before any search: %v", keys)
+		}
 		for _, f := range []string{"openai", "anthropic"} {
-			if got := names(f); len(got) != 1 || got[0] != "session_search" {
-				t.Errorf("%s tools with indexed messages: %v, want [session_search]", f, got)
+			for _, s := range []string{"s1", "empty"} {
+				if got := names(f, s); len(got) != 1 || got[0] != "session_search" {
+					t.Errorf("%s tools of %s, alice with messages and no index: %v, want [session_search]", f, s, got)
+				}
 			}
 		}
 		r := call(t, h, "session_search", `{"arguments":{"query":"deploy"}}`)

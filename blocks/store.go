@@ -184,8 +184,8 @@ func (s *Store) Delete(ctx context.Context, user, session, scope, label string) 
 type view struct {
 	blocks []Block // merged (a session block overrides the user's), in prompt order
 	digest string  // of the stored blocks, for blocks_freeze (when asked for)
-	// searchable: the user has messages in the relevance index (set by
-	// listTools, for session_search)
+	// searchable: the user has sessions session_search can search (set by
+	// offers)
 	searchable bool
 }
 

@@ -2,6 +2,7 @@ package blocks
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,6 +19,7 @@ import (
 type tool struct {
 	name        string
 	description string
+	readOnly    bool // writes nothing (MCP's readOnlyHint)
 	// parameters is the JSON Schema of the arguments given the session's
 	// blocks, or nil when the tool has nothing to act on (not offered).
 	parameters func(v view) map[string]any
@@ -63,6 +65,33 @@ func toolNames() string {
 	return strings.Join(names, ", ")
 }
 
+// offer is a tool as a model is given it: the JSON Schema of its
+// arguments for the session's blocks at hand.
+type offer struct {
+	tool
+	params map[string]any
+}
+
+// offers are the tools the session offers a model, in the order they are
+// listed: those with something to act on. GET .../tools and the MCP
+// server's tools/list both answer them.
+func (m *Module) offers(ctx context.Context, user, session string) ([]offer, error) {
+	v, err := m.store.Read(ctx, user, session, false)
+	if err != nil {
+		return nil, err
+	}
+	if v.searchable, err = m.store.searchable(ctx, user); err != nil {
+		return nil, err
+	}
+	var out []offer
+	for _, t := range tools {
+		if params := t.parameters(v); params != nil {
+			out = append(out, offer{tool: t, params: params})
+		}
+	}
+	return out, nil
+}
+
 // toolsJSON is the answer of GET .../tools.
 type toolsJSON struct {
 	Tools []map[string]any `json:"tools"`
@@ -81,24 +110,17 @@ func (m *Module) listTools(w http.ResponseWriter, r *http.Request) error {
 	default:
 		return sidecar.BadRequest("invalid_query", "format must be openai or anthropic")
 	}
-	v, err := m.store.Read(r.Context(), user, session, false)
+	offers, err := m.offers(r.Context(), user, session)
 	if err != nil {
 		return err
 	}
-	if v.searchable, err = m.store.searchable(r.Context(), user, session); err != nil {
-		return err
-	}
 	out := toolsJSON{Tools: []map[string]any{}}
-	for _, t := range tools {
-		params := t.parameters(v)
-		if params == nil {
-			continue
-		}
+	for _, o := range offers {
 		if format == "anthropic" {
-			out.Tools = append(out.Tools, map[string]any{"name": t.name, "description": t.description, "input_schema": params})
+			out.Tools = append(out.Tools, map[string]any{"name": o.name, "description": o.description, "input_schema": o.params})
 		} else {
 			out.Tools = append(out.Tools, map[string]any{"type": "function",
-				"function": map[string]any{"name": t.name, "description": t.description, "parameters": params}})
+				"function": map[string]any{"name": o.name, "description": o.description, "parameters": o.params}})
 		}
 	}
 	sidecar.WriteJSON(w, http.StatusOK, out)
@@ -138,35 +160,50 @@ func (m *Module) callTool(w http.ResponseWriter, r *http.Request) error {
 		c.id = *req.ToolCallID
 	}
 	raw := bytes.TrimSpace(req.Arguments)
-	var res toolResult
-	switch {
-	case len(raw) == 0 || bytes.Equal(raw, []byte("null")):
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
 		return sidecar.BadRequest("invalid_field", "field \"arguments\" is required: the tool call's arguments, an object or the JSON string the model produced")
-	case raw[0] == '{':
+	}
+	res, err := m.run(r, t, c, raw)
+	if errors.Is(err, errNotArguments) {
+		return sidecar.BadRequest("invalid_field", "field \"arguments\" must be an object or the JSON string the model produced")
+	}
+	if err != nil {
+		return err
+	}
+	sidecar.WriteJSON(w, http.StatusOK, res)
+	return nil
+}
+
+// errNotArguments: a tool call's arguments are neither an object nor a
+// JSON string (the caller's mistake, not the model's).
+var errNotArguments = errors.New("arguments are neither an object nor a JSON string")
+
+// run runs a model's call of t with raw arguments (trimmed, not empty): a
+// JSON object, or the JSON string of one as a model produced it (a string
+// that holds no object is the model's mistake: an error result). Any
+// other JSON value is errNotArguments. POST .../tools/{name} and the MCP
+// server's tools/call both run their calls through it.
+func (m *Module) run(r *http.Request, t tool, c toolCall, raw []byte) (toolResult, error) {
+	switch raw[0] {
+	case '{':
 		c.args = raw
-	case raw[0] == '"':
+	case '"':
 		var s string
 		if err := json.Unmarshal(raw, &s); err != nil {
-			return sidecar.BadRequest("invalid_field", "field \"arguments\" is not a valid JSON string")
+			return toolResult{}, errNotArguments
 		}
 		s = strings.TrimSpace(s)
 		if s == "" {
 			s = "{}"
 		}
 		if !json.Valid([]byte(s)) || s[0] != '{' {
-			res = failed("The arguments of %s are not a JSON object: %.200q. Call %s again with a JSON object of its parameters.", t.name, s, t.name)
+			return failed("The arguments of %s are not a JSON object: %.200q. Call %s again with a JSON object of its parameters.", t.name, s, t.name), nil
 		}
 		c.args = []byte(s)
 	default:
-		return sidecar.BadRequest("invalid_field", "field \"arguments\" must be an object or the JSON string the model produced")
+		return toolResult{}, errNotArguments
 	}
-	if !res.IsError {
-		if res, err = t.call(m, r, c); err != nil {
-			return err
-		}
-	}
-	sidecar.WriteJSON(w, http.StatusOK, res)
-	return nil
+	return t.call(m, r, c)
 }
 
 func validToolCallID(s string) bool {
@@ -329,7 +366,8 @@ func (m *Module) readOnly(r *http.Request, c toolCall, label string) (toolResult
 const MaxSearchResults = 10
 
 var searchContext = tool{
-	name: "search_context",
+	name:     "search_context",
+	readOnly: true,
 	description: "Search the text of your context blocks: returns the lines (at most 10) that contain every word of the query, " +
 		"case-insensitively, each prefixed by its block's label.",
 	parameters: func(v view) map[string]any {

@@ -29,7 +29,9 @@ func call(t *testing.T, h *sidecartest.Host, name, body string) toolResult {
 }
 
 // TestToolDefinitions: the shapes of OpenAI's function tools and
-// Anthropic's tools, set_context's label an enum of the writable blocks.
+// Anthropic's tools, set_context's label an enum of the writable blocks;
+// session_search offered once the user has a session (the session block
+// made one), before any search made the user's index.
 func TestToolDefinitions(t *testing.T) {
 	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
 		h := start(t, srv, nil)
@@ -60,10 +62,10 @@ func TestToolDefinitions(t *testing.T) {
 			} `json:"tools"`
 		}
 		h.Do(t, "GET", "/v1/users/alice/sessions/s1/tools?format=anthropic", "").JSON(t, &anthropic)
-		if len(openai.Tools) != 2 || len(anthropic.Tools) != 2 {
-			t.Fatalf("tools: openai %d, anthropic %d, want 2 each", len(openai.Tools), len(anthropic.Tools))
+		if len(openai.Tools) != 3 || len(anthropic.Tools) != 3 {
+			t.Fatalf("tools: openai %d, anthropic %d, want 3 each", len(openai.Tools), len(anthropic.Tools))
 		}
-		for i, name := range []string{"set_context", "search_context"} {
+		for i, name := range []string{"set_context", "search_context", "session_search"} {
 			o, a := openai.Tools[i], anthropic.Tools[i]
 			if o.Type != "function" || o.Function.Name != name || a.Name != name || o.Function.Description == "" || o.Function.Description != a.Description {
 				t.Errorf("tool %d: openai %+v, anthropic %+v", i, o, a)

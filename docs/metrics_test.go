@@ -95,3 +95,52 @@ func TestHTTPLatencyBuckets(t *testing.T) {
 		t.Fatal("rules.yml's API latency alert no longer fires above 0.5 s: keep its threshold a bucket edge")
 	}
 }
+
+// The reference and the product agree: every metric a sidecar running
+// every module serves is in metrics.md's reference tables, and every
+// metric of the tables is served (after the traffic below, which gives
+// the metrics that wait for a first use their first series).
+func TestMetricsReferenceComplete(t *testing.T) {
+	raw, err := os.ReadFile("metrics.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(raw)
+	i, j := strings.Index(doc, "\n## Reference\n"), strings.Index(doc, "\n## Prometheus\n")
+	if i < 0 || j < i {
+		t.Fatal(`metrics.md has no "## Reference" before "## Prometheus"`)
+	}
+	documented := map[string]bool{}
+	for _, m := range regexp.MustCompile("(?m)^\\| `(sidecar_[a-z_]+)` \\|").FindAllStringSubmatch(doc[i:j], -1) {
+		documented[m[1]] = true
+	}
+	h := start(t)
+	const s = "/v1/users/alice/sessions/m1"
+	for _, c := range []struct{ method, path, body string }{
+		{"POST", s + "/entries", `{"question":"q","answer":"a","qa_id":"q1"}`},
+		{"PUT", s + "/entries/q1/feedback", `{"feedback_score":5}`},
+		{"POST", s + "/usage", `{"model":"gpt-4o-mini","tokens_in":10,"tokens_out":5}`},
+		{"POST", s + "/usage", `{"model":"acme-llm-7","tokens_in":10,"error":true}`},
+		{"POST", s + "/complete", ""},
+		{"POST", "/v1/locks/m1", `{"ttl_ms":60000}`},
+		{"POST", s + "/mcp", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`},
+	} {
+		if r := h.Do(t, c.method, c.path, c.body); r.Status >= 300 {
+			t.Fatalf("%s %s: %d %s", c.method, c.path, r.Status, r.Body)
+		}
+	}
+	served := map[string]bool{}
+	for _, m := range regexp.MustCompile(`(?m)^# TYPE (sidecar_[a-z_]+) `).FindAllStringSubmatch(sidecartest.Do(t, "GET", h.Ops+"/metrics", "").Body, -1) {
+		served[m[1]] = true
+	}
+	for name := range served {
+		if !documented[name] {
+			t.Errorf("%s is served but not in metrics.md's reference", name)
+		}
+	}
+	for name := range documented {
+		if !served[name] {
+			t.Errorf("metrics.md's reference lists %s, which the sidecar does not serve", name)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package openapi_test
 
 import (
 	"encoding/json"
+	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
@@ -127,10 +128,14 @@ func TestParameters(t *testing.T) {
 }
 
 // TestResponses: the shared error behaviour is on every operation, every
-// error answer is the envelope, and its example codes are the ones named.
+// error answer is the envelope (or, on the MCP route, a JSON-RPC error),
+// and its example codes are the ones named.
 func TestResponses(t *testing.T) {
 	d := load(t)
 	errorSchema := "#/components/schemas/Error"
+	// the MCP route's 400: the envelope, or a JSON-RPC error for a body
+	// that is no JSON-RPC request
+	mcpErrors := map[string]any{"oneOf": []any{map[string]any{"$ref": errorSchema}, map[string]any{"$ref": "#/components/schemas/McpError"}}}
 	for _, o := range d.Operations() {
 		resps, _ := o.Op["responses"].(map[string]any)
 		want := []string{"401", "500", "503"}
@@ -160,7 +165,8 @@ func TestResponses(t *testing.T) {
 				if status == 204 && rm["content"] != nil {
 					t.Errorf("%s: 204 with content", o.ID)
 				}
-				if status != 204 && media == nil && openapitest.EventStreamMedia(rm) == nil {
+				// 204, and the 202 of an MCP notification, have no body
+				if status != 204 && !(status == 202 && rm["content"] == nil) && media == nil && openapitest.EventStreamMedia(rm) == nil {
 					t.Errorf("%s %s: no application/json content", o.ID, code)
 				}
 				continue
@@ -169,7 +175,7 @@ func TestResponses(t *testing.T) {
 				t.Errorf("%s %s: no application/json content", o.ID, code)
 				continue
 			}
-			if s, _ := media["schema"].(map[string]any); s["$ref"] != errorSchema {
+			if s, _ := media["schema"].(map[string]any); s["$ref"] != errorSchema && !reflect.DeepEqual(s, mcpErrors) {
 				t.Errorf("%s %s: schema %v, want %s", o.ID, code, s, errorSchema)
 			}
 			examples, _ := media["examples"].(map[string]any)
@@ -177,7 +183,17 @@ func TestResponses(t *testing.T) {
 				t.Errorf("%s %s: no example per error code", o.ID, code)
 			}
 			for name, ex := range examples {
-				v := ex.(map[string]any)["value"].(map[string]any)["error"].(map[string]any)
+				value := ex.(map[string]any)["value"].(map[string]any)
+				v := value["error"].(map[string]any)
+				if value["jsonrpc"] != nil { // the MCP route's JSON-RPC errors: named after their code
+					if _, ok := v["code"].(json.Number); !ok {
+						t.Errorf("%s %s: JSON-RPC example %q has code %v", o.ID, code, name, v["code"])
+					}
+					if desc, _ := rm["description"].(string); !strings.Contains(desc, "`"+name+"`: "+v["code"].(json.Number).String()) {
+						t.Errorf("%s %s: description does not name the JSON-RPC error %s (%v)", o.ID, code, name, v["code"])
+					}
+					continue
+				}
 				if v["code"] != name {
 					t.Errorf("%s %s: example %q has code %v", o.ID, code, name, v["code"])
 				}

@@ -63,6 +63,13 @@ func NewRegistry() *prometheus.Registry {
 	for _, r := range redisstore.RedisRefusals {
 		refusals.WithLabelValues(r.Code)
 	}
+	// every series at zero from start (docs/metrics.md, cardinality rules)
+	for _, reason := range []string{"inflight", "memory", "bytes"} {
+		overloaded.WithLabelValues(reason)
+	}
+	for _, state := range []string{"idle", "slow_upload"} {
+		connectionsShed.WithLabelValues(state)
+	}
 	reg.MustRegister(refusals, overloaded, connectionsShed)
 	return reg
 }

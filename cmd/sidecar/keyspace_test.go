@@ -281,6 +281,7 @@ func driveEveryRoute(t *testing.T, h *sidecartest.Host) {
 		{"refreshSystemPrompt", 200, reg1, nil},
 		{"listTools", 200, reg1, nil},
 		{"callTool", 200, reg1, nil},
+		{"mcp", 200, reg1, nil},
 		{"deleteSessionBlock", 204, reg1, nil},
 		{"deleteUserBlock", 204, nil, nil},
 		{"putSessionBlock", 201, reg1, nil},

@@ -264,6 +264,7 @@ func driveExamples(t *testing.T, d *openapitest.Doc, h, streams *sidecartest.Hos
 		{"refreshSystemPrompt", 200, nil},
 		{"listTools", 200, nil},
 		{"callTool", 200, nil},
+		{"mcp", 200, nil}, // tools/call search_context, finding what callTool wrote
 		{"deleteSessionBlock", 204, nil},
 		{"deleteUserBlock", 204, nil},
 		{"getUserEvents", 200, nil},

@@ -46,6 +46,14 @@ type Operation struct {
 // Pattern is the operation as a ServeMux pattern: "GET /v1/...".
 func (o Operation) Pattern() string { return o.Method + " " + o.Path }
 
+// ClientMethod reports whether the sidecar's clients have a method for the
+// operation: all but those marked "x-client-method": false (the MCP
+// route, which MCP clients speak).
+func (o Operation) ClientMethod() bool {
+	v, ok := o.Op["x-client-method"].(bool)
+	return !ok || v
+}
+
 // Operations lists every operation, sorted by pattern.
 func (d *Doc) Operations() []Operation {
 	var out []Operation

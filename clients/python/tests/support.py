@@ -37,10 +37,11 @@ def document() -> dict:
 
 
 def operations():
-    """(operationId, METHOD, path template) of every operation served."""
+    """(operationId, METHOD, path template) of every operation served that
+    the client has a method for (not the MCP route: MCP clients speak it)."""
     for p, item in document()["paths"].items():
         for m, op in item.items():
-            if m in ("get", "put", "post", "patch", "delete"):
+            if m in ("get", "put", "post", "patch", "delete") and op.get("x-client-method", True):
                 yield op["operationId"], m.upper(), p
 
 

@@ -987,7 +987,7 @@ export interface paths {
         };
         /**
          * Tool definitions for the model
-         * @description The tools of the session's blocks in the provider's shape, to send with the model request: `set_context` (`{label, content, action}`: `label` an enum of the writable blocks, `action` `replace` (default) or `append`) `search_context` (`{query, label?}`: lines of the blocks holding every word) and, once the user has messages or Q&A entries in the relevance index, `session_search` (`{query, limit?}`: the best matches among the messages and entries of all of the user's sessions).
+         * @description The tools of the session's blocks in the provider's shape, to send with the model request: `set_context` (`{label, content, action}`: `label` an enum of the writable blocks, `action` `replace` (default) or `append`) `search_context` (`{query, label?}`: lines of the blocks holding every word) and, once the user has a session (under `SEARCH_INDEX=off`: an index made before), `session_search` (`{query, limit?}`: the best matches among the messages and entries of all of the user's sessions). The session's MCP server (`POST .../mcp`) offers the same definitions.
          */
         get: operations["listTools"];
         put?: never;
@@ -1028,6 +1028,37 @@ export interface paths {
          * @description Runs the call and answers the text to give back to the model. The model's mistakes (arguments that are not valid JSON or miss a field, an unknown, read-only or full block) are a 200 with `is_error: true` and a text saying why, nothing written; a 400 is only for a malformed request (no `arguments`). `set_context` writes the session's block of the label, else the user's.
          */
         post: operations["callTool"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/users/{user_id}/sessions/{session_id}/mcp": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The user (Cognee's user id).
+                 * @example alice
+                 */
+                user_id: components["parameters"]["UserId"];
+                /**
+                 * @description The session of that user (Cognee's `session_id`, e.g. `default_session`).
+                 * @example chat-1
+                 */
+                session_id: components["parameters"]["SessionId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The session's Model Context Protocol server
+         * @description The session as an MCP server over Streamable HTTP (stateless: every POST is a whole exchange, so any pod answers any request; no `Mcp-Session-Id`, no GET stream), for any MCP client (docs/mcp.md): `tools/list` answers the tools of `GET .../tools` (each `inputSchema` the same JSON Schema), `tools/call` runs a call as `POST .../tools/{name}` does (one text part, `isError` = `is_error`; an unknown tool is an MCP error), the prompt `system_prompt` (argument `frozen`) and the resource `agentsidecar://users/{user_id}/sessions/{session_id}/system-prompt` are the rendered system prompt, and each block is the resource `.../blocks/{label}` (its JSON). Answers are `application/json`. Bad ids, a non-JSON `Content-Type` and a Redis outage are the API's error envelope; a body that is no JSON-RPC request is a JSON-RPC error. Not a method of the sidecar's clients: use an MCP client.
+         */
+        post: operations["mcp"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2615,6 +2646,31 @@ export interface components {
             replaced: boolean;
             /** @description The session's new last update time: the event's timestamp. */
             last_update_time: number;
+        };
+        /** @description One JSON-RPC 2.0 message of the Model Context Protocol (Streamable HTTP transport, stateless): a request (`initialize`, `ping`, `tools/list`, `tools/call`, `prompts/list`, `prompts/get`, `resources/list`, `resources/templates/list`, `resources/read`) or a notification; an array of them (a batch) only under protocol versions before 2025-06-18. */
+        McpMessage: Record<string, never> | unknown[];
+        /** @description A JSON-RPC 2.0 response: the request's `result`, or an `error` (an MCP error: an unknown tool or method, bad params). A tool's own failure is a `result` with `isError: true`. */
+        McpResponse: {
+            /** @constant */
+            jsonrpc: "2.0";
+            id: string | number;
+            /** @description the method's result: `tools/call` answers `{content: [{type: "text", text}], isError}` */
+            result?: Record<string, never>;
+            error?: components["schemas"]["McpErrorObject"];
+        };
+        /** @description A JSON-RPC 2.0 error object. */
+        McpErrorObject: {
+            /** @description -32700 parse error, -32600 invalid request, -32601 method not found, -32602 invalid params (an unknown tool, say) */
+            code: number;
+            message: string;
+            data?: unknown;
+        };
+        /** @description A JSON-RPC 2.0 error response to a body the server could not take as a request: its `id` when it could be read, none else. */
+        McpError: {
+            /** @constant */
+            jsonrpc: "2.0";
+            id?: string | number | null;
+            error: components["schemas"]["McpErrorObject"];
         };
     };
     responses: {
@@ -6926,6 +6982,116 @@ export interface operations {
             409: {
                 headers: {
                     "Sidecar-Abort-Requested": components["headers"]["AbortRequested"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            413: components["responses"]["BodyTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["RedisUnavailable"];
+        };
+    };
+    mcp: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The user (Cognee's user id).
+                 * @example alice
+                 */
+                user_id: components["parameters"]["UserId"];
+                /**
+                 * @description The session of that user (Cognee's `session_id`, e.g. `default_session`).
+                 * @example chat-1
+                 */
+                session_id: components["parameters"]["SessionId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "jsonrpc": "2.0",
+                 *       "id": 1,
+                 *       "method": "tools/call",
+                 *       "params": {
+                 *         "name": "search_context",
+                 *         "arguments": {
+                 *           "query": "vegetarian"
+                 *         }
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["McpMessage"];
+            };
+        };
+        responses: {
+            /** @description The answer to the request (an array for a batch). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "jsonrpc": "2.0",
+                     *       "id": 1,
+                     *       "result": {
+                     *         "content": [
+                     *           {
+                     *             "type": "text",
+                     *             "text": "[memory] User is vegetarian."
+                     *           }
+                     *         ],
+                     *         "isError": false
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["McpResponse"] | components["schemas"]["McpResponse"][];
+                };
+            };
+            /** @description Notifications only (no request): accepted, no body. */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /**
+             * @description Bad input; nothing was changed.
+             *
+             *     - `invalid_id`: a path id is not 1-128 characters of `[A-Za-z0-9_.@-]`
+             *     - `unknown_parameter`: a query parameter this operation does not take (misspelt, say); the message lists those it takes
+             *
+             *     A body that is no JSON-RPC request is a JSON-RPC error (`McpError`) instead of the envelope:
+             *
+             *     - `parse_error`: -32700, the body is not JSON
+             *     - `invalid_request`: -32600, not a JSON-RPC request the server takes (no `jsonrpc`, `method` or `params`, an empty batch)
+             *     - `method_not_found`: -32601, a method the server does not have
+             */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] | components["schemas"]["McpError"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            /**
+             * @description Conflict; nothing was changed.
+             *
+             *     - `key_wrong_type`: a Redis key of the user or session holds another type of value (another program wrote it)
+             *     - `stored_value_invalid`: a block holds a value the sidecar did not write
+             *     - `blocks_busy`: the blocks changed during each rendering of a prompt to freeze
+             */
+            409: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {

@@ -16,12 +16,15 @@ export async function document() {
   return doc;
 }
 
-/** [operationId, METHOD, template] of every operation served. */
+/**
+ * [operationId, METHOD, template] of every operation served that the
+ * client has a method for (not the MCP route: MCP clients speak it).
+ */
 export async function operations() {
   const out = [];
   for (const [p, item] of Object.entries((await document()).paths)) {
     for (const [m, op] of Object.entries(item)) {
-      if (["get", "put", "post", "patch", "delete"].includes(m)) out.push([op.operationId, m.toUpperCase(), p]);
+      if (["get", "put", "post", "patch", "delete"].includes(m) && op["x-client-method"] !== false) out.push([op.operationId, m.toUpperCase(), p]);
     }
   }
   return out;
