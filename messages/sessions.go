@@ -85,7 +85,7 @@ func (m *Module) fork(w http.ResponseWriter, r *http.Request) error {
 	if sid == session {
 		return bad("session_id", "names the session forked; a fork is a new session")
 	}
-	created, err := m.store.newSession(r, messagesFork, user, session, in.At, sid, title[0], title[1], key)
+	created, err := m.store.newSession(r, luaScripts.Fork, user, session, in.At, sid, title[0], title[1], key)
 	if err != nil {
 		return err
 	}
@@ -142,7 +142,7 @@ func (m *Module) split(w http.ResponseWriter, r *http.Request) error {
 	}
 	args := []string{sid, title[0], title[1], *in.Summary, key,
 		msg.ID, msg.FP, strconv.FormatInt(msg.Tokens, 10), string(msg.Body), strconv.Itoa(m.cfg.MaxMessages)}
-	created, err := m.store.newSession(r, messagesSplit, user, session, append(args, m.store.searchArgs(msg)...)...)
+	created, err := m.store.newSession(r, luaScripts.Split, user, session, append(args, m.store.searchArgs(msg)...)...)
 	if err != nil {
 		return err
 	}

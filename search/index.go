@@ -147,7 +147,7 @@ func (c Coverage) SinceField() string {
 
 // mark runs search_mark: op "open" or "cursor". Returns the build cursor.
 func (x *Index) mark(ctx context.Context, user string, args ...string) (string, error) {
-	r, err := x.store.Run(ctx, searchMark, user, "-", args...)
+	r, err := x.store.Run(ctx, luaScripts.Mark, user, "-", args...)
 	if err != nil {
 		return "", err
 	}
