@@ -46,14 +46,8 @@ func New(_ context.Context, deps sidecar.Deps) (sidecar.Module, error) {
 	}
 	m := &Module{store: &Store{Store: s, cfg: cfg, maxAnswer: deps.Limits.MaxAnswerBytes, mode: x.Mode(), index: x},
 		cfg: cfg, limits: deps.Limits, logger: deps.Logger, index: x,
-		appended: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "sidecar_messages_appended_total",
-			Help: "Messages stored by appends and upserts (retries not counted).",
-		}),
-		compactions: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "sidecar_messages_compactions_total",
-			Help: "Compactions stored.",
-		})}
+		appended:    sidecar.NewCounter("sidecar_messages_appended_total", "Messages stored by appends and upserts (retries not counted)."),
+		compactions: sidecar.NewCounter("sidecar_messages_compactions_total", "Compactions stored.")}
 	if deps.Registerer != nil {
 		for _, c := range []prometheus.Collector{m.appended, m.compactions} {
 			if err := deps.Registerer.Register(c); err != nil {
