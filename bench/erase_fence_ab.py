@@ -21,8 +21,7 @@ import tempfile
 import redis
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import sessions_cognee as sc  # noqa: E402
-from sessions_lua_cost import keys, private_redis  # noqa: E402
+from sessions_lua_cost import append_entries, private_redis  # noqa: E402
 
 HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 
@@ -44,14 +43,7 @@ def run(r, src, fn, n):
     r.function_flush()
     r.function_load(src)
     r.config_resetstat()
-    p = r.pipeline(transaction=False)
-    for i in range(n):
-        s = f"s{i // 1000}"
-        k = keys("bench", s)
-        p.fcall(fn, len(k), *k, 604800, 0, "bench", s, f"q{i}", sc.entry(f"q{i}"))
-        if i % 500 == 499:
-            p.execute()
-    p.execute()
+    append_entries(r.pipeline(transaction=False), lambda p, *a: p.fcall(fn, *a), n)
     return float(r.info("commandstats")["cmdstat_fcall"]["usec_per_call"])
 
 

@@ -22,15 +22,13 @@ sidecar loads:
 Results: BENCHMARKS.md, "Append and feedback: the five targets".
 """
 import os
-import random
 import statistics
 import sys
 
 import redis
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import sessions_cognee as sc  # noqa: E402
-from sessions_lua_cost import eval_sources, keys, library, private_redis  # noqa: E402
+from sessions_lua_cost import append_entries, eval_sources, library, private_redis, update_feedback  # noqa: E402
 
 
 
@@ -50,27 +48,13 @@ def fcall_ab(r, rounds, n):
             r.flushall()
             r.config_resetstat()
             p = r.pipeline(transaction=False)
-            for i in range(n):
-                k = keys("bench", f"s{i // 1000}")
-                append(p, len(k), *k, 604800, 0, "bench", f"s{i // 1000}", f"q{i}", sc.entry(f"q{i}"))
-                if i % 500 == 499:
-                    p.execute()
-            p.execute()
+            append_entries(p, append, n)
             ev = r.info("commandstats")[stat]
             got[f"append {w}"].append(ev["usec_per_call"])
             r.flushall()
-            k = keys("bench", "fb")
-            for i in range(500):
-                append(p, len(k), *k, 604800, 0, "bench", "fb", f"q{i}", sc.entry(f"q{i}"))
-            p.execute()
+            append_entries(p, append, 500, "fb")
             r.config_resetstat()
-            rng = random.Random(1)
-            for i in range(n):
-                update(p, len(k), *k, 604800, 0, "bench", "fb", f"q{rng.randrange(500)}", "",
-                       "feedback_text", '"fine"', "feedback_score", str(1 + i % 5))
-                if i % 500 == 499:
-                    p.execute()
-            p.execute()
+            update_feedback(p, update, n)
             fb = r.info("commandstats")[stat]
             if ev.get("failed_calls") or fb.get("failed_calls"):
                 sys.exit(f"{w}: calls failed")
@@ -90,7 +74,6 @@ def main():
         if other is None:
             fcall_ab(r, rounds, n)
             return
-        k = keys("bench", "fb")
         got = {f"{op} {name}": [] for op in ("append", "feedback") for name in ("this tree", sys.argv[1])}
         for _ in range(rounds):
             for name, src in (("this tree", this), (sys.argv[1], other)):
@@ -99,25 +82,12 @@ def main():
                 r.flushall()
                 r.config_resetstat()
                 p = r.pipeline(transaction=False)
-                for i in range(n):
-                    ka = keys("bench", f"s{i // 1000}")
-                    p.evalsha(append, len(ka), *ka, 604800, 0, "bench", f"s{i // 1000}", f"q{i}", sc.entry(f"q{i}"))
-                    if i % 500 == 499:
-                        p.execute()
-                p.execute()
+                append_entries(p, lambda p, *a: p.evalsha(append, *a), n)
                 ap = r.info("commandstats")["cmdstat_evalsha"]
                 r.flushall()
-                for i in range(500):
-                    p.evalsha(append, len(k), *k, 604800, 0, "bench", "fb", f"q{i}", sc.entry(f"q{i}"))
-                p.execute()
+                append_entries(p, lambda p, *a: p.evalsha(append, *a), 500, "fb")
                 r.config_resetstat()
-                rng = random.Random(1)
-                for i in range(n):
-                    p.evalsha(sha, len(k), *k, 604800, 0, "bench", "fb", f"q{rng.randrange(500)}", "",
-                              "feedback_text", '"fine"', "feedback_score", str(1 + i % 5))
-                    if i % 500 == 499:
-                        p.execute()
-                p.execute()
+                update_feedback(p, lambda p, *a: p.evalsha(sha, *a), n)
                 ev = r.info("commandstats")["cmdstat_evalsha"]
                 if ev.get("failed_calls") or ap.get("failed_calls"):
                     sys.exit(f"{name}: calls failed")

@@ -28,16 +28,16 @@ qa_ids, entries as Cognee writes them. Results: BENCHMARKS.md, "Sessions".
 """
 import contextlib
 import os
-import socket
+import random
 import subprocess
 import sys
 import tempfile
-import time
 
 import redis
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import sessions_cognee as sc  # noqa: E402
+from benchlib import free_port, pipelined, wait_redis  # noqa: E402
 
 LUA = os.environ.get("LUA_DIR") or os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lua")
 
@@ -80,6 +80,30 @@ def keys(u, s):
             + ["agent_sessions_global:expiry", "agent_usage_totals", "agent_usage_by_model"])
 
 
+def append_entries(p, call, n, session=None):
+    """Queues the appends of entries q0 .. q<n-1> on pipeline p through
+    call(p, numkeys, *keys_and_args) (an EVALSHA or FCALL of
+    session_append): to session bench/<session>, or without one 1000 a
+    session (s0, s1, ...); executed every 500 calls and at the end."""
+    def send(i):
+        s = session or f"s{i // 1000}"
+        k = keys("bench", s)
+        call(p, len(k), *k, 604800, 0, "bench", s, f"q{i}", sc.entry(f"q{i}"))
+    pipelined(p, n, send)
+
+
+def update_feedback(p, call, n):
+    """Queues n feedback updates of random entries among bench/fb's q0 ..
+    q499 through call (session_entry_update), as append_entries."""
+    rng = random.Random(1)
+    k = keys("bench", "fb")
+
+    def send(i):
+        call(p, len(k), *k, 604800, 0, "bench", "fb", f"q{rng.randrange(500)}", "",
+             "feedback_text", '"fine"', "feedback_score", str(1 + i % 5))
+    pipelined(p, n, send)
+
+
 def library():
     """The session library as the sidecar loads it, and its function names."""
     with tempfile.TemporaryDirectory() as d:
@@ -118,19 +142,10 @@ def feedback(r, n):
     src = eval_sources()
     app, upd = r.script_load(src["session_append"]), r.script_load(src["session_entry_update"])
     r.flushall()
-    k = keys("bench", "fb")
     p = r.pipeline(transaction=False)
-    for i in range(500):
-        p.evalsha(app, len(k), *k, 604800, 0, "bench", "fb", f"q{i}", sc.entry(f"q{i}"))
-    p.execute()
+    append_entries(p, lambda p, *a: p.evalsha(app, *a), 500, "fb")
     r.config_resetstat()
-    rng = __import__("random").Random(1)
-    for i in range(n):
-        p.evalsha(upd, len(k), *k, 604800, 0, "bench", "fb", f"q{rng.randrange(500)}", "",
-                  "feedback_text", '"fine"', "feedback_score", str(1 + i % 5))
-        if i % 500 == 499:
-            p.execute()
-    p.execute()
+    update_feedback(p, lambda p, *a: p.evalsha(upd, *a), n)
     st = r.info("commandstats")
     ev = st["cmdstat_evalsha"]
     skip = {"cmdstat_evalsha", "cmdstat_config|resetstat"}
@@ -155,15 +170,9 @@ def fcall(r, n):
              + "redis.register_function{function_name='bench_begin', callback=function(KEYS, ARGV) session.open(KEYS, ARGV) return 1 end}\n"
              + "redis.register_function{function_name='bench_return', callback=function(KEYS, ARGV) return 1 end}\n")
     r.function_load(bench, replace=True)
-    k = keys("bench", "fixed")
     for name, fn in (("FCALL session.open + return 1", "bench_begin"), ("FCALL return 1 (the same library)", "bench_return")):
         r.config_resetstat()
-        p = r.pipeline(transaction=False)
-        for i in range(n):
-            p.fcall(fn, len(k), *k, 604800, 0, "bench", "fixed", f"q{i}", sc.entry(f"q{i}"))
-            if i % 500 == 499:
-                p.execute()
-        p.execute()
+        append_entries(r.pipeline(transaction=False), lambda p, *a: p.fcall(fn, *a), n, "fixed")
         print(f"{name:34s} FCALL   {r.info('commandstats')['cmdstat_fcall']['usec_per_call']:6.2f} us/call")
     r.function_delete("bench_" + libname)
     skip = {"cmdstat_fcall", "cmdstat_config|resetstat", "cmdstat_flushall"}
@@ -171,22 +180,12 @@ def fcall(r, n):
         r.flushall()
         p = r.pipeline(transaction=False)
         if name.startswith("feedback"):
-            k = keys("bench", "fb")
-            for i in range(500):
-                p.fcall(fapp, len(k), *k, 604800, 0, "bench", "fb", f"q{i}", sc.entry(f"q{i}"))
-            p.execute()
-        r.config_resetstat()
-        rng = __import__("random").Random(1)
-        for i in range(n):
-            if name.startswith("feedback"):
-                p.fcall(fupd, len(k), *k, 604800, 0, "bench", "fb", f"q{rng.randrange(500)}", "",
-                        "feedback_text", '"fine"', "feedback_score", str(1 + i % 5))
-            else:
-                k = keys("bench", f"s{i // 1000}")
-                p.fcall(fapp, len(k), *k, 604800, 0, "bench", f"s{i // 1000}", f"q{i}", sc.entry(f"q{i}"))
-            if i % 500 == 499:
-                p.execute()
-        p.execute()
+            append_entries(p, lambda p, *a: p.fcall(fapp, *a), 500, "fb")
+            r.config_resetstat()
+            update_feedback(p, lambda p, *a: p.fcall(fupd, *a), n)
+        else:
+            r.config_resetstat()
+            append_entries(p, lambda p, *a: p.fcall(fapp, *a), n)
         st = r.info("commandstats")
         ev = st["cmdstat_fcall"]
         inner = [v for kk, v in st.items() if kk not in skip]
@@ -199,22 +198,13 @@ def fcall(r, n):
 def private_redis():
     """A redis-server on a free loopback port, without persistence, ready
     (it answers PING): yields its port and its pid."""
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
+    port = free_port()
     with tempfile.TemporaryDirectory() as d:
         srv = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
                                 "--appendonly", "no", "--dir", d, "--logfile", ""],
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
-            r = redis.Redis(host="127.0.0.1", port=port)
-            for _ in range(100):
-                try:
-                    r.ping()
-                    break
-                except redis.ConnectionError:
-                    time.sleep(0.05)
+            wait_redis(redis.Redis(host="127.0.0.1", port=port), 100, 0.05)
             yield port, srv.pid
         finally:
             srv.terminate()
@@ -236,13 +226,7 @@ def main():
             sha = r.script_load(src)
             r.config_resetstat()
             cpu = cpu_us(pid)
-            p = r.pipeline(transaction=False)
-            for i in range(n):
-                k = keys("bench", f"s{i // 1000}")
-                p.evalsha(sha, len(k), *k, 604800, 0, "bench", f"s{i // 1000}", f"q{i}", sc.entry(f"q{i}"))
-                if i % 500 == 499:
-                    p.execute()
-            p.execute()
+            append_entries(r.pipeline(transaction=False), lambda p, *a: p.evalsha(sha, *a), n)
             cpu = (cpu_us(pid) - cpu) / n
             st = r.info("commandstats")
             ev = st["cmdstat_evalsha"]

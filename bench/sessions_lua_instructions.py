@@ -27,12 +27,12 @@ import random
 import subprocess
 import sys
 import tempfile
-import time
 
 import redis
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import sessions_cognee as sc  # noqa: E402
+from benchlib import free_port, pipelined, wait_redis  # noqa: E402
 from sessions_lua_cost import keys, library  # noqa: E402
 
 FLOOR = """#!lua name=instructions_floor
@@ -61,15 +61,6 @@ redis.register_function('instructions_essential', essential)
 """
 
 
-def free_port():
-    import socket
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
 def measure(fn, n, prepare=None):
     """Instructions in FCALL over n calls of fn(pipeline, i, append, feedback
     function names), on a fresh redis-server under callgrind;
@@ -83,12 +74,7 @@ def measure(fn, n, prepare=None):
              "--save", "", "--appendonly", "no", "--dir", d],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         r = redis.Redis(host="127.0.0.1", port=port)
-        for _ in range(300):
-            try:
-                r.ping()
-                break
-            except redis.ConnectionError:
-                time.sleep(0.1)
+        wait_redis(r, 300, 0.1)
         src, fapp, fupd = library()
         r.function_load(src, replace=True)
         r.function_load(FLOOR, replace=True)
@@ -98,11 +84,7 @@ def measure(fn, n, prepare=None):
             p.execute()
             # count from here: the preparation's calls are not the ones measured
             subprocess.run(["callgrind_control", "-z", str(vg.pid)], check=True, stdout=subprocess.DEVNULL)
-        for i in range(n):
-            fn(p, i, fapp, fupd)
-            if i % 500 == 499:
-                p.execute()
-        p.execute()
+        pipelined(p, n, lambda i: fn(p, i, fapp, fupd))
         st = r.info("commandstats").get("cmdstat_fcall", {})
         if st.get("failed_calls"):
             sys.exit(f"{st['failed_calls']} calls failed")
