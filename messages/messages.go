@@ -16,7 +16,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/agentsidecar/agentsidecar/search"
-	"github.com/agentsidecar/agentsidecar/sessionstore"
 	"github.com/agentsidecar/agentsidecar/sidecar"
 )
 
@@ -36,11 +35,7 @@ type Module struct {
 
 // New builds the module over the host's shared session store.
 func New(_ context.Context, deps sidecar.Deps) (sidecar.Module, error) {
-	s, cfg, err := sessionstore.Open[Config](deps)
-	if err != nil {
-		return nil, err
-	}
-	x, err := search.FromDeps(deps, s, search.Mode(deps.Limits.SearchIndex))
+	s, cfg, x, err := search.Open[Config](deps)
 	if err != nil {
 		return nil, err
 	}
