@@ -17,7 +17,7 @@ var luaFiles embed.FS
 var luaScripts = lua.Package[struct {
 	Acquire, Release, Refresh *lua.Script
 	Inspect                   *lua.Script `lua:"readonly"`
-}](luaFiles, "lock")
+}](luaFiles, "lock", "lockholder")
 
 // AcquireScript and ReleaseScript are the scripts of POST and DELETE
 // /v1/locks/{name} (cmd/sidecar-bench runs them directly).
