@@ -28,12 +28,8 @@ type compactIn struct {
 }
 
 func (m *Module) compact(w http.ResponseWriter, r *http.Request) error {
-	user, session, err := sidecar.SessionIDs(r)
+	user, session, in, err := sidecar.SessionJSON[compactIn](r)
 	if err != nil {
-		return err
-	}
-	var in compactIn
-	if err := sidecar.DecodeJSON(r, &in); err != nil {
 		return err
 	}
 	if in.Summary == nil || *in.Summary == "" || utf8.RuneCountInString(*in.Summary) > sessionstore.MaxSummaryLength {

@@ -67,12 +67,8 @@ func newSession(r *http.Request, user, session string, id, title *string) (sid, 
 }
 
 func (m *Module) fork(w http.ResponseWriter, r *http.Request) error {
-	user, session, err := sidecar.SessionIDs(r)
+	user, session, in, err := sidecar.SessionJSON[forkIn](r)
 	if err != nil {
-		return err
-	}
-	var in forkIn
-	if err := sidecar.DecodeJSON(r, &in); err != nil {
 		return err
 	}
 	if !sidecar.ValidID(in.At) {
@@ -116,12 +112,8 @@ func (m *Module) indexFork(ctx context.Context, user, sid, at string) {
 }
 
 func (m *Module) split(w http.ResponseWriter, r *http.Request) error {
-	user, session, err := sidecar.SessionIDs(r)
+	user, session, in, err := sidecar.SessionJSON[splitIn](r)
 	if err != nil {
-		return err
-	}
-	var in splitIn
-	if err := sidecar.DecodeJSON(r, &in); err != nil {
 		return err
 	}
 	if in.Summary == nil || *in.Summary == "" || utf8.RuneCountInString(*in.Summary) > sessionstore.MaxSummaryLength {
