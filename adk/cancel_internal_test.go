@@ -25,7 +25,7 @@ func TestAppDeltaOutlivesTheCaller(t *testing.T) {
 		ctx, cancel := context.WithCancel(t.Context())
 		defer cancel()
 		stop := lua.Observe(func(s *lua.Script, _, _ []string) {
-			if s == scriptApp {
+			if s == luaScripts.App {
 				cancel() // the caller goes as the second script is sent
 			}
 		})

@@ -41,32 +41,12 @@ func appMember(user, session string) string { return session + " " + user }
 // Cluster; the app's index of sessions across users has a shard in each
 // bucket, written by the scripts of the bucket's users.
 var (
-	SessionFamily = redisstore.Register(redisstore.Family{
-		Name: "adk session", Prefix: "adk_session", Code: "a", Scope: redisstore.ScopeSession,
-		Kind: redisstore.KindHash, Owner: "adk", TTL: redisstore.SessionTTL,
-		Description: "a Google ADK session's own record: app name, created, last update time (the last event's timestamp), event count",
-	})
-	StateFamily = redisstore.Register(redisstore.Family{
-		Name: "adk session state", Prefix: "adk_state", Code: "as", Scope: redisstore.ScopeSession,
-		Kind: redisstore.KindHash, Owner: "adk", TTL: redisstore.SessionTTL,
-		Description: "a Google ADK session's state: `=<key>` → JSON value, `#` → its bytes (at most `ADK_MAX_STATE_BYTES`)",
-	})
-	EventsFamily = redisstore.Register(redisstore.Family{
-		Name: "adk events", Prefix: "adk_events", Code: "ae", Scope: redisstore.ScopeSession,
-		Kind: redisstore.KindHash, Owner: "adk", TTL: redisstore.SessionTTL,
-		Description: "a Google ADK session's events: `e<i>` → the event's JSON, `t<i>` → its timestamp, `i:<event id>` → i (at most `ADK_MAX_EVENTS`)",
-	})
-	UserStateFamily = redisstore.Register(redisstore.Family{
-		Name: "adk user state", Prefix: "adk_user_state", Scope: redisstore.ScopeUser, Suffix: "<app_name>",
-		Kind: redisstore.KindHash, Owner: "adk", TTL: redisstore.UserTTL,
-		Description: "the `user:` state a user's ADK sessions of one app share: `=<key>` → JSON value, `#` → its bytes (at most `ADK_MAX_STATE_BYTES`)",
-	})
-	IndexFamily = redisstore.Register(redisstore.Family{
-		Name: "adk sessions of a user", Prefix: "adk_index", Scope: redisstore.ScopeUser, Suffix: "<app_name>",
-		Kind: redisstore.KindZSet, Owner: "adk", TTL: redisstore.UserTTL,
-		Description: "a user's ADK sessions of one app, scored by creation order (listSessions; at most `ADK_MAX_SESSIONS` members); members of sessions gone dropped as met",
-	})
-	AppIndexFamily = redisstore.Register(redisstore.Family{
+	SessionFamily   = redisstore.Owner("adk").Session("adk session", "adk_session", "a", redisstore.KindHash, "a Google ADK session's own record: app name, created, last update time (the last event's timestamp), event count")
+	StateFamily     = redisstore.Owner("adk").Session("adk session state", "adk_state", "as", redisstore.KindHash, "a Google ADK session's state: `=<key>` → JSON value, `#` → its bytes (at most `ADK_MAX_STATE_BYTES`)")
+	EventsFamily    = redisstore.Owner("adk").Session("adk events", "adk_events", "ae", redisstore.KindHash, "a Google ADK session's events: `e<i>` → the event's JSON, `t<i>` → its timestamp, `i:<event id>` → i (at most `ADK_MAX_EVENTS`)")
+	UserStateFamily = redisstore.Owner("adk").User("adk user state", "adk_user_state", "<app_name>", redisstore.KindHash, "the `user:` state a user's ADK sessions of one app share: `=<key>` → JSON value, `#` → its bytes (at most `ADK_MAX_STATE_BYTES`)")
+	IndexFamily     = redisstore.Owner("adk").User("adk sessions of a user", "adk_index", "<app_name>", redisstore.KindZSet, "a user's ADK sessions of one app, scored by creation order (listSessions; at most `ADK_MAX_SESSIONS` members); members of sessions gone dropped as met")
+	AppIndexFamily  = redisstore.Register(redisstore.Family{
 		Name: "adk sessions of an app", Prefix: "adk_app_index", Scope: redisstore.ScopeBucket, Suffix: "<app_name>:<order>",
 		Kind: redisstore.KindZSet, UserMembers: "* " + redisstore.UserMember, Owner: "adk", TTL: redisstore.RetentionTTL,
 		Reason: "at least the TTL of each ADK session of the app in the bucket: each of them lists it in its record and every slide of the session keeps it " +

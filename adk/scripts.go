@@ -14,16 +14,7 @@ import (
 //go:embed *.lua
 var luaFiles embed.FS
 
-// The library first: a script's includes are resolved when it is
-// registered (Go initialises package-level variables in declaration
-// order, a file at a time).
-var _ = func() bool { lua.LibraryFromFS(luaFiles, "adk"); return true }()
-
-var (
-	scriptCreate = lua.FromFS(luaFiles, "adk_create")
-	scriptAppend = lua.FromFS(luaFiles, "adk_append")
-	scriptApp    = lua.FromFS(luaFiles, "adk_app")
-	scriptRead   = lua.FromFS(luaFiles, "adk_read", lua.ReadOnly)
-	scriptList   = lua.FromFS(luaFiles, "adk_list")
-	scriptUnlist = lua.FromFS(luaFiles, "adk_unlist")
-)
+var luaScripts = lua.Package[struct {
+	Create, Append, App, List, Unlist *lua.Script
+	Read                              *lua.Script `lua:"readonly"`
+}](luaFiles, "adk", "adk")

@@ -63,7 +63,7 @@ func newDelta(state map[string]json.RawMessage) delta {
 func (s *Store) Create(ctx context.Context, app, user, session string, d delta) (string, error) {
 	key, in := s.appKey(app)
 	args := append([]string{app, in, strconv.Itoa(s.cfg.MaxSessions), strconv.Itoa(s.cfg.MaxStateBytes), maxKeys, session}, d.args...)
-	r, err := s.Run(ctx, scriptCreate, user, SidecarSession(app, session), args...)
+	r, err := s.Run(ctx, luaScripts.Create, user, SidecarSession(app, session), args...)
 	if err != nil {
 		return "", err
 	}
@@ -73,7 +73,7 @@ func (s *Store) Create(ctx context.Context, app, user, session string, d delta) 
 		}
 	}
 	ms, err := r.String(0)
-	return ms, redisstore.Wrap(scriptCreate.Name, err)
+	return ms, redisstore.Wrap(luaScripts.Create.Name, err)
 }
 
 // Appended is what an append did.
@@ -88,7 +88,7 @@ func (s *Store) Append(ctx context.Context, app, user, session, lastUpdate, time
 	key, in := s.appKey(app)
 	args := append([]string{app, in, lastUpdate, timestamp, id, string(event), strconv.Itoa(s.cfg.MaxEvents),
 		strconv.Itoa(s.cfg.MaxStateBytes), maxKeys, session}, d.args...)
-	r, err := s.Run(ctx, scriptAppend, user, SidecarSession(app, session), args...)
+	r, err := s.Run(ctx, luaScripts.Append, user, SidecarSession(app, session), args...)
 	if err != nil {
 		return Appended{}, notFound(err, app, user, session)
 	}
@@ -100,7 +100,7 @@ func (s *Store) Append(ctx context.Context, app, user, session, lastUpdate, time
 	pending, errs[2] = r.Flag(2)
 	for _, e := range errs {
 		if e != nil {
-			return a, redisstore.Wrap(scriptAppend.Name, e)
+			return a, redisstore.Wrap(luaScripts.Append.Name, e)
 		}
 	}
 	if pending {
@@ -122,11 +122,11 @@ func (s *Store) applyApp(ctx context.Context, key string, pairs []string) error 
 		return err
 	}
 	args := append([]string{strconv.Itoa(s.cfg.MaxStateBytes), strconv.Itoa(s.Config().TTLSeconds), maxKeys}, pairs...)
-	msg, err := scriptApp.Exec(ctx, client, []string{key}, args).ToMessage()
+	msg, err := luaScripts.App.Exec(ctx, client, []string{key}, args).ToMessage()
 	if err != nil {
-		return redisstore.Wrap(scriptApp.Name, err)
+		return redisstore.Wrap(luaScripts.App.Name, err)
 	}
-	_, err = lua.Decode(scriptApp.Name, msg)
+	_, err = lua.Decode(luaScripts.App.Name, msg)
 	return err
 }
 
@@ -156,7 +156,7 @@ func (s *Store) Read(ctx context.Context, app, user, session string, q PageQuery
 	size := 0
 	defer func() { done(size) }()
 	key, in := s.appKey(app)
-	r, err := s.Run(ctx, scriptRead, user, SidecarSession(app, session), app, in, q.Cursor, strconv.Itoa(q.NumRecent), q.AfterTimestamp,
+	r, err := s.Run(ctx, luaScripts.Read, user, SidecarSession(app, session), app, in, q.Cursor, strconv.Itoa(q.NumRecent), q.AfterTimestamp,
 		strconv.Itoa(q.Limit), strconv.Itoa(maxBytes))
 	if err != nil {
 		return Page{}, notFound(err, app, user, session)
@@ -179,7 +179,7 @@ func (s *Store) Read(ctx context.Context, app, user, session string, q PageQuery
 	}
 	for _, e := range errs {
 		if e != nil {
-			return p, redisstore.Wrap(scriptRead.Name, e)
+			return p, redisstore.Wrap(luaScripts.Read.Name, e)
 		}
 	}
 	if in == "" && q.Cursor == "" {
@@ -216,7 +216,7 @@ type Listed struct {
 
 // List reads the user's sessions of app in creation order.
 func (s *Store) List(ctx context.Context, app, user string) ([]Listed, error) {
-	r, err := s.Run(ctx, scriptList, user, "adk", app, strconv.Itoa(s.cfg.MaxSessions))
+	r, err := s.Run(ctx, luaScripts.List, user, "adk", app, strconv.Itoa(s.cfg.MaxSessions))
 	if err != nil {
 		return nil, err
 	}
@@ -225,7 +225,7 @@ func (s *Store) List(ctx context.Context, app, user string) ([]Listed, error) {
 		id, err1 := r.Values[i].ToString()
 		lu, err2 := r.Values[i+1].ToString()
 		if err1 != nil || err2 != nil {
-			return nil, redisstore.Wrap(scriptList.Name, err1)
+			return nil, redisstore.Wrap(luaScripts.List.Name, err1)
 		}
 		out = append(out, Listed{id, lu})
 	}
@@ -258,10 +258,10 @@ func (s *Store) Delete(ctx context.Context, app, user, session string) error {
 // unlist takes a gone session out of its user's list and the app's index;
 // it reports whether it did (false: the session exists).
 func (s *Store) unlist(ctx context.Context, app, user, session string) (bool, error) {
-	r, err := s.Run(ctx, scriptUnlist, user, SidecarSession(app, session), app, session)
+	r, err := s.Run(ctx, luaScripts.Unlist, user, SidecarSession(app, session), app, session)
 	if err != nil {
 		return false, err
 	}
 	done, err := r.Flag(0)
-	return done, redisstore.Wrap(scriptUnlist.Name, err)
+	return done, redisstore.Wrap(luaScripts.Unlist.Name, err)
 }

@@ -24,7 +24,6 @@ Results: BENCHMARKS.md, "Big Cognee sessions".
 """
 import json
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -34,17 +33,13 @@ from datetime import datetime, timedelta
 
 import redis
 
+from benchlib import free_port, wait_ready, wait_redis
+
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 U, S = "u1", "s1"
 ENTRIES, CONTEXT = f"agent_sessions:{U}:{S}", f"session_context:{U}:{S}"
 BASE = f"/v1/users/{U}/sessions/{S}"
 T0 = datetime(2026, 11, 24, 10, 0, 0)
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def entry(qa, i, word="plain"):
@@ -112,12 +107,7 @@ def run(n, binary):
     sidecar = None
     try:
         r = redis.Redis(port=rport, decode_responses=True)
-        for _ in range(100):
-            try:
-                r.ping()
-                break
-            except redis.ConnectionError:
-                time.sleep(0.05)
+        wait_redis(r, 100, 0.05)
         clock = [n]
 
         def new(qa, word="plain"):
@@ -129,12 +119,7 @@ def run(n, binary):
         env = dict(os.environ, REDIS_URL=f"redis://127.0.0.1:{rport}", SIDECAR_LISTEN_ADDR=f"127.0.0.1:{aport}",
                    SIDECAR_OPS_ADDR=f"127.0.0.1:{oport}", LOG_LEVEL="warn")
         sidecar = subprocess.Popen([binary], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        for _ in range(200):
-            try:
-                urllib.request.urlopen(f"http://127.0.0.1:{oport}/readyz", timeout=1)
-                break
-            except Exception:
-                time.sleep(0.05)
+        wait_ready(oport, 200)
         worst = {}  # call -> (µs, command, commands, wall ms)
         durations = []  # every command's µs
 

@@ -18,6 +18,8 @@
 //     both ways; SCRIPT_PATH=evalsha for an ACL user refused FCALL.
 //   - sessions_append.lua, sessions_feedback.lua: the wrk scripts of
 //     sessions_load.sh (unique-qa_id appends; random-target feedback).
+//   - benchlib.py: what the Python tools share: a free port, waiting for
+//     Redis and for the sidecar, pipelined calls.
 //   - sessions_cognee.py: Cognee's own paths with redis-py, and a Python
 //     HTTP client of the sidecar, for sessions_load.sh.
 //   - sessions_lua_cost.py: Redis's time per append and feedback script

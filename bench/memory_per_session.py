@@ -29,7 +29,6 @@ Results: BENCHMARKS.md, "Memory per session".
 import hashlib
 import json
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -39,17 +38,13 @@ from datetime import datetime, timedelta
 
 import redis
 
+from benchlib import free_port, wait_ready, wait_redis
+
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 T0 = datetime(2026, 11, 24, 10, 0, 0)
 FAMILIES = ["agent_sessions:", "agent_session_qa_index:", "agent_session_record:", "agent_session_events:",
             "agent_user_marker:", "agent_search", "agent_sessions_by_user", "agent_sessions_global",
             "agent_user_", "agent_usage"]
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def body(u, s, i):
@@ -70,12 +65,8 @@ def redis_server():
     p = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
                           "--dir", tmp], stdout=subprocess.DEVNULL)
     r = redis.Redis(port=port, decode_responses=True)
-    for _ in range(200):
-        try:
-            r.ping()
-            return p, port, r
-        except redis.ConnectionError:
-            time.sleep(0.05)
+    if wait_redis(r, 200, 0.05):
+        return p, port, r
     raise RuntimeError("redis-server did not start")
 
 
@@ -103,12 +94,7 @@ def sidecar_case(binary, env_extra, nsess, nusers, nent, watched):
                SIDECAR_OPS_ADDR=f"127.0.0.1:{oport}", LOG_LEVEL="warn", **env_extra)
     sc = subprocess.Popen([binary], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        for _ in range(400):
-            try:
-                urllib.request.urlopen(f"http://127.0.0.1:{oport}/readyz", timeout=1)
-                break
-            except Exception:
-                time.sleep(0.05)
+        wait_ready(oport, 400)
         # one session written first, so the scripts, the connection and
         # Redis's own structures are in place before the baseline
         http(aport, "POST", "/v1/users/warm/sessions/warm/entries", body("warm", "warm", 0))

@@ -22,23 +22,17 @@ python3-redis. Results: BENCHMARKS.md, "In-flight byte budget".
 import glob
 import json
 import os
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 
 import redis
 
+from benchlib import free_port, wait_redis
+
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 N = int(os.environ.get("MESSAGES", "1000"))  # messages per append
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def library():
@@ -92,12 +86,8 @@ def start(port, valgrind=None):
                "--callgrind-out-file=" + valgrind] + cmd
     p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     r = redis.Redis(port=port, socket_timeout=600)
-    for _ in range(200):
-        try:
-            r.ping()
-            return p, r
-        except redis.ConnectionError:
-            time.sleep(0.2)
+    if wait_redis(r, 200, 0.2):
+        return p, r
     raise SystemExit("redis-server on %d did not start" % port)
 
 

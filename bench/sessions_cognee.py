@@ -80,11 +80,8 @@ def cognee_feedback(a):
     r.delete(key)
     r.rpush(key, *[entry(f"q-{i}") for i in range(a.entries)])
     rng = random.Random(1)
-    lat = []
-    start = time.perf_counter()
-    deadline = start + a.seconds
-    while time.perf_counter() < deadline:
-        t0 = time.perf_counter()
+
+    def one():
         target = f"q-{rng.randrange(a.entries)}"
         entries = [json.loads(x) for x in r.lrange(key, 0, -1)]
         for i, e in enumerate(entries):
@@ -95,6 +92,18 @@ def cognee_feedback(a):
                 break
         else:
             sys.exit(f"no entry {target}")
+    timed(a.seconds, one)
+
+
+def timed(seconds, op):
+    """Calls op() again and again for seconds, one at a time, and prints the
+    summary of its latencies."""
+    lat = []
+    start = time.perf_counter()
+    deadline = start + seconds
+    while time.perf_counter() < deadline:
+        t0 = time.perf_counter()
+        op()
         lat.append(time.perf_counter() - t0)
     print(summary(len(lat), time.perf_counter() - start, lat))
 
@@ -120,19 +129,15 @@ def sidecar_feedback(a):
     """One Python client: PUT .../feedback on random entries of bench/fb."""
     c = http.client.HTTPConnection("127.0.0.1", a.api_port)
     rng = random.Random(1)
-    lat = []
-    start = time.perf_counter()
-    deadline = start + a.seconds
-    while time.perf_counter() < deadline:
-        t0 = time.perf_counter()
+
+    def one():
         b, h = body({"feedback_text": "useful, thanks", "feedback_score": rng.randint(1, 5)})
         c.request("PUT", f"/v1/users/bench/sessions/fb/entries/q-{rng.randrange(a.entries)}/feedback", b, h)
         resp = c.getresponse()
         resp.read()
         if resp.status != 200:
             sys.exit(f"feedback: {resp.status}")
-        lat.append(time.perf_counter() - t0)
-    print(summary(len(lat), time.perf_counter() - start, lat))
+    timed(a.seconds, one)
 
 
 def main():

@@ -175,14 +175,18 @@ func blockAt(r *http.Request, scope string) (user, session, l string, err error)
 	return user, session, l, err
 }
 
+// blockBody is blockAt and the request's JSON body, decoded into a T.
+func blockBody[T any](r *http.Request, scope string) (user, session, l string, req T, err error) {
+	if user, session, l, err = blockAt(r, scope); err == nil {
+		err = sidecar.DecodeJSON(r, &req)
+	}
+	return user, session, l, req, err
+}
+
 func (m *Module) put(scope string) sidecar.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
-		user, session, l, err := blockAt(r, scope)
+		user, session, l, req, err := blockBody[putRequest](r, scope)
 		if err != nil {
-			return err
-		}
-		var req putRequest
-		if err := sidecar.DecodeJSON(r, &req); err != nil {
 			return err
 		}
 		s, err := m.block(l, req)
@@ -208,12 +212,8 @@ type appendRequest struct {
 
 func (m *Module) appendTo(scope string) sidecar.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
-		user, session, l, err := blockAt(r, scope)
+		user, session, l, req, err := blockBody[appendRequest](r, scope)
 		if err != nil {
-			return err
-		}
-		var req appendRequest
-		if err := sidecar.DecodeJSON(r, &req); err != nil {
 			return err
 		}
 		if req.Content == nil {

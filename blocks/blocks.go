@@ -9,7 +9,6 @@ import (
 
 	"github.com/agentsidecar/agentsidecar/envconf"
 	"github.com/agentsidecar/agentsidecar/search"
-	"github.com/agentsidecar/agentsidecar/sessionstore"
 	"github.com/agentsidecar/agentsidecar/sidecar"
 )
 
@@ -57,11 +56,7 @@ type Module struct {
 
 // New reads the module's settings and takes the host's session store.
 func New(_ context.Context, deps sidecar.Deps) (sidecar.Module, error) {
-	s, cfg, err := sessionstore.Open[Config](deps)
-	if err != nil {
-		return nil, err
-	}
-	x, err := search.FromDeps(deps, s, search.Mode(deps.Limits.SearchIndex))
+	s, cfg, x, err := search.Open[Config](deps)
 	if err != nil {
 		return nil, err
 	}

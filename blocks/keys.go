@@ -12,27 +12,15 @@ var (
 	// block (a JSON object). It holds nothing but blocks, so copying a
 	// session's blocks to another session of the same user (same slot) is
 	// a copy of this one key.
-	SessionBlocksFamily = redisstore.Register(redisstore.Family{
-		Name: "session blocks", Prefix: "agent_session_blocks", Code: "b", Scope: redisstore.ScopeSession,
-		Kind: redisstore.KindHash, Owner: "blocks", TTL: redisstore.SessionTTL,
-		Description: "a session's context blocks: label → the block (a JSON object); nothing else, so a fork copies the key",
-	})
+	SessionBlocksFamily = redisstore.Owner("blocks").Session("session blocks", "agent_session_blocks", "b", redisstore.KindHash, "a session's context blocks: label → the block (a JSON object); nothing else, so a fork copies the key")
 	// PromptFamily: a session's frozen system prompt, a hash with fields
 	// prompt (the text), tokens (its estimate) and frozen_at (Redis TIME,
 	// µs).
-	PromptFamily = redisstore.Register(redisstore.Family{
-		Name: "frozen prompt", Prefix: "agent_session_prompt", Code: "p", Scope: redisstore.ScopeSession,
-		Kind: redisstore.KindHash, Owner: "blocks", TTL: redisstore.SessionTTL,
-		Description: "a session's frozen system prompt: `prompt`, `tokens`, `frozen_at` (µs), kept until `POST .../system-prompt/refresh`",
-	})
+	PromptFamily = redisstore.Owner("blocks").Session("frozen prompt", "agent_session_prompt", "p", redisstore.KindHash, "a session's frozen system prompt: `prompt`, `tokens`, `frozen_at` (µs), kept until `POST .../system-prompt/refresh`")
 	// ToolCallsFamily: a session's memory of the tool calls that wrote, a
 	// hash tool_call_id -> the first result, keeping the 1 000 newest ids
 	// (a ring in fields " n" and " <i>").
-	ToolCallsFamily = redisstore.Register(redisstore.Family{
-		Name: "tool calls", Prefix: "agent_session_tool_calls", Code: "tc", Scope: redisstore.ScopeSession,
-		Kind: redisstore.KindHash, Owner: "blocks", TTL: redisstore.SessionTTL,
-		Description: "`tool_call_id` → the first result of a tool call that wrote, the 1 000 newest ids, so a retried call writes once",
-	})
+	ToolCallsFamily = redisstore.Owner("blocks").Session("tool calls", "agent_session_tool_calls", "tc", redisstore.KindHash, "`tool_call_id` → the first result of a tool call that wrote, the 1 000 newest ids, so a retried call writes once")
 	// UserBlocksFamily: a user's context blocks, applying to every session
 	// of the user, a hash label -> the block. It expires
 	// SESSION_TTL_SECONDS after the last block write of the user (a user

@@ -14,15 +14,7 @@ import (
 //go:embed *.lua
 var luaFiles embed.FS
 
-// The library first: a script's includes are resolved when it is
-// registered (Go initialises package-level variables in declaration
-// order, a file at a time).
-var _ = func() bool { lua.LibraryFromFS(luaFiles, "blocks"); return true }()
-
-var (
-	scriptPut    = lua.FromFS(luaFiles, "blocks_put")
-	scriptSet    = lua.FromFS(luaFiles, "blocks_set")
-	scriptDelete = lua.FromFS(luaFiles, "blocks_delete")
-	scriptRead   = lua.FromFS(luaFiles, "blocks_read", lua.ReadOnly)
-	scriptFreeze = lua.FromFS(luaFiles, "blocks_freeze")
-)
+var luaScripts = lua.Package[struct {
+	Put, Set, Delete, Freeze *lua.Script
+	Read                     *lua.Script `lua:"readonly"`
+}](luaFiles, "blocks", "blocks")

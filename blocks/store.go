@@ -50,7 +50,7 @@ func (s *Store) Put(ctx context.Context, user, session, scope string, b stored) 
 		most = s.cfg.MaxPerSession
 	}
 	// a full scope is the script's too_many_blocks refusal (409)
-	r, err := s.Run(ctx, scriptPut, user, sessionArg(session), scope, b.Label, string(raw), itoa(most))
+	r, err := s.Run(ctx, luaScripts.Put, user, sessionArg(session), scope, b.Label, string(raw), itoa(most))
 	if err != nil {
 		return Block{}, false, err
 	}
@@ -58,7 +58,7 @@ func (s *Store) Put(ctx context.Context, user, session, scope string, b stored) 
 	created, err2 := r.Flag(1)
 	started, err3 := r.Flag(2)
 	if err := errors.Join(err1, err2, err3); err != nil {
-		return Block{}, false, redisstore.Wrap(scriptPut.Name, err)
+		return Block{}, false, redisstore.Wrap(luaScripts.Put.Name, err)
 	}
 	if started {
 		sessionstore.CountStarted()
@@ -118,7 +118,7 @@ func (s *Store) Set(ctx context.Context, user, session string, c setCall) (setRe
 	if c.tool {
 		tool = "1"
 	}
-	r, err := s.Run(ctx, scriptSet, user, sessionArg(session), c.scope, c.label, c.action, string(piece),
+	r, err := s.Run(ctx, luaScripts.Set, user, sessionArg(session), c.scope, c.label, c.action, string(piece),
 		formatCounts(tokens.Count(c.content)), tool, c.toolCallID, itoa(s.cfg.MaxContentBytes))
 	if errors.Is(err, redisstore.ErrNotFound) {
 		return setResult{}, redisstore.NotFound("no block %q", c.label)
@@ -126,7 +126,7 @@ func (s *Store) Set(ctx context.Context, user, session string, c setCall) (setRe
 	if err != nil {
 		return setResult{}, err
 	}
-	bad := func(err error) error { return redisstore.Wrap(scriptSet.Name, err) }
+	bad := func(err error) error { return redisstore.Wrap(luaScripts.Set.Name, err) }
 	if r.Dup { // a repeated tool call: its first outcome
 		outcome, err := r.String(0)
 		if err != nil {
@@ -173,7 +173,7 @@ func (s *Store) Set(ctx context.Context, user, session string, c setCall) (setRe
 
 // Delete removes the block of scope (on a session path the session's only).
 func (s *Store) Delete(ctx context.Context, user, session, scope, label string) error {
-	_, err := s.Run(ctx, scriptDelete, user, sessionArg(session), scope, label)
+	_, err := s.Run(ctx, luaScripts.Delete, user, sessionArg(session), scope, label)
 	if errors.Is(err, redisstore.ErrNotFound) {
 		return redisstore.NotFound("no %s block %q", scope, label)
 	}
@@ -199,18 +199,18 @@ func (s *Store) Read(ctx context.Context, user, session string, withDigest bool)
 	if withDigest {
 		digest = "1"
 	}
-	r, err := s.Run(ctx, scriptRead, user, sessionArg(session), withSession, digest)
+	r, err := s.Run(ctx, luaScripts.Read, user, sessionArg(session), withSession, digest)
 	if err != nil {
 		return view{}, err
 	}
 	if len(r.Values) != 3 {
-		return view{}, redisstore.Wrap(scriptRead.Name, fmt.Errorf("reply has %d values, want 3", len(r.Values)))
+		return view{}, redisstore.Wrap(luaScripts.Read.Name, fmt.Errorf("reply has %d values, want 3", len(r.Values)))
 	}
 	merged := map[string]Block{}
 	for i, scope := range []string{scopeUser, scopeSession} {
 		flat, err := r.Values[i].AsStrSlice()
 		if err != nil {
-			return view{}, redisstore.Wrap(scriptRead.Name, err)
+			return view{}, redisstore.Wrap(luaScripts.Read.Name, err)
 		}
 		for j := 0; j+1 < len(flat); j += 2 {
 			b, err := decodeBlock(flat[j+1], scope)
@@ -227,7 +227,7 @@ func (s *Store) Read(ctx context.Context, user, session string, withDigest bool)
 	}
 	sortBlocks(v.blocks)
 	if v.digest, err = r.String(2); err != nil {
-		return view{}, redisstore.Wrap(scriptRead.Name, err)
+		return view{}, redisstore.Wrap(luaScripts.Read.Name, err)
 	}
 	return v, nil
 }
@@ -326,11 +326,11 @@ var errChanged = errors.New("blocks changed")
 // returns it), "refresh" replaces it. errChanged when the blocks changed
 // since the read (nothing written).
 func (s *Store) Freeze(ctx context.Context, user, session, mode, digest, prompt string, n int) (frozen, error) {
-	r, err := s.Run(ctx, scriptFreeze, user, session, mode, digest, prompt, itoa(n))
+	r, err := s.Run(ctx, luaScripts.Freeze, user, session, mode, digest, prompt, itoa(n))
 	if err != nil {
 		return frozen{}, err
 	}
-	bad := func(err error) error { return redisstore.Wrap(scriptFreeze.Name, err) }
+	bad := func(err error) error { return redisstore.Wrap(luaScripts.Freeze.Name, err) }
 	at := 0 // where the prompt's values start: {'dup', prompt, ...}, {'ok', 'stored', prompt, ...}
 	if !r.Dup {
 		status, err := r.String(0)

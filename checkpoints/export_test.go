@@ -1,4 +1,4 @@
 package checkpoints
 
 // ScriptList is checkpoints_list, for the tests that call it directly.
-var ScriptList = scriptList
+var ScriptList = luaScripts.List

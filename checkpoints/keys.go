@@ -11,17 +11,9 @@ import "github.com/agentsidecar/agentsidecar/redisstore"
 var (
 	// HashFamily: a thread's checkpoints, metadata, channel versions,
 	// channel values and pending writes, one hash.
-	HashFamily = redisstore.Register(redisstore.Family{
-		Name: "checkpoints", Prefix: "agent_checkpoints", Code: "k", Scope: redisstore.ScopeSession,
-		Kind: redisstore.KindHash, Owner: "checkpoints", TTL: redisstore.SessionTTL,
-		Description: "a LangGraph thread's checkpoints, their metadata and channel versions, channel values by version, pending writes (fields `c`/`m`/`v`/`b`/`w` + `\\0`-joined names, `#values` their count); at most `CHECKPOINTS_MAX_PER_THREAD` checkpoint ids and 100 times as many values",
-	})
+	HashFamily = redisstore.Owner("checkpoints").Session("checkpoints", "agent_checkpoints", "k", redisstore.KindHash, "a LangGraph thread's checkpoints, their metadata and channel versions, channel values by version, pending writes (fields `c`/`m`/`v`/`b`/`w` + `\\0`-joined names, `#values` their count); at most `CHECKPOINTS_MAX_PER_THREAD` checkpoint ids and 100 times as many values")
 	// OrderFamily: the same thread's order, a zset read by lex range:
 	// checkpoints by namespace and id, by id across namespaces, writes in
 	// LangGraph's (task_path, task_id, idx) order.
-	OrderFamily = redisstore.Register(redisstore.Family{
-		Name: "checkpoint order", Prefix: "agent_checkpoint_order", Code: "ko", Scope: redisstore.ScopeSession,
-		Kind: redisstore.KindZSet, Owner: "checkpoints", TTL: redisstore.SessionTTL,
-		Description: "a LangGraph thread's checkpoints newest first by namespace and across namespaces, each checkpoint's pending writes in order, and the ids holding writes but not stored (every score 0, read by lex range)",
-	})
+	OrderFamily = redisstore.Owner("checkpoints").Session("checkpoint order", "agent_checkpoint_order", "ko", redisstore.KindZSet, "a LangGraph thread's checkpoints newest first by namespace and across namespaces, each checkpoint's pending writes in order, and the ids holding writes but not stored (every score 0, read by lex range)")
 )

@@ -62,13 +62,13 @@ func (s *Store) Put(ctx context.Context, user, session string, p *putBody) error
 		}
 		args = append(args, v.Channel+"\x00"+v.Version, string(b))
 	}
-	r, err := s.Run(ctx, scriptPut, user, session, args...)
+	r, err := s.Run(ctx, luaScripts.Put, user, session, args...)
 	if err != nil {
 		return err
 	}
 	started, err := r.Flag(0)
 	if err != nil {
-		return redisstore.Wrap(scriptPut.Name, err)
+		return redisstore.Wrap(luaScripts.Put.Name, err)
 	}
 	if started {
 		sessionstore.CountStarted()
@@ -88,14 +88,14 @@ func (s *Store) PutWrites(ctx context.Context, user, session string, b *writesBo
 		}
 		args = append(args, itoa(w.Idx), string(v))
 	}
-	r, err := s.Run(ctx, scriptWrites, user, session, args...)
+	r, err := s.Run(ctx, luaScripts.Writes, user, session, args...)
 	if err != nil {
 		return 0, err
 	}
 	n, err1 := r.Int(0)
 	started, err2 := r.Flag(1)
 	if err := errors.Join(err1, err2); err != nil {
-		return 0, redisstore.Wrap(scriptWrites.Name, err)
+		return 0, redisstore.Wrap(luaScripts.Writes.Name, err)
 	}
 	if started {
 		sessionstore.CountStarted()
@@ -107,13 +107,13 @@ func (s *Store) PutWrites(ctx context.Context, user, session string, b *writesBo
 // values and writes, of at most most bytes (409 checkpoint_too_large
 // past it); redisstore.ErrNotFound when there is none.
 func (s *Store) Read(ctx context.Context, user, session, ns, id string, most int) (Tuple, error) {
-	r, err := s.Run(ctx, scriptRead, user, session, ns, id, itoa(most), itoa(MaxWrites))
+	r, err := s.Run(ctx, luaScripts.Read, user, session, ns, id, itoa(most), itoa(MaxWrites))
 	if err != nil {
 		return Tuple{}, err
 	}
 	t, err := tupleOf(ns, r.Values)
 	if err != nil {
-		return Tuple{}, redisstore.Wrap(scriptRead.Name, err)
+		return Tuple{}, redisstore.Wrap(luaScripts.Read.Name, err)
 	}
 	return t, nil
 }
@@ -250,17 +250,17 @@ func (s *Store) List(ctx context.Context, user, session string, q listQuery) (li
 // page is one checkpoints_list call, its metadata at most maxBytes (the
 // first candidate's always).
 func (s *Store) page(ctx context.Context, user, session, byNS, ns, before string, n, maxBytes int) ([]candidate, bool, error) {
-	r, err := s.Run(ctx, scriptList, user, session, byNS, ns, before, itoa(n), itoa(maxBytes))
+	r, err := s.Run(ctx, luaScripts.List, user, session, byNS, ns, before, itoa(n), itoa(maxBytes))
 	if err != nil {
 		return nil, false, err
 	}
 	if len(r.Values) != 2 {
-		return nil, false, redisstore.Wrap(scriptList.Name, fmt.Errorf("answer has %d values, want 2", len(r.Values)))
+		return nil, false, redisstore.Wrap(luaScripts.List.Name, fmt.Errorf("answer has %d values, want 2", len(r.Values)))
 	}
 	arr, err1 := r.Values[0].ToArray()
 	more, err2 := r.Values[1].AsInt64()
 	if err := errors.Join(err1, err2); err != nil {
-		return nil, false, redisstore.Wrap(scriptList.Name, err)
+		return nil, false, redisstore.Wrap(luaScripts.List.Name, err)
 	}
 	out := make([]candidate, 0, len(arr)/3)
 	for i := 0; i+2 < len(arr); i += 3 {

@@ -158,7 +158,7 @@ func (m *Module) Erase(ctx context.Context, user string) (done bool, remaining i
 			}
 		}
 		began := time.Now()
-		rep, err := m.sessions.Run(ctx, scriptErase, user, "-", prefixes, sweep, strconv.Itoa(ScanCount),
+		rep, err := m.sessions.Run(ctx, luaScripts.Erase, user, "-", prefixes, sweep, strconv.Itoa(ScanCount),
 			strconv.Itoa(SessionsPerStep), strconv.Itoa(int(ProgressTTL/time.Second)), strconv.Itoa(int(Settle/time.Second)))
 		if err != nil {
 			return false, 0, fmt.Errorf("erase user %s: %w", user, err)
@@ -166,13 +166,13 @@ func (m *Module) Erase(ctx context.Context, user string) (done bool, remaining i
 		slowest = max(slowest, time.Since(began))
 		fin, err := rep.Flag(0)
 		if err != nil {
-			return false, 0, redisstore.Wrap(scriptErase.Name, err)
+			return false, 0, redisstore.Wrap(luaScripts.Erase.Name, err)
 		}
 		if fin {
 			return true, 0, nil
 		}
 		if remaining, err = rep.Int(1); err != nil {
-			return false, 0, redisstore.Wrap(scriptErase.Name, err)
+			return false, 0, redisstore.Wrap(luaScripts.Erase.Name, err)
 		}
 	}
 }

@@ -11,6 +11,8 @@ import (
 // never writes (lua/lib/session.lua).
 //
 //go:embed *.lua
-var files embed.FS
+var luaFiles embed.FS
 
-var scriptErase = lua.FromFS(files, "user_erase")
+var luaScripts = lua.Package[struct {
+	Erase *lua.Script
+}](luaFiles, "user")

@@ -8,11 +8,7 @@ import "github.com/agentsidecar/agentsidecar/redisstore"
 // it with the session's other keys (redisstore.SessionPrefixes). The event
 // streams themselves are written by every session script and declared in
 // redisstore (SessionEventsFamily, UserEventsFamily).
-var EventKeysFamily = redisstore.Register(redisstore.Family{
-	Name: "event keys", Prefix: "agent_session_event_keys", Code: "ek", Scope: redisstore.ScopeSession,
-	Kind: redisstore.KindHash, Owner: "events", TTL: redisstore.SessionTTL,
-	Description: "`Idempotency-Key` → the event id of a custom event (`POST .../events`), the 1 000 newest, so a retried publish writes once",
-})
+var EventKeysFamily = redisstore.Owner("events").Session("event keys", "agent_session_event_keys", "ek", redisstore.KindHash, "`Idempotency-Key` → the event id of a custom event (`POST .../events`), the 1 000 newest, so a retried publish writes once")
 
 // WatchField and UserWatchFamily say that a stream is watched
 // (SESSION_EVENTS=watched): "<until ms>:<since ms>", set by every reader of

@@ -11,10 +11,8 @@ import (
 // events_watch marks a stream watched (its own KEYS and ARGV).
 //
 //go:embed *.lua
-var files embed.FS
+var luaFiles embed.FS
 
-var (
-	scriptCustom = lua.FromFS(files, "events_custom")
-	scriptAbort  = lua.FromFS(files, "events_abort")
-	scriptWatch  = lua.FromFS(files, "events_watch")
-)
+var luaScripts = lua.Package[struct {
+	Custom, Abort, Watch *lua.Script
+}](luaFiles, "events")

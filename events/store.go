@@ -91,13 +91,13 @@ func watchMarkers(ctx context.Context, c rueidis.Client, grace time.Duration, ma
 	}
 	since := make([]uint64, len(markers))
 	errs := make([]error, len(markers))
-	for i, res := range scriptWatch.ExecMulti(ctx, c, calls...) {
+	for i, res := range luaScripts.Watch.ExecMulti(ctx, c, calls...) {
 		msg, err := res.ToMessage()
 		if err != nil {
-			errs[i] = redisstore.Wrap(scriptWatch.Name, err)
+			errs[i] = redisstore.Wrap(luaScripts.Watch.Name, err)
 			continue
 		}
-		r, err := lua.Decode(scriptWatch.Name, msg)
+		r, err := lua.Decode(luaScripts.Watch.Name, msg)
 		if err != nil {
 			errs[i] = err
 			continue
@@ -107,7 +107,7 @@ func watchMarkers(ctx context.Context, c rueidis.Client, grace time.Duration, ma
 			since[i], err = strconv.ParseUint(v, 10, 64)
 		}
 		if err != nil {
-			errs[i] = redisstore.Wrap(scriptWatch.Name, err)
+			errs[i] = redisstore.Wrap(luaScripts.Watch.Name, err)
 		}
 	}
 	return since, errs
@@ -118,7 +118,7 @@ func watchMarkers(ctx context.Context, c rueidis.Client, grace time.Duration, ma
 // newest) it writes nothing and returns the first publish's id, created
 // false.
 func (s *Store) Publish(ctx context.Context, user, session, typ, data, key string) (id string, created bool, err error) {
-	r, err := s.Run(ctx, scriptCustom, user, session, typ, data, key)
+	r, err := s.Run(ctx, luaScripts.Custom, user, session, typ, data, key)
 	if errors.Is(err, redisstore.ErrNotFound) {
 		return "", false, redisstore.NotFound("no session %s/%s", user, session)
 	}
@@ -126,7 +126,7 @@ func (s *Store) Publish(ctx context.Context, user, session, typ, data, key strin
 		return "", false, err
 	}
 	id, err = r.String(0)
-	return id, !r.Dup, redisstore.Wrap(scriptCustom.Name, err)
+	return id, !r.Dup, redisstore.Wrap(luaScripts.Custom.Name, err)
 }
 
 // Abort sets (set true) or clears the session's abort request. It returns
@@ -136,7 +136,7 @@ func (s *Store) Abort(ctx context.Context, user, session string, set bool) (int6
 	if set {
 		op = "set"
 	}
-	r, err := s.Run(ctx, scriptAbort, user, session, op)
+	r, err := s.Run(ctx, luaScripts.Abort, user, session, op)
 	if errors.Is(err, redisstore.ErrNotFound) {
 		return 0, false, redisstore.NotFound("no session %s/%s", user, session)
 	}
@@ -145,12 +145,12 @@ func (s *Store) Abort(ctx context.Context, user, session string, set bool) (int6
 	}
 	at, err := r.String(0)
 	if err != nil {
-		return 0, false, redisstore.Wrap(scriptAbort.Name, err)
+		return 0, false, redisstore.Wrap(luaScripts.Abort.Name, err)
 	}
 	var us int64
 	if at != "" {
 		if _, err := fmt.Sscan(at, &us); err != nil {
-			return 0, false, redisstore.Wrap(scriptAbort.Name, err)
+			return 0, false, redisstore.Wrap(luaScripts.Abort.Name, err)
 		}
 	}
 	return us, !r.Dup, nil

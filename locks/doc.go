@@ -35,6 +35,8 @@
 //     or token as a label).
 //   - scripts.go: embeds and registers the scripts (AcquireScript and
 //     ReleaseScript exported for cmd/sidecar-bench).
+//   - lockholder.lua: the library lock_acquire and lock_inspect include:
+//     the lock's holder as its meta hash tells it.
 //   - lock_acquire.lua, lock_refresh.lua, lock_release.lua,
 //     lock_inspect.lua: take (with the fencing token), extend,
 //     compare-and-delete and publish, read.

@@ -17,6 +17,7 @@
 -- lives it is last + 1 or more; once it has expired (ARGV[4] ms after the last
 -- grant, by the same Redis clock) TIME has passed every token granted before.
 -- Numbers stay below 2^53, so Lua's doubles hold them exactly.
+--- @include lockholder
 -- TIME is read before the writes: effects replication (the default since
 -- Redis 5; asked for explicitly on older servers) replicates the writes, not the script.
 if redis.replicate_commands then redis.replicate_commands() end
@@ -48,11 +49,4 @@ if redis.call('EXISTS', KEYS[1]) == 0 then
   redis.call('PEXPIRE', KEYS[3], ARGV[2])
   return {1, tonumber(fence), math.floor(now_us / 1000)}
 end
-local pttl = redis.call('PTTL', KEYS[1])
-local cur = redis.pcall('GET', KEYS[1])
--- pcall: a meta key of another type (an error table, meta[1] nil) is no holder's
-local meta = redis.pcall('HMGET', KEYS[3], 'token', 'owner', 'fence')
-if type(cur) == 'string' and meta[1] == cur then
-  return {0, pttl, meta[2], tonumber(meta[3])}
-end
-return {0, pttl, false, false}
+return lockholder.held(0, KEYS[1], KEYS[3])

@@ -5,14 +5,8 @@
 -- returns {0}                                     free
 --         {1, pttl, owner or false, fence or false}   held (owner and fence only for
 --         a sidecar holder; pttl -1 = no expiry)
+--- @include lockholder
 if redis.call('EXISTS', KEYS[1]) == 0 then
   return {0}
 end
-local pttl = redis.call('PTTL', KEYS[1])
-local cur = redis.pcall('GET', KEYS[1])
--- pcall: a meta key of another type (an error table, meta[1] nil) is no holder's
-local meta = redis.pcall('HMGET', KEYS[2], 'token', 'owner', 'fence')
-if type(cur) == 'string' and meta[1] == cur then
-  return {1, pttl, meta[2], tonumber(meta[3])}
-end
-return {1, pttl, false, false}
+return lockholder.held(1, KEYS[1], KEYS[2])

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/agentsidecar/agentsidecar/sidecar"
 )
 
 // Outcomes of an acquire: the values of the outcome label.
@@ -34,32 +36,14 @@ type metrics struct {
 
 func newMetrics() *metrics {
 	m := &metrics{
-		acquires: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "sidecar_lock_acquires_total",
-			Help: "Lock acquire requests by outcome (acquired, conflict, timeout, canceled, error, shutdown).",
-		}, []string{"outcome"}),
-		wait: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "sidecar_lock_wait_seconds",
-			Help:    "Time an acquire request spent before it was granted or gave up, by outcome.",
-			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120, 300},
-		}, []string{"outcome"}),
-		refreshFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "sidecar_lock_refresh_failures_total",
-			Help: "Lock refreshes that failed: lost (the token no longer holds the lock) or error (Redis failed).",
-		}, []string{"reason"}),
-		releases: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "sidecar_lock_releases_total",
-			Help: "Lock release requests by outcome (released, not_held, not_owner, error).",
-		}, []string{"outcome"}),
-		wakeups: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "sidecar_lock_waiter_wakeups_total",
-			Help: "Times a blocked waiter tried again: released (Pub/Sub release message) or recheck (TTL-based safety net).",
-		}, []string{"reason"}),
-		waiting: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "sidecar_lock_waiters",
-			Help: "Acquire requests currently blocked waiting for a lock on this sidecar.",
-		}),
-		held: newHeldSet(),
+		acquires: sidecar.NewCounterVec("sidecar_lock_acquires_total", "Lock acquire requests by outcome (acquired, conflict, timeout, canceled, error, shutdown).", "outcome"),
+		wait: sidecar.NewHistogramVec("sidecar_lock_wait_seconds", "Time an acquire request spent before it was granted or gave up, by outcome.",
+			[]float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120, 300}, "outcome"),
+		refreshFailures: sidecar.NewCounterVec("sidecar_lock_refresh_failures_total", "Lock refreshes that failed: lost (the token no longer holds the lock) or error (Redis failed).", "reason"),
+		releases:        sidecar.NewCounterVec("sidecar_lock_releases_total", "Lock release requests by outcome (released, not_held, not_owner, error).", "outcome"),
+		wakeups:         sidecar.NewCounterVec("sidecar_lock_waiter_wakeups_total", "Times a blocked waiter tried again: released (Pub/Sub release message) or recheck (TTL-based safety net).", "reason"),
+		waiting:         sidecar.NewGauge("sidecar_lock_waiters", "Acquire requests currently blocked waiting for a lock on this sidecar."),
+		held:            newHeldSet(),
 	}
 	m.heldGauge = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "sidecar_lock_held",

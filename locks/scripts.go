@@ -12,13 +12,13 @@ import (
 // {n}:fence and {n}:meta share n's Redis Cluster slot.
 //
 //go:embed *.lua
-var files embed.FS
+var luaFiles embed.FS
 
-var (
-	// AcquireScript and ReleaseScript are the scripts of POST and DELETE
-	// /v1/locks/{name} (cmd/sidecar-bench runs them directly).
-	AcquireScript = lua.FromFS(files, "lock_acquire")
-	ReleaseScript = lua.FromFS(files, "lock_release")
-	scriptRefresh = lua.FromFS(files, "lock_refresh")
-	scriptInspect = lua.FromFS(files, "lock_inspect", lua.ReadOnly)
-)
+var luaScripts = lua.Package[struct {
+	Acquire, Release, Refresh *lua.Script
+	Inspect                   *lua.Script `lua:"readonly"`
+}](luaFiles, "lock", "lockholder")
+
+// AcquireScript and ReleaseScript are the scripts of POST and DELETE
+// /v1/locks/{name} (cmd/sidecar-bench runs them directly).
+var AcquireScript, ReleaseScript = luaScripts.Acquire, luaScripts.Release

@@ -124,7 +124,7 @@ func (s store) refresh(ctx context.Context, name, token string, ttl, def time.Du
 	if err != nil {
 		return nil, false, err
 	}
-	vals, err := scriptRefresh.Exec(ctx, c,
+	vals, err := luaScripts.Refresh.Exec(ctx, c,
 		[]string{lockKey(name), metaKey(name)},
 		[]string{token, ms(ttl), ms(def)}).ToArray()
 	if err != nil {
@@ -166,7 +166,7 @@ func (s store) inspect(ctx context.Context, name string) (*holder, error) {
 	if err != nil {
 		return nil, err
 	}
-	vals, err := scriptInspect.Exec(ctx, c, []string{lockKey(name), metaKey(name)}, nil).ToArray()
+	vals, err := luaScripts.Inspect.Exec(ctx, c, []string{lockKey(name), metaKey(name)}, nil).ToArray()
 	if err != nil {
 		return nil, redisstore.Wrap("lock inspect", err)
 	}

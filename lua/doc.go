@@ -43,6 +43,8 @@
 //   - library.go: the one Functions library (Libraries, Script.Function):
 //     every included library once, each script a function, no-writes for the
 //     read-only ones.
+//   - package.go: Package, a module's scripts from its .lua files: the
+//     libraries first, then one script per field of a struct.
 //   - include.go: --- @include resolution (each library once, after those it
 //     includes; unknown or cyclic includes panic at init), the EVAL text,
 //     NewLibrary.

@@ -28,12 +28,8 @@ type compactIn struct {
 }
 
 func (m *Module) compact(w http.ResponseWriter, r *http.Request) error {
-	user, session, err := sidecar.SessionIDs(r)
+	user, session, in, err := sidecar.SessionJSON[compactIn](r)
 	if err != nil {
-		return err
-	}
-	var in compactIn
-	if err := sidecar.DecodeJSON(r, &in); err != nil {
 		return err
 	}
 	if in.Summary == nil || *in.Summary == "" || utf8.RuneCountInString(*in.Summary) > sessionstore.MaxSummaryLength {
@@ -72,33 +68,33 @@ func (m *Module) listCompactions(w http.ResponseWriter, r *http.Request) error {
 // Compact stores a compaction of the range fromID..toID with summary; it
 // returns the compaction (JSON).
 func (s *Store) Compact(ctx context.Context, user, session, summary, fromID, toID string) ([]byte, error) {
-	r, err := s.Run(ctx, messagesCompact, user, session, newID(), string(jsonString(summary)), fromID, toID,
+	r, err := s.Run(ctx, luaScripts.Compact, user, session, newID(), string(jsonString(summary)), fromID, toID,
 		strconv.Itoa(tokens.Message(summary)), strconv.Itoa(MaxCompactions))
 	if err != nil {
 		return nil, err
 	}
 	status, err := r.String(0)
 	if err != nil {
-		return nil, redisstore.Wrap(messagesCompact.Name, err)
+		return nil, redisstore.Wrap(luaScripts.Compact.Name, err)
 	}
 	if status != "compacted" {
-		return nil, s.outcome(messagesCompact.Name, r, status, user, session)
+		return nil, s.outcome(luaScripts.Compact.Name, r, status, user, session)
 	}
 	text, err := r.String(1)
 	if err != nil {
-		return nil, redisstore.Wrap(messagesCompact.Name, err)
+		return nil, redisstore.Wrap(luaScripts.Compact.Name, err)
 	}
 	return []byte(text), nil
 }
 
 // Compactions reads the compactions in force (JSON each), oldest first.
 func (s *Store) Compactions(ctx context.Context, user, session string) ([][]byte, error) {
-	r, err := s.Run(ctx, messagesRead, user, session, "compactions")
+	r, err := s.Run(ctx, luaScripts.Read, user, session, "compactions")
 	if err != nil {
 		return nil, err
 	}
 	list, err := texts(r, 0)
-	return list, redisstore.Wrap(messagesRead.Name, err)
+	return list, redisstore.Wrap(luaScripts.Read.Name, err)
 }
 
 // validCursor reports whether a before/after value names a message or a

@@ -2,6 +2,6 @@ package messages
 
 // The scripts tests outside the package run by hand.
 var (
-	MessagesIndex = messagesIndex
-	MessagesRead  = messagesRead
+	MessagesIndex = luaScripts.Index
+	MessagesRead  = luaScripts.Read
 )

@@ -134,7 +134,7 @@ func (s *Store) CatchUpStep(ctx context.Context, user, session string) (bool, er
 	for _, d := range docs {
 		args = append(args, d.args()...)
 	}
-	r, err := s.Run(ctx, messagesIndex, user, session, args...)
+	r, err := s.Run(ctx, luaScripts.Index, user, session, args...)
 	if err != nil {
 		return true, err
 	}

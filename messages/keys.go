@@ -11,23 +11,11 @@ import "github.com/agentsidecar/agentsidecar/redisstore"
 var (
 	// TreeFamily: id -> parent, jump, depth, path tokens, seq; and the
 	// ring of keys (hash).
-	TreeFamily = redisstore.Register(redisstore.Family{
-		Name: "message tree", Prefix: "agent_session_msg_tree", Code: "mt", Scope: redisstore.ScopeSession,
-		Kind: redisstore.KindHash, Owner: "messages", TTL: redisstore.SessionTTL,
-		Description: "message id → its parent, jump pointer, depth, path tokens, append number, tokens and fingerprint, so a page of a path costs O(limit + log n); and the ring of the 1 000 newest keys, ` k<Idempotency-Key>` → the ids an append stored, ` k tx <operation_id>` → a history transaction's digest and ids (each `\t<slot>`), ` s<slot>` → the key in that slot (the record's `msg_keys` counts them), so a retry stores nothing; the ring goes with a clear",
-	})
+	TreeFamily = redisstore.Owner("messages").Session("message tree", "agent_session_msg_tree", "mt", redisstore.KindHash, "message id → its parent, jump pointer, depth, path tokens, append number, tokens and fingerprint, so a page of a path costs O(limit + log n); and the ring of the 1 000 newest keys, ` k<Idempotency-Key>` → the ids an append stored, ` k tx <operation_id>` → a history transaction's digest and ids (each `\t<slot>`), ` s<slot>` → the key in that slot (the record's `msg_keys` counts them), so a retry stores nothing; the ring goes with a clear")
 	// ChildrenFamily: "<parent>\0<seq>\0<id>" (zset, read by lex range).
-	ChildrenFamily = redisstore.Register(redisstore.Family{
-		Name: "message children", Prefix: "agent_session_msg_children", Code: "mc", Scope: redisstore.ScopeSession,
-		Kind: redisstore.KindZSet, Owner: "messages", TTL: redisstore.SessionTTL,
-		Description: "one member `<parent>\\0<append number>\\0<id>` per message (score 0, read by lex range): a message's branches, oldest first",
-	})
+	ChildrenFamily = redisstore.Owner("messages").Session("message children", "agent_session_msg_children", "mc", redisstore.KindZSet, "one member `<parent>\\0<append number>\\0<id>` per message (score 0, read by lex range): a message's branches, oldest first")
 	// CompactionsFamily: the compactions in force (hash).
-	CompactionsFamily = redisstore.Register(redisstore.Family{
-		Name: "compactions", Prefix: "agent_session_compactions", Code: "cp", Scope: redisstore.ScopeSession,
-		Kind: redisstore.KindHash, Owner: "messages", TTL: redisstore.SessionTTL,
-		Description: "a session's compactions in force (at most 100): id → `{id, summary, from_id, to_id, created_at}`, `#<id>` → its range and summary tokens",
-	})
+	CompactionsFamily = redisstore.Owner("messages").Session("compactions", "agent_session_compactions", "cp", redisstore.KindHash, "a session's compactions in force (at most 100): id → `{id, summary, from_id, to_id, created_at}`, `#<id>` → its range and summary tokens")
 )
 
 // Keys are the keys of one session's messages.

@@ -10,7 +10,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/agentsidecar/agentsidecar/search"
-	"github.com/agentsidecar/agentsidecar/sessionstore"
 	"github.com/agentsidecar/agentsidecar/sidecar"
 )
 
@@ -30,24 +29,14 @@ type Module struct {
 
 // New builds the module over the host's shared session store.
 func New(_ context.Context, deps sidecar.Deps) (sidecar.Module, error) {
-	s, cfg, err := sessionstore.Open[Config](deps)
-	if err != nil {
-		return nil, err
-	}
-	x, err := search.FromDeps(deps, s, search.Mode(deps.Limits.SearchIndex))
+	s, cfg, x, err := search.Open[Config](deps)
 	if err != nil {
 		return nil, err
 	}
 	m := &Module{store: &Store{Store: s, cfg: cfg, maxAnswer: deps.Limits.MaxAnswerBytes, mode: x.Mode(), index: x},
 		cfg: cfg, limits: deps.Limits, logger: deps.Logger, index: x,
-		appended: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "sidecar_messages_appended_total",
-			Help: "Messages stored by appends and upserts (retries not counted).",
-		}),
-		compactions: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "sidecar_messages_compactions_total",
-			Help: "Compactions stored.",
-		})}
+		appended:    sidecar.NewCounter("sidecar_messages_appended_total", "Messages stored by appends and upserts (retries not counted)."),
+		compactions: sidecar.NewCounter("sidecar_messages_compactions_total", "Compactions stored.")}
 	if deps.Registerer != nil {
 		for _, c := range []prometheus.Collector{m.appended, m.compactions} {
 			if err := deps.Registerer.Register(c); err != nil {

@@ -14,23 +14,7 @@ import (
 //go:embed *.lua
 var luaFiles embed.FS
 
-var (
-	// the libraries first: a script includes them when it is registered
-	_ = func() bool {
-		lua.LibraryFromFS(luaFiles, "msgtree")
-		lua.LibraryFromFS(luaFiles, "compactions")
-		lua.LibraryFromFS(luaFiles, "messages")
-		return true
-	}()
-	messagesAppend      = lua.FromFS(luaFiles, "messages_append")
-	messagesRead        = lua.FromFS(luaFiles, "messages_read", lua.ReadOnly)
-	messagesPut         = lua.FromFS(luaFiles, "messages_put")
-	messagesDelete      = lua.FromFS(luaFiles, "messages_delete")
-	messagesPop         = lua.FromFS(luaFiles, "messages_pop")
-	messagesClear       = lua.FromFS(luaFiles, "messages_clear")
-	messagesFork        = lua.FromFS(luaFiles, "messages_fork")
-	messagesSplit       = lua.FromFS(luaFiles, "messages_split")
-	messagesIndex       = lua.FromFS(luaFiles, "messages_index")
-	messagesTransaction = lua.FromFS(luaFiles, "messages_transaction")
-	messagesCompact     = lua.FromFS(luaFiles, "messages_compact")
-)
+var luaScripts = lua.Package[struct {
+	Append, Put, Delete, Pop, Clear, Fork, Split, Index, Transaction, Compact *lua.Script
+	Read                                                                      *lua.Script `lua:"readonly"`
+}](luaFiles, "messages", "msgtree", "compactions", "messages")

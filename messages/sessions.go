@@ -67,12 +67,8 @@ func newSession(r *http.Request, user, session string, id, title *string) (sid, 
 }
 
 func (m *Module) fork(w http.ResponseWriter, r *http.Request) error {
-	user, session, err := sidecar.SessionIDs(r)
+	user, session, in, err := sidecar.SessionJSON[forkIn](r)
 	if err != nil {
-		return err
-	}
-	var in forkIn
-	if err := sidecar.DecodeJSON(r, &in); err != nil {
 		return err
 	}
 	if !sidecar.ValidID(in.At) {
@@ -85,7 +81,7 @@ func (m *Module) fork(w http.ResponseWriter, r *http.Request) error {
 	if sid == session {
 		return bad("session_id", "names the session forked; a fork is a new session")
 	}
-	created, err := m.store.newSession(r, messagesFork, user, session, in.At, sid, title[0], title[1], key)
+	created, err := m.store.newSession(r, luaScripts.Fork, user, session, in.At, sid, title[0], title[1], key)
 	if err != nil {
 		return err
 	}
@@ -116,12 +112,8 @@ func (m *Module) indexFork(ctx context.Context, user, sid, at string) {
 }
 
 func (m *Module) split(w http.ResponseWriter, r *http.Request) error {
-	user, session, err := sidecar.SessionIDs(r)
+	user, session, in, err := sidecar.SessionJSON[splitIn](r)
 	if err != nil {
-		return err
-	}
-	var in splitIn
-	if err := sidecar.DecodeJSON(r, &in); err != nil {
 		return err
 	}
 	if in.Summary == nil || *in.Summary == "" || utf8.RuneCountInString(*in.Summary) > sessionstore.MaxSummaryLength {
@@ -142,7 +134,7 @@ func (m *Module) split(w http.ResponseWriter, r *http.Request) error {
 	}
 	args := []string{sid, title[0], title[1], *in.Summary, key,
 		msg.ID, msg.FP, strconv.FormatInt(msg.Tokens, 10), string(msg.Body), strconv.Itoa(m.cfg.MaxMessages)}
-	created, err := m.store.newSession(r, messagesSplit, user, session, append(args, m.store.searchArgs(msg)...)...)
+	created, err := m.store.newSession(r, luaScripts.Split, user, session, append(args, m.store.searchArgs(msg)...)...)
 	if err != nil {
 		return err
 	}

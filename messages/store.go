@@ -91,11 +91,11 @@ func (s *Store) append(ctx context.Context, user, session string, msgs []message
 		a, later := s.batchSearchArgs(m, &left)
 		args, deferred = append(args, a...), deferred || later
 	}
-	r, err := s.Run(ctx, messagesAppend, user, session, args...)
+	r, err := s.Run(ctx, luaScripts.Append, user, session, args...)
 	if err != nil {
 		return Stored{}, err
 	}
-	st, err := s.stored(messagesAppend.Name, r, user, session)
+	st, err := s.stored(luaScripts.Append.Name, r, user, session)
 	s.deferred(st, err, deferred, user, session)
 	return st, err
 }
@@ -274,17 +274,17 @@ func (s *Store) Path(ctx context.Context, user, session string, q PageQuery) (Pa
 	}
 	size := 0
 	defer func() { done(size) }()
-	r, err := s.Run(ctx, messagesRead, user, session, "path", q.Leaf, order, strconv.Itoa(q.Limit),
+	r, err := s.Run(ctx, luaScripts.Read, user, session, "path", q.Leaf, order, strconv.Itoa(q.Limit),
 		q.Cursor, q.At, strconv.Itoa(q.Offset), strconv.Itoa(maxBytes), raw)
 	if err != nil {
 		return Page{}, missing(err, user, session, q.Leaf)
 	}
 	status, err := r.String(0)
 	if err != nil {
-		return Page{}, redisstore.Wrap(messagesRead.Name, err)
+		return Page{}, redisstore.Wrap(luaScripts.Read.Name, err)
 	}
 	if status != "page" {
-		return Page{}, s.outcome(messagesRead.Name, r, status, user, session)
+		return Page{}, s.outcome(luaScripts.Read.Name, r, status, user, session)
 	}
 	var p Page
 	var errs [5]error
@@ -294,10 +294,10 @@ func (s *Store) Path(ctx context.Context, user, session string, q PageQuery) (Pa
 	p.LatestTokens, errs[3] = r.Int(4)
 	p.Cut, errs[4] = r.Flag(5)
 	if err := errors.Join(errs[:]...); err != nil {
-		return Page{}, redisstore.Wrap(messagesRead.Name, err)
+		return Page{}, redisstore.Wrap(luaScripts.Read.Name, err)
 	}
 	if p.Messages, err = texts(r, 6); err != nil {
-		return Page{}, redisstore.Wrap(messagesRead.Name, err)
+		return Page{}, redisstore.Wrap(luaScripts.Read.Name, err)
 	}
 	for _, m := range p.Messages {
 		size += len(m) + 1
@@ -307,13 +307,13 @@ func (s *Store) Path(ctx context.Context, user, session string, q PageQuery) (Pa
 
 // One reads message id (a not-found refusal when the session has none).
 func (s *Store) One(ctx context.Context, user, session, id string) ([]byte, error) {
-	r, err := s.Run(ctx, messagesRead, user, session, "one", id)
+	r, err := s.Run(ctx, luaScripts.Read, user, session, "one", id)
 	if err != nil {
 		return nil, missing(err, user, session, id)
 	}
 	v, err := r.String(0)
 	if err != nil {
-		return nil, redisstore.Wrap(messagesRead.Name, err)
+		return nil, redisstore.Wrap(luaScripts.Read.Name, err)
 	}
 	return []byte(v), nil
 }
@@ -330,18 +330,18 @@ func (s *Store) Children(ctx context.Context, user, session, id string, limit in
 	}
 	size := 0
 	defer func() { done(size) }()
-	r, err := s.Run(ctx, messagesRead, user, session, "children", id, strconv.Itoa(limit), strconv.Itoa(maxBytes))
+	r, err := s.Run(ctx, luaScripts.Read, user, session, "children", id, strconv.Itoa(limit), strconv.Itoa(maxBytes))
 	if err != nil {
 		return nil, false, missing(err, user, session, id)
 	}
 	if cut, err = r.Flag(0); err != nil {
-		return nil, false, redisstore.Wrap(messagesRead.Name, err)
+		return nil, false, redisstore.Wrap(luaScripts.Read.Name, err)
 	}
 	msgs, err = texts(r, 1)
 	for _, m := range msgs {
 		size += len(m) + 1
 	}
-	return msgs, cut, redisstore.Wrap(messagesRead.Name, err)
+	return msgs, cut, redisstore.Wrap(luaScripts.Read.Name, err)
 }
 
 // Put stores m by id: a new message as an append under parent, a held one
@@ -355,11 +355,11 @@ func (s *Store) Put(ctx context.Context, user, session string, m message, parent
 	args := []string{m.ID, m.FP, strconv.FormatInt(m.Tokens, 10), string(m.Body),
 		string(expect), mode, parent.Mode, parent.ID, strconv.Itoa(s.cfg.MaxMessages)}
 	args = append(append(args, s.searchArgs(m)...), strconv.FormatInt(s.cfg.CompactAfterTokens, 10))
-	r, err := s.Run(ctx, messagesPut, user, session, args...)
+	r, err := s.Run(ctx, luaScripts.Put, user, session, args...)
 	if err != nil {
 		return Stored{}, missing(err, user, session, m.ID)
 	}
-	return s.stored(messagesPut.Name, r, user, session)
+	return s.stored(luaScripts.Put.Name, r, user, session)
 }
 
 // Delete deletes message id (with its descendants when subtree); it
@@ -369,13 +369,13 @@ func (s *Store) Delete(ctx context.Context, user, session, id string, subtree bo
 	if subtree {
 		flag = "1"
 	}
-	n, err := s.count(ctx, messagesDelete, user, session, id, flag)
+	n, err := s.count(ctx, luaScripts.Delete, user, session, id, flag)
 	return n, missing(err, user, session, id)
 }
 
 // Clear removes every message of the session; it returns how many went.
 func (s *Store) Clear(ctx context.Context, user, session string) (int64, error) {
-	n, err := s.count(ctx, messagesClear, user, session)
+	n, err := s.count(ctx, luaScripts.Clear, user, session)
 	if errors.Is(err, redisstore.ErrNotFound) {
 		return 0, redisstore.NotFound("no session %s/%s", user, session)
 	}
@@ -397,7 +397,7 @@ func (s *Store) count(ctx context.Context, script *lua.Script, user, session str
 
 // Pop removes the latest leaf and returns it.
 func (s *Store) Pop(ctx context.Context, user, session string) ([]byte, error) {
-	r, err := s.Run(ctx, messagesPop, user, session)
+	r, err := s.Run(ctx, luaScripts.Pop, user, session)
 	if errors.Is(err, redisstore.ErrNotFound) {
 		return nil, redisstore.NotFound("session %s/%s has no messages", user, session)
 	}
@@ -406,7 +406,7 @@ func (s *Store) Pop(ctx context.Context, user, session string) ([]byte, error) {
 	}
 	v, err := r.String(0)
 	if err != nil {
-		return nil, redisstore.Wrap(messagesPop.Name, err)
+		return nil, redisstore.Wrap(luaScripts.Pop.Name, err)
 	}
 	return []byte(v), nil
 }

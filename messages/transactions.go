@@ -113,7 +113,7 @@ func (s *Store) Transaction(ctx context.Context, user, session string, t txArgs)
 		a, l := s.batchSearchArgs(m, &left)
 		args, later = append(args, a...), later || l
 	}
-	r, err := s.Run(ctx, messagesTransaction, user, session, args...)
+	r, err := s.Run(ctx, luaScripts.Transaction, user, session, args...)
 	if err != nil {
 		return Stored{}, err
 	}
@@ -122,7 +122,7 @@ func (s *Store) Transaction(ctx context.Context, user, session string, t txArgs)
 			return Stored{}, errSuffixMismatch
 		}
 	}
-	st, err = s.stored(messagesTransaction.Name, r, user, session)
+	st, err = s.stored(luaScripts.Transaction.Name, r, user, session)
 	// a segment of more than one message may have been too big to take
 	// out of the index in the script (search.retire), which then dropped
 	// the session's messages from it: the catch-up takes the rest in
@@ -159,7 +159,7 @@ func (s *Store) tail(ctx context.Context, user, session string, n int) ([][]byte
 func storedIn(b []byte) (messageIn, error) {
 	var m messageIn
 	if err := json.Unmarshal(b, &m); err != nil {
-		return m, redisstore.Wrap(messagesRead.Name, err)
+		return m, redisstore.Wrap(luaScripts.Read.Name, err)
 	}
 	return m, nil
 }

@@ -26,11 +26,9 @@ var (
 		Kind: KindList, Owner: "sessions", Cognee: true, TTL: SessionTTL,
 		Description: "a session's context objects (each with an `id`); trimmed to `SESSION_MAX_ENTRIES`",
 	})
-	RecordFamily = Register(Family{
-		Name: "record", Prefix: "agent_session_record", Code: "r", Scope: ScopeSession,
-		Kind: KindHash, Owner: "shared", TTL: SessionTTL,
-		Description: "a session's status, start, last activity and end (Redis TIME, µs), entry count, usage and cost (per model too), its own TTL",
-	})
+	RecordFamily = Owner("shared").Session("record", "agent_session_record", "r", KindHash, "a session's status, start, last activity and end (Redis TIME, µs), entry count, usage and cost (per model too), its own TTL")
+	// The id indexes are Unlisted: a read of a list Cognee wrote makes one
+	// without a write of the session's record.
 	QAIndexFamily = Register(Family{
 		Name: "qa index", Prefix: "agent_session_qa_index", Code: "q", Scope: ScopeSession,
 		Kind: KindHash, Owner: "sessions", Unlisted: true, TTL: SessionTTL,
@@ -43,57 +41,29 @@ var (
 	})
 	// UsageIDsFamily is the usage module's, but one of the KEYS of every
 	// session script (SessionKeys.Usage), so it is declared here.
-	UsageIDsFamily = Register(Family{
-		Name: "usage ids", Prefix: "agent_session_usage_ids", Code: "u", Scope: ScopeSession,
-		Kind: KindHash, Owner: "usage", TTL: SessionTTL,
-		Description: "`Idempotency-Key` → the first answer of `POST .../usage`, so a retried call counts once",
-	})
-	SessionEventsFamily = Register(Family{
-		Name: "session events", Prefix: "agent_session_events", Code: "ev", Scope: ScopeSession,
-		Kind: KindStream, Owner: "shared", TTL: SessionTTL,
-		Description: "the session's live events (`id` = stream id, fields `t` type and `d` JSON data), `XADD MAXLEN ~ SESSION_EVENTS_MAXLEN` by every write's script while the stream is watched (`SESSION_EVENTS`); after a watched session's delete only the `deleted` event, for 300 s",
-	})
+	UsageIDsFamily      = Owner("usage").Session("usage ids", "agent_session_usage_ids", "u", KindHash, "`Idempotency-Key` → the first answer of `POST .../usage`, so a retried call counts once")
+	SessionEventsFamily = Owner("shared").Session("session events", "agent_session_events", "ev", KindStream, "the session's live events (`id` = stream id, fields `t` type and `d` JSON data), `XADD MAXLEN ~ SESSION_EVENTS_MAXLEN` by every write's script while the stream is watched (`SESSION_EVENTS`); after a watched session's delete only the `deleted` event, for 300 s")
 )
 
 // The messages module's keys that another module reads: the registry's
 // start-or-reuse answers a session's newest messages (registry/active.go).
 // The module's other keys are in messages/keys.go.
 var (
-	MessagesFamily = Register(Family{
-		Name: "messages", Prefix: "agent_session_msgs", Code: "m", Scope: ScopeSession,
-		Kind: KindHash, Owner: "messages", TTL: SessionTTL,
-		Description: "a session's messages, every branch: message id → the message's JSON as answered (`item` as sent); at most `SESSION_MAX_MESSAGES`",
-	})
-	MessageOrderFamily = Register(Family{
-		Name: "message order", Prefix: "agent_session_msg_order", Code: "mo", Scope: ScopeSession,
-		Kind: KindZSet, Owner: "messages", TTL: SessionTTL,
-		Description: "message id → append number: the message count and the newest message left",
-	})
+	MessagesFamily     = Owner("messages").Session("messages", "agent_session_msgs", "m", KindHash, "a session's messages, every branch: message id → the message's JSON as answered (`item` as sent); at most `SESSION_MAX_MESSAGES`")
+	MessageOrderFamily = Owner("messages").Session("message order", "agent_session_msg_order", "mo", KindZSet, "message id → append number: the message count and the newest message left")
 )
 
 // The relevance search index (package search reads it for the messages,
 // sessions and blocks modules; the session scripts write it).
 var (
-	SearchDocsFamily = Register(Family{
-		Name: "search documents", Prefix: "agent_search_docs", Code: "sd", Scope: ScopeSession,
-		Kind: KindHash, Owner: "messages", TTL: SessionTTL,
-		Description: "the search index of a session's messages: `<term>` → its postings ` <n>[:<tf>] …` (document numbers, oldest first, at most 2 KiB: past it the older half goes), `#<n>` → length, time, terms and message id of document n, `=<id>` → its number; ` n`, ` len`, ` seq`: documents, their total length, the last number given; ` mseq`: the catch-up's cursor",
-	})
-	SearchEntryDocsFamily = Register(Family{
-		Name: "search entry documents", Prefix: "agent_search_entry_docs", Code: "se", Scope: ScopeSession,
-		Kind: KindHash, Owner: "sessions", TTL: SessionTTL,
-		Description: "the search index of a session's Q&A entries, as `agent_search_docs`'s (`=<qa_id>`); ` cov` → how many of the entries list's first entries are indexed (only those have documents; entries another program appended after them are indexed when the sidecar next writes or searches the session)",
-	})
-	SearchSessionsFamily = Register(Family{
+	SearchDocsFamily      = Owner("messages").Session("search documents", "agent_search_docs", "sd", KindHash, "the search index of a session's messages: `<term>` → its postings ` <n>[:<tf>] …` (document numbers, oldest first, at most 2 KiB: past it the older half goes), `#<n>` → length, time, terms and message id of document n, `=<id>` → its number; ` n`, ` len`, ` seq`: documents, their total length, the last number given; ` mseq`: the catch-up's cursor")
+	SearchEntryDocsFamily = Owner("sessions").Session("search entry documents", "agent_search_entry_docs", "se", KindHash, "the search index of a session's Q&A entries, as `agent_search_docs`'s (`=<qa_id>`); ` cov` → how many of the entries list's first entries are indexed (only those have documents; entries another program appended after them are indexed when the sidecar next writes or searches the session)")
+	SearchSessionsFamily  = Register(Family{
 		Name: "search sessions", Prefix: "agent_search_sessions", Scope: ScopeUser,
 		Kind: KindZSet, SessionMembers: true, Owner: "messages", TTL: UserTTL,
 		Description: "a user's sessions holding search documents, by when their documents last changed (µs): a user-wide search reads the newest first; lives as long as the longest-lived of them; a deleted session leaves it, an expired one is dropped by the search that meets it; at most 2 000, the least recently changed go first",
 	})
-	SearchStatsFamily = Register(Family{
-		Name: "search marker", Prefix: "agent_search_stats", Scope: ScopeUser,
-		Kind: KindHash, Owner: "messages", TTL: UserTTL,
-		Description: "the build of the user's index (`SEARCH_INDEX=on-demand`): `build`, the build's cursor until every session is taken in (`''` then); made by the user's first relevance search with the user's marker's field `search`",
-	})
+	SearchStatsFamily = Owner("messages").User("search marker", "agent_search_stats", "", KindHash, "the build of the user's index (`SEARCH_INDEX=on-demand`): `build`, the build's cursor until every session is taken in (`''` then); made by the user's first relevance search with the user's marker's field `search`")
 )
 
 // The user's keys that every session write (or every user-level write)

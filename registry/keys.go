@@ -9,18 +9,10 @@ var (
 	// SessionStateFamily: a session's state object (JSON text, a string),
 	// a session family: the session scripts slide and delete it with the
 	// session's other keys (redisstore.SessionPrefixes).
-	SessionStateFamily = redisstore.Register(redisstore.Family{
-		Name: "session state", Prefix: "agent_session_state", Code: "st", Scope: redisstore.ScopeSession,
-		Kind: redisstore.KindString, Owner: "registry", TTL: redisstore.SessionTTL,
-		Description: "the session's state object (JSON, at most 64 KiB), changed by JSON merge patch",
-	})
+	SessionStateFamily = redisstore.Owner("registry").Session("session state", "agent_session_state", "st", redisstore.KindString, "the session's state object (JSON, at most 64 KiB), changed by JSON merge patch")
 	// UserStateFamily: the user's state object (JSON text, a string). It
 	// lives as long as the user's sessions (the user's marker lists it:
 	// session.keep), and each write of it gives it at least
 	// SESSION_TTL_SECONDS.
-	UserStateFamily = redisstore.Register(redisstore.Family{
-		Name: "user state", Prefix: "agent_user_state", Scope: redisstore.ScopeUser,
-		Kind: redisstore.KindString, Owner: "registry", TTL: redisstore.UserTTL,
-		Description: "the user's state object (JSON, at most 64 KiB), changed by JSON merge patch; each write gives it at least `SESSION_TTL_SECONDS`",
-	})
+	UserStateFamily = redisstore.Owner("registry").User("user state", "agent_user_state", "", redisstore.KindString, "the user's state object (JSON, at most 64 KiB), changed by JSON merge patch; each write gives it at least `SESSION_TTL_SECONDS`")
 )

@@ -124,12 +124,8 @@ type updateRequest struct {
 var null = []byte("null")
 
 func (m *Module) update(w http.ResponseWriter, r *http.Request) error {
-	user, session, err := sidecar.SessionIDs(r)
+	user, session, req, err := sidecar.SessionJSON[updateRequest](r)
 	if err != nil {
-		return err
-	}
-	var req updateRequest
-	if err := sidecar.DecodeJSON(r, &req); err != nil {
 		return err
 	}
 	var u Update

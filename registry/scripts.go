@@ -13,16 +13,6 @@ import (
 //go:embed *.lua
 var luaFiles embed.FS
 
-// The library first: a script's includes are resolved when it is
-// registered (Go initialises package-level variables in declaration
-// order, a file at a time).
-var _ = func() bool { lua.LibraryFromFS(luaFiles, "registry"); return true }()
-
-var (
-	scriptCreate    = lua.FromFS(luaFiles, "registry_create")
-	scriptUpdate    = lua.FromFS(luaFiles, "registry_update")
-	scriptActive    = lua.FromFS(luaFiles, "registry_active")
-	scriptActiveEnd = lua.FromFS(luaFiles, "registry_active_end")
-	scriptState     = lua.FromFS(luaFiles, "registry_state")
-	scriptUserState = lua.FromFS(luaFiles, "registry_user_state")
-)
+var luaScripts = lua.Package[struct {
+	Create, Update, Active, ActiveEnd, State, UserState *lua.Script
+}](luaFiles, "registry", "registry")

@@ -183,20 +183,20 @@ func (s *Store) SessionState(ctx context.Context, user, session string) (string,
 
 // PatchSessionState merges patch into the session's state in one script.
 func (s *Store) PatchSessionState(ctx context.Context, user, session, patch string) (string, error) {
-	r, err := s.Run(ctx, scriptState, user, session, patch, strconv.Itoa(MaxStateBytes))
+	r, err := s.Run(ctx, luaScripts.State, user, session, patch, strconv.Itoa(MaxStateBytes))
 	if errors.Is(err, redisstore.ErrNotFound) {
 		return "", redisstore.NotFound("no session %s/%s", user, session)
 	}
 	if err != nil {
 		return "", err
 	}
-	state, err := storedState(scriptState, "session state", r)
+	state, err := storedState(luaScripts.State, "session state", r)
 	if err != nil {
 		return "", err
 	}
 	started, err := r.Flag(2)
 	if err != nil {
-		return "", redisstore.Wrap(scriptState.Name, err)
+		return "", redisstore.Wrap(luaScripts.State.Name, err)
 	}
 	if started {
 		sessionstore.CountStarted()
@@ -244,9 +244,9 @@ func (s *Store) UserState(ctx context.Context, user string) (string, error) {
 
 // PatchUserState merges patch into the user's state in one script.
 func (s *Store) PatchUserState(ctx context.Context, user, patch string) (string, error) {
-	r, err := s.Run(ctx, scriptUserState, user, newSessionID(), patch, strconv.Itoa(MaxStateBytes))
+	r, err := s.Run(ctx, luaScripts.UserState, user, newSessionID(), patch, strconv.Itoa(MaxStateBytes))
 	if err != nil {
 		return "", err
 	}
-	return storedState(scriptUserState, "user state", r)
+	return storedState(luaScripts.UserState, "user state", r)
 }

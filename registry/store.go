@@ -29,7 +29,7 @@ type NewSession struct {
 func (s *Store) Create(ctx context.Context, user, session string, n NewSession) (created bool, err error) {
 	hasTitle, title := flag(n.Title)
 	// an existing session is the script's session_exists refusal (409)
-	r, err := s.Run(ctx, scriptCreate, user, session, hasTitle, title, n.Metadata, n.Key, n.State)
+	r, err := s.Run(ctx, luaScripts.Create, user, session, hasTitle, title, n.Metadata, n.Key, n.State)
 	if err != nil || r.Dup {
 		return false, err
 	}
@@ -50,14 +50,14 @@ type Update struct {
 // when the merged metadata would exceed MaxMetadataKeys).
 func (s *Store) Update(ctx context.Context, user, session string, u Update) error {
 	args := append([]string{u.Title, u.TitleValue, u.MetaSet, strconv.Itoa(MaxMetadataKeys)}, u.MetaRemove...)
-	r, err := s.Run(ctx, scriptUpdate, user, session, args...)
+	r, err := s.Run(ctx, luaScripts.Update, user, session, args...)
 	if errors.Is(err, redisstore.ErrNotFound) {
 		return redisstore.NotFound("no session %s/%s", user, session)
 	}
 	if err != nil {
 		return err
 	}
-	bad := func(err error) error { return redisstore.Wrap(scriptUpdate.Name, err) }
+	bad := func(err error) error { return redisstore.Wrap(luaScripts.Update.Name, err) }
 	status, err := r.String(0)
 	if err != nil {
 		return bad(err)
@@ -108,19 +108,19 @@ func (s *Store) abandonArg() string {
 // Active starts or reuses the user's active session in one script.
 func (s *Store) Active(ctx context.Context, user string, st Start) (Started, error) {
 	hasTitle, title := flag(st.Title)
-	r, err := s.Run(ctx, scriptActive, user, newSessionID(), s.abandonArg(), hasTitle, title, st.Metadata, st.Match)
+	r, err := s.Run(ctx, luaScripts.Active, user, newSessionID(), s.abandonArg(), hasTitle, title, st.Metadata, st.Match)
 	if err != nil {
 		return Started{}, err
 	}
 	if len(r.Values) != 3 {
-		return Started{}, redisstore.Wrap(scriptActive.Name, fmt.Errorf("reply has %d values, want 3", len(r.Values)))
+		return Started{}, redisstore.Wrap(luaScripts.Active.Name, fmt.Errorf("reply has %d values, want 3", len(r.Values)))
 	}
 	var out Started
 	sid, err1 := r.String(0)
 	created, err2 := r.Flag(1)
 	closed, err3 := r.Values[2].AsStrSlice()
 	if err := errors.Join(err1, err2, err3); err != nil {
-		return Started{}, redisstore.Wrap(scriptActive.Name, err)
+		return Started{}, redisstore.Wrap(luaScripts.Active.Name, err)
 	}
 	out.SessionID, out.New, out.Closed = sid, created, closed
 	if out.New {
@@ -136,7 +136,7 @@ func (s *Store) Active(ctx context.Context, user string, st Start) (Started, err
 // summary (nil = none); a not-found refusal when none is running.
 func (s *Store) ActiveEnd(ctx context.Context, user string, summary *string, match string) (string, error) {
 	hasSummary, text := flag(summary)
-	r, err := s.Run(ctx, scriptActiveEnd, user, newSessionID(), s.abandonArg(), hasSummary, text, match)
+	r, err := s.Run(ctx, luaScripts.ActiveEnd, user, newSessionID(), s.abandonArg(), hasSummary, text, match)
 	if errors.Is(err, redisstore.ErrNotFound) {
 		return "", redisstore.NotFound("user %s has no active session", user)
 	}
@@ -145,7 +145,7 @@ func (s *Store) ActiveEnd(ctx context.Context, user string, summary *string, mat
 	}
 	sid, err := r.String(0)
 	if err != nil {
-		return "", redisstore.Wrap(scriptActiveEnd.Name, err)
+		return "", redisstore.Wrap(luaScripts.ActiveEnd.Name, err)
 	}
 	s.CountEnded("completed")
 	return sid, nil

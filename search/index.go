@@ -76,6 +76,18 @@ func FromDeps(deps sidecar.Deps, s *sessionstore.Store, mode Mode) (*Index, erro
 	})
 }
 
+// Open is how a module that indexes its writes begins its New:
+// sessionstore.Open (the host's session store and the module's settings
+// C), then the host's Index over that store (FromDeps) at SEARCH_INDEX.
+func Open[C any](deps sidecar.Deps) (*sessionstore.Store, C, *Index, error) {
+	s, cfg, err := sessionstore.Open[C](deps)
+	if err != nil {
+		return nil, cfg, nil, err
+	}
+	x, err := FromDeps(deps, s, Mode(deps.Limits.SearchIndex))
+	return s, cfg, x, err
+}
+
 // Mode is SEARCH_INDEX.
 func (x *Index) Mode() Mode { return x.mode }
 
@@ -147,7 +159,7 @@ func (c Coverage) SinceField() string {
 
 // mark runs search_mark: op "open" or "cursor". Returns the build cursor.
 func (x *Index) mark(ctx context.Context, user string, args ...string) (string, error) {
-	r, err := x.store.Run(ctx, searchMark, user, "-", args...)
+	r, err := x.store.Run(ctx, luaScripts.Mark, user, "-", args...)
 	if err != nil {
 		return "", err
 	}

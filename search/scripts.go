@@ -14,11 +14,6 @@ import (
 //go:embed *.lua
 var luaFiles embed.FS
 
-var (
-	// the libraries first: a script includes them when it is registered
-	_ = func() bool {
-		lua.LibraryFromFS(luaFiles, "search")
-		return true
-	}()
-	searchMark = lua.FromFS(luaFiles, "search_mark")
-)
+var luaScripts = lua.Package[struct {
+	Mark *lua.Script
+}](luaFiles, "search", "search")

@@ -2,6 +2,6 @@ package sessions
 
 // The scripts tests outside the package run by hand.
 var (
-	SessionAppend     = sessionAppend
-	SessionIndexBuild = sessionIndexBuild
+	SessionAppend     = luaScripts.Append
+	SessionIndexBuild = luaScripts.IndexBuild
 )

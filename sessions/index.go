@@ -86,13 +86,13 @@ func (s *Store) buildIndex(ctx context.Context, user, session, which string, ste
 			return errIndexUnsettled(user, session, which)
 		}
 		*steps++
-		r, err := s.run(ctx, sessionIndexBuild, user, session, which)
+		r, err := s.run(ctx, luaScripts.IndexBuild, user, session, which)
 		if err != nil {
 			return err
 		}
 		indexSteps.WithLabelValues(which).Inc()
 		if done, err := r.Flag(0); err != nil {
-			return redisstore.Wrap(sessionIndexBuild.Name, err)
+			return redisstore.Wrap(luaScripts.IndexBuild.Name, err)
 		} else if done {
 			return nil
 		}

@@ -8,22 +8,10 @@ import (
 // The module's event counters, per process (a sum across pods is the
 // fleet's total), recorded where the scripts report what happened.
 var (
-	entriesAppended = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "sidecar_session_entries_appended_total",
-		Help: "Q&A entries appended (retried appends of a stored qa_id not counted).",
-	})
-	feedback = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "sidecar_session_feedback_total",
-		Help: "Feedback scores set on entries, by score (1-5).",
-	}, []string{"score"})
-	indexerDropped = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "sidecar_session_search_catchups_dropped_total",
-		Help: "Sessions not queued for indexing the entries another program appended, the queue being full (indexed at a later touch).",
-	})
-	indexSteps = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "sidecar_session_index_steps_total",
-		Help: "Bounded steps of building a session's id index after another writer (Cognee) rewrote or grew the list, by index (qa, context; search: entries put into the relevance search index).",
-	}, []string{"index"})
+	entriesAppended = sidecar.NewCounter("sidecar_session_entries_appended_total", "Q&A entries appended (retried appends of a stored qa_id not counted).")
+	feedback        = sidecar.NewCounterVec("sidecar_session_feedback_total", "Feedback scores set on entries, by score (1-5).", "score")
+	indexerDropped  = sidecar.NewCounter("sidecar_session_search_catchups_dropped_total", "Sessions not queued for indexing the entries another program appended, the queue being full (indexed at a later touch).")
+	indexSteps      = sidecar.NewCounterVec("sidecar_session_index_steps_total", "Bounded steps of building a session's id index after another writer (Cognee) rewrote or grew the list, by index (qa, context; search: entries put into the relevance search index).", "index")
 )
 
 // Collectors implements sidecar.Collector: the counters, every score and

@@ -76,20 +76,20 @@ func (s *Store) read(ctx context.Context, key, from string, n, maxBytes int) (pa
 	if err != nil {
 		return page{}, err
 	}
-	vals, err := sessionRead.Exec(ctx, client, []string{key},
+	vals, err := luaScripts.Read.Exec(ctx, client, []string{key},
 		[]string{strconv.Itoa(n), strconv.Itoa(maxBytes), from, strconv.Itoa(ScriptPage)}).ToArray()
 	if err != nil {
-		return page{}, redisstore.Wrap(sessionRead.Name, err)
+		return page{}, redisstore.Wrap(luaScripts.Read.Name, err)
 	}
 	if len(vals) == 0 {
-		return page{}, fmt.Errorf("%s: empty reply", sessionRead.Name)
+		return page{}, fmt.Errorf("%s: empty reply", luaScripts.Read.Name)
 	}
 	cut, _ := vals[0].AsInt64()
 	p := page{truncated: cut == 1, elems: make([]string, 0, len(vals)-1)}
 	for _, v := range vals[1:] {
 		e, err := v.ToString()
 		if err != nil {
-			return page{}, redisstore.Wrap(sessionRead.Name, err)
+			return page{}, redisstore.Wrap(luaScripts.Read.Name, err)
 		}
 		p.elems = append(p.elems, e)
 	}

@@ -93,7 +93,7 @@ func (s *Store) ReindexEntry(ctx context.Context, user, session, qaID string, st
 	for range reindexTries {
 		sum := sha1.Sum(stored)
 		args := append([]string{qaID, hex.EncodeToString(sum[:])}, analyseEntry(stored).args()...)
-		r, err := s.exec(ctx, sessionSearchEntry, user, session, args...)
+		r, err := s.exec(ctx, luaScripts.SearchEntry, user, session, args...)
 		if err != nil {
 			return err
 		}
@@ -152,11 +152,11 @@ func (s *Store) CatchUp(ctx context.Context, user, session string, steps int) (b
 // of what it read: session_search_catchup's arguments, nil when the index
 // lacks nothing.
 func (s *Store) catchupRead(ctx context.Context, user, session string) ([]string, error) {
-	r, err := s.Run(ctx, sessionSearchPending, user, session, strconv.Itoa(StepEntries))
+	r, err := s.Run(ctx, luaScripts.SearchPending, user, session, strconv.Itoa(StepEntries))
 	if err != nil {
 		return nil, err
 	}
-	bad := func(err error) error { return redisstore.Wrap(sessionSearchPending.Name, err) }
+	bad := func(err error) error { return redisstore.Wrap(luaScripts.SearchPending.Name, err) }
 	if len(r.Values) < 3 || (len(r.Values)-3)%4 != 0 {
 		return nil, bad(fmt.Errorf("unexpected script reply of %d values", len(r.Values)))
 	}
@@ -198,16 +198,16 @@ func (s *Store) catchupRead(ctx context.Context, user, session string) ([]string
 // whether it stored them (false: the list or the index changed since the
 // read) and whether more is left.
 func (s *Store) catchupWrite(ctx context.Context, user, session string, args []string) (stored, more bool, err error) {
-	r, err := s.Run(ctx, sessionSearchCatchup, user, session, args...)
+	r, err := s.Run(ctx, luaScripts.SearchCatchup, user, session, args...)
 	if err != nil {
 		return false, false, err
 	}
 	indexSteps.WithLabelValues("search").Inc()
 	if stored, err = r.Flag(0); err != nil || !stored {
-		return false, false, redisstore.Wrap(sessionSearchCatchup.Name, err)
+		return false, false, redisstore.Wrap(luaScripts.SearchCatchup.Name, err)
 	}
 	if more, err = r.Flag(1); err != nil {
-		return false, false, redisstore.Wrap(sessionSearchCatchup.Name, err)
+		return false, false, redisstore.Wrap(luaScripts.SearchCatchup.Name, err)
 	}
 	return true, more, nil
 }

@@ -33,7 +33,7 @@ func (s *Store) Append(ctx context.Context, user, session, qaID string, entry []
 		d.spec = mode.Spec(d.spec)
 		args = append(args, d.args()...)
 	}
-	r, err := s.exec(ctx, sessionAppend, user, session, args...)
+	r, err := s.exec(ctx, luaScripts.Append, user, session, args...)
 	if err != nil {
 		return sessionstore.Stored{}, false, err
 	}
@@ -54,7 +54,7 @@ func (s *Store) UpdateEntry(ctx context.Context, user, session, qaID string, fie
 	for _, f := range fields {
 		args = append(args, f[0], f[1])
 	}
-	r, err := s.exec(ctx, sessionEntryUpdate, user, session, args...)
+	r, err := s.exec(ctx, luaScripts.EntryUpdate, user, session, args...)
 	if err != nil {
 		return nil, noEntry(err, user, session, qaID)
 	}
@@ -67,7 +67,7 @@ func (s *Store) UpdateEntry(ctx context.Context, user, session, qaID string, fie
 
 // Entry returns entry qaID, or a not-found refusal.
 func (s *Store) Entry(ctx context.Context, user, session, qaID string) ([]byte, error) {
-	r, err := s.exec(ctx, sessionEntryGet, user, session, qaID)
+	r, err := s.exec(ctx, luaScripts.EntryGet, user, session, qaID)
 	if err != nil {
 		return nil, noEntry(err, user, session, qaID)
 	}
@@ -77,12 +77,12 @@ func (s *Store) Entry(ctx context.Context, user, session, qaID string) ([]byte, 
 
 // DeleteEntry removes entry qaID, or returns a not-found refusal.
 func (s *Store) DeleteEntry(ctx context.Context, user, session, qaID string) error {
-	return noEntry(s.execFound(ctx, sessionEntryDelete, user, session, qaID), user, session, qaID)
+	return noEntry(s.execFound(ctx, luaScripts.EntryDelete, user, session, qaID), user, session, qaID)
 }
 
 // AppendTrace stores one trace step (encoded by cognee.NewTrace).
 func (s *Store) AppendTrace(ctx context.Context, user, session string, trace []byte) error {
-	r, err := s.run(ctx, sessionTraceAppend, user, session, string(trace))
+	r, err := s.run(ctx, luaScripts.TraceAppend, user, session, string(trace))
 	if err != nil {
 		return err
 	}
@@ -93,7 +93,7 @@ func (s *Store) AppendTrace(ctx context.Context, user, session string, trace []b
 // AppendContext stores a session-context entry with id, unless one with that
 // id exists: then it returns the stored one with Created == false.
 func (s *Store) AppendContext(ctx context.Context, user, session, id string, entry []byte) (sessionstore.Stored, error) {
-	r, err := s.exec(ctx, sessionContextAppend, user, session, id, string(entry))
+	r, err := s.exec(ctx, luaScripts.ContextAppend, user, session, id, string(entry))
 	if err != nil {
 		return sessionstore.Stored{}, err
 	}
@@ -102,7 +102,7 @@ func (s *Store) AppendContext(ctx context.Context, user, session, id string, ent
 
 // UpdateContext merges patch (a JSON object) into context entry id.
 func (s *Store) UpdateContext(ctx context.Context, user, session, id string, patch []byte) ([]byte, error) {
-	r, err := s.exec(ctx, sessionContextUpdate, user, session, id, string(patch))
+	r, err := s.exec(ctx, luaScripts.ContextUpdate, user, session, id, string(patch))
 	if err != nil {
 		return nil, noContext(err, user, session, id)
 	}
@@ -112,7 +112,7 @@ func (s *Store) UpdateContext(ctx context.Context, user, session, id string, pat
 
 // DeleteContext removes context entry id, or returns a not-found refusal.
 func (s *Store) DeleteContext(ctx context.Context, user, session, id string) error {
-	return noContext(s.execFound(ctx, sessionContextDelete, user, session, id), user, session, id)
+	return noContext(s.execFound(ctx, luaScripts.ContextDelete, user, session, id), user, session, id)
 }
 
 // LastEntries returns the newest n entries, oldest first: LRANGE -n -1, so

@@ -92,6 +92,8 @@
 //     BadCursor, every listing's 400 invalid_cursor.
 //   - headers.go: SetAnswerHeader (a header set from deep in a call),
 //     TruncatedHeader and MarkTruncated.
+//   - series.go: NewCounter, NewCounterVec, NewGauge, NewHistogramVec: a
+//     metric declared in one line.
 //   - metrics.go: Version, NewRegistry (non-global, build info), HTTP
 //     metrics by route pattern, refusal and shedding counters.
 //   - sidecartest/: a real host on loopback for tests (its own package).

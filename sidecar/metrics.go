@@ -94,10 +94,7 @@ type routeCode struct {
 
 func newHTTPMetrics(reg prometheus.Registerer) *httpMetrics {
 	m := &httpMetrics{
-		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "sidecar_http_requests_total",
-			Help: "API requests by route pattern and HTTP status code.",
-		}, []string{"route", "code"}),
+		requests: NewCounterVec("sidecar_http_requests_total", "API requests by route pattern and HTTP status code.", "route", "code"),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "sidecar_http_request_duration_seconds",
 			Help: "API request latency by route pattern.",
@@ -143,22 +140,13 @@ func (m *httpMetrics) observe(route string, code int, d time.Duration) {
 
 // refusals counts the calls Redis refused, by the API code they answered
 // (redis_oom, redis_readonly, ...): per process, sum across pods.
-var refusals = prometheus.NewCounterVec(prometheus.CounterOpts{
-	Name: "sidecar_redis_refusals_total",
-	Help: "API calls that Redis refused (out of memory, read-only replica, loading, busy, cluster down, ...), by the code they answered.",
-}, []string{"code"})
+var refusals = NewCounterVec("sidecar_redis_refusals_total", "API calls that Redis refused (out of memory, read-only replica, loading, busy, cluster down, ...), by the code they answered.", "code")
 
 // overloaded counts requests shed with 503 overloaded, by what was at its
 // limit (inflight, memory, bytes).
-var overloaded = prometheus.NewCounterVec(prometheus.CounterOpts{
-	Name: "sidecar_http_overloaded_total",
-	Help: "API requests answered 503 overloaded because in-flight requests, memory or the in-flight byte budget were at their limit, by reason: inflight, memory, bytes.",
-}, []string{"reason"})
+var overloaded = NewCounterVec("sidecar_http_overloaded_total", "API requests answered 503 overloaded because in-flight requests, memory or the in-flight byte budget were at their limit, by reason: inflight, memory, bytes.", "reason")
 
 // connectionsShed counts API connections shed at the connection cap to make
 // room for a new client, by what they were doing: idle (closed), or
 // slow_upload (a body still arriving, answered 408).
-var connectionsShed = prometheus.NewCounterVec(prometheus.CounterOpts{
-	Name: "sidecar_http_connections_shed_total",
-	Help: "API connections shed at the connection cap (SIDECAR_MAX_CONNECTIONS) for a new client, by state: idle, slow_upload.",
-}, []string{"state"})
+var connectionsShed = NewCounterVec("sidecar_http_connections_shed_total", "API connections shed at the connection cap (SIDECAR_MAX_CONNECTIONS) for a new client, by state: idle, slow_upload.", "state")

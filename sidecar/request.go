@@ -101,6 +101,15 @@ func QueryInt(r *http.Request, name string, def, lo, hi int) (int, error) {
 	return n, nil
 }
 
+// SessionJSON is SessionIDs, then the request's body decoded into a T by
+// DecodeJSON: the prologue of a handler that writes one session.
+func SessionJSON[T any](r *http.Request) (user, session string, body T, err error) {
+	if user, session, err = SessionIDs(r); err == nil {
+		err = DecodeJSON(r, &body)
+	}
+	return user, session, body, err
+}
+
 // DecodeJSON reads the request body into v strictly: the body must be one
 // JSON value of valid UTF-8 (checkText: no lone surrogates, at most
 // MaxDepth levels, numbers a float64 holds); unknown fields, names not

@@ -59,12 +59,8 @@ func (m *Module) get(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (m *Module) put(w http.ResponseWriter, r *http.Request) error {
-	user, session, err := sidecar.SessionIDs(r)
+	user, session, body, err := sidecar.SessionJSON[ttlBody](r)
 	if err != nil {
-		return err
-	}
-	var body ttlBody
-	if err := sidecar.DecodeJSON(r, &body); err != nil {
 		return err
 	}
 	if body.TTLSeconds == nil {

@@ -8,6 +8,7 @@ import (
 	"github.com/agentsidecar/agentsidecar/envconf"
 	"github.com/agentsidecar/agentsidecar/pricing"
 	"github.com/agentsidecar/agentsidecar/sessionstore"
+	"github.com/agentsidecar/agentsidecar/sidecar"
 )
 
 // labeler turns a model name into a bounded `model` label value: the price
@@ -84,41 +85,17 @@ type metrics struct {
 
 func newMetrics(labels *labeler) *metrics {
 	m := &metrics{
-		labels: labels,
-		tokens: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "sidecar_llm_tokens_total",
-			Help: "LLM tokens recorded through usage posts, by model family and token_type (input, output); estimates included.",
-		}, []string{"model", "token_type"}),
-		estimated: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "sidecar_llm_estimated_tokens_total",
-			Help: "The part of sidecar_llm_tokens_total estimated as len(text) // 4 because the caller sent no count.",
-		}, []string{"model", "token_type"}),
-		cost: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "sidecar_llm_cost_usd_total",
-			Help: "LLM cost in US dollars recorded through usage posts, by model family.",
-		}, []string{"model"}),
-		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "sidecar_llm_calls_total",
-			Help: "LLM calls recorded through usage posts, by model family.",
-		}, []string{"model"}),
-		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "sidecar_llm_errors_total",
-			Help: "LLM calls recorded with error: true, by model family.",
-		}, []string{"model"}),
-		unpriced: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "sidecar_llm_unpriced_calls_total",
-			Help: "Usage posts for a model with no price and no explicit cost_usd: counted at cost 0.",
-		}),
-		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "sidecar_session_duration_seconds",
-			Help:    "Duration of sessions ended through this sidecar (started_at to ended_at), by status.",
-			Buckets: []float64{1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600, 7200, 14400, 43200, 86400},
-		}, []string{"status"}),
-		spend: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "sidecar_session_cost_usd",
-			Help:    "Total cost in US dollars of sessions ended through this sidecar, by status.",
-			Buckets: []float64{0.0001, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 50, 100},
-		}, []string{"status"}),
+		labels:    labels,
+		tokens:    sidecar.NewCounterVec("sidecar_llm_tokens_total", "LLM tokens recorded through usage posts, by model family and token_type (input, output); estimates included.", "model", "token_type"),
+		estimated: sidecar.NewCounterVec("sidecar_llm_estimated_tokens_total", "The part of sidecar_llm_tokens_total estimated as len(text) // 4 because the caller sent no count.", "model", "token_type"),
+		cost:      sidecar.NewCounterVec("sidecar_llm_cost_usd_total", "LLM cost in US dollars recorded through usage posts, by model family.", "model"),
+		calls:     sidecar.NewCounterVec("sidecar_llm_calls_total", "LLM calls recorded through usage posts, by model family.", "model"),
+		errors:    sidecar.NewCounterVec("sidecar_llm_errors_total", "LLM calls recorded with error: true, by model family.", "model"),
+		unpriced:  sidecar.NewCounter("sidecar_llm_unpriced_calls_total", "Usage posts for a model with no price and no explicit cost_usd: counted at cost 0."),
+		duration: sidecar.NewHistogramVec("sidecar_session_duration_seconds", "Duration of sessions ended through this sidecar (started_at to ended_at), by status.",
+			[]float64{1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600, 7200, 14400, 43200, 86400}, "status"),
+		spend: sidecar.NewHistogramVec("sidecar_session_cost_usd", "Total cost in US dollars of sessions ended through this sidecar, by status.",
+			[]float64{0.0001, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 50, 100}, "status"),
 	}
 	for _, model := range labels.known {
 		for _, tt := range []string{"input", "output"} {

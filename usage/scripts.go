@@ -14,7 +14,6 @@ import (
 //go:embed *.lua
 var luaFiles embed.FS
 
-var (
-	sessionUsage = lua.FromFS(luaFiles, "session_usage")
-	sessionEnd   = lua.FromFS(luaFiles, "session_end")
-)
+var luaScripts = lua.Package[struct {
+	Usage, End *lua.Script
+}](luaFiles, "session")

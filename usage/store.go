@@ -77,7 +77,7 @@ func (s *Store) AddUsage(ctx context.Context, user, session string, u Usage) (se
 		failed = "1"
 	}
 	l := s.Limits.orDefaults()
-	r, err := s.Run(ctx, sessionUsage, user, session, u.Model,
+	r, err := s.Run(ctx, luaScripts.Usage, user, session, u.Model,
 		strconv.FormatInt(u.TokensIn, 10), strconv.FormatInt(u.TokensOut, 10),
 		strconv.FormatInt(u.CostNanoUSD, 10), failed, u.IdempotencyKey, string(u.Result),
 		strconv.Itoa(l.SessionModels), strconv.Itoa(l.DayModels), strconv.Itoa((l.Days+1)*86400))
@@ -143,7 +143,7 @@ func (s *Store) End(ctx context.Context, user, session, status string, summary *
 	if summary != nil {
 		hasSummary, text = "1", *summary
 	}
-	r, err := s.Run(ctx, sessionEnd, user, session, status, hasSummary, text)
+	r, err := s.Run(ctx, luaScripts.End, user, session, status, hasSummary, text)
 	if errors.Is(err, redisstore.ErrNotFound) {
 		return false, redisstore.NotFound("no session %s/%s", user, session)
 	}

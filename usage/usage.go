@@ -187,12 +187,8 @@ func validModel(s string) bool {
 }
 
 func (m *Module) addUsage(w http.ResponseWriter, r *http.Request) error {
-	user, session, err := sidecar.SessionIDs(r)
+	user, session, req, err := sidecar.SessionJSON[usageRequest](r)
 	if err != nil {
-		return err
-	}
-	var req usageRequest
-	if err := sidecar.DecodeJSON(r, &req); err != nil {
 		return err
 	}
 	if req.Model == nil || !validModel(*req.Model) {

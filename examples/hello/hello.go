@@ -86,13 +86,10 @@ func New(_ context.Context, deps sidecar.Deps) (sidecar.Module, error) {
 		return nil, err
 	}
 	return &Module{
-		cfg:      cfg,
-		redis:    deps.Redis,
-		sessions: sessions,
-		greetings: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "sidecar_hello_greetings_total",
-			Help: "Greetings answered by the hello module.",
-		}),
+		cfg:       cfg,
+		redis:     deps.Redis,
+		sessions:  sessions,
+		greetings: sidecar.NewCounter("sidecar_hello_greetings_total", "Greetings answered by the hello module."),
 	}, nil
 }
 

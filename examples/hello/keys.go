@@ -9,11 +9,7 @@ import "github.com/agentsidecar/agentsidecar/redisstore"
 // (redisstore.SessionPrefixes reaches them as the generated "keys"
 // library): no stock file names it. Register panics at start if another
 // family took the prefix.
-var SessionFamily = redisstore.Register(redisstore.Family{
-	Name: "hello session greetings", Prefix: "sidecar_hello_session", Code: "h", Scope: redisstore.ScopeSession,
-	Kind: redisstore.KindString, Owner: "hello", TTL: redisstore.SessionTTL,
-	Description: "the greetings of one session (a counter), slid and deleted with the session",
-})
+var SessionFamily = redisstore.Owner("hello").Session("hello session greetings", "sidecar_hello_session", "h", redisstore.KindString, "the greetings of one session (a counter), slid and deleted with the session")
 
 // UserFamily is the module's own user family: one counter per user of the
 // greetings of all their sessions, sidecar_hello_user:<tag><u>. It lives
@@ -22,8 +18,4 @@ var SessionFamily = redisstore.Register(redisstore.Family{
 // the user's sessions gives it at least that session's TTL. A user family
 // is erased with the user (DELETE /v1/users/{u}) without a line of stock
 // code naming it.
-var UserFamily = redisstore.Register(redisstore.Family{
-	Name: "hello user greetings", Prefix: "sidecar_hello_user", Scope: redisstore.ScopeUser,
-	Kind: redisstore.KindString, Owner: "hello", TTL: redisstore.UserTTL,
-	Description: "the session greetings of one user (a counter), living as long as the user's sessions, erased with the user",
-})
+var UserFamily = redisstore.Owner("hello").User("hello user greetings", "sidecar_hello_user", "", redisstore.KindString, "the session greetings of one user (a counter), living as long as the user's sessions, erased with the user")

@@ -13,6 +13,7 @@ snake_case; a non-2xx answer raises SidecarError (NotFound, Conflict,
 Unavailable, LockHeld, LockLost).
 """
 
+from . import errors
 from .client import DEFAULT_USER_AGENT, Sidecar
 from .errors import BadID, Conflict, LockHeld, LockLost, NotFound, SidecarError, Unavailable
 from .events import Event
@@ -21,17 +22,5 @@ from .types import Stored
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "Sidecar",
-    "SidecarError",
-    "NotFound",
-    "Conflict",
-    "Unavailable",
-    "LockHeld",
-    "LockLost",
-    "BadID",
-    "Lock",
-    "Event",
-    "Stored",
-    "DEFAULT_USER_AGENT",
-]
+__all__ = ["Sidecar", "Lock", "Event", "Stored", "DEFAULT_USER_AGENT"]
+__all__ += errors.__all__  # SidecarError and its kinds

@@ -1,4 +1,5 @@
 /** The event stream (text/event-stream) over fetch, reconnecting with Last-Event-ID. */
+import { sleep } from "./client.js";
 import { errorFrom } from "./errors.js";
 
 /** One event: its id, its type (entry_appended, message_appended, reconnected, deleted, x-…) and its decoded data. */
@@ -31,13 +32,13 @@ export async function* eventStream(
       response = await sc.fetch(new Request(sc.baseUrl + path, { headers, signal }));
     } catch (e) {
       if (signal?.aborted) return;
-      await pause(retry, signal);
+      await sleep(retry, signal);
       continue;
     }
     if (response.status !== 200 || !response.body) {
       const err = await errorFrom(response);
       if (response.status !== 503) throw err;
-      await pause(err.retryAfter !== undefined ? err.retryAfter * 1000 : retry, signal);
+      await sleep(err.retryAfter !== undefined ? err.retryAfter * 1000 : retry, signal);
       continue;
     }
     const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
@@ -83,7 +84,7 @@ export async function* eventStream(
       reader.cancel().catch(() => undefined);
     }
     if (signal?.aborted) return;
-    await pause(retry, signal);
+    await sleep(retry, signal);
   }
 }
 
@@ -93,16 +94,4 @@ function decode(text: string): unknown {
   } catch {
     return text;
   }
-}
-
-function pause(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const t = setTimeout(done, ms);
-    function done() {
-      clearTimeout(t);
-      signal?.removeEventListener("abort", done);
-      resolve();
-    }
-    signal?.addEventListener("abort", done, { once: true });
-  });
 }
