@@ -117,3 +117,36 @@ func TestUserKeysKeepNoTTLWhileASessionHasNone(t *testing.T) {
 		}
 	})
 }
+
+// With SESSION_TTL_SECONDS=0 a session without a TTL of its own has no
+// expiry: the user's keys it holds keep none, whatever another session of
+// the user with a PUT .../ttl does. s2 given no expiry, then 100 s, must
+// not hand the user's state (and the marker listing it) the 100 s while
+// s1, which never expires, still uses them.
+func TestUserKeysKeepNoTTLUnderTheDefaultOfNone(t *testing.T) {
+	redisstoretest.Each(t, func(t *testing.T, srv *redisstoretest.Server) {
+		h := sidecartest.Start(t, srv, envconf.Env{"SESSION_TTL_SECONDS": "0"},
+			sessions.Factory, usage.Factory, ttl.Factory, registry.Factory)
+		l := srv.Layout()
+		for _, s := range []string{"s1", "s2"} {
+			want(t, h.Do(t, "POST", "/v1/users/alice/sessions", `{"session_id":"`+s+`","metadata":{"pr":"42"}}`), 201)
+		}
+		if rep := h.Do(t, "PATCH", "/v1/users/alice/state", `{"plan":"pro"}`); rep.Status != 200 {
+			t.Fatalf("user state: %d %s", rep.Status, rep.Body)
+		}
+		for _, body := range []string{`{"ttl_seconds":0}`, `{"ttl_seconds":100}`} {
+			if rep := h.Do(t, "PUT", "/v1/users/alice/sessions/s2/ttl", body); rep.Status != 200 {
+				t.Fatalf("ttl %s: %d %s", body, rep.Status, rep.Body)
+			}
+		}
+		for _, k := range []string{
+			l.UserKey(registry.UserStateFamily, "alice"),
+			l.UserMarker("alice"),
+			l.MetaIndex("alice", "pr", "42"),
+		} {
+			if got := pttl(t, srv, k); got != -1 {
+				t.Errorf("PTTL of %s: %d ms, want none: s1 never expires (SESSION_TTL_SECONDS=0)", k, got)
+			}
+		}
+	})
+}

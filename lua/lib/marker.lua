@@ -156,9 +156,10 @@ local function own_ttl_changed(c, was, now)
     return nil
   end
   redis.call('HDEL', c.marker, 'persisted')
-  local t = math.max(c.default_ttl, c.ttl_max)
-  if t <= 0 then return nil end -- SESSION_TTL_SECONDS=0: the user's other sessions keep no expiry
-  return t
+  -- SESSION_TTL_SECONDS=0: every session of the user without a TTL of its
+  -- own has no expiry either, and holds the kept keys without one
+  if c.default_ttl <= 0 then return nil end
+  return math.max(c.default_ttl, c.ttl_max)
 end
 
 -- note reads the marker's PTTL before the write's first write of a field
