@@ -150,3 +150,29 @@ func TestUserKeysKeepNoTTLUnderTheDefaultOfNone(t *testing.T) {
 		}
 	})
 }
+
+// With SESSION_TTL_SECONDS=0 the user's marker, once it lists the user's
+// kept keys, lives as long as they do (no expiry): a marker a PUT .../ttl
+// made first (its ttl_max, with that TTL) must not expire with the list of
+// the user's state, which s1, never expiring, still uses.
+func TestMarkerListingKeysKeepsNoTTLUnderTheDefaultOfNone(t *testing.T) {
+	redisstoretest.Each(t, func(t *testing.T, srv *redisstoretest.Server) {
+		h := sidecartest.Start(t, srv, envconf.Env{"SESSION_TTL_SECONDS": "0"},
+			sessions.Factory, usage.Factory, ttl.Factory, registry.Factory)
+		l := srv.Layout()
+		for _, s := range []string{"s1", "s2"} {
+			want(t, h.Do(t, "POST", "/v1/users/alice/sessions", `{"session_id":"`+s+`","metadata":{"pr":"42"}}`), 201)
+		}
+		if rep := h.Do(t, "PUT", "/v1/users/alice/sessions/s2/ttl", `{"ttl_seconds":100}`); rep.Status != 200 {
+			t.Fatalf("ttl: %d %s", rep.Status, rep.Body)
+		}
+		if rep := h.Do(t, "PATCH", "/v1/users/alice/state", `{"plan":"pro"}`); rep.Status != 200 {
+			t.Fatalf("user state: %d %s", rep.Status, rep.Body)
+		}
+		for _, k := range []string{l.UserKey(registry.UserStateFamily, "alice"), l.UserMarker("alice")} {
+			if got := pttl(t, srv, k); got != -1 {
+				t.Errorf("PTTL of %s: %d ms, want none: s1 never expires (SESSION_TTL_SECONDS=0)", k, got)
+			}
+		}
+	})
+}

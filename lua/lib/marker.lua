@@ -108,9 +108,14 @@ end
 
 -- expire gives key k, whose PTTL before this write was p, TTL t: a key
 -- the write made (-2) gets t, one with a TTL at least t, one without (a
--- session without expiry holds it) keeps none.
+-- session without expiry holds it) keeps none; t 0 (this session has no
+-- expiry) takes the TTL of one that has one, as a slide does.
 local function expire(k, t, p)
-  if t <= 0 or p == -1 then return end
+  if t <= 0 then
+    if p >= 0 then redis.call('PERSIST', k) end
+    return
+  end
+  if p == -1 then return end
   if p == -2 then
     redis.call('EXPIRE', k, t)
   else
