@@ -176,3 +176,32 @@ func TestMarkerListingKeysKeepsNoTTLUnderTheDefaultOfNone(t *testing.T) {
 		}
 	})
 }
+
+// A kept key made while a session of the user has no expiry (the
+// marker's persisted) keeps none either: s1, given no expiry, holds the
+// user's state made after, which must not expire under it in
+// SESSION_TTL_SECONDS while s1 idles; s1's delete then gives it a TTL.
+func TestUserKeyMadeUnderAPersistedSessionKeepsNoTTL(t *testing.T) {
+	redisstoretest.Each(t, func(t *testing.T, srv *redisstoretest.Server) {
+		h := sidecartest.Start(t, srv, envconf.Env{"SESSION_TTL_SECONDS": "1000"},
+			sessions.Factory, usage.Factory, ttl.Factory, registry.Factory)
+		l := srv.Layout()
+		state := l.UserKey(registry.UserStateFamily, "alice")
+		want(t, h.Do(t, "POST", "/v1/users/alice/sessions", `{"session_id":"s1"}`), 201)
+		if rep := h.Do(t, "PUT", "/v1/users/alice/sessions/s1/ttl", `{"ttl_seconds":0}`); rep.Status != 200 {
+			t.Fatalf("ttl: %d %s", rep.Status, rep.Body)
+		}
+		if rep := h.Do(t, "PATCH", "/v1/users/alice/state", `{"plan":"pro"}`); rep.Status != 200 {
+			t.Fatalf("user state: %d %s", rep.Status, rep.Body)
+		}
+		if got := pttl(t, srv, state); got != -1 {
+			t.Errorf("PTTL of %s: %d ms while s1 has no expiry, want none", state, got)
+		}
+		if rep := h.Do(t, "DELETE", "/v1/users/alice/sessions/s1", ""); rep.Status != 204 {
+			t.Fatalf("delete: %d %s", rep.Status, rep.Body)
+		}
+		if got := pttl(t, srv, state); got <= 0 || got > 1000*1000 {
+			t.Errorf("PTTL of %s: %d ms after the session without expiry went, want at most 1000 s", state, got)
+		}
+	})
+}

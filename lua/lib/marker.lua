@@ -126,8 +126,10 @@ end
 -- list_keys writes the marker's list of the user's keys when this write
 -- changed it, and gives the keys it listed or made anew, and a marker it
 -- made, TTL t (expire). A write that wrote the marker before (a field of
--- its own) read its PTTL first: c.marker_pttl (note).
+-- its own) read its PTTL first: c.marker_pttl (note). While a session of
+-- the user has no expiry (persisted), they keep none.
 local function list_keys(c, t)
+  if (c.persisted or 0) > 0 then t = 0 end
   if c.ukeys_changed then
     local p = c.marker_pttl or redis.call('PTTL', c.marker)
     redis.call('HSET', c.marker, 'keys', cjson.encode(c.ukeys))
