@@ -205,3 +205,35 @@ func TestUserKeyMadeUnderAPersistedSessionKeepsNoTTL(t *testing.T) {
 		}
 	})
 }
+
+// A DELETE of a session without expiry whose record another program
+// spoiled (a status the sidecar does not write: the delete goes on, it is
+// the way out) still ends the marker's count of it: the user's keys get a
+// TTL back, as after any other last session without expiry.
+func TestSpoiledPersistedSessionDeleteGivesUserKeysATTL(t *testing.T) {
+	redisstoretest.Each(t, func(t *testing.T, srv *redisstoretest.Server) {
+		h := sidecartest.Start(t, srv, envconf.Env{"SESSION_TTL_SECONDS": "1000"},
+			sessions.Factory, usage.Factory, ttl.Factory, registry.Factory)
+		l := srv.Layout()
+		state := l.UserKey(registry.UserStateFamily, "alice")
+		want(t, h.Do(t, "POST", "/v1/users/alice/sessions", `{"session_id":"s1"}`), 201)
+		if rep := h.Do(t, "PATCH", "/v1/users/alice/state", `{"plan":"pro"}`); rep.Status != 200 {
+			t.Fatalf("user state: %d %s", rep.Status, rep.Body)
+		}
+		if rep := h.Do(t, "PUT", "/v1/users/alice/sessions/s1/ttl", `{"ttl_seconds":0}`); rep.Status != 200 {
+			t.Fatalf("ttl: %d %s", rep.Status, rep.Body)
+		}
+		c := srv.Client(t)
+		if err := c.Do(t.Context(), c.B().Hset().Key(l.Session("alice", "s1").Record).FieldValue().FieldValue("status", "bogus").Build()).Error(); err != nil {
+			t.Fatal(err)
+		}
+		if rep := h.Do(t, "DELETE", "/v1/users/alice/sessions/s1", ""); rep.Status != 204 {
+			t.Fatalf("delete: %d %s", rep.Status, rep.Body)
+		}
+		for _, k := range []string{state, l.UserMarker("alice")} {
+			if got := pttl(t, srv, k); got == -1 {
+				t.Errorf("PTTL of %s: none, though the user has no session left", k)
+			}
+		}
+	})
+}
