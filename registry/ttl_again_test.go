@@ -237,3 +237,37 @@ func TestSpoiledPersistedSessionDeleteGivesUserKeysATTL(t *testing.T) {
 		}
 	})
 }
+
+// Two sessions without expiry in different metadata indexes: the first
+// goes while the second still has none, then the second goes. The index
+// the first held (with s3, a session with a TTL, still in it) was
+// PERSISTed by the first's slides and must get a TTL back once no session
+// of the user is without expiry: s3's slides (EXPIRE GT) give none.
+func TestIndexOfAnEarlierPersistedSessionGetsATTLBack(t *testing.T) {
+	redisstoretest.Each(t, func(t *testing.T, srv *redisstoretest.Server) {
+		h := sidecartest.Start(t, srv, envconf.Env{"SESSION_TTL_SECONDS": "1000"},
+			sessions.Factory, usage.Factory, ttl.Factory, registry.Factory)
+		l := srv.Layout()
+		for _, s := range []string{"s1", "s3"} {
+			want(t, h.Do(t, "POST", "/v1/users/alice/sessions", `{"session_id":"`+s+`","metadata":{"pr":"1"}}`), 201)
+		}
+		want(t, h.Do(t, "POST", "/v1/users/alice/sessions", `{"session_id":"s2","metadata":{"pr":"2"}}`), 201)
+		for _, s := range []string{"s1", "s2"} {
+			if rep := h.Do(t, "PUT", "/v1/users/alice/sessions/"+s+"/ttl", `{"ttl_seconds":0}`); rep.Status != 200 {
+				t.Fatalf("ttl %s: %d %s", s, rep.Status, rep.Body)
+			}
+		}
+		for _, s := range []string{"s1", "s2"} {
+			if rep := h.Do(t, "DELETE", "/v1/users/alice/sessions/"+s, ""); rep.Status != 204 {
+				t.Fatalf("delete %s: %d %s", s, rep.Status, rep.Body)
+			}
+		}
+		if rep := h.Do(t, "POST", "/v1/users/alice/sessions/s3/entries", `{"question":"q","answer":"a"}`); rep.Status != 201 {
+			t.Fatalf("append: %d %s", rep.Status, rep.Body)
+		}
+		k := l.MetaIndex("alice", "pr", "1")
+		if got := pttl(t, srv, k); got <= 0 || got > 1000*1000 {
+			t.Errorf("PTTL of %s: %d ms, want at most 1000 s: no session of the user is without expiry", k, got)
+		}
+	})
+}

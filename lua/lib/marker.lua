@@ -145,7 +145,8 @@ end
 -- lives at least that long. Returns the TTL the user's kept keys without
 -- one get back (lifecycle.unpersist) when the last session of the user
 -- without expiry got one or went: the longest any session of the user may
--- still have left (the default TTL, ttl_max); else nil.
+-- still have left (the default TTL, ttl_max); else nil, and whether this
+-- session left the count while another remains in it.
 local function own_ttl_changed(c, was, now)
   if now and now > c.ttl_max then
     local p = redis.call('PTTL', c.marker)
@@ -160,7 +161,7 @@ local function own_ttl_changed(c, was, now)
   if n > 0 then
     redis.call('HSET', c.marker, 'persisted', string.format('%d', n))
     if delta > 0 then redis.call('PERSIST', c.marker) end
-    return nil
+    return nil, delta < 0
   end
   redis.call('HDEL', c.marker, 'persisted')
   -- SESSION_TTL_SECONDS=0: every session of the user without a TTL of its
