@@ -26,6 +26,9 @@ if refused and c.refused_by == 'record' then
   -- known, so every registered one, and every status set
   refused = nil
   c.status, c.fams_text, c.idx_text = nil, nil, nil
+  -- a session without expiry of its own still leaves the marker's count
+  local own = redis.pcall('HGET', c.record, 'ttl_seconds')
+  if own == '0' then c.own_ttl = 0 end
 end
 if refused then return refused end
 local ok, list = pcall(function() return c.idx_text and cjson.decode(c.idx_text) or {} end)

@@ -41,11 +41,15 @@ var markers struct {
 	fields []MarkerField
 }
 
+// coreMarkerFields are the marker's fields lua/lib/marker.lua and
+// lifecycle.lua keep.
+var coreMarkerFields = map[string]bool{"fence": true, "keys": true, "persisted": true, "ttl_max": true, "unpersist": true}
+
 // RegisterMarkerField adds a field of the user's marker; call it from a
 // package-level var, as Register. It panics on a bad or repeated name.
 func RegisterMarkerField(f MarkerField) MarkerField {
-	if f.Name == "" || strings.ContainsAny(f.Name, ": \t") || f.Name == "fence" || f.Name == "keys" || f.Owner == "" || f.Description == "" {
-		panic(fmt.Sprintf("redisstore.RegisterMarkerField: field %+v: a name without ':' or spaces, not fence or keys, an owner and a description", f))
+	if f.Name == "" || strings.ContainsAny(f.Name, ": \t") || coreMarkerFields[f.Name] || f.Owner == "" || f.Description == "" {
+		panic(fmt.Sprintf("redisstore.RegisterMarkerField: field %+v: a name without ':' or spaces, none of the core's (fence, keys, persisted, ttl_max, unpersist), an owner and a description", f))
 	}
 	markers.Lock()
 	defer markers.Unlock()

@@ -240,15 +240,51 @@ end
 -- 'G': other users' sessions, perhaps without expiry, are members too)
 -- keeps none: the sweep, the prunes and the listings remove its members of
 -- sessions gone.
-local function unpersist(c, t)
-  local user = {}
+-- The user's sets of a session without expiry that got one or went
+-- while another such session of the user remained are listed in the
+-- marker's field unpersist (JSON) until the last one's unpersist.
+local function user_sets(c)
+  local out = {}
   for _, entry in ipairs(idx(c)) do
     local kind = string.sub(entry, 1, 1)
-    if kind == 's' or kind == 'S' then user[#user + 1] = string.sub(entry, 2) end
+    if kind == 's' or kind == 'S' then out[#out + 1] = string.sub(entry, 2) end
   end
+  return out
+end
+
+local function deferred(c)
+  local text = redis.call('HGET', c.marker, 'unpersist')
+  local ok, list = pcall(cjson.decode, text or '[]')
+  local out = {}
+  for _, k in ipairs(ok and type(list) == 'table' and list or {}) do
+    if type(k) == 'string' then out[#out + 1] = k end
+  end
+  return out, text
+end
+
+local function unpersist(c, t)
+  local user = user_sets(c)
+  local later, text = deferred(c)
+  for _, k in ipairs(later) do user[#user + 1] = k end
+  if text then redis.call('HDEL', c.marker, 'unpersist') end
   for _, k in ipairs(marker.ukeys(c)) do user[#user + 1] = k end
   user[#user + 1] = c.marker
   for _, k in ipairs(user) do redis.call('EXPIRE', k, t, 'NX') end
+end
+
+-- defer_unpersist lists the user's sets of session c, which its slides
+-- left without expiry, for the unpersist of the user's last session
+-- without expiry (another remains: a set may be one it holds too).
+local function defer_unpersist(c)
+  local sets = user_sets(c)
+  if #sets == 0 or c.default_ttl <= 0 then return end
+  local list = deferred(c)
+  local have, changed = {}, false
+  for _, k in ipairs(list) do have[k] = true end
+  for _, k in ipairs(sets) do
+    if not have[k] then list[#list + 1], have[k], changed = k, true, true end
+  end
+  if changed then redis.call('HSET', c.marker, 'unpersist', cjson.encode(list)) end
 end
 
 -- slide gives the record and every key of the families the session has
@@ -305,6 +341,7 @@ return {
   expire_new = expire_new,
   slide_user = slide_user,
   unpersist = unpersist,
+  defer_unpersist = defer_unpersist,
   slide = slide,
   unindex = unindex,
 }

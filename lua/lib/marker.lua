@@ -108,9 +108,14 @@ end
 
 -- expire gives key k, whose PTTL before this write was p, TTL t: a key
 -- the write made (-2) gets t, one with a TTL at least t, one without (a
--- session without expiry holds it) keeps none.
+-- session without expiry holds it) keeps none; t 0 (this session has no
+-- expiry) takes the TTL of one that has one, as a slide does.
 local function expire(k, t, p)
-  if t <= 0 or p == -1 then return end
+  if t <= 0 then
+    if p >= 0 then redis.call('PERSIST', k) end
+    return
+  end
+  if p == -1 then return end
   if p == -2 then
     redis.call('EXPIRE', k, t)
   else
@@ -121,8 +126,10 @@ end
 -- list_keys writes the marker's list of the user's keys when this write
 -- changed it, and gives the keys it listed or made anew, and a marker it
 -- made, TTL t (expire). A write that wrote the marker before (a field of
--- its own) read its PTTL first: c.marker_pttl (note).
+-- its own) read its PTTL first: c.marker_pttl (note). While a session of
+-- the user has no expiry (persisted), they keep none.
 local function list_keys(c, t)
+  if (c.persisted or 0) > 0 then t = 0 end
   if c.ukeys_changed then
     local p = c.marker_pttl or redis.call('PTTL', c.marker)
     redis.call('HSET', c.marker, 'keys', cjson.encode(c.ukeys))
@@ -138,7 +145,8 @@ end
 -- lives at least that long. Returns the TTL the user's kept keys without
 -- one get back (lifecycle.unpersist) when the last session of the user
 -- without expiry got one or went: the longest any session of the user may
--- still have left (the default TTL, ttl_max); else nil.
+-- still have left (the default TTL, ttl_max); else nil, and whether this
+-- session left the count while another remains in it.
 local function own_ttl_changed(c, was, now)
   if now and now > c.ttl_max then
     local p = redis.call('PTTL', c.marker)
@@ -153,12 +161,13 @@ local function own_ttl_changed(c, was, now)
   if n > 0 then
     redis.call('HSET', c.marker, 'persisted', string.format('%d', n))
     if delta > 0 then redis.call('PERSIST', c.marker) end
-    return nil
+    return nil, delta < 0
   end
   redis.call('HDEL', c.marker, 'persisted')
-  local t = math.max(c.default_ttl, c.ttl_max)
-  if t <= 0 then return nil end -- SESSION_TTL_SECONDS=0: the user's other sessions keep no expiry
-  return t
+  -- SESSION_TTL_SECONDS=0: every session of the user without a TTL of its
+  -- own has no expiry either, and holds the kept keys without one
+  if c.default_ttl <= 0 then return nil end
+  return math.max(c.default_ttl, c.ttl_max)
 end
 
 -- note reads the marker's PTTL before the write's first write of a field

@@ -312,8 +312,12 @@ end
 -- user's kept keys hold no TTL while a session of the user has none, and
 -- get one back when the last such session gets one or goes.
 local function own_ttl_changed(c, was, now)
-  local t = marker.own_ttl_changed(c, was, now)
-  if t then lifecycle.unpersist(c, t) end
+  local t, others = marker.own_ttl_changed(c, was, now)
+  if t then
+    lifecycle.unpersist(c, t)
+  elseif others then
+    lifecycle.defer_unpersist(c)
+  end
 end
 
 -- check_user and finish_user are a user's write that writes no session
