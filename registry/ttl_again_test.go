@@ -1,6 +1,7 @@
 package registry_test
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/agentsidecar/agentsidecar/envconf"
@@ -11,6 +12,71 @@ import (
 	"github.com/agentsidecar/agentsidecar/ttl"
 	"github.com/agentsidecar/agentsidecar/usage"
 )
+
+// alice is a host of the modules a user's TTLs involve (default TTL
+// SESSION_TTL_SECONDS), and the calls of user alice these tests make.
+type alice struct {
+	t   *testing.T
+	h   *sidecartest.Host
+	srv *redisstoretest.Server
+}
+
+func newAlice(t *testing.T, srv *redisstoretest.Server, defaultTTL string) alice {
+	h := sidecartest.Start(t, srv, envconf.Env{"SESSION_TTL_SECONDS": defaultTTL},
+		sessions.Factory, usage.Factory, ttl.Factory, registry.Factory)
+	return alice{t, h, srv}
+}
+
+// do makes a call that must answer status.
+func (a alice) do(method, path, body string, status int) {
+	a.t.Helper()
+	if rep := a.h.Do(a.t, method, "/v1/users/alice"+path, body); rep.Status != status {
+		a.t.Fatalf("%s %s %s: %d %s, want %d", method, path, body, rep.Status, rep.Body, status)
+	}
+}
+
+// start starts session s, with metadata pr=<pr> unless pr is empty.
+func (a alice) start(s, pr string) {
+	a.t.Helper()
+	meta := ""
+	if pr != "" {
+		meta = `,"metadata":{"pr":"` + pr + `"}`
+	}
+	a.do("POST", "/sessions", `{"session_id":"`+s+`"`+meta+`}`, 201)
+}
+
+func (a alice) state() { a.t.Helper(); a.do("PATCH", "/state", `{"plan":"pro"}`, 200) }
+func (a alice) setTTL(s string, n int) {
+	a.t.Helper()
+	a.do("PUT", "/sessions/"+s+"/ttl", fmt.Sprintf(`{"ttl_seconds":%d}`, n), 200)
+}
+func (a alice) del(s string) { a.t.Helper(); a.do("DELETE", "/sessions/"+s, "", 204) }
+
+func (a alice) stateKey() string { return a.srv.Layout().UserKey(registry.UserStateFamily, "alice") }
+func (a alice) marker() string   { return a.srv.Layout().UserMarker("alice") }
+func (a alice) index(pr string) string {
+	return a.srv.Layout().MetaIndex("alice", "pr", pr)
+}
+
+// noTTL: each key exists without a TTL.
+func (a alice) noTTL(why string, keys ...string) {
+	a.t.Helper()
+	for _, k := range keys {
+		if got := pttl(a.t, a.srv, k); got != -1 {
+			a.t.Errorf("PTTL of %s: %d ms, want none: %s", k, got, why)
+		}
+	}
+}
+
+// ttlWithin: each key exists with a TTL in (lo, hi] seconds.
+func (a alice) ttlWithin(lo, hi int64, why string, keys ...string) {
+	a.t.Helper()
+	for _, k := range keys {
+		if got := pttl(a.t, a.srv, k); got <= lo*1000 || got > hi*1000 {
+			a.t.Errorf("PTTL of %s: %d ms, want in (%d s, %d s]: %s", k, got, lo, hi, why)
+		}
+	}
+}
 
 // A session that had no expiry (PUT .../ttl 0) and gets a TTL again (PUT
 // .../ttl 60) no longer holds the user's keys without one: once it is the
@@ -23,30 +89,13 @@ import (
 // sessions gone.)
 func TestUserKeysGetATTLAgainAfterAPersistedSession(t *testing.T) {
 	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
-		h := sidecartest.Start(t, srv, envconf.Env{"SESSION_TTL_SECONDS": "1000"},
-			sessions.Factory, usage.Factory, ttl.Factory, registry.Factory)
-		l := srv.Layout()
-		want(t, h.Do(t, "POST", "/v1/users/alice/sessions", `{"session_id":"s1","metadata":{"pr":"42"}}`), 201)
-		if rep := h.Do(t, "PATCH", "/v1/users/alice/state", `{"plan":"pro"}`); rep.Status != 200 {
-			t.Fatalf("user state: %d %s", rep.Status, rep.Body)
-		}
-		for _, body := range []string{`{"ttl_seconds":0}`, `{"ttl_seconds":60}`} {
-			if rep := h.Do(t, "PUT", "/v1/users/alice/sessions/s1/ttl", body); rep.Status != 200 {
-				t.Fatalf("ttl %s: %d %s", body, rep.Status, rep.Body)
-			}
-		}
-		if rep := h.Do(t, "POST", "/v1/users/alice/sessions/s1/entries", `{"question":"q","answer":"a"}`); rep.Status != 201 {
-			t.Fatalf("append: %d %s", rep.Status, rep.Body)
-		}
-		for _, k := range []string{
-			l.UserKey(registry.UserStateFamily, "alice"),
-			l.MetaIndex("alice", "pr", "42"),
-			l.UserMarker("alice"),
-		} {
-			if got := pttl(t, srv, k); got <= 0 || got > 1000*1000 {
-				t.Errorf("PTTL of %s: %d ms, want at most 1000 s: the only session of the user ends in 60 s", k, got)
-			}
-		}
+		a := newAlice(t, srv, "1000")
+		a.start("s1", "42")
+		a.state()
+		a.setTTL("s1", 0)
+		a.setTTL("s1", 60)
+		a.do("POST", "/sessions/s1/entries", `{"question":"q","answer":"a"}`, 201)
+		a.ttlWithin(0, 1000, "the only session of the user ends in 60 s", a.stateKey(), a.index("42"), a.marker())
 	})
 }
 
@@ -54,27 +103,12 @@ func TestUserKeysGetATTLAgainAfterAPersistedSession(t *testing.T) {
 // user holds the user's keys without a TTL any more, yet they kept none.
 func TestUserKeysGetATTLWhenThePersistedSessionIsDeleted(t *testing.T) {
 	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
-		h := sidecartest.Start(t, srv, envconf.Env{"SESSION_TTL_SECONDS": "1000"},
-			sessions.Factory, usage.Factory, ttl.Factory, registry.Factory)
-		l := srv.Layout()
-		want(t, h.Do(t, "POST", "/v1/users/alice/sessions", `{"session_id":"s1","metadata":{"pr":"42"}}`), 201)
-		if rep := h.Do(t, "PATCH", "/v1/users/alice/state", `{"plan":"pro"}`); rep.Status != 200 {
-			t.Fatalf("user state: %d %s", rep.Status, rep.Body)
-		}
-		if rep := h.Do(t, "PUT", "/v1/users/alice/sessions/s1/ttl", `{"ttl_seconds":0}`); rep.Status != 200 {
-			t.Fatalf("ttl: %d %s", rep.Status, rep.Body)
-		}
-		if rep := h.Do(t, "DELETE", "/v1/users/alice/sessions/s1", ""); rep.Status != 204 {
-			t.Fatalf("delete: %d %s", rep.Status, rep.Body)
-		}
-		for _, k := range []string{
-			l.UserKey(registry.UserStateFamily, "alice"),
-			l.UserMarker("alice"),
-		} {
-			if got := pttl(t, srv, k); got <= 0 || got > 1000*1000 {
-				t.Errorf("PTTL of %s: %d ms, want at most 1000 s: the user has no session left", k, got)
-			}
-		}
+		a := newAlice(t, srv, "1000")
+		a.start("s1", "42")
+		a.state()
+		a.setTTL("s1", 0)
+		a.del("s1")
+		a.ttlWithin(0, 1000, "the user has no session left", a.stateKey(), a.marker())
 	})
 }
 
@@ -85,36 +119,16 @@ func TestUserKeysGetATTLWhenThePersistedSessionIsDeleted(t *testing.T) {
 // idle session of the user outlives them.
 func TestUserKeysKeepNoTTLWhileASessionHasNone(t *testing.T) {
 	redisstoretest.Each(t, func(t *testing.T, srv *redisstoretest.Server) {
-		h := sidecartest.Start(t, srv, envconf.Env{"SESSION_TTL_SECONDS": "1000"},
-			sessions.Factory, usage.Factory, ttl.Factory, registry.Factory)
-		l := srv.Layout()
-		state := l.UserKey(registry.UserStateFamily, "alice")
-		for _, s := range []string{"s1", "s2"} {
-			want(t, h.Do(t, "POST", "/v1/users/alice/sessions", `{"session_id":"`+s+`","metadata":{"pr":"42"}}`), 201)
-		}
-		if rep := h.Do(t, "PATCH", "/v1/users/alice/state", `{"plan":"pro"}`); rep.Status != 200 {
-			t.Fatalf("user state: %d %s", rep.Status, rep.Body)
-		}
-		put := func(s, body string) {
-			t.Helper()
-			if rep := h.Do(t, "PUT", "/v1/users/alice/sessions/"+s+"/ttl", body); rep.Status != 200 {
-				t.Fatalf("ttl %s %s: %d %s", s, body, rep.Status, rep.Body)
-			}
-		}
-		put("s1", `{"ttl_seconds":0}`)
-		put("s2", `{"ttl_seconds":0}`)
-		put("s1", `{"ttl_seconds":5000}`)
-		if got := pttl(t, srv, state); got != -1 {
-			t.Errorf("PTTL of %s: %d ms while s2 has no expiry, want none", state, got)
-		}
-		if rep := h.Do(t, "DELETE", "/v1/users/alice/sessions/s2", ""); rep.Status != 204 {
-			t.Fatalf("delete: %d %s", rep.Status, rep.Body)
-		}
-		for _, k := range []string{state, l.UserMarker("alice"), l.MetaIndex("alice", "pr", "42")} {
-			if got := pttl(t, srv, k); got < 4000*1000 || got > 5000*1000 {
-				t.Errorf("PTTL of %s: %d ms after the last session without expiry went, want s1's 5000 s", k, got)
-			}
-		}
+		a := newAlice(t, srv, "1000")
+		a.start("s1", "42")
+		a.start("s2", "42")
+		a.state()
+		a.setTTL("s1", 0)
+		a.setTTL("s2", 0)
+		a.setTTL("s1", 5000)
+		a.noTTL("s2 has no expiry", a.stateKey())
+		a.del("s2")
+		a.ttlWithin(4000, 5000, "the last session without expiry went: s1's 5000 s", a.stateKey(), a.marker(), a.index("42"))
 	})
 }
 
@@ -125,29 +139,13 @@ func TestUserKeysKeepNoTTLWhileASessionHasNone(t *testing.T) {
 // s1, which never expires, still uses them.
 func TestUserKeysKeepNoTTLUnderTheDefaultOfNone(t *testing.T) {
 	redisstoretest.Each(t, func(t *testing.T, srv *redisstoretest.Server) {
-		h := sidecartest.Start(t, srv, envconf.Env{"SESSION_TTL_SECONDS": "0"},
-			sessions.Factory, usage.Factory, ttl.Factory, registry.Factory)
-		l := srv.Layout()
-		for _, s := range []string{"s1", "s2"} {
-			want(t, h.Do(t, "POST", "/v1/users/alice/sessions", `{"session_id":"`+s+`","metadata":{"pr":"42"}}`), 201)
-		}
-		if rep := h.Do(t, "PATCH", "/v1/users/alice/state", `{"plan":"pro"}`); rep.Status != 200 {
-			t.Fatalf("user state: %d %s", rep.Status, rep.Body)
-		}
-		for _, body := range []string{`{"ttl_seconds":0}`, `{"ttl_seconds":100}`} {
-			if rep := h.Do(t, "PUT", "/v1/users/alice/sessions/s2/ttl", body); rep.Status != 200 {
-				t.Fatalf("ttl %s: %d %s", body, rep.Status, rep.Body)
-			}
-		}
-		for _, k := range []string{
-			l.UserKey(registry.UserStateFamily, "alice"),
-			l.UserMarker("alice"),
-			l.MetaIndex("alice", "pr", "42"),
-		} {
-			if got := pttl(t, srv, k); got != -1 {
-				t.Errorf("PTTL of %s: %d ms, want none: s1 never expires (SESSION_TTL_SECONDS=0)", k, got)
-			}
-		}
+		a := newAlice(t, srv, "0")
+		a.start("s1", "42")
+		a.start("s2", "42")
+		a.state()
+		a.setTTL("s2", 0)
+		a.setTTL("s2", 100)
+		a.noTTL("s1 never expires (SESSION_TTL_SECONDS=0)", a.stateKey(), a.marker(), a.index("42"))
 	})
 }
 
@@ -157,23 +155,12 @@ func TestUserKeysKeepNoTTLUnderTheDefaultOfNone(t *testing.T) {
 // the user's state, which s1, never expiring, still uses.
 func TestMarkerListingKeysKeepsNoTTLUnderTheDefaultOfNone(t *testing.T) {
 	redisstoretest.Each(t, func(t *testing.T, srv *redisstoretest.Server) {
-		h := sidecartest.Start(t, srv, envconf.Env{"SESSION_TTL_SECONDS": "0"},
-			sessions.Factory, usage.Factory, ttl.Factory, registry.Factory)
-		l := srv.Layout()
-		for _, s := range []string{"s1", "s2"} {
-			want(t, h.Do(t, "POST", "/v1/users/alice/sessions", `{"session_id":"`+s+`","metadata":{"pr":"42"}}`), 201)
-		}
-		if rep := h.Do(t, "PUT", "/v1/users/alice/sessions/s2/ttl", `{"ttl_seconds":100}`); rep.Status != 200 {
-			t.Fatalf("ttl: %d %s", rep.Status, rep.Body)
-		}
-		if rep := h.Do(t, "PATCH", "/v1/users/alice/state", `{"plan":"pro"}`); rep.Status != 200 {
-			t.Fatalf("user state: %d %s", rep.Status, rep.Body)
-		}
-		for _, k := range []string{l.UserKey(registry.UserStateFamily, "alice"), l.UserMarker("alice")} {
-			if got := pttl(t, srv, k); got != -1 {
-				t.Errorf("PTTL of %s: %d ms, want none: s1 never expires (SESSION_TTL_SECONDS=0)", k, got)
-			}
-		}
+		a := newAlice(t, srv, "0")
+		a.start("s1", "42")
+		a.start("s2", "42")
+		a.setTTL("s2", 100)
+		a.state()
+		a.noTTL("s1 never expires (SESSION_TTL_SECONDS=0)", a.stateKey(), a.marker())
 	})
 }
 
@@ -183,26 +170,13 @@ func TestMarkerListingKeysKeepsNoTTLUnderTheDefaultOfNone(t *testing.T) {
 // SESSION_TTL_SECONDS while s1 idles; s1's delete then gives it a TTL.
 func TestUserKeyMadeUnderAPersistedSessionKeepsNoTTL(t *testing.T) {
 	redisstoretest.Each(t, func(t *testing.T, srv *redisstoretest.Server) {
-		h := sidecartest.Start(t, srv, envconf.Env{"SESSION_TTL_SECONDS": "1000"},
-			sessions.Factory, usage.Factory, ttl.Factory, registry.Factory)
-		l := srv.Layout()
-		state := l.UserKey(registry.UserStateFamily, "alice")
-		want(t, h.Do(t, "POST", "/v1/users/alice/sessions", `{"session_id":"s1"}`), 201)
-		if rep := h.Do(t, "PUT", "/v1/users/alice/sessions/s1/ttl", `{"ttl_seconds":0}`); rep.Status != 200 {
-			t.Fatalf("ttl: %d %s", rep.Status, rep.Body)
-		}
-		if rep := h.Do(t, "PATCH", "/v1/users/alice/state", `{"plan":"pro"}`); rep.Status != 200 {
-			t.Fatalf("user state: %d %s", rep.Status, rep.Body)
-		}
-		if got := pttl(t, srv, state); got != -1 {
-			t.Errorf("PTTL of %s: %d ms while s1 has no expiry, want none", state, got)
-		}
-		if rep := h.Do(t, "DELETE", "/v1/users/alice/sessions/s1", ""); rep.Status != 204 {
-			t.Fatalf("delete: %d %s", rep.Status, rep.Body)
-		}
-		if got := pttl(t, srv, state); got <= 0 || got > 1000*1000 {
-			t.Errorf("PTTL of %s: %d ms after the session without expiry went, want at most 1000 s", state, got)
-		}
+		a := newAlice(t, srv, "1000")
+		a.start("s1", "")
+		a.setTTL("s1", 0)
+		a.state()
+		a.noTTL("s1 has no expiry", a.stateKey())
+		a.del("s1")
+		a.ttlWithin(0, 1000, "the session without expiry went", a.stateKey())
 	})
 }
 
@@ -212,29 +186,16 @@ func TestUserKeyMadeUnderAPersistedSessionKeepsNoTTL(t *testing.T) {
 // TTL back, as after any other last session without expiry.
 func TestSpoiledPersistedSessionDeleteGivesUserKeysATTL(t *testing.T) {
 	redisstoretest.Each(t, func(t *testing.T, srv *redisstoretest.Server) {
-		h := sidecartest.Start(t, srv, envconf.Env{"SESSION_TTL_SECONDS": "1000"},
-			sessions.Factory, usage.Factory, ttl.Factory, registry.Factory)
-		l := srv.Layout()
-		state := l.UserKey(registry.UserStateFamily, "alice")
-		want(t, h.Do(t, "POST", "/v1/users/alice/sessions", `{"session_id":"s1"}`), 201)
-		if rep := h.Do(t, "PATCH", "/v1/users/alice/state", `{"plan":"pro"}`); rep.Status != 200 {
-			t.Fatalf("user state: %d %s", rep.Status, rep.Body)
-		}
-		if rep := h.Do(t, "PUT", "/v1/users/alice/sessions/s1/ttl", `{"ttl_seconds":0}`); rep.Status != 200 {
-			t.Fatalf("ttl: %d %s", rep.Status, rep.Body)
-		}
+		a := newAlice(t, srv, "1000")
+		a.start("s1", "")
+		a.state()
+		a.setTTL("s1", 0)
 		c := srv.Client(t)
-		if err := c.Do(t.Context(), c.B().Hset().Key(l.Session("alice", "s1").Record).FieldValue().FieldValue("status", "bogus").Build()).Error(); err != nil {
+		if err := c.Do(t.Context(), c.B().Hset().Key(srv.Layout().Session("alice", "s1").Record).FieldValue().FieldValue("status", "bogus").Build()).Error(); err != nil {
 			t.Fatal(err)
 		}
-		if rep := h.Do(t, "DELETE", "/v1/users/alice/sessions/s1", ""); rep.Status != 204 {
-			t.Fatalf("delete: %d %s", rep.Status, rep.Body)
-		}
-		for _, k := range []string{state, l.UserMarker("alice")} {
-			if got := pttl(t, srv, k); got <= 0 || got > 1000*1000 {
-				t.Errorf("PTTL of %s: %d ms, want at most 1000 s: the user has no session left", k, got)
-			}
-		}
+		a.del("s1")
+		a.ttlWithin(0, 1000, "the user has no session left", a.stateKey(), a.marker())
 	})
 }
 
@@ -245,29 +206,15 @@ func TestSpoiledPersistedSessionDeleteGivesUserKeysATTL(t *testing.T) {
 // of the user is without expiry: s3's slides (EXPIRE GT) give none.
 func TestIndexOfAnEarlierPersistedSessionGetsATTLBack(t *testing.T) {
 	redisstoretest.Each(t, func(t *testing.T, srv *redisstoretest.Server) {
-		h := sidecartest.Start(t, srv, envconf.Env{"SESSION_TTL_SECONDS": "1000"},
-			sessions.Factory, usage.Factory, ttl.Factory, registry.Factory)
-		l := srv.Layout()
-		for _, s := range []string{"s1", "s3"} {
-			want(t, h.Do(t, "POST", "/v1/users/alice/sessions", `{"session_id":"`+s+`","metadata":{"pr":"1"}}`), 201)
-		}
-		want(t, h.Do(t, "POST", "/v1/users/alice/sessions", `{"session_id":"s2","metadata":{"pr":"2"}}`), 201)
-		for _, s := range []string{"s1", "s2"} {
-			if rep := h.Do(t, "PUT", "/v1/users/alice/sessions/"+s+"/ttl", `{"ttl_seconds":0}`); rep.Status != 200 {
-				t.Fatalf("ttl %s: %d %s", s, rep.Status, rep.Body)
-			}
-		}
-		for _, s := range []string{"s1", "s2"} {
-			if rep := h.Do(t, "DELETE", "/v1/users/alice/sessions/"+s, ""); rep.Status != 204 {
-				t.Fatalf("delete %s: %d %s", s, rep.Status, rep.Body)
-			}
-		}
-		if rep := h.Do(t, "POST", "/v1/users/alice/sessions/s3/entries", `{"question":"q","answer":"a"}`); rep.Status != 201 {
-			t.Fatalf("append: %d %s", rep.Status, rep.Body)
-		}
-		k := l.MetaIndex("alice", "pr", "1")
-		if got := pttl(t, srv, k); got <= 0 || got > 1000*1000 {
-			t.Errorf("PTTL of %s: %d ms, want at most 1000 s: no session of the user is without expiry", k, got)
-		}
+		a := newAlice(t, srv, "1000")
+		a.start("s1", "1")
+		a.start("s3", "1")
+		a.start("s2", "2")
+		a.setTTL("s1", 0)
+		a.setTTL("s2", 0)
+		a.del("s1")
+		a.del("s2")
+		a.do("POST", "/sessions/s3/entries", `{"question":"q","answer":"a"}`, 201)
+		a.ttlWithin(0, 1000, "no session of the user is without expiry", a.index("1"))
 	})
 }
