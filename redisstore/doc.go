@@ -45,6 +45,8 @@
 //   - family.go: Family (scope, prefix, kind, TTL policy), Register,
 //     Families, SessionPrefixes, Layout.SessionKey, UserKey, BucketKey,
 //     Match.
+//   - owner.go: Owner, a module's session and user families in one line
+//     each.
 //   - families.go: the families every session write shares (entries, traces,
 //     context, record, id indexes, usage ids, events, search index, messages
 //     read by the registry, lifecycle indexes, totals, the events channel);
