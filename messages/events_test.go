@@ -17,7 +17,8 @@ func types(evs []redisstoretest.StreamEvent) []string {
 }
 
 // Every message write emits its events in its own script: one
-// message_appended per stored message, message_updated, message_deleted
+// message_appended per append (the message, or the range of a batch),
+// message_updated, message_deleted
 // (a pop, a subtree, a clear), compaction, and the status events of a
 // split and a fork in the sessions they concern. A user message clears a
 // pending abort (abort_cleared); a refused or repeated write emits nothing.
@@ -52,15 +53,21 @@ func TestMessageWritesEmitEvents(t *testing.T) {
 		do("POST", s+"/split", `{"summary":"so far","session_id":"s2"}`, 201)
 
 		got := redisstoretest.StreamEvents(t, c, l.SessionEvents("alice", "s1"))
-		want := []string{"message_appended", "message_appended", "message_appended", "abort_cleared", "message_updated",
+		want := []string{"message_appended", "message_appended", "abort_cleared", "message_updated",
 			"message_appended", "compaction", "message_deleted", "message_deleted", "message_appended", "message_deleted",
 			"message_appended", "status"}
 		if g := types(got); !slices.Equal(g, want) {
 			t.Fatalf("s1's events:\n got %v\nwant %v", g, want)
 		}
-		if d := got[0].Data; d["id"] != "a" || d["content"] != "be brief" || d["parent_id"] != nil {
-			t.Errorf("first message_appended: %v, want the stored message a", d)
+		if d := got[0].Data; d["count"] != float64(2) || d["first_id"] != "a" || d["last_id"] != "b" || d["parent_id"] != nil ||
+			!slices.Equal(d["ids"].([]any), []any{"a", "b"}) {
+			t.Errorf("the batch's message_appended: %v, want the range a..b with its ids", d)
 		}
+		if d := got[1].Data; d["id"] != "c" || d["content"] != "question" || d["parent_id"] != "b" {
+			t.Errorf("a single message's message_appended: %v, want the stored message c", d)
+		}
+		// got[2]: abort_cleared
+		got = slices.Insert(got, 0, got[0]) // the indexes below count one event per message
 		if d := got[4].Data; d["id"] != "c" || d["content"] != "question, edited" {
 			t.Errorf("message_updated: %v", d)
 		}

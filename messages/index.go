@@ -134,7 +134,11 @@ func (s *Store) CatchUpStep(ctx context.Context, user, session string) (bool, er
 	for _, d := range docs {
 		args = append(args, d.args()...)
 	}
-	r, err := s.Run(ctx, luaScripts.Index, user, session, args...)
+	r, err := s.Store.Run(ctx, luaScripts.Index, user, session, args...)
+	if c := refusalCode(err); c == "staging" || c == "stage_abandoned" {
+		// a staged append is on: its commit queues the catch-up again
+		return false, nil
+	}
 	if err != nil {
 		return true, err
 	}

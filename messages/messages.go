@@ -87,7 +87,7 @@ func (m *Module) writeStatus(w http.ResponseWriter, st Stored) int {
 	if !st.Created {
 		return http.StatusOK
 	}
-	m.appended.Add(float64(len(st.Messages)))
+	m.appended.Add(float64(max(len(st.Messages), st.Count)))
 	return http.StatusCreated
 }
 

@@ -34,6 +34,17 @@ local function stored_json(body, parent, created_at)
   return string.sub(body, 1, close - 1) .. sep .. '"parent_id":' .. p .. ',"created_at":' .. created_at .. '}'
 end
 
+-- range_json is the data of message_appended for count messages first..last
+-- under parent_id, with their ids (a list of at most 100, or nil).
+local function range_json(count, first, last, parent_id, ids)
+  local p = 'null'
+  if parent_id ~= '' then p = '"' .. parent_id .. '"' end
+  local j = '{"count":' .. string.format('%d', count) .. ',"first_id":"' .. first .. '","last_id":"' .. last ..
+    '","parent_id":' .. p
+  if ids and #ids <= 100 then j = j .. ',"ids":["' .. table.concat(ids, '","') .. '"]' end
+  return j .. '}'
+end
+
 -- has_children refuses a delete or pop of message id, which has children.
 local function has_children(id)
   return reply.refused('has_children', 'message ' .. id ..
@@ -44,8 +55,23 @@ end
 -- (space-separated) still held, in order, while their bytes (counted with
 -- HSTRLEN before each is read) stay within max_bytes, the first always;
 -- then 'truncated' when the cap cut it (the Go side's Sidecar-Truncated).
+-- ids may be a range of sequence numbers instead, "@<from>-<to>" (a staged
+-- append: messages_stage.lua), read from the order key 64 at a time.
 local function dup_answer(c, ids, max_bytes)
   local out, size = reply.dup(), 0
+  local from, to = string.match(ids, '^@(%d+)%-(%d+)$')
+  if from then
+    local list, at = {}, tonumber(from)
+    while at <= tonumber(to) do
+      local part = redis.call('ZRANGEBYSCORE', c.morder, at, to, 'WITHSCORES', 'LIMIT', 0, 64)
+      if #part == 0 then break end
+      for i = 1, #part, 2 do list[#list + 1] = part[i] end
+      at = tonumber(part[#part]) + 1
+      -- past the cap's worth of ids, HSTRLEN below stops the answer
+      if #list * 2 > max_bytes then break end
+    end
+    ids = table.concat(list, ' ')
+  end
   for id in string.gmatch(ids, '%S+') do
     local n = redis.call('HSTRLEN', c.msgs, id)
     if n > 0 then
@@ -90,6 +116,17 @@ local function new_session_checks(c, sid, key)
     return to, reply.refused('session_exists', 'session ' .. c.uid .. '/' .. sid .. ' already exists; nothing was written')
   end
   return to, nil
+end
+
+-- emit_appended emits the one message_appended of an append of messages
+-- ids (the texts as stored) under parent_id ('' for a root): a single
+-- message's event carries it, as stored; several messages' a range,
+-- {"count", "first_id", "last_id", "parent_id"} (the path to last_id ends
+-- with them), and "ids" while the batch holds at most 100 (see
+-- docs/events.md).
+local function emit_appended(c, ids, texts, parent_id)
+  if #ids == 1 then return events.emit(c, 'message_appended', 'message', ids[1], texts[1]) end
+  return events.emit(c, 'message_appended', 'message', ids[#ids], range_json(#ids, ids[1], ids[#ids], parent_id, ids))
 end
 
 -- Appends -----------------------------------------------------------------------
@@ -289,12 +326,10 @@ local function append(c, batch, mode, pid, if_match, max, key, suggest, max_byte
   end
   msgtree.copy_path(c, nodes, texts, tree)
   if #del > 0 then redis.call('HDEL', c.mtree, unpack(del)) end
-  -- one message_appended each; a user message clears a pending abort
+  -- one message_appended; a user message clears a pending abort
   local user = false
-  for i = 3, #out do
-    events.emit(c, 'message_appended', 'message', ids[i - 2], out[i])
-    user = user or is_user(out[i])
-  end
+  for i = 3, #out do user = user or is_user(out[i]) end
+  emit_appended(c, ids, texts, nodes[1].parent)
   if user and session.clear_abort(c) then events.emit(c, 'abort_cleared', 'state', nil, '{}') end
   if suggest > 0 then compactions.suggest_crossed(c, suggest, st.before, compactions.path_tokens(c, parent)) end
   for _, v in ipairs(c.extra or {}) do fields[#fields + 1] = v end
@@ -325,4 +360,7 @@ return {
   id_conflict = id_conflict,
   dup_answer = dup_answer,
   append = append,
+  emit_appended = emit_appended,
+  range_json = range_json,
+  is_user = is_user,
 }

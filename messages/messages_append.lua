@@ -17,7 +17,8 @@
 --   retry must repeat), tokens, body (the message's JSON object without
 --   parent_id and created_at, which this script appends), and for the
 --   search index its terms ("term tf ...", '' = not indexed) and length
--- emits message_appended for each stored message (messages.append), and
+-- emits one message_appended for the stored messages (messages.append:
+-- the message, or a range of several), and
 -- compaction_suggested when the latest path (as read, with the frozen
 -- system prompt) passes ARGV[11] tokens.
 -- returns (reply.lua) {'ok', 'stored', message...} stored ('started'

@@ -28,6 +28,8 @@
 --   left children out)
 --   oldest first; for 'compactions' {'ok', compaction...} oldest first;
 --   and {'missing'} for no such message (the leaf, or the one asked for).
+--   The messages of a staged append in progress (messages_stage.lua) are
+--   none of these until its commit: the record's msg_stage says which.
 --   The tag comes first, so no message id or text is read as one.
 --- @include reply
 --- @include session
@@ -41,12 +43,16 @@ local what = ARGV[2]
 if what == 'one' then
   local m = redis.call('HGET', c.msgs, ARGV[3])
   if not m then return reply.missing() end
+  -- a message of a staged append in progress is not there yet
+  msgstage.read_stage(c)
+  if c.staged_after and not msgstage.visible(c, node(c, ARGV[3])) then return reply.missing() end
   return reply.ok(m)
 end
 
 if what == 'children' then
-  if not node(c, ARGV[3]) then return reply.missing() end
-  local ids = msgtree.children(c, ARGV[3], tonumber(ARGV[4]))
+  msgstage.read_stage(c)
+  if not msgstage.visible(c, node(c, ARGV[3])) then return reply.missing() end
+  local ids = msgtree.children(c, ARGV[3], tonumber(ARGV[4]), c.staged_after)
   local cap = tonumber(ARGV[5]) or math.huge
   local out, bytes, cut = reply.ok(0), 0, false
   for i = 1, #ids, 16 do
@@ -81,7 +87,7 @@ local leaf_id, order, limit, kind, cursor, offset = ARGV[3], ARGV[4], tonumber(A
 local max_bytes, raw = tonumber(ARGV[9]), ARGV[10] == '1'
 if leaf_id == '' then leaf_id = latest end
 local leaf = node(c, leaf_id)
-if not leaf then
+if not msgstage.visible(c, leaf) then
   if ARGV[3] ~= '' then return reply.missing() end
   return reply.ok('page', 0, 0, '', 0, 0)
 end

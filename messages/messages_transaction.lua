@@ -32,8 +32,8 @@
 --   for 'new' the fingerprint, tokens, body (messages_append's), search
 --   terms (prefixed with '?' under SEARCH_INDEX=on-demand: search.wanted),
 --   length ('' for 'keep')
--- emits message_deleted (the segment's ids, or cleared) and
--- message_appended for each message written; compaction_suggested as an
+-- emits message_deleted (the segment's ids, or cleared) and one
+-- message_appended for the messages written (messages.emit_appended); compaction_suggested as an
 -- append does.
 -- returns (reply.lua) {'ok', 'stored'|'started', message...} the messages
 --   written (then 'index_pending' when the write dropped the session's
@@ -226,9 +226,9 @@ msgtree.copy_path(c, nodes, texts, tree)
 if #del > 0 then redis.call('HDEL', c.mtree, unpack(del)) end
 msgtree.emptied(c, count)
 for i = 3, #out do
-  events.emit(c, 'message_appended', 'message', new_ids[i - 2], out[i])
-  user = user or (not entries[i - 2].keep and string.match(out[i], '^{"id":"[^"]*","role":"user"') ~= nil)
+  user = user or (not entries[i - 2].keep and messages.is_user(out[i]))
 end
+if #nodes > 0 then messages.emit_appended(c, new_ids, texts, nodes[1].parent) end
 if user and session.clear_abort(c) then events.emit(c, 'abort_cleared', 'state', nil, '{}') end
 if suggest > 0 then messages.suggest_crossed(c, suggest, before, messages.path_tokens(c, parent)) end
 if session.finish(c, fields) then out[2] = 'started' end

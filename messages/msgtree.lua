@@ -33,14 +33,19 @@
 -- grandparent's jump's jump when the two jumps below it span equal depths,
 -- else its parent. The ancestor at any depth is then O(log depth) node
 -- reads away, so a page of a path costs O(limit + log n).
+--- @include reply
+--- @include guard
 --- @include session
 --- @include idindex
+--- @include msgstage
 
 -- The module's key families (messages/keys.go, redisstore/families.go).
 local MSGS, MTREE, MKIDS, MORDER, MCOMP = 'agent_session_msgs', 'agent_session_msg_tree',
   'agent_session_msg_children', 'agent_session_msg_order', 'agent_session_compactions'
 -- RING: the keys the ring keeps
 local RING = 1000
+
+local function fmt_int(x) return string.format('%d', x) end
 
 -- open gives c (a session context) the messages keys of its session and an
 -- empty cache of nodes (c.nodes: id -> node, false for none), and returns it.
@@ -53,13 +58,18 @@ end
 
 -- begin is session.begin with the record's messages fields, then as
 -- c.leaf (nil for none), c.seq, c.count, c.rkeys (the ring's count) and
--- c.leaf_j ({jump, jump's jump} of the latest leaf, or {}).
-local function begin(c, fields)
-  local want = { 'msg_leaf', 'msg_seq', 'message_count', 'msg_keys', 'msg_leaf_j' }
+-- c.leaf_j ({jump, jump's jump} of the latest leaf, or {}). A staged
+-- append in progress refuses the write (staging), unless stage_op (the
+-- stage's own steps, which find it in c.stage).
+local function begin(c, fields, stage_op)
+  local want = { 'msg_leaf', 'msg_seq', 'message_count', 'msg_keys', 'msg_leaf_j', 'msg_stage' }
   for _, f in ipairs(fields or {}) do want[#want + 1] = f end
   local refused = session.begin(c, want)
   if refused then return refused end
   local r = c.rec
+  c.stage = msgstage.parse(r.msg_stage)
+  if r.msg_stage and not c.stage then return guard.bad_field(c.record, 'msg_stage', 'a staged append') end
+  if c.stage and not stage_op then return msgstage.staging(c, c.stage) end
   c.leaf = r.msg_leaf ~= '' and r.msg_leaf or nil
   c.seq, c.count, c.rkeys = tonumber(r.msg_seq or '0') or 0, tonumber(r.message_count or '0') or 0,
     tonumber(r.msg_keys or '0') or 0
@@ -88,8 +98,6 @@ local function emptied(c, count)
   session.drop(c, MORDER)
   if c.rkeys == 0 then session.drop(c, MTREE) end
 end
-
-local function fmt_int(x) return string.format('%d', x) end
 
 -- parse_node reads node text v of message id.
 local function parse_node(c, id, v)
@@ -144,12 +152,17 @@ local function kid_member(n)
 end
 
 -- children returns up to limit ids of the children of id, oldest first
--- ('' for the roots).
-local function children(c, id, limit)
+-- ('' for the roots); with after, only those whose sequence number is at
+-- most after (a staged append's first message is a child of its parent,
+-- and the newest: it comes last, and is left out).
+local function children(c, id, limit, after)
   local out = {}
-  local members = redis.call('ZRANGEBYLEX', c.mkids, '[' .. id .. '\0', '(' .. id .. '\1', 'LIMIT', 0, limit)
+  local members = redis.call('ZRANGEBYLEX', c.mkids, '[' .. id .. '\0', '(' .. id .. '\1', 'LIMIT', 0,
+    after and limit + 1 or limit)
   for _, m in ipairs(members) do
-    out[#out + 1] = string.sub(m, #id + 15)
+    if #out < limit and (not after or tonumber(string.sub(m, #id + 2, #id + 13)) <= after) then
+      out[#out + 1] = string.sub(m, #id + 15)
+    end
   end
   return out
 end
@@ -166,9 +179,13 @@ local function rec_msgs(c)
 end
 
 -- read_leaf is the latest leaf as the record holds it (nil: none), for a
--- read that did not begin (session.begin).
+-- read that did not begin (session.begin); it notes a staged append in
+-- progress as c.staged_after (msgstage.visible).
 local function read_leaf(c)
-  local leaf = redis.call('HGET', c.record, 'msg_leaf')
+  local v = redis.call('HMGET', c.record, 'msg_leaf', 'msg_stage')
+  local st = msgstage.parse(v[2] or nil)
+  c.staged_after = st and st.seq0
+  local leaf = v[1]
   if not leaf or leaf == '' then return nil end
   return leaf
 end

@@ -15,6 +15,6 @@ import (
 var luaFiles embed.FS
 
 var luaScripts = lua.Package[struct {
-	Append, Put, Delete, Pop, Clear, Fork, Split, Index, Transaction, Compact *lua.Script
-	Read                                                                      *lua.Script `lua:"readonly"`
-}](luaFiles, "messages", "msgtree", "compactions", "messages")
+	Append, Put, Delete, Pop, Clear, Fork, Split, Index, Transaction, Compact, Stage *lua.Script
+	Read                                                                             *lua.Script `lua:"readonly"`
+}](luaFiles, "messages", "msgstage", "msgtree", "compactions", "messages")

@@ -90,10 +90,20 @@ func foundEventually(t *testing.T, h *sidecartest.Host, q, want string) bool {
 // noSlowScripts fails for each command in the SLOWLOG.
 func noSlowScripts(t *testing.T, c rueidis.Client) {
 	t.Helper()
+	for _, e := range slowEntries(t, c) {
+		t.Errorf("SLOWLOG: %s", e)
+	}
+}
+
+// slowEntries are the SLOWLOG's commands: µs, the command and its first
+// arguments.
+func slowEntries(t *testing.T, c rueidis.Client) []string {
+	t.Helper()
 	logged, err := c.Do(t.Context(), c.B().Arbitrary("SLOWLOG", "GET", "100").Build()).ToArray()
 	if err != nil {
 		t.Fatal(err)
 	}
+	var out []string
 	for _, e := range logged {
 		f, _ := e.ToArray()
 		if len(f) < 4 {
@@ -101,11 +111,17 @@ func noSlowScripts(t *testing.T, c rueidis.Client) {
 		}
 		us, _ := f[2].AsInt64()
 		args, _ := f[3].AsStrSlice()
-		if len(args) > 2 {
-			args = args[:2]
+		if len(args) > 8 {
+			args = args[:8]
 		}
-		t.Errorf("SLOWLOG: %d µs: %q", us, args)
+		for i, a := range args {
+			if len(a) > 40 {
+				args[i] = a[:40]
+			}
+		}
+		out = append(out, fmt.Sprintf("%d µs: %q", us, args))
 	}
+	return out
 }
 
 // A replace_suffix of 1 000 indexed messages (256 shared words each) took

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/agentsidecar/agentsidecar/envconf"
+	"github.com/agentsidecar/agentsidecar/messages"
 	"github.com/agentsidecar/agentsidecar/redisstore/redisstoretest"
 	"github.com/agentsidecar/agentsidecar/sidecar"
 )
@@ -28,8 +29,8 @@ func toolOutputs(n, size int) string {
 	return b.String()
 }
 
-// The sizes a framework's turn needs: 1 000 messages in one append (one
-// script), items of 1 MiB, bodies of 8 MiB on message writes while every
+// The sizes a framework's turn needs: 1 000 messages in one append (a
+// staged append: open, ten puts, the commit), items of 1 MiB, bodies of 8 MiB on message writes while every
 // other route keeps SIDECAR_MAX_BODY_BYTES; past each, the refusal names
 // the bound and nothing is written.
 func TestFrameworkTurnSizes(t *testing.T) {
@@ -41,8 +42,8 @@ func TestFrameworkTurnSizes(t *testing.T) {
 	if r := h.Do(t, "POST", "/v1/users/alice/sessions/wide/messages", toolOutputs(1000, 200)); r.Status != 201 {
 		t.Fatalf("1 000 messages in one append: %s", r)
 	}
-	if got := calls(t, c, "evalsha") + calls(t, c, "fcall"); got != 1 {
-		t.Errorf("1 000 messages took %d scripts, want 1", got)
+	if got := calls(t, c, "evalsha") + calls(t, c, "fcall"); got != 2+1000/messages.StageMessages {
+		t.Errorf("1 000 messages took %d scripts, want %d", got, 2+1000/messages.StageMessages)
 	}
 	if p := pathOf(t, h, "wide", "limit=1"); p.Total != 1000 {
 		t.Errorf("stored %d messages, want 1000", p.Total)

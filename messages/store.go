@@ -36,6 +36,7 @@ type Stored struct {
 	Messages [][]byte
 	Created  bool
 	Cut      bool
+	Count    int // the messages written when more than Messages (a commit of parts)
 }
 
 // indexPending is the value a write answers last when it stored messages
@@ -72,6 +73,9 @@ func answerSize(msgs [][]byte) int {
 }
 
 func (s *Store) append(ctx context.Context, user, session string, msgs []message, parent parentRef, ifMatch *string, key string, maxBytes int) (Stored, error) {
+	if staged(msgs) {
+		return s.stagedAppend(ctx, user, session, msgs, stageReq{key: key, parent: parent, ifMatch: ifMatch, maxBytes: maxBytes})
+	}
 	args := make([]string, 0, 8+7*len(msgs))
 	if ifMatch != nil {
 		args = append(args, "1", *ifMatch)

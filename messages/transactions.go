@@ -46,6 +46,10 @@ type txIn struct {
 	// ExpectedLeaf (replace_history, optional): the id of the latest
 	// message the caller read, "" for none; another latest leaf refuses
 	ExpectedLeaf *string `json:"expected_leaf"`
+	// Part and More (append_items, optional): an operation sent in parts
+	// (0, 1, ...), staged until the part without more (partAppend)
+	Part *int `json:"part"`
+	More bool `json:"more"`
 }
 
 // txEntry is a message a transaction writes: new, or one of the replaced
@@ -96,6 +100,11 @@ func (s *Store) Transaction(ctx context.Context, user, session string, t txArgs)
 	}
 	var st Stored
 	defer func() { done(answerSize(st.Messages)) }()
+	if msgs, ok := appendOnly(t); ok && staged(msgs) {
+		st, err = s.stagedAppend(ctx, user, session, msgs, stageReq{key: "tx " + t.OpID, digest: t.Digest,
+			parent: parentRef{Mode: "latest"}, maxBytes: maxBytes})
+		return st, err
+	}
 	args := make([]string, 0, 8+2*len(t.Segment)+8*len(t.Entries))
 	args = append(args, t.OpID, t.Digest, kind, flag(t.Differs), strconv.Itoa(s.cfg.MaxMessages),
 		strconv.FormatInt(s.cfg.CompactAfterTokens, 10), strconv.Itoa(maxBytes), strconv.Itoa(len(t.Segment)))
@@ -128,6 +137,21 @@ func (s *Store) Transaction(ctx context.Context, user, session string, t txArgs)
 	// the session's messages from it: the catch-up takes the rest in
 	s.deferred(st, err, later || (!t.Whole && len(t.Segment) > 1), user, session)
 	return st, err
+}
+
+// appendOnly is the messages of t when it only appends (append_items).
+func appendOnly(t txArgs) ([]message, bool) {
+	if t.Whole || len(t.Segment) > 0 || t.Differs {
+		return nil, false
+	}
+	msgs := make([]message, len(t.Entries))
+	for i, e := range t.Entries {
+		if e.Keep {
+			return nil, false
+		}
+		msgs[i] = e.Msg
+	}
+	return msgs, true
 }
 
 // tail reads the newest n messages of the latest raw path (no compaction
@@ -262,14 +286,33 @@ func (m *Module) transaction(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if in.Part != nil {
+		st, staged, err := m.store.partAppend(r.Context(), user, session, t, *in.Part, in.More)
+		if err != nil {
+			return err
+		}
+		if in.More && st.Messages == nil {
+			// staged, not yet visible
+			sidecar.WriteBody(w, http.StatusAccepted, []byte(`{"operation_id":`+string(jsonString(t.OpID))+
+				`,"applied":false,"staged":`+strconv.Itoa(staged)+`,"messages":[]}`))
+			return nil
+		}
+		m.writeTx(w, t.OpID, st)
+		return nil
+	}
 	st, err := m.applyTx(r.Context(), user, session, in, t, list)
 	if err != nil {
 		return err
 	}
-	status := m.writeStatus(w, st)
-	head := `{"operation_id":` + string(jsonString(t.OpID)) + `,"applied":` + strconv.FormatBool(st.Created) + `,"messages":[`
-	sidecar.WriteBody(w, status, listObject(head, st.Messages, "]}"))
+	m.writeTx(w, t.OpID, st)
 	return nil
+}
+
+// writeTx writes a transaction's answer.
+func (m *Module) writeTx(w http.ResponseWriter, op string, st Stored) {
+	status := m.writeStatus(w, st)
+	head := `{"operation_id":` + string(jsonString(op)) + `,"applied":` + strconv.FormatBool(st.Created) + `,"messages":[`
+	sidecar.WriteBody(w, status, listObject(head, st.Messages, "]}"))
 }
 
 // txFields is which fields each type of transaction takes: messages,
@@ -292,6 +335,12 @@ func checkTxFields(in txIn) (list bool, err error) {
 		return false, bad("type", "must be %s, %s, %s or %s", TxAppendItems, TxReplaceSuffix, TxReplaceFunctionCall, TxReplaceHistory)
 	}
 	list = in.Replacements != nil
+	if in.Part != nil && (in.Type != TxAppendItems || *in.Part < 0) {
+		return false, bad("part", "is a part's number (0, 1, ...) of an %s operation sent in parts", TxAppendItems)
+	}
+	if in.More && in.Part == nil {
+		return false, bad("more", "needs part: the number of this part (0, 1, ...)")
+	}
 	for _, f := range []struct {
 		name      string
 		has, want bool

@@ -239,7 +239,7 @@ func TestTransactionsBoundedWork(t *testing.T) {
 
 // A transaction emits its events in its script, on every backend: the
 // removed messages in one message_deleted naming the operation, then one
-// message_appended per message written; a repeat, a conflict or a stale
+// message_appended for the messages written; a repeat, a conflict or a stale
 // suffix emits nothing.
 func TestTransactionsEmitEvents(t *testing.T) {
 	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
@@ -253,10 +253,14 @@ func TestTransactionsEmitEvents(t *testing.T) {
 		tx(t, h, `{"operation_id":"e3","type":"replace_suffix","expected_suffix":[{"role":"assistant","content":"x"}],"messages":[{"id":"c","role":"assistant","content":"z"}]}`, 201, "")
 		tx(t, h, `{"operation_id":"e4","type":"replace_history","messages":[{"id":"d","role":"system","content":"summary"}]}`, 201, "")
 		got := redisstoretest.StreamEvents(t, c, l.SessionEvents("alice", "s1"))
-		want := []string{"message_appended", "message_appended", "message_deleted", "message_appended", "message_deleted", "message_appended"}
+		want := []string{"message_appended", "message_deleted", "message_appended", "message_deleted", "message_appended"}
 		if g := types(got); !slices.Equal(g, want) {
 			t.Fatalf("events:\n got %v\nwant %v", g, want)
 		}
+		if d := got[0].Data; d["count"] != float64(2) || d["first_id"] != "a" || d["last_id"] != "b" {
+			t.Errorf("append_items's message_appended: %v, want the range a..b", d)
+		}
+		got = slices.Insert(got, 0, got[0]) // the indexes below count one event per message
 		if d := got[2].Data; d["id"] != "b" || d["operation_id"] != "e3" || len(d["ids"].([]any)) != 1 {
 			t.Errorf("replace_suffix's message_deleted: %v", d)
 		}

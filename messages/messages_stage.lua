@@ -1,0 +1,288 @@
+-- messages_stage: one step of a staged append (messages/stage.go), an
+-- append too big for one bounded script: 'open' makes an append's checks
+-- and takes the session's stage, each 'put' writes a chunk of its
+-- messages where no reader looks, 'commit' makes them visible in one O(1)
+-- step, 'drop' removes the messages of a stage that will not commit, a
+-- bounded chunk a call.
+--
+-- The stage is the record's msg_stage (msgtree.parse_stage): a token, a
+-- lease (ms of Redis's clock, renewed by every step), seq0 (msg_seq when
+-- it opened) and what is staged. Staged messages are written into the
+-- session's own messages keys with the sequence numbers seq0 + 1 ..: no
+-- reader sees them (msgstage.visible: the path from the latest leaf never
+-- reaches them, and a read by id or of children leaves out what comes
+-- after seq0), and every other write of the session's messages waits
+-- while the stage lives (msgtree.begin: 'staging'), so nothing else takes
+-- those numbers. The commit moves the latest leaf, the count and msg_seq
+-- to them. A writer that dies leaves the stage to its lease: the next
+-- write then meets 'stage_abandoned', drops its messages and goes on; the
+-- staged messages end with the session's keys meanwhile.
+--
+-- KEYS[1] the session's record (lib/session.lua)
+-- ARGV[1] the core's settings (lib/session.lua)
+-- ARGV[2] the step: 'open', 'put', 'commit' or 'drop'
+-- ARGV[3] the stage's token (its writer's; for 'drop' '' = an abandoned
+--   stage, whoever's)
+-- 'open':
+--   ARGV[4] the lease (ms); ARGV[5] '1' when ARGV[6] is the latest leaf
+--   the caller expects (If-Match), else '0'; ARGV[7] the first message's
+--   parent ('latest', 'root' or 'id': ARGV[8]); ARGV[9]
+--   SESSION_MAX_MESSAGES; ARGV[10] the messages to come (0: unknown);
+--   ARGV[11] the ring's key ('' = none; an Idempotency-Key, or 'tx <id>'
+--   for an operation); ARGV[12] the byte cap of a repeat's answer;
+--   ARGV[13] the operation's digest ('' for an append); ARGV[14..17] the
+--   first message's id and fingerprint, the last one's.
+--   returns {'ok', 'open'|'started', staged, parts, last, created_at}:
+--   staged and parts of a stage this token holds already (0 for a new
+--   one), the id the next message goes under ('' for a root) and the
+--   created_at of every message of the stage (ISO 8601, quoted as stored); {'ok', 'held'} (the first and last
+--   messages are stored with these fields: a retry the caller answers),
+--   the repeat {'dup', message...} as messages_append's, {'ok',
+--   'leaf_moved', leaf}, {'ok', 'unknown_parent', id}, or a refusal:
+--   'id_conflict', 'session_full', 'operation_conflict', 'staging' or
+--   'stage_abandoned' (another stage), 'key_wrong_type'.
+-- 'put':
+--   ARGV[4] the lease (ms); ARGV[5] the part (0, 1, ...: this stage's
+--   puts so far); ARGV[6] SESSION_MAX_MESSAGES; ARGV[7..] per message
+--   four values: id, fingerprint, tokens and the message as stored
+--   (messages.stored_json of messages_append's body under the previous
+--   message, with the stage's created_at: the sidecar makes it, so that
+--   a big message is copied once; its end is checked here).
+--   returns {'ok', 'staged', n} (n staged in all), {'ok', 'repeat', n} for a part put
+--   before (nothing written), {'ok', 'stage_lost'} (the stage is not this
+--   token's: dropped as abandoned, or the session deleted), or a refusal:
+--   'part_missing', 'id_conflict', 'session_full'.
+-- 'commit':
+--   ARGV[4] the parts put; ARGV[5] SESSION_COMPACT_AFTER_TOKENS (0 =
+--   never); ARGV[6] the operation's digest ('' for an append); ARGV[7]
+--   SEARCH_INDEX ('off', 'eager' or 'on-demand').
+--   returns {'ok', 'stored'|'started', n} (n the messages it made
+--   visible) then 'index_pending' when the user
+--   has an index (the staged messages have no documents: the catch-up
+--   writes them), {'ok', 'stage_lost'}, or a refusal: 'part_missing'.
+--   Emits one message_appended (a range: messages.emit_appended) and,
+--   for a user message, abort_cleared; compaction_suggested as an append.
+-- 'drop':
+--   ARGV[4] the most messages to remove.
+--   returns {'ok', removed, done} (done 1: no stage of the token is left).
+-- Each step is bounded by its caller: at most StageMessages messages and
+-- StageBytes of them a put, DropChunk a drop; open and commit are O(1).
+--- @include reply
+--- @include clock
+--- @include guard
+--- @include session
+--- @include events
+--- @include search
+--- @include msgtree
+--- @include messages
+
+local fmt_int, node = msgtree.fmt_int, msgtree.node
+local c = msgtree.open(session.open(KEYS, ARGV))
+local step, token = ARGV[2], ARGV[3]
+
+local refused = msgtree.begin(c, nil, true)
+if refused then return refused end
+local st = c.stage
+
+-- lease renews st's lease to ms from now.
+local function lease(ms)
+  st.until_ms = math.floor(session.now(c) / 1000) + ms
+end
+
+-- expire_staged gives the messages keys the time the record has left, so
+-- that staged messages end with the session even when no commit comes.
+local function expire_staged()
+  local p, t = redis.call('PTTL', c.record), session.ttl(c)
+  for _, k in ipairs({ c.msgs, c.mtree, c.mkids, c.morder }) do
+    if p > 0 then redis.call('PEXPIRE', k, p) elseif t > 0 then redis.call('EXPIRE', k, t) end
+  end
+end
+
+-- created_at is the created_at of st's messages, quoted as stored.
+local function created_at(st)
+  return '"' .. clock.iso_time(tonumber(st.created)) .. '"'
+end
+
+local function part_missing(want, got)
+  return reply.refused('part_missing', 'operation part ' .. fmt_int(got) .. ' came where part ' .. fmt_int(want) ..
+    ' was due: send the parts in order from 0 (the operation stays staged until its last part)')
+end
+
+local function session_full(n, max)
+  return reply.refused('session_full', 'session ' .. c.uid .. '/' .. c.sid .. ' holds ' .. fmt_int(c.count) ..
+    ' messages and may hold at most ' .. fmt_int(max) .. ' (SESSION_MAX_MESSAGES); this append brings ' ..
+    fmt_int(n) .. '; nothing was written')
+end
+
+if step == 'open' then
+  if st then
+    if st.token == token then return reply.ok('open', st.n, st.parts, st.last, created_at(st)) end
+    return msgstage.staging(c, st)
+  end
+  local lease_ms, if_match, mode, pid = tonumber(ARGV[4]), ARGV[5] == '1' and ARGV[6] or nil, ARGV[7], ARGV[8]
+  local max, total, key, max_bytes, digest = tonumber(ARGV[9]), tonumber(ARGV[10]), ARGV[11], tonumber(ARGV[12]), ARGV[13]
+  local first, first_fp, last, last_fp = ARGV[14], ARGV[15], ARGV[16], ARGV[17]
+  -- one read of the tree (its type checked): the ring's entry, the first
+  -- and last messages, the parent
+  local ids = { first, last, pid ~= '' and pid or (c.leaf or '') }
+  local fields = { unpack(ids) }
+  if key ~= '' then fields[#fields + 1] = ' k' .. key end
+  local v = redis.pcall('HMGET', c.mtree, unpack(fields))
+  if v.err then return guard.from_error(c.mtree, 'hash', v) end
+  msgtree.cache(c, ids, v)
+  local held = key ~= '' and msgtree.ring_held(v[4] or nil)
+  if held then
+    if digest ~= '' then
+      local d, hids = string.match(held, '^(%S*) ?(.*)$')
+      if d ~= digest then
+        return reply.refused('operation_conflict', 'operation ' .. string.sub(key, 4) ..
+          ' was already applied with another transaction; nothing was written')
+      end
+      held = hids
+    end
+    local again = messages.dup_answer(c, held, max_bytes)
+    if #again > 1 then return session.reply(c, again) end
+  end
+  if if_match and if_match ~= (c.leaf or '') then return reply.ok('leaf_moved', c.leaf or '') end
+  local nf, nl = node(c, first), node(c, last)
+  if nf and nl and nf.fp == first_fp and nl.fp == last_fp then return reply.ok('held') end
+  if nf then return messages.id_conflict(first) end
+  if nl then return messages.id_conflict(last) end
+  local parent = ''
+  if mode == 'latest' then
+    parent = c.leaf or ''
+  elseif mode == 'id' then
+    if not node(c, pid) then return reply.ok('unknown_parent', pid) end
+    parent = pid
+  end
+  if total > 0 and c.count + total > max then return session_full(total, max) end
+  msgtree.use(c, true)
+  refused = session.commit(c)
+  if refused then return refused end
+  st = { token = token, seq0 = c.seq, n = 0, parent = parent, last = parent, created = c.now_text, user = false,
+    parts = 0, key = key }
+  lease(lease_ms)
+  local started = session.finish(c, { 'msg_stage', msgstage.text(st) })
+  return session.reply(c, reply.ok(started and 'started' or 'open', 0, 0, parent, created_at(st)))
+end
+
+if step == 'drop' then
+  if not st or (token ~= '' and st.token ~= token) then return reply.ok(0, 1) end
+  if token == '' then
+    local abandoned = msgstage.staging(c, st)
+    if abandoned[2] == 'staging' then return abandoned end
+  end
+  -- every message after seq0 is the stage's: no other write took a
+  -- sequence number while it lived
+  local ids = redis.call('ZRANGEBYSCORE', c.morder, '(' .. fmt_int(st.seq0), '+inf', 'LIMIT', 0, tonumber(ARGV[4]))
+  if #ids > 0 then
+    msgtree.cache(c, ids, msgtree.hmget_chunks(c.mtree, ids))
+    local kids = {}
+    for _, id in ipairs(ids) do
+      local n = node(c, id)
+      if n then kids[#kids + 1] = msgtree.kid_member(n) end
+    end
+    redis.call('HDEL', c.msgs, unpack(ids))
+    redis.call('HDEL', c.mtree, unpack(ids))
+    redis.call('ZREM', c.morder, unpack(ids))
+    if #kids > 0 then redis.call('ZREM', c.mkids, unpack(kids)) end
+  end
+  if #ids < tonumber(ARGV[4]) then
+    redis.call('HDEL', c.record, 'msg_stage')
+    return reply.ok(#ids, 1)
+  end
+  return reply.ok(#ids, 0)
+end
+
+if not st or st.token ~= token then return reply.ok('stage_lost') end
+
+if step == 'put' then
+  local lease_ms, part, max = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
+  if part < st.parts then return reply.ok('repeat', st.n) end
+  if part > st.parts then return part_missing(st.parts, part) end
+  local batch = {}
+  for i = 7, #ARGV, 4 do
+    batch[#batch + 1] = { id = ARGV[i], fp = ARGV[i + 1], tokens = tonumber(ARGV[i + 2]), body = ARGV[i + 3] }
+  end
+  if c.count + st.n + #batch > max then return session_full(st.n + #batch, max) end
+  -- the batch's ids (none may be held, staged before included) and the
+  -- parent's node, in one read
+  local ids, seen = {}, {}
+  for i, m in ipairs(batch) do
+    if seen[m.id] then return messages.id_conflict(m.id) end
+    seen[m.id], ids[i] = true, m.id
+  end
+  ids[#ids + 1] = st.last
+  msgtree.cache(c, ids, msgtree.hmget_chunks(c.mtree, ids))
+  for _, m in ipairs(batch) do
+    if node(c, m.id) then return messages.id_conflict(m.id) end
+  end
+  local parent = node(c, st.last)
+  local at = ',"created_at":' .. created_at(st) .. '}'
+  local nodes, texts = {}, {}
+  for i, m in ipairs(batch) do
+    local n = msgtree.new_node(c, m.id, parent, m.tokens, st.seq0 + st.n + i, m.fp)
+    c.nodes[m.id] = n
+    -- the text the sidecar made ends as messages.stored_json would end it
+    local tail = '"parent_id":' .. (n.parent == '' and 'null' or ('"' .. n.parent .. '"')) .. at
+    local head = '{"id":"' .. m.id .. '"'
+    if string.sub(m.body, -#tail) ~= tail or string.sub(m.body, 1, #head) ~= head then
+      return redis.error_reply('ERR messages_stage: message ' .. m.id .. ' does not end with ' .. tail)
+    end
+    nodes[i], texts[i] = n, m.body
+    st.user = st.user or messages.is_user(m.body)
+    parent = n
+  end
+  msgtree.copy_path(c, nodes, texts)
+  st.n, st.last, st.parts = st.n + #batch, parent.id, st.parts + 1
+  lease(lease_ms)
+  redis.call('HSET', c.record, 'msg_stage', msgstage.text(st))
+  expire_staged()
+  return reply.ok('staged', st.n)
+end
+
+-- 'commit'
+local parts, suggest, digest, mode = tonumber(ARGV[4]), tonumber(ARGV[5]) or 0, ARGV[6], ARGV[7]
+if parts ~= st.parts then return part_missing(st.parts, parts) end
+-- the ring's entry of the key (a key whose messages are all gone since
+-- leaves its old slot) and the slot the next key takes
+local evicted, old_slot
+if st.key ~= '' then
+  local kf, sf = msgtree.ring_fields(c, st.key)
+  local v = redis.call('HMGET', c.mtree, kf, sf)
+  if v[1] then _, old_slot = msgtree.ring_held(v[1]) end
+  evicted = v[2] or nil
+end
+msgtree.use(c, true)
+events.use(c)
+refused = session.commit(c)
+if refused then return refused end
+local last, count = st.last, c.count + st.n
+local fields = msgtree.leaf_fields(c, last, count)
+fields[#fields + 1], fields[#fields + 2] = 'msg_seq', fmt_int(st.seq0 + st.n)
+local tree, del = {}, {}
+if st.key ~= '' then
+  local range = '@' .. fmt_int(st.seq0 + 1) .. '-' .. fmt_int(st.seq0 + st.n)
+  if digest ~= '' then range = digest .. ' ' .. range end
+  local ring = msgtree.ring_put(c, st.key, range, evicted, old_slot, tree, del)
+  fields[#fields + 1], fields[#fields + 2] = ring[1], ring[2]
+  redis.call('HSET', c.mtree, unpack(tree))
+  if #del > 0 then redis.call('HDEL', c.mtree, unpack(del)) end
+end
+redis.call('HDEL', c.record, 'msg_stage')
+local first = redis.call('ZRANGEBYSCORE', c.morder, st.seq0 + 1, st.seq0 + 1, 'LIMIT', 0, 1)[1] or last
+if st.n == 1 then
+  events.emit(c, 'message_appended', 'message', last, redis.call('HGET', c.msgs, last))
+else
+  events.emit(c, 'message_appended', 'message', last, messages.range_json(st.n, first, last, st.parent))
+end
+if st.user and session.clear_abort(c) then events.emit(c, 'abort_cleared', 'state', nil, '{}') end
+if suggest > 0 then
+  messages.suggest_crossed(c, suggest, messages.path_tokens(c, node(c, st.parent)), messages.path_tokens(c, node(c, last)))
+end
+local out = reply.ok('stored', st.n)
+if session.finish(c, fields) then out[2] = 'started' end
+-- the staged messages have no documents: for a user who has an index,
+-- the catch-up writes them
+if mode == 'eager' or (mode == 'on-demand' and c.marks.search) then out[#out + 1] = 'index_pending' end
+return session.reply(c, out)

@@ -1,0 +1,331 @@
+package messages_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/agentsidecar/agentsidecar/envconf"
+	"github.com/agentsidecar/agentsidecar/messages"
+	"github.com/agentsidecar/agentsidecar/redisstore"
+	"github.com/agentsidecar/agentsidecar/redisstore/redisstoretest"
+	"github.com/agentsidecar/agentsidecar/sidecar/sidecartest"
+)
+
+// chatBatch is an append of n user messages with ids prefix0..prefix<n-1>.
+func chatBatch(prefix string, n int) string {
+	var b strings.Builder
+	b.WriteString(`{"messages":[`)
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `{"id":"%s%d","role":"user","content":"message %d of a long turn"}`, prefix, i, i)
+	}
+	b.WriteString(`]}`)
+	return b.String()
+}
+
+// pollTotals reads the path's total until stop closes, and returns every
+// total it saw.
+func pollTotals(t *testing.T, h *sidecartest.Host, session string, stop <-chan struct{}) <-chan map[int64]bool {
+	out := make(chan map[int64]bool, 1)
+	go func() {
+		seen := map[int64]bool{}
+		cl := sidecartest.NewClient(t, h.API)
+		for {
+			select {
+			case <-stop:
+				out <- seen
+				return
+			default:
+			}
+			rep := cl.Send(t.Context(), "GET", "/v1/users/alice/sessions/"+session+"/messages?limit=1", "") // the first message: small
+			var p page
+			if rep.Status == 200 && json.Unmarshal([]byte(rep.Body), &p) == nil {
+				seen[p.Total] = true
+			}
+		}
+	}()
+	return out
+}
+
+// A turn of 1 000 messages, and one of 8 MiB (32 items of 256 KiB), is
+// written in bounded steps: no command of the sidecar's reaches Redis's
+// SLOWLOG at 5 ms, while a reader polling the path sees the history before
+// or after each append, never between; each append is one event. (A step
+// can pass 5 ms when the machine is busy; the two appends are tried again
+// on a new session, up to three times: one script per append, as before
+// the stages, logs 20 ms and more every time.)
+func TestBigAppendsInBoundedSteps(t *testing.T) {
+	srv := redisstoretest.NewReal(t)
+	h := start(t, srv, envconf.Env{"SESSION_EVENTS": "always"})
+	c := srv.Client(t)
+	// the scripts are loaded (FUNCTION LOAD, once a pod and Redis) first
+	if rep := h.Do(t, "POST", "/v1/users/alice/sessions/warm/messages", `{"role":"user","content":"x"}`); rep.Status != 201 {
+		t.Fatal(rep)
+	}
+	for attempt := range 3 {
+		session := fmt.Sprintf("big%d", attempt)
+		slowlog(t, c, 5000)
+		stop := make(chan struct{})
+		totals := pollTotals(t, h, session, stop)
+		if rep := h.Do(t, "POST", "/v1/users/alice/sessions/"+session+"/messages", chatBatch("m", 1000)); rep.Status != 201 {
+			t.Fatalf("1 000 messages: %s", rep)
+		}
+		if rep := h.Do(t, "POST", "/v1/users/alice/sessions/"+session+"/messages", toolOutputs(32, 256<<10-100)); rep.Status != 201 {
+			t.Fatalf("8 MiB: %s", rep)
+		}
+		close(stop)
+		slow := slowEntries(t, c) // before the checks' own reads
+		for n := range <-totals {
+			if n != 0 && n != 1000 && n != 1032 {
+				t.Errorf("a reader saw %d messages: between an append's before and after", n)
+			}
+		}
+		if p := pathOf(t, h, session, "limit=1000"); p.Total != 1032 || p.Messages[0].ID != "m0" || p.Messages[999].ID != "m999" {
+			t.Fatalf("stored %d messages", p.Total)
+		}
+		evs := redisstoretest.StreamEvents(t, c, srv.Layout().SessionEvents("alice", session))
+		if g := types(evs); !slices.Equal(g, []string{"message_appended", "message_appended"}) {
+			t.Fatalf("events %v, want one message_appended per append", g)
+		}
+		if d := evs[0].Data; d["count"] != float64(1000) || d["first_id"] != "m0" || d["last_id"] != "m999" || d["parent_id"] != nil {
+			t.Errorf("the 1 000-message event: %v", d)
+		}
+		if d := evs[1].Data; d["count"] != float64(32) || d["parent_id"] != "m999" {
+			t.Errorf("the 8 MiB event: %v", d)
+		}
+		if v, _ := c.Do(t.Context(), c.B().Hget().Key(srv.Layout().Session("alice", session).Record).Field("msg_stage").Build()).ToString(); v != "" {
+			t.Errorf("the record still holds a stage: %q", v)
+		}
+		if len(slow) == 0 {
+			return
+		}
+		if attempt == 2 {
+			t.Errorf("every attempt logged steps over 5 ms; the last: %v", slow)
+		}
+		t.Logf("attempt %d logged steps over 5 ms (a busy machine?): %v", attempt, slow)
+	}
+}
+
+// Concurrent big appends to one session (the latest leaf each) all land
+// whole, in some order: every batch is one run of the path.
+func TestConcurrentBigAppendsLandWhole(t *testing.T) {
+	redisstoretest.Each(t, func(t *testing.T, srv *redisstoretest.Server) {
+		h := start(t, srv, nil)
+		const writers, n = 4, 450
+		var wg sync.WaitGroup
+		for w := range writers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				cl := sidecartest.NewClient(t, h.API)
+				if rep := cl.Send(t.Context(), "POST", "/v1/users/alice/sessions/race/messages", chatBatch(fmt.Sprintf("w%d-", w), n)); rep.Status != 201 {
+					t.Errorf("writer %d: %s", w, rep)
+				}
+			}()
+		}
+		wg.Wait()
+		var ids []string
+		q := "limit=1000"
+		for {
+			p := pathOf(t, h, "race", q)
+			for _, m := range p.Messages {
+				ids = append(ids, m.ID)
+			}
+			if p.NextCursor == nil || *p.NextCursor == "" {
+				break
+			}
+			q = "limit=1000&after=" + *p.NextCursor
+		}
+		if len(ids) != writers*n {
+			t.Fatalf("the path holds %d messages, want %d", len(ids), writers*n)
+		}
+		for i := 0; i < len(ids); i += n {
+			w := strings.SplitN(ids[i], "-", 2)[0]
+			for j := range n {
+				if want := fmt.Sprintf("%s-%d", w, j); ids[i+j] != want {
+					t.Fatalf("message %d of the path is %s, want %s: batches interleaved", i+j, ids[i+j], want)
+				}
+			}
+		}
+	})
+}
+
+// A staged append repeated with its Idempotency-Key answers 200 with what
+// it stored (within SIDECAR_MAX_ANSWER_BYTES) and writes nothing; with
+// the same ids and no key, 200 as well; one id changed, 409 id_conflict.
+func TestStagedAppendRepeats(t *testing.T) {
+	redisstoretest.Each(t, func(t *testing.T, srv *redisstoretest.Server) {
+		h := start(t, srv, nil)
+		const url = "/v1/users/alice/sessions/rep/messages"
+		body := chatBatch("r", 500)
+		if rep := h.Do(t, "POST", url, body, "Idempotency-Key", "k1"); rep.Status != 201 {
+			t.Fatal(rep)
+		}
+		rep := h.Do(t, "POST", url, body, "Idempotency-Key", "k1")
+		var got struct{ Messages []msg }
+		if rep.Status != 200 || json.Unmarshal([]byte(rep.Body), &got) != nil || len(got.Messages) != 500 || got.Messages[499].ID != "r499" {
+			t.Fatalf("the repeat by key: %.300s", rep)
+		}
+		if rep := h.Do(t, "POST", url, body); rep.Status != 200 {
+			t.Fatalf("the repeat by ids: %.300s", rep)
+		}
+		if rep := h.Do(t, "POST", url, strings.Replace(body, "message 499 of", "message 499 for", 1)); rep.Status != 409 || rep.Code() != "id_conflict" {
+			t.Fatalf("the last id with other fields: %.300s", rep)
+		}
+		if p := pathOf(t, h, "rep", "limit=1"); p.Total != 500 {
+			t.Fatalf("the session holds %d messages, want 500", p.Total)
+		}
+	})
+}
+
+const partsPath = "/v1/users/alice/sessions/parts/messages/transactions"
+
+// part is an append_items part of operation op: n messages prefix0.. .
+func part(op string, i int, more bool, prefix string, n int) string {
+	msgs := strings.TrimSuffix(strings.TrimPrefix(chatBatch(prefix, n), `{"messages":[`), `]}`)
+	return fmt.Sprintf(`{"operation_id":%q,"type":"append_items","part":%d,"more":%t,"messages":[%s]}`, op, i, more, msgs)
+}
+
+// An operation sent in parts is staged until its last part, then visible
+// at once, one event; a part repeated answers as before, a part out of
+// order is 409 part_missing; after the commit any part is a repeat.
+func TestAppendItemsInParts(t *testing.T) {
+	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
+		h := start(t, srv, envconf.Env{"SESSION_EVENTS": "always"})
+		do := func(body string, status int, code string) sidecartest.Reply {
+			t.Helper()
+			rep := h.Do(t, "POST", partsPath, body)
+			if rep.Status != status || (code != "" && rep.Code() != code) {
+				t.Fatalf("%.120s: %.300s, want %d %s", body, rep, status, code)
+			}
+			return rep
+		}
+		if rep := do(part("op", 0, true, "a", 100), 202, ""); !strings.Contains(rep.Body, `"staged":100`) {
+			t.Fatalf("part 0: %s", rep)
+		}
+		do(part("op", 0, true, "a", 100), 202, "") // a repeat
+		do(part("op", 2, false, "c", 5), 409, "part_missing")
+		if p := pathOf(t, h, "parts", "limit=1"); p.Total != 0 {
+			t.Fatalf("staged messages are visible: %d", p.Total)
+		}
+		if rep := h.Do(t, "GET", "/v1/users/alice/sessions/parts/messages/a3", ""); rep.Status != 404 {
+			t.Errorf("a staged message by id: %s, want 404", rep)
+		}
+		do(part("op", 1, true, "b", 100), 202, "")
+		rep := do(part("op", 2, false, "c", 5), 201, "")
+		var a txAnswer
+		rep.JSON(t, &a)
+		if !a.Applied || len(a.Messages) != 5 || a.Messages[0].ID != "c0" {
+			t.Fatalf("the last part's answer: %.300s", rep)
+		}
+		if p := pathOf(t, h, "parts", "limit=1"); p.Total != 205 || p.Messages[0].ID != "a0" {
+			t.Fatalf("after the commit: %d messages", p.Total)
+		}
+		do(part("op", 1, true, "b", 100), 200, "")
+		do(part("op", 2, false, "c", 5), 200, "")
+		do(`{"operation_id":"op","type":"append_items","messages":[{"role":"user","content":"x"}]}`, 409, "operation_conflict")
+		evs := redisstoretest.StreamEvents(t, srv.Client(t), srv.Layout().SessionEvents("alice", "parts"))
+		if len(evs) != 1 || evs[0].Data["count"] != float64(205) || evs[0].Data["last_id"] != "c4" {
+			t.Fatalf("events: %+v, want one message_appended of 205", evs)
+		}
+		do(`{"operation_id":"x","type":"replace_history","part":0,"messages":[]}`, 400, "")
+		do(`{"operation_id":"x","type":"append_items","more":true,"messages":[{"role":"user","content":"x"}]}`, 400, "")
+		do(part("big", 0, true, "z", 101), 400, "")
+	})
+}
+
+// A stage whose writer stopped (its lease run out) is dropped by the next
+// write, which then lands; its messages were never visible, and ended with
+// the session's keys meanwhile.
+func TestAbandonedStageIsDropped(t *testing.T) {
+	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
+		h := start(t, srv, nil)
+		c := srv.Client(t)
+		l := srv.Layout()
+		if rep := h.Do(t, "POST", "/v1/users/alice/sessions/parts/messages", `{"id":"first","role":"user","content":"hi"}`); rep.Status != 201 {
+			t.Fatal(rep)
+		}
+		if rep := h.Do(t, "POST", partsPath, part("dead", 0, true, "d", 100)); rep.Status != 202 {
+			t.Fatal(rep)
+		}
+		keys := messagesKeys(l, "alice", "parts")
+		for _, k := range keys {
+			if ttl, err := c.Do(t.Context(), c.B().Pttl().Key(k).Build()).AsInt64(); err != nil || ttl <= 0 {
+				t.Errorf("%s: PTTL %d while staged, want a TTL", k, ttl)
+			}
+		}
+		// readers do not see the staged messages
+		for _, url := range []string{"/messages/d0", "/messages/d99", "/messages?leaf=d5"} {
+			if rep := h.Do(t, "GET", "/v1/users/alice/sessions/parts"+url, ""); rep.Status != 404 {
+				t.Errorf("GET %s: %s, want 404", url, rep)
+			}
+		}
+		if rep := h.Do(t, "GET", "/v1/users/alice/sessions/parts/messages/first/children", ""); rep.Status != 200 || strings.Contains(rep.Body, "d0") {
+			t.Errorf("children of the stage's parent: %s, want none staged", rep)
+		}
+		// the writer died: its lease runs out
+		record := l.Session("alice", "parts").Record
+		st, _ := c.Do(t.Context(), c.B().Hget().Key(record).Field("msg_stage").Build()).ToString()
+		f := strings.Split(st, "\t")
+		if len(f) < 10 {
+			t.Fatalf("msg_stage %q", st)
+		}
+		f[1] = "1"
+		if err := c.Do(t.Context(), c.B().Hset().Key(record).FieldValue().FieldValue("msg_stage", strings.Join(f, "\t")).Build()).Error(); err != nil {
+			t.Fatal(err)
+		}
+		if rep := h.Do(t, "POST", "/v1/users/alice/sessions/parts/messages", `{"id":"next","role":"assistant","content":"hello"}`); rep.Status != 201 || !strings.Contains(rep.Body, `"parent_id":"first"`) {
+			t.Fatalf("the next append: %s", rep)
+		}
+		if n, _ := c.Do(t.Context(), c.B().Hlen().Key(keys[0]).Build()).AsInt64(); n != 2 {
+			t.Errorf("the messages hash holds %d messages after the drop, want 2", n)
+		}
+		if n, _ := c.Do(t.Context(), c.B().Zcard().Key(keys[3]).Build()).AsInt64(); n != 2 {
+			t.Errorf("the order holds %d messages after the drop, want 2", n)
+		}
+		if rep := h.Do(t, "POST", partsPath, part("dead", 1, false, "e", 5)); rep.Status != 409 || rep.Code() != "part_missing" {
+			t.Errorf("the dead operation's next part: %s, want 409 part_missing", rep)
+		}
+	})
+}
+
+// While a stage lives, another write of the session's messages waits for
+// its commit, then lands after it.
+func TestWriteWaitsForAStage(t *testing.T) {
+	srv := redisstoretest.NewMini(t)
+	h := start(t, srv, nil)
+	if rep := h.Do(t, "POST", partsPath, part("slow", 0, true, "s", 10)); rep.Status != 202 {
+		t.Fatal(rep)
+	}
+	var landed atomic.Bool
+	done := make(chan sidecartest.Reply)
+	go func() {
+		rep := sidecartest.NewClient(t, h.API).Send(t.Context(), "POST", "/v1/users/alice/sessions/parts/messages", `{"id":"after","role":"user","content":"x"}`)
+		landed.Store(true)
+		done <- rep
+	}()
+	time.Sleep(100 * time.Millisecond)
+	if landed.Load() {
+		t.Fatal("a write landed while a stage lived")
+	}
+	if rep := h.Do(t, "POST", partsPath, part("slow", 1, false, "t", 10)); rep.Status != 201 {
+		t.Fatal(rep)
+	}
+	if rep := <-done; rep.Status != 201 || !strings.Contains(rep.Body, `"parent_id":"t9"`) {
+		t.Fatalf("the waiting write: %s, want 201 under the stage's last message", rep)
+	}
+}
+
+// messagesKeys are the session's messages, tree, children and order keys.
+func messagesKeys(l redisstore.Layout, user, session string) []string {
+	k := messages.SessionKeys(l, user, session)
+	return []string{k.Messages, k.Tree, k.Children, k.Order}
+}
