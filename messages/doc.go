@@ -4,8 +4,10 @@
 // also compactions, the frameworks' history transactions, fork and split,
 // and the user-wide relevance search (GET /v1/users/{user_id}/search).
 //
-// Every write is one script (messages_*.lua, on the libraries msgtree.lua,
-// messages.lua and compactions.lua) over the shared session runner. A
+// Every write is one script (messages_*.lua, on the libraries msgstage.lua,
+// msgtree.lua, messages.lua and compactions.lua) over the shared session
+// runner, but a big append: bounded steps staged where no reader looks,
+// then made visible in one (stage.go). A
 // session keeps its messages in five keys whatever their number, and a page
 // of a path costs O(limit + log n): each tree node holds a skew-binary jump
 // pointer. A message's raw fields are stored and answered as sent; retries
@@ -30,6 +32,9 @@
 //     compaction:<id> message).
 //   - sessions.go: fork and split, sessions made from a session.
 //   - store.go: Store, the module's scripts and their refusals.
+//   - stage.go: staged appends (an append past one bounded step, and
+//     append_items sent in parts): open, puts, the commit, the drop of an
+//     abandoned stage; Store.Run, which waits for another's stage.
 //   - index.go: the messages' search catch-up (Store.CatchUpStep).
 //   - search.go: the user-wide search over search.Index.Find.
 //   - search_texts.go: a message's texts for search snippets.
@@ -38,6 +43,8 @@
 //   - scripts.go: embeds and registers the scripts and libraries.
 //   - msgtree.lua: the tree: nodes, jump pointers, children by lex range,
 //     subtree walks, path copies.
+//   - msgstage.lua: a staged append in progress as the record holds it
+//     (msg_stage): writes wait for it, readers leave its messages out.
 //   - messages.lua: the writes (append with its checks, the key ring).
 //   - compactions.lua: compactions on a path and the path's tokens.
 //   - messages_append.lua, messages_put.lua, messages_delete.lua,
@@ -48,6 +55,7 @@
 //   - messages_transaction.lua: one history transaction, all or nothing.
 //   - messages_fork.lua, messages_split.lua: a new session from this one.
 //   - messages_index.lua: one step of the search catch-up.
+//   - messages_stage.lua: one step of a staged append.
 //
 // Tests: messages_test.go, tree_test.go, write_test.go, answers_test.go,
 // reply_test.go, keyring_test.go and children_cap_test.go hold paths,
@@ -59,7 +67,9 @@
 // what other modules see; search_*_test.go, fork_search_test.go and
 // transactions_search_test.go the search index (search_ttl_test.go its
 // TTLs, noindex_test.go writes without a document leaving it alone); bounded_test.go and
-// sizes_test.go bounded work and framework-sized turns;
+// sizes_test.go bounded work and framework-sized turns; stage_test.go
+// staged appends (SLOWLOG at 5 ms, readers before or after, concurrent
+// big appends, repeats, parts, an abandoned stage, a write that waits);
 // metadata_test.go, surrogate_test.go and utf8_test.go raw fields kept as
 // sent; events_test.go the live events; message_fuzz_test.go a fuzzer;
 // search_bench_test.go and fork_bench_test.go benchmarks.

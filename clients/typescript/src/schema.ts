@@ -1187,7 +1187,7 @@ export interface paths {
         put?: never;
         /**
          * Append a message, or a chained batch
-         * @description Stores one message, or `{"messages": [...]}` chained in order, all or nothing, in one script that also records activity, slides the session's TTL and makes the last message the latest leaf (the session is created if new). Retrying is safe: the same ids with the same fields (role, content, parts, item, format, metadata, tool fields; `parent_id` when sent), or the same `Idempotency-Key`, answer 200 with the stored messages and write nothing.
+         * @description Stores one message, or `{"messages": [...]}` chained in order, all or nothing, in one step that also records activity, slides the session's TTL and makes the last message the latest leaf (the session is created if new). Retrying is safe: the same ids with the same fields (role, content, parts, item, format, metadata, tool fields; `parent_id` when sent), or the same `Idempotency-Key`, answer 200 with the stored messages and write nothing. An append past one bounded step of Redis (100 messages or 256 KiB of them) is staged: written in bounded steps where no reader looks, then made visible in one step (readers see the history before or after, and one `message_appended` event names the range). While it stages, the session's other message writes wait for it (at most about 6 s, then 409 `concurrent_update`).
          */
         post: operations["appendMessages"];
         /**
@@ -1595,6 +1595,8 @@ export interface paths {
          *     - `replace_history`: every message and compaction of the session is removed and `messages` (0-1000) stored as the new history (replace-with-compaction); with `expected_leaf` only when the latest message is still that one (else 409 `suffix_mismatch`).
          *
          *     New messages take no `parent_id`. A compaction overlay with an endpoint among the removed messages is deleted. The body is at most `SIDECAR_MAX_MESSAGE_BODY_BYTES`.
+         *
+         *     **Big operations.** An `append_items` past one bounded step of Redis (100 messages or 256 KiB of them) is staged: written in bounded steps where no reader looks, then made visible in one step; readers see the history before or after. A turn past one request (1000 messages, `SIDECAR_MAX_MESSAGE_BODY_BYTES`) is sent in parts: `part` 0, 1, ... in order, each at most 100 messages and 256 KiB of them (one bigger message alone), `more: true` on all but the last. Each part but the last answers 202 with `staged` (nothing visible yet); the last answers 201 with its own messages, all parts becoming visible at once. A part repeated answers as it did, writing nothing; after the last, any part of the operation answers 200 `applied: false`. Staged parts live 5 s past the last part sent (a stage whose writer stopped is dropped by the session's next write): then, or out of order, a part is 409 `part_missing` — send the operation again from part 0. While a stage lives, the session's other message writes wait for it (at most about 6 s, then 409 `concurrent_update`).
          */
         post: operations["applyMessageTransaction"];
         delete?: never;
@@ -2559,6 +2561,10 @@ export interface components {
                 call_id: string;
                 message: components["schemas"]["MessageInput"];
             }[];
+            /** @description `append_items` sent in parts: this part's number (0, 1, ...), the parts sent in order, each at most 100 messages and 256 KiB of them (one bigger message alone). */
+            part?: number;
+            /** @description With `part`: more parts follow (the operation stays staged, not visible); absent or false on the last part, which makes every part visible at once. */
+            more?: boolean;
         };
         MessageTransactionResult: {
             operation_id: string;
@@ -2671,6 +2677,15 @@ export interface components {
             jsonrpc: "2.0";
             id?: string | number | null;
             error: components["schemas"]["McpErrorObject"];
+        };
+        MessageTransactionStaged: {
+            operation_id: string;
+            /** @description Always false: staged, not yet visible. */
+            applied: boolean;
+            /** @description The operation's messages staged so far, every part counted. */
+            staged: number;
+            /** @description Empty: nothing is visible before the last part. */
+            messages: components["schemas"]["Message"][];
         };
     };
     responses: {
@@ -7776,6 +7791,7 @@ export interface operations {
              *     - `id_conflict`: an `id` is already stored with other fields
              *     - `session_full`: the session would pass `SESSION_MAX_MESSAGES`
              *     - `key_wrong_type`: a Redis key of the session holds another type of value (another program wrote it)
+             *     - `concurrent_update`: another writer's staged append on the session did not end in time
              */
             409: {
                 headers: {
@@ -9338,6 +9354,15 @@ export interface operations {
                     "application/json": components["schemas"]["MessageTransactionResult"];
                 };
             };
+            /** @description A part of an operation sent in parts (`more: true`) staged: nothing visible yet. */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MessageTransactionStaged"];
+                };
+            };
             /**
              * @description Bad input; nothing was changed.
              *
@@ -9381,6 +9406,8 @@ export interface operations {
              *     - `session_full`: the session would pass `SESSION_MAX_MESSAGES`
              *     - `transaction_too_large`: the function call is more than 1000 messages from the latest one
              *     - `key_wrong_type`: a Redis key of the session holds another type of value (another program wrote it)
+             *     - `part_missing`: a part came out of order, or the operation's staged parts are gone (their lease ran out, or the session was deleted): send it again from part 0
+             *     - `concurrent_update`: another writer's staged append on the session did not end in time
              */
             409: {
                 headers: {
