@@ -14,7 +14,9 @@
 // memory_test.go and security_test.go) and runs it as a user does (bad
 // config, SIGTERM with a waiting lock, late or unreachable Redis, idle
 // connections not starving the health check); memory_test.go in a 128 MiB
-// pod (peak RSS under large appends and reads); security_test.go the token
+// pod (peak RSS under large appends and reads); kill_test.go a sidecar
+// killed mid staged append (the history whole, every key with a TTL, the
+// retry landing); security_test.go the token
 // on every route, header limits, no secret in logs or answers;
 // dockerfile_test.go the Dockerfile's rules and its static, version-stamped
 // build. With every module in one host: openapi_test.go and prism_test.go
