@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/agentsidecar/agentsidecar/lua"
@@ -282,7 +283,11 @@ func (s *Store) openStage(ctx context.Context, user, session, token string, msgs
 		return Stored{}, &stageAt{last: last, createdAt: createdAt}, nil
 	case "held":
 		// the first and last messages are stored with these fields: a
-		// retry, answered with what is stored up to the last
+		// retry when every message is, answered with what is stored up to
+		// the last
+		if err := s.heldAsSent(ctx, user, session, msgs, q.parent); err != nil {
+			return Stored{}, nil, err
+		}
 		maxBytes := q.maxBytes
 		if maxBytes == 0 {
 			maxBytes = s.maxAnswer
@@ -420,4 +425,44 @@ func (s *Store) pathTo(ctx context.Context, user, session, leaf string, n, maxBy
 	}
 	slices.Reverse(out.Messages)
 	return out, nil
+}
+
+// heldAsSent checks that every message of msgs is stored with its fields
+// and its parent (the one before it; the first's as sent, when it names
+// one): else the append is 409 id_conflict, naming the first that is not.
+// One HMGET of the tree's nodes, MaxBatch fields at most.
+func (s *Store) heldAsSent(ctx context.Context, user, session string, msgs []message, parent parentRef) error {
+	client, err := s.Conn().Client()
+	if err != nil {
+		return err
+	}
+	ids := make([]string, len(msgs))
+	for i, m := range msgs {
+		ids[i] = m.ID
+	}
+	keys := SessionKeys(redisstore.Layout{Cluster: s.Conn().Cluster()}, user, session)
+	nodes, err := client.Do(ctx, client.B().Hmget().Key(keys.Tree).Field(ids...).Build()).ToArray()
+	if err != nil {
+		return redisstore.Wrap("messages: held nodes", err)
+	}
+	if len(nodes) != len(msgs) {
+		return redisstore.Wrap("messages: held nodes", fmt.Errorf("%d values for %d fields", len(nodes), len(msgs)))
+	}
+	for i, m := range msgs {
+		// a node: "parent \t jump \t depth \t cum \t seq \t tokens \t
+		// fingerprint"; none (a Redis nil) fails as a wrong one
+		node, _ := nodes[i].ToString()
+		f := strings.Split(node, "\t")
+		want := ""
+		if i > 0 {
+			want = msgs[i-1].ID
+		} else if parent.Mode == "id" {
+			want = parent.ID
+		}
+		if len(f) != 7 || f[6] != m.FP || ((i > 0 || parent.Mode != "latest") && f[0] != want) {
+			return redisstore.Refuse(redisstore.ErrConflict, "id_conflict",
+				"message %s is already stored with other fields; nothing was written", m.ID)
+		}
+	}
+	return nil
 }

@@ -180,6 +180,9 @@ func TestStagedAppendRepeats(t *testing.T) {
 		if rep := h.Do(t, "POST", url, strings.Replace(body, "message 499 of", "message 499 for", 1)); rep.Status != 409 || rep.Code() != "id_conflict" {
 			t.Fatalf("the last id with other fields: %.300s", rep)
 		}
+		if rep := h.Do(t, "POST", url, strings.Replace(body, "message 250 of", "message 250 for", 1)); rep.Status != 409 || rep.Code() != "id_conflict" || !strings.Contains(rep.Body, "r250") {
+			t.Fatalf("a middle id with other fields: %.300s", rep)
+		}
 		if p := pathOf(t, h, "rep", "limit=1"); p.Total != 500 {
 			t.Fatalf("the session holds %d messages, want 500", p.Total)
 		}
