@@ -181,6 +181,11 @@ type MessageTransaction struct {
 	// ExpectedLeaf (replace_history): the id of the latest message read
 	// ("" for an empty history); nil sends none
 	ExpectedLeaf *string `json:"expected_leaf,omitempty"`
+	// Part and More (append_items sent in parts): this part's number (0,
+	// 1, ...; nil: not in parts) and whether more parts follow; each part
+	// but the last answers 202 with Staged, the last makes all visible
+	Part *int `json:"part,omitempty"`
+	More bool `json:"more,omitempty"`
 }
 
 // MessageReplacement is one replace_function_call of a transaction's
@@ -197,4 +202,6 @@ type MessageTransactionResult struct {
 	OperationID string    `json:"operation_id"`
 	Applied     bool      `json:"applied"`
 	Messages    []Message `json:"messages"`
+	// Staged: a part staged (202), the operation's messages staged so far
+	Staged int `json:"staged,omitempty"`
 }

@@ -2572,6 +2572,8 @@ export interface components {
             applied: boolean;
             /** @description The messages the transaction wrote, oldest first (a repeat: those still held). */
             messages: components["schemas"]["Message"][];
+            /** @description A part staged (202): the operation's messages staged so far, every part counted; nothing is visible before the last part. */
+            staged?: number;
         };
         /**
          * @description ADK state: keys to any JSON values. Keys beginning `app:` are the app's state (every user of the app), `user:` the user's (every session of the user in the app), `temp:` are never stored; others are the session's. At most 1000 keys of at most 1024 bytes per request; each stored state at most `ADK_MAX_STATE_BYTES`.
@@ -2677,15 +2679,6 @@ export interface components {
             jsonrpc: "2.0";
             id?: string | number | null;
             error: components["schemas"]["McpErrorObject"];
-        };
-        MessageTransactionStaged: {
-            operation_id: string;
-            /** @description Always false: staged, not yet visible. */
-            applied: boolean;
-            /** @description The operation's messages staged so far, every part counted. */
-            staged: number;
-            /** @description Empty: nothing is visible before the last part. */
-            messages: components["schemas"]["Message"][];
         };
     };
     responses: {
@@ -9354,13 +9347,13 @@ export interface operations {
                     "application/json": components["schemas"]["MessageTransactionResult"];
                 };
             };
-            /** @description A part of an operation sent in parts (`more: true`) staged: nothing visible yet. */
+            /** @description A part of an operation sent in parts (`more: true`) staged: `applied: false`, `staged`, no messages; nothing visible yet. */
             202: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["MessageTransactionStaged"];
+                    "application/json": components["schemas"]["MessageTransactionResult"];
                 };
             };
             /**
