@@ -25,9 +25,15 @@
 --   stage, whoever's)
 -- 'open':
 --   ARGV[4] the lease (ms); ARGV[5] '1' when ARGV[6] is the latest leaf
---   the caller expects (If-Match), else '0'; ARGV[7] the first message's
---   parent ('latest', 'root' or 'id': ARGV[8]); ARGV[9]
---   SESSION_MAX_MESSAGES; ARGV[10] the messages to come (0: unknown);
+--   the caller expects (If-Match; a replace_history's expected_leaf), else
+--   '0'; ARGV[7] the first message's parent ('latest', 'root' or 'id':
+--   ARGV[8]), or 'whole': a replace_history, whose new history is staged
+--   in keys of its own (the staged families) and renamed over the
+--   session's at the commit, which removes every message and compaction
+--   before (O(1) UNLINKs, as a clear; the ring of keys is kept); ARGV[9]
+--   SESSION_MAX_MESSAGES; ARGV[10] the messages to come (0: unknown;
+--   -1: none, a later part of an operation: {'ok', 'stage_lost'} when its
+--   stage is gone, before any write);
 --   ARGV[11] the ring's key ('' = none; an Idempotency-Key, or 'tx <id>'
 --   for an operation); ARGV[12] the byte cap of a repeat's answer;
 --   ARGV[13] the operation's digest ('' for an append); ARGV[14..17] the
@@ -39,8 +45,9 @@
 --   messages are stored with these fields: a retry the caller answers),
 --   the repeat {'dup', message...} as messages_append's, {'ok',
 --   'leaf_moved', leaf}, {'ok', 'unknown_parent', id}, or a refusal:
---   'id_conflict', 'session_full', 'operation_conflict', 'staging' or
---   'stage_abandoned' (another stage), 'key_wrong_type'.
+--   {'ok', 'stage_lost'} (ARGV[10] -1), or a refusal: 'id_conflict',
+--   'session_full', 'operation_conflict', 'staging' or 'stage_abandoned'
+--   (another stage), 'key_wrong_type'.
 -- 'put':
 --   ARGV[4] the lease (ms); ARGV[5] the part (0, 1, ...: this stage's
 --   puts so far); ARGV[6] SESSION_MAX_MESSAGES; ARGV[7..] per message
@@ -84,6 +91,27 @@ local refused = msgtree.begin(c, nil, true)
 if refused then return refused end
 local st = c.stage
 
+-- The staged families of a whole new history (messages/keys.go), in the
+-- order of the session's own: messages, tree, children, order.
+local STAGED = { 'agent_session_msgs_staged', 'agent_session_msg_tree_staged', 'agent_session_msg_children_staged',
+  'agent_session_msg_order_staged' }
+local LIVE = { msgtree.MSGS, msgtree.MTREE, msgtree.MKIDS, msgtree.MORDER }
+local KIND = { 'hash', 'hash', 'zset', 'zset' }
+
+-- staged_keys are the keys of STAGED.
+local function staged_keys()
+  local out = {}
+  for i, p in ipairs(STAGED) do out[i] = session.key(c, p) end
+  return out
+end
+
+-- to_staged points c's messages keys at the staged ones (a whole new
+-- history's puts write there), with an empty cache of nodes.
+local function to_staged()
+  local k = staged_keys()
+  c.msgs, c.mtree, c.mkids, c.morder, c.nodes = k[1], k[2], k[3], k[4], {}
+end
+
 -- lease renews st's lease to ms from now.
 local function lease(ms)
   st.until_ms = math.floor(session.now(c) / 1000) + ms
@@ -122,6 +150,7 @@ if step == 'open' then
   local lease_ms, if_match, mode, pid = tonumber(ARGV[4]), ARGV[5] == '1' and ARGV[6] or nil, ARGV[7], ARGV[8]
   local max, total, key, max_bytes, digest = tonumber(ARGV[9]), tonumber(ARGV[10]), ARGV[11], tonumber(ARGV[12]), ARGV[13]
   local first, first_fp, last, last_fp = ARGV[14], ARGV[15], ARGV[16], ARGV[17]
+  local whole = mode == 'whole'
   -- one read of the tree (its type checked): the ring's entry, the first
   -- and last messages, the parent
   local ids = { first, last, pid ~= '' and pid or (c.leaf or '') }
@@ -143,24 +172,35 @@ if step == 'open' then
     local again = messages.dup_answer(c, held, max_bytes)
     if #again > 1 then return session.reply(c, again) end
   end
+  -- a later part of an operation whose stage is gone opens none
+  if total < 0 then return reply.ok('stage_lost') end
   if if_match and if_match ~= (c.leaf or '') then return reply.ok('leaf_moved', c.leaf or '') end
-  local nf, nl = node(c, first), node(c, last)
+  -- a whole new history may hold the ids of the messages it replaces
+  local nf, nl = not whole and node(c, first), not whole and node(c, last)
   if nf and nl and nf.fp == first_fp and nl.fp == last_fp then return reply.ok('held') end
   if nf then return messages.id_conflict(first) end
   if nl then return messages.id_conflict(last) end
   local parent = ''
-  if mode == 'latest' then
+  if whole then
+    if total > max then
+      return reply.refused('session_full', 'session ' .. c.uid .. '/' .. c.sid .. ' would hold ' .. fmt_int(total) ..
+        ' messages and may hold at most ' .. fmt_int(max) .. ' (SESSION_MAX_MESSAGES); nothing was written')
+    end
+    for i, p in ipairs(STAGED) do session.use(c, p, KIND[i]) end
+  elseif mode == 'latest' then
     parent = c.leaf or ''
   elseif mode == 'id' then
     if not node(c, pid) then return reply.ok('unknown_parent', pid) end
     parent = pid
   end
-  if total > 0 and c.count + total > max then return session_full(total, max) end
+  if not whole and total > 0 and c.count + total > max then return session_full(total, max) end
   msgtree.use(c, true)
   refused = session.commit(c)
   if refused then return refused end
+  -- what a stage dropped without its last step may have left
+  if whole then redis.call('UNLINK', unpack(staged_keys())) end
   st = { token = token, seq0 = c.seq, n = 0, parent = parent, last = parent, created = c.now_text, user = false,
-    parts = 0, key = key }
+    parts = 0, whole = whole, key = key }
   lease(lease_ms)
   local started = session.finish(c, { 'msg_stage', msgstage.text(st) })
   return session.reply(c, reply.ok(started and 'started' or 'open', 0, 0, parent, created_at(st)))
@@ -171,6 +211,11 @@ if step == 'drop' then
   if token == '' then
     local abandoned = msgstage.staging(c, st)
     if abandoned[2] == 'staging' then return abandoned end
+  end
+  if st.whole then
+    redis.call('UNLINK', unpack(staged_keys()))
+    redis.call('HDEL', c.record, 'msg_stage')
+    return reply.ok(0, 1)
   end
   -- every message after seq0 is the stage's: no other write took a
   -- sequence number while it lived
@@ -204,7 +249,8 @@ if step == 'put' then
   for i = 7, #ARGV, 4 do
     batch[#batch + 1] = { id = ARGV[i], fp = ARGV[i + 1], tokens = tonumber(ARGV[i + 2]), body = ARGV[i + 3] }
   end
-  if c.count + st.n + #batch > max then return session_full(st.n + #batch, max) end
+  if (st.whole and 0 or c.count) + st.n + #batch > max then return session_full(st.n + #batch, max) end
+  if st.whole then to_staged() end
   -- the batch's ids (none may be held, staged before included) and the
   -- parent's node, in one read
   local ids, seen = {}, {}
@@ -258,6 +304,28 @@ events.use(c)
 refused = session.commit(c)
 if refused then return refused end
 local last, count = st.last, c.count + st.n
+if st.whole then
+  -- the ring of keys goes with the new tree; then every message and
+  -- compaction before goes (O(1) UNLINKs, Redis frees them), and the
+  -- staged keys take the session's own keys' names
+  local ring = msgtree.ring_kept(c)
+  local sk = staged_keys()
+  if #ring > 0 then redis.call('HSET', sk[2], unpack(ring)) end
+  local live = { c.msgs, c.mtree, c.mkids, c.morder }
+  redis.call('UNLINK', c.mcomp, unpack(live))
+  if session.has(c, msgtree.MCOMP) then session.drop(c, msgtree.MCOMP) end
+  if session.has(c, search.DOCS) then search.unindex_all(c, session.key(c, search.DOCS)) end
+  for i = 1, 4 do
+    redis.call('RENAME', sk[i], live[i])
+    session.drop(c, STAGED[i])
+  end
+  c.nodes = {}
+  if c.count > 0 then
+    events.emit(c, 'message_deleted', 'message', nil, '{"cleared":true,"count":' .. fmt_int(c.count) ..
+      ',"operation_id":' .. cjson.encode(string.sub(st.key, 4)) .. '}')
+  end
+  count = st.n
+end
 local fields = msgtree.leaf_fields(c, last, count)
 fields[#fields + 1], fields[#fields + 2] = 'msg_seq', fmt_int(st.seq0 + st.n)
 local tree, del = {}, {}

@@ -10,23 +10,25 @@ local function fmt_int(x) return string.format('%d', x) end
 
 -- parse reads the record's msg_stage (a staged append in progress,
 -- messages_stage.lua): "token \t until (ms) \t seq0 \t staged \t parent
--- \t last \t created_at (µs) \t user \t parts \t key"; nil for none.
+-- \t last \t created_at (µs) \t user \t parts \t kind \t key"; nil for
+-- none. kind 'a': an append, staged in the session's own keys; 'w': a
+-- whole new history (replace_history), staged in keys of its own.
 -- Its messages are written with the sequence numbers seq0 + 1 .. seq0 +
 -- staged, after every message a reader may see, and stay unseen until
 -- the commit makes the last of them the latest leaf.
 local function parse(v)
   if not v or v == '' then return nil end
-  local token, untl, seq0, n, parent, last, created, user, parts, key = string.match(v,
-    '^([^\t]*)\t(%d+)\t(%d+)\t(%d+)\t([^\t]*)\t([^\t]*)\t(%d+)\t([01])\t(%d+)\t(.*)$')
+  local token, untl, seq0, n, parent, last, created, user, parts, kind, key = string.match(v,
+    '^([^\t]*)\t(%d+)\t(%d+)\t(%d+)\t([^\t]*)\t([^\t]*)\t(%d+)\t([01])\t(%d+)\t([aw])\t(.*)$')
   if not token then return nil end
   return { token = token, until_ms = tonumber(untl), seq0 = tonumber(seq0), n = tonumber(n), parent = parent,
-    last = last, created = created, user = user == '1', parts = tonumber(parts), key = key }
+    last = last, created = created, user = user == '1', parts = tonumber(parts), whole = kind == 'w', key = key }
 end
 
 -- stage_text is stage st as the record's msg_stage holds it.
 local function stage_text(st)
   return table.concat({ st.token, fmt_int(st.until_ms), fmt_int(st.seq0), fmt_int(st.n), st.parent, st.last,
-    st.created, st.user and '1' or '0', fmt_int(st.parts), st.key }, '\t')
+    st.created, st.user and '1' or '0', fmt_int(st.parts), st.whole and 'w' or 'a', st.key }, '\t')
 end
 
 -- staging is the refusal of a write that meets another's staged append

@@ -17,8 +17,8 @@ import (
 	"github.com/agentsidecar/agentsidecar/sidecar"
 )
 
-// A staged append (messages_stage.lua) is an append too big for one
-// bounded script: it opens the session's stage (the append's checks),
+// A staged append (messages_stage.lua) is an append, or a replace_history,
+// too big for one bounded script: it opens the session's stage (the append's checks),
 // puts its messages a chunk a step where no reader looks, and commits
 // them in one O(1) step; readers see the history before or after. Other
 // writes of the session's messages wait while the stage lives (Run); a
@@ -268,6 +268,8 @@ func (s *Store) openStage(ctx context.Context, user, session, token string, msgs
 		return Stored{}, nil, redisstore.Wrap(luaScripts.Stage.Name, err)
 	}
 	switch status {
+	case "stage_lost":
+		return Stored{}, nil, errStageLost
 	case "started", "open":
 		if status == "started" {
 			sessionstore.CountStarted()
@@ -294,6 +296,9 @@ func (s *Store) openStage(ctx context.Context, user, session, token string, msgs
 		}
 		got, err := s.pathTo(ctx, user, session, last.ID, len(msgs), maxBytes)
 		return Stored{Messages: got.Messages, Cut: got.Cut}, nil, err
+	}
+	if status == "leaf_moved" && q.parent.Mode == "whole" {
+		return Stored{}, nil, errSuffixMismatch // replace_history's expected_leaf
 	}
 	return Stored{}, nil, s.outcome(luaScripts.Stage.Name, r, status, user, session)
 }
@@ -375,7 +380,14 @@ func (s *Store) partAppend(ctx context.Context, user, session string, t txArgs, 
 	defer func() { done(answerSize(st.Messages)) }()
 	token := "tx " + t.OpID
 	q := stageReq{key: token, digest: partsDigest, parent: parentRef{Mode: "latest"}, maxBytes: maxBytes}
-	st, at, err := s.openStage(ctx, user, session, token, msgs, q, 0)
+	total := 0
+	if part > 0 {
+		total = -1 // a later part: its stage must be there
+	}
+	st, at, err := s.openStage(ctx, user, session, token, msgs, q, total)
+	if errors.Is(err, errStageLost) {
+		err = partsLost(t.OpID)
+	}
 	if err != nil || at == nil {
 		return st, 0, err
 	}

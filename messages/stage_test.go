@@ -294,8 +294,20 @@ func TestAbandonedStageIsDropped(t *testing.T) {
 		if n, _ := c.Do(t.Context(), c.B().Zcard().Key(keys[3]).Build()).AsInt64(); n != 2 {
 			t.Errorf("the order holds %d messages after the drop, want 2", n)
 		}
-		if rep := h.Do(t, "POST", partsPath, part("dead", 1, false, "e", 5)); rep.Status != 409 || rep.Code() != "part_missing" {
-			t.Errorf("the dead operation's next part: %s, want 409 part_missing", rep)
+		if rep := h.Do(t, "POST", partsPath, part("dead", 1, false, "e", 5)); rep.Status != 409 || rep.Code() != "part_missing" ||
+			!strings.Contains(rep.Body, "are gone") {
+			t.Errorf("the dead operation's next part: %s, want 409 part_missing, its parts gone", rep)
+		}
+		// and it took no stage: the next write does not wait
+		if v, _ := c.Do(t.Context(), c.B().Hget().Key(record).Field("msg_stage").Build()).ToString(); v != "" {
+			t.Errorf("a part of a dead operation left a stage: %q", v)
+		}
+		// a later part of a deleted session's operation creates nothing
+		if rep := h.Do(t, "POST", "/v1/users/alice/sessions/gone/messages/transactions", part("g", 3, true, "g", 2)); rep.Status != 409 || rep.Code() != "part_missing" {
+			t.Errorf("a later part of an unknown operation: %s, want 409 part_missing", rep)
+		}
+		if n, _ := c.Do(t.Context(), c.B().Exists().Key(l.Session("alice", "gone").Record).Build()).AsInt64(); n != 0 {
+			t.Errorf("a later part of an unknown operation made a record")
 		}
 	})
 }

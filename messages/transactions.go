@@ -105,6 +105,14 @@ func (s *Store) Transaction(ctx context.Context, user, session string, t txArgs)
 			parent: parentRef{Mode: "latest"}, maxBytes: maxBytes})
 		return st, err
 	}
+	if msgs, ok := newHistory(t); ok && staged(msgs) {
+		q := stageReq{key: "tx " + t.OpID, digest: t.Digest, parent: parentRef{Mode: "whole"}, maxBytes: maxBytes}
+		if len(t.Segment) == 1 {
+			q.ifMatch = &t.Segment[0].ID
+		}
+		st, err = s.stagedAppend(ctx, user, session, msgs, q)
+		return st, err
+	}
 	args := make([]string, 0, 8+2*len(t.Segment)+8*len(t.Entries))
 	args = append(args, t.OpID, t.Digest, kind, flag(t.Differs), strconv.Itoa(s.cfg.MaxMessages),
 		strconv.FormatInt(s.cfg.CompactAfterTokens, 10), strconv.Itoa(maxBytes), strconv.Itoa(len(t.Segment)))
@@ -152,6 +160,15 @@ func appendOnly(t txArgs) ([]message, bool) {
 		msgs[i] = e.Msg
 	}
 	return msgs, true
+}
+
+// newHistory is the messages of t when it replaces the whole history
+// (replace_history, which keeps no message as stored).
+func newHistory(t txArgs) ([]message, bool) {
+	if !t.Whole || t.Differs || len(t.Entries) == 0 {
+		return nil, false
+	}
+	return appendOnly(txArgs{Entries: t.Entries})
 }
 
 // tail reads the newest n messages of the latest raw path (no compaction

@@ -194,6 +194,7 @@ var stockOrder = func() map[string]int {
 		// session
 		"entries", "traces", "context", "record", "qa index", "context index", "usage ids",
 		"session state", "messages", "message tree", "message children", "message order",
+		"staged messages", "staged message tree", "staged message children", "staged message order",
 		"compactions", "search documents", "search entry documents",
 		"session blocks", "frozen prompt", "tool calls", "session events", "event keys",
 		"checkpoints", "checkpoint order",

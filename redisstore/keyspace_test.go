@@ -123,8 +123,11 @@ func TestRegisterRefuses(t *testing.T) {
 func sessionBuilders(l redisstore.Layout, user, session string) map[string]string {
 	k := l.Session(user, session)
 	m := messages.SessionKeys(l, user, session)
+	sm := messages.StagedKeys(l, user, session)
 	return map[string]string{
-		"entries": k.Entries, "traces": k.Traces, "context": k.Context, "record": k.Record,
+		"staged messages": sm.Messages, "staged message tree": sm.Tree, "staged message children": sm.Children,
+		"staged message order": sm.Order,
+		"entries":              k.Entries, "traces": k.Traces, "context": k.Context, "record": k.Record,
 		"qa index": k.Index, "context index": k.ContextIndex, "usage ids": k.Usage,
 		"session state": l.SessionKey(registry.SessionStateFamily, user, session),
 		"messages":      m.Messages, "message tree": m.Tree, "message children": m.Children,
