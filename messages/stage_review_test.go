@@ -2,6 +2,7 @@ package messages_test
 
 import (
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/agentsidecar/agentsidecar/messages"
@@ -76,5 +77,41 @@ func TestAbandonedStageIsTakenBeforeItsDrop(t *testing.T) {
 		if p := pathOf(t, h, "s1", "limit=10"); p.Total != 2 || len(p.Messages) != 2 || p.Messages[0].ID != "first" || p.Messages[1].ID != "next" {
 			t.Fatalf("the path after the drop: %+v", p)
 		}
+	})
+}
+
+// A fork or split to a session id that holds a stage (its writer alive,
+// or gone) answers as for any existing session: 409 session_exists, at
+// once; the stage is the other session's, not the one forked.
+func TestNewSessionOverAStagedSession(t *testing.T) {
+	redisstoretest.Each(t, func(t *testing.T, srv *redisstoretest.Server) {
+		h := start(t, srv, nil)
+		c := srv.Client(t)
+		post(t, h, `{"id":"first","role":"user","content":"hi"}`, 201)
+		if rep := h.Do(t, "POST", partsPath, part("dead", 0, true, "d", 3)); rep.Status != 202 {
+			t.Fatal(rep)
+		}
+		try := func(what string) {
+			t.Helper()
+			if rep := h.Do(t, "POST", "/v1/users/alice/sessions/s1/fork", `{"at":"first","session_id":"parts"}`); rep.Status != 409 || rep.Code() != "session_exists" {
+				t.Errorf("a fork to a session with %s: %s, want 409 session_exists", what, rep)
+			}
+			if rep := h.Do(t, "POST", "/v1/users/alice/sessions/s1/split", `{"summary":"so far","session_id":"parts"}`); rep.Status != 409 || rep.Code() != "session_exists" {
+				t.Errorf("a split to a session with %s: %s, want 409 session_exists", what, rep)
+			}
+		}
+		try("a live stage")
+		// the stage's writer died: its lease runs out
+		record := srv.Layout().Session("alice", "parts").Record
+		st, _ := c.Do(t.Context(), c.B().Hget().Key(record).Field("msg_stage").Build()).ToString()
+		f := strings.Split(st, "\t")
+		if len(f) < 10 {
+			t.Fatalf("msg_stage %q", st)
+		}
+		f[1] = "1"
+		if err := c.Do(t.Context(), c.B().Hset().Key(record).FieldValue().FieldValue("msg_stage", strings.Join(f, "\t")).Build()).Error(); err != nil {
+			t.Fatal(err)
+		}
+		try("an abandoned stage")
 	})
 }
