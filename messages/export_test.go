@@ -5,3 +5,6 @@ var (
 	MessagesIndex = luaScripts.Index
 	MessagesRead  = luaScripts.Read
 )
+
+// MessagesStage runs the steps of a staged append by hand.
+var MessagesStage = luaScripts.Stage

@@ -109,7 +109,10 @@ end
 -- key_wrong_type, the user's fence).
 local function new_session_checks(c, sid, key)
   local to = at(c, sid)
-  local refused = msgtree.begin(to, { 'create_key' })
+  -- a stage of sid is no write to wait for: a session with one exists
+  -- (its record holds it); a 'staging' refusal here would send the
+  -- sidecar waiting on (and dropping the stages of) c's session instead
+  local refused = msgtree.begin(to, { 'create_key' }, true)
   if refused then return to, refused end
   if session.exists(to) then
     if key ~= '' and to.rec.create_key == key then return to, 'again' end

@@ -72,6 +72,8 @@
 -- 'drop':
 --   ARGV[4] the most messages to remove.
 --   returns {'ok', removed, done} (done 1: no stage of the token is left).
+--   An abandoned stage's first drop takes it from its writer (its token
+--   cleared): that writer's next step is stage_lost.
 -- Each step is bounded by its caller: at most StageMessages messages and
 -- StageBytes of them a put, DropChunk a drop; open and commit are O(1).
 --- @include reply
@@ -211,6 +213,13 @@ if step == 'drop' then
   if token == '' then
     local abandoned = msgstage.staging(c, st)
     if abandoned[2] == 'staging' then return abandoned end
+    -- the stage is taken from its writer before its first chunk goes: a
+    -- step of the writer between two chunks then finds it lost, rather
+    -- than staging on (and committing) what the drop removed
+    if st.token ~= '' then
+      st.token = ''
+      redis.call('HSET', c.record, 'msg_stage', msgstage.text(st))
+    end
   end
   if st.whole then
     redis.call('UNLINK', unpack(staged_keys()))

@@ -89,6 +89,11 @@ func (s *Store) Run(ctx context.Context, script *lua.Script, user, session strin
 		r, err := s.Store.Run(ctx, script, user, session, args...)
 		switch refusalCode(err) {
 		case "stage_abandoned":
+			if time.Now().After(deadline) {
+				// a drop that does not end the refusal (a stage of another
+				// session than this one's) must not spin
+				return lua.Reply{}, busy(user, session)
+			}
 			if err := s.dropStage(ctx, user, session, ""); err != nil {
 				return lua.Reply{}, err
 			}
