@@ -9,6 +9,10 @@
 // Files:
 //   - appendcost/: Redis CPU per entry append, the sidecar's against
 //     Cognee's RPUSH+EXPIRE.
+//   - pinglatency/: what another client's PING waits during big message
+//     appends and a cold relevance search's catch-up, and the SLOWLOG.
+//   - rig/: what the Go tools share: a redis-server and the sidecar binary
+//     on free loopback ports, a plain RESP connection.
 //   - libraries/: writes the Redis Functions libraries as the sidecar loads
 //     them, and each stock script as EVAL runs it, for the scripts below.
 //   - slowuploads/: whether slow uploads lock new clients out of a running

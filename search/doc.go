@@ -23,7 +23,8 @@
 //   - mode.go: Mode, SEARCH_INDEX's values, and the write spec each mode
 //     sends the scripts.
 //   - index.go: Index (FromDeps): each module's catch-up Step, Prepare (the
-//     on-demand build), WriteMode, Touch and the paced background worker.
+//     on-demand build), WriteMode, Touch, the background worker, and the
+//     pause between two catch-up steps.
 //   - marker.go: MarkerField, the user's on-demand marker.
 //   - find.go: Index.Find and its limits.
 //   - postings.go: reading the sessions' hashes in batches, newest first.

@@ -210,7 +210,7 @@ func (x *Index) Prepare(ctx context.Context, user, session string) Coverage {
 
 func (x *Index) prepare(ctx context.Context, user, session string, until time.Time) (Coverage, error) {
 	if x.mode != OnDemand && session != "" {
-		more, err := x.catchUp(ctx, user, session, until, false)
+		more, err := x.catchUp(ctx, user, session, until)
 		return Coverage{Building: more}, err
 	}
 	// under eager too, a user-wide search keeps the marker: its build takes
@@ -222,7 +222,7 @@ func (x *Index) prepare(ctx context.Context, user, session string, until time.Ti
 	}
 	x.Known(user)
 	if session != "" {
-		more, err := x.catchUp(ctx, user, session, until, false)
+		more, err := x.catchUp(ctx, user, session, until)
 		if more {
 			x.Touch(user, session)
 		}
@@ -237,7 +237,7 @@ func (x *Index) prepare(ctx context.Context, user, session string, until time.Ti
 	if !x.claim(user) { // another request or the worker builds it now
 		return Coverage{Building: true, Since: since(cursor)}, nil
 	}
-	cov, err := x.build(ctx, user, cursor, until, false)
+	cov, err := x.build(ctx, user, cursor, until)
 	x.release(user)
 	if cov.Building {
 		x.enqueue(job{user, ""})
@@ -275,7 +275,7 @@ func (x *Index) Session(ctx context.Context, user, session string, until time.Ti
 			return false, err
 		}
 	}
-	more, err := x.catchUp(ctx, user, session, until, false)
+	more, err := x.catchUp(ctx, user, session, until)
 	if more {
 		x.Touch(user, session)
 	}
@@ -285,7 +285,7 @@ func (x *Index) Session(ctx context.Context, user, session string, until time.Ti
 // build walks the user's sessions newest first (by last activity, over
 // the status sets) from cursor ('+inf' or '(<score>'), catching each up,
 // until every session is indexed or until passes.
-func (x *Index) build(ctx context.Context, user, cursor string, until time.Time, paced bool) (Coverage, error) {
+func (x *Index) build(ctx context.Context, user, cursor string, until time.Time) (Coverage, error) {
 	client, err := x.store.Conn().Client()
 	if err != nil {
 		return Coverage{Building: true}, err
@@ -315,7 +315,7 @@ func (x *Index) build(ctx context.Context, user, cursor string, until time.Time,
 				best = z
 			}
 		}
-		more, err := x.catchUp(ctx, user, best.Member, until, paced)
+		more, err := x.catchUp(ctx, user, best.Member, until)
 		if err != nil || more {
 			return Coverage{Building: true, Since: since(cursor)}, err
 		}
@@ -342,10 +342,12 @@ func since(cursor string) time.Time {
 }
 
 // catchUp runs every registered step of the session until none has more
-// or until passes; paced: after each step a pause as long as the step took
-// (so other clients of the Redis see at most one step's latency, and the
-// worker takes at most half of Redis's time). Returns whether more is left.
-func (x *Index) catchUp(ctx context.Context, user, session string, until time.Time, paced bool) (bool, error) {
+// or until passes, paced: after each step a pause as long as the step took
+// (between minPause and maxPause), so other clients of the Redis wait for
+// at most one step, never for a run of them sent back to back, and a
+// catch-up (a search's or the worker's) takes at most about half of
+// Redis's time. Returns whether more is left.
+func (x *Index) catchUp(ctx context.Context, user, session string, until time.Time) (bool, error) {
 	for _, step := range x.registered() {
 		for {
 			t := time.Now()
@@ -356,10 +358,8 @@ func (x *Index) catchUp(ctx context.Context, user, session string, until time.Ti
 			if !more {
 				break
 			}
-			if paced {
-				if err := pause(ctx, time.Since(t)); err != nil {
-					return true, err
-				}
+			if err := pause(ctx, time.Since(t)); err != nil {
+				return true, err
 			}
 			if !until.IsZero() && time.Now().After(until) {
 				return true, nil
@@ -369,8 +369,16 @@ func (x *Index) catchUp(ctx context.Context, user, session string, until time.Ti
 	return false, nil
 }
 
-func pause(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
+// Bounds of the pause between two catch-up steps (catchUp), as a staged
+// append's between its steps.
+const (
+	minPause = 100 * time.Microsecond
+	maxPause = 20 * time.Millisecond
+)
+
+// pause waits took, within minPause and maxPause, or until ctx is done.
+func pause(ctx context.Context, took time.Duration) error {
+	t := time.NewTimer(min(max(took, minPause), maxPause))
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
@@ -447,14 +455,14 @@ func (x *Index) workErr(ctx context.Context, j job) error {
 		}
 	}
 	if j.session != "" {
-		_, err := x.catchUp(ctx, j.user, j.session, time.Time{}, true)
+		_, err := x.catchUp(ctx, j.user, j.session, time.Time{})
 		return err
 	}
 	cursor, err := x.mark(ctx, j.user, "open")
 	if err != nil || cursor == "" || !x.claim(j.user) {
 		return err // a request building it queues the rest when it stops
 	}
-	cov, err := x.build(ctx, j.user, cursor, time.Now().Add(JobTimeout/2), true)
+	cov, err := x.build(ctx, j.user, cursor, time.Now().Add(JobTimeout/2))
 	x.release(j.user)
 	if cov.Building && err == nil {
 		x.enqueue(j) // the rest later, after the others queued

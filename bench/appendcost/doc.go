@@ -13,14 +13,13 @@
 //	go run ./bench/appendcost -d 8s -rounds 3
 //
 // It builds ./cmd/sidecar and starts it and a redis-server on free loopback
-// ports with the product's default settings (SESSION_EVENTS=watched, with
+// ports (bench/rig/) with the product's default settings (SESSION_EVENTS=watched, with
 // nobody watching; SEARCH_INDEX=on-demand, for users who never searched),
 // and stops both at the end.
 //
 // Files:
 //   - main.go: the phases (Cognee and sidecar alternating), the two
-//     appenders, redis-server CPU from /proc, starting and stopping both
-//     servers.
+//     appenders, redis-server CPU from /proc.
 //
 // Tests: none; a benchmark run by hand.
 package main

@@ -1,22 +1,20 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/agentsidecar/agentsidecar/bench/rig"
 )
 
 // entry is a Q&A entry as Cognee stores it (the text of bench/sessions_append.lua).
@@ -52,51 +50,25 @@ func (c config) String() string {
 }
 
 func run(phase time.Duration, rounds int) error {
-	tmp, err := os.MkdirTemp("", "appendcost")
+	srv, err := rig.Start("")
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(tmp)
-	bin := filepath.Join(tmp, "sidecar")
-	if out, err := exec.Command("go", "build", "-o", bin, "./cmd/sidecar").CombinedOutput(); err != nil {
-		return fmt.Errorf("build: %v: %s", err, out)
-	}
-	rport, aport, oport := freePort(), freePort(), freePort()
-	redis := exec.Command("redis-server", "--port", strconv.Itoa(rport), "--bind", "127.0.0.1", "--save", "",
-		"--appendonly", "no", "--dir", tmp)
-	if err := redis.Start(); err != nil {
-		return err
-	}
-	defer stop(redis)
-	if err := waitTCP(rport); err != nil {
-		return err
-	}
-	sc := exec.Command(bin)
-	sc.Env = append(os.Environ(), "REDIS_URL=redis://127.0.0.1:"+strconv.Itoa(rport)+"/0", "LOG_LEVEL=warn",
-		"SIDECAR_LISTEN_ADDR=127.0.0.1:"+strconv.Itoa(aport), "SIDECAR_OPS_ADDR=127.0.0.1:"+strconv.Itoa(oport))
-	sc.Stderr = os.Stderr
-	if err := sc.Start(); err != nil {
-		return err
-	}
-	defer stop(sc)
-	if err := waitReady(oport); err != nil {
-		return err
-	}
-	api := "http://127.0.0.1:" + strconv.Itoa(aport)
-	out, _ := exec.Command("redis-server", "--version").Output()
+	defer srv.Stop()
+	rport, api := srv.RedisPort, srv.API
 	fmt.Printf("redis %s; %d s per phase, %d rounds; Redis CPU per append (µs), from /proc\n\n",
-		strings.Fields(string(out))[2], int(phase.Seconds()), rounds)
+		rig.RedisVersion(), int(phase.Seconds()), rounds)
 	fmt.Printf("%-30s %7s %12s %12s %8s\n", "", "round", "Cognee", "sidecar", "ratio")
 	configs := []config{{1, 1}, {1, 1000}, {16, 1}, {16, 1000}}
 	for _, cf := range configs {
 		for r := 1; r <= rounds; r++ {
-			cog, cn, err := measure(redis.Process.Pid, phase, func(ctx context.Context, i int, n *atomic.Int64) error {
+			cog, cn, err := measure(srv.Redis.Process.Pid, phase, func(ctx context.Context, i int, n *atomic.Int64) error {
 				return cognee(ctx, rport, cf, i, n)
 			}, cf.clients)
 			if err != nil {
 				return err
 			}
-			side, sn, err := measure(redis.Process.Pid, phase, func(ctx context.Context, i int, n *atomic.Int64) error {
+			side, sn, err := measure(srv.Redis.Process.Pid, phase, func(ctx context.Context, i int, n *atomic.Int64) error {
 				return sidecar(ctx, api, cf, r, i, n)
 			}, cf.clients)
 			if err != nil {
@@ -144,26 +116,18 @@ func measure(pid int, d time.Duration, work func(context.Context, int, *atomic.I
 // trip on the client's own connection (no pipelining, as redis-py sends
 // them), to session i (hot: all clients on one).
 func cognee(ctx context.Context, port int, cf config, i int, n *atomic.Int64) error {
-	conn, err := net.Dial("tcp", "127.0.0.1:"+strconv.Itoa(port))
+	conn, err := rig.Dial(port)
 	if err != nil {
 		return err
 	}
 	defer conn.Close()
 	go func() { <-ctx.Done(); conn.Close() }()
-	rd := bufio.NewReader(conn)
 	for k := 0; ctx.Err() == nil; k++ {
 		key := fmt.Sprintf("agent_sessions:cognee:s%d", sessionOf(cf, i, k))
 		value := strings.Replace(entry, "QAID", fmt.Sprintf("c%d-%d", i, k), 1)
 		for _, cmd := range [][]string{{"RPUSH", key, value}, {"EXPIRE", key, "604800"}} {
-			if _, err := conn.Write(resp(cmd)); err != nil {
-				return err
-			}
-			line, err := rd.ReadString('\n')
-			if err != nil {
-				return err
-			}
-			if line[0] == '-' {
-				return fmt.Errorf("%s: %s", cmd[0], line)
+			if _, err := conn.Do(cmd...); err != nil {
+				return fmt.Errorf("%s: %w", cmd[0], err)
 			}
 		}
 		n.Add(1)
@@ -200,15 +164,6 @@ func sessionOf(cf config, i, k int) int {
 	return (i*7919 + k) % cf.sessions
 }
 
-func resp(args []string) []byte {
-	var b bytes.Buffer
-	fmt.Fprintf(&b, "*%d\r\n", len(args))
-	for _, a := range args {
-		fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
-	}
-	return b.Bytes()
-}
-
 // cpu is the user and system time of process pid.
 func cpu(pid int) time.Duration {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
@@ -222,55 +177,8 @@ func cpu(pid int) time.Duration {
 }
 
 func flush(port int) {
-	conn, err := net.Dial("tcp", "127.0.0.1:"+strconv.Itoa(port))
-	if err != nil {
-		return
-	}
-	defer conn.Close()
-	_, _ = conn.Write(resp([]string{"FLUSHALL"}))
-	_, _ = bufio.NewReader(conn).ReadString('\n')
-}
-
-func freePort() int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		panic(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
-func waitTCP(port int) error {
-	for range 100 {
-		if c, err := net.Dial("tcp", "127.0.0.1:"+strconv.Itoa(port)); err == nil {
-			c.Close()
-			return nil
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	return fmt.Errorf("nothing listens on %d", port)
-}
-
-func waitReady(port int) error {
-	for range 200 {
-		if r, err := http.Get("http://127.0.0.1:" + strconv.Itoa(port) + "/readyz"); err == nil {
-			r.Body.Close()
-			if r.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	return fmt.Errorf("the sidecar is not ready")
-}
-
-func stop(c *exec.Cmd) {
-	_ = c.Process.Signal(os.Interrupt)
-	done := make(chan struct{})
-	go func() { _ = c.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(5 * time.Second):
-		_ = c.Process.Kill()
+	if c, err := rig.Dial(port); err == nil {
+		_, _ = c.Do("FLUSHALL")
+		c.Close()
 	}
 }
