@@ -7,8 +7,9 @@ shared by every process and pod of the agent. The SDK is not a dependency:
 the class matches the protocol by shape (duck typing). Each item is stored
 as one message holding it unchanged (``item`` with ``format:
 "openai.responses"``), so it comes back byte for byte; each write is one
-call of the API, and a read follows the pages' cursors until it holds what
-was asked for. Reads are of the raw path (``compacted=False``): a compaction
+call of the API (a turn too big for one request goes in parts of one
+operation, visible at once), and a read follows the pages' cursors until it
+holds what was asked for. Reads are of the raw path (``compacted=False``): a compaction
 overlay made through the API is for other readers and never shows here, so
 ``pop_item`` removes exactly the newest item ``get_items`` showed.
 
@@ -29,13 +30,29 @@ between, and never an empty session.
 import asyncio
 import functools
 import inspect
+import json
 import uuid
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from .errors import Conflict, NotFound
+from .errors import Conflict, NotFound, SidecarError
 
 FORMAT = "openai.responses"
 _PAGE = 1000  # the largest page the messages API serves
+
+# A turn within these goes in one append (the sidecar stages a big one
+# itself): at most the 1 000 messages of one request, and a body well under
+# SIDECAR_MAX_MESSAGE_BODY_BYTES (8 MiB by default).
+_ONE_CALL_MESSAGES = 1000
+_ONE_CALL_BYTES = 4 << 20
+# A part of a bigger turn: the sidecar takes at most 100 messages and
+# 256 KiB of their bodies as it encodes them in a part (one message alone
+# whatever its size); 192 KiB of their JSON as sent leaves room for the
+# fields it adds.
+_PART_MESSAGES = 100
+_PART_BYTES = 192 << 10
+# How many times a turn sent in parts is sent, from part 0, when its staged
+# parts were lost.
+_PART_ATTEMPTS = 3
 
 
 def _role(item: Dict[str, Any]) -> str:
@@ -59,6 +76,25 @@ def _item(message: Dict[str, Any]) -> Dict[str, Any]:
 
 def _messages(items: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
     return [{"role": _role(dict(i)), "item": i, "format": FORMAT} for i in items]
+
+
+def _json_bytes(message: Dict[str, Any]) -> int:
+    """The UTF-8 bytes of message's JSON as the client sends it."""
+    return len(json.dumps(message, separators=(",", ":"), ensure_ascii=False).encode("utf-8"))
+
+
+def _parts(sizes: List[int]) -> List[Tuple[int, int]]:
+    """The parts of messages of these sizes, each (from, to): at most
+    _PART_MESSAGES and _PART_BYTES, one message at least."""
+    out: List[Tuple[int, int]] = []
+    start, size = 0, 0
+    for i, n in enumerate(sizes):
+        if i > start and (i - start == _PART_MESSAGES or size + n > _PART_BYTES):
+            out.append((start, i))
+            start, size = i, 0
+        size += n
+    out.append((start, len(sizes)))
+    return out
 
 
 class SidecarSession:
@@ -138,10 +174,51 @@ class SidecarSession:
                 return items, leaf
 
     async def add_items(self, items: List[Dict[str, Any]], *, wrapper: Any = None) -> None:
-        """Append the items, in order, in one call (all or nothing)."""
+        """Append the items, in order, all or nothing, whatever their count
+        and size: in one call when the turn fits one request (1 000 items
+        and 4 MiB of JSON), else as one ``append_items`` operation sent in
+        parts (100 items or 192 KiB a part, a bigger item alone), staged by
+        the sidecar until the last part and then visible at once. Parts are
+        sent one after the other; when the sidecar lost the staged parts
+        (409 ``part_missing``: their 5 s lease ran out, or the session was
+        deleted) the operation is sent again from part 0, up to 3 times. A
+        refusal (:class:`Conflict` ``session_full``, 400 for an item past
+        SESSION_MAX_ITEM_BYTES, ...) raises the sidecar's error, naming the
+        limit, with nothing visible."""
         if not items:
             return
-        await self._run(self.sidecar.append_messages, self.user_id, self.session_id, _messages(items))
+        await self._run(self._add_items, items)
+
+    def _add_items(self, items: List[Dict[str, Any]]) -> None:
+        msgs = _messages(items)
+        sizes = [_json_bytes(m) for m in msgs]
+        if len(msgs) <= _ONE_CALL_MESSAGES and sum(sizes) <= _ONE_CALL_BYTES:
+            try:
+                self.sidecar.append_messages(self.user_id, self.session_id, msgs)
+                return
+            except SidecarError as e:
+                # a sidecar with a smaller body limit: nothing was written,
+                # send it in parts
+                if e.status != 413 or e.code != "body_too_large":
+                    raise
+        self._append_in_parts(msgs, sizes)
+
+    def _append_in_parts(self, msgs: List[Dict[str, Any]], sizes: List[int]) -> None:
+        """msgs (of these JSON sizes) as one append_items operation sent in parts."""
+        op = str(uuid.uuid4())
+        parts = _parts(sizes)
+        attempt = 1
+        while True:
+            try:
+                for i, (start, end) in enumerate(parts):
+                    tx = {"operation_id": op, "type": "append_items", "part": i, "more": i < len(parts) - 1,
+                          "messages": msgs[start:end]}
+                    self.sidecar.apply_message_transaction(self.user_id, self.session_id, tx)
+                return
+            except Conflict as e:
+                if e.code != "part_missing" or attempt >= _PART_ATTEMPTS:
+                    raise
+                attempt += 1
 
     async def pop_item(self, *, wrapper: Any = None) -> Optional[Dict[str, Any]]:
         """Remove the newest item of the raw path, the last one ``get_items``

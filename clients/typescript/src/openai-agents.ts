@@ -3,8 +3,9 @@
  * `run(agent, input, { session: new SidecarSession(sc, "alice", "chat-1") })`
  * keeps the conversation in the sidecar, shared by every process and pod.
  * Each item is one message holding it unchanged (`item`, `format:
- * "openai.responses"`); each write is one call of the API, and a read
- * follows the pages' cursors until it holds what was asked for. Reads are
+ * "openai.responses"`); each write is one call of the API (a turn too big
+ * for one request goes in parts of one operation, visible at once), and a
+ * read follows the pages' cursors until it holds what was asked for. Reads are
  * of the raw path (`compacted: false`): a compaction overlay made through
  * the API is for other readers and never shows here, so `popItem` removes
  * exactly the newest item `getItems` showed.
@@ -45,6 +46,24 @@ import { SidecarError } from "./errors.js";
 export const FORMAT = "openai.responses";
 const PAGE = 1000;
 
+/**
+ * A turn within these goes in one append (the sidecar stages a big one
+ * itself): at most the 1 000 messages of one request, and a body well under
+ * SIDECAR_MAX_MESSAGE_BODY_BYTES (8 MiB by default).
+ */
+const ONE_CALL_MESSAGES = 1000;
+const ONE_CALL_BYTES = 4 << 20;
+/**
+ * A part of a bigger turn: the sidecar takes at most 100 messages and
+ * 256 KiB of their bodies as it encodes them in a part (one message alone
+ * whatever its size); 192 KiB of their JSON as sent leaves room for the
+ * fields it adds.
+ */
+const PART_MESSAGES = 100;
+const PART_BYTES = 192 << 10;
+/** How many times a turn sent in parts is sent, from part 0, when its staged parts were lost. */
+const PART_ATTEMPTS = 3;
+
 type Message = Record<string, unknown>;
 
 function role(item: AgentInputItem): string {
@@ -61,6 +80,28 @@ function toItem(m: Message): AgentInputItem {
 
 function message(item: AgentInputItem): Record<string, unknown> {
   return { role: role(item), item, format: FORMAT };
+}
+
+/** The UTF-8 bytes of m's JSON as sent. */
+function jsonBytes(m: Message): number {
+  return Buffer.byteLength(JSON.stringify(m));
+}
+
+/** The parts of messages of these sizes, each [from, to): at most PART_MESSAGES and PART_BYTES, one message at least. */
+function partsOf(sizes: number[]): [number, number][] {
+  const out: [number, number][] = [];
+  let from = 0;
+  let bytes = 0;
+  sizes.forEach((n, i) => {
+    if (i > from && (i - from === PART_MESSAGES || bytes + n > PART_BYTES)) {
+      out.push([from, i]);
+      from = i;
+      bytes = 0;
+    }
+    bytes += n;
+  });
+  out.push([from, sizes.length]);
+  return out;
 }
 
 /** The API's operation id for the SDK's: as it is when printable ASCII of at most 255 bytes, else a digest. */
@@ -204,15 +245,55 @@ export class SidecarSession
     }
   }
 
-  /** Appends the items in order, in one call (all or nothing). */
+  /**
+   * Appends the items in order, all or nothing, whatever their count and
+   * size: in one call when the turn fits one request (1 000 items and
+   * 4 MiB of JSON), else as one append_items operation sent in parts (100
+   * items or 192 KiB a part, a bigger item alone), staged by the sidecar
+   * until the last part and then visible at once. Parts are sent one after
+   * the other; when the sidecar lost the staged parts (409 `part_missing`:
+   * their 5 s lease ran out, or the session was deleted) the operation is
+   * sent again from part 0, up to 3 times. A refusal (409 `session_full`,
+   * 400 for an item past SESSION_MAX_ITEM_BYTES, ...) throws the
+   * sidecar's SidecarError, naming the limit, with nothing visible.
+   */
   async addItems(items: AgentInputItem[], _runContext?: RunContext<any>): Promise<void> {
     if (items.length === 0) return;
     this.readLeaf = undefined;
-    await this.sidecar.appendMessages(
-      this.userId,
-      this.sessionId,
-      items.map((item) => ({ role: role(item), item, format: FORMAT })),
-    );
+    const msgs = items.map(message);
+    const sizes = msgs.map(jsonBytes);
+    if (msgs.length <= ONE_CALL_MESSAGES && sizes.reduce((a, n) => a + n, 0) <= ONE_CALL_BYTES) {
+      try {
+        await this.sidecar.appendMessages(this.userId, this.sessionId, msgs);
+        return;
+      } catch (e) {
+        // a sidecar with a smaller body limit: nothing was written, send it in parts
+        if (!(e instanceof SidecarError && e.status === 413 && e.code === "body_too_large")) throw e;
+      }
+    }
+    await this.appendInParts(msgs, sizes);
+  }
+
+  /** msgs (of these JSON sizes) as one append_items operation sent in parts. */
+  private async appendInParts(msgs: Message[], sizes: number[]): Promise<void> {
+    const op = randomUUID();
+    const parts = partsOf(sizes);
+    for (let attempt = 1; ; attempt++) {
+      try {
+        for (const [i, [from, to]] of parts.entries()) {
+          await this.sidecar.applyMessageTransaction(this.userId, this.sessionId, {
+            operation_id: op,
+            type: "append_items",
+            part: i,
+            more: i < parts.length - 1,
+            messages: msgs.slice(from, to),
+          });
+        }
+        return;
+      } catch (e) {
+        if (!(e instanceof SidecarError && e.status === 409 && e.code === "part_missing") || attempt >= PART_ATTEMPTS) throw e;
+      }
+    }
   }
 
   /**

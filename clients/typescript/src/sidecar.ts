@@ -34,13 +34,17 @@ export interface ListMessagesOptions {
 /** A compaction: {id, summary, from_id, to_id, created_at}. */
 /** A history transaction (POST .../messages/transactions). */
 export type MessageTransaction =
-  | { operation_id: string; type: "append_items"; messages: Obj[] }
+  | { operation_id: string; type: "append_items"; messages: Obj[]; part?: number; more?: boolean }
   | { operation_id: string; type: "replace_suffix"; expected_suffix: Obj[]; messages: Obj[] }
   | { operation_id: string; type: "replace_function_call"; call_id: string; message: Obj }
   | { operation_id: string; type: "replace_function_call"; replacements: { call_id: string; message: Obj }[] }
   | { operation_id: string; type: "replace_history"; messages: Obj[]; expected_leaf?: string };
-/** What a transaction wrote; `applied: false` for a repeat of its operation id. */
-export type MessageTransactionResult = { operation_id: string; applied: boolean; messages: Message[] };
+/**
+ * What a transaction wrote; `applied: false` for a repeat of its operation
+ * id, and for a part of an append_items sent in parts that is staged, not
+ * yet visible (`staged`: the messages staged so far, `messages` empty).
+ */
+export type MessageTransactionResult = { operation_id: string; applied: boolean; messages: Message[]; staged?: number };
 export type Compaction = { id: string; summary: string; from_id: string; to_id: string; created_at: string };
 /** An ADK session page: state, times and event_count on the first page; events oldest first. */
 export type AdkSession = {
@@ -171,7 +175,11 @@ export class Sidecar extends SidecarCore {
    * applyMessageTransaction: one atomic history transaction on the latest
    * path (append_items, replace_suffix, replace_function_call,
    * replace_history), idempotent by `operation_id`: a repeat answers the
-   * first result (`applied: false`), so it is retried on outages.
+   * first result (`applied: false`), so it is retried on outages. An
+   * append_items may come in parts (`part` 0, 1, ... in order, `more` on
+   * every part but the last; each at most 100 messages and 256 KiB of
+   * them): staged until the last part, then visible at once; 409
+   * `part_missing` when the staged parts were lost (send again from part 0).
    */
   applyMessageTransaction(userId: string, sessionId: string, transaction: MessageTransaction): Promise<MessageTransactionResult> {
     return this.raw(true, "POST", this.sessionPath(userId, sessionId, "messages", "transactions"), transaction);
