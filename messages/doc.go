@@ -68,8 +68,11 @@
 // transactions_search_test.go the search index (search_ttl_test.go its
 // TTLs, noindex_test.go writes without a document leaving it alone); bounded_test.go and
 // sizes_test.go bounded work and framework-sized turns; stage_test.go
-// staged appends (SLOWLOG at 5 ms, readers before or after, concurrent
-// big appends, repeats, parts, an abandoned stage, a write that waits);
+// staged appends and replace_history (SLOWLOG at 5 ms, readers before or
+// after, concurrent big appends, repeats, parts, an abandoned stage, a
+// write that waits) and stage_steps_test.go the steps run by hand (a
+// writer back during the drop, forks onto a staged session, a later part
+// with no stage, a stage's longest life);
 // metadata_test.go, surrogate_test.go and utf8_test.go raw fields kept as
 // sent; events_test.go the live events; message_fuzz_test.go a fuzzer;
 // search_bench_test.go and fork_bench_test.go benchmarks.

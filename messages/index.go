@@ -136,7 +136,8 @@ func (s *Store) CatchUpStep(ctx context.Context, user, session string) (bool, er
 	}
 	r, err := s.Store.Run(ctx, luaScripts.Index, user, session, args...)
 	if c := refusalCode(err); c == "staging" || c == "stage_abandoned" {
-		// a staged append is on: its commit queues the catch-up again
+		// a staged append is on: its commit (when the user has an index)
+		// or the drop of an abandoned one queues the catch-up again
 		return false, nil
 	}
 	if err != nil {

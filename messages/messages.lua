@@ -60,16 +60,13 @@ end
 local function dup_answer(c, ids, max_bytes)
   local out, size = reply.dup(), 0
   local from, to = string.match(ids, '^@(%d+)%-(%d+)$')
+  local more = false
   if from then
-    local list, at = {}, tonumber(from)
-    while at <= tonumber(to) do
-      local part = redis.call('ZRANGEBYSCORE', c.morder, at, to, 'WITHSCORES', 'LIMIT', 0, 64)
-      if #part == 0 then break end
-      for i = 1, #part, 2 do list[#list + 1] = part[i] end
-      at = tonumber(part[#part]) + 1
-      -- past the cap's worth of ids, HSTRLEN below stops the answer
-      if #list * 2 > max_bytes then break end
-    end
+    -- at most MaxBatch (1 000) of them, as a repeat of one append: an
+    -- operation sent in parts may hold more (then 'truncated')
+    local list = redis.call('ZRANGEBYSCORE', c.morder, from, to, 'LIMIT', 0, 1001)
+    more = #list > 1000
+    if more then list[1001] = nil end
     ids = table.concat(list, ' ')
   end
   for id in string.gmatch(ids, '%S+') do
@@ -83,6 +80,7 @@ local function dup_answer(c, ids, max_bytes)
       out[#out + 1] = redis.call('HGET', c.msgs, id)
     end
   end
+  if more and #out > 1 then out[#out + 1] = 'truncated' end
   return out
 end
 

@@ -18,7 +18,8 @@
 --   created_at; '' for now). The sidecar sends at most 100 messages and
 --   256 terms a call.
 -- returns (reply.lua) {'ok', n}: n of the k messages indexed, the others
---   skipped; {'ok', -1} when the cursor moved since the read (nothing
+--   skipped; {'ok', -1} when the cursor moved since the read, or the read
+--   went past the session's committed messages (nothing
 --   written: read again); {'refused', 'key_wrong_type', text} when a key
 --   holds another type, {'refused', 'user_erasing', text} when the user is
 --   being erased (nothing written).
@@ -35,6 +36,9 @@ if #ARGV ~= 4 + k * 5 then return redis.error_reply('ERR messages_index: want 5 
 local refused = msgtree.begin(c)
 if refused then return refused end
 if not session.has(c, msgtree.MTREE) then return reply.ok(-1) end
+-- the read saw sequence numbers past the committed ones: a stage's, since
+-- dropped, whose numbers the next append takes again
+if tonumber(ARGV[3]) > c.seq then return reply.ok(-1) end
 refused = search.prepare(c, 'messages') or session.commit(c, { quiet = true })
 if refused then return refused end
 search.current(c, c.sdocs)

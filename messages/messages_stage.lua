@@ -114,9 +114,14 @@ local function to_staged()
   c.msgs, c.mtree, c.mkids, c.morder, c.nodes = k[1], k[2], k[3], k[4], {}
 end
 
--- lease renews st's lease to ms from now.
+-- MAX_LIFE_MS: a stage lives at most this long from its open, however
+-- often its steps renew the lease (a writer sending parts slowly holds the
+-- session's other writes no longer).
+local MAX_LIFE_MS = 60000
+
+-- lease renews st's lease to ms from now, within MAX_LIFE_MS of its open.
 local function lease(ms)
-  st.until_ms = math.floor(session.now(c) / 1000) + ms
+  st.until_ms = math.min(math.floor(session.now(c) / 1000) + ms, math.floor(tonumber(st.created) / 1000) + MAX_LIFE_MS)
 end
 
 -- expire_staged gives the messages keys the time the record has left, so
@@ -347,11 +352,13 @@ if st.key ~= '' then
   if #del > 0 then redis.call('HDEL', c.mtree, unpack(del)) end
 end
 redis.call('HDEL', c.record, 'msg_stage')
-local first = redis.call('ZRANGEBYSCORE', c.morder, st.seq0 + 1, st.seq0 + 1, 'LIMIT', 0, 1)[1] or last
 if st.n == 1 then
   events.emit(c, 'message_appended', 'message', last, redis.call('HGET', c.msgs, last))
 else
-  events.emit(c, 'message_appended', 'message', last, messages.range_json(st.n, first, last, st.parent))
+  -- the ids while at most 100, else the first (range_json)
+  local ids = redis.call('ZRANGEBYSCORE', c.morder, st.seq0 + 1, st.seq0 + st.n, 'LIMIT', 0, 101)
+  events.emit(c, 'message_appended', 'message', last, messages.range_json(st.n, ids[1] or last, last, st.parent,
+    st.n <= 100 and ids or nil))
 end
 if st.user and session.clear_abort(c) then events.emit(c, 'abort_cleared', 'state', nil, '{}') end
 if suggest > 0 then

@@ -97,6 +97,10 @@ func (s *Store) Run(ctx context.Context, script *lua.Script, user, session strin
 			if err := s.dropStage(ctx, user, session, ""); err != nil {
 				return lua.Reply{}, err
 			}
+			if s.index != nil {
+				// a catch-up that met the stage stopped there
+				s.index.Touch(user, session)
+			}
 			continue
 		case "staging":
 			if time.Now().After(deadline) {

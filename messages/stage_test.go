@@ -344,3 +344,89 @@ func messagesKeys(l redisstore.Layout, user, session string) []string {
 	k := messages.SessionKeys(l, user, session)
 	return []string{k.Messages, k.Tree, k.Children, k.Order}
 }
+
+// historyTx is a replace_history of n messages prefix0.. (expected_leaf
+// when leaf is not nil).
+func historyTx(op, prefix string, n int, leaf *string) string {
+	msgs := strings.TrimSuffix(strings.TrimPrefix(chatBatch(prefix, n), `{"messages":[`), `]}`)
+	exp := ""
+	if leaf != nil {
+		exp = fmt.Sprintf(`,"expected_leaf":%q`, *leaf)
+	}
+	return fmt.Sprintf(`{"operation_id":%q,"type":"replace_history"%s,"messages":[%s]}`, op, exp, msgs)
+}
+
+// A replace_history past one bounded step is staged in keys of its own
+// and renamed over the session's at its commit: readers see the old
+// history or the new, the new may reuse the old ids, the ring of keys
+// stays, compactions and the old messages go, nothing staged is left; a
+// stale expected_leaf is 409 suffix_mismatch with nothing written.
+func TestBigReplaceHistoryStaged(t *testing.T) {
+	redisstoretest.EachWithCluster(t, func(t *testing.T, srv *redisstoretest.Server) {
+		h := start(t, srv, envconf.Env{"SESSION_EVENTS": "always"})
+		c, l := srv.Client(t), srv.Layout()
+		const url = "/v1/users/alice/sessions/hist/messages"
+		if rep := h.Do(t, "POST", url, chatBatch("m", 50), "Idempotency-Key", "k-old"); rep.Status != 201 {
+			t.Fatal(rep)
+		}
+		if rep := h.Do(t, "POST", "/v1/users/alice/sessions/hist/compactions", `{"summary":"s","from_id":"m0","to_id":"m9"}`); rep.Status != 201 {
+			t.Fatal(rep)
+		}
+		stale := "m3"
+		if rep := h.Do(t, "POST", url+"/transactions", historyTx("h0", "m", 300, &stale)); rep.Status != 409 || rep.Code() != "suffix_mismatch" {
+			t.Fatalf("a stale expected_leaf: %s", rep)
+		}
+		stop := make(chan struct{})
+		totals := pollTotals(t, h, "hist", stop)
+		leaf := "m49"
+		// the new history reuses m0..m299: m0..m49 are old ids
+		rep := h.Do(t, "POST", url+"/transactions", historyTx("h1", "m", 300, &leaf))
+		close(stop)
+		if rep.Status != 201 {
+			t.Fatalf("replace_history of 300: %.300s", rep)
+		}
+		for n := range <-totals {
+			if n != 41 && n != 300 { // 41: the old 50 as read, m0..m9 one compaction
+				t.Errorf("a reader saw %d messages: neither the old history nor the new", n)
+			}
+		}
+		p := pathOf(t, h, "hist", "limit=1000&compacted=false")
+		if p.Total != 300 || p.Messages[0].ID != "m0" || p.Messages[299].ID != "m299" || p.Messages[0].ParentID != nil {
+			t.Fatalf("the new history: %d messages", p.Total)
+		}
+		k := messages.SessionKeys(l, "alice", "hist")
+		if n, _ := c.Do(t.Context(), c.B().Hlen().Key(k.Messages).Build()).AsInt64(); n != 300 {
+			t.Errorf("the messages hash holds %d, want 300", n)
+		}
+		if n, _ := c.Do(t.Context(), c.B().Exists().Key(k.Compactions).Build()).AsInt64(); n != 0 {
+			t.Errorf("the compactions are left")
+		}
+		sk := messages.StagedKeys(l, "alice", "hist")
+		if n, _ := c.Do(t.Context(), c.B().Exists().Key(sk.Messages, sk.Tree, sk.Children, sk.Order).Build()).AsInt64(); n != 0 {
+			t.Errorf("%d staged keys are left", n)
+		}
+		for _, key := range []string{k.Messages, k.Tree, k.Children, k.Order} {
+			if ttl, _ := c.Do(t.Context(), c.B().Pttl().Key(key).Build()).AsInt64(); ttl <= 0 {
+				t.Errorf("%s: PTTL %d, want the session's TTL", key, ttl)
+			}
+		}
+		// the repeat answers what it stored; the ring kept the old key,
+		// whose messages are gone: it appends again
+		if rep := h.Do(t, "POST", url+"/transactions", historyTx("h1", "m", 300, &leaf)); rep.Status != 200 || !strings.Contains(rep.Body, `"m299"`) {
+			t.Fatalf("the repeat: %.300s", rep)
+		}
+		if rep := h.Do(t, "POST", url, chatBatch("m", 50), "Idempotency-Key", "k-old"); rep.Status != 200 {
+			t.Errorf("the old key again: %.200s, want 200: its messages (m0..m49) are held with the same fields", rep)
+		}
+		evs := redisstoretest.StreamEvents(t, c, l.SessionEvents("alice", "hist"))
+		if g := types(evs); !slices.Equal(g[len(g)-2:], []string{"message_deleted", "message_appended"}) {
+			t.Fatalf("events %v, want the clear and one message_appended last", g)
+		}
+		if d := evs[len(evs)-2].Data; d["cleared"] != true || d["count"] != float64(50) || d["operation_id"] != "h1" {
+			t.Errorf("the clear: %v", d)
+		}
+		if d := evs[len(evs)-1].Data; d["count"] != float64(300) || d["first_id"] != "m0" || d["last_id"] != "m299" {
+			t.Errorf("the new history's event: %v", d)
+		}
+	})
+}

@@ -190,8 +190,15 @@ local function auto_summary(c)
     end
   end
   local order, msgs = session.key(c, 'agent_session_msg_order'), session.key(c, 'agent_session_msgs')
+  -- the newest committed: a staged append's messages (messages_stage.lua)
+  -- come after the record's msg_seq
   local ids
-  ids, refused = read(order, 'zset', 'ZREVRANGE', order, 0, 39)
+  local seq = redis.call('HGET', c.record, 'msg_seq')
+  if seq and string.match(seq, '^%d+$') then
+    ids, refused = read(order, 'zset', 'ZREVRANGEBYSCORE', order, seq, '-inf', 'LIMIT', 0, 40)
+  else
+    ids, refused = read(order, 'zset', 'ZREVRANGE', order, 0, 39)
+  end
   if refused then return nil, refused end
   local got = {}
   if #ids > 0 then

@@ -115,3 +115,71 @@ func TestNewSessionOverAStagedSession(t *testing.T) {
 		try("an abandoned stage")
 	})
 }
+
+// A replace_history's stage whose writer died is dropped by the next
+// write at once (its staged keys UNLINKed): the old history stays whole.
+func TestAbandonedWholeStageIsDropped(t *testing.T) {
+	redisstoretest.Each(t, func(t *testing.T, srv *redisstoretest.Server) {
+		h := start(t, srv, nil)
+		post(t, h, `{"id":"first","role":"user","content":"hi"}`, 201)
+		step := stageSteps(t, srv)
+		open := step("open", "w", "5000", "0", "", "whole", "", "10000", "2", "tx op", "1000000", "d", "first", "f", "n1", "f")
+		if open[0] != "ok" || open[4] != "" {
+			t.Fatalf("open: %v", open)
+		}
+		// the new history may reuse an old id; the lease runs out at once
+		if r := step("put", "w", "0", "0", "10000", "first", "f", "1", `{"id":"first","role":"user","content":"new","parent_id":null,"created_at":`+open[5]+`}`); r[1] != "staged" {
+			t.Fatalf("put: %v", r)
+		}
+		sk := messages.StagedKeys(srv.Layout(), "alice", "s1")
+		c := srv.Client(t)
+		if n, _ := c.Do(t.Context(), c.B().Exists().Key(sk.Messages, sk.Tree).Build()).AsInt64(); n != 2 {
+			t.Fatalf("%d staged keys, want 2", n)
+		}
+		if rep := h.Do(t, "GET", msgs+"/first", ""); rep.Status != 200 || !strings.Contains(rep.Body, `"content":"hi"`) {
+			t.Fatalf("the old message while the new history stages: %s", rep)
+		}
+		post(t, h, `{"id":"next","role":"assistant","content":"hello"}`, 201)
+		if p := pathOf(t, h, "s1", "limit=10"); p.Total != 2 || p.Messages[0].ID != "first" {
+			t.Fatalf("the path after the drop: %+v", p)
+		}
+		if n, _ := c.Do(t.Context(), c.B().Exists().Key(sk.Messages, sk.Tree).Build()).AsInt64(); n != 0 {
+			t.Errorf("%d staged keys left after the drop", n)
+		}
+	})
+}
+
+// However often its steps renew the lease, a stage lives at most a minute
+// from its open: then the next write drops it.
+func TestStageLivesAtMostAMinute(t *testing.T) {
+	redisstoretest.Each(t, func(t *testing.T, srv *redisstoretest.Server) {
+		h := start(t, srv, nil)
+		post(t, h, `{"id":"first","role":"user","content":"hi"}`, 201)
+		step := stageSteps(t, srv)
+		open := step("open", "slow", "5000", "0", "", "latest", "", "10000", "0", "", "1000000", "", "s0", "f", "s0", "f")
+		if open[0] != "ok" {
+			t.Fatalf("open: %v", open)
+		}
+		// its open a minute and more ago
+		c := srv.Client(t)
+		record := srv.Layout().Session("alice", "s1").Record
+		st, _ := c.Do(t.Context(), c.B().Hget().Key(record).Field("msg_stage").Build()).ToString()
+		f := strings.Split(st, "\t")
+		f[6] = "1000000"
+		if err := c.Do(t.Context(), c.B().Hset().Key(record).FieldValue().FieldValue("msg_stage", strings.Join(f, "\t")).Build()).Error(); err != nil {
+			t.Fatal(err)
+		}
+		created := `"1970-01-01T00:00:01.000000Z"`
+		if r := step("put", "slow", "5000", "0", "10000", "s0", "f", "1", stagedBody("s0", "first", created)); r[1] != "staged" {
+			t.Fatalf("put: %v", r)
+		}
+		st, _ = c.Do(t.Context(), c.B().Hget().Key(record).Field("msg_stage").Build()).ToString()
+		if f := strings.Split(st, "\t"); len(f) < 2 || f[1] != "61000" {
+			t.Fatalf("the put renewed the lease to %q, want 61000 (ms: a minute from its open)", st)
+		}
+		post(t, h, `{"id":"next","role":"assistant","content":"hello"}`, 201)
+		if p := pathOf(t, h, "s1", "limit=10"); p.Total != 2 || p.Messages[1].ID != "next" {
+			t.Fatalf("the path: %+v", p)
+		}
+	})
+}
