@@ -232,8 +232,14 @@ if step == 'drop' then
     end
   end
   if st.whole then
+    -- the staged keys go, and their families off the record's fams (no
+    -- slide or delete touches them then): a quiet commit, only checks
+    for _, p in ipairs(STAGED) do session.drop(c, p) end
+    refused = session.commit(c, { quiet = true })
+    if refused then return refused end
     redis.call('UNLINK', unpack(staged_keys()))
     redis.call('HDEL', c.record, 'msg_stage')
+    session.finish(c)
     return reply.ok(0, 1)
   end
   -- every message after seq0 is the stage's: no other write took a

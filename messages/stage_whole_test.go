@@ -91,3 +91,37 @@ func TestStagedAppendAgainUnderAKeyWhoseMessagesAreGone(t *testing.T) {
 		}
 	})
 }
+
+// The staged families leave the record's fams with their keys: at the
+// commit, and at the drop of a whole stage (else every later slide and
+// delete of the session touches keys it no longer has).
+func TestWholeStageLeavesNoStagedFamilyListed(t *testing.T) {
+	redisstoretest.Each(t, func(t *testing.T, srv *redisstoretest.Server) {
+		h := start(t, srv, nil)
+		post(t, h, `{"id":"first","role":"user","content":"hi"}`, 201)
+		step := stageSteps(t, srv)
+		open := step("open", "w", "5000", "0", "", "whole", "", "10000", "2", "tx op", "1000000", "d", "n0", "f", "n0", "f")
+		if open[0] != "ok" {
+			t.Fatalf("open: %v", open)
+		}
+		if r := step("put", "w", "0", "0", "10000", "n0", "f", "1", `{"id":"n0","role":"user","content":"new","parent_id":null,"created_at":`+open[5]+`}`); r[1] != "staged" {
+			t.Fatalf("put: %v", r)
+		}
+		c := srv.Client(t)
+		record := srv.Layout().Session("alice", "s1").Record
+		fams := func() string {
+			v, _ := c.Do(t.Context(), c.B().Hget().Key(record).Field("fams").Build()).ToString()
+			return v
+		}
+		if f := fams(); !strings.Contains(f, " sm ") {
+			t.Fatalf("fams while the stage lives: %q, want the staged families", f)
+		}
+		// the next write drops the abandoned stage
+		post(t, h, `{"id":"next","role":"assistant","content":"hello"}`, 201)
+		for _, code := range []string{" sm ", " sn ", " sk ", " so "} {
+			if f := fams(); strings.Contains(f, code) {
+				t.Errorf("fams after the drop of a whole stage: %q lists%s", f, code)
+			}
+		}
+	})
+}
