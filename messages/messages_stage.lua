@@ -43,7 +43,8 @@
 --   one), the id the next message goes under ('' for a root) and the
 --   created_at of every message of the stage (ISO 8601, quoted as stored); {'ok', 'held'} (the first and last
 --   messages are stored with these fields: a retry the caller answers),
---   the repeat {'dup', message...} as messages_append's, {'ok',
+--   the repeat {'dup', message...} as messages_append's (an operation's
+--   even when none of its messages is left), {'ok',
 --   'leaf_moved', leaf}, {'ok', 'unknown_parent', id}, or a refusal:
 --   {'ok', 'stage_lost'} (ARGV[10] -1), or a refusal: 'id_conflict',
 --   'session_full', 'operation_conflict', 'staging' or 'stage_abandoned'
@@ -66,7 +67,8 @@
 --   returns {'ok', 'stored'|'started', n} (n the messages it made
 --   visible) then 'index_pending' when the user
 --   has an index (the staged messages have no documents: the catch-up
---   writes them), {'ok', 'stage_lost'}, or a refusal: 'part_missing'.
+--   writes them), {'ok', 'stage_lost'}, or a refusal: 'part_missing'; an
+--   error for a whole stage with no message staged (nothing written).
 --   Emits one message_appended (a range: messages.emit_appended) and,
 --   for a user message, abort_cleared; compaction_suggested as an append.
 -- 'drop':
@@ -176,8 +178,11 @@ if step == 'open' then
       end
       held = hids
     end
+    -- an operation answers as applied however its messages fared since
+    -- (as messages_transaction); an append whose messages are all gone
+    -- is made again
     local again = messages.dup_answer(c, held, max_bytes)
-    if #again > 1 then return session.reply(c, again) end
+    if #again > 1 or digest ~= '' then return session.reply(c, again) end
   end
   -- a later part of an operation whose stage is gone opens none
   if total < 0 then return reply.ok('stage_lost') end
@@ -227,8 +232,14 @@ if step == 'drop' then
     end
   end
   if st.whole then
+    -- the staged keys go, and their families off the record's fams (no
+    -- slide or delete touches them then): a quiet commit, only checks
+    for _, p in ipairs(STAGED) do session.drop(c, p) end
+    refused = session.commit(c, { quiet = true })
+    if refused then return refused end
     redis.call('UNLINK', unpack(staged_keys()))
     redis.call('HDEL', c.record, 'msg_stage')
+    session.finish(c)
     return reply.ok(0, 1)
   end
   -- every message after seq0 is the stage's: no other write took a
@@ -304,9 +315,13 @@ end
 -- 'commit'
 local parts, suggest, digest, mode = tonumber(ARGV[4]), tonumber(ARGV[5]) or 0, ARGV[6], ARGV[7]
 if parts ~= st.parts then return part_missing(st.parts, parts) end
+-- a whole new history renames its staged keys, which its first put makes
+if st.whole and st.n == 0 then
+  return redis.error_reply('ERR messages_stage: a whole new history commits with no message staged; nothing was written')
+end
 -- the ring's entry of the key (a key whose messages are all gone since
 -- leaves its old slot) and the slot the next key takes
-local evicted, old_slot
+local evicted, old_slot, _
 if st.key ~= '' then
   local kf, sf = msgtree.ring_fields(c, st.key)
   local v = redis.call('HMGET', c.mtree, kf, sf)

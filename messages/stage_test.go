@@ -410,6 +410,11 @@ func TestBigReplaceHistoryStaged(t *testing.T) {
 				t.Errorf("%s: PTTL %d, want the session's TTL", key, ttl)
 			}
 		}
+		// the ring kept the old key (an append of the same messages
+		// answers 200 without it: its ids are held with the same fields)
+		if v, _ := c.Do(t.Context(), c.B().Hget().Key(k.Tree).Field(" kk-old").Build()).ToString(); !strings.HasPrefix(v, "m0 ") {
+			t.Errorf("the ring's entry of the old key after the commit: %q, want its ids", v)
+		}
 		// the repeat answers what it stored; the ring kept the old key,
 		// whose messages are gone: it appends again
 		if rep := h.Do(t, "POST", url+"/transactions", historyTx("h1", "m", 300, &leaf)); rep.Status != 200 || !strings.Contains(rep.Body, `"m299"`) {

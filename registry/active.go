@@ -329,15 +329,28 @@ type timedItem struct {
 	body json.RawMessage
 }
 
-// recentMessages returns the RecentItems newest messages of each session
-// (by append order), each as {"kind": "message", "session_id": ...,
-// ...message}: one pipelined ZREVRANGE per session, then one HMGET per
-// session that has messages.
+// recentMessages returns the RecentItems newest committed messages of
+// each session (by append order: a staged append's come after the
+// record's msg_seq, messages_stage.lua), each as {"kind": "message",
+// "session_id": ..., ...message}: one pipelined HGET of msg_seq per
+// session, then one ZREVRANGEBYSCORE, then one HMGET per session that has
+// messages.
 func (s *Store) recentMessages(ctx context.Context, client rueidis.Client, user string, sessions []string) ([]timedItem, error) {
 	l := redisstore.Layout{Cluster: s.Conn().Cluster()}
 	cmds := make(rueidis.Commands, len(sessions))
 	for i, sid := range sessions {
-		cmds[i] = client.B().Zrevrange().Key(l.SessionKey(redisstore.MessageOrderFamily, user, sid)).Start(0).Stop(RecentItems - 1).Build()
+		cmds[i] = client.B().Hget().Key(s.Keys(user, sid).Record).Field("msg_seq").Build()
+	}
+	for i, r := range client.DoMulti(ctx, cmds...) {
+		seq, err := r.ToString()
+		if err != nil && !rueidis.IsRedisNil(err) {
+			return nil, redisstore.Wrap("active session", err)
+		}
+		if _, err := strconv.ParseUint(seq, 10, 63); err != nil {
+			seq = "+inf" // none yet, or not the sidecar's
+		}
+		cmds[i] = client.B().Zrevrangebyscore().Key(l.SessionKey(redisstore.MessageOrderFamily, user, sessions[i])).
+			Max(seq).Min("-inf").Limit(0, RecentItems).Build()
 	}
 	var gets rueidis.Commands
 	var of []string
