@@ -70,7 +70,8 @@
 // sizes_test.go bounded work and framework-sized turns; stage_test.go
 // staged appends and replace_history (SLOWLOG at 5 ms, readers before or
 // after, concurrent big appends, repeats, parts, an abandoned stage, a
-// write that waits) and stage_steps_test.go the steps run by hand (a
+// write that waits), stage_whole_test.go a staged replace_history's
+// repeats and drop, and stage_steps_test.go the steps run by hand (a
 // writer back during the drop, forks onto a staged session, a later part
 // with no stage, a stage's longest life);
 // metadata_test.go, surrogate_test.go and utf8_test.go raw fields kept as

@@ -333,6 +333,10 @@ events.use(c)
 refused = session.commit(c)
 if refused then return refused end
 local last, count = st.last, c.count + st.n
+-- the path's tokens before, for compaction_suggested: a whole new
+-- history's are the old latest path's, as messages_transaction's
+local before = 0
+if suggest > 0 then before = messages.path_tokens(c, node(c, st.whole and c.leaf or st.parent)) end
 if st.whole then
   -- the ring of keys goes with the new tree; then every message and
   -- compaction before goes (O(1) UNLINKs, Redis frees them), and the
@@ -377,7 +381,7 @@ else
 end
 if st.user and session.clear_abort(c) then events.emit(c, 'abort_cleared', 'state', nil, '{}') end
 if suggest > 0 then
-  messages.suggest_crossed(c, suggest, messages.path_tokens(c, node(c, st.parent)), messages.path_tokens(c, node(c, last)))
+  messages.suggest_crossed(c, suggest, before, messages.path_tokens(c, node(c, last)))
 end
 local out = reply.ok('stored', st.n)
 if session.finish(c, fields) then out[2] = 'started' end

@@ -34,7 +34,8 @@
 // Tests: registry_test.go, active_test.go, state_test.go and list_test.go
 // run the routes on both backends and a cluster (create, patches, RFC 7396
 // examples, concurrent start-or-reuse, metadata listings);
-// integrity_test.go the indexes' TTLs, wrong-typed keys refused before any
+// active_staged_test.go an active session's recent messages without a
+// staged append's; integrity_test.go the indexes' TTLs, wrong-typed keys refused before any
 // write, unreadable state; bounded_test.go and cost_test.go the Redis
 // commands a call runs; state_fuzz_test.go FuzzStateMergePatch;
 // bench_test.go benchmarks.
