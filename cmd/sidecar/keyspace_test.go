@@ -18,8 +18,10 @@ import (
 	"github.com/agentsidecar/agentsidecar/cmd/sidecar/modules"
 	"github.com/agentsidecar/agentsidecar/envconf"
 	"github.com/agentsidecar/agentsidecar/locks"
+	"github.com/agentsidecar/agentsidecar/lua"
 	"github.com/agentsidecar/agentsidecar/redisstore"
 	"github.com/agentsidecar/agentsidecar/redisstore/redisstoretest"
+	"github.com/agentsidecar/agentsidecar/sessionstore"
 	"github.com/agentsidecar/agentsidecar/sidecar"
 	"github.com/agentsidecar/agentsidecar/sidecar/sidecartest"
 )
@@ -327,6 +329,7 @@ func driveEveryRoute(t *testing.T, h *sidecartest.Host) {
 			lockToken = g.Token
 		}
 	}
+	driveStages(t, h)
 
 	served := servedRoutes(t, h)
 	for _, p := range modulePatterns(t, h.Conn) {
@@ -551,4 +554,46 @@ func channels(t *testing.T, srv *redisstoretest.Server) []string {
 	}
 	slices.Sort(out)
 	return slices.Compact(out)
+}
+
+// driveStages runs the staged writes (messages/stage.go): a big append, a
+// big append_items in parts and a big replace_history run to their commit
+// on session stg-1, and a replace_history whose writer stops after its
+// first put (its staged keys left to their TTL, as after a kill) on
+// stg-2.
+func driveStages(t *testing.T, h *sidecartest.Host) {
+	t.Helper()
+	batch := func(prefix string, n int) string {
+		var b strings.Builder
+		for i := range n {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			fmt.Fprintf(&b, `{"id":"%s%d","role":"user","content":"staged %d"}`, prefix, i, i)
+		}
+		return b.String()
+	}
+	const s = "/v1/users/alice/sessions/stg-1/messages"
+	for _, r := range []struct{ path, body string }{
+		{s, `{"messages":[` + batch("a", 101) + `]}`},
+		{s + "/transactions", `{"operation_id":"p","type":"append_items","part":0,"more":true,"messages":[` + batch("b", 2) + `]}`},
+		{s + "/transactions", `{"operation_id":"p","type":"append_items","part":1,"messages":[` + batch("c", 2) + `]}`},
+		{s + "/transactions", `{"operation_id":"w","type":"replace_history","messages":[` + batch("a", 101) + `]}`},
+	} {
+		if rep := h.Do(t, "POST", r.path, r.body); rep.Status != 201 && rep.Status != 202 {
+			t.Fatalf("POST %s: %s", r.path, rep)
+		}
+	}
+	st := sessionstore.New(h.Conn, sessionstore.Config{TTLSeconds: 3600})
+	stage := lua.Named("messages_stage")
+	open, err := st.Run(t.Context(), stage, "alice", "stg-2", "open", "gone", "5000", "0", "", "whole", "", "10000", "2",
+		"tx w2", "1000000", "d", "x0", "f", "x1", "f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	created, _ := open.String(4)
+	if _, err := st.Run(t.Context(), stage, "alice", "stg-2", "put", "gone", "5000", "0", "10000",
+		"x0", "f", "1", `{"id":"x0","role":"user","content":"x","parent_id":null,"created_at":`+created+`}`); err != nil {
+		t.Fatal(err)
+	}
 }
