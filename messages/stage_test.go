@@ -331,13 +331,16 @@ func TestAbandonedStageIsDropped(t *testing.T) {
 }
 
 // While a stage lives, another write of the session's messages waits for
-// its commit, then lands after it.
+// its commit (its script refused and tried again, seen in Redis's
+// commandstats), then lands after it.
 func TestWriteWaitsForAStage(t *testing.T) {
-	srv := redisstoretest.NewMini(t)
+	srv := redisstoretest.NewReal(t)
 	h := start(t, srv, nil)
+	c := srv.Client(t)
 	if rep := h.Do(t, "POST", partsPath, part("slow", 0, true, "s", 10)); rep.Status != 202 {
 		t.Fatal(rep)
 	}
+	before := calls(t, c, "fcall")
 	var landed atomic.Bool
 	done := make(chan sidecartest.Reply)
 	go func() {
@@ -345,7 +348,12 @@ func TestWriteWaitsForAStage(t *testing.T) {
 		landed.Store(true)
 		done <- rep
 	}()
-	time.Sleep(100 * time.Millisecond)
+	// the write has been refused twice: it waits
+	for deadline := time.Now().Add(5 * time.Second); calls(t, c, "fcall") < before+2; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the write never met the stage")
+		}
+	}
 	if landed.Load() {
 		t.Fatal("a write landed while a stage lived")
 	}
