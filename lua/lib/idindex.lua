@@ -277,7 +277,10 @@ local function locate_new(c, which, id, exact)
   if covered and head and last and first_ok and fingerprint(which, last) == m[2] then
     if not m[4] then return { llen = covered, head = head, last_fp = m[2] } end
     local pos = (tonumber(m[4]) or -1) - head
-    if pos >= 0 and pos < covered then
+    -- a repeat writes nothing, so no RPUSH tells whether a rewrite that
+    -- kept the last element shortened the list: its length does (else
+    -- locate's way, which makes the index anew)
+    if pos >= 0 and pos < covered and redis.call('LLEN', list) == covered then
       local el = redis.call('LINDEX', list, pos)
       if el and json.id_of(el, idkey) == id then return { dup = el, pos = pos } end
     end
