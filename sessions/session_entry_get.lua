@@ -14,7 +14,9 @@
 --- @include session
 
 local c = idindex.open(session.open(KEYS, ARGV), ARGV[2])
-local found = idindex.locate_new(c, 'qa', ARGV[3])
+-- exact: the list's length too, so that an index a rewrite (Cognee's
+-- delete) left covering a longer list is made again, not trusted
+local found = idindex.locate_new(c, 'qa', ARGV[3], true)
 if found.answer then return found.answer end
 if not found.dup then return reply.missing() end
 return reply.ok(found.dup)

@@ -249,8 +249,9 @@ end
 -- the ids, still tells that id is not held). A context entry's
 -- fingerprint is its bytes, which a rewrite may put back at the end: its
 -- list's first element is read too ('#first'). With exact (an update in
--- place), the list's length as well (LLEN). Anything else takes locate's
--- way. Returns a table: answer (a refusal, or needs_build: return it), dup
+-- place, or a read, which no RPUSH answers either), the list's length as
+-- well (LLEN), as for a repeat. Anything else takes locate's way.
+-- Returns a table: answer (a refusal, or needs_build: return it), dup
 -- (the element holding id, at pos: a repeat; a read or an update in place
 -- may use it, not a removal, which needs the list's length), else llen (the list's length),
 -- last_fp (its last element's fingerprint), head and fresh (no index, an
@@ -273,14 +274,19 @@ local function locate_new(c, which, id, exact)
   local first_ok = which == 'qa' or (covered and fingerprint(which, redis.call('LINDEX', list, 0)) == m[5])
   -- exact (an update in place, which keeps the index as it is): the
   -- list's length too, which no RPUSH answers then
-  if exact and covered and redis.call('LLEN', list) ~= covered then first_ok = false end
+  local n_list -- LLEN, read once when needed
+  local function list_len()
+    n_list = n_list or redis.call('LLEN', list)
+    return n_list
+  end
+  if exact and covered and list_len() ~= covered then first_ok = false end
   if covered and head and last and first_ok and fingerprint(which, last) == m[2] then
     if not m[4] then return { llen = covered, head = head, last_fp = m[2] } end
     local pos = (tonumber(m[4]) or -1) - head
     -- a repeat writes nothing, so no RPUSH tells whether a rewrite that
     -- kept the last element shortened the list: its length does (else
     -- locate's way, which makes the index anew)
-    if pos >= 0 and pos < covered and redis.call('LLEN', list) == covered then
+    if pos >= 0 and pos < covered and list_len() == covered then
       local el = redis.call('LINDEX', list, pos)
       if el and json.id_of(el, idkey) == id then return { dup = el, pos = pos } end
     end
