@@ -55,7 +55,9 @@
 //   - messages_transaction.lua: one history transaction, all or nothing.
 //   - messages_fork.lua, messages_split.lua: a new session from this one.
 //   - messages_index.lua: one step of the search catch-up.
-//   - messages_stage.lua: one step of a staged append.
+//   - messages_stage_open.lua, messages_stage_put.lua,
+//     messages_stage_commit.lua, messages_stage_drop.lua: the steps of a
+//     staged append.
 //
 // Tests: messages_test.go, tree_test.go, write_test.go, answers_test.go,
 // reply_test.go, keyring_test.go and children_cap_test.go hold paths,

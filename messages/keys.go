@@ -15,7 +15,7 @@ var (
 	// ChildrenFamily: "<parent>\0<seq>\0<id>" (zset, read by lex range).
 	ChildrenFamily = redisstore.Owner("messages").Session("message children", "agent_session_msg_children", "mc", redisstore.KindZSet, "one member `<parent>\\0<append number>\\0<id>` per message (score 0, read by lex range): a message's branches, oldest first")
 	// The staged history of a replace_history too big for one script
-	// (messages_stage.lua): the new messages, tree, children and order,
+	// (messages_stage_open.lua): the new messages, tree, children and order,
 	// renamed over the session's own at its commit.
 	StagedMessagesFamily = redisstore.Owner("messages").Session("staged messages", "agent_session_msgs_staged", "sm", redisstore.KindHash, "while a big replace_history stages: the new history's messages (as `agent_session_msgs`), renamed over them at its commit; gone with a dropped stage")
 	StagedTreeFamily     = redisstore.Owner("messages").Session("staged message tree", "agent_session_msg_tree_staged", "sn", redisstore.KindHash, "while a big replace_history stages: the new history's tree (as `agent_session_msg_tree`), the ring copied in at its commit")

@@ -56,7 +56,7 @@ end
 -- HSTRLEN before each is read) stay within max_bytes, the first always;
 -- then 'truncated' when the cap cut it (the Go side's Sidecar-Truncated).
 -- ids may be a range of sequence numbers instead, "@<from>-<to>" (a staged
--- append: messages_stage.lua), read from the order key 64 at a time.
+-- append: messages_stage_open.lua), read from the order key 64 at a time.
 local function dup_answer(c, ids, max_bytes)
   local out, size = reply.dup(), 0
   local from, to = string.match(ids, '^@(%d+)%-(%d+)$')

@@ -28,7 +28,7 @@
 --   left children out)
 --   oldest first; for 'compactions' {'ok', compaction...} oldest first;
 --   and {'missing'} for no such message (the leaf, or the one asked for).
---   The messages of a staged append in progress (messages_stage.lua) are
+--   The messages of a staged append in progress (messages_stage_open.lua) are
 --   none of these until its commit: the record's msg_stage says which.
 --   The tag comes first, so no message id or text is read as one.
 --- @include reply

@@ -15,6 +15,7 @@ import (
 var luaFiles embed.FS
 
 var luaScripts = lua.Package[struct {
-	Append, Put, Delete, Pop, Clear, Fork, Split, Index, Transaction, Compact, Stage *lua.Script
-	Read                                                                             *lua.Script `lua:"readonly"`
+	Append, Put, Delete, Pop, Clear, Fork, Split, Index, Transaction, Compact *lua.Script
+	StageOpen, StagePut, StageCommit, StageDrop                               *lua.Script
+	Read                                                                      *lua.Script `lua:"readonly"`
 }](luaFiles, "messages", "msgstage", "msgtree", "compactions", "messages")

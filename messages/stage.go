@@ -17,7 +17,7 @@ import (
 	"github.com/agentsidecar/agentsidecar/sidecar"
 )
 
-// A staged append (messages_stage.lua) is an append, or a replace_history,
+// A staged append (messages_stage_open.lua) is an append, or a replace_history,
 // too big for one bounded script: it opens the session's stage (the append's checks),
 // puts its messages a chunk a step where no reader looks, and commits
 // them in one O(1) step; readers see the history before or after. Other
@@ -141,7 +141,7 @@ func refusalCode(err error) string {
 func (s *Store) dropStage(ctx context.Context, user, session, token string) error {
 	for {
 		start := time.Now()
-		r, err := s.Store.Run(ctx, luaScripts.Stage, user, session, "drop", token, strconv.Itoa(DropChunk))
+		r, err := s.Store.Run(ctx, luaScripts.StageDrop, user, session, token, strconv.Itoa(DropChunk))
 		if refusalCode(err) == "staging" {
 			return nil // taken over meanwhile: its writer lives
 		}
@@ -262,19 +262,19 @@ func (s *Store) openStage(ctx context.Context, user, session, token string, msgs
 		flag, want = "1", *q.ifMatch
 	}
 	first, last := msgs[0], msgs[len(msgs)-1]
-	r, err := s.Run(ctx, luaScripts.Stage, user, session, "open", token, strconv.FormatInt(StageLease.Milliseconds(), 10),
+	r, err := s.Run(ctx, luaScripts.StageOpen, user, session, token, strconv.FormatInt(StageLease.Milliseconds(), 10),
 		flag, want, q.parent.Mode, q.parent.ID, strconv.Itoa(s.cfg.MaxMessages), strconv.Itoa(total), q.key,
 		strconv.Itoa(q.maxBytes), q.digest, first.ID, first.FP, last.ID, last.FP)
 	if err != nil {
 		return Stored{}, nil, err
 	}
 	if r.Dup {
-		st, err := s.stored(luaScripts.Stage.Name, r, user, session)
+		st, err := s.stored(stageName, r, user, session)
 		return st, nil, err
 	}
 	status, err := r.String(0)
 	if err != nil {
-		return Stored{}, nil, redisstore.Wrap(luaScripts.Stage.Name, err)
+		return Stored{}, nil, redisstore.Wrap(stageName, err)
 	}
 	switch status {
 	case "stage_lost":
@@ -285,11 +285,11 @@ func (s *Store) openStage(ctx context.Context, user, session, token string, msgs
 		}
 		last, err := r.String(3)
 		if err != nil {
-			return Stored{}, nil, redisstore.Wrap(luaScripts.Stage.Name, err)
+			return Stored{}, nil, redisstore.Wrap(stageName, err)
 		}
 		createdAt, err := r.String(4)
 		if err != nil {
-			return Stored{}, nil, redisstore.Wrap(luaScripts.Stage.Name, err)
+			return Stored{}, nil, redisstore.Wrap(stageName, err)
 		}
 		return Stored{}, &stageAt{last: last, createdAt: createdAt}, nil
 	case "held":
@@ -309,33 +309,33 @@ func (s *Store) openStage(ctx context.Context, user, session, token string, msgs
 	if status == "leaf_moved" && q.parent.Mode == "whole" {
 		return Stored{}, nil, errSuffixMismatch // replace_history's expected_leaf
 	}
-	return Stored{}, nil, s.outcome(luaScripts.Stage.Name, r, status, user, session)
+	return Stored{}, nil, s.outcome(stageName, r, status, user, session)
 }
 
 // putStage writes part i of token's stage, ch as texts (stageAt.texts);
 // returns the messages staged in all.
 func (s *Store) putStage(ctx context.Context, user, session, token string, i int, ch []message, texts [][]byte) (int, error) {
 	args := make([]string, 0, 5+4*len(ch))
-	args = append(args, "put", token, strconv.FormatInt(StageLease.Milliseconds(), 10), strconv.Itoa(i),
+	args = append(args, token, strconv.FormatInt(StageLease.Milliseconds(), 10), strconv.Itoa(i),
 		strconv.Itoa(s.cfg.MaxMessages))
 	for j, m := range ch {
 		args = append(args, m.ID, m.FP, strconv.FormatInt(m.Tokens, 10), string(texts[j]))
 	}
 	start := time.Now()
-	r, err := s.Run(ctx, luaScripts.Stage, user, session, args...)
+	r, err := s.Run(ctx, luaScripts.StagePut, user, session, args...)
 	if err != nil {
 		return 0, err
 	}
 	status, err := r.String(0)
 	if err != nil {
-		return 0, redisstore.Wrap(luaScripts.Stage.Name, err)
+		return 0, redisstore.Wrap(stageName, err)
 	}
 	if status == "stage_lost" {
 		return 0, errStageLost
 	}
 	n, err := r.Int(1)
 	if err != nil || (status != "staged" && status != "repeat") {
-		return 0, redisstore.Wrap(luaScripts.Stage.Name, fmt.Errorf("status %s: %w", status, err))
+		return 0, redisstore.Wrap(stageName, fmt.Errorf("status %s: %w", status, err))
 	}
 	pace(ctx, time.Since(start))
 	return int(n), nil
@@ -344,14 +344,14 @@ func (s *Store) putStage(ctx context.Context, user, session, token string, i int
 // commitStage makes token's parts staged messages visible, in one step;
 // returns how many.
 func (s *Store) commitStage(ctx context.Context, user, session, token string, parts int, digest string) (int, error) {
-	r, err := s.Run(ctx, luaScripts.Stage, user, session, "commit", token, strconv.Itoa(parts),
+	r, err := s.Run(ctx, luaScripts.StageCommit, user, session, token, strconv.Itoa(parts),
 		strconv.FormatInt(s.cfg.CompactAfterTokens, 10), digest, string(s.mode))
 	if err != nil {
 		return 0, err
 	}
 	status, err := r.String(0)
 	if err != nil {
-		return 0, redisstore.Wrap(luaScripts.Stage.Name, err)
+		return 0, redisstore.Wrap(stageName, err)
 	}
 	switch status {
 	case "stage_lost":
@@ -360,11 +360,11 @@ func (s *Store) commitStage(ctx context.Context, user, session, token string, pa
 		sessionstore.CountStarted()
 	case "stored":
 	default:
-		return 0, redisstore.Wrap(luaScripts.Stage.Name, errors.New("unexpected status "+status))
+		return 0, redisstore.Wrap(stageName, errors.New("unexpected status "+status))
 	}
 	n, err := r.Int(1)
 	if err != nil {
-		return 0, redisstore.Wrap(luaScripts.Stage.Name, err)
+		return 0, redisstore.Wrap(stageName, err)
 	}
 	if v, _ := r.String(len(r.Values) - 1); v == indexPending && s.index != nil {
 		s.index.Known(user)
@@ -487,3 +487,6 @@ func (s *Store) heldAsSent(ctx context.Context, user, session string, msgs []mes
 	}
 	return nil
 }
+
+// stageName names the staged append's scripts in errors.
+const stageName = "messages_stage"

@@ -10,13 +10,14 @@ import (
 	"github.com/agentsidecar/agentsidecar/sessionstore"
 )
 
-// stageSteps runs messages_stage's steps by hand on session s1, each
+// stageSteps runs a staged append's steps by hand on session s1 (the
+// step's name, then its ARGV from the token on), each
 // answer as strings.
 func stageSteps(t *testing.T, srv *redisstoretest.Server) func(args ...string) []string {
 	st := sessionstore.New(srv.Conn(t), sessionstore.Config{TTLSeconds: 600})
 	return func(args ...string) []string {
 		t.Helper()
-		msg, err := st.Exec(t.Context(), messages.MessagesStage, "alice", "s1", args...)
+		msg, err := st.Exec(t.Context(), messages.MessagesStage[args[0]], "alice", "s1", args[1:]...)
 		if err != nil {
 			t.Fatalf("%v: %v", args[:2], err)
 		}

@@ -51,7 +51,7 @@ func TestWholeStageCommitWithNothingStagedWritesNothing(t *testing.T) {
 			t.Fatalf("open: %v", open)
 		}
 		st := sessionstore.New(srv.Conn(t), sessionstore.Config{TTLSeconds: 600})
-		if _, err := st.Exec(t.Context(), messages.MessagesStage, "alice", "s1", "commit", "w", "0", "0", "d", "off"); err == nil {
+		if _, err := st.Exec(t.Context(), messages.MessagesStage["commit"], "alice", "s1", "w", "0", "0", "d", "off"); err == nil {
 			t.Errorf("the commit of a whole stage with nothing staged passed")
 		}
 		c := srv.Client(t)

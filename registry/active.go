@@ -331,7 +331,7 @@ type timedItem struct {
 
 // recentMessages returns the RecentItems newest committed messages of
 // each session (by append order: a staged append's come after the
-// record's msg_seq, messages_stage.lua), each as {"kind": "message",
+// record's msg_seq, messages_stage_open.lua), each as {"kind": "message",
 // "session_id": ..., ...message}: one pipelined HGET of msg_seq per
 // session, then one ZREVRANGEBYSCORE, then one HMGET per session that has
 // messages.

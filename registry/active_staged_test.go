@@ -16,7 +16,7 @@ import (
 )
 
 // The recent items of a reused active session are its committed
-// messages: those a staged append holds (messages_stage.lua, after the
+// messages: those a staged append holds (messages_stage_open.lua, after the
 // record's msg_seq) are no message yet, and may never be.
 func TestActiveSessionRecentLeavesStagedMessagesOut(t *testing.T) {
 	redisstoretest.Each(t, func(t *testing.T, srv *redisstoretest.Server) {
@@ -26,7 +26,7 @@ func TestActiveSessionRecentLeavesStagedMessagesOut(t *testing.T) {
 			t.Fatal(rep)
 		}
 		// a staged append of one message, its commit to come, as
-		// messages_stage.lua leaves it between its put and its commit: the
+		// messages_stage_open.lua leaves it between its put and its commit: the
 		// stage in the record, the message after msg_seq
 		c, l := srv.Client(t), srv.Layout()
 		record := l.Session("alice", s).Record

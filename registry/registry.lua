@@ -190,7 +190,7 @@ local function auto_summary(c)
     end
   end
   local order, msgs = session.key(c, 'agent_session_msg_order'), session.key(c, 'agent_session_msgs')
-  -- the newest committed: a staged append's messages (messages_stage.lua)
+  -- the newest committed: a staged append's messages (messages_stage_open.lua)
   -- come after the record's msg_seq
   local ids
   local seq = redis.call('HGET', c.record, 'msg_seq')

@@ -558,9 +558,9 @@ func channels(t *testing.T, srv *redisstoretest.Server) []string {
 
 // driveStages runs the staged writes (messages/stage.go): a big append, a
 // big append_items in parts and a big replace_history run to their commit
-// on session stg-1, and a replace_history whose writer stops after its
-// first put (its staged keys left to their TTL, as after a kill) on
-// stg-2.
+// on session stg-1, a replace_history whose writer stops after its first
+// put (its staged keys left to their TTL, as after a kill) on stg-2, and
+// an operation in parts its writer drops on stg-3.
 func driveStages(t *testing.T, h *sidecartest.Host) {
 	t.Helper()
 	batch := func(prefix string, n int) string {
@@ -585,15 +585,23 @@ func driveStages(t *testing.T, h *sidecartest.Host) {
 		}
 	}
 	st := sessionstore.New(h.Conn, sessionstore.Config{TTLSeconds: 3600})
-	stage := lua.Named("messages_stage")
-	open, err := st.Run(t.Context(), stage, "alice", "stg-2", "open", "gone", "5000", "0", "", "whole", "", "10000", "2",
+	run := func(script, session string, args ...string) lua.Reply {
+		t.Helper()
+		r, err := st.Run(t.Context(), lua.Named(script), "alice", session, args...)
+		if err != nil {
+			t.Fatalf("%s: %v", script, err)
+		}
+		return r
+	}
+	open := run("messages_stage_open", "stg-2", "gone", "5000", "0", "", "whole", "", "10000", "2",
 		"tx w2", "1000000", "d", "x0", "f", "x1", "f")
-	if err != nil {
-		t.Fatal(err)
-	}
 	created, _ := open.String(4)
-	if _, err := st.Run(t.Context(), stage, "alice", "stg-2", "put", "gone", "5000", "0", "10000",
-		"x0", "f", "1", `{"id":"x0","role":"user","content":"x","parent_id":null,"created_at":`+created+`}`); err != nil {
-		t.Fatal(err)
+	run("messages_stage_put", "stg-2", "gone", "5000", "0", "10000",
+		"x0", "f", "1", `{"id":"x0","role":"user","content":"x","parent_id":null,"created_at":`+created+`}`)
+	// an operation in parts its writer gives up: its stage dropped
+	if rep := h.Do(t, "POST", "/v1/users/alice/sessions/stg-3/messages/transactions",
+		`{"operation_id":"q","type":"append_items","part":0,"more":true,"messages":[`+batch("d", 2)+`]}`); rep.Status != 202 {
+		t.Fatalf("a part: %s", rep)
 	}
+	run("messages_stage_drop", "stg-3", "tx q", "500")
 }
